@@ -1,0 +1,50 @@
+//! The `qtrace` command-line tool. Each subcommand lives in its own module.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Tools for qtrace traces.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qtrace",
+    version,
+    about = "Tools for qtrace traces",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the built-in classes and events.
+    Events,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Events => {
+            let catalog = qtrace::classes::Catalog::builtin();
+            for class in catalog.classes() {
+                println!(
+                    "class {} {:<10} {}",
+                    class.id, class.name, class.description
+                );
+                for id in class.events() {
+                    let e = catalog.event(id).expect("class events exist");
+                    println!(
+                        "  {} {:<14} {} [{}]",
+                        e.id,
+                        e.name,
+                        e.description,
+                        e.args.join(", ")
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

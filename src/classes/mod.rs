@@ -1,0 +1,585 @@
+//! Event classes: the five built-in S.Ha.R.K. classes, one module each, and
+//! classes that users define at phase 1 with a [`ClassSpec`].
+//!
+//! A [`Catalog`] is the table of every class and event a tracer knows, with
+//! names, one-line descriptions and argument names. It is what trace files
+//! embed so that they describe themselves, and what readers use to name events.
+//! Finding the class of an event is an index into a table: O(1).
+//!
+//! ```
+//! use qtrace::classes::{Catalog, ClassSpec, system};
+//!
+//! let mut catalog = Catalog::builtin();
+//! assert_eq!(catalog.event(system::SCHEDULE).unwrap().name, "schedule");
+//!
+//! let net = catalog
+//!     .define(
+//!         ClassSpec::new("net", "network stack")
+//!             .event("rx", "a packet was received", &["len", "port"])
+//!             .event("tx", "a packet was sent", &["len", "port"]),
+//!     )
+//!     .unwrap();
+//! let rx = net.event("rx").unwrap();
+//! assert_eq!(rx, qtrace::EventId::FIRST_USER_DEFINED);
+//! assert_eq!(catalog.class_of(rx), Some(net.id));
+//! assert_eq!(catalog.class(net.id).unwrap().name, "net");
+//! ```
+
+pub mod lowlevel;
+pub mod semaphore;
+pub mod system;
+pub mod tracer;
+pub mod user;
+
+use std::fmt;
+
+use crate::error::Error;
+use crate::EventId;
+
+/// The number of a class. Built-ins are 0–4; user-defined classes follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct ClassId(pub u16);
+
+impl ClassId {
+    /// The tracer's own events (reserved, hoops).
+    pub const TRACER: ClassId = ClassId(0);
+    /// Task events from the kernel or scheduler.
+    pub const SYSTEM: ClassId = ClassId(1);
+    /// The eight application events.
+    pub const USER: ClassId = ClassId(2);
+    /// Interrupts.
+    pub const LOWLEVEL: ClassId = ClassId(3);
+    /// Semaphore events.
+    pub const SEMAPHORE: ClassId = ClassId(4);
+    /// The first id handed to a user-defined class.
+    pub const FIRST_USER_DEFINED: ClassId = ClassId(5);
+    /// The largest number of classes a tracer knows.
+    pub const MAX_CLASSES: usize = 256;
+}
+
+impl fmt::Display for ClassId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The largest number of arguments an event has (the record has two 64-bit slots).
+pub const MAX_ARGS: usize = 2;
+/// The longest class or event name, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+/// The longest description, in bytes.
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+
+/// A built-in event's static description (used to build [`Catalog::builtin`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BuiltinEvent {
+    id: EventId,
+    name: &'static str,
+    description: &'static str,
+    args: &'static [&'static str],
+}
+
+impl BuiltinEvent {
+    pub(crate) const fn new(
+        id: EventId,
+        name: &'static str,
+        description: &'static str,
+        args: &'static [&'static str],
+    ) -> Self {
+        BuiltinEvent {
+            id,
+            name,
+            description,
+            args,
+        }
+    }
+}
+
+/// The class of a built-in event, without a catalog; `None` past the built-ins.
+///
+/// ```
+/// use qtrace::classes::{builtin_class_of, semaphore, ClassId};
+/// assert_eq!(builtin_class_of(semaphore::SIGNAL), Some(ClassId::SEMAPHORE));
+/// ```
+pub const fn builtin_class_of(id: EventId) -> Option<ClassId> {
+    match id.0 {
+        0x00..=0x01 => Some(ClassId::TRACER),
+        0x02..=0x0a => Some(ClassId::SYSTEM),
+        0x0b..=0x12 => Some(ClassId::USER),
+        0x13 => Some(ClassId::LOWLEVEL),
+        0x14..=0x16 => Some(ClassId::SEMAPHORE),
+        _ => None,
+    }
+}
+
+/// One event's description: number, class, name, one line of text, and the
+/// names of the arguments it uses (0 to 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventInfo {
+    /// The event number.
+    pub id: EventId,
+    /// The class it belongs to.
+    pub class: ClassId,
+    /// Short name, such as `schedule`.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// Names of the arguments in `args[0]`, `args[1]` (unused slots are absent).
+    pub args: Vec<String>,
+}
+
+/// One class's description. Its events are numbered consecutively.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassInfo {
+    /// The class number.
+    pub id: ClassId,
+    /// Short name, such as `system`.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// The first event of the class.
+    pub first_event: EventId,
+    /// How many events the class has.
+    pub event_count: u16,
+}
+
+impl ClassInfo {
+    /// The events of this class, in order.
+    pub fn events(&self) -> impl Iterator<Item = EventId> {
+        let first = self.first_event.0;
+        (first..first + self.event_count).map(EventId)
+    }
+
+    /// Whether `id` belongs to this class.
+    pub fn contains(&self, id: EventId) -> bool {
+        id.0 >= self.first_event.0 && id.0 < self.first_event.0 + self.event_count
+    }
+}
+
+/// The description of a user-defined class, built at phase 1 and handed to
+/// [`Catalog::define`] (or [`Tracer::define_class`](crate::Tracer::define_class)).
+///
+/// Names are ASCII identifiers-like strings of at most [`MAX_NAME_LEN`] bytes;
+/// each event has at most [`MAX_ARGS`] named arguments.
+#[derive(Clone, Debug, Default)]
+pub struct ClassSpec {
+    name: String,
+    description: String,
+    events: Vec<(String, String, Vec<String>)>,
+}
+
+impl ClassSpec {
+    /// Starts a class with a name and a one-line description.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        ClassSpec {
+            name: name.into(),
+            description: description.into(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Adds an event with its one-line description and argument names (0–2).
+    pub fn event(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        args: &[&str],
+    ) -> Self {
+        self.events.push((
+            name.into(),
+            description.into(),
+            args.iter().map(|s| s.to_string()).collect(),
+        ));
+        self
+    }
+}
+
+/// What [`Catalog::define`] hands back: the class number and its events' numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefinedClass {
+    /// The class number.
+    pub id: ClassId,
+    /// `(name, id)` of every event, in definition order.
+    pub events: Vec<(String, EventId)>,
+}
+
+impl DefinedClass {
+    /// The id of the event called `name`.
+    pub fn event(&self, name: &str) -> Option<EventId> {
+        self.events
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| *id)
+    }
+}
+
+/// Checks a name: non-empty, at most [`MAX_NAME_LEN`] bytes, `[A-Za-z0-9_.-]`.
+pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Error> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidName {
+            what,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// Checks a description: at most [`MAX_DESCRIPTION_LEN`] bytes, one line.
+pub(crate) fn validate_description(name: &str, text: &str) -> Result<(), Error> {
+    if text.len() <= MAX_DESCRIPTION_LEN && !text.contains(['\n', '\r']) {
+        Ok(())
+    } else {
+        Err(Error::InvalidDescription {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// The table of every class and event a tracer (or a trace file) knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Catalog {
+    classes: Vec<ClassInfo>,
+    /// Indexed by event number: dense, so lookups are O(1).
+    events: Vec<EventInfo>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::builtin()
+    }
+}
+
+impl Catalog {
+    /// The five built-in classes and their 23 events, numbered as in S.Ha.R.K.
+    pub fn builtin() -> Self {
+        let mut catalog = Catalog {
+            classes: Vec::new(),
+            events: Vec::new(),
+        };
+        let builtin: [(ClassId, &str, &str, &[BuiltinEvent]); 5] = [
+            (
+                ClassId::TRACER,
+                "tracer",
+                "events written by the tracer itself",
+                tracer::EVENTS,
+            ),
+            (
+                ClassId::SYSTEM,
+                "system",
+                "task events from the kernel or scheduler",
+                system::EVENTS,
+            ),
+            (
+                ClassId::USER,
+                "user",
+                "events for the application's own use",
+                user::EVENTS,
+            ),
+            (
+                ClassId::LOWLEVEL,
+                "lowlevel",
+                "interrupts",
+                lowlevel::EVENTS,
+            ),
+            (
+                ClassId::SEMAPHORE,
+                "semaphore",
+                "semaphore waits and signals",
+                semaphore::EVENTS,
+            ),
+        ];
+        for (id, name, description, events) in builtin {
+            catalog.classes.push(ClassInfo {
+                id,
+                name: name.to_string(),
+                description: description.to_string(),
+                first_event: events[0].id,
+                event_count: events.len() as u16,
+            });
+            for e in events {
+                debug_assert_eq!(e.id.0 as usize, catalog.events.len());
+                catalog.events.push(EventInfo {
+                    id: e.id,
+                    class: id,
+                    name: e.name.to_string(),
+                    description: e.description.to_string(),
+                    args: e.args.iter().map(|s| s.to_string()).collect(),
+                });
+            }
+        }
+        catalog
+    }
+
+    /// Builds a catalog from explicit tables (what a trace file's header holds),
+    /// checking that it is consistent: classes numbered 0, 1, 2, …; each class's
+    /// events consecutive, in class order, starting at event 0; names valid.
+    pub fn from_parts(classes: Vec<ClassInfo>, events: Vec<EventInfo>) -> Result<Self, Error> {
+        let mut next_event = 0u32;
+        for (i, c) in classes.iter().enumerate() {
+            if c.id.0 as usize != i || c.first_event.0 as u32 != next_event {
+                return Err(Error::InconsistentCatalog {
+                    reason: format!("class {} ({}) is out of order", c.id, c.name),
+                });
+            }
+            validate_name("class", &c.name)?;
+            next_event += c.event_count as u32;
+        }
+        if next_event as usize != events.len() || events.len() > EventId::MAX_EVENTS {
+            return Err(Error::InconsistentCatalog {
+                reason: format!(
+                    "the classes cover {next_event} events but the table lists {}",
+                    events.len()
+                ),
+            });
+        }
+        if classes.len() > ClassId::MAX_CLASSES {
+            return Err(Error::InconsistentCatalog {
+                reason: format!(
+                    "{} classes (at most {})",
+                    classes.len(),
+                    ClassId::MAX_CLASSES
+                ),
+            });
+        }
+        for (i, e) in events.iter().enumerate() {
+            let class_ok = classes
+                .get(e.class.0 as usize)
+                .is_some_and(|c| c.contains(e.id));
+            if e.id.0 as usize != i || !class_ok || e.args.len() > MAX_ARGS {
+                return Err(Error::InconsistentCatalog {
+                    reason: format!("event {} ({}) does not fit its class", e.id, e.name),
+                });
+            }
+            validate_name("event", &e.name)?;
+        }
+        Ok(Catalog { classes, events })
+    }
+
+    /// Adds a user-defined class; its events are numbered after every event
+    /// defined so far.
+    pub fn define(&mut self, spec: ClassSpec) -> Result<DefinedClass, Error> {
+        validate_name("class", &spec.name)?;
+        validate_description(&spec.name, &spec.description)?;
+        if self.classes.iter().any(|c| c.name == spec.name) {
+            return Err(Error::DuplicateName {
+                what: "class",
+                name: spec.name,
+            });
+        }
+        if spec.events.is_empty() {
+            return Err(Error::EmptyClass { name: spec.name });
+        }
+        if self.classes.len() >= ClassId::MAX_CLASSES {
+            return Err(Error::TooManyClasses {
+                max: ClassId::MAX_CLASSES,
+            });
+        }
+        if self.events.len() + spec.events.len() > EventId::MAX_EVENTS {
+            return Err(Error::TooManyEvents {
+                max: EventId::MAX_EVENTS,
+            });
+        }
+        for (i, (name, description, args)) in spec.events.iter().enumerate() {
+            validate_name("event", name)?;
+            validate_description(name, description)?;
+            if spec.events[..i].iter().any(|(n, _, _)| n == name) {
+                return Err(Error::DuplicateName {
+                    what: "event",
+                    name: name.clone(),
+                });
+            }
+            if args.len() > MAX_ARGS {
+                return Err(Error::TooManyArgs {
+                    event: name.clone(),
+                    max: MAX_ARGS,
+                });
+            }
+            for a in args {
+                validate_name("argument", a)?;
+            }
+        }
+        let id = ClassId(self.classes.len() as u16);
+        let first = EventId(self.events.len() as u16);
+        let mut defined = DefinedClass {
+            id,
+            events: Vec::with_capacity(spec.events.len()),
+        };
+        for (name, description, args) in spec.events {
+            let eid = EventId(self.events.len() as u16);
+            defined.events.push((name.clone(), eid));
+            self.events.push(EventInfo {
+                id: eid,
+                class: id,
+                name,
+                description,
+                args,
+            });
+        }
+        self.classes.push(ClassInfo {
+            id,
+            name: spec.name,
+            description: spec.description,
+            first_event: first,
+            event_count: defined.events.len() as u16,
+        });
+        Ok(defined)
+    }
+
+    /// Every class, in number order.
+    pub fn classes(&self) -> &[ClassInfo] {
+        &self.classes
+    }
+
+    /// Every event, in number order.
+    pub fn events(&self) -> &[EventInfo] {
+        &self.events
+    }
+
+    /// How many events are defined (ids `0..len`).
+    pub fn event_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The description of an event, if it exists.
+    pub fn event(&self, id: EventId) -> Option<&EventInfo> {
+        self.events.get(id.0 as usize)
+    }
+
+    /// The description of a class, if it exists.
+    pub fn class(&self, id: ClassId) -> Option<&ClassInfo> {
+        self.classes.get(id.0 as usize)
+    }
+
+    /// The class of an event (O(1)), as S.Ha.R.K.'s `event_class`.
+    pub fn class_of(&self, id: EventId) -> Option<ClassId> {
+        self.event(id).map(|e| e.class)
+    }
+
+    /// The name of an event, as S.Ha.R.K.'s `event_name`.
+    pub fn event_name(&self, id: EventId) -> Option<&str> {
+        self.event(id).map(|e| e.name.as_str())
+    }
+
+    /// Finds a class by name.
+    pub fn class_by_name(&self, name: &str) -> Option<&ClassInfo> {
+        self.classes.iter().find(|c| c.name == name)
+    }
+
+    /// Finds an event by name (`name` or `class.name`; the first match wins for
+    /// a bare name).
+    pub fn event_by_name(&self, name: &str) -> Option<&EventInfo> {
+        if let Some((class, event)) = name.split_once(':') {
+            let c = self.class_by_name(class)?;
+            return c
+                .events()
+                .filter_map(|id| self.event(id))
+                .find(|e| e.name == event);
+        }
+        self.events.iter().find(|e| e.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_numbering_matches_shark() {
+        let c = Catalog::builtin();
+        assert_eq!(c.event_count(), 0x17);
+        let names: Vec<_> = c.events().iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "reserved",
+                "hoops",
+                "create",
+                "activate",
+                "schedule",
+                "delay",
+                "sleep",
+                "endcycle",
+                "destroy",
+                "intactivation",
+                "disable",
+                "user0",
+                "user1",
+                "user2",
+                "user3",
+                "user4",
+                "user5",
+                "user6",
+                "user7",
+                "interrupt",
+                "wait",
+                "waitnb",
+                "signal"
+            ]
+        );
+        for e in c.events() {
+            assert_eq!(builtin_class_of(e.id), Some(e.class), "{}", e.name);
+            assert!(!e.description.is_empty());
+        }
+        assert_eq!(builtin_class_of(EventId(0x17)), None);
+        assert_eq!(c.class_of(EventId(0x17)), None);
+    }
+
+    #[test]
+    fn user_classes_number_after_builtins() {
+        let mut c = Catalog::builtin();
+        let a = c
+            .define(
+                ClassSpec::new("a", "first")
+                    .event("x", "x", &[])
+                    .event("y", "y", &["v"]),
+            )
+            .unwrap();
+        let b = c
+            .define(ClassSpec::new("b", "second").event("z", "z", &["p", "q"]))
+            .unwrap();
+        assert_eq!(a.id, ClassId::FIRST_USER_DEFINED);
+        assert_eq!(a.event("x"), Some(EventId(0x17)));
+        assert_eq!(a.event("y"), Some(EventId(0x18)));
+        assert_eq!(b.id, ClassId(6));
+        assert_eq!(b.event("z"), Some(EventId(0x19)));
+        assert_eq!(c.class_of(EventId(0x19)), Some(ClassId(6)));
+        assert_eq!(c.event_by_name("b:z").unwrap().id, EventId(0x19));
+        // The result is a consistent catalog.
+        let copy = Catalog::from_parts(c.classes().to_vec(), c.events().to_vec()).unwrap();
+        assert_eq!(copy, c);
+    }
+
+    #[test]
+    fn bad_specs_are_typed_errors() {
+        let mut c = Catalog::builtin();
+        let dup = c.define(ClassSpec::new("system", "again").event("x", "x", &[]));
+        assert!(matches!(
+            dup,
+            Err(Error::DuplicateName { what: "class", .. })
+        ));
+        let empty = c.define(ClassSpec::new("e", "no events"));
+        assert!(matches!(empty, Err(Error::EmptyClass { .. })));
+        let args = c.define(ClassSpec::new("t", "t").event("x", "x", &["a", "b", "c"]));
+        assert!(matches!(args, Err(Error::TooManyArgs { .. })));
+        let name = c.define(ClassSpec::new("has space", "t").event("x", "x", &[]));
+        assert!(matches!(name, Err(Error::InvalidName { .. })));
+        let dup_ev = c.define(
+            ClassSpec::new("d", "t")
+                .event("x", "x", &[])
+                .event("x", "x", &[]),
+        );
+        assert!(matches!(
+            dup_ev,
+            Err(Error::DuplicateName { what: "event", .. })
+        ));
+        // Nothing was added by the failed attempts.
+        assert_eq!(c, Catalog::builtin());
+    }
+}

@@ -1,0 +1,244 @@
+//! The one error type of the configuration and I/O side of qtrace. The hot path
+//! (`log`) never returns an error: it records, or counts a loss.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use crate::classes::ClassId;
+use crate::queue::QueueHandle;
+use crate::EventId;
+
+/// What went wrong, and what to do about it (the `Display` text says both).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A queue was created with a type that was never registered.
+    UnknownQueueType {
+        /// The type's name.
+        name: &'static str,
+    },
+    /// A queue type was registered twice.
+    QueueTypeAlreadyRegistered {
+        /// The type's name.
+        name: &'static str,
+    },
+    /// A queue handle that no `create_queue` returned.
+    BadQueueHandle {
+        /// The handle passed.
+        handle: QueueHandle,
+        /// How many queues exist (valid handles are `0..queues`).
+        queues: usize,
+    },
+    /// More queues than the tracer can route to.
+    TooManyQueues {
+        /// The limit.
+        max: usize,
+    },
+    /// An event number that the tracer's catalog does not define.
+    EventOutOfRange {
+        /// The event passed.
+        id: EventId,
+        /// How many events are defined (valid ids are `0..defined`).
+        defined: usize,
+    },
+    /// A class number that the tracer's catalog does not define.
+    ClassOutOfRange {
+        /// The class passed.
+        id: ClassId,
+        /// How many classes are defined.
+        defined: usize,
+    },
+    /// A configuration call after `shutdown`.
+    AfterShutdown {
+        /// What was attempted.
+        operation: &'static str,
+    },
+    /// A phase-1-only call (create a queue, define a class, register a type)
+    /// after phase 2.
+    AfterPhase2 {
+        /// What was attempted.
+        operation: &'static str,
+    },
+    /// Phase 2 was asked for a second time.
+    Phase2Twice,
+    /// The process-wide tracer is already installed.
+    GlobalAlreadyInstalled,
+    /// A class, event or argument name is empty, too long or has characters
+    /// outside `[A-Za-z0-9_.-]`.
+    InvalidName {
+        /// "class", "event" or "argument".
+        what: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// A description is longer than 256 bytes or spans several lines.
+    InvalidDescription {
+        /// The name of what it describes.
+        name: String,
+    },
+    /// Two classes, or two events of a class, share a name.
+    DuplicateName {
+        /// "class" or "event".
+        what: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// A class with no events.
+    EmptyClass {
+        /// The class name.
+        name: String,
+    },
+    /// Too many classes.
+    TooManyClasses {
+        /// The limit.
+        max: usize,
+    },
+    /// Too many events.
+    TooManyEvents {
+        /// The limit.
+        max: usize,
+    },
+    /// An event with more named arguments than the record holds.
+    TooManyArgs {
+        /// The event name.
+        event: String,
+        /// The limit.
+        max: usize,
+    },
+    /// A class/event table (from a file) that contradicts itself.
+    InconsistentCatalog {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A queue parameter is out of range.
+    InvalidParameter {
+        /// The queue type.
+        queue_type: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A queue's `activate` or `terminate` hook failed or panicked.
+    Hook {
+        /// The queue.
+        queue: QueueHandle,
+        /// "activate" or "terminate".
+        hook: &'static str,
+        /// What the hook said.
+        message: String,
+    },
+    /// A file could not be created, written or read.
+    Io {
+        /// The file involved, if any.
+        path: Option<PathBuf>,
+        /// What qtrace was doing.
+        action: &'static str,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// An I/O error on `path` while doing `action`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            path: Some(path.into()),
+            action,
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Error::*;
+        match self {
+            UnknownQueueType { name } => write!(
+                f,
+                "queue type `{name}` is not registered: call register_queue_type::<{name}>() in phase 1 before creating queues of it"
+            ),
+            QueueTypeAlreadyRegistered { name } => write!(
+                f,
+                "queue type `{name}` is already registered: register each type once (built-in types are registered by Tracer::new)"
+            ),
+            BadQueueHandle { handle, queues } => {
+                if *queues == 0 {
+                    write!(f, "queue handle {handle} does not exist: no queue has been created yet; create one with create_queue first")
+                } else {
+                    write!(f, "queue handle {handle} does not exist: valid handles are 0..={} (the values create_queue returned)", queues - 1)
+                }
+            }
+            TooManyQueues { max } => write!(
+                f,
+                "a tracer routes to at most {max} queues: route more events to each queue instead of creating more"
+            ),
+            EventOutOfRange { id, defined } => write!(
+                f,
+                "event {id} is not defined: this tracer knows events 0x0000..{:#06x}; define new events with define_class in phase 1",
+                defined
+            ),
+            ClassOutOfRange { id, defined } => write!(
+                f,
+                "class {id} is not defined: this tracer knows classes 0..{defined}; define new classes with define_class in phase 1"
+            ),
+            AfterShutdown { operation } => write!(
+                f,
+                "cannot {operation}: the tracer has been shut down; build a new Tracer to trace again"
+            ),
+            AfterPhase2 { operation } => write!(
+                f,
+                "cannot {operation} after phase 2: do it in phase 1, before activate()/phase2()"
+            ),
+            Phase2Twice => write!(
+                f,
+                "phase 2 has already run: queues are activated once; call it once per tracer"
+            ),
+            GlobalAlreadyInstalled => write!(
+                f,
+                "the process-wide tracer is already installed: install once at start-up and use qtrace::global() afterwards"
+            ),
+            InvalidName { what, name } => write!(
+                f,
+                "{what} name {name:?} is invalid: use 1 to 64 characters from A-Z a-z 0-9 _ . -"
+            ),
+            InvalidDescription { name } => write!(
+                f,
+                "the description of {name:?} is invalid: use one line of at most 256 bytes"
+            ),
+            DuplicateName { what, name } => write!(
+                f,
+                "{what} name {name:?} is already used: pick a name that is unique within its scope"
+            ),
+            EmptyClass { name } => write!(
+                f,
+                "class {name:?} has no events: add at least one with ClassSpec::event"
+            ),
+            TooManyClasses { max } => write!(f, "at most {max} classes can be defined"),
+            TooManyEvents { max } => write!(f, "at most {max} events (built-in and user-defined) can be defined"),
+            TooManyArgs { event, max } => write!(
+                f,
+                "event {event:?} names more than {max} arguments: a record carries two 64-bit arguments"
+            ),
+            InconsistentCatalog { reason } => write!(f, "inconsistent class/event table: {reason}"),
+            InvalidParameter { queue_type, reason } => {
+                write!(f, "invalid parameter for a `{queue_type}` queue: {reason}")
+            }
+            Hook { queue, hook, message } => {
+                write!(f, "the {hook} hook of queue {queue} failed: {message}")
+            }
+            Io { path, action, source } => match path {
+                Some(p) => write!(f, "cannot {action} {}: {source}", p.display()),
+                None => write!(f, "cannot {action}: {source}"),
+            },
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

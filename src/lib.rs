@@ -1,0 +1,70 @@
+//! # qtrace
+//!
+//! Record events from performance-critical software at a cost close to the
+//! physical limit, and let a *queue policy* decide each event's fate — in the
+//! architecture of the S.Ha.R.K. real-time kernel tracer.
+//!
+//! - An [`Event`] is a fixed 32-byte record: a 64-bit nanosecond timestamp, a
+//!   16-bit event number, the CPU or thread it came from, and two 64-bit
+//!   arguments.
+//! - Events belong to [classes](classes): tracer, system, user, low-level,
+//!   semaphore (numbered as in S.Ha.R.K.) and classes you define.
+//! - A [`Tracer`] routes each event to a [queue](queue) whose type decides what
+//!   happens to it: discard, keep the first N, keep the last N, drain to a file,
+//!   stream over UDP — or a type you write.
+//! - Initialisation has [two phases](init); logging ([`Tracer::log_event`]) never
+//!   blocks and never allocates, and a masked-out event costs one relaxed load
+//!   and a branch.
+//!
+//! ```
+//! use qtrace::classes::{system, user, ClassSpec};
+//! use qtrace::clock::{Clock, ManualClock};
+//! use qtrace::queues::Dummy;
+//! use qtrace::{Config, Tracer};
+//!
+//! // Phase 1: queues, classes, routing.
+//! let time = ManualClock::new(0);
+//! let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&time)));
+//! let q0 = tracer.create_queue::<Dummy>(())?;
+//! let net = tracer.define_class(
+//!     ClassSpec::new("net", "network stack").event("rx", "a packet arrived", &["len", "port"]),
+//! )?;
+//! let rx = net.event("rx").unwrap();
+//! tracer.assign_class(system::CLASS, q0)?;
+//! tracer.assign_event(rx, q0)?;
+//!
+//! // Phase 2: activate the queues, then log from anywhere.
+//! tracer.activate()?;
+//! tracer.log_event(system::SCHEDULE, [3, 0]); // task 3 got the CPU
+//! tracer.log_event(rx, [1500, 80]);
+//! tracer.log_event(user::USER0, [1, 0]); // not assigned: not recorded
+//! tracer.notrace_class(system::CLASS)?;
+//! tracer.log_event(system::SCHEDULE, [4, 0]); // masked out
+//!
+//! let report = tracer.shutdown()?;
+//! assert_eq!(report.queues[0].counters.accepted, 2);
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod classes;
+pub mod clock;
+pub mod error;
+pub mod event;
+pub mod global;
+pub mod init;
+pub mod queue;
+pub mod queues;
+mod registry;
+pub mod source;
+mod sync;
+mod tracer;
+
+pub use classes::ClassId;
+pub use error::Error;
+pub use event::{Event, EventId};
+pub use global::log_event;
+pub use queue::{Queue, QueueCounters, QueueHandle, QueueType};
+pub use registry::Phase;
+pub use tracer::{Config, QueueReport, ShutdownReport, Tracer};

@@ -1,0 +1,293 @@
+//! The queue trait (S.Ha.R.K.'s `trc_queue_t { get, post }`), queue types with
+//! their create / activate / terminate hooks, and the counters every queue keeps.
+//!
+//! A queue decides the fate of the events routed to it. The tracer calls
+//! [`Queue::get`] to reserve room for one event — the queue answers at once,
+//! with a [`Reservation`] or with `None` ("no room", which the queue counts as a
+//! drop) — then fills the record and calls [`Queue::post`] to publish it.
+//! Both run on the hot path, from any thread, and must never block or allocate.
+//!
+//! Built-in queues are dispatched statically through the [`AnyQueue`] enum; a
+//! user-defined queue (safe code is enough) is wrapped with
+//! [`AnyQueue::custom`] and reached through one virtual call.
+//!
+//! ```
+//! use qtrace::queue::{AtomicCounters, Queue, QueueCounters, Reservation};
+//! use qtrace::Event;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! /// Keeps only the most recent event's time.
+//! #[derive(Default)]
+//! struct Latest { time: AtomicU64, counters: AtomicCounters }
+//!
+//! impl Queue for Latest {
+//!     fn get(&self) -> Option<Reservation> {
+//!         Some(Reservation::new(0))
+//!     }
+//!     fn post(&self, _r: Reservation, event: &Event) {
+//!         // The previous value is evicted: count it so nothing is lost silently.
+//!         if self.time.swap(event.time, Ordering::Relaxed) != 0 {
+//!             self.counters.add_overwritten(1);
+//!         }
+//!         self.counters.add_accepted(1);
+//!     }
+//!     fn counters(&self) -> QueueCounters {
+//!         let mut c = self.counters.snapshot();
+//!         c.queued = c.accepted - c.overwritten;
+//!         c
+//!     }
+//! }
+//! ```
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use enum_dispatch::enum_dispatch;
+
+use crate::classes::Catalog;
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::event::Event;
+
+pub use crate::queues::AnyQueue;
+
+/// A queue's handle: 0, 1, 2, … in creation order, as in S.Ha.R.K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct QueueHandle(pub u16);
+
+impl QueueHandle {
+    /// The largest number of queues a tracer holds.
+    pub const MAX_QUEUES: usize = 256;
+
+    /// The handle as an index.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for QueueHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Room for one event, handed out by [`Queue::get`] and consumed by
+/// [`Queue::post`]. The number inside is the queue's own business (a slot
+/// index, a ticket); the tracer only carries it from `get` to `post`.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a reservation must be posted"]
+pub struct Reservation(u64);
+
+impl Reservation {
+    /// A reservation carrying `ticket`.
+    #[inline(always)]
+    pub const fn new(ticket: u64) -> Self {
+        Reservation(ticket)
+    }
+
+    /// The ticket given to [`Reservation::new`].
+    #[inline(always)]
+    pub const fn ticket(&self) -> u64 {
+        self.0
+    }
+}
+
+/// What a queue has done with the events routed to it.
+///
+/// Invariants every queue keeps (checked by [`QueueCounters::is_consistent`]):
+/// `attempts = accepted + dropped` and
+/// `accepted = delivered + overwritten + queued`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounters {
+    /// Events the queue took in.
+    pub accepted: u64,
+    /// Events refused because there was no room (the queue was full or busy).
+    pub dropped: u64,
+    /// Accepted events later evicted to make room for newer ones.
+    pub overwritten: u64,
+    /// Accepted events handed on: written to a file, sent, or discarded on
+    /// purpose (the dummy queue delivers to nowhere).
+    pub delivered: u64,
+    /// Accepted events still held by the queue.
+    pub queued: u64,
+}
+
+impl QueueCounters {
+    /// Every event routed to the queue.
+    pub fn attempts(&self) -> u64 {
+        self.accepted + self.dropped
+    }
+
+    /// Events lost: dropped plus overwritten.
+    pub fn lost(&self) -> u64 {
+        self.dropped + self.overwritten
+    }
+
+    /// Whether `accepted = delivered + overwritten + queued`.
+    pub fn is_consistent(&self) -> bool {
+        self.accepted == self.delivered + self.overwritten + self.queued
+    }
+}
+
+/// Counters for queue implementations: relaxed atomic adds, summed on demand.
+#[derive(Debug, Default)]
+pub struct AtomicCounters {
+    accepted: AtomicU64,
+    dropped: AtomicU64,
+    overwritten: AtomicU64,
+    delivered: AtomicU64,
+}
+
+impl AtomicCounters {
+    /// Counts `n` accepted events.
+    #[inline]
+    pub fn add_accepted(&self, n: u64) {
+        self.accepted.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts `n` dropped events.
+    #[inline]
+    pub fn add_dropped(&self, n: u64) {
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts `n` overwritten events.
+    #[inline]
+    pub fn add_overwritten(&self, n: u64) {
+        self.overwritten.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts `n` delivered events.
+    #[inline]
+    pub fn add_delivered(&self, n: u64) {
+        self.delivered.fetch_add(n, Ordering::Relaxed);
+    }
+    /// The current values, with `queued = accepted - delivered - overwritten`.
+    pub fn snapshot(&self) -> QueueCounters {
+        let accepted = self.accepted.load(Ordering::Relaxed);
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        let overwritten = self.overwritten.load(Ordering::Relaxed);
+        let delivered = self.delivered.load(Ordering::Relaxed);
+        QueueCounters {
+            accepted,
+            dropped,
+            overwritten,
+            delivered,
+            queued: accepted.saturating_sub(delivered + overwritten),
+        }
+    }
+}
+
+/// A queue's health, as its background task or hooks saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// I/O operations (writes, sends) that failed.
+    pub io_errors: u64,
+    /// The last failure, in words.
+    pub last_error: Option<String>,
+    /// Files the queue wrote or is writing.
+    pub files: Vec<PathBuf>,
+}
+
+impl QueueStatus {
+    /// No failure so far.
+    pub fn is_healthy(&self) -> bool {
+        self.io_errors == 0 && self.last_error.is_none()
+    }
+}
+
+/// What a queue's hooks are told about where they live.
+#[derive(Clone, Debug)]
+pub struct QueueContext {
+    /// This queue's handle.
+    pub handle: QueueHandle,
+    /// The registered name of its type.
+    pub type_name: &'static str,
+    /// Where the tracer puts files unless a queue is told otherwise.
+    pub output_dir: PathBuf,
+    /// Every class and event the tracer knows (for self-describing files).
+    pub catalog: Arc<Catalog>,
+    /// The tracer's clock (for timestamps the queue writes itself, such as
+    /// hoops records).
+    pub clock: Clock,
+}
+
+/// The get/post interface of a queue, plus its lifecycle hooks.
+///
+/// `get` and `post` are the hot path: bounded time, no blocking, no
+/// allocation, callable from many threads at once. The hooks run on the
+/// configuration path and may block, allocate and fail.
+#[enum_dispatch]
+pub trait Queue: Send + Sync {
+    /// Reserves room for one event, or returns `None` at once when there is
+    /// none. A queue that returns `None` counts the event as dropped.
+    fn get(&self) -> Option<Reservation>;
+
+    /// Publishes `event` into the room `reservation` holds.
+    fn post(&self, reservation: Reservation, event: &Event);
+
+    /// Phase 2: start tasks, open files and sockets. Events may already have
+    /// been posted (they were logged between phase 1 and phase 2).
+    fn activate(&self, _ctx: &QueueContext) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Shutdown: save, flush, stop tasks. Called once, after the tracer is
+    /// suspended; late posts from threads still inside `log_event` must stay
+    /// safe (and counted).
+    fn terminate(&self, _ctx: &QueueContext) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// What the queue did with its events so far.
+    fn counters(&self) -> QueueCounters;
+
+    /// Health and output files.
+    fn status(&self) -> QueueStatus {
+        QueueStatus::default()
+    }
+}
+
+/// A queue type (S.Ha.R.K.'s `trc_register_queue_type`): a name, typed
+/// parameters and the `create` hook. The `activate` and `terminate` hooks are
+/// methods of the queue it creates.
+///
+/// A value of the type is registered with
+/// [`Tracer::register_queue_type`](crate::Tracer::register_queue_type), so a
+/// type may carry state its queues share (a channel, a directory).
+pub trait QueueType: Send + Sync + 'static {
+    /// Parameters of one queue; `Default` gives the documented defaults.
+    type Params;
+    /// The type's name, for reports and errors.
+    const NAME: &'static str;
+    /// The create hook: build a queue from parameters. Allocation happens here,
+    /// never on the hot path.
+    fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, Error>;
+}
+
+/// A user-defined queue behind one virtual call.
+pub type DynQueue = Box<dyn Queue>;
+
+impl Queue for DynQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        (**self).get()
+    }
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        (**self).post(reservation, event)
+    }
+    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        (**self).activate(ctx)
+    }
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        (**self).terminate(ctx)
+    }
+    fn counters(&self) -> QueueCounters {
+        (**self).counters()
+    }
+    fn status(&self) -> QueueStatus {
+        (**self).status()
+    }
+}

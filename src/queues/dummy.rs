@@ -1,0 +1,48 @@
+//! The dummy queue: discards every event and counts it (S.Ha.R.K.'s `qdummy`,
+//! the template for new policies).
+
+use crate::error::Error;
+use crate::event::Event;
+use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use crate::sync::{AtomicU64, Ordering};
+
+/// The dummy queue type. No parameters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dummy;
+
+impl QueueType for Dummy {
+    type Params = ();
+    const NAME: &'static str = "dummy";
+
+    fn create(&self, _params: (), _ctx: &QueueContext) -> Result<AnyQueue, Error> {
+        Ok(AnyQueue::DummyQueue(DummyQueue::default()))
+    }
+}
+
+/// A queue that accepts every event, then forgets it. Every event counts as
+/// accepted and delivered (to nowhere, on purpose).
+#[derive(Debug, Default)]
+pub struct DummyQueue {
+    accepted: AtomicU64,
+}
+
+impl Queue for DummyQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        Some(Reservation::new(0))
+    }
+
+    #[inline]
+    fn post(&self, _reservation: Reservation, _event: &Event) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn counters(&self) -> QueueCounters {
+        let n = self.accepted.load(Ordering::Relaxed);
+        QueueCounters {
+            accepted: n,
+            delivered: n,
+            ..QueueCounters::default()
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The [`Tracer`]: the registry behind a lock for configuration, and a
+//! lock-free hot path for logging.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use crate::classes::{Catalog, ClassId, ClassSpec, DefinedClass};
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::event::{Event, EventId};
+use crate::queue::{
+    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType,
+};
+use crate::registry::{Phase, Registry, LIVE, QUEUE_MASK};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// How a tracer is set up. `Default` gives the fast clock and the output
+/// directory `$QTRACE_DIR`, or `./qtrace-out` when that is unset.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The clock read once per recorded event.
+    pub clock: Clock,
+    /// Where queues put their files unless told otherwise.
+    pub output_dir: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            clock: Clock::fast(),
+            output_dir: std::env::var_os("QTRACE_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("qtrace-out")),
+        }
+    }
+}
+
+impl Config {
+    /// Uses `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Puts files in `dir`.
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = dir.into();
+        self
+    }
+}
+
+/// One queue's account at shutdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueReport {
+    /// The queue's handle.
+    pub handle: QueueHandle,
+    /// Its type's name.
+    pub type_name: &'static str,
+    /// Its final counters.
+    pub counters: QueueCounters,
+    /// Its health and files.
+    pub status: QueueStatus,
+    /// What went wrong in its terminate hook, if anything.
+    pub error: Option<String>,
+}
+
+/// What [`Tracer::shutdown`] reports: every queue's account, in handle order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// One entry per queue.
+    pub queues: Vec<QueueReport>,
+}
+
+impl ShutdownReport {
+    /// Events lost by every queue together (dropped + overwritten).
+    pub fn total_lost(&self) -> u64 {
+        self.queues.iter().map(|q| q.counters.lost()).sum()
+    }
+
+    /// Whether every terminate hook succeeded and no queue saw an I/O error.
+    pub fn is_clean(&self) -> bool {
+        self.queues
+            .iter()
+            .all(|q| q.error.is_none() && q.status.is_healthy())
+    }
+}
+
+/// A tracer: queues, routing and masks, and the `log_event` hot path.
+///
+/// Every method takes `&self`, so a tracer can be shared between threads (in
+/// an `Arc`, or process-wide with [`crate::global::install`]). Configuration
+/// calls take a lock; [`Tracer::log_event`] never does.
+///
+/// Lifecycle (see [`crate::init`]): phase 1 — [`Tracer::new`], then
+/// register types, create queues, define classes, assign and enable; phase 2 —
+/// [`Tracer::activate`]; then log; then [`Tracer::shutdown`].
+///
+/// Routing rules: an event is recorded when it is assigned to a queue, it and
+/// its class are enabled (both are, by default), and the tracer is neither
+/// suspended nor shut down. A later assignment replaces an earlier one, whether
+/// it was made for the event or for its whole class.
+pub struct Tracer {
+    /// One word per possible event id (`LIVE | queue index`, or 0): the only
+    /// thing a masked-out event reads. 65536 entries, so a `u16` id needs no
+    /// bounds check.
+    routes: Box<[AtomicU32; 1 << 16]>,
+    /// Queues by handle; 256 entries, so a `u8` index needs no bounds check.
+    queues: Box<[OnceLock<AnyQueue>; 256]>,
+    clock: Clock,
+    output_dir: PathBuf,
+    registry: Mutex<Registry>,
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.registry.lock();
+        f.debug_struct("Tracer")
+            .field("phase", &r.phase)
+            .field("suspended", &r.suspended)
+            .field("queues", &r.queue_types)
+            .field("clock", &self.clock.kind())
+            .finish()
+    }
+}
+
+impl Default for Tracer {
+    fn default() -> Self {
+        Tracer::new()
+    }
+}
+
+impl Tracer {
+    /// Phase 1 begins: a tracer with the default [`Config`], the built-in
+    /// classes, and the built-in queue types registered.
+    pub fn new() -> Self {
+        Tracer::with_config(Config::default())
+    }
+
+    /// Phase 1 begins with `config`.
+    pub fn with_config(config: Config) -> Self {
+        let routes: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
+        let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
+        let tracer = Tracer {
+            routes: routes.try_into().expect("65536 routes"),
+            queues: queues.try_into().expect("256 queues"),
+            clock: config.clock,
+            output_dir: config.output_dir,
+            registry: Mutex::new(Registry::new(Catalog::builtin())),
+        };
+        crate::queues::register_builtin_types(&tracer).expect("fresh tracer");
+        tracer
+    }
+
+    // ----- the hot path -------------------------------------------------------
+
+    /// Records `id` with its two arguments, from this thread's source
+    /// ([`crate::source::current`]). Never blocks, never allocates; a
+    /// masked-out event costs one relaxed load and a branch.
+    #[inline(always)]
+    pub fn log_event(&self, id: EventId, args: [u64; 2]) {
+        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if word & LIVE == 0 {
+            return;
+        }
+        self.record(word, crate::source::current(), id, args);
+    }
+
+    /// Records `id` as coming from `source` (a CPU or thread number the caller
+    /// knows).
+    #[inline(always)]
+    pub fn log_event_from(&self, source: u32, id: EventId, args: [u64; 2]) {
+        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if word & LIVE == 0 {
+            return;
+        }
+        self.record(word, source, id, args);
+    }
+
+    /// Whether `id` would be recorded now (one relaxed load): lets a caller
+    /// skip computing expensive arguments.
+    #[inline(always)]
+    pub fn is_enabled(&self, id: EventId) -> bool {
+        self.routes[id.0 as usize].load(Ordering::Relaxed) & LIVE != 0
+    }
+
+    #[inline(always)]
+    fn record(&self, word: u32, source: u32, id: EventId, args: [u64; 2]) {
+        // A route word names a queue only after that queue was stored, and
+        // `OnceLock::get` synchronises with the store, so `None` is only seen
+        // for a route being written concurrently with its queue's creation.
+        if let Some(queue) = self.queues[(word & QUEUE_MASK) as usize].get() {
+            if let Some(reservation) = queue.get() {
+                let event = Event::new(self.clock.now(), id, source, args);
+                queue.post(reservation, &event);
+            }
+        }
+    }
+
+    // ----- phase 1 ------------------------------------------------------------
+
+    /// Registers a queue type (S.Ha.R.K. `trc_register_queue_type`). The
+    /// built-in types are registered by [`Tracer::new`].
+    ///
+    /// Hooks (create, activate, terminate) run with the tracer's configuration
+    /// lock held: they must not call back into the tracer.
+    pub fn register_queue_type<T: QueueType>(&self, queue_type: T) -> Result<(), Error> {
+        self.registry.lock().register_type(queue_type)
+    }
+
+    /// Names of the registered queue types, sorted.
+    pub fn queue_type_names(&self) -> Vec<&'static str> {
+        self.registry.lock().type_names()
+    }
+
+    /// Creates a queue of the registered type `T` (S.Ha.R.K.
+    /// `trc_create_queue`). Handles are 0, 1, 2, … in creation order.
+    pub fn create_queue<T: QueueType>(&self, params: T::Params) -> Result<QueueHandle, Error> {
+        let mut r = self.registry.lock();
+        r.require_phase1("create a queue")?;
+        let queue_type = r.queue_type::<T>()?;
+        let index = r.queue_types.len();
+        if index >= QueueHandle::MAX_QUEUES {
+            return Err(Error::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
+        let handle = QueueHandle(index as u16);
+        let ctx = self.context(&r, handle, T::NAME);
+        let queue = catch_unwind(AssertUnwindSafe(|| queue_type.create(params, &ctx))).map_err(
+            |panic| Error::Hook {
+                queue: handle,
+                hook: "create",
+                message: panic_message(&panic),
+            },
+        )??;
+        if self.queues[index].set(queue).is_err() {
+            unreachable!("queue slots are filled in order under the lock");
+        }
+        r.queue_types.push(T::NAME);
+        r.activated.push(false);
+        Ok(handle)
+    }
+
+    /// Defines a user class; its events are numbered after every event known
+    /// so far. Phase 1 only, so every file a queue writes lists it.
+    pub fn define_class(&self, spec: ClassSpec) -> Result<DefinedClass, Error> {
+        let mut r = self.registry.lock();
+        r.require_phase1("define a class")?;
+        let mut catalog = (*r.catalog).clone();
+        let defined = catalog.define(spec)?;
+        r.set_catalog(catalog);
+        Ok(defined)
+    }
+
+    // ----- routing and masks (any time before shutdown) -------------------------
+
+    /// Routes one event to a queue (S.Ha.R.K. `trc_assign_event_to_queue`).
+    pub fn assign_event(&self, id: EventId, queue: QueueHandle) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("assign an event")?;
+        r.check_event(id)?;
+        r.check_queue(queue)?;
+        r.assign(id, queue);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    /// Routes every event of a class to a queue (S.Ha.R.K.
+    /// `trc_assign_class_to_queue`); the same as assigning each of its events.
+    pub fn assign_class(&self, class: ClassId, queue: QueueHandle) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("assign a class")?;
+        let events = r.class_events(class)?;
+        r.check_queue(queue)?;
+        for id in events {
+            r.assign(EventId(id), queue);
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// Switches one event on (S.Ha.R.K. `trc_trace_event`).
+    pub fn trace_event(&self, id: EventId) -> Result<(), Error> {
+        self.set_event(id, true)
+    }
+
+    /// Switches one event off (S.Ha.R.K. `trc_notrace_event`).
+    pub fn notrace_event(&self, id: EventId) -> Result<(), Error> {
+        self.set_event(id, false)
+    }
+
+    /// Switches a class on (S.Ha.R.K. `trc_trace_class`). Events switched off
+    /// one by one stay off.
+    pub fn trace_class(&self, class: ClassId) -> Result<(), Error> {
+        self.set_class(class, true)
+    }
+
+    /// Switches a whole class off (S.Ha.R.K. `trc_notrace_class`).
+    pub fn notrace_class(&self, class: ClassId) -> Result<(), Error> {
+        self.set_class(class, false)
+    }
+
+    fn set_event(&self, id: EventId, on: bool) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running(if on {
+            "enable an event"
+        } else {
+            "disable an event"
+        })?;
+        r.check_event(id)?;
+        r.set_event_on(id, on);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    fn set_class(&self, class: ClassId, on: bool) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running(if on {
+            "enable a class"
+        } else {
+            "disable a class"
+        })?;
+        let events = r.class_events(class)?;
+        r.set_class_on(class, on);
+        for id in events {
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// Stops recording everything (S.Ha.R.K. `trc_suspend`); routing and masks
+    /// are kept. Suspending twice is harmless.
+    pub fn suspend(&self) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("suspend the tracer")?;
+        r.suspended = true;
+        self.publish_all(&r);
+        Ok(())
+    }
+
+    /// Records again after [`Tracer::suspend`] (S.Ha.R.K. `trc_resume`).
+    pub fn resume(&self) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("resume the tracer")?;
+        r.suspended = false;
+        self.publish_all(&r);
+        Ok(())
+    }
+
+    fn publish(&self, r: &Registry, id: EventId) {
+        self.routes[id.0 as usize].store(r.route_word(id), Ordering::Relaxed);
+    }
+
+    fn publish_all(&self, r: &Registry) {
+        for i in 0..r.catalog.event_count() {
+            self.publish(r, EventId(i as u16));
+        }
+    }
+
+    // ----- phase 2 and shutdown ----------------------------------------------
+
+    /// Phase 2: activates every queue in handle order (starts tasks, opens
+    /// files and sockets). A second call is [`Error::Phase2Twice`]. If a
+    /// queue fails to activate, the error is returned, the queues before it stay
+    /// active, and a later call activates the rest.
+    pub fn activate(&self) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        match r.phase {
+            Phase::Configuring => {}
+            Phase::Active => return Err(Error::Phase2Twice),
+            Phase::ShutDown => {
+                return Err(Error::AfterShutdown {
+                    operation: "run phase 2",
+                })
+            }
+        }
+        for i in 0..r.queue_types.len() {
+            if r.activated[i] {
+                continue;
+            }
+            let handle = QueueHandle(i as u16);
+            let ctx = self.context(&r, handle, r.queue_types[i]);
+            let queue = self.queues[i].get().expect("created queues are set");
+            run_hook(handle, "activate", || queue.activate(&ctx))?;
+            r.activated[i] = true;
+        }
+        r.phase = Phase::Active;
+        Ok(())
+    }
+
+    /// Suspends the tracer, terminates every queue in handle order (so each
+    /// saves or flushes what it holds) and reports every queue's counters.
+    /// Logging afterwards is a no-op; configuration calls are
+    /// [`Error::AfterShutdown`]. A failing terminate hook is reported in its
+    /// queue's entry and does not stop the others.
+    pub fn shutdown(&self) -> Result<ShutdownReport, Error> {
+        let mut r = self.registry.lock();
+        r.require_running("shut down")?;
+        r.phase = Phase::ShutDown;
+        self.publish_all(&r);
+        let mut report = ShutdownReport::default();
+        for i in 0..r.queue_types.len() {
+            let handle = QueueHandle(i as u16);
+            let ctx = self.context(&r, handle, r.queue_types[i]);
+            let queue = self.queues[i].get().expect("created queues are set");
+            let error = run_hook(handle, "terminate", || queue.terminate(&ctx))
+                .err()
+                .map(|e| e.to_string());
+            report.queues.push(QueueReport {
+                handle,
+                type_name: r.queue_types[i],
+                counters: queue.counters(),
+                status: queue.status(),
+                error,
+            });
+        }
+        Ok(report)
+    }
+
+    fn context(&self, r: &Registry, handle: QueueHandle, type_name: &'static str) -> QueueContext {
+        QueueContext {
+            handle,
+            type_name,
+            output_dir: self.output_dir.clone(),
+            catalog: Arc::clone(&r.catalog),
+            clock: self.clock.clone(),
+        }
+    }
+
+    // ----- inspection ---------------------------------------------------------
+
+    /// The lifecycle phase.
+    pub fn phase(&self) -> Phase {
+        self.registry.lock().phase
+    }
+
+    /// Whether the tracer is suspended.
+    pub fn is_suspended(&self) -> bool {
+        self.registry.lock().suspended
+    }
+
+    /// Every class and event this tracer knows.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.registry.lock().catalog)
+    }
+
+    /// The clock events are stamped with.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Where queues put files by default.
+    pub fn output_dir(&self) -> &std::path::Path {
+        &self.output_dir
+    }
+
+    /// How many queues exist.
+    pub fn queue_count(&self) -> usize {
+        self.registry.lock().queue_types.len()
+    }
+
+    /// The queue an event is routed to, if any.
+    pub fn route_of(&self, id: EventId) -> Result<Option<QueueHandle>, Error> {
+        let r = self.registry.lock();
+        r.check_event(id)?;
+        Ok(r.queue_of(id))
+    }
+
+    /// A queue, to call its own methods (a circular queue's snapshot, say).
+    pub fn queue(&self, handle: QueueHandle) -> Result<&AnyQueue, Error> {
+        self.registry.lock().check_queue(handle)?;
+        Ok(self.queues[handle.index()]
+            .get()
+            .expect("created queues are set"))
+    }
+
+    /// A queue's counters so far.
+    pub fn counters(&self, handle: QueueHandle) -> Result<QueueCounters, Error> {
+        self.queue(handle).map(|q| q.counters())
+    }
+
+    /// A queue's health and files.
+    pub fn status(&self, handle: QueueHandle) -> Result<QueueStatus, Error> {
+        self.queue(handle).map(|q| q.status())
+    }
+}
+
+/// Runs a hook; its own errors pass through, a panic becomes [`Error::Hook`].
+fn run_hook(
+    handle: QueueHandle,
+    hook: &'static str,
+    f: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => Err(Error::Hook {
+            queue: handle,
+            hook,
+            message: panic_message(&panic),
+        }),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
