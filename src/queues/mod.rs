@@ -2,6 +2,7 @@
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
 pub mod dummy;
+pub mod ring;
 
 use crate::error::Error;
 use crate::event::Event;
