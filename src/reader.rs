@@ -58,7 +58,14 @@ pub use crate::wire::header::SUPPORTED_VERSIONS;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ReadError {
-    /// The operating system failed to open or read the file.
+    /// The file could not be opened.
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The operating system failed to read the file.
     Io {
         /// The file, when the reader was opened from a path.
         path: Option<PathBuf>,
@@ -80,6 +87,7 @@ impl ReadError {
     /// The byte offset of the problem, from the start of the file.
     pub fn offset(&self) -> u64 {
         match self {
+            ReadError::Open { .. } => 0,
             ReadError::Io { offset, .. } => *offset,
             ReadError::Format { error, .. } => error.offset(),
         }
@@ -89,7 +97,7 @@ impl ReadError {
     pub fn wire_error(&self) -> Option<&WireError> {
         match self {
             ReadError::Format { error, .. } => Some(error),
-            ReadError::Io { .. } => None,
+            ReadError::Io { .. } | ReadError::Open { .. } => None,
         }
     }
 
@@ -104,6 +112,7 @@ impl ReadError {
                 path: p.clone(),
                 error,
             },
+            open @ ReadError::Open { .. } => open,
         }
     }
 }
@@ -111,6 +120,9 @@ impl ReadError {
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = match self {
+            ReadError::Open { path, source } => {
+                return write!(f, "{}: cannot open: {source}", path.display())
+            }
             ReadError::Io { path, .. } | ReadError::Format { path, .. } => path,
         };
         if let Some(p) = path {
@@ -121,6 +133,7 @@ impl fmt::Display for ReadError {
                 write!(f, "cannot read at byte {offset}: {source}")
             }
             ReadError::Format { error, .. } => write!(f, "{error}"),
+            ReadError::Open { .. } => Ok(()),
         }
     }
 }
@@ -128,7 +141,7 @@ impl fmt::Display for ReadError {
 impl std::error::Error for ReadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ReadError::Io { source, .. } => Some(source),
+            ReadError::Io { source, .. } | ReadError::Open { source, .. } => Some(source),
             ReadError::Format { error, .. } => Some(error),
         }
     }
@@ -176,9 +189,8 @@ impl TraceReader<BufReader<File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
         let p = Some(path.to_path_buf());
-        let file = File::open(path).map_err(|source| ReadError::Io {
-            path: p.clone(),
-            offset: 0,
+        let file = File::open(path).map_err(|source| ReadError::Open {
+            path: path.to_path_buf(),
             source,
         })?;
         let mut reader = TraceReader::new(BufReader::with_capacity(64 * 1024, file))

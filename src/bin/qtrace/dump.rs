@@ -210,9 +210,15 @@ fn source_text(source: u32) -> String {
 }
 
 /// Formats one event as a text line.
-fn text_line(out: &mut String, label: Option<&str>, time: u128, catalog: &Catalog, e: &Event) {
-    if let Some(l) = label {
-        let _ = write!(out, "{l}  ");
+fn text_line(
+    out: &mut String,
+    label: Option<(&str, usize)>,
+    time: u128,
+    catalog: &Catalog,
+    e: &Event,
+) {
+    if let Some((l, width)) = label {
+        let _ = write!(out, "{l:<width$}  ");
     }
     let _ = write!(out, "{:>20}  ", fmt_time(time));
     if e.id == tracer::HOOPS {
@@ -350,6 +356,7 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let catalogs: Vec<Catalog> = inputs.iter().map(|i| i.reader.catalog().clone()).collect();
     let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
     let several = inputs.len() > 1;
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut line = String::with_capacity(256);
@@ -371,7 +378,7 @@ pub fn run(args: DumpArgs) -> ExitCode {
         } else {
             text_line(
                 &mut line,
-                several.then_some(labels[i].as_str()),
+                several.then_some((labels[i].as_str(), width)),
                 e_time,
                 &catalogs[i],
                 e,
