@@ -2,6 +2,8 @@
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
 pub mod dummy;
+pub(crate) mod sender;
+pub(crate) mod task;
 
 use crate::error::Error;
 use crate::event::Event;
