@@ -2,6 +2,9 @@
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
 pub mod dummy;
+pub(crate) mod feed;
+pub mod online;
+pub mod ring;
 pub(crate) mod sender;
 pub(crate) mod task;
 
@@ -11,6 +14,7 @@ use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Re
 use enum_dispatch::enum_dispatch;
 
 pub use dummy::{Dummy, DummyQueue};
+pub use online::{Online, OnlineParams, OnlineQueue};
 
 /// Every queue a tracer can hold: the built-ins by value, a user-defined
 /// queue boxed.
@@ -18,6 +22,8 @@ pub use dummy::{Dummy, DummyQueue};
 pub enum AnyQueue {
     /// Discards and counts.
     DummyQueue,
+    /// Drains to a file in the background.
+    OnlineQueue,
     /// A user-defined queue type.
     DynQueue,
 }
@@ -33,6 +39,7 @@ impl std::fmt::Debug for AnyQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match self {
             AnyQueue::DummyQueue(_) => "DummyQueue",
+            AnyQueue::OnlineQueue(_) => "OnlineQueue",
             AnyQueue::DynQueue(_) => "DynQueue",
         };
         f.debug_struct("AnyQueue")
@@ -45,6 +52,7 @@ impl std::fmt::Debug for AnyQueue {
 /// Registers every built-in queue type on a new tracer.
 pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error> {
     tracer.register_queue_type(Dummy)?;
+    tracer.register_queue_type(Online)?;
     Ok(())
 }
 
