@@ -59,8 +59,7 @@ use crate::classes::tracer::HOOPS;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType,
-    Reservation,
+    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::TraceHeader;
@@ -171,10 +170,11 @@ impl QueueType for Online {
         }
         let feed = Feed::new(Self::NAME, params.size, params.high_water_percent)?;
         let path = match &params.target {
-            Target::Default => Some(
-                ctx.output_dir
-                    .join(format!("queue{}-{}.qtr", ctx.handle, Self::NAME)),
-            ),
+            Target::Default => Some(ctx.output_dir.join(format!(
+                "queue{}-{}.qtr",
+                ctx.handle,
+                Self::NAME
+            ))),
             Target::File(p) => Some(p.clone()),
             Target::Writer(_) => None,
         };
