@@ -7,6 +7,7 @@ pub mod online;
 pub mod ring;
 pub(crate) mod sender;
 pub(crate) mod task;
+pub mod udp;
 
 use crate::error::Error;
 use crate::event::Event;
@@ -15,6 +16,7 @@ use enum_dispatch::enum_dispatch;
 
 pub use dummy::{Dummy, DummyQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
+pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Every queue a tracer can hold: the built-ins by value, a user-defined
 /// queue boxed.
@@ -24,6 +26,8 @@ pub enum AnyQueue {
     DummyQueue,
     /// Drains to a file in the background.
     OnlineQueue,
+    /// Streams to a receiver over UDP.
+    UdpQueue,
     /// A user-defined queue type.
     DynQueue,
 }
@@ -40,6 +44,7 @@ impl std::fmt::Debug for AnyQueue {
         let name = match self {
             AnyQueue::DummyQueue(_) => "DummyQueue",
             AnyQueue::OnlineQueue(_) => "OnlineQueue",
+            AnyQueue::UdpQueue(_) => "UdpQueue",
             AnyQueue::DynQueue(_) => "DynQueue",
         };
         f.debug_struct("AnyQueue")
@@ -53,6 +58,7 @@ impl std::fmt::Debug for AnyQueue {
 pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error> {
     tracer.register_queue_type(Dummy)?;
     tracer.register_queue_type(Online)?;
+    tracer.register_queue_type(Udp)?;
     Ok(())
 }
 
