@@ -1,10 +1,13 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
+pub mod circular;
 pub mod dummy;
+pub mod fixed;
 pub(crate) mod feed;
 pub mod online;
 pub mod ring;
+mod save;
 pub(crate) mod sender;
 pub(crate) mod task;
 pub mod udp;
@@ -14,7 +17,9 @@ use crate::event::Event;
 use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use enum_dispatch::enum_dispatch;
 
+pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
+pub use fixed::{Fixed, FixedParams, FixedQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
@@ -24,6 +29,10 @@ pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 pub enum AnyQueue {
     /// Discards and counts.
     DummyQueue,
+    /// Keeps the first N events.
+    FixedQueue,
+    /// Keeps the last N events.
+    CircularQueue,
     /// Drains to a file in the background.
     OnlineQueue,
     /// Streams to a receiver over UDP.
@@ -37,12 +46,47 @@ impl AnyQueue {
     pub fn custom(queue: impl Queue + 'static) -> Self {
         AnyQueue::DynQueue(Box::new(queue))
     }
+
+    /// The circular queue inside, if it is one (for
+    /// [`CircularQueue::snapshot`]).
+    pub fn as_circular(&self) -> Option<&CircularQueue> {
+        match self {
+            AnyQueue::CircularQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The circular-online queue inside, if it is one.
+    pub fn as_online(&self) -> Option<&OnlineQueue> {
+        match self {
+            AnyQueue::OnlineQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The UDP queue inside, if it is one (for [`UdpQueue::stats`]).
+    pub fn as_udp(&self) -> Option<&UdpQueue> {
+        match self {
+            AnyQueue::UdpQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The fixed queue inside, if it is one.
+    pub fn as_fixed(&self) -> Option<&FixedQueue> {
+        match self {
+            AnyQueue::FixedQueue(q) => Some(q),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AnyQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match self {
             AnyQueue::DummyQueue(_) => "DummyQueue",
+            AnyQueue::FixedQueue(_) => "FixedQueue",
+            AnyQueue::CircularQueue(_) => "CircularQueue",
             AnyQueue::OnlineQueue(_) => "OnlineQueue",
             AnyQueue::UdpQueue(_) => "UdpQueue",
             AnyQueue::DynQueue(_) => "DynQueue",
@@ -57,6 +101,8 @@ impl std::fmt::Debug for AnyQueue {
 /// Registers every built-in queue type on a new tracer.
 pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error> {
     tracer.register_queue_type(Dummy)?;
+    tracer.register_queue_type(Fixed)?;
+    tracer.register_queue_type(Circular)?;
     tracer.register_queue_type(Online)?;
     tracer.register_queue_type(Udp)?;
     Ok(())

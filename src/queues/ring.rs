@@ -403,6 +403,29 @@ impl OverwriteRing {
         self.collect(true)
     }
 
+    /// Undoes [`OverwriteRing::consume`] for `records` (when saving them
+    /// failed): each one still in the ring becomes readable again and stops
+    /// counting as delivered. Returns how many were restored.
+    pub fn restore(&self, records: &[Ticketed]) -> u64 {
+        let mut n = 0;
+        for r in records {
+            let consumed = seq_of(r.ticket, CONSUMED);
+            let ok = self
+                .slot(r.ticket)
+                .seq
+                .compare_exchange(
+                    consumed,
+                    seq_of(r.ticket, COMMITTED),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+            n += ok as u64;
+        }
+        self.delivered.fetch_sub(n, Ordering::Relaxed);
+        n
+    }
+
     /// The counters. `overwritten` is derived (`accepted - delivered -
     /// queued`, with `queued` counted by scanning the slots: O(capacity)), so
     /// it is exact whenever no producer is between claim and commit.
@@ -694,6 +717,8 @@ mod tests {
         }
         assert_eq!(ring.consume().len(), 4);
         assert!(ring.consume().is_empty());
+        let again = ring.consume();
+        assert_eq!(ring.restore(&again), 0);
         for i in 6..9 {
             ring.push(&ev(i));
         }
@@ -707,6 +732,20 @@ mod tests {
                 queued: 3
             }
         );
+    }
+
+    #[test]
+    fn restore_undoes_consume() {
+        let ring = OverwriteRing::new(4).unwrap();
+        for i in 0..3 {
+            ring.push(&ev(i));
+        }
+        let taken = ring.consume();
+        assert_eq!(ring.counters().delivered, 3);
+        assert_eq!(ring.restore(&taken), 3);
+        assert_eq!(ring.counters().delivered, 0);
+        assert_eq!(ring.counters().queued, 3);
+        assert_eq!(ring.read(), taken);
     }
 
     #[test]
