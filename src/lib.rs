@@ -56,6 +56,7 @@ pub mod global;
 pub mod init;
 pub mod queue;
 pub mod queues;
+pub mod reader;
 pub mod receiver;
 mod registry;
 pub mod source;
