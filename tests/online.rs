@@ -79,7 +79,7 @@ fn drain_keeping_up_loses_nothing_over_ten_times_the_queue() {
     let q = tracer
         .create_queue::<Online>(
             OnlineParams::default()
-                .with_size(1024)
+                .with_capacity(1024)
                 .with_period(Duration::from_secs(3600))
                 .with_high_water_percent(40),
         )
@@ -144,7 +144,7 @@ fn too_slow_a_drain_accounts_for_every_event_exactly() {
     let q = tracer
         .create_queue::<Online>(
             OnlineParams::default()
-                .with_size(256)
+                .with_capacity(256)
                 .with_period(Duration::from_millis(1))
                 .with_writer(Slow(Arc::clone(&out))),
         )
@@ -226,7 +226,7 @@ fn flaky_tracer(size: usize) -> (Tracer, Flaky) {
     let q = tracer
         .create_queue::<Online>(
             OnlineParams::default()
-                .with_size(size)
+                .with_capacity(size)
                 .with_period(Duration::from_millis(1))
                 .with_writer(flaky.clone()),
         )
@@ -338,8 +338,8 @@ fn unwritable_files_are_typed_errors_at_activation() {
 fn bad_parameters_are_typed_errors() {
     let tracer = Tracer::new();
     for p in [
-        OnlineParams::default().with_size(1000),
-        OnlineParams::default().with_size(0),
+        OnlineParams::default().with_capacity(1000),
+        OnlineParams::default().with_capacity(0),
         OnlineParams::default().with_period(Duration::ZERO),
         OnlineParams::default().with_high_water_percent(0),
         OnlineParams::default().with_high_water_percent(101),
@@ -354,7 +354,7 @@ fn events_logged_before_phase_2_and_a_queue_never_activated_are_written() {
     let dir = temp_dir("early");
     let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
     let q = tracer
-        .create_queue::<Online>(OnlineParams::default().with_size(64))
+        .create_queue::<Online>(OnlineParams::default().with_capacity(64))
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     for i in 0..100 {

@@ -79,7 +79,7 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
     let q = tracer
         .create_queue::<Udp>(
             UdpParams::to(addr)
-                .with_size(1 << 16)
+                .with_capacity(1 << 16)
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
                 .with_high_water_percent(25),
@@ -143,7 +143,7 @@ fn an_overloaded_sender_reports_its_losses_exactly() {
     let q = tracer
         .create_queue::<Udp>(
             UdpParams::to(addr)
-                .with_size(256)
+                .with_capacity(256)
                 .with_period(Duration::from_millis(20))
                 .with_high_water_percent(100),
         )
@@ -208,7 +208,7 @@ fn no_receiver_the_sender_keeps_going_and_counts() {
             UdpParams::to(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_size(1024),
+                .with_capacity(1024),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -282,7 +282,7 @@ fn bad_udp_parameters_are_typed_errors() {
     let tracer = Tracer::new();
     let remote = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
     for p in [
-        UdpParams::to(remote).with_size(100),
+        UdpParams::to(remote).with_capacity(100),
         UdpParams::to(remote).with_period(Duration::ZERO),
         UdpParams::to(remote).with_max_datagram_len(10),
         UdpParams::to(remote).with_max_datagram_len(70_000),

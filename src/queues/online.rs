@@ -28,7 +28,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
 //! let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(&dir));
-//! let q = tracer.create_queue::<Online>(OnlineParams::default().with_size(1024))?;
+//! let q = tracer.create_queue::<Online>(OnlineParams::default().with_capacity(1024))?;
 //! tracer.assign_class(user::CLASS, q)?;
 //! tracer.activate()?;
 //! for i in 0..10_000 {
@@ -89,10 +89,10 @@ enum Target {
 pub struct OnlineParams {
     target: Target,
     /// Capacity in events (a power of two).
-    pub size: usize,
+    pub capacity: usize,
     /// How often the task drains the queue.
     pub period: Duration,
-    /// Fill level, in percent of `size` (1–100), at which the task is woken
+    /// Fill level, in percent of `capacity` (1–100), at which the task is woken
     /// before its period ends.
     pub high_water_percent: u8,
 }
@@ -101,7 +101,7 @@ impl Default for OnlineParams {
     fn default() -> Self {
         OnlineParams {
             target: Target::Default,
-            size: 8192,
+            capacity: 8192,
             period: Duration::from_millis(500),
             high_water_percent: 80,
         }
@@ -117,7 +117,7 @@ impl fmt::Debug for OnlineParams {
         };
         f.debug_struct("OnlineParams")
             .field("target", &target)
-            .field("size", &self.size)
+            .field("capacity", &self.capacity)
             .field("period", &self.period)
             .field("high_water_percent", &self.high_water_percent)
             .finish()
@@ -138,9 +138,9 @@ impl OnlineParams {
         self
     }
 
-    /// Holds `size` events (a power of two).
-    pub fn with_size(mut self, size: usize) -> Self {
-        self.size = size;
+    /// Holds `capacity` events (a power of two).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
         self
     }
 
@@ -168,7 +168,7 @@ impl QueueType for Online {
                 reason: "period is zero: give the drain task a period such as 500 ms".into(),
             });
         }
-        let feed = Feed::new(Self::NAME, params.size, params.high_water_percent)?;
+        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent)?;
         let path = match &params.target {
             Target::Default => Some(ctx.output_dir.join(format!(
                 "queue{}-{}.qtr",

@@ -94,7 +94,7 @@ pub enum DatagramsPerPeriod {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UdpParams {
     /// Capacity in events (a power of two).
-    pub size: usize,
+    pub capacity: usize,
     /// The address to send from; `None`: any address of the remote's IP
     /// version, a port the system chooses.
     pub local: Option<SocketAddr>,
@@ -125,7 +125,7 @@ impl UdpParams {
     /// The defaults, sending to `remote`.
     pub fn to(remote: SocketAddr) -> Self {
         UdpParams {
-            size: 8192,
+            capacity: 8192,
             local: None,
             remote,
             period: Duration::from_millis(250),
@@ -136,9 +136,9 @@ impl UdpParams {
             sender_id: None,
         }
     }
-    /// Holds `size` events (a power of two).
-    pub fn with_size(mut self, size: usize) -> Self {
-        self.size = size;
+    /// Holds `capacity` events (a power of two).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
         self
     }
     /// Sends from `local`.
@@ -267,7 +267,7 @@ impl QueueType for Udp {
             UdpSender::open(local, params.remote)?;
         }
         params.local = Some(local);
-        let feed = Feed::new(Self::NAME, params.size, params.high_water_percent)?;
+        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent)?;
         let sender_id = params.sender_id.unwrap_or_else(|| derive_sender_id(ctx));
         Ok(AnyQueue::UdpQueue(UdpQueue {
             shared: Arc::new(Shared {
