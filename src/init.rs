@@ -130,7 +130,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("qtrace-standard-{}", std::process::id()));
         let tracer = standard_phase1(Config::default().with_output_dir(&dir)).unwrap();
         assert_eq!(tracer.queue_count(), 2);
-        assert!(tracer.queue(STANDARD_CIRCULAR).unwrap().as_circular().is_some());
+        assert!(tracer
+            .queue(STANDARD_CIRCULAR)
+            .unwrap()
+            .as_circular()
+            .is_some());
         assert!(tracer.queue(STANDARD_FIXED).unwrap().as_fixed().is_some());
         for id in tracer.catalog().class(system::CLASS).unwrap().events() {
             assert_eq!(tracer.route_of(id).unwrap(), Some(STANDARD_CIRCULAR));

@@ -68,7 +68,13 @@ fn default_files_hold_exactly_what_was_kept() {
     assert_eq!(report.queues[0].status.files, [circular_file]);
     let cc = report.queues[0].counters;
     assert_eq!(
-        (cc.accepted, cc.dropped, cc.overwritten, cc.delivered, cc.queued),
+        (
+            cc.accepted,
+            cc.dropped,
+            cc.overwritten,
+            cc.delivered,
+            cc.queued
+        ),
         (7, 0, 3, 4, 0)
     );
 
@@ -83,7 +89,13 @@ fn default_files_hold_exactly_what_was_kept() {
     assert_eq!(events.len(), 4);
     let fc = report.queues[1].counters;
     assert_eq!(
-        (fc.accepted, fc.dropped, fc.overwritten, fc.delivered, fc.queued),
+        (
+            fc.accepted,
+            fc.dropped,
+            fc.overwritten,
+            fc.delivered,
+            fc.queued
+        ),
         (3, 4, 0, 3, 0)
     );
     std::fs::remove_dir_all(&dir).ok();
@@ -116,7 +128,8 @@ fn explicit_file_and_no_loss_means_no_hoops() {
 fn empty_queues_save_empty_traces() {
     let dir = scratch("files-empty");
     let t = tracer(&dir, &ManualClock::new(0));
-    t.create_queue::<Circular>(CircularParams::default()).unwrap();
+    t.create_queue::<Circular>(CircularParams::default())
+        .unwrap();
     t.create_queue::<Fixed>(FixedParams::default()).unwrap();
     t.shutdown().unwrap();
     assert_eq!(read_trace(&dir.join("queue0-circular.qtr")).1, []);
@@ -175,7 +188,13 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
             file: None,
         })
         .unwrap_err();
-    assert!(matches!(e, Error::InvalidParameter { queue_type: "circular", .. }));
+    assert!(matches!(
+        e,
+        Error::InvalidParameter {
+            queue_type: "circular",
+            ..
+        }
+    ));
     assert_eq!(
         e.to_string(),
         "invalid parameter for a `circular` queue: capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
@@ -193,7 +212,13 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
             file: None,
         })
         .unwrap_err();
-    assert!(matches!(e, Error::InvalidParameter { queue_type: "fixed", .. }));
+    assert!(matches!(
+        e,
+        Error::InvalidParameter {
+            queue_type: "fixed",
+            ..
+        }
+    ));
     assert!(e.to_string().contains("use 1 to"), "{e}");
     // Any positive size is fine for a fixed queue.
     t.create_queue::<Fixed>(FixedParams {
@@ -232,7 +257,10 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     }
     let circular = t.queue(c).unwrap().as_circular().unwrap();
     let e = circular.snapshot(&bad).unwrap_err();
-    assert!(matches!(&e, Error::Io { path: Some(p), .. } if *p == bad), "{e:?}");
+    assert!(
+        matches!(&e, Error::Io { path: Some(p), .. } if *p == bad),
+        "{e:?}"
+    );
     assert_eq!(circular.status().io_errors, 1);
 
     let report = t.shutdown().unwrap();
@@ -242,7 +270,12 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
         let msg = r.error.as_deref().expect("terminate failed");
         assert!(msg.contains(&bad.display().to_string()), "{msg}");
         assert_eq!(r.status.io_errors, io_errors);
-        assert!(r.status.last_error.as_deref().unwrap().contains("not-a-dir"));
+        assert!(r
+            .status
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("not-a-dir"));
         assert!(r.status.files.is_empty());
         // Nothing was saved, so nothing counts as delivered: the events are
         // still queued.

@@ -86,7 +86,12 @@ impl Model {
     /// `end` holds: the unsaved events in order, with a hoops record before them for
     /// every earlier ticket, and one after them up to `end`.
     fn trace(&self, end: Option<u64>) -> Vec<Event> {
-        let unsaved: Vec<u64> = self.held.iter().filter(|(_, s)| !s).map(|(t, _)| *t).collect();
+        let unsaved: Vec<u64> = self
+            .held
+            .iter()
+            .filter(|(_, s)| !s)
+            .map(|(t, _)| *t)
+            .collect();
         let mut out = Vec::new();
         let mut next = 0;
         for &t in &unsaved {
@@ -127,7 +132,9 @@ fn snapshot(q: &AnyQueue) -> Vec<Event> {
 }
 
 fn run(queue: AnyQueue, mut model: Model, ops: Vec<Op>, ctx: qtrace::queue::QueueContext) {
-    let file = ctx.output_dir.join(format!("queue{HANDLE}-{}.qtr", ctx.type_name));
+    let file = ctx
+        .output_dir
+        .join(format!("queue{HANDLE}-{}.qtr", ctx.type_name));
     let mut shut = false;
     for op in ops {
         match op {

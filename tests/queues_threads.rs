@@ -54,9 +54,7 @@ fn check(events: &[Event], id: EventId) -> [u64; THREADS as usize] {
 #[test]
 fn two_threads_into_small_circular_and_fixed_queues() {
     let dir = scratch("threads");
-    let tracer = Arc::new(Tracer::with_config(
-        Config::default().with_output_dir(&dir),
-    ));
+    let tracer = Arc::new(Tracer::with_config(Config::default().with_output_dir(&dir)));
     let circular = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: CIRCULAR_CAP,

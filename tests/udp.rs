@@ -109,7 +109,13 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
     let s = &summary.senders[0];
     assert_eq!(s.events, total);
     assert_eq!(
-        (s.lost_datagrams, s.duplicates, s.reordered, s.invalid, s.sender_dropped),
+        (
+            s.lost_datagrams,
+            s.duplicates,
+            s.reordered,
+            s.invalid,
+            s.sender_dropped
+        ),
         (0, 0, 0, 0, 0)
     );
     assert!(s.has_catalog);
@@ -119,7 +125,10 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
     assert_eq!(events.len() as u64, total);
     assert!(events.iter().all(|e| e.id == user::USER0));
     // All of them, in order.
-    assert!(events.iter().enumerate().all(|(i, e)| e.args[0] == i as u64));
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.args[0] == i as u64));
     eprintln!(
         "{total} events over loopback in {:.3} s: {:.0} events/s",
         elapsed.as_secs_f64(),

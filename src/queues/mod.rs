@@ -3,8 +3,8 @@
 
 pub mod circular;
 pub mod dummy;
-pub mod fixed;
 pub(crate) mod feed;
+pub mod fixed;
 pub mod online;
 pub mod ring;
 mod save;

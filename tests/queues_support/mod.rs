@@ -58,5 +58,9 @@ pub fn hoops(time: u64, lost: u64, queue: u16) -> Event {
 
 /// Total events that the hoops records in `events` say were lost.
 pub fn hoops_total(events: &[Event]) -> u64 {
-    events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum()
+    events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum()
 }
