@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod dump;
+mod recv;
 mod stats;
 
 /// Tools for qtrace traces.
@@ -28,6 +29,8 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span.
     Stats(stats::StatsArgs),
+    /// Receive UDP queue datagrams and write them to a trace file.
+    Recv(recv::RecvArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Recv(args) => recv::run(args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
             for class in catalog.classes() {

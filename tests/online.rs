@@ -1,0 +1,373 @@
+//! The circular-online queue: drains to a file while the program runs, loses
+//! nothing while the drain keeps up, accounts for every event exactly when it
+//! does not, and survives a sink that stops working.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use qtrace::classes::{tracer::HOOPS, user};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::queues::{Online, OnlineParams};
+use qtrace::wire::record;
+use qtrace::wire::TraceHeader;
+use qtrace::{Config, Event, Tracer};
+
+const N: u64 = if cfg!(miri) { 300 } else { 1 };
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qtrace-online-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn parse_trace(bytes: &[u8]) -> (TraceHeader, Vec<Event>) {
+    let (header, len) = TraceHeader::decode(bytes).expect("valid header");
+    let body = &bytes[len..];
+    assert_eq!(body.len() % 32, 0, "whole records only");
+    let events = body
+        .chunks_exact(32)
+        .map(|c| record::parse(c.try_into().unwrap()))
+        .collect();
+    (header, events)
+}
+
+fn read_trace(path: &Path) -> (TraceHeader, Vec<Event>) {
+    parse_trace(&std::fs::read(path).unwrap())
+}
+
+/// Splits a file's records into logged events (their `args[0]`) and the
+/// total of its hoops records, checking every hoops names `queue`.
+fn split(events: &[Event], queue: u64) -> (Vec<u64>, u64) {
+    let mut values = Vec::new();
+    let mut lost = 0;
+    for e in events {
+        if e.id == HOOPS {
+            assert_eq!(e.source, u32::MAX);
+            assert_eq!(e.args[1], queue);
+            assert!(e.args[0] > 0, "a hoops record never says 0");
+            lost += e.args[0];
+        } else {
+            assert_eq!(e.id, user::USER0);
+            values.push(e.args[0]);
+        }
+    }
+    (values, lost)
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[test]
+fn drain_keeping_up_loses_nothing_over_ten_times_the_queue() {
+    let dir = temp_dir("keepup");
+    let clock = ManualClock::new(0);
+    let tracer = Tracer::with_config(
+        Config::default()
+            .with_output_dir(&dir)
+            .with_clock(Clock::manual(&clock)),
+    );
+    // The period is an hour: only the high-water wake-up (40 % of 1024)
+    // can drain the queue in time, so this also pins the early wake-up.
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(1024)
+                .with_period(Duration::from_secs(3600))
+                .with_high_water_percent(40),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let total = 20 * 1024 / N;
+    let burst = 512;
+    let mut logged = 0;
+    while logged < total {
+        for _ in 0..burst.min(total - logged) {
+            clock.advance(10);
+            tracer.log_event(user::USER0, [logged, 0]);
+            logged += 1;
+        }
+        wait_until("the burst is written", Duration::from_secs(30), || {
+            tracer.counters(q).unwrap().queued == 0
+        });
+    }
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!(
+        (c.accepted, c.dropped, c.delivered, c.queued),
+        (total, 0, total, 0)
+    );
+    assert!(report.is_clean(), "{report:?}");
+    let path = dir.join("queue0-online.qtr");
+    assert_eq!(report.queues[0].status.files, [path.clone()]);
+    let (header, events) = read_trace(&path);
+    assert_eq!(
+        header.queue().map(|(h, t)| (h.0, t.to_string())),
+        Some((0, "online".into()))
+    );
+    let (values, lost) = split(&events, 0);
+    assert_eq!(lost, 0);
+    assert_eq!(values, (0..total).collect::<Vec<_>>());
+    // Times are the manual clock's, in order.
+    assert!(events.windows(2).all(|w| w[0].time < w[1].time));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A writer that takes its time, so the drain falls behind.
+struct Slow(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Slow {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        std::thread::sleep(Duration::from_millis(2));
+        // Take at most 4 KiB per call: partial writes must be handled too.
+        let n = buf.len().min(4096);
+        self.0.lock().unwrap().extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn too_slow_a_drain_accounts_for_every_event_exactly() {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let tracer = Tracer::with_config(Config::default().with_output_dir(temp_dir("slow")));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(256)
+                .with_period(Duration::from_millis(1))
+                .with_writer(Slow(Arc::clone(&out))),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let total = 200_000 / N;
+    for i in 0..total {
+        tracer.log_event(user::USER0, [i, 0]);
+        if i % 1000 == 0 {
+            std::thread::yield_now();
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert!(
+        c.dropped > 0,
+        "the drain was expected to fall behind: {c:?}"
+    );
+    assert_eq!(c.accepted + c.dropped, total);
+    assert_eq!((c.queued, c.overwritten), (0, 0));
+    assert_eq!(c.delivered, c.accepted);
+    assert!(report.queues[0].status.files.is_empty());
+    let bytes = out.lock().unwrap().clone();
+    let (_, events) = parse_trace(&bytes);
+    let (values, lost) = split(&events, 0);
+    // File events + hoops counts = events logged, exactly.
+    assert_eq!(values.len() as u64, c.delivered);
+    assert_eq!(lost, c.dropped);
+    assert_eq!(values.len() as u64 + lost, total);
+    // What was kept is in logging order, and the hoops records are where
+    // events are missing: before each gap's end, the hoops seen since the
+    // last event never undercount the gap (they may trail it by one round).
+    assert!(values.windows(2).all(|w| w[0] < w[1]));
+    let mut hoops_so_far = 0;
+    let mut missing_so_far = 0;
+    let mut prev: Option<u64> = None;
+    for e in &events {
+        if e.id == HOOPS {
+            hoops_so_far += e.args[0];
+        } else {
+            let v = e.args[0];
+            missing_so_far += v - prev.map_or(0, |p| p + 1);
+            prev = Some(v);
+            assert!(
+                hoops_so_far <= missing_so_far,
+                "a hoops record before its loss"
+            );
+        }
+    }
+}
+
+/// A writer whose disk can be "full".
+#[derive(Clone)]
+struct Flaky {
+    full: Arc<AtomicBool>,
+    data: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Write for Flaky {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"));
+        }
+        self.data.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn flaky_tracer(size: usize) -> (Tracer, Flaky) {
+    let flaky = Flaky {
+        full: Arc::new(AtomicBool::new(false)),
+        data: Arc::new(Mutex::new(Vec::new())),
+    };
+    let tracer = Tracer::with_config(Config::default().with_output_dir(temp_dir("flaky")));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(size)
+                .with_period(Duration::from_millis(1))
+                .with_writer(flaky.clone()),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    (tracer, flaky)
+}
+
+#[test]
+fn a_full_disk_is_reported_and_logging_goes_on_then_recovers() {
+    let (tracer, flaky) = flaky_tracer(512);
+    let q = qtrace::QueueHandle(0);
+    for i in 0..100 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    wait_until("100 written", Duration::from_secs(30), || {
+        tracer.counters(q).unwrap().delivered == 100
+    });
+    assert!(tracer.status(q).unwrap().is_healthy());
+    flaky.full.store(true, Ordering::SeqCst);
+    // Logging never blocks: 5000 more events into a 512-event queue whose
+    // sink fails; the excess is dropped and counted.
+    let t = Instant::now();
+    for i in 100..5100 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    assert!(t.elapsed() < Duration::from_secs(5));
+    wait_until("the failure is reported", Duration::from_secs(30), || {
+        tracer.status(q).unwrap().io_errors > 0
+    });
+    let status = tracer.status(q).unwrap();
+    assert!(!status.is_healthy());
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("no space left"),
+        "{status:?}"
+    );
+    let c = tracer.counters(q).unwrap();
+    assert_eq!(c.accepted + c.dropped, 5100);
+    assert_eq!(c.delivered, 100);
+    // Space comes back: the kept events and the hoops record get written.
+    flaky.full.store(false, Ordering::SeqCst);
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!(c.queued, 0);
+    assert_eq!(c.delivered + c.dropped, 5100);
+    // Held while the sink failed: the ring (512) and the task's pending
+    // bytes (at most what the ring held when the write failed).
+    assert!(c.dropped >= 5100 - 100 - 2 * 512, "{c:?}");
+    let (_, events) = parse_trace(&flaky.data.lock().unwrap());
+    let (values, lost) = split(&events, 0);
+    assert_eq!(values.len() as u64 + lost, 5100);
+    assert_eq!(lost, c.dropped);
+    assert_eq!(&values[..100], &(0..100).collect::<Vec<_>>()[..]);
+}
+
+#[test]
+fn a_sink_that_never_recovers_is_reported_at_shutdown() {
+    let (tracer, flaky) = flaky_tracer(64);
+    flaky.full.store(true, Ordering::SeqCst);
+    for i in 0..1000 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let report = tracer.shutdown().unwrap();
+    let r = &report.queues[0];
+    assert!(!report.is_clean());
+    assert!(r.status.io_errors > 0);
+    let msg = r.status.last_error.as_deref().unwrap();
+    assert!(msg.contains("could not be written"), "{msg}");
+    let c = r.counters;
+    // Nothing is lost silently: what could not be written is still counted.
+    assert_eq!(c.accepted + c.dropped, 1000);
+    assert_eq!(c.delivered, 0);
+    assert_eq!(c.queued, c.accepted);
+    assert!(c.is_consistent());
+}
+
+#[test]
+fn unwritable_files_are_typed_errors_at_activation() {
+    let dir = temp_dir("unwritable");
+    std::fs::create_dir_all(&dir).unwrap();
+    let blocker = dir.join("not-a-dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
+    tracer
+        .create_queue::<Online>(OnlineParams::default().with_file(blocker.join("t.qtr")))
+        .unwrap();
+    let e = tracer.activate().unwrap_err();
+    assert!(matches!(e, qtrace::Error::Io { .. }), "{e}");
+    assert!(e.to_string().contains("t.qtr"), "{e}");
+    #[cfg(target_os = "linux")]
+    {
+        // A disk that is always full.
+        let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
+        tracer
+            .create_queue::<Online>(OnlineParams::default().with_file("/dev/full"))
+            .unwrap();
+        let e = tracer.activate().unwrap_err();
+        assert!(e.to_string().contains("/dev/full"), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_parameters_are_typed_errors() {
+    let tracer = Tracer::new();
+    for p in [
+        OnlineParams::default().with_capacity(1000),
+        OnlineParams::default().with_capacity(0),
+        OnlineParams::default().with_period(Duration::ZERO),
+        OnlineParams::default().with_high_water_percent(0),
+        OnlineParams::default().with_high_water_percent(101),
+    ] {
+        let e = tracer.create_queue::<Online>(p).unwrap_err();
+        assert!(matches!(e, qtrace::Error::InvalidParameter { .. }), "{e}");
+    }
+}
+
+#[test]
+fn events_logged_before_phase_2_and_a_queue_never_activated_are_written() {
+    let dir = temp_dir("early");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
+    let q = tracer
+        .create_queue::<Online>(OnlineParams::default().with_capacity(64))
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..100 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    // No phase 2: shutdown writes what the queue holds, and the loss.
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!((c.accepted, c.dropped, c.delivered), (64, 36, 64));
+    let (_, events) = read_trace(&dir.join("queue0-online.qtr"));
+    let (values, lost) = split(&events, 0);
+    assert_eq!(values, (0..64).collect::<Vec<_>>());
+    assert_eq!(lost, 36);
+    assert_eq!(events.last().unwrap().id, HOOPS);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
