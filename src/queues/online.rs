@@ -305,7 +305,25 @@ impl Queue for OnlineQueue {
                 return Ok(());
             }
         };
-        let drainer = self.open(target, ctx)?;
+        // A file target can be opened again by a later phase 2 (after the
+        // user fixed the directory, or freed space); a writer was used up.
+        let retry = match &target {
+            Target::Default => Some(Target::Default),
+            Target::File(p) => Some(Target::File(p.clone())),
+            Target::Writer(_) => None,
+        };
+        let drainer = match self.open(target, ctx) {
+            Ok(d) => d,
+            Err(e) => {
+                // Also in the status, so the shutdown report shows it.
+                self.shared
+                    .io_error("activate", &io::Error::other(e.to_string()));
+                if let Some(t) = retry {
+                    *state = State::Created(t);
+                }
+                return Err(e);
+            }
+        };
         let task = Task::spawn(
             format!("qtrace-online-q{}", ctx.handle),
             self.period,
