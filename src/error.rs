@@ -127,6 +127,13 @@ pub enum Error {
         /// What the hook said.
         message: String,
     },
+    /// A trace-header field holds a value the file format cannot carry.
+    InvalidHeader {
+        /// Which field.
+        field: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
     /// A file could not be created, written or read.
     Io {
         /// The file involved, if any.
@@ -225,6 +232,9 @@ impl fmt::Display for Error {
             }
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")
+            }
+            InvalidHeader { field, reason } => {
+                write!(f, "invalid trace-header {field}: {reason}")
             }
             Io { path, action, source } => match path {
                 Some(p) => write!(f, "cannot {action} {}: {source}", p.display()),

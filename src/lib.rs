@@ -60,6 +60,7 @@ mod registry;
 pub mod source;
 mod sync;
 mod tracer;
+pub mod wire;
 
 pub use classes::ClassId;
 pub use error::Error;
