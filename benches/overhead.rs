@@ -26,7 +26,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use crossbeam_queue::ArrayQueue;
 use qtrace::classes::user;
 use qtrace::clock::Clock;
-use qtrace::queues::Dummy;
+use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
 use qtrace::{Event, EventId, Tracer};
 
 /// Events logged per criterion iteration.
@@ -102,6 +102,47 @@ fn log_event(c: &mut Criterion) {
     g.bench_function("dummy", |b| {
         let t = black_box(&dummy);
         b.iter(|| log_loop(t))
+    });
+
+    let fixed = tracer_with::<Fixed>(
+        FixedParams {
+            capacity: CAPACITY,
+            file: None,
+        },
+        true,
+    );
+    g.bench_function("fixed", |b| {
+        let t = black_box(&fixed);
+        b.iter(|| log_loop(t))
+    });
+
+    let circular = tracer_with::<Circular>(
+        CircularParams {
+            capacity: CAPACITY,
+            file: None,
+        },
+        true,
+    );
+    g.bench_function("circular", |b| {
+        let t = black_box(&circular);
+        b.iter(|| log_loop(t))
+    });
+
+    let global = qtrace::global::install(tracer_with::<Circular>(
+        CircularParams {
+            capacity: CAPACITY,
+            file: None,
+        },
+        true,
+    ))
+    .expect("first install");
+    let _ = global;
+    g.bench_function("global_circular", |b| {
+        b.iter(|| {
+            for i in 0..EVENTS {
+                qtrace::log_event(ID, [i, 0]);
+            }
+        })
     });
 
     // A Mutex around a VecDeque that drops its oldest record when full.

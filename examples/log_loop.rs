@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 use qtrace::classes::user;
 use qtrace::clock::Clock;
-use qtrace::queues::Dummy;
+use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
 use qtrace::{Config, Event, Tracer};
 
 const CAPACITY: usize = 8192;
@@ -49,14 +49,38 @@ macro_rules! unrolled {
         let mut base = 0;
         while base + 8 <= n {
             // Written out: the compiler does not unroll a body this large.
-            { let $i = base; $body; }
-            { let $i = base + 1; $body; }
-            { let $i = base + 2; $body; }
-            { let $i = base + 3; $body; }
-            { let $i = base + 4; $body; }
-            { let $i = base + 5; $body; }
-            { let $i = base + 6; $body; }
-            { let $i = base + 7; $body; }
+            {
+                let $i = base;
+                $body;
+            }
+            {
+                let $i = base + 1;
+                $body;
+            }
+            {
+                let $i = base + 2;
+                $body;
+            }
+            {
+                let $i = base + 3;
+                $body;
+            }
+            {
+                let $i = base + 4;
+                $body;
+            }
+            {
+                let $i = base + 5;
+                $body;
+            }
+            {
+                let $i = base + 6;
+                $body;
+            }
+            {
+                let $i = base + 7;
+                $body;
+            }
             base += 8;
         }
         for $i in base..n {
@@ -71,10 +95,9 @@ fn run_log(tracer: &Tracer, n: u64) {
 }
 
 #[inline(never)]
-fn run_clock(clock: &Clock, n: u64) -> u64 {
-    let mut sum = 0u64;
-    unrolled!(n, |_i| sum = sum.wrapping_add(clock.now()));
-    sum
+fn run_clock(clock: &Clock, n: u64) {
+    // `black_box` keeps each read (it costs one store to the stack).
+    unrolled!(n, |_i| black_box(clock.now()));
 }
 
 #[inline(never)]
@@ -86,6 +109,7 @@ fn run_floor(clock: &Clock, array: &mut [Event], n: u64) {
 
 fn log(tracer: Tracer, n: u64) {
     run_log(black_box(&tracer), n);
+    one_event(black_box(&tracer), n);
     let report = tracer.shutdown().expect("shutdown");
     let c = report.queues[0].counters;
     println!(
@@ -106,11 +130,29 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     match case.as_str() {
+        "circular" => log(
+            tracer_with::<Circular>(
+                CircularParams {
+                    capacity: CAPACITY,
+                    file: None,
+                },
+                true,
+            ),
+            n,
+        ),
+        "fixed" => log(
+            tracer_with::<Fixed>(
+                FixedParams {
+                    capacity: CAPACITY,
+                    file: None,
+                },
+                true,
+            ),
+            n,
+        ),
         "dummy" => log(tracer_with::<Dummy>((), true), n),
         "disabled" => log(tracer_with::<Dummy>((), false), n),
-        "clock" => {
-            black_box(run_clock(black_box(&Clock::fast()), n));
-        }
+        "clock" => run_clock(black_box(&Clock::fast()), n),
         "floor" => {
             let mut array = vec![Event::default(); CAPACITY];
             run_floor(black_box(&Clock::fast()), &mut array, n);
@@ -122,4 +164,10 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[inline(never)]
+#[no_mangle]
+pub fn one_event(tracer: &Tracer, i: u64) {
+    tracer.log_event(user::USER0, [i, 0]);
 }

@@ -68,6 +68,16 @@ struct TscScale {
     ticks_per_second: u64,
 }
 
+impl TscScale {
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        // Saturating: a CPU whose counter reads a little behind the one the
+        // origin was taken on gives 0, never a time 584 years ahead.
+        let ticks = tsc::read().saturating_sub(self.origin);
+        ((ticks as u128 * self.mult as u128) >> 32) as u64
+    }
+}
+
 impl Default for Clock {
     fn default() -> Self {
         Clock::fast()
@@ -118,13 +128,23 @@ impl Clock {
     }
 
     /// Nanoseconds since the origin.
+    ///
+    /// The TSC case is inline (one compare of the source, `rdtsc`, a
+    /// subtraction that saturates at 0 and a 64x64-bit multiply); the other
+    /// sources are a call.
     #[inline(always)]
     pub fn now(&self) -> u64 {
+        if let Source::Tsc(s) = &self.source {
+            s.now()
+        } else {
+            self.now_slow()
+        }
+    }
+
+    #[inline(never)]
+    fn now_slow(&self) -> u64 {
         match &self.source {
-            Source::Tsc(s) => {
-                let ticks = tsc::read().saturating_sub(s.origin);
-                ((ticks as u128 * s.mult as u128) >> 32) as u64
-            }
+            Source::Tsc(s) => s.now(),
             Source::Monotonic(origin) => origin.elapsed().as_nanos() as u64,
             Source::Manual(t) => t.load(Ordering::Relaxed),
         }

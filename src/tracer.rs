@@ -200,6 +200,8 @@ impl Tracer {
             // kind inlined together (matching in `get` and again in `post`
             // would cost a second dispatch per event).
             match queue {
+                AnyQueue::CircularQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
                 other => self.record_into(other, source, id, args),
             }
