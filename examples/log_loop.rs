@@ -109,7 +109,6 @@ fn run_floor(clock: &Clock, array: &mut [Event], n: u64) {
 
 fn log(tracer: Tracer, n: u64) {
     run_log(black_box(&tracer), n);
-    one_event(black_box(&tracer), n);
     let report = tracer.shutdown().expect("shutdown");
     let c = report.queues[0].counters;
     println!(
@@ -164,10 +163,4 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-#[inline(never)]
-#[no_mangle]
-pub fn one_event(tracer: &Tracer, i: u64) {
-    tracer.log_event(user::USER0, [i, 0]);
 }
