@@ -133,12 +133,12 @@ impl CircularQueue {
 }
 
 impl Queue for CircularQueue {
-    #[inline]
+    #[inline(always)]
     fn get(&self) -> Option<Reservation> {
         self.ring.claim().map(Reservation::new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn post(&self, reservation: Reservation, event: &Event) {
         self.ring.commit(reservation.ticket(), event);
     }

@@ -288,8 +288,12 @@ impl OverwriteRing {
 
     #[inline(always)]
     fn slot(&self, ticket: u64) -> &Slot {
-        // `slots.len() == mask + 1`, a power of two: the index is in range.
-        &self.slots[(ticket & self.mask) as usize]
+        let index = (ticket & self.mask) as usize;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `slots.len() == mask + 1` (both set in `new` and never
+        // changed), so `ticket & mask < slots.len()`. Unchecked indexing
+        // saves a load, a compare and a branch on each of claim and commit.
+        unsafe { self.slots.get_unchecked(index) }
     }
 
     /// Takes a ticket and claims its slot. Returns `None` (and counts a drop)
@@ -297,7 +301,7 @@ impl OverwriteRing {
     /// producer a lap ahead has already claimed it. Never waits: the only loop
     /// retries a compare-and-swap that failed because another producer changed
     /// the slot, and each retry ends in a claim or a drop.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
         let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
         self.claim_ticket(ticket)
@@ -334,7 +338,7 @@ impl OverwriteRing {
 
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
     /// and publishes it.
-    #[inline]
+    #[inline(always)]
     pub fn commit(&self, ticket: u64, event: &Event) {
         let slot = self.slot(ticket);
         slot.write(event);
@@ -527,7 +531,7 @@ impl DropRing {
     /// Claims the next position, or returns `None` (and counts a drop) when
     /// the ring is full. Lock-free: the loop retries only when another producer
     /// claimed the position first.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
         let mut pos = self.tail.load(Ordering::Relaxed);
         loop {
