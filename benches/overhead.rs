@@ -14,6 +14,13 @@
 //! arguments: the cheapest thing it offers, to give it the benefit of the
 //! doubt.
 //!
+//! Time is the benchmark thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`),
+//! not wall time: on a machine shared with other busy processes, time spent
+//! descheduled is not counted against whichever case happened to be running.
+//! Set `QTRACE_BENCH_WALL=1` to measure wall time instead. (fastrace's
+//! collector thread runs on another core in parallel; its CPU time is not
+//! counted, in either mode.)
+//!
 //! Run: `cargo bench --bench overhead -- --warm-up-time 1 --measurement-time 3`
 
 use std::collections::VecDeque;
@@ -54,6 +61,35 @@ fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer
     tracer
 }
 
+/// This thread's CPU time, or the wall clock with `QTRACE_BENCH_WALL` set.
+fn now(wall: bool, origin: Instant) -> Duration {
+    if wall {
+        return origin.elapsed();
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
+    // every Linux kernel since 2.6.12 supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Criterion's `iter`, timed by [`now`].
+fn iter(b: &mut criterion::Bencher<'_>, mut routine: impl FnMut()) {
+    let wall = std::env::var_os("QTRACE_BENCH_WALL").is_some();
+    let origin = Instant::now();
+    b.iter_custom(|iters| {
+        let t0 = now(wall, origin);
+        for _ in 0..iters {
+            routine();
+        }
+        now(wall, origin) - t0
+    })
+}
+
 fn log_loop(tracer: &Tracer) {
     for i in 0..EVENTS {
         tracer.log_event(ID, [i, 0]);
@@ -65,13 +101,14 @@ fn log_event(c: &mut Criterion) {
     let mut g = c.benchmark_group("log_event");
     g.throughput(Throughput::Elements(EVENTS));
 
-    // The floor of a masked-out event: one relaxed load and a branch.
-    let word = AtomicU32::new(0);
+    // The floor of a masked-out event: one relaxed load of a word in a heap
+    // table indexed by the event id (as qtrace's routes) and a branch.
+    let words: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
     g.bench_function("relaxed_load", |b| {
-        let word = black_box(&word);
-        b.iter(|| {
+        let words = black_box(&words);
+        iter(b, || {
             for i in 0..EVENTS {
-                if word.load(Ordering::Relaxed) & LIVE != 0 {
+                if words[ID.0 as usize].load(Ordering::Relaxed) & LIVE != 0 {
                     black_box(i);
                 }
             }
@@ -83,7 +120,7 @@ fn log_event(c: &mut Criterion) {
     let mut array = vec![Event::default(); CAPACITY].into_boxed_slice();
     g.bench_function("floor", |b| {
         let clock = black_box(&clock);
-        b.iter(|| {
+        iter(b, || {
             let mask = array.len() - 1;
             for i in 0..EVENTS {
                 array[i as usize & mask] = Event::new(clock.now(), ID, 0, [i, 0]);
@@ -95,13 +132,13 @@ fn log_event(c: &mut Criterion) {
     let disabled = tracer_with::<Dummy>((), false);
     g.bench_function("disabled", |b| {
         let t = black_box(&disabled);
-        b.iter(|| log_loop(t))
+        iter(b, || log_loop(t))
     });
 
     let dummy = tracer_with::<Dummy>((), true);
     g.bench_function("dummy", |b| {
         let t = black_box(&dummy);
-        b.iter(|| log_loop(t))
+        iter(b, || log_loop(t))
     });
 
     let fixed = tracer_with::<Fixed>(
@@ -113,7 +150,7 @@ fn log_event(c: &mut Criterion) {
     );
     g.bench_function("fixed", |b| {
         let t = black_box(&fixed);
-        b.iter(|| log_loop(t))
+        iter(b, || log_loop(t))
     });
 
     let circular = tracer_with::<Circular>(
@@ -125,7 +162,7 @@ fn log_event(c: &mut Criterion) {
     );
     g.bench_function("circular", |b| {
         let t = black_box(&circular);
-        b.iter(|| log_loop(t))
+        iter(b, || log_loop(t))
     });
 
     let global = qtrace::global::install(tracer_with::<Circular>(
@@ -138,7 +175,7 @@ fn log_event(c: &mut Criterion) {
     .expect("first install");
     let _ = global;
     g.bench_function("global_circular", |b| {
-        b.iter(|| {
+        iter(b, || {
             for i in 0..EVENTS {
                 qtrace::log_event(ID, [i, 0]);
             }
@@ -150,7 +187,7 @@ fn log_event(c: &mut Criterion) {
     g.bench_function("peer_mutex_vecdeque", |b| {
         let ring = black_box(&ring);
         let clock = black_box(&clock);
-        b.iter(|| {
+        iter(b, || {
             for i in 0..EVENTS {
                 let event = Event::new(clock.now(), ID, 0, [i, 0]);
                 let mut ring = ring.lock().unwrap();
@@ -167,7 +204,7 @@ fn log_event(c: &mut Criterion) {
     g.bench_function("peer_crossbeam_arrayqueue", |b| {
         let aq = black_box(&aq);
         let clock = black_box(&clock);
-        b.iter(|| {
+        iter(b, || {
             for i in 0..EVENTS {
                 black_box(aq.force_push(Event::new(clock.now(), ID, 0, [i, 0])));
             }
@@ -179,7 +216,7 @@ fn log_event(c: &mut Criterion) {
     let (mut producer, mut consumer) = rtrb::RingBuffer::<Event>::new(CAPACITY);
     g.bench_function("peer_rtrb", |b| {
         let clock = black_box(&clock);
-        b.iter(|| {
+        iter(b, || {
             for i in 0..EVENTS {
                 let event = Event::new(clock.now(), ID, 0, [i, 0]);
                 if let Err(rtrb::PushError::Full(event)) = producer.push(event) {
@@ -199,7 +236,7 @@ fn log_event(c: &mut Criterion) {
         fastrace::collector::Config::default().report_interval(Duration::from_millis(10)),
     );
     g.bench_function("peer_fastrace", |b| {
-        b.iter(|| {
+        iter(b, || {
             for _ in 0..EVENTS / CAPACITY as u64 {
                 let root = fastrace::Span::root(
                     "batch",
@@ -229,7 +266,7 @@ fn log_event(c: &mut Criterion) {
         tracing::subscriber::set_global_default(subscriber).expect("first subscriber");
     }
     g.bench_function("peer_tracing_ring", |b| {
-        b.iter(|| {
+        iter(b, || {
             for i in 0..EVENTS {
                 tracing::info!(a0 = i, a1 = 0u64);
             }
@@ -250,7 +287,7 @@ fn clock(c: &mut Criterion) {
     let monotonic = Clock::monotonic();
     g.bench_function(BenchmarkId::new("qtrace_fast", fast.kind().name()), |b| {
         let clock = black_box(&fast);
-        b.iter(|| {
+        iter(b, || {
             for _ in 0..READS {
                 black_box(clock.now());
             }
@@ -258,14 +295,14 @@ fn clock(c: &mut Criterion) {
     });
     g.bench_function("qtrace_monotonic", |b| {
         let clock = black_box(&monotonic);
-        b.iter(|| {
+        iter(b, || {
             for _ in 0..READS {
                 black_box(clock.now());
             }
         })
     });
     g.bench_function("instant_now", |b| {
-        b.iter(|| {
+        iter(b, || {
             for _ in 0..READS {
                 black_box(Instant::now());
             }
@@ -273,7 +310,7 @@ fn clock(c: &mut Criterion) {
     });
     #[cfg(target_arch = "x86_64")]
     g.bench_function("rdtsc", |b| {
-        b.iter(|| {
+        iter(b, || {
             for _ in 0..READS {
                 // SAFETY: RDTSC has no preconditions on x86_64.
                 black_box(unsafe { core::arch::x86_64::_rdtsc() });
