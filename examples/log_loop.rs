@@ -13,7 +13,9 @@
 //!   the fixed one, whose later events are counted as dropped);
 //! - `disabled`: a masked-out event (routed to a dummy queue, switched off);
 //! - `clock`: only the tracer's clock read (what the budget excludes);
-//! - `floor`: clock read + one record stored into a preallocated array.
+//! - `floor`: clock read + one record stored into a preallocated array;
+//! - `rtrb`: clock read + one record pushed into an rtrb SPSC ring of 8192
+//!   (the consumer side discards everything when it is full), for comparison.
 //!
 //! Each case's loop is its own `#[inline(never)]` function named `run_<case>`
 //! so callgrind can count only inside it (`--toggle-collect`).
@@ -107,6 +109,19 @@ fn run_floor(clock: &Clock, array: &mut [Event], n: u64) {
         Event::new(clock.now(), user::USER0, 0, [i, 0]));
 }
 
+#[inline(never)]
+fn run_rtrb(clock: &Clock, n: u64) {
+    let (mut producer, mut consumer) = rtrb::RingBuffer::<Event>::new(CAPACITY);
+    unrolled!(n, |i| {
+        let event = Event::new(clock.now(), user::USER0, 0, [i, 0]);
+        if let Err(rtrb::PushError::Full(event)) = producer.push(event) {
+            let slots = consumer.slots();
+            consumer.read_chunk(slots).expect("slots").commit_all();
+            producer.push(event).expect("room after draining");
+        }
+    });
+}
+
 fn log(tracer: Tracer, n: u64) {
     run_log(black_box(&tracer), n);
     let report = tracer.shutdown().expect("shutdown");
@@ -119,7 +134,7 @@ fn log(tracer: Tracer, n: u64) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: log_loop <events> <circular|fixed|disabled|dummy|clock|floor>";
+    let usage = "usage: log_loop <events> <circular|fixed|disabled|dummy|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -157,6 +172,7 @@ fn main() -> ExitCode {
             run_floor(black_box(&Clock::fast()), &mut array, n);
             black_box(&array);
         }
+        "rtrb" => run_rtrb(black_box(&Clock::fast()), n),
         other => {
             eprintln!("{usage}: unknown case {other:?}");
             return ExitCode::from(2);

@@ -12,7 +12,7 @@
 #
 # Cases: clock (the clock read alone, plus one store), floor (clock + one
 # record into an array), disabled, dummy, fixed, circular (see
-# examples/log_loop.rs). The loop is unrolled 8x: its counter and branch add
+# examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison). The loop is unrolled 8x: its counter and branch add
 # 3/8 of an instruction per event to every case.
 #
 # Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
@@ -22,7 +22,7 @@ CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-54}
 DISABLED_BUDGET=${DISABLED_BUDGET:-5}
 N1=${N1:-100000}
 N2=${N2:-200000}
-CASES=${CASES:-"clock floor disabled dummy fixed circular"}
+CASES=${CASES:-"clock floor disabled dummy fixed circular rtrb"}
 
 check=0
 case "${1:-}" in
@@ -66,7 +66,7 @@ done
 
 status=0
 if [[ -n "${per_event[clock]:-}" ]]; then
-  for c in floor dummy circular; do
+  for c in floor dummy circular rtrb; do
     [[ -n "${per_event[$c]:-}" ]] || continue
     printf '%-16s %12s  (besides the clock read)\n' "$c - clock" \
       "$(awk -v x="${per_event[$c]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')"
