@@ -12,7 +12,8 @@
 #
 # Cases: clock (the clock read alone, plus one store), floor (clock + one
 # record into an array), disabled, dummy, fixed, circular (see
-# examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison). The loop is unrolled 8x: its counter and branch add
+# examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison).
+# The loop is unrolled 8x: its counter and branch add
 # 3/8 of an instruction per event to every case.
 #
 # Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
