@@ -127,6 +127,8 @@ pub enum Error {
         /// What the hook said.
         message: String,
     },
+    /// An event was pushed into a trace converter after `finish`.
+    ConverterFinished,
     /// A file could not be created, written or read.
     Io {
         /// The file involved, if any.
@@ -226,6 +228,10 @@ impl fmt::Display for Error {
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")
             }
+            ConverterFinished => write!(
+                f,
+                "this converter has already been finished: create a new writer for another trace"
+            ),
             Io { path, action, source } => match path {
                 Some(p) => write!(f, "cannot {action} {}: {source}", p.display()),
                 None => write!(f, "cannot {action}: {source}"),
