@@ -26,6 +26,9 @@
 //! by the record's `lost` argument. babeltrace2 compares consecutive packets and
 //! reports "Tracer discarded N events" there; the hoops record itself is also
 //! kept as an event, so event counts match the qtrace file record for record.
+//! The tracer stream starts with an empty packet whose count is zero, so that
+//! the first loss has a known count too (babeltrace2 says only "may have
+//! discarded" when the very first packet of a stream has a non-zero count).
 //!
 //! # Memory
 //!
@@ -192,6 +195,11 @@ impl CtfWriter {
         if stream.buf.is_empty() {
             return Ok(());
         }
+        Self::write_packet(stream, stats)
+    }
+
+    /// Writes the packet in `stream.buf` (possibly empty) and starts the next.
+    fn write_packet(stream: &mut Stream, stats: &mut ConvertStats) -> Result<(), Error> {
         let size = (PACKET_PREAMBLE + stream.buf.len()) as u64;
         let mut head = [0u8; PACKET_PREAMBLE];
         let mut w = &mut head[..];
@@ -293,6 +301,13 @@ impl EventSink for CtfWriter {
                 .reserve(self.options.packet_bytes - PACKET_PREAMBLE);
         }
         stream.last = time;
+        if is_hoops && stream.seq == 0 && stream.buf.is_empty() {
+            // A first packet with a non-zero count tells babeltrace2 only
+            // that events *may* have been lost; an empty packet with a zero
+            // count before it lets it report the exact number.
+            stream.begin = time;
+            Self::write_packet(stream, stats)?;
+        }
         if is_hoops {
             stats.hoops += 1;
             stats.lost += e.args[0];
@@ -553,15 +568,20 @@ mod tests {
         assert_eq!(stats.hoops, 3);
         assert_eq!(stats.lost, 10);
         assert_eq!(stats.sources, 2);
-        assert_eq!(stats.packets, 4);
+        assert_eq!(stats.packets, 5);
         let counts = |id: u16| if id == 1 || id == 4 { 16 } else { 0 };
         let tracer = parse(
             &fs::read(dir.path().join("stream-tracer")).unwrap(),
             &counts,
         );
         let disc: Vec<(u64, u64, u64, u64)> = tracer.iter().map(|p| (p.0, p.1, p.2, p.3)).collect();
-        assert_eq!(disc, [(0, 5, 20, 20), (1, 8, 40, 40), (2, 10, 50, 50)]);
-        assert!(tracer.iter().all(|p| p.4 == u32::MAX && p.5.len() == 1));
+        assert_eq!(
+            disc,
+            [(0, 0, 20, 20), (1, 5, 20, 20), (2, 8, 40, 40), (3, 10, 50, 50)]
+        );
+        let sizes: Vec<usize> = tracer.iter().map(|p| p.5.len()).collect();
+        assert_eq!(sizes, [0, 1, 1, 1]);
+        assert!(tracer.iter().all(|p| p.4 == u32::MAX));
         let s0 = parse(&fs::read(dir.path().join("stream-0")).unwrap(), &|_| 8);
         assert_eq!(s0.len(), 1);
         assert_eq!(
