@@ -16,8 +16,12 @@ const ORIGIN: u64 = 1_704_067_200_500_000_000;
 
 fn catalog() -> Catalog {
     let mut c = Catalog::builtin();
-    c.define(ClassSpec::new("net", "network stack").event("rx", "a packet arrived", &["len", "port"]))
-        .unwrap();
+    c.define(ClassSpec::new("net", "network stack").event(
+        "rx",
+        "a packet arrived",
+        &["len", "port"],
+    ))
+    .unwrap();
     c
 }
 
@@ -53,8 +57,12 @@ fn check_golden(name: &str, got: &[u8]) {
         fs::write(&path, got).unwrap();
         return;
     }
-    let want = fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with QTRACE_BLESS=1 to create it)", path.display()));
+    let want = fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with QTRACE_BLESS=1 to create it)",
+            path.display()
+        )
+    });
     if got != want.as_slice() {
         panic!(
             "{} differs from the converter's output:\n--- got ---\n{}\n--- want ---\n{}",
@@ -89,7 +97,9 @@ fn chrome_golden() {
 /// at a time no earlier than it, and nothing is left open.
 fn assert_nested(json: &[u8]) -> usize {
     let doc: serde_json::Value = serde_json::from_slice(json).expect("the output is JSON");
-    let events = doc["traceEvents"].as_array().expect("traceEvents is an array");
+    let events = doc["traceEvents"]
+        .as_array()
+        .expect("traceEvents is an array");
     let mut stacks: BTreeMap<(u64, u64), Vec<(String, f64)>> = BTreeMap::new();
     let mut last: BTreeMap<(u64, u64), f64> = BTreeMap::new();
     let mut pairs = 0;
@@ -192,7 +202,10 @@ fn ctf_golden() {
     names.sort();
     assert_eq!(names, ["metadata", "stream-0", "stream-1", "stream-tracer"]);
     for name in names {
-        check_golden(&format!("small.ctf/{name}"), &fs::read(dir.path().join(&name)).unwrap());
+        check_golden(
+            &format!("small.ctf/{name}"),
+            &fs::read(dir.path().join(&name)).unwrap(),
+        );
     }
 }
 
@@ -220,8 +233,8 @@ fn babeltrace2(dir: &Path) -> Option<(u64, u64, Vec<u64>)> {
     );
     let events = stdout
         .lines()
-        .filter_map(|l| l.trim().strip_suffix(" Event messages"))
-        .last() // the counter also prints running totals every 10 000 messages
+        .rev() // the counter also prints running totals every 10 000 messages
+        .find_map(|l| l.trim().strip_suffix(" Event messages"))
         .unwrap_or_else(|| panic!("no event count in babeltrace2's output:\n{stdout}\n{stderr}"))
         .trim()
         .parse()
@@ -234,7 +247,11 @@ fn babeltrace2(dir: &Path) -> Option<(u64, u64, Vec<u64>)> {
         "babeltrace2 failed on {}:\n{stderr}",
         dir.display()
     );
-    let lines = text.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+    let lines = text
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count() as u64;
     let discarded = stderr
         .lines()
         .filter_map(|l| l.split("Tracer discarded ").nth(1))
@@ -271,7 +288,11 @@ fn babeltrace2_counts_many_packets_and_losses() {
     // Names that are not TSDL identifiers must still work.
     let mut catalog = Catalog::builtin();
     let odd = catalog
-        .define(ClassSpec::new("odd-class", "awkward names").event("ev.1", "x", &["struct", "9-lives"]))
+        .define(ClassSpec::new("odd-class", "awkward names").event(
+            "ev.1",
+            "x",
+            &["struct", "9-lives"],
+        ))
         .unwrap()
         .event("ev.1")
         .unwrap();

@@ -287,38 +287,41 @@ impl<W: Write> ChromeWriter<W> {
     }
 
     fn instant(&mut self, e: &Event) -> Result<(), Error> {
-        let tid = e.source;
-        let ts = Ts(e.time);
-        let mut args = String::new();
-        let (name, cat, scope) = if e.id == tracer::HOOPS {
-            args = format!("\"lost\":{},\"queue\":{}", Num(e.args[0]), Num(e.args[1]));
-            (format!("hoops ({} lost)", e.args[0]), "tracer", "g")
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        let (tid, ts, pid) = (e.source, Ts(e.time), SOURCES_PID);
+        let out = &mut self.out;
+        let r = if e.id == tracer::HOOPS {
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"g\",\"name\":\"hoops ({} lost)\",\"cat\":\"tracer\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{\"lost\":{},\"queue\":{}}}}}",
+                e.args[0],
+                Num(e.args[0]),
+                Num(e.args[1])
+            )
         } else if let Some(n) = self.names.get(e.id.0 as usize) {
-            for (i, a) in n.args.iter().enumerate() {
-                if i > 0 {
-                    args.push(',');
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{",
+                n.name, n.class
+            )
+            .and_then(|()| {
+                for (i, a) in n.args.iter().enumerate() {
+                    let comma = if i > 0 { "," } else { "" };
+                    write!(out, "{comma}\"{a}\":{}", Num(e.args[i]))?;
                 }
-                args.push_str(&format!("\"{a}\":{}", Num(e.args[i])));
-            }
-            (n.name.clone(), "", "t")
+                out.write_all(b"}}")
+            })
         } else {
-            args = format!(
-                "\"id\":{},\"arg0\":{},\"arg1\":{}",
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"unknown\",\"cat\":\"unknown\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{\"id\":{},\"arg0\":{},\"arg1\":{}}}}}",
                 e.id.0,
                 Num(e.args[0]),
                 Num(e.args[1])
-            );
-            ("unknown".to_string(), "unknown", "t")
+            )
         };
-        let cat = if cat.is_empty() {
-            self.names[e.id.0 as usize].class.as_str()
-        } else {
-            cat
-        };
-        let text = format!(
-            "{{\"ph\":\"i\",\"s\":\"{scope}\",\"name\":\"{name}\",\"cat\":\"{cat}\",\"ts\":{ts},\"pid\":{SOURCES_PID},\"tid\":{tid},\"args\":{{{args}}}}}"
-        );
-        self.line(format_args!("{text}"))
+        r.map_err(io_err)
     }
 
     /// Ends the pending interrupt slice of `source` at `t` at the latest.

@@ -577,7 +577,12 @@ mod tests {
         let disc: Vec<(u64, u64, u64, u64)> = tracer.iter().map(|p| (p.0, p.1, p.2, p.3)).collect();
         assert_eq!(
             disc,
-            [(0, 0, 20, 20), (1, 5, 20, 20), (2, 8, 40, 40), (3, 10, 50, 50)]
+            [
+                (0, 0, 20, 20),
+                (1, 5, 20, 20),
+                (2, 8, 40, 40),
+                (3, 10, 50, 50)
+            ]
         );
         let sizes: Vec<usize> = tracer.iter().map(|p| p.5.len()).collect();
         assert_eq!(sizes, [0, 1, 1, 1]);
