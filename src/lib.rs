@@ -69,3 +69,8 @@ pub use global::log_event;
 pub use queue::{Queue, QueueCounters, QueueHandle, QueueType};
 pub use registry::Phase;
 pub use tracer::{Config, QueueReport, ShutdownReport, Tracer};
+
+/// The README's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

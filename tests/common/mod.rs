@@ -1,0 +1,62 @@
+//! Test helpers: a queue type that records every event it is given, so tests
+//! can see exactly where each event went.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use qtrace::queue::{
+    AnyQueue, AtomicCounters, Queue, QueueContext, QueueCounters, QueueType, Reservation,
+};
+use qtrace::{Error, Event};
+
+/// Where a recorder's events end up: shared with the test.
+pub type Log = Arc<Mutex<Vec<Event>>>;
+
+/// A queue type whose queues push every event into the `Log` given as their
+/// parameter.
+#[derive(Default)]
+pub struct Recorder;
+
+impl QueueType for Recorder {
+    type Params = Log;
+    const NAME: &'static str = "recorder";
+    fn create(&self, log: Log, _ctx: &QueueContext) -> Result<AnyQueue, Error> {
+        Ok(AnyQueue::custom(RecorderQueue {
+            log,
+            counters: AtomicCounters::default(),
+        }))
+    }
+}
+
+/// The queue a `Recorder` creates.
+pub struct RecorderQueue {
+    log: Log,
+    counters: AtomicCounters,
+}
+
+impl Queue for RecorderQueue {
+    fn get(&self) -> Option<Reservation> {
+        Some(Reservation::new(0))
+    }
+    fn post(&self, _r: Reservation, event: &Event) {
+        // A test helper may lock; built-in queues never do.
+        self.log.lock().push(*event);
+        self.counters.add_accepted(1);
+        self.counters.add_delivered(1);
+    }
+    fn counters(&self) -> QueueCounters {
+        self.counters.snapshot()
+    }
+}
+
+/// A new empty log.
+pub fn log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+/// The event ids in a log, in order.
+pub fn ids(log: &Log) -> Vec<u16> {
+    log.lock().iter().map(|e| e.id.0).collect()
+}
