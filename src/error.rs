@@ -129,6 +129,13 @@ pub enum Error {
     },
     /// An event was pushed into a trace converter after `finish`.
     ConverterFinished,
+    /// A trace-header field holds a value the file format cannot carry.
+    InvalidHeader {
+        /// Which field.
+        field: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
     /// A file could not be created, written or read.
     Io {
         /// The file involved, if any.
@@ -232,6 +239,9 @@ impl fmt::Display for Error {
                 f,
                 "this converter has already been finished: create a new writer for another trace"
             ),
+            InvalidHeader { field, reason } => {
+                write!(f, "invalid trace-header {field}: {reason}")
+            }
             Io { path, action, source } => match path {
                 Some(p) => write!(f, "cannot {action} {}: {source}", p.display()),
                 None => write!(f, "cannot {action}: {source}"),

@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod dump;
+mod stats;
+
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
 #[command(
@@ -21,11 +24,17 @@ struct Cli {
 enum Command {
     /// List the built-in classes and events.
     Events,
+    /// Print the events of trace files, one per line, merged in time order.
+    Dump(dump::DumpArgs),
+    /// Summarise trace files: events per class and event, losses, time span.
+    Stats(stats::StatsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Dump(args) => dump::run(args),
+        Command::Stats(args) => stats::run(args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
             for class in catalog.classes() {

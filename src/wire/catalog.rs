@@ -1,0 +1,217 @@
+//! The encoding of a [`Catalog`] (every class and event with names,
+//! descriptions and argument names), shared by the trace-file header and the
+//! catalog datagrams, so a reader can name every event — user-defined ones
+//! included — from the bytes alone.
+//!
+//! ```text
+//! u16 class_count                      (1..=256)
+//! class_count times:
+//!     str  name                        (1..=64 bytes, [A-Za-z0-9_.-])
+//!     str  description                 (0..=256 bytes)
+//!     u16  event_count                 (1..=4096; events are numbered
+//!                                       consecutively across classes from 0)
+//!     event_count times:
+//!         str  name                    (1..=64 bytes)
+//!         str  description             (0..=256 bytes)
+//!         u8   arg_count               (0..=2)
+//!         arg_count times: str name    (1..=64 bytes)
+//! ```
+//!
+//! A `str` is a big-endian u16 byte length followed by that many bytes of
+//! UTF-8. At most 4096 events in all.
+//!
+//! ```
+//! use qtrace::classes::Catalog;
+//! use qtrace::wire::catalog;
+//!
+//! let c = Catalog::builtin();
+//! let bytes = catalog::to_bytes(&c);
+//! assert_eq!(bytes.len(), catalog::buffer_len(&c));
+//! let (back, used) = catalog::parse(&bytes).unwrap();
+//! assert_eq!((back, used), (c, bytes.len()));
+//! ```
+
+use super::cursor::{put_str, str_len, Cursor};
+use super::WireError;
+use crate::classes::{
+    validate_description, validate_name, Catalog, ClassId, ClassInfo, EventInfo, MAX_ARGS,
+    MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
+};
+use crate::EventId;
+
+/// The largest encoded catalog: 256 classes and 4096 events with every name
+/// and description at its longest.
+pub const MAX_CATALOG_LEN: usize = 2
+    + ClassId::MAX_CLASSES * (2 + MAX_NAME_LEN + 2 + MAX_DESCRIPTION_LEN + 2)
+    + EventId::MAX_EVENTS
+        * (2 + MAX_NAME_LEN + 2 + MAX_DESCRIPTION_LEN + 1 + MAX_ARGS * (2 + MAX_NAME_LEN));
+
+/// The number of bytes [`emit`] writes for `catalog`.
+pub fn buffer_len(catalog: &Catalog) -> usize {
+    let mut n = 2;
+    for class in catalog.classes() {
+        n += str_len(&class.name, MAX_NAME_LEN) + str_len(&class.description, MAX_DESCRIPTION_LEN);
+        n += 2;
+        for id in class.events() {
+            if let Some(e) = catalog.event(id) {
+                n += str_len(&e.name, MAX_NAME_LEN)
+                    + str_len(&e.description, MAX_DESCRIPTION_LEN)
+                    + 1;
+                n += e
+                    .args
+                    .iter()
+                    .take(MAX_ARGS)
+                    .map(|a| str_len(a, MAX_NAME_LEN))
+                    .sum::<usize>();
+            }
+        }
+    }
+    n
+}
+
+/// Appends the encoding of `catalog` to `out`.
+///
+/// Strings longer than the format allows (possible only in a catalog built
+/// with [`Catalog::from_parts`], never with [`Catalog::define`]) are cut at
+/// the limit.
+pub fn emit(catalog: &Catalog, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(catalog.classes().len() as u16).to_be_bytes());
+    for class in catalog.classes() {
+        put_str(out, &class.name, MAX_NAME_LEN);
+        put_str(out, &class.description, MAX_DESCRIPTION_LEN);
+        out.extend_from_slice(&class.event_count.to_be_bytes());
+        for id in class.events() {
+            if let Some(e) = catalog.event(id) {
+                put_str(out, &e.name, MAX_NAME_LEN);
+                put_str(out, &e.description, MAX_DESCRIPTION_LEN);
+                let args = &e.args[..e.args.len().min(MAX_ARGS)];
+                out.push(args.len() as u8);
+                for a in args {
+                    put_str(out, a, MAX_NAME_LEN);
+                }
+            }
+        }
+    }
+}
+
+/// The encoding of `catalog` as a new vector.
+pub fn to_bytes(catalog: &Catalog) -> Vec<u8> {
+    let mut v = Vec::with_capacity(buffer_len(catalog));
+    emit(catalog, &mut v);
+    v
+}
+
+/// Decodes a catalog from the start of `bytes`; returns it and the number of
+/// bytes it used. Error offsets are relative to the start of `bytes`.
+pub fn parse(bytes: &[u8]) -> Result<(Catalog, usize), WireError> {
+    let mut cur = Cursor::new(bytes);
+    let catalog = parse_from(&mut cur)?;
+    Ok((catalog, cur.pos()))
+}
+
+fn invalid(offset: usize, what: &'static str, reason: impl Into<String>) -> WireError {
+    WireError::Invalid {
+        offset: offset as u64,
+        what,
+        reason: reason.into(),
+    }
+}
+
+fn name<'a>(cur: &mut Cursor<'a>, what: &'static str) -> Result<&'a str, WireError> {
+    let at = cur.pos();
+    let s = cur.str(what, MAX_NAME_LEN)?;
+    validate_name(what, s).map_err(|e| invalid(at, what, e.to_string()))?;
+    Ok(s)
+}
+
+fn description<'a>(cur: &mut Cursor<'a>) -> Result<&'a str, WireError> {
+    let at = cur.pos();
+    let s = cur.str("description", MAX_DESCRIPTION_LEN)?;
+    validate_description("description", s)
+        .map_err(|e| invalid(at, "description", e.to_string()))?;
+    Ok(s)
+}
+
+pub(crate) fn parse_from(cur: &mut Cursor<'_>) -> Result<Catalog, WireError> {
+    let start = cur.pos();
+    let class_count = cur.u16("class count")? as usize;
+    if class_count == 0 || class_count > ClassId::MAX_CLASSES {
+        return Err(invalid(
+            start,
+            "class count",
+            format!(
+                "{class_count} classes (a table has 1 to {})",
+                ClassId::MAX_CLASSES
+            ),
+        ));
+    }
+    let mut classes: Vec<ClassInfo> = Vec::with_capacity(class_count);
+    let mut events: Vec<EventInfo> = Vec::new();
+    for c in 0..class_count {
+        let class_name = name(cur, "class")?;
+        let class_description = description(cur)?;
+        if classes.iter().any(|k| k.name == class_name) {
+            return Err(invalid(
+                cur.pos(),
+                "class",
+                format!("class name {class_name:?} appears twice"),
+            ));
+        }
+        let count_at = cur.pos();
+        let event_count = cur.u16("event count")? as usize;
+        if event_count == 0 || events.len() + event_count > EventId::MAX_EVENTS {
+            return Err(invalid(
+                count_at,
+                "event count",
+                format!(
+                    "class {class_name:?} claims {event_count} events; a class has at least 1 and the table at most {} in all",
+                    EventId::MAX_EVENTS
+                ),
+            ));
+        }
+        let first_event = EventId(events.len() as u16);
+        for _ in 0..event_count {
+            let event_at = cur.pos();
+            let event_name = name(cur, "event")?;
+            let event_description = description(cur)?;
+            let argc_at = cur.pos();
+            let argc = cur.u8("argument count")? as usize;
+            if argc > MAX_ARGS {
+                return Err(invalid(
+                    argc_at,
+                    "argument count",
+                    format!("{argc} arguments (at most {MAX_ARGS})"),
+                ));
+            }
+            let mut args = Vec::with_capacity(argc);
+            for _ in 0..argc {
+                args.push(name(cur, "argument")?.to_string());
+            }
+            if events[first_event.0 as usize..]
+                .iter()
+                .any(|e| e.name == event_name)
+            {
+                return Err(invalid(
+                    event_at,
+                    "event",
+                    format!("event name {event_name:?} appears twice in class {class_name:?}"),
+                ));
+            }
+            events.push(EventInfo {
+                id: EventId(events.len() as u16),
+                class: ClassId(c as u16),
+                name: event_name.to_string(),
+                description: event_description.to_string(),
+                args,
+            });
+        }
+        classes.push(ClassInfo {
+            id: ClassId(c as u16),
+            name: class_name.to_string(),
+            description: class_description.to_string(),
+            first_event,
+            event_count: event_count as u16,
+        });
+    }
+    Catalog::from_parts(classes, events).map_err(|e| invalid(start, "class table", e.to_string()))
+}

@@ -1,0 +1,501 @@
+//! The trace-file header: a fixed 44-byte part, then strings and the class
+//! table, padded to a multiple of 8 bytes. FORMAT.md specifies it byte by byte.
+//!
+//! [`HeaderView`] is the checked view (its constructor validates the magic,
+//! version, byte order, record size and lengths once); [`TraceHeader`] is the
+//! value type, which can only hold what the format can carry.
+//!
+//! ```
+//! use qtrace::classes::Catalog;
+//! use qtrace::clock::{Clock, ManualClock};
+//! use qtrace::wire::TraceHeader;
+//!
+//! let clock = Clock::manual(&ManualClock::new(0));
+//! let header = TraceHeader::new(Catalog::builtin(), &clock).with_process_id(42);
+//! let bytes = header.to_bytes();
+//! assert_eq!(&bytes[..8], b"QTRC\r\n\x1a\n");
+//! assert_eq!(bytes.len() % 8, 0);
+//! let (back, len) = TraceHeader::decode(&bytes).unwrap();
+//! assert_eq!((back, len), (header, bytes.len()));
+//! ```
+
+use super::catalog;
+use super::cursor::{be16, be32, be64, put_str, str_len, Cursor};
+use super::WireError;
+use crate::classes::{validate_name, Catalog, MAX_NAME_LEN};
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::queue::{QueueContext, QueueHandle};
+
+/// The first 8 bytes of every trace file: `QTRC` then CR LF SUB LF, so a file
+/// mangled by a text-mode transfer is detected.
+pub const MAGIC: [u8; 8] = *b"QTRC\r\n\x1a\n";
+/// The format version this crate writes.
+pub const FORMAT_VERSION: u16 = 1;
+/// Every format version this crate reads.
+pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+/// The byte-order mark: `01 02` in the file means big-endian.
+pub const BYTE_ORDER_MARK: u16 = 0x0102;
+/// The size of one record.
+pub const RECORD_SIZE: u16 = 32;
+/// The size of the fixed part of the header.
+pub const FIXED_LEN: usize = 44;
+/// The largest header a reader accepts (a larger claim is corrupt, not an
+/// allocation).
+pub const MAX_HEADER_LEN: usize = 4 << 20;
+// The largest header qtrace can write fits under the cap readers enforce.
+const _: () = assert!(
+    FIXED_LEN + 3 * 2 + MAX_NAME_LEN * 2 + MAX_HOST_LEN + catalog::MAX_CATALOG_LEN + 8
+        <= MAX_HEADER_LEN
+);
+
+/// The queue-handle value meaning "no queue".
+pub const NO_QUEUE: u16 = 0xffff;
+/// Longest host name carried.
+pub const MAX_HOST_LEN: usize = 255;
+/// Timestamps in nanoseconds: the ticks-per-second value qtrace writes.
+pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+mod field {
+    use std::ops::Range;
+    pub const MAGIC: Range<usize> = 0..8;
+    pub const VERSION: usize = 8;
+    pub const BYTE_ORDER: usize = 10;
+    pub const RECORD_SIZE: usize = 12;
+    pub const FLAGS: usize = 14;
+    pub const HEADER_LEN: usize = 16;
+    pub const PROCESS_ID: usize = 20;
+    pub const CLOCK_ORIGIN: usize = 24;
+    pub const TICKS_PER_SECOND: usize = 32;
+    pub const QUEUE: usize = 40;
+}
+
+/// Validates the fixed part at the start of `prefix` (at least
+/// [`FIXED_LEN`] bytes) and returns the header length: how many bytes from
+/// the start of the file the whole header takes.
+///
+/// Checks, in order: length, magic, version, byte order, record size, header
+/// length.
+pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
+    if prefix.len() < field::MAGIC.end || prefix[field::MAGIC] != MAGIC {
+        if prefix.len() < field::MAGIC.end && MAGIC.starts_with(prefix) {
+            return Err(WireError::Truncated {
+                offset: 0,
+                needed: FIXED_LEN as u64,
+                available: prefix.len() as u64,
+                what: "header",
+            });
+        }
+        return Err(WireError::BadMagic { what: "trace file" });
+    }
+    if prefix.len() < FIXED_LEN {
+        return Err(WireError::Truncated {
+            offset: 0,
+            needed: FIXED_LEN as u64,
+            available: prefix.len() as u64,
+            what: "header",
+        });
+    }
+    let version = be16(prefix, field::VERSION);
+    if !SUPPORTED_VERSIONS.contains(&version) {
+        return Err(WireError::UnsupportedVersion {
+            version,
+            supported: SUPPORTED_VERSIONS,
+        });
+    }
+    let bom = be16(prefix, field::BYTE_ORDER);
+    if bom != BYTE_ORDER_MARK {
+        return Err(WireError::BadByteOrder { found: bom });
+    }
+    let record_size = be16(prefix, field::RECORD_SIZE);
+    if record_size != RECORD_SIZE {
+        return Err(WireError::BadRecordSize { found: record_size });
+    }
+    let header_len = be32(prefix, field::HEADER_LEN) as usize;
+    if header_len > MAX_HEADER_LEN {
+        return Err(WireError::TooLarge {
+            offset: field::HEADER_LEN as u64,
+            what: "header",
+            len: header_len as u64,
+            max: MAX_HEADER_LEN as u64,
+        });
+    }
+    if header_len < FIXED_LEN {
+        return Err(WireError::Invalid {
+            offset: field::HEADER_LEN as u64,
+            what: "header length",
+            reason: format!("{header_len} is shorter than the fixed part ({FIXED_LEN} bytes)"),
+        });
+    }
+    let ticks = be64(prefix, field::TICKS_PER_SECOND);
+    if ticks == 0 {
+        return Err(WireError::Invalid {
+            offset: field::TICKS_PER_SECOND as u64,
+            what: "clock rate",
+            reason: "zero ticks per second".into(),
+        });
+    }
+    Ok(header_len)
+}
+
+/// A checked view of a whole header. After [`HeaderView::new_checked`] the
+/// accessors cannot panic.
+#[derive(Clone, Copy, Debug)]
+pub struct HeaderView<T: AsRef<[u8]>> {
+    buffer: T,
+    len: usize,
+}
+
+impl<T: AsRef<[u8]>> HeaderView<T> {
+    /// Checks the fixed part (see [`check_fixed`]) and that `buffer` holds the
+    /// whole header. Bytes after the header (records) are allowed.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let bytes = buffer.as_ref();
+        let len = check_fixed(bytes)?;
+        if bytes.len() < len {
+            return Err(WireError::Truncated {
+                offset: 0,
+                needed: len as u64,
+                available: bytes.len() as u64,
+                what: "header",
+            });
+        }
+        Ok(HeaderView { buffer, len })
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// The format version.
+    pub fn version(&self) -> u16 {
+        be16(self.b(), field::VERSION)
+    }
+
+    /// Header flags (0 in version 1; readers ignore bits they do not know).
+    pub fn flags(&self) -> u16 {
+        be16(self.b(), field::FLAGS)
+    }
+
+    /// The header length: where the first record starts.
+    pub fn header_len(&self) -> usize {
+        self.len
+    }
+
+    /// The producing process.
+    pub fn process_id(&self) -> u32 {
+        be32(self.b(), field::PROCESS_ID)
+    }
+
+    /// Wall-clock time of timestamp 0, in ns since the Unix epoch.
+    pub fn clock_origin_unix_ns(&self) -> u64 {
+        be64(self.b(), field::CLOCK_ORIGIN)
+    }
+
+    /// Timestamp ticks per second (1,000,000,000: nanoseconds).
+    pub fn ticks_per_second(&self) -> u64 {
+        be64(self.b(), field::TICKS_PER_SECOND)
+    }
+
+    /// The producing queue's handle, or [`NO_QUEUE`].
+    pub fn queue_handle(&self) -> u16 {
+        be16(self.b(), field::QUEUE)
+    }
+
+    /// The variable part: strings, class table, padding.
+    pub fn variable(&self) -> &[u8] {
+        &self.b()[FIXED_LEN..self.len]
+    }
+}
+
+/// Everything a trace file says about itself before its records.
+///
+/// Built with [`TraceHeader::new`] or [`TraceHeader::for_queue`] and the
+/// `with_*` setters, which refuse values the format cannot carry, so every
+/// `TraceHeader` can be written and read back equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceHeader {
+    version: u16,
+    clock_kind: String,
+    ticks_per_second: u64,
+    clock_origin_unix_ns: u64,
+    host: String,
+    process_id: u32,
+    queue: Option<(QueueHandle, String)>,
+    catalog: Catalog,
+}
+
+fn bad(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidHeader {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// This machine's host name, or "unknown".
+fn local_host_name() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let name = raw.trim();
+    if valid_host(name) {
+        name.to_string()
+    } else {
+        "unknown".to_string()
+    }
+}
+
+fn valid_host(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_HOST_LEN && !name.chars().any(char::is_control)
+}
+
+impl TraceHeader {
+    /// A header for events timed by `clock` and named by `catalog`, from this
+    /// host and process, not tied to a queue.
+    pub fn new(catalog: Catalog, clock: &Clock) -> Self {
+        TraceHeader {
+            version: FORMAT_VERSION,
+            clock_kind: clock.kind().name().to_string(),
+            ticks_per_second: NANOS_PER_SECOND,
+            clock_origin_unix_ns: clock.origin_unix_ns(),
+            host: local_host_name(),
+            process_id: std::process::id(),
+            queue: None,
+            catalog,
+        }
+    }
+
+    /// The header of the file a queue writes: the tracer's catalog and clock,
+    /// and the queue's handle and type.
+    pub fn for_queue(ctx: &QueueContext) -> Self {
+        let mut h = TraceHeader::new((*ctx.catalog).clone(), &ctx.clock);
+        let name = super::cursor::truncate_str(ctx.type_name, MAX_NAME_LEN);
+        if validate_name("queue type", name).is_ok() && ctx.handle.0 != NO_QUEUE {
+            h.queue = Some((ctx.handle, name.to_string()));
+        }
+        h
+    }
+
+    /// Sets the clock description: a kind name (`[A-Za-z0-9_.-]`, 1–64
+    /// bytes), the timestamp rate (non-zero; qtrace clocks count
+    /// nanoseconds, 1,000,000,000 per second) and the wall-clock time of
+    /// timestamp 0 in ns since the Unix epoch.
+    pub fn with_clock(
+        mut self,
+        kind: &str,
+        ticks_per_second: u64,
+        origin_unix_ns: u64,
+    ) -> Result<Self, Error> {
+        validate_name("clock kind", kind).map_err(|e| bad("clock kind", e.to_string()))?;
+        if ticks_per_second == 0 {
+            return Err(bad("clock rate", "ticks per second must not be zero"));
+        }
+        self.clock_kind = kind.to_string();
+        self.ticks_per_second = ticks_per_second;
+        self.clock_origin_unix_ns = origin_unix_ns;
+        Ok(self)
+    }
+
+    /// Sets the host name (1–255 bytes, no control characters).
+    pub fn with_host(mut self, host: &str) -> Result<Self, Error> {
+        if !valid_host(host) {
+            return Err(bad(
+                "host",
+                format!("{host:?}: use 1 to {MAX_HOST_LEN} bytes without control characters"),
+            ));
+        }
+        self.host = host.to_string();
+        Ok(self)
+    }
+
+    /// Sets the process id.
+    pub fn with_process_id(mut self, pid: u32) -> Self {
+        self.process_id = pid;
+        self
+    }
+
+    /// Names the queue that produced the file (handle below 65535, type name
+    /// as a class name).
+    pub fn with_queue(mut self, handle: QueueHandle, type_name: &str) -> Result<Self, Error> {
+        validate_name("queue type", type_name).map_err(|e| bad("queue type", e.to_string()))?;
+        if handle.0 == NO_QUEUE {
+            return Err(bad("queue handle", "65535 is reserved for \"no queue\""));
+        }
+        self.queue = Some((handle, type_name.to_string()));
+        Ok(self)
+    }
+
+    /// Says the file comes from no particular queue (merged or received traces).
+    pub fn without_queue(mut self) -> Self {
+        self.queue = None;
+        self
+    }
+
+    /// Replaces the class table.
+    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = catalog;
+        self
+    }
+
+    /// The format version (of the file read, or [`FORMAT_VERSION`]).
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// The clock's kind name (`tsc`, `monotonic`, `manual`, …).
+    pub fn clock_kind(&self) -> &str {
+        &self.clock_kind
+    }
+
+    /// Timestamp ticks per second (1,000,000,000 for qtrace's ns clocks).
+    pub fn ticks_per_second(&self) -> u64 {
+        self.ticks_per_second
+    }
+
+    /// Wall-clock time of timestamp 0, ns since the Unix epoch.
+    pub fn clock_origin_unix_ns(&self) -> u64 {
+        self.clock_origin_unix_ns
+    }
+
+    /// Converts a timestamp to nanoseconds since the clock origin.
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        if self.ticks_per_second == NANOS_PER_SECOND {
+            ticks
+        } else {
+            let ns = ticks as u128 * NANOS_PER_SECOND as u128 / self.ticks_per_second as u128;
+            ns.min(u64::MAX as u128) as u64
+        }
+    }
+
+    /// The producing host.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The producing process.
+    pub fn process_id(&self) -> u32 {
+        self.process_id
+    }
+
+    /// The producing queue's handle and type name, if the file came from one.
+    pub fn queue(&self) -> Option<(QueueHandle, &str)> {
+        self.queue.as_ref().map(|(h, n)| (*h, n.as_str()))
+    }
+
+    /// The class and event table.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The number of bytes [`TraceHeader::emit`] writes (a multiple of 8).
+    pub fn buffer_len(&self) -> usize {
+        let unpadded = FIXED_LEN
+            + str_len(&self.clock_kind, MAX_NAME_LEN)
+            + str_len(&self.host, MAX_HOST_LEN)
+            + str_len(self.queue.as_ref().map_or("", |q| &q.1), MAX_NAME_LEN)
+            + catalog::buffer_len(&self.catalog);
+        unpadded.div_ceil(8) * 8
+    }
+
+    /// The encoded header.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let len = self.buffer_len();
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+        out.extend_from_slice(&BYTE_ORDER_MARK.to_be_bytes());
+        out.extend_from_slice(&RECORD_SIZE.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+        out.extend_from_slice(&self.process_id.to_be_bytes());
+        out.extend_from_slice(&self.clock_origin_unix_ns.to_be_bytes());
+        out.extend_from_slice(&self.ticks_per_second.to_be_bytes());
+        let handle = self.queue.as_ref().map_or(NO_QUEUE, |q| q.0 .0);
+        out.extend_from_slice(&handle.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        debug_assert_eq!(out.len(), FIXED_LEN);
+        put_str(&mut out, &self.clock_kind, MAX_NAME_LEN);
+        put_str(&mut out, &self.host, MAX_HOST_LEN);
+        put_str(
+            &mut out,
+            self.queue.as_ref().map_or("", |q| &q.1),
+            MAX_NAME_LEN,
+        );
+        catalog::emit(&self.catalog, &mut out);
+        out.resize(len, 0);
+        out
+    }
+
+    /// Writes the header into the start of `buf`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`TraceHeader::buffer_len`].
+    pub fn emit(&self, buf: &mut [u8]) {
+        let bytes = self.to_bytes();
+        buf[..bytes.len()].copy_from_slice(&bytes);
+    }
+
+    /// Decodes the header from a checked view.
+    pub fn parse<T: AsRef<[u8]>>(view: &HeaderView<T>) -> Result<Self, WireError> {
+        let mut cur = Cursor::new(view.variable());
+        let r = (|| {
+            let kind_at = cur.pos();
+            let kind = cur.str("clock kind", MAX_NAME_LEN)?;
+            validate_name("clock kind", kind).map_err(|e| WireError::Invalid {
+                offset: kind_at as u64,
+                what: "clock kind",
+                reason: e.to_string(),
+            })?;
+            let host_at = cur.pos();
+            let host = cur.str("host name", MAX_HOST_LEN)?;
+            if !valid_host(host) {
+                return Err(WireError::Invalid {
+                    offset: host_at as u64,
+                    what: "host name",
+                    reason: "empty or has control characters".into(),
+                });
+            }
+            let type_at = cur.pos();
+            let type_name = cur.str("queue type name", MAX_NAME_LEN)?;
+            let handle = view.queue_handle();
+            let queue = match (handle, type_name) {
+                (NO_QUEUE, "") => None,
+                (NO_QUEUE, _) | (_, "") => {
+                    return Err(WireError::Invalid {
+                        offset: type_at as u64,
+                        what: "queue type name",
+                        reason: "present without a queue handle, or missing with one".into(),
+                    })
+                }
+                (h, name) => {
+                    validate_name("queue type", name).map_err(|e| WireError::Invalid {
+                        offset: type_at as u64,
+                        what: "queue type name",
+                        reason: e.to_string(),
+                    })?;
+                    Some((QueueHandle(h), name.to_string()))
+                }
+            };
+            let catalog = catalog::parse_from(&mut cur)?;
+            Ok(TraceHeader {
+                version: view.version(),
+                clock_kind: kind.to_string(),
+                ticks_per_second: view.ticks_per_second(),
+                clock_origin_unix_ns: view.clock_origin_unix_ns(),
+                host: host.to_string(),
+                process_id: view.process_id(),
+                queue,
+                catalog,
+            })
+        })();
+        r.map_err(|e| e.shifted(FIXED_LEN as u64))
+    }
+
+    /// Checks and decodes the header at the start of `bytes`; returns it and
+    /// its length (where the records start).
+    pub fn decode(bytes: &[u8]) -> Result<(Self, usize), WireError> {
+        let view = HeaderView::new_checked(bytes)?;
+        Ok((TraceHeader::parse(&view)?, view.header_len()))
+    }
+}

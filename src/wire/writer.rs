@@ -1,0 +1,177 @@
+//! Writing trace files: the header, then records, in the FORMAT.md layout.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use super::record::{self, RECORD_LEN};
+use super::TraceHeader;
+use crate::error::Error;
+use crate::Event;
+
+/// Records encoded per `write` call by [`TraceWriter::write_events`].
+const BATCH: usize = 128;
+
+/// Writes a trace: the header at construction, then one 32-byte big-endian
+/// record per event. Wrap the sink in a `BufWriter` (as
+/// [`create_trace_file`] does) unless it buffers itself.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::wire::{TraceHeader, TraceWriter};
+/// use qtrace::Event;
+///
+/// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+/// let mut w = TraceWriter::new(Vec::new(), &header)?;
+/// w.write_event(&Event::new(10, system::SCHEDULE, 0, [3, 0]))?;
+/// assert_eq!(w.events_written(), 1);
+/// let bytes = w.finish()?;
+/// assert_eq!(bytes.len(), header.buffer_len() + 32);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    sink: W,
+    events: u64,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Writes `header` to `sink` and returns a writer for the records.
+    pub fn new(mut sink: W, header: &TraceHeader) -> io::Result<Self> {
+        sink.write_all(&header.to_bytes())?;
+        Ok(TraceWriter { sink, events: 0 })
+    }
+
+    /// Appends one record.
+    pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
+        let mut buf = [0u8; RECORD_LEN];
+        record::emit(event, &mut buf);
+        self.sink.write_all(&buf)?;
+        self.events += 1;
+        Ok(())
+    }
+
+    /// Appends records in order (encoded in batches: one `write` per 128).
+    ///
+    /// On an error, [`TraceWriter::events_written`] counts the records of the
+    /// batches that were fully handed to the sink.
+    pub fn write_events(&mut self, events: &[Event]) -> io::Result<()> {
+        let mut buf = [0u8; RECORD_LEN * BATCH];
+        for chunk in events.chunks(BATCH) {
+            let n = record::emit_all(chunk, &mut buf);
+            self.sink.write_all(&buf[..n])?;
+            self.events += chunk.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn events_written(&self) -> u64 {
+        self.events
+    }
+
+    /// Flushes the sink.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.sink.flush()
+    }
+
+    /// The sink.
+    pub fn get_ref(&self) -> &W {
+        &self.sink
+    }
+
+    /// The sink, mutably (writing to it directly corrupts the trace).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.sink
+    }
+
+    /// Flushes and hands back the sink.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.sink.flush()?;
+        Ok(self.sink)
+    }
+}
+
+/// Creates (or truncates) the trace file at `path`, creating missing parent
+/// directories, and writes `header` to it.
+///
+/// Errors are [`Error::Io`] naming the path.
+pub fn create_trace_file(
+    path: impl AsRef<Path>,
+    header: &TraceHeader,
+) -> Result<TraceWriter<BufWriter<File>>, Error> {
+    let path = path.as_ref();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io("create the directory of trace file", path, e))?;
+    }
+    let file = File::create(path).map_err(|e| Error::io("create trace file", path, e))?;
+    TraceWriter::new(BufWriter::with_capacity(64 * 1024, file), header)
+        .map_err(|e| Error::io("write the header of trace file", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::{system, Catalog, ClassSpec};
+    use crate::clock::{Clock, ManualClock};
+    use crate::queue::QueueHandle;
+    use crate::EventId;
+
+    fn header() -> TraceHeader {
+        let mut catalog = Catalog::builtin();
+        catalog
+            .define(ClassSpec::new("net", "network").event("rx", "received", &["len", "port"]))
+            .unwrap();
+        TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+            .with_host("box")
+            .unwrap()
+            .with_process_id(7)
+            .with_queue(QueueHandle(1), "fixed")
+            .unwrap()
+    }
+
+    #[test]
+    fn header_then_records() {
+        let h = header();
+        let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+        let events: Vec<Event> = (0..300)
+            .map(|i| Event::new(i, EventId((i % 0x18) as u16), 1, [i, !i]))
+            .collect();
+        w.write_event(&Event::new(1, system::CREATE, 2, [3, 4]))
+            .unwrap();
+        w.write_events(&events).unwrap();
+        assert_eq!(w.events_written(), 301);
+        let bytes = w.finish().unwrap();
+        let (back, len) = TraceHeader::decode(&bytes).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(len, h.buffer_len());
+        assert_eq!(bytes.len(), len + 301 * 32);
+        let rec: &[u8; 32] = bytes[len..len + 32].try_into().unwrap();
+        assert_eq!(record::parse(rec), Event::new(1, system::CREATE, 2, [3, 4]));
+        for (i, e) in events.iter().enumerate() {
+            let at = len + 32 * (i + 1);
+            let rec: &[u8; 32] = bytes[at..at + 32].try_into().unwrap();
+            assert_eq!(&record::parse(rec), e);
+        }
+    }
+
+    #[test]
+    fn create_trace_file_makes_directories_and_names_the_path() {
+        let dir = std::env::temp_dir().join(format!("qtrace-writer-{}", std::process::id()));
+        let path = dir.join("a/b/queue1-fixed.qtr");
+        let w = create_trace_file(&path, &header()).unwrap();
+        w.finish().unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            header().buffer_len() as u64
+        );
+        // A path under a regular file cannot be created.
+        let bad = path.join("x.qtr");
+        let err = create_trace_file(&bad, &header()).unwrap_err();
+        assert!(matches!(err, Error::Io { .. }));
+        assert!(err.to_string().contains("x.qtr"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
