@@ -6,12 +6,22 @@
 //! cargo run --release --example convert_memory -- ctf 1000000 /tmp/qtrace-ctf
 //! cargo run --release --example convert_memory -- chrome 1000000 /tmp/qtrace.json
 //! ```
+//!
+//! `qtr` instead of a format writes the same workload as a qtrace trace file,
+//! to measure `qtrace convert` itself:
+//!
+//! ```text
+//! cargo run --release --example convert_memory -- qtr 1000000 /tmp/big.qtr
+//! /usr/bin/time -v target/release/qtrace convert --to ctf /tmp/big.qtr --out /tmp/big-ctf
+//! ```
 
 use std::fs::File;
 use std::time::Instant;
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
+use qtrace::clock::{Clock, ManualClock};
 use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter};
+use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::Event;
 
 /// A busy 4-CPU workload: context switches, interrupts, semaphore waits and
@@ -44,7 +54,7 @@ fn peak_rss_kib() -> Option<u64> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {
-        eprintln!("usage: convert_memory ctf|chrome EVENTS OUT");
+        eprintln!("usage: convert_memory ctf|chrome|qtr EVENTS OUT");
         std::process::exit(2);
     }
     let n: u64 = args[2].parse()?;
@@ -57,7 +67,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ChromeWriter::new(&catalog, 0, File::create(out)?)?,
             workload(n),
         )?,
-        other => return Err(format!("unknown format {other}: use ctf or chrome").into()),
+        "qtr" => {
+            let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)));
+            let mut w = create_trace_file(out, &header)?;
+            let mut stats = export::ConvertStats::default();
+            for e in workload(n) {
+                w.write_event(&e)?;
+                stats.events += 1;
+                if e.id == tracer::HOOPS {
+                    stats.lost += e.args[0];
+                }
+            }
+            w.finish()?;
+            stats
+        }
+        other => return Err(format!("unknown format {other}: use ctf, chrome or qtr").into()),
     };
     println!(
         "{} {} events ({} lost) in {:.2?}; peak RSS {} KiB",
