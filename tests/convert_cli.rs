@@ -73,7 +73,7 @@ fn chrome_merges_files_in_time_order() {
     assert_eq!(
         stderr.trim(),
         format!(
-            "qtrace convert: 5 events (9 lost, in 1 hoops records) from 3 sources into {}",
+            "qtrace convert: 4 events (9 lost, in 1 hoops records) from 3 sources into {}",
             json.display()
         )
     );
@@ -153,7 +153,6 @@ fn ctf_is_read_by_babeltrace2() {
         [
             "system:schedule",
             "user:user1",
-            "tracer:hoops",
             "user:user1",
             "system:schedule"
         ]

@@ -448,11 +448,12 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         if self.finished {
             return Err(Error::ConverterFinished);
         }
-        self.stats.events += 1;
         self.end = self.end.max(e.time);
         if e.id == tracer::HOOPS {
             self.stats.hoops += 1;
             self.stats.lost += e.args[0];
+        } else {
+            self.stats.events += 1;
         }
         if e.id.0 as usize >= self.names.len() {
             self.stats.unknown += 1;

@@ -20,15 +20,17 @@
 //!
 //! # Losses
 //!
-//! A hoops record (`tracer:hoops`, source `u32::MAX`) closes the current packet
-//! of the tracer stream and starts a new one whose `events_discarded` — the
-//! stream's cumulative count of lost events at the end of the packet — has grown
-//! by the record's `lost` argument. babeltrace2 compares consecutive packets and
-//! reports "Tracer discarded N events" there; the hoops record itself is also
-//! kept as an event, so event counts match the qtrace file record for record.
-//! The tracer stream starts with an empty packet whose count is zero, so that
-//! the first loss has a known count too (babeltrace2 says only "may have
-//! discarded" when the very first packet of a stream has a non-zero count).
+//! CTF's own way to say "events were lost here" is the packet context's
+//! `events_discarded`: the stream's cumulative count of lost events at the end
+//! of the packet. A hoops record (`tracer:hoops`, source `u32::MAX`) becomes an
+//! *empty packet* of the tracer stream (`stream-tracer`) at the record's time,
+//! whose count has grown by the record's `lost` argument; babeltrace2 compares
+//! consecutive packets and prints "Tracer discarded N events between [t0] and
+//! [t1]" there. The tracer stream starts with an empty packet whose count is
+//! zero, so that the first loss has an exact count too (babeltrace2 says only
+//! "may have discarded" when a stream's first packet has a non-zero count).
+//! So babeltrace2 counts exactly the qtrace events as events (hoops records are
+//! not events, as in `qtrace stats`) and the lost ones as discarded.
 //!
 //! # Memory
 //!
@@ -51,7 +53,7 @@
 //!     Event::new(3_000, system::SCHEDULE, 1, [4, 0]),
 //! ];
 //! let stats = export::convert(CtfWriter::create(&dir, &catalog, 0)?, events)?;
-//! assert_eq!((stats.events, stats.lost, stats.sources), (3, 7, 3));
+//! assert_eq!((stats.events, stats.lost, stats.sources), (2, 7, 3));
 //! assert!(dir.join("metadata").exists() && dir.join("stream-tracer").exists());
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok::<(), qtrace::Error>(())
@@ -281,19 +283,37 @@ impl EventSink for CtfWriter {
                 discarded: 0,
             }
         });
-        let is_hoops = e.id == tracer::HOOPS;
-        if !stream.buf.is_empty()
-            && (is_hoops || PACKET_PREAMBLE + stream.buf.len() + size > self.options.packet_bytes)
-        {
-            self.buffered -= stream.buf.len();
-            Self::flush_stream(stream, stats)?;
-        }
         let time = if e.time < stream.last {
             stats.clamped += 1;
             stream.last
         } else {
             e.time
         };
+        if e.id == tracer::HOOPS {
+            // Close the packet being built, then write an empty packet whose
+            // cumulative count includes this loss: babeltrace2 reports the
+            // difference between consecutive packets.
+            self.buffered -= stream.buf.len();
+            Self::flush_stream(stream, stats)?;
+            stream.begin = time;
+            stream.last = time;
+            if stream.seq == 0 {
+                // A stream whose first packet has a non-zero count makes
+                // babeltrace2 say only that events *may* have been lost; a
+                // first packet with a zero count makes the number exact.
+                Self::write_packet(stream, stats)?;
+            }
+            stats.hoops += 1;
+            stats.lost += e.args[0];
+            stream.discarded = stream.discarded.wrapping_add(e.args[0]);
+            return Self::write_packet(stream, stats);
+        }
+        if !stream.buf.is_empty()
+            && PACKET_PREAMBLE + stream.buf.len() + size > self.options.packet_bytes
+        {
+            self.buffered -= stream.buf.len();
+            Self::flush_stream(stream, stats)?;
+        }
         if stream.buf.is_empty() {
             stream.begin = time;
             stream
@@ -301,18 +321,6 @@ impl EventSink for CtfWriter {
                 .reserve(self.options.packet_bytes - PACKET_PREAMBLE);
         }
         stream.last = time;
-        if is_hoops && stream.seq == 0 && stream.buf.is_empty() {
-            // A first packet with a non-zero count tells babeltrace2 only
-            // that events *may* have been lost; an empty packet with a zero
-            // count before it lets it report the exact number.
-            stream.begin = time;
-            Self::write_packet(stream, stats)?;
-        }
-        if is_hoops {
-            stats.hoops += 1;
-            stats.lost += e.args[0];
-            stream.discarded = stream.discarded.wrapping_add(e.args[0]);
-        }
         stream.buf.extend_from_slice(&class_id.to_be_bytes());
         stream.buf.extend_from_slice(&time.to_be_bytes());
         if known {
@@ -551,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn hoops_start_packets_and_count_cumulatively() {
+    fn hoops_become_empty_packets_that_count_cumulatively() {
         let dir = tempfile::tempdir().unwrap();
         let catalog = Catalog::builtin();
         let events = [
@@ -564,7 +572,7 @@ mod tests {
         let stats =
             super::super::convert(CtfWriter::create(dir.path(), &catalog, 0).unwrap(), events)
                 .unwrap();
-        assert_eq!(stats.events, 5);
+        assert_eq!(stats.events, 2);
         assert_eq!(stats.hoops, 3);
         assert_eq!(stats.lost, 10);
         assert_eq!(stats.sources, 2);
@@ -585,7 +593,7 @@ mod tests {
             ]
         );
         let sizes: Vec<usize> = tracer.iter().map(|p| p.5.len()).collect();
-        assert_eq!(sizes, [0, 1, 1, 1]);
+        assert_eq!(sizes, [0, 0, 0, 0], "hoops records are empty packets");
         assert!(tracer.iter().all(|p| p.4 == u32::MAX));
         let s0 = parse(&fs::read(dir.path().join("stream-0")).unwrap(), &|_| 8);
         assert_eq!(s0.len(), 1);

@@ -49,8 +49,8 @@ use crate::Event;
 /// What a conversion did, counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConvertStats {
-    /// Records converted (every record becomes one output event, hoops
-    /// records included).
+    /// Events converted, hoops records excepted (what `qtrace stats` counts
+    /// as events).
     pub events: u64,
     /// Hoops (loss) records among them.
     pub hoops: u64,
