@@ -21,7 +21,7 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build --release -q --bin qtrace
-qtrace=target/release/qtrace
+qtrace=${CARGO_TARGET_DIR:-target}/release/qtrace
 
 if [[ $# -ge 1 ]]; then
     trace_dir=$1

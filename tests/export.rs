@@ -26,7 +26,8 @@ fn catalog() -> Catalog {
 }
 
 /// A small trace: two CPUs scheduling tasks, an interrupt, a semaphore held
-/// across a loss, user and user-defined events, and two hoops records.
+/// across a loss, another taken without blocking, user and user-defined
+/// events, and two hoops records.
 fn small_trace(catalog: &Catalog) -> Vec<Event> {
     let rx = catalog.event_by_name("net:rx").unwrap().id;
     vec![
@@ -39,6 +40,8 @@ fn small_trace(catalog: &Catalog) -> Vec<Event> {
         Event::new(3_100, rx, 1, [1500, 80]),
         Event::new(4_000, semaphore::SIGNAL, 0, [1, 5]),
         Event::new(5_000, system::SCHEDULE, 0, [3, 0]),
+        Event::new(5_200, semaphore::WAITNB, 0, [3, 6]),
+        Event::new(5_300, semaphore::SIGNAL, 0, [3, 6]),
         Event::new(5_500, tracer::HOOPS, u32::MAX, [2, 1]),
         Event::new(6_000, system::SCHEDULE, 1, [1, 0]),
         Event::new(7_000, system::ENDCYCLE, 1, [1, 0]),
@@ -87,14 +90,16 @@ fn chrome_json(catalog: &Catalog, events: &[Event]) -> (export::ConvertStats, Ve
 fn chrome_golden() {
     let catalog = catalog();
     let (stats, out) = chrome_json(&catalog, &small_trace(&catalog));
-    assert_eq!(stats.events, 10);
+    assert_eq!(stats.events, 12);
     assert_eq!((stats.hoops, stats.lost), (2, 6));
     check_golden("small.json", &out);
 }
 
-/// Parses the JSON and checks, per (pid, tid), that B/E events form a
-/// well-nested sequence: each E closes the innermost open B of the same name,
-/// at a time no earlier than it, and nothing is left open.
+/// Parses the JSON and checks, per (pid, tid), that the duration events nest:
+/// B/E events form a well-nested sequence (each E closes the innermost open B
+/// of the same name, at a time no earlier than it, nothing left open), and any
+/// two X events are disjoint or one contains the other. Returns the number of
+/// B/E pairs plus X events.
 fn assert_nested(json: &[u8]) -> usize {
     let doc: serde_json::Value = serde_json::from_slice(json).expect("the output is JSON");
     let events = doc["traceEvents"]
@@ -102,13 +107,22 @@ fn assert_nested(json: &[u8]) -> usize {
         .expect("traceEvents is an array");
     let mut stacks: BTreeMap<(u64, u64), Vec<(String, f64)>> = BTreeMap::new();
     let mut last: BTreeMap<(u64, u64), f64> = BTreeMap::new();
-    let mut pairs = 0;
+    let mut complete: BTreeMap<(u64, u64), Vec<(u64, u64)>> = BTreeMap::new();
+    let mut slices = 0;
+    // Exact nanoseconds from "ts" (µs with three decimals).
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
     for e in events {
         let ph = e["ph"].as_str().expect("every event has ph");
-        if ph != "B" && ph != "E" {
+        if ph != "B" && ph != "E" && ph != "X" {
             continue;
         }
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        if ph == "X" {
+            let (ts, dur) = (ns(&e["ts"]), ns(&e["dur"]));
+            complete.entry(key).or_default().push((ts, ts + dur));
+            slices += 1;
+            continue;
+        }
         let ts = e["ts"].as_f64().unwrap();
         let name = e["name"].as_str().unwrap().to_string();
         let prev = last.insert(key, ts).unwrap_or(f64::MIN);
@@ -120,22 +134,41 @@ fn assert_nested(json: &[u8]) -> usize {
             let (open, begin) = stack.pop().unwrap_or_else(|| panic!("E without B: {e}"));
             assert_eq!(open, name, "E closes another slice than the innermost: {e}");
             assert!(ts >= begin);
-            pairs += 1;
+            slices += 1;
         }
     }
     for (key, stack) in stacks {
         assert!(stack.is_empty(), "{key:?} left open: {stack:?}");
     }
-    pairs
+    for (key, mut spans) in complete {
+        assert!(!last.contains_key(&key), "X and B/E share {key:?}");
+        // Sorted by start, longest first: each span must fit in the innermost
+        // enclosing one still open, or start after it ends.
+        spans.sort_by_key(|&(b, e)| (b, std::cmp::Reverse(e)));
+        let mut open: Vec<(u64, u64)> = Vec::new();
+        for (b, e) in spans {
+            while open.last().is_some_and(|&(_, oe)| oe <= b) {
+                open.pop();
+            }
+            if let Some(&(ob, oe)) = open.last() {
+                assert!(
+                    ob <= b && e <= oe,
+                    "{key:?}: [{b}, {e}] overlaps [{ob}, {oe}]"
+                );
+            }
+            open.push((b, e));
+        }
+    }
+    slices
 }
 
 #[test]
 fn chrome_nests_and_names_threads() {
     let catalog = catalog();
     let (stats, out) = chrome_json(&catalog, &small_trace(&catalog));
-    // Tasks 1, 2, 3, 1 on the CPUs, irq 14, task 1 holding sem 5.
-    assert_eq!(assert_nested(&out), 6);
-    assert_eq!(stats.slices, 6);
+    // Tasks 1, 2, 3, 1 on the CPUs, irq 14, task 1 holding sem 5, task 3 sem 6.
+    assert_eq!(assert_nested(&out), 7);
+    assert_eq!(stats.slices, 7);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let threads: Vec<(u64, u64, String)> = doc["traceEvents"]
         .as_array()
@@ -157,6 +190,7 @@ fn chrome_nests_and_names_threads() {
             (1, 1, "source 1".to_string()),
             (2, 1, "task 1 sem 5".to_string()),
             (1, u32::MAX as u64, "tracer".to_string()),
+            (2, 2, "task 3 sem 6".to_string()),
         ]
     );
 }
@@ -196,7 +230,7 @@ fn ctf_golden() {
     let catalog = catalog();
     let dir = tempfile::tempdir().unwrap();
     let stats = write_ctf(dir.path(), &catalog, &small_trace(&catalog));
-    assert_eq!((stats.events, stats.sources, stats.lost), (10, 3, 6));
+    assert_eq!((stats.events, stats.sources, stats.lost), (12, 3, 6));
     let mut names: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -281,7 +315,7 @@ fn babeltrace2_reads_the_small_trace() {
         return skip_without_babeltrace2();
     };
     assert_eq!(events, stats.events);
-    assert_eq!(lines, 10);
+    assert_eq!(lines, 12);
     assert_eq!(discarded, [4, 2]);
 }
 

@@ -15,8 +15,7 @@
 //!   written as hexadecimal strings.
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
-//! - Duration events are `B`/`E` pairs, written in an order that nests on every
-//!   thread:
+//! - Duration events nest on every thread:
 //!   - a **task** slice (`task N`, category `task`) from a `system:schedule` to
 //!     the next `system:schedule` on the same source (or the end of the trace);
 //!   - an **interrupt** slice (`irq N`, category `interrupt`) from a
@@ -24,22 +23,28 @@
 //!     [`ChromeOptions::interrupt_max_ns`] long — so it always nests inside the
 //!     task slice that it interrupted;
 //!   - a **semaphore** slice (`task T sem S`, category `semaphore`) from a
-//!     `semaphore:wait` to the `semaphore:signal` of the same task and
-//!     semaphore, on its own thread of process 2, "qtrace semaphores" (one
-//!     thread per task/semaphore pair, so different pairs never overlap on a
-//!     thread; repeated waits of one pair nest, last in first out).
+//!     `semaphore:wait` or `semaphore:waitnb` to the `semaphore:signal` of the
+//!     same task and semaphore, on its own thread of process 2, "qtrace
+//!     semaphores" (one thread per task/semaphore pair, so different pairs
+//!     never overlap on a thread; repeated waits of one pair nest, last in
+//!     first out).
 //!
-//!   Every thread's `B`/`E` times are non-decreasing in file order (a time
-//!   earlier than the thread's previous one is raised to it), so each `E`
-//!   closes the innermost open `B` at a time no earlier than its begin.
+//!   Task and interrupt slices are `B`/`E` pairs written as they happen; every
+//!   thread's `B`/`E` times are non-decreasing in file order (a time earlier
+//!   than the thread's previous one is raised to it), so each `E` closes the
+//!   innermost open `B` at a time no earlier than its begin. Semaphore slices
+//!   are `X` (complete) events written at the signal, because a `waitnb` may
+//!   have failed: one that is never signalled is dropped (counted in
+//!   [`ConvertStats::unpaired`]), while a blocking `wait` never signalled is
+//!   shown held until the end of the trace.
 //!
 //! # Memory
 //!
 //! The writer keeps, per source, the open task and the pending interrupt, and
 //! per task/semaphore pair the stack of open waits: bounded by
-//! [`ChromeOptions::max_tracks`] and [`ChromeOptions::max_open_waits`]. Beyond
-//! those limits events are still written as instants and counted in
-//! [`ConvertStats::unpaired`].
+//! [`ChromeOptions::max_tracks`] and [`ChromeOptions::max_open_waits`] (past
+//! which the oldest open wait is forgotten). Beyond those limits events are
+//! still written as instants and counted in [`ConvertStats::unpaired`].
 //!
 //! # Why by hand
 //!
@@ -48,7 +53,7 @@
 //! buffered writer costs no allocation per event and no dependency of the
 //! library. The tests parse every output with `serde_json`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufWriter, Write};
 
 use super::{ConvertStats, EventSink};
@@ -117,9 +122,9 @@ struct SourceState {
 #[derive(Debug)]
 struct SemTrack {
     tid: u64,
-    track: Track,
-    /// How many waits are open (their `B` written, no `E` yet).
-    open: usize,
+    /// Open waits, innermost last: (time, whether it was a blocking `wait`
+    /// rather than a `waitnb`, which may have failed).
+    open: VecDeque<(u64, bool)>,
 }
 
 /// Writes Chrome Trace Event JSON, one event at a time (see the [module
@@ -378,7 +383,7 @@ impl<W: Write> ChromeWriter<W> {
         Ok(true)
     }
 
-    fn wait(&mut self, e: &Event) -> Result<(), Error> {
+    fn wait(&mut self, e: &Event, blocking: bool) -> Result<(), Error> {
         let key = (e.args[0], e.args[1]);
         if !self.sems.contains_key(&key) {
             if self.sems.len() >= self.options.max_tracks {
@@ -391,8 +396,7 @@ impl<W: Write> ChromeWriter<W> {
                 key,
                 SemTrack {
                     tid,
-                    track: Track::default(),
-                    open: 0,
+                    open: VecDeque::new(),
                 },
             );
             self.thread_name(
@@ -401,41 +405,41 @@ impl<W: Write> ChromeWriter<W> {
                 format_args!("task {} sem {}", key.0, key.1),
             )?;
         }
-        let max_open = self.options.max_open_waits;
-        let Some(t) = self.sems.get_mut(&key) else {
-            return Ok(());
-        };
-        if t.open >= max_open {
-            self.stats.unpaired += 1;
-            return Ok(());
+        let max_open = self.options.max_open_waits.max(1);
+        if let Some(t) = self.sems.get_mut(&key) {
+            if t.open.len() >= max_open {
+                // Forget the oldest open wait (most likely a failed waitnb).
+                t.open.pop_front();
+                self.stats.unpaired += 1;
+            }
+            t.open.push_back((e.time, blocking));
         }
-        t.open += 1;
-        let (tid, ts) = (t.tid, t.track.at(e.time));
-        self.begin(
-            SEMAPHORES_PID,
-            tid,
-            ts,
-            "semaphore",
-            format_args!("task {} sem {}", key.0, key.1),
-            ("task", key.0),
-        )
+        Ok(())
+    }
+
+    /// Writes the complete event of a semaphore held from `begin` to `end`.
+    fn held(&mut self, key: (u64, u64), tid: u64, begin: u64, end: u64) -> Result<(), Error> {
+        self.stats.slices += 1;
+        self.line(format_args!(
+            "{{\"ph\":\"X\",\"name\":\"task {} sem {}\",\"cat\":\"semaphore\",\"ts\":{},\"dur\":{},\"pid\":{SEMAPHORES_PID},\"tid\":{tid},\"args\":{{\"task\":{},\"sem\":{}}}}}",
+            key.0,
+            key.1,
+            Ts(begin),
+            Ts(end.saturating_sub(begin)),
+            Num(key.0),
+            Num(key.1)
+        ))
     }
 
     fn signal(&mut self, e: &Event) -> Result<(), Error> {
         let key = (e.args[0], e.args[1]);
-        match self.sems.get_mut(&key) {
-            Some(t) if t.open > 0 => {
-                t.open -= 1;
-                let (tid, ts) = (t.tid, t.track.at(e.time));
-                self.end_slice(
-                    SEMAPHORES_PID,
-                    tid,
-                    ts,
-                    "semaphore",
-                    format_args!("task {} sem {}", key.0, key.1),
-                )
-            }
-            _ => {
+        let open = self
+            .sems
+            .get_mut(&key)
+            .and_then(|t| t.open.pop_back().map(|(begin, _)| (t.tid, begin)));
+        match open {
+            Some((tid, begin)) => self.held(key, tid, begin, e.time.max(begin)),
+            None => {
                 self.stats.unpaired += 1;
                 Ok(())
             }
@@ -493,7 +497,8 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                     )?;
                 }
             }
-            semaphore::WAIT => self.wait(e)?,
+            semaphore::WAIT => self.wait(e, true)?,
+            semaphore::WAITNB => self.wait(e, false)?,
             semaphore::SIGNAL => self.signal(e)?,
             _ => {}
         }
@@ -513,8 +518,18 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         }
         let sems: Vec<(u64, u64)> = self.sems.keys().copied().collect();
         for key in sems {
-            while self.sems.get(&key).is_some_and(|t| t.open > 0) {
-                self.signal(&Event::new(end, semaphore::SIGNAL, 0, [key.0, key.1]))?;
+            // A blocking wait never signalled held the semaphore to the end; a
+            // waitnb never signalled most likely failed.
+            while let Some((tid, (begin, blocking))) = self
+                .sems
+                .get_mut(&key)
+                .and_then(|t| t.open.pop_back().map(|o| (t.tid, o)))
+            {
+                if blocking {
+                    self.held(key, tid, begin, end.max(begin))?;
+                } else {
+                    self.stats.unpaired += 1;
+                }
             }
         }
         self.out.write_all(b"\n]}\n").map_err(io_err)?;
@@ -596,6 +611,24 @@ mod tests {
         assert_eq!(instants, 6);
     }
 
+    /// (name, ts, dur in ns, tid) of the X events.
+    fn completes(events: &[serde_json::Value]) -> Vec<(String, u64, u64, u64)> {
+        let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                assert_eq!(e["pid"], SEMAPHORES_PID);
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    ns(&e["ts"]),
+                    ns(&e["dur"]),
+                    e["tid"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn semaphore_waits_pair_per_task_and_sem_last_in_first_out() {
         let events = [
@@ -605,20 +638,21 @@ mod tests {
             Event::new(40, semaphore::SIGNAL, 0, [1, 7]),
             Event::new(50, semaphore::SIGNAL, 1, [2, 7]),
             Event::new(60, semaphore::SIGNAL, 1, [5, 5]), // no wait: unpaired
-            Event::new(70, semaphore::WAITNB, 1, [2, 7]), // instant only
+            Event::new(70, semaphore::WAITNB, 1, [2, 7]), // never signalled: failed
+            Event::new(80, semaphore::WAITNB, 0, [3, 3]), // signalled: held
+            Event::new(90, semaphore::SIGNAL, 0, [3, 3]),
         ];
         let (stats, out) = run(&events, ChromeOptions::default());
-        assert_eq!(stats.unpaired, 1);
-        assert_eq!(stats.slices, 3);
+        assert_eq!(stats.unpaired, 2);
+        assert_eq!(stats.slices, 4);
+        let x = |n: &str, ts, dur, tid| (n.to_string(), ts, dur, tid);
         assert_eq!(
-            slices(&out),
+            completes(&out),
             [
-                s("B", "task 1 sem 7", 10, 2, 1),
-                s("B", "task 2 sem 7", 20, 2, 2),
-                s("B", "task 1 sem 7", 30, 2, 1),
-                s("E", "task 1 sem 7", 40, 2, 1),
-                s("E", "task 2 sem 7", 50, 2, 2),
-                s("E", "task 1 sem 7", 70, 2, 1), // still open at the end
+                x("task 1 sem 7", 30, 10, 1),
+                x("task 2 sem 7", 20, 30, 2),
+                x("task 3 sem 3", 80, 10, 3),
+                x("task 1 sem 7", 10, 80, 1), // blocking wait still open at the end
             ]
         );
         let names: Vec<&str> = out
@@ -626,7 +660,7 @@ mod tests {
             .filter(|e| e["name"] == "thread_name" && e["pid"] == 2)
             .map(|e| e["args"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["task 1 sem 7", "task 2 sem 7"]);
+        assert_eq!(names, ["task 1 sem 7", "task 2 sem 7", "task 3 sem 3"]);
     }
 
     #[test]
