@@ -1,21 +1,34 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
+pub mod circular;
 pub mod dummy;
+pub mod fixed;
+pub mod ring;
+mod save;
 
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use enum_dispatch::enum_dispatch;
 
+pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
+pub use fixed::{Fixed, FixedParams, FixedQueue};
 
 /// Every queue a tracer can hold: the built-ins by value, a user-defined
 /// queue boxed.
+// The built-ins are stored inline (no pointer to chase on the hot path); their
+// producer indexes are cache-line padded, hence the size differences.
+#[allow(clippy::large_enum_variant)]
 #[enum_dispatch(Queue)]
 pub enum AnyQueue {
     /// Discards and counts.
     DummyQueue,
+    /// Keeps the first N events.
+    FixedQueue,
+    /// Keeps the last N events.
+    CircularQueue,
     /// A user-defined queue type.
     DynQueue,
 }
@@ -25,12 +38,31 @@ impl AnyQueue {
     pub fn custom(queue: impl Queue + 'static) -> Self {
         AnyQueue::DynQueue(Box::new(queue))
     }
+
+    /// The circular queue inside, if it is one (for
+    /// [`CircularQueue::snapshot`]).
+    pub fn as_circular(&self) -> Option<&CircularQueue> {
+        match self {
+            AnyQueue::CircularQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The fixed queue inside, if it is one.
+    pub fn as_fixed(&self) -> Option<&FixedQueue> {
+        match self {
+            AnyQueue::FixedQueue(q) => Some(q),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AnyQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match self {
             AnyQueue::DummyQueue(_) => "DummyQueue",
+            AnyQueue::FixedQueue(_) => "FixedQueue",
+            AnyQueue::CircularQueue(_) => "CircularQueue",
             AnyQueue::DynQueue(_) => "DynQueue",
         };
         f.debug_struct("AnyQueue")
@@ -43,6 +75,8 @@ impl std::fmt::Debug for AnyQueue {
 /// Registers every built-in queue type on a new tracer.
 pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error> {
     tracer.register_queue_type(Dummy)?;
+    tracer.register_queue_type(Fixed)?;
+    tracer.register_queue_type(Circular)?;
     Ok(())
 }
 

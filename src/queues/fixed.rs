@@ -1,0 +1,201 @@
+//! The fixed queue: keeps the first N events, drops and counts the rest, saves
+//! at shutdown with a trailing hoops record for the drops.
+//!
+//! ```
+//! use qtrace::classes::user;
+//! use qtrace::queues::{Fixed, FixedParams};
+//! use qtrace::{Config, Tracer};
+//!
+//! let dir = std::env::temp_dir().join(format!("qtrace-doc-fixed-{}", std::process::id()));
+//! let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
+//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 3, ..Default::default() })?;
+//! tracer.assign_event(user::USER0, q)?;
+//! tracer.activate()?;
+//! for i in 0..5 {
+//!     tracer.log_event(user::USER0, [i, 0]);
+//! }
+//! let kept = tracer.queue(q)?.as_fixed().unwrap().snapshot_events();
+//! assert_eq!(kept.iter().map(|e| e.args).collect::<Vec<_>>(), [[0, 0], [1, 0], [2, 0], [2, 0]]);
+//! //                                                     the trailing hoops record: 2 lost ^
+//! let report = tracer.shutdown()?;
+//! assert_eq!((report.queues[0].counters.accepted, report.queues[0].counters.dropped), (3, 2));
+//! assert_eq!(report.queues[0].status.files, [dir.join("queue0-fixed.qtr")]);
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use super::ring::{slots, Padded, Slot, Ticketed, MAX_CAPACITY};
+use super::save::{default_path, with_hoops, write_trace, StatusCell};
+use crate::error::Error;
+use crate::event::Event;
+use crate::queue::{
+    AnyQueue, Queue, QueueContext, QueueCounters, QueueStatus, QueueType, Reservation,
+};
+use crate::sync::{AtomicU64, Ordering};
+
+/// The fixed queue type (`"fixed"`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fixed;
+
+/// Parameters of a fixed queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixedParams {
+    /// Events kept: any number from 1 to 2^32 (default 8192).
+    pub capacity: usize,
+    /// Where `terminate` saves; default `<output_dir>/queue<handle>-fixed.qtr`.
+    pub file: Option<PathBuf>,
+}
+
+impl Default for FixedParams {
+    fn default() -> Self {
+        FixedParams {
+            capacity: 8192,
+            file: None,
+        }
+    }
+}
+
+impl QueueType for Fixed {
+    type Params = FixedParams;
+    const NAME: &'static str = "fixed";
+
+    fn create(&self, params: FixedParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
+        if params.capacity == 0 || params.capacity > MAX_CAPACITY {
+            return Err(Error::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: format!(
+                    "capacity {} is out of range: use 1 to {MAX_CAPACITY} events",
+                    params.capacity
+                ),
+            });
+        }
+        Ok(AnyQueue::FixedQueue(FixedQueue {
+            tail: Padded(AtomicU64::new(0)),
+            delivered: AtomicU64::new(0),
+            slots: slots(params.capacity, |_| EMPTY),
+            file: params.file.unwrap_or_else(|| default_path(ctx)),
+            ctx: ctx.clone(),
+            status: StatusCell::default(),
+        }))
+    }
+}
+
+// Slot states: each slot is written once, by the producer holding its ticket.
+const EMPTY: u64 = 0;
+const COMMITTED: u64 = 1;
+const SAVED: u64 = 2;
+
+/// A queue that keeps the first `capacity` events and drops the rest.
+///
+/// Hot path: one `fetch_add` on the ticket counter (which therefore counts
+/// every attempt: `accepted = min(tickets, capacity)`, `dropped = tickets -
+/// accepted`, no other atomic add), four relaxed stores and one release store.
+#[derive(Debug)]
+pub struct FixedQueue {
+    tail: Padded<AtomicU64>,
+    delivered: AtomicU64,
+    slots: Box<[Slot]>,
+    file: PathBuf,
+    ctx: QueueContext,
+    status: StatusCell,
+}
+
+impl FixedQueue {
+    /// The number of events kept.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The file `terminate` saves to.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The committed records not yet saved, by ticket; and the number of
+    /// tickets handed out before the scan ended.
+    fn records(&self, state: u64, mark: Option<u64>) -> (Vec<Ticketed>, u64) {
+        let filled = (self.tail.load(Ordering::Relaxed) as usize).min(self.slots.len());
+        let mut out = Vec::with_capacity(filled);
+        for (i, slot) in self.slots[..filled].iter().enumerate() {
+            if slot.seq.load(Ordering::Acquire) != state {
+                continue; // still being written, or already saved
+            }
+            let event = slot.read();
+            if let Some(to) = mark {
+                slot.seq.store(to, Ordering::Relaxed);
+            }
+            out.push(Ticketed {
+                ticket: i as u64,
+                event,
+            });
+        }
+        (out, self.tail.load(Ordering::Relaxed))
+    }
+
+    /// The events kept so far, in order, followed by a hoops record for the
+    /// drops so far (and one wherever a record is still being written).
+    pub fn snapshot_events(&self) -> Vec<Event> {
+        let (records, end) = self.records(COMMITTED, None);
+        with_hoops(&records, end, self.ctx.handle, || self.ctx.clock.now())
+    }
+}
+
+impl Queue for FixedQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
+        if ticket < self.slots.len() as u64 {
+            Some(Reservation::new(ticket))
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        if let Some(slot) = self.slots.get(reservation.ticket() as usize) {
+            slot.write(event);
+            slot.seq.store(COMMITTED, Ordering::Release);
+        }
+    }
+
+    /// Saves the events kept, in order, then a hoops record for the drops. On
+    /// failure the events stay in the queue (counted as queued) and the error
+    /// is also in [`Queue::status`].
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        let (records, end) = self.records(COMMITTED, Some(SAVED));
+        self.delivered
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        let events = with_hoops(&records, end, ctx.handle, || ctx.clock.now());
+        let result = write_trace(&self.file, ctx, &events);
+        if result.is_err() {
+            for r in &records {
+                self.slots[r.ticket as usize]
+                    .seq
+                    .store(COMMITTED, Ordering::Relaxed);
+            }
+            self.delivered
+                .fetch_sub(records.len() as u64, Ordering::Relaxed);
+        }
+        self.status.record(&self.file, result)
+    }
+
+    fn counters(&self) -> QueueCounters {
+        let tickets = self.tail.load(Ordering::Relaxed);
+        let accepted = tickets.min(self.slots.len() as u64);
+        let delivered = self.delivered.load(Ordering::Relaxed);
+        QueueCounters {
+            accepted,
+            dropped: tickets - accepted,
+            overwritten: 0,
+            delivered,
+            queued: accepted.saturating_sub(delivered),
+        }
+    }
+
+    fn status(&self) -> QueueStatus {
+        self.status.get()
+    }
+}

@@ -1,0 +1,132 @@
+//! What the in-memory queues share for saving: hoops records from ticket
+//! gaps, the default file name, writing a trace file, and the status cell.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use super::ring::Ticketed;
+use crate::classes::tracer::HOOPS;
+use crate::error::Error;
+use crate::event::Event;
+use crate::queue::{QueueContext, QueueHandle, QueueStatus};
+use crate::wire::{create_trace_file, TraceHeader};
+
+/// A hoops record: `lost` events were lost at `time` by queue `queue`.
+#[inline]
+pub(crate) fn hoops(time: u64, lost: u64, queue: QueueHandle) -> Event {
+    Event::new(time, HOOPS, u32::MAX, [lost, queue.0 as u64])
+}
+
+/// `records` (sorted by ticket) as a trace, with a hoops record wherever
+/// tickets are missing: before the first record for tickets `0..first`, between
+/// records for each gap, and after the last for tickets up to `end` (stamped
+/// with the last record's time, or `now()` when there is none). The hoops
+/// records add up to `end - records.len()` (when `end` is past the last ticket).
+pub(crate) fn with_hoops(
+    records: &[Ticketed],
+    end: u64,
+    queue: QueueHandle,
+    now: impl FnOnce() -> u64,
+) -> Vec<Event> {
+    let mut out = Vec::with_capacity(records.len() + 2);
+    let mut next = 0u64;
+    let mut last_time = None;
+    for r in records {
+        if r.ticket > next {
+            out.push(hoops(r.event.time, r.ticket - next, queue));
+        }
+        out.push(r.event);
+        next = r.ticket + 1;
+        last_time = Some(r.event.time);
+    }
+    if end > next {
+        out.push(hoops(last_time.unwrap_or_else(now), end - next, queue));
+    }
+    out
+}
+
+/// `<output_dir>/queue<handle>-<type>.qtr`.
+pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
+    ctx.output_dir
+        .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
+}
+
+/// Writes a trace file: the queue's header, then `events`.
+pub(crate) fn write_trace(path: &Path, ctx: &QueueContext, events: &[Event]) -> Result<(), Error> {
+    let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
+    w.write_events(events)
+        .map_err(|e| Error::io("write trace file", path, e))?;
+    w.finish()
+        .map_err(|e| Error::io("flush trace file", path, e))?;
+    Ok(())
+}
+
+/// A queue's [`QueueStatus`], updated on the configuration path.
+#[derive(Debug, Default)]
+pub(crate) struct StatusCell(Mutex<QueueStatus>);
+
+impl StatusCell {
+    /// Records the outcome of writing `path`, passing the result through.
+    pub(crate) fn record<T>(&self, path: &Path, result: Result<T, Error>) -> Result<T, Error> {
+        let mut s = self.0.lock();
+        match &result {
+            Ok(_) => {
+                if !s.files.iter().any(|f| f == path) {
+                    s.files.push(path.to_path_buf());
+                }
+            }
+            Err(e) => {
+                s.io_errors += 1;
+                s.last_error = Some(e.to_string());
+            }
+        }
+        result
+    }
+
+    pub(crate) fn get(&self) -> QueueStatus {
+        self.0.lock().clone()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::EventId;
+
+    fn t(ticket: u64) -> Ticketed {
+        Ticketed {
+            ticket,
+            event: Event::new(ticket * 10, EventId(0x0b), 0, [ticket, 0]),
+        }
+    }
+
+    #[test]
+    fn hoops_at_every_gap() {
+        let q = QueueHandle(3);
+        let got = with_hoops(&[t(2), t(3), t(6)], 9, q, || 999);
+        assert_eq!(
+            got,
+            vec![
+                hoops(20, 2, q),
+                t(2).event,
+                t(3).event,
+                hoops(60, 2, q),
+                t(6).event,
+                hoops(60, 2, q),
+            ]
+        );
+        assert_eq!(with_hoops(&[], 5, q, || 999), vec![hoops(999, 5, q)]);
+        assert_eq!(with_hoops(&[], 0, q, || 999), vec![]);
+        assert_eq!(with_hoops(&[t(0)], 1, q, || 999), vec![t(0).event]);
+    }
+
+    #[test]
+    fn hoops_record_layout() {
+        let h = hoops(5, 7, QueueHandle(2));
+        assert_eq!(h.id, HOOPS);
+        assert_eq!(h.source, u32::MAX);
+        assert_eq!(h.args, [7, 2]);
+        assert_eq!(h.time, 5);
+    }
+}
