@@ -25,8 +25,8 @@
 //! of the packet. A hoops record (`tracer:hoops`, source `u32::MAX`) becomes an
 //! *empty packet* of the tracer stream (`stream-tracer`) at the record's time,
 //! whose count has grown by the record's `lost` argument; babeltrace2 compares
-//! consecutive packets and prints "Tracer discarded N events between [t0] and
-//! [t1]" there. The tracer stream starts with an empty packet whose count is
+//! consecutive packets and prints `Tracer discarded N events between [t0] and
+//! [t1]` there. The tracer stream starts with an empty packet whose count is
 //! zero, so that the first loss has an exact count too (babeltrace2 says only
 //! "may have discarded" when a stream's first packet has a non-zero count).
 //! So babeltrace2 counts exactly the qtrace events as events (hoops records are
