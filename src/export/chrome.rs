@@ -455,7 +455,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         self.end = self.end.max(e.time);
         if e.id == tracer::HOOPS {
             self.stats.hoops += 1;
-            self.stats.lost += e.args[0];
+            self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
         } else {
             self.stats.events += 1;
         }
