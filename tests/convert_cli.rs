@@ -186,3 +186,42 @@ fn missing_file_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_damaged_file_converts_up_to_the_damage_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_files(dir.path());
+    // Cut the last record of the first file in half.
+    let bytes = std::fs::read(&a).unwrap();
+    std::fs::write(&a, &bytes[..bytes.len() - 16]).unwrap();
+    let json = dir.path().join("out.json");
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "chrome".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--out".as_ref(),
+        json.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("queue0-circular.qtr")
+            && stderr.contains("the events before it were converted"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("qtrace convert: 3 events (9 lost"),
+        "{stderr}"
+    );
+    // The output is still a complete JSON document.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["schedule", "user1", "hoops (9 lost)", "user1"]);
+}

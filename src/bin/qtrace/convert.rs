@@ -98,28 +98,49 @@ fn progress(total_records: u64) -> ProgressBar {
     bar
 }
 
-/// Feeds the merged inputs into `sink`, ticking the progress bar.
+/// What a conversion did: its counts, and the damage found in the inputs
+/// (each damaged file contributes the events before its damage).
+pub struct Outcome {
+    /// The converter's counts.
+    pub stats: ConvertStats,
+    /// Read errors, at most one per input file.
+    pub damaged: Vec<ReadError>,
+}
+
+/// Feeds the merged inputs into `sink`, ticking the progress bar. A damaged
+/// input stops at its damage (the reader yields one error, then ends); the
+/// others go on, and the output is finished either way, so it stays valid.
 fn pump(
     sink: &mut dyn EventSink,
     events: impl Iterator<Item = Result<Event, ReadError>>,
     bar: &ProgressBar,
-) -> Result<ConvertStats, Failure> {
+) -> Result<Outcome, Failure> {
     let mut n = 0u64;
+    let mut damaged = Vec::new();
     for e in events {
-        sink.push(&e?)?;
+        match e {
+            Ok(e) => sink.push(&e)?,
+            Err(err) => damaged.push(err),
+        }
         n += 1;
         if n % 4096 == 0 {
             bar.set_position(n);
         }
     }
     bar.set_position(n);
-    Ok(sink.finish()?)
+    Ok(Outcome {
+        stats: sink.finish()?,
+        damaged,
+    })
 }
 
 /// Runs `qtrace convert` and reports on stderr.
 pub fn run(args: &Args) -> ExitCode {
     match convert(args) {
-        Ok(stats) => {
+        Ok(Outcome { stats, damaged }) => {
+            for err in &damaged {
+                eprintln!("qtrace convert: {err}; the events before it were converted");
+            }
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
                 stats.events,
@@ -128,7 +149,11 @@ pub fn run(args: &Args) -> ExitCode {
                 stats.sources,
                 args.out.display()
             );
-            ExitCode::SUCCESS
+            if damaged.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");
@@ -138,7 +163,7 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 /// Converts the files named in `args`.
-pub fn convert(args: &Args) -> Result<ConvertStats, Failure> {
+pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     let mut inputs = Vec::with_capacity(args.files.len());
     let mut total = 0;
     for path in &args.files {
@@ -180,7 +205,7 @@ pub fn convert(args: &Args) -> Result<ConvertStats, Failure> {
         .collect();
     let merged = MergeByTime::new(streams);
     let bar = progress(total);
-    let stats = match args.to {
+    let outcome = match args.to {
         Format::Ctf => {
             let mut w = CtfWriter::create(&args.out, &catalog, base)?;
             pump(&mut w, merged, &bar)?
@@ -192,7 +217,7 @@ pub fn convert(args: &Args) -> Result<ConvertStats, Failure> {
         }
     };
     bar.finish_and_clear();
-    Ok(stats)
+    Ok(outcome)
 }
 
 #[cfg(test)]
