@@ -7,6 +7,7 @@
 //! - [`record`]: the 32-byte event record.
 //! - [`catalog`]: the class/event table, shared by file headers and datagrams.
 //! - [`header`]: the trace-file header ([`TraceHeader`]).
+//! - [`datagram`]: the UDP datagram.
 //! - [`TraceWriter`] and [`create_trace_file`] write trace files; the
 //!   [reader](crate::reader) reads them.
 //!
@@ -16,6 +17,7 @@
 
 pub mod catalog;
 mod cursor;
+pub mod datagram;
 mod error;
 pub mod header;
 pub mod record;

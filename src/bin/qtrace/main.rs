@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod dump;
+mod stats;
+
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
 #[command(
@@ -21,11 +24,24 @@ struct Cli {
 enum Command {
     /// List the built-in classes and events.
     Events,
+    /// Print the events of trace files, one per line, merged in time order.
+    ///
+    /// Each line: time (s since the clock origin), source (CPU or thread),
+    /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
+    /// shown whatever the class and event filters (a loss may hide any event);
+    /// several --class/--event filters show the union. Exit status 2 when a
+    /// file is not a qtrace trace or is damaged (the events before the damage
+    /// are printed).
+    Dump(dump::DumpArgs),
+    /// Summarise trace files: events per class and event, losses, time span.
+    Stats(stats::StatsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Dump(args) => dump::run(args),
+        Command::Stats(args) => stats::run(args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
             for class in catalog.classes() {

@@ -1,0 +1,437 @@
+//! `qtrace dump FILE...`: one line per event, several files merged in time
+//! order, with filters and a JSON form.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use qtrace::classes::{tracer, Catalog};
+use qtrace::reader::TraceReader;
+use qtrace::{Event, EventId};
+
+/// Arguments of `qtrace dump`.
+///
+/// Lines are `time  source  class  event  arg=value…`; a loss is a
+/// `[LOST n EVENTS]` line, shown whatever the class and event filters (a loss
+/// may hide any event). Several `--class`/`--event` filters show the union.
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    /// Trace files; several are merged in time order.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Show only events of this class (name or number); repeatable.
+    #[arg(long = "class", value_name = "CLASS")]
+    pub classes: Vec<String>,
+    /// Show only this event (`name`, `class:name` or a number such as 0x04); repeatable.
+    #[arg(long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Show only events at or after this time since the clock origin (of the
+    /// earliest file, when merging): `1500`, `1500ns`, `20us`, `3ms`, `1.5s`.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<u64>,
+    /// Show only events at or before this time since the clock origin.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<u64>,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses a time: a number with an optional unit `ns` (default), `us`, `ms`, `s`.
+pub fn parse_time(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1u128)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1_000)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else {
+        (s, 1)
+    };
+    let bad = || {
+        format!(
+            "{s:?} is not a time: use a number of ns or add a unit (ns, us, ms, s), as in 1.5ms"
+        )
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() {
+        return Err(bad());
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let int: u128 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let mut value = int.checked_mul(scale).ok_or_else(bad)?;
+    let mut unit = scale;
+    for d in frac.bytes() {
+        unit /= 10;
+        value += (d - b'0') as u128 * unit;
+    }
+    u64::try_from(value).map_err(|_| bad())
+}
+
+/// One open input file and its next event.
+pub struct Input {
+    /// The label shown for the file (its file name).
+    pub label: String,
+    /// The reader.
+    pub reader: TraceReader,
+    /// Wall-clock ns of the file's timestamp 0.
+    pub origin: u64,
+}
+
+/// Opens every file, or returns the one-line error for the first bad one.
+pub fn open_all(files: &[PathBuf]) -> Result<Vec<Input>, String> {
+    let mut inputs = Vec::with_capacity(files.len());
+    for path in files {
+        let reader = TraceReader::open(path).map_err(|e| e.to_string())?;
+        let label = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let origin = reader.header().clock_origin_unix_ns();
+        inputs.push(Input {
+            label,
+            reader,
+            origin,
+        });
+    }
+    Ok(inputs)
+}
+
+/// Which event ids of one file pass the `--class`/`--event` filters.
+struct Filter {
+    all: bool,
+    ids: HashSet<u16>,
+}
+
+fn parse_number(s: &str) -> Option<u64> {
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+impl Filter {
+    /// Resolves the names against one file's table; returns the filter and
+    /// whether each name matched something.
+    fn new(catalog: &Catalog, classes: &[String], events: &[String], matched: &mut [bool]) -> Self {
+        let mut ids = HashSet::new();
+        for (i, c) in classes.iter().enumerate() {
+            let class = match parse_number(c) {
+                Some(n) => u16::try_from(n)
+                    .ok()
+                    .and_then(|n| catalog.class(qtrace::ClassId(n))),
+                None => catalog.class_by_name(c),
+            };
+            if let Some(class) = class {
+                matched[i] = true;
+                ids.extend(class.events().map(|e| e.0));
+            }
+        }
+        for (i, e) in events.iter().enumerate() {
+            let id = match parse_number(e) {
+                Some(n) => u16::try_from(n).ok(),
+                None => catalog.event_by_name(e).map(|e| e.id.0),
+            };
+            if let Some(id) = id {
+                matched[classes.len() + i] = true;
+                ids.insert(id);
+            }
+        }
+        Filter {
+            all: classes.is_empty() && events.is_empty(),
+            ids,
+        }
+    }
+
+    fn passes(&self, id: EventId) -> bool {
+        self.all || self.ids.contains(&id.0)
+    }
+}
+
+/// Appends `s` as a JSON string.
+pub fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `seconds.nanoseconds` with nine decimals.
+pub fn fmt_time(ns: u128) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The names of an event's arguments (`arg0`, `arg1` where the table names none).
+fn arg_names(catalog: &Catalog, id: EventId) -> [&str; 2] {
+    let mut names = ["arg0", "arg1"];
+    if let Some(e) = catalog.event(id) {
+        for (slot, n) in names.iter_mut().zip(&e.args) {
+            *slot = n.as_str();
+        }
+    }
+    names
+}
+
+fn named_args<'a>(catalog: &'a Catalog, event: &Event) -> Vec<(&'a str, u64)> {
+    let declared = catalog.event(event.id).map_or(0, |e| e.args.len());
+    let names = arg_names(catalog, event.id);
+    (0..2)
+        .filter(|&i| i < declared || event.args[i] != 0)
+        .map(|i| (names[i], event.args[i]))
+        .collect()
+}
+
+fn source_text(source: u32) -> String {
+    if source == u32::MAX {
+        "tracer".to_string()
+    } else {
+        source.to_string()
+    }
+}
+
+/// Formats one event as a text line.
+fn text_line(
+    out: &mut String,
+    label: Option<(&str, usize)>,
+    time: u128,
+    catalog: &Catalog,
+    e: &Event,
+) {
+    if let Some((l, width)) = label {
+        let _ = write!(out, "{l:<width$}  ");
+    }
+    let _ = write!(out, "{:>20}  ", fmt_time(time));
+    if e.id == tracer::HOOPS {
+        let _ = write!(out, "[LOST {} EVENTS] (queue {})", e.args[0], e.args[1]);
+        return;
+    }
+    let class = catalog
+        .class_of(e.id)
+        .and_then(|c| catalog.class(c))
+        .map_or("?", |c| c.name.as_str());
+    let _ = write!(out, "{:>6}  {:<10} ", source_text(e.source), class);
+    match catalog.event_name(e.id) {
+        Some(n) => {
+            let _ = write!(out, "{n:<14}");
+        }
+        None => {
+            let _ = write!(out, "{:<14}", format!("unknown({})", e.id));
+        }
+    }
+    for (name, v) in named_args(catalog, e) {
+        let _ = write!(out, " {name}={v}");
+    }
+    if e.flags != 0 {
+        let _ = write!(out, " flags={:#06x}", e.flags);
+    }
+    while out.ends_with(' ') {
+        out.pop();
+    }
+}
+
+/// Formats one event as a JSON object.
+fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &Event) {
+    out.push_str("{\"file\":");
+    json_str(out, label);
+    let _ = write!(
+        out,
+        ",\"time_ns\":{time},\"source\":{},\"id\":{}",
+        e.source, e.id.0
+    );
+    out.push_str(",\"class\":");
+    match catalog.class_of(e.id).and_then(|c| catalog.class(c)) {
+        Some(c) => json_str(out, &c.name),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"event\":");
+    match catalog.event_name(e.id) {
+        Some(n) => json_str(out, n),
+        None => out.push_str("null"),
+    }
+    let _ = write!(out, ",\"flags\":{},\"args\":{{", e.flags);
+    for (i, (name, v)) in named_args(catalog, e).into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(out, name);
+        let _ = write!(out, ":{v}");
+    }
+    out.push('}');
+    if e.id == tracer::HOOPS {
+        let _ = write!(out, ",\"lost\":{},\"queue\":{}", e.args[0], e.args[1]);
+    }
+    out.push('}');
+}
+
+/// Merges the inputs in time order, calling `f(input index, time since the
+/// earliest origin, event)`; reports each damaged file on stderr and returns
+/// whether every file was read to its end.
+pub fn merge(
+    inputs: &mut [Input],
+    mut f: impl FnMut(usize, u128, &Event) -> io::Result<()>,
+) -> io::Result<bool> {
+    let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
+    let mut heads: Vec<Option<(u128, Event)>> = Vec::with_capacity(inputs.len());
+    let mut clean = true;
+    let pull = |input: &mut Input, clean: &mut bool| -> Option<(u128, Event)> {
+        match input.reader.next() {
+            Some(Ok(e)) => {
+                let t = (input.origin - base) as u128
+                    + input.reader.header().ticks_to_ns(e.time) as u128;
+                Some((t, e))
+            }
+            Some(Err(err)) => {
+                eprintln!("qtrace: {err}");
+                *clean = false;
+                None
+            }
+            None => None,
+        }
+    };
+    for input in inputs.iter_mut() {
+        heads.push(pull(input, &mut clean));
+    }
+    loop {
+        let next = heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().map(|(t, _)| (*t, i)))
+            .min();
+        let Some((t, i)) = next else { break };
+        let (_, e) = heads[i].take().expect("the head exists");
+        f(i, t, &e)?;
+        heads[i] = pull(&mut inputs[i], &mut clean);
+    }
+    Ok(clean)
+}
+
+/// Runs `qtrace dump`.
+pub fn run(args: DumpArgs) -> ExitCode {
+    let mut inputs = match open_all(&args.files) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut matched = vec![false; args.classes.len() + args.events.len()];
+    let filters: Vec<Filter> = inputs
+        .iter()
+        .map(|i| {
+            Filter::new(
+                i.reader.catalog(),
+                &args.classes,
+                &args.events,
+                &mut matched,
+            )
+        })
+        .collect();
+    let names = args.classes.iter().chain(&args.events);
+    if let Some((name, _)) = names.zip(&matched).find(|(_, m)| !**m) {
+        eprintln!(
+            "qtrace: no file defines a class or event {name:?}: `qtrace stats FILE` lists them"
+        );
+        return ExitCode::from(2);
+    }
+    let catalogs: Vec<Catalog> = inputs.iter().map(|i| i.reader.catalog().clone()).collect();
+    let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
+    let several = inputs.len() > 1;
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut line = String::with_capacity(256);
+    let (from, to) = (
+        args.from.unwrap_or(0) as u128,
+        args.to.map_or(u128::MAX, |t| t as u128),
+    );
+    let result = merge(&mut inputs, |i, t, e| {
+        let e_time = t;
+        if e_time < from || e_time > to {
+            return Ok(());
+        }
+        if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
+            return Ok(());
+        }
+        line.clear();
+        if args.json {
+            json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+        } else {
+            text_line(
+                &mut line,
+                several.then_some((labels[i].as_str(), width)),
+                e_time,
+                &catalogs[i],
+                e,
+            );
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())
+    })
+    .and_then(|clean| out.flush().map(|_| clean));
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(2),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("qtrace: cannot write the output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_with_units() {
+        assert_eq!(parse_time("1500"), Ok(1500));
+        assert_eq!(parse_time("1500ns"), Ok(1500));
+        assert_eq!(parse_time("20us"), Ok(20_000));
+        assert_eq!(parse_time("3ms"), Ok(3_000_000));
+        assert_eq!(parse_time("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_time(".25s"), Ok(250_000_000));
+        assert!(parse_time("").is_err());
+        assert!(parse_time("s").is_err());
+        assert!(parse_time("-1").is_err());
+        assert!(parse_time("1e3").is_err());
+        assert!(parse_time("99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut s = String::new();
+        json_str(&mut s, "a\"b\\c\n\u{1}");
+        assert_eq!(s, r#""a\"b\\c\n\u0001""#);
+    }
+
+    #[test]
+    fn time_has_nine_decimals() {
+        assert_eq!(fmt_time(1_000_000_005), "1.000000005");
+        assert_eq!(fmt_time(7), "0.000000007");
+    }
+}

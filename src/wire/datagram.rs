@@ -1,0 +1,677 @@
+//! The UDP datagram: a 32-byte big-endian header, then either event records
+//! or a fragment of the sender's trace header (which carries its class table,
+//! so a receiver can name user-defined events). FORMAT.md specifies it.
+//!
+//! | offset | size | field                                                   |
+//! |--------|------|---------------------------------------------------------|
+//! | 0      | 4    | magic `QTRU` (`51 54 52 55`)                            |
+//! | 4      | 2    | version (1)                                             |
+//! | 6      | 1    | kind: 1 = events, 2 = catalog fragment                  |
+//! | 7      | 1    | flags (0; unknown bits ignored)                         |
+//! | 8      | 4    | sender id                                               |
+//! | 12     | 2    | count: records (events) or fragment bytes (catalog)     |
+//! | 14     | 2    | reserved (0; ignored)                                   |
+//! | 16     | 8    | sequence number (per sender, +1 per datagram, any kind) |
+//! | 24     | 8    | events the sender has dropped so far (cumulative)       |
+//! | 32     | …    | payload                                                 |
+//!
+//! An events datagram is exactly `32 + 32 × count` bytes. A catalog datagram
+//! is `32 + 8 + count` bytes: `u32 total | u32 offset | count bytes`, the bytes
+//! `offset..offset + count` of the sender's encoded
+//! [`TraceHeader`] of `total` bytes.
+//!
+//! Encoding writes into a caller's buffer (no allocation per datagram):
+//!
+//! ```
+//! use qtrace::wire::datagram::{self, DatagramHeader, DatagramKind, DatagramView, EventsEncoder};
+//! use qtrace::{Event, EventId};
+//!
+//! let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
+//! let mut enc = EventsEncoder::new(&mut buf, 7, 0, 0).unwrap();
+//! assert_eq!(enc.capacity(), 45);
+//! assert!(enc.push(&Event::new(1, EventId(0x04), 0, [3, 0])));
+//! let len = enc.finish();
+//! assert_eq!(len, 64);
+//!
+//! let view = DatagramView::new_checked(&buf[..len]).unwrap();
+//! assert_eq!(
+//!     view.header(),
+//!     DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence: 0, dropped: 0 }
+//! );
+//! assert_eq!(view.events().count(), 1);
+//! ```
+#![forbid(unsafe_code)]
+
+use super::cursor::{be16, be32, be64};
+use super::header::MAX_HEADER_LEN;
+use super::record::{self, RecordView, RECORD_LEN};
+use super::{TraceHeader, WireError};
+use crate::Event;
+
+/// The first 4 bytes of every datagram.
+pub const MAGIC: [u8; 4] = *b"QTRU";
+/// The datagram format version this crate writes.
+pub const VERSION: u16 = 1;
+/// Every datagram format version this crate reads.
+pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+/// The size of the datagram header.
+pub const HEADER_LEN: usize = 32;
+/// The size of a catalog fragment's `total | offset` prefix.
+pub const FRAGMENT_PREFIX_LEN: usize = 8;
+/// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
+/// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 45 records.
+pub const DEFAULT_MAX_DATAGRAM_LEN: usize = 1472;
+/// The largest datagram (the largest UDP payload over IPv4).
+pub const MAX_DATAGRAM_LEN: usize = 65507;
+/// The smallest useful datagram: a header and one record.
+pub const MIN_DATAGRAM_LEN: usize = HEADER_LEN + RECORD_LEN;
+
+mod field {
+    pub const VERSION: usize = 4;
+    pub const KIND: usize = 6;
+    pub const FLAGS: usize = 7;
+    pub const SENDER: usize = 8;
+    pub const COUNT: usize = 12;
+    pub const SEQUENCE: usize = 16;
+    pub const DROPPED: usize = 24;
+    pub const FRAGMENT_TOTAL: usize = 32;
+    pub const FRAGMENT_OFFSET: usize = 36;
+}
+
+/// How many records an events datagram of at most `max_len` bytes carries
+/// (`max_len` is clamped to `MIN_DATAGRAM_LEN..=MAX_DATAGRAM_LEN`).
+///
+/// ```
+/// use qtrace::wire::datagram::{records_per_datagram, DEFAULT_MAX_DATAGRAM_LEN};
+/// assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 45);
+/// assert_eq!(records_per_datagram(9000 - 28), 279); // jumbo frames
+/// ```
+pub const fn records_per_datagram(max_len: usize) -> usize {
+    let len = clamp_len(max_len);
+    (len - HEADER_LEN) / RECORD_LEN
+}
+
+/// How many header bytes a catalog datagram of at most `max_len` bytes carries.
+pub const fn fragment_bytes_per_datagram(max_len: usize) -> usize {
+    clamp_len(max_len) - HEADER_LEN - FRAGMENT_PREFIX_LEN
+}
+
+const fn clamp_len(max_len: usize) -> usize {
+    if max_len < MIN_DATAGRAM_LEN {
+        MIN_DATAGRAM_LEN
+    } else if max_len > MAX_DATAGRAM_LEN {
+        MAX_DATAGRAM_LEN
+    } else {
+        max_len
+    }
+}
+
+/// What a datagram carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DatagramKind {
+    /// Event records.
+    Events = 1,
+    /// A fragment of the sender's trace header (clock, host, class table).
+    Catalog = 2,
+}
+
+impl DatagramKind {
+    /// The kind for a wire value, if it is one.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(DatagramKind::Events),
+            2 => Some(DatagramKind::Catalog),
+            _ => None,
+        }
+    }
+}
+
+/// The header fields of a datagram, as values (every combination is valid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DatagramHeader {
+    /// What the datagram carries.
+    pub kind: DatagramKind,
+    /// Who sent it (chosen by the sender; the receiver keeps state per sender
+    /// id and source address).
+    pub sender: u32,
+    /// The sender's datagram number: 0, 1, 2, … across both kinds, so a gap
+    /// is a lost datagram.
+    pub sequence: u64,
+    /// Events the sender has dropped since it started (cumulative, so a lost
+    /// datagram does not lose the count).
+    pub dropped: u64,
+}
+
+impl DatagramHeader {
+    fn emit(&self, count: u16, buf: &mut [u8]) {
+        buf[0..4].copy_from_slice(&MAGIC);
+        buf[4..6].copy_from_slice(&VERSION.to_be_bytes());
+        buf[6] = self.kind as u8;
+        buf[7] = 0;
+        buf[8..12].copy_from_slice(&self.sender.to_be_bytes());
+        buf[12..14].copy_from_slice(&count.to_be_bytes());
+        buf[14..16].copy_from_slice(&[0, 0]);
+        buf[16..24].copy_from_slice(&self.sequence.to_be_bytes());
+        buf[24..32].copy_from_slice(&self.dropped.to_be_bytes());
+    }
+}
+
+/// A checked view of one datagram. [`DatagramView::new_checked`] validates
+/// the magic, version, kind and every length once; then no accessor can
+/// panic.
+#[derive(Clone, Copy, Debug)]
+pub struct DatagramView<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> DatagramView<T> {
+    /// Checks `buffer` (exactly one datagram: trailing bytes are an error).
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let b = buffer.as_ref();
+        let len = b.len();
+        if len < MAGIC.len() || b[..4] != MAGIC {
+            if len < MAGIC.len() && MAGIC.starts_with(b) {
+                return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+            }
+            return Err(WireError::BadMagic { what: "datagram" });
+        }
+        if len < HEADER_LEN {
+            return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+        }
+        if len > MAX_DATAGRAM_LEN {
+            return Err(WireError::TooLarge {
+                offset: 0,
+                what: "datagram",
+                len: len as u64,
+                max: MAX_DATAGRAM_LEN as u64,
+            });
+        }
+        let version = be16(b, field::VERSION);
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Err(WireError::UnsupportedVersion {
+                version,
+                supported: SUPPORTED_VERSIONS,
+            });
+        }
+        let count = be16(b, field::COUNT) as usize;
+        let expected = match DatagramKind::from_u8(b[field::KIND]) {
+            None => {
+                return Err(WireError::Invalid {
+                    offset: field::KIND as u64,
+                    what: "datagram kind",
+                    reason: format!("{} is neither 1 (events) nor 2 (catalog)", b[field::KIND]),
+                })
+            }
+            Some(DatagramKind::Events) => HEADER_LEN + count * RECORD_LEN,
+            Some(DatagramKind::Catalog) => {
+                if len < HEADER_LEN + FRAGMENT_PREFIX_LEN {
+                    return Err(truncated(
+                        HEADER_LEN,
+                        FRAGMENT_PREFIX_LEN,
+                        len - HEADER_LEN,
+                        "catalog fragment",
+                    ));
+                }
+                let total = be32(b, field::FRAGMENT_TOTAL) as usize;
+                let offset = be32(b, field::FRAGMENT_OFFSET) as usize;
+                if total > MAX_HEADER_LEN {
+                    return Err(WireError::TooLarge {
+                        offset: field::FRAGMENT_TOTAL as u64,
+                        what: "catalog",
+                        len: total as u64,
+                        max: MAX_HEADER_LEN as u64,
+                    });
+                }
+                if offset + count > total || count == 0 {
+                    return Err(WireError::Invalid {
+                        offset: field::FRAGMENT_OFFSET as u64,
+                        what: "catalog fragment",
+                        reason: format!(
+                            "bytes {offset}..{} do not lie within the {total}-byte catalog",
+                            offset + count
+                        ),
+                    });
+                }
+                HEADER_LEN + FRAGMENT_PREFIX_LEN + count
+            }
+        };
+        if len < expected {
+            return Err(truncated(
+                0,
+                expected,
+                len,
+                "datagram (its count claims more than arrived)",
+            ));
+        }
+        if len > expected {
+            return Err(WireError::Invalid {
+                offset: expected as u64,
+                what: "datagram length",
+                reason: format!(
+                    "{} bytes past the {expected} its count gives",
+                    len - expected
+                ),
+            });
+        }
+        Ok(DatagramView { buffer })
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// The format version.
+    pub fn version(&self) -> u16 {
+        be16(self.b(), field::VERSION)
+    }
+
+    /// What the datagram carries.
+    pub fn kind(&self) -> DatagramKind {
+        // new_checked accepted only known kinds.
+        DatagramKind::from_u8(self.b()[field::KIND]).unwrap_or(DatagramKind::Events)
+    }
+
+    /// Flags (0 in version 1; unknown bits are ignored).
+    pub fn flags(&self) -> u8 {
+        self.b()[field::FLAGS]
+    }
+
+    /// The count field: records (events) or fragment bytes (catalog).
+    pub fn count(&self) -> u16 {
+        be16(self.b(), field::COUNT)
+    }
+
+    /// The header fields.
+    pub fn header(&self) -> DatagramHeader {
+        let b = self.b();
+        DatagramHeader {
+            kind: self.kind(),
+            sender: be32(b, field::SENDER),
+            sequence: be64(b, field::SEQUENCE),
+            dropped: be64(b, field::DROPPED),
+        }
+    }
+
+    /// The number of event records (0 for a catalog datagram).
+    pub fn record_count(&self) -> usize {
+        match self.kind() {
+            DatagramKind::Events => self.count() as usize,
+            DatagramKind::Catalog => 0,
+        }
+    }
+
+    /// The event records, in order (none for a catalog datagram).
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        let n = self.record_count();
+        self.b()[HEADER_LEN..]
+            .chunks_exact(RECORD_LEN)
+            .take(n)
+            .filter_map(|c| RecordView::new_checked(c).ok().map(|v| v.to_event()))
+    }
+
+    /// The catalog fragment (none for an events datagram).
+    pub fn fragment(&self) -> Option<CatalogFragment<'_>> {
+        match self.kind() {
+            DatagramKind::Events => None,
+            DatagramKind::Catalog => {
+                let b = self.b();
+                Some(CatalogFragment {
+                    total_len: be32(b, field::FRAGMENT_TOTAL),
+                    offset: be32(b, field::FRAGMENT_OFFSET),
+                    bytes: &b[HEADER_LEN + FRAGMENT_PREFIX_LEN..],
+                })
+            }
+        }
+    }
+}
+
+fn truncated(offset: usize, needed: usize, available: usize, what: &'static str) -> WireError {
+    WireError::Truncated {
+        offset: offset as u64,
+        needed: needed as u64,
+        available: available as u64,
+        what,
+    }
+}
+
+/// Part of a sender's encoded trace header, carried by a catalog datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogFragment<'a> {
+    /// The length of the whole encoded header.
+    pub total_len: u32,
+    /// Where these bytes go in it.
+    pub offset: u32,
+    /// The bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Fills one events datagram in a caller's buffer, with no allocation.
+#[derive(Debug)]
+pub struct EventsEncoder<'a> {
+    buf: &'a mut [u8],
+    header: DatagramHeader,
+    capacity: usize,
+    count: usize,
+}
+
+impl<'a> EventsEncoder<'a> {
+    /// Starts a datagram in `buf`; its length (capped at
+    /// [`MAX_DATAGRAM_LEN`]) is the datagram's maximum size. Fails when `buf`
+    /// cannot hold one record.
+    pub fn new(
+        buf: &'a mut [u8],
+        sender: u32,
+        sequence: u64,
+        dropped: u64,
+    ) -> Result<Self, WireError> {
+        if buf.len() < MIN_DATAGRAM_LEN {
+            return Err(truncated(0, MIN_DATAGRAM_LEN, buf.len(), "datagram buffer"));
+        }
+        let capacity = records_per_datagram(buf.len());
+        Ok(EventsEncoder {
+            buf,
+            header: DatagramHeader {
+                kind: DatagramKind::Events,
+                sender,
+                sequence,
+                dropped,
+            },
+            capacity,
+            count: 0,
+        })
+    }
+
+    /// Adds a record; `false` (and nothing written) when the datagram is full.
+    #[inline]
+    pub fn push(&mut self, event: &Event) -> bool {
+        if self.count == self.capacity {
+            return false;
+        }
+        let at = HEADER_LEN + self.count * RECORD_LEN;
+        if let Some(slot) = self
+            .buf
+            .get_mut(at..at + RECORD_LEN)
+            .and_then(|s| <&mut [u8; RECORD_LEN]>::try_from(s).ok())
+        {
+            record::emit(event, slot);
+            self.count += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records added so far.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// How many records fit.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Whether another record fits.
+    pub fn is_full(&self) -> bool {
+        self.count == self.capacity
+    }
+
+    /// Writes the header; returns the datagram's length (send `buf[..len]`).
+    pub fn finish(self) -> usize {
+        self.header.emit(self.count as u16, self.buf);
+        HEADER_LEN + self.count * RECORD_LEN
+    }
+}
+
+/// Encodes as many of `events` as fit into one datagram in `buf`; returns
+/// `(datagram length, events encoded)`.
+pub fn encode_events(
+    buf: &mut [u8],
+    sender: u32,
+    sequence: u64,
+    dropped: u64,
+    events: &[Event],
+) -> Result<(usize, usize), WireError> {
+    let mut enc = EventsEncoder::new(buf, sender, sequence, dropped)?;
+    let mut n = 0;
+    for e in events {
+        if !enc.push(e) {
+            break;
+        }
+        n += 1;
+    }
+    Ok((enc.finish(), n))
+}
+
+/// Encodes a catalog datagram carrying as much of `header_bytes[offset..]`
+/// (an encoded [`TraceHeader`]) as fits in `buf`; returns
+/// `(datagram length, header bytes carried)`.
+pub fn encode_catalog_fragment(
+    buf: &mut [u8],
+    sender: u32,
+    sequence: u64,
+    dropped: u64,
+    header_bytes: &[u8],
+    offset: usize,
+) -> Result<(usize, usize), WireError> {
+    if buf.len() < MIN_DATAGRAM_LEN {
+        return Err(truncated(0, MIN_DATAGRAM_LEN, buf.len(), "datagram buffer"));
+    }
+    if header_bytes.len() > MAX_HEADER_LEN || offset >= header_bytes.len() {
+        return Err(WireError::Invalid {
+            offset: 0,
+            what: "catalog fragment",
+            reason: format!(
+                "offset {offset} is outside the {}-byte header (at most {MAX_HEADER_LEN})",
+                header_bytes.len()
+            ),
+        });
+    }
+    let room = fragment_bytes_per_datagram(buf.len());
+    let n = room.min(header_bytes.len() - offset);
+    DatagramHeader {
+        kind: DatagramKind::Catalog,
+        sender,
+        sequence,
+        dropped,
+    }
+    .emit(n as u16, buf);
+    buf[32..36].copy_from_slice(&(header_bytes.len() as u32).to_be_bytes());
+    buf[36..40].copy_from_slice(&(offset as u32).to_be_bytes());
+    buf[40..40 + n].copy_from_slice(&header_bytes[offset..offset + n]);
+    Ok((HEADER_LEN + FRAGMENT_PREFIX_LEN + n, n))
+}
+
+/// Reassembles a sender's trace header from catalog datagrams sent in order
+/// (offset 0, then each next offset). A fragment that does not continue the
+/// current one restarts at offset 0 or is ignored, so memory stays at most
+/// [`MAX_HEADER_LEN`] bytes per sender.
+#[derive(Debug, Default)]
+pub struct CatalogAssembler {
+    buf: Vec<u8>,
+    total: usize,
+}
+
+impl CatalogAssembler {
+    /// An empty assembler.
+    pub fn new() -> Self {
+        CatalogAssembler::default()
+    }
+
+    /// Adds a fragment. Returns the decoded header once the last fragment is
+    /// in, `Ok(None)` while more are needed (or when the fragment does not
+    /// continue the current header and was dropped), and an error when the
+    /// completed bytes are not a valid header.
+    pub fn push(
+        &mut self,
+        fragment: &CatalogFragment<'_>,
+    ) -> Result<Option<TraceHeader>, WireError> {
+        let total = fragment.total_len as usize;
+        let offset = fragment.offset as usize;
+        if total > MAX_HEADER_LEN || offset + fragment.bytes.len() > total {
+            return Ok(None);
+        }
+        if offset == 0 {
+            self.buf.clear();
+            self.total = total;
+        } else if total != self.total || offset != self.buf.len() {
+            return Ok(None);
+        }
+        self.buf.extend_from_slice(fragment.bytes);
+        if self.buf.len() < self.total {
+            return Ok(None);
+        }
+        let result = TraceHeader::decode(&self.buf).map(|(h, _)| h);
+        self.buf = Vec::new();
+        self.total = 0;
+        result.map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::{Catalog, ClassSpec};
+    use crate::clock::{Clock, ManualClock};
+    use crate::EventId;
+
+    fn events(n: usize) -> Vec<Event> {
+        (0..n as u64)
+            .map(|i| {
+                Event::new(
+                    i * 10,
+                    EventId(i as u16 % 0x17),
+                    i as u32,
+                    [i, u64::MAX - i],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn default_size_fits_ethernet() {
+        assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 45);
+        assert_eq!(HEADER_LEN + 45 * RECORD_LEN, 1472);
+        assert_eq!(records_per_datagram(0), 1);
+        assert_eq!(records_per_datagram(usize::MAX), 2046);
+    }
+
+    #[test]
+    fn events_round_trip_and_exact_header_bytes() {
+        let evs = events(50);
+        let mut buf = [0u8; DEFAULT_MAX_DATAGRAM_LEN];
+        let (len, n) = encode_events(&mut buf, 0x0102_0304, 9, 77, &evs).unwrap();
+        assert_eq!((len, n), (1472, 45));
+        assert_eq!(
+            &buf[..32],
+            &[
+                b'Q', b'T', b'R', b'U', 0, 1, 1, 0, 1, 2, 3, 4, 0, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                9, 0, 0, 0, 0, 0, 0, 0, 77
+            ]
+        );
+        let v = DatagramView::new_checked(&buf[..len]).unwrap();
+        assert_eq!(v.events().collect::<Vec<_>>(), evs[..45]);
+        assert_eq!(v.header().dropped, 77);
+        assert!(v.fragment().is_none());
+    }
+
+    #[test]
+    fn bad_datagrams_are_typed_errors() {
+        let mut buf = [0u8; 128];
+        let (len, _) = encode_events(&mut buf, 1, 2, 3, &events(2)).unwrap();
+        let good = buf[..len].to_vec();
+        assert!(DatagramView::new_checked(&good[..]).is_ok());
+        // Every truncation is an error, never a panic.
+        for cut in 0..len {
+            let e = DatagramView::new_checked(&good[..cut]).unwrap_err();
+            assert!(e.is_truncated(), "cut {cut}: {e}");
+        }
+        let mut long = good.clone();
+        long.push(0);
+        assert!(matches!(
+            DatagramView::new_checked(&long[..]),
+            Err(WireError::Invalid { offset: 96, .. })
+        ));
+        let mut magic = good.clone();
+        magic[0] = b'X';
+        assert_eq!(
+            DatagramView::new_checked(&magic[..]).unwrap_err(),
+            WireError::BadMagic { what: "datagram" }
+        );
+        let mut version = good.clone();
+        version[5] = 2;
+        assert!(matches!(
+            DatagramView::new_checked(&version[..]),
+            Err(WireError::UnsupportedVersion { version: 2, .. })
+        ));
+        let mut kind = good.clone();
+        kind[6] = 3;
+        assert!(matches!(
+            DatagramView::new_checked(&kind[..]),
+            Err(WireError::Invalid { offset: 6, .. })
+        ));
+        let mut count = good.clone();
+        count[13] = 3;
+        assert!(DatagramView::new_checked(&count[..])
+            .unwrap_err()
+            .is_truncated());
+        // Unknown flags and the reserved field are ignored.
+        let mut flags = good.clone();
+        flags[7] = 0xff;
+        flags[14] = 0xff;
+        let v = DatagramView::new_checked(&flags[..]).unwrap();
+        assert_eq!(v.flags(), 0xff);
+        assert_eq!(v.events().count(), 2);
+    }
+
+    #[test]
+    fn catalog_fragments_reassemble_into_the_header() {
+        let mut catalog = Catalog::builtin();
+        catalog
+            .define(ClassSpec::new("net", "network").event("rx", "received", &["len"]))
+            .unwrap();
+        let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)));
+        let bytes = header.to_bytes();
+        let mut buf = [0u8; 256];
+        let mut asm = CatalogAssembler::new();
+        let mut offset = 0;
+        let mut seq = 0;
+        let mut result = None;
+        while offset < bytes.len() {
+            let (len, n) = encode_catalog_fragment(&mut buf, 5, seq, 0, &bytes, offset).unwrap();
+            assert_eq!(n, (bytes.len() - offset).min(256 - 40));
+            let v = DatagramView::new_checked(&buf[..len]).unwrap();
+            assert_eq!(v.kind(), DatagramKind::Catalog);
+            assert_eq!(v.record_count(), 0);
+            assert!(result.is_none());
+            result = asm.push(&v.fragment().unwrap()).unwrap();
+            offset += n;
+            seq += 1;
+        }
+        assert_eq!(result, Some(header));
+    }
+
+    #[test]
+    fn out_of_order_fragments_are_ignored() {
+        let mut asm = CatalogAssembler::new();
+        let f = CatalogFragment {
+            total_len: 100,
+            offset: 50,
+            bytes: &[0; 10],
+        };
+        assert_eq!(asm.push(&f), Ok(None));
+        let bad = CatalogFragment {
+            total_len: 4,
+            offset: 0,
+            bytes: b"QTRC",
+        };
+        // Complete but not a header: an error, and the assembler resets.
+        assert!(asm.push(&bad).is_err());
+    }
+}

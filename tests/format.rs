@@ -1,0 +1,631 @@
+//! The trace-file and datagram formats: round trips of every value, byte-exact
+//! agreement with the worked examples in FORMAT.md, and bad input.
+
+use proptest::prelude::*;
+use qtrace::classes::{Catalog, ClassId, ClassInfo, ClassSpec, EventInfo};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::queue::QueueHandle;
+use qtrace::reader::{ReadError, TraceReader, SUPPORTED_VERSIONS};
+use qtrace::wire::datagram::{self, CatalogAssembler, DatagramKind, DatagramView};
+use qtrace::wire::{TraceHeader, TraceWriter, WireError};
+use qtrace::{Event, EventId};
+
+/// The hex dump after `<!-- example:NAME -->` in FORMAT.md.
+fn format_md_example(name: &str) -> Vec<u8> {
+    let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/FORMAT.md")).unwrap();
+    let marker = format!("<!-- example:{name} -->");
+    let start = md.find(&marker).expect("FORMAT.md has the example") + marker.len();
+    let body = &md[start..];
+    let body = &body[body.find("```text").unwrap() + 7..];
+    let body = &body[..body.find("```").unwrap()];
+    let mut bytes = Vec::new();
+    for line in body.lines().filter(|l| !l.trim().is_empty()) {
+        let (addr, hex) = line.split_once(':').unwrap();
+        assert_eq!(usize::from_str_radix(addr.trim(), 16).unwrap(), bytes.len());
+        for b in hex.split_whitespace() {
+            bytes.push(u8::from_str_radix(b, 16).unwrap());
+        }
+    }
+    bytes
+}
+
+fn ev(id: u16, class: u16, name: &str, d: &str, args: &[&str]) -> EventInfo {
+    EventInfo {
+        id: EventId(id),
+        class: ClassId(class),
+        name: name.into(),
+        description: d.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn example_header() -> TraceHeader {
+    let catalog = Catalog::from_parts(
+        vec![
+            ClassInfo {
+                id: ClassId(0),
+                name: "tracer".into(),
+                description: "".into(),
+                first_event: EventId(0),
+                event_count: 2,
+            },
+            ClassInfo {
+                id: ClassId(1),
+                name: "app".into(),
+                description: "".into(),
+                first_event: EventId(2),
+                event_count: 1,
+            },
+        ],
+        vec![
+            ev(0, 0, "reserved", "", &[]),
+            ev(1, 0, "hoops", "lost events", &["lost", "queue"]),
+            ev(2, 1, "tick", "", &["n"]),
+        ],
+    )
+    .unwrap();
+    TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 1_700_000_000_000_000_000)
+        .unwrap()
+        .with_host("demo")
+        .unwrap()
+        .with_process_id(4242)
+        .with_queue(QueueHandle(1), "fixed")
+        .unwrap()
+}
+
+fn example_events() -> [Event; 2] {
+    [
+        Event::new(1000, EventId(2), 0, [7, 0]),
+        Event::new(2000, EventId(1), u32::MAX, [3, 1]),
+    ]
+}
+
+fn example_file() -> Vec<u8> {
+    let mut w = TraceWriter::new(Vec::new(), &example_header()).unwrap();
+    w.write_events(&example_events()).unwrap();
+    w.finish().unwrap()
+}
+
+fn read_all(bytes: &[u8]) -> Result<(TraceHeader, Vec<Event>, Option<ReadError>), ReadError> {
+    let reader = TraceReader::new(bytes)?;
+    let header = reader.header().clone();
+    let mut events = Vec::new();
+    let mut error = None;
+    for e in reader {
+        match e {
+            Ok(e) => events.push(e),
+            Err(e) => error = Some(e),
+        }
+    }
+    Ok((header, events, error))
+}
+
+fn open_err(bytes: &[u8]) -> WireError {
+    match TraceReader::new(bytes) {
+        Ok(_) => panic!("the header was accepted"),
+        Err(e) => e.wire_error().expect("a format error").clone(),
+    }
+}
+
+#[test]
+fn file_is_byte_exact_with_format_md() {
+    let expected = format_md_example("file");
+    assert_eq!(expected.len(), 216);
+    assert_eq!(example_file(), expected);
+    let (header, events, error) = read_all(&expected).unwrap();
+    assert_eq!(header, example_header());
+    assert_eq!(events, example_events());
+    assert!(error.is_none());
+    let reader = TraceReader::new(&expected[..]).unwrap();
+    assert_eq!(reader.header_len(), 152);
+    assert_eq!(reader.event_name(EventId(2)), Some("tick"));
+    assert_eq!(reader.event_class(EventId(2)).unwrap().name, "app");
+    assert_eq!(reader.event_name(EventId(3)), None);
+}
+
+#[test]
+fn datagram_is_byte_exact_with_format_md() {
+    let expected = format_md_example("datagram");
+    let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
+    let (len, n) = datagram::encode_events(&mut buf, 0x2a, 5, 3, &example_events()[..1]).unwrap();
+    assert_eq!((len, n), (64, 1));
+    assert_eq!(&buf[..len], &expected[..]);
+    let v = DatagramView::new_checked(&expected[..]).unwrap();
+    let h = v.header();
+    assert_eq!(
+        (h.kind, h.sender, h.sequence, h.dropped),
+        (DatagramKind::Events, 42, 5, 3)
+    );
+    assert_eq!(v.events().collect::<Vec<_>>(), example_events()[..1]);
+}
+
+#[test]
+fn supported_versions_are_listed() {
+    assert_eq!(SUPPORTED_VERSIONS, &[1]);
+    assert_eq!(datagram::SUPPORTED_VERSIONS, &[1]);
+}
+
+#[test]
+fn truncated_files_yield_what_is_whole_then_an_error_with_the_offset() {
+    let file = example_file();
+    for cut in 0..file.len() {
+        let bytes = &file[..cut];
+        if cut < 152 {
+            let e = open_err(bytes);
+            assert!(e.is_truncated(), "cut at {cut}: {e}");
+            continue;
+        }
+        let (_, events, error) = read_all(bytes).unwrap();
+        let whole = (cut - 152) / 32;
+        assert_eq!(events, example_events()[..whole], "cut at {cut}");
+        if (cut - 152) % 32 == 0 {
+            assert!(error.is_none(), "cut at {cut}");
+        } else {
+            let e = error.expect("a partial record is an error");
+            assert_eq!(e.offset(), 152 + 32 * whole as u64, "cut at {cut}");
+            assert!(e.wire_error().unwrap().is_truncated());
+            assert!(
+                e.to_string()
+                    .contains(&format!("byte {}", 152 + 32 * whole)),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn wrong_magic_is_not_a_trace() {
+    let mut file = example_file();
+    file[0] = b'X';
+    assert_eq!(open_err(&file), WireError::BadMagic { what: "trace file" });
+    let text = b"This is a text file, not a trace at all.\n".repeat(4);
+    assert_eq!(open_err(&text), WireError::BadMagic { what: "trace file" });
+    // A text-mode transfer turned CR LF into LF.
+    let mut mangled = example_file();
+    mangled.remove(4);
+    assert_eq!(
+        open_err(&mangled),
+        WireError::BadMagic { what: "trace file" }
+    );
+}
+
+#[test]
+fn a_future_version_is_refused_with_the_supported_list() {
+    let mut file = example_file();
+    file[9] = 2;
+    let e = open_err(&file);
+    assert_eq!(
+        e,
+        WireError::UnsupportedVersion {
+            version: 2,
+            supported: &[1]
+        }
+    );
+    assert!(e.to_string().contains("newer qtrace"), "{e}");
+    // Even if the rest of a future header is unreadable.
+    let mut short = file[..44].to_vec();
+    short[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        open_err(&short),
+        WireError::UnsupportedVersion { version: 2, .. }
+    ));
+}
+
+#[test]
+fn impossible_record_size_and_byte_order() {
+    for size in [0u16, 16, 31, 33, 64, u16::MAX] {
+        let mut file = example_file();
+        file[12..14].copy_from_slice(&size.to_be_bytes());
+        assert_eq!(open_err(&file), WireError::BadRecordSize { found: size });
+    }
+    let mut file = example_file();
+    file[10..12].copy_from_slice(&[2, 1]);
+    assert_eq!(open_err(&file), WireError::BadByteOrder { found: 0x0201 });
+}
+
+#[test]
+fn oversized_tables_are_errors_not_allocations() {
+    // A header length of 4 GiB.
+    let mut file = example_file();
+    file[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        open_err(&file),
+        WireError::TooLarge {
+            offset: 16,
+            len: 0xffff_ffff,
+            ..
+        }
+    ));
+    // Just over the cap.
+    file[16..20].copy_from_slice(&((4u32 << 20) + 8).to_be_bytes());
+    assert!(matches!(
+        open_err(&file),
+        WireError::TooLarge { offset: 16, .. }
+    ));
+    // Under the cap but longer than the file: truncated, and the reader only
+    // holds what the file has.
+    file[16..20].copy_from_slice(&(4u32 << 20).to_be_bytes());
+    assert!(open_err(&file).is_truncated());
+    // Shorter than the fixed part.
+    file[16..20].copy_from_slice(&40u32.to_be_bytes());
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 16, .. }
+    ));
+    // 65535 classes.
+    let mut file = example_file();
+    file[0x41..0x43].copy_from_slice(&[0xff, 0xff]);
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x41, .. }
+    ));
+    // A class with 65535 events.
+    let mut file = example_file();
+    file[0x4d..0x4f].copy_from_slice(&[0xff, 0xff]);
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x4d, .. }
+    ));
+    // A host name claiming 65535 bytes.
+    let mut file = example_file();
+    file[0x34..0x36].copy_from_slice(&[0xff, 0xff]);
+    assert!(matches!(
+        open_err(&file),
+        WireError::TooLarge {
+            offset: 0x34,
+            len: 65535,
+            ..
+        }
+    ));
+    // A name running past the header's end.
+    let mut file = example_file();
+    file[0x87..0x89].copy_from_slice(&[0, 60]);
+    assert!(open_err(&file).is_truncated());
+    // An event with 3 arguments.
+    let mut file = example_file();
+    file[0x8f] = 3;
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x8f, .. }
+    ));
+    // A name with a space, and invalid UTF-8.
+    let mut file = example_file();
+    file[0x8b] = b' ';
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x87, .. }
+    ));
+    file[0x8b] = 0xff;
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x89, .. }
+    ));
+    // A zero clock rate.
+    let mut file = example_file();
+    file[32..40].copy_from_slice(&[0; 8]);
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 32, .. }
+    ));
+    // A queue type without a queue handle.
+    let mut file = example_file();
+    file[40..42].copy_from_slice(&[0xff, 0xff]);
+    assert!(matches!(
+        open_err(&file),
+        WireError::Invalid { offset: 0x3a, .. }
+    ));
+}
+
+#[test]
+fn unknown_flags_padding_and_ids_are_ignored_but_kept() {
+    let mut file = example_file();
+    file[14..16].copy_from_slice(&[0xff, 0xff]); // header flags
+    file[42..44].copy_from_slice(&[0xff, 0xff]); // reserved
+    file[0x93..0x98].copy_from_slice(&[1, 2, 3, 4, 5]); // padding
+    file[0x98 + 10..0x98 + 12].copy_from_slice(&[0x80, 0x01]); // record flags
+    file[0xb8 + 8..0xb8 + 10].copy_from_slice(&[0x12, 0x34]); // an id the table lacks
+    let (header, events, error) = read_all(&file).unwrap();
+    assert!(error.is_none());
+    assert_eq!(header, example_header());
+    assert_eq!(events[0].flags, 0x8001);
+    assert_eq!(events[1].id, EventId(0x1234));
+}
+
+#[test]
+fn every_single_byte_corruption_of_the_header_is_handled() {
+    let file = example_file();
+    for at in 0..152 {
+        for v in [0u8, 1, 0x7f, 0x80, 0xff, file[at] ^ 0x20] {
+            let mut bad = file.clone();
+            bad[at] = v;
+            // Never a panic; either a header (then records) or an error.
+            if let Ok((_, events, _)) = read_all(&bad) {
+                if !(16..20).contains(&at) {
+                    // The header length moves where records start.
+                    assert_eq!(events.len(), 2, "byte {at} = {v:#x}");
+                }
+            }
+        }
+    }
+}
+
+fn arb_catalog() -> impl Strategy<Value = Catalog> {
+    let name = "[A-Za-z0-9_.-]{1,64}";
+    let desc = "[ -~]{0,40}|\\PC{0,20}";
+    let event = (name, desc, proptest::collection::vec(name, 0..=2));
+    let class = (name, desc, proptest::collection::vec(event, 1..6));
+    proptest::collection::vec(class, 0..6).prop_map(|classes| {
+        let mut c = Catalog::builtin();
+        for (name, desc, events) in classes {
+            let mut spec = ClassSpec::new(name, desc);
+            for (n, d, args) in events {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                spec = spec.event(n, d, &args);
+            }
+            // Duplicate or over-long random names are refused; skip those.
+            let _ = c.define(spec);
+        }
+        c
+    })
+}
+
+fn arb_event() -> impl Strategy<Value = Event> {
+    (
+        any::<u64>(),
+        any::<u16>(),
+        any::<u16>(),
+        any::<u32>(),
+        any::<[u64; 2]>(),
+    )
+        .prop_map(|(time, id, flags, source, args)| Event {
+            time,
+            id: EventId(id),
+            flags,
+            source,
+            args,
+        })
+}
+
+fn arb_header() -> impl Strategy<Value = TraceHeader> {
+    (
+        arb_catalog(),
+        "[A-Za-z0-9_.-]{1,64}",
+        1..=u64::MAX,
+        any::<u64>(),
+        "[!-~]{1,255}|\\PC{1,60}",
+        any::<u32>(),
+        proptest::option::of((0u16..0xffff, "[A-Za-z0-9_.-]{1,64}")),
+    )
+        .prop_map(|(catalog, kind, tps, origin, host, pid, queue)| {
+            let h = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+                .with_clock(&kind, tps, origin)
+                .unwrap()
+                .with_process_id(pid);
+            let h = match h.clone().with_host(&host) {
+                Ok(h) => h,
+                Err(_) => h, // over 255 bytes of multi-byte characters
+            };
+            match queue {
+                Some((q, ty)) => h.with_queue(QueueHandle(q), &ty).unwrap(),
+                None => h.without_queue(),
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 128 }))]
+
+    #[test]
+    fn every_header_and_record_round_trips(
+        header in arb_header(),
+        events in proptest::collection::vec(arb_event(), 0..200),
+    ) {
+        let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+        w.write_events(&events).unwrap();
+        prop_assert_eq!(w.events_written(), events.len() as u64);
+        let bytes = w.finish().unwrap();
+        prop_assert_eq!(bytes.len(), header.buffer_len() + 32 * events.len());
+        prop_assert_eq!(header.buffer_len() % 8, 0);
+        let (back, read, error) = read_all(&bytes).unwrap();
+        prop_assert!(error.is_none());
+        prop_assert_eq!(&back, &header);
+        prop_assert_eq!(read, events);
+        // Names of every id, user-defined ones included, come from the file.
+        let reader = TraceReader::new(&bytes[..]).unwrap();
+        for e in header.catalog().events() {
+            prop_assert_eq!(reader.event_name(e.id), Some(e.name.as_str()));
+            prop_assert_eq!(reader.event_class(e.id).map(|c| c.id), Some(e.class));
+        }
+    }
+
+    #[test]
+    fn datagrams_round_trip(
+        events in proptest::collection::vec(arb_event(), 0..300),
+        sender in any::<u32>(),
+        first_seq in any::<u32>(),
+        dropped in any::<u64>(),
+        max_len in 64usize..3000,
+    ) {
+        let mut buf = vec![0u8; max_len];
+        let per = datagram::records_per_datagram(max_len);
+        let mut decoded = Vec::new();
+        let mut rest = &events[..];
+        let mut seq = first_seq as u64;
+        loop {
+            let (len, n) = datagram::encode_events(&mut buf, sender, seq, dropped, rest).unwrap();
+            prop_assert!(len <= max_len);
+            prop_assert_eq!(n, rest.len().min(per));
+            let v = DatagramView::new_checked(&buf[..len]).unwrap();
+            let h = v.header();
+            prop_assert_eq!((h.kind, h.sender, h.sequence, h.dropped), (DatagramKind::Events, sender, seq, dropped));
+            decoded.extend(v.events());
+            rest = &rest[n..];
+            seq += 1;
+            if rest.is_empty() { break; }
+        }
+        prop_assert_eq!(decoded, events);
+    }
+
+    #[test]
+    fn catalog_datagrams_round_trip(header in arb_header(), max_len in 64usize..2000) {
+        let bytes = header.to_bytes();
+        let mut buf = vec![0u8; max_len];
+        let mut asm = CatalogAssembler::new();
+        let mut offset = 0;
+        let mut got = None;
+        while offset < bytes.len() {
+            let (len, n) = datagram::encode_catalog_fragment(&mut buf, 1, 0, 0, &bytes, offset).unwrap();
+            let v = DatagramView::new_checked(&buf[..len]).unwrap();
+            got = asm.push(&v.fragment().unwrap()).unwrap();
+            offset += n;
+        }
+        prop_assert_eq!(got, Some(header));
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = DatagramView::new_checked(&bytes[..]).map(|v| v.events().count());
+        let _ = read_all(&bytes);
+        // With a valid prefix, so the checks get past the magic.
+        let mut file = example_file()[..44].to_vec();
+        file.extend_from_slice(&bytes);
+        file[16..20].copy_from_slice(&((44 + bytes.len().min(200)) as u32).to_be_bytes());
+        let _ = read_all(&file);
+    }
+}
+
+#[test]
+fn the_largest_table_round_trips_under_the_cap() {
+    let mut c = Catalog::builtin();
+    let long = |prefix: &str, i: usize| format!("{prefix}{i:0>60}");
+    let desc = "d".repeat(256);
+    let mut class = 0;
+    while c.classes().len() < 256 {
+        let room = 4096 - c.event_count();
+        let left = 256 - c.classes().len();
+        let n = (room / left).max(1);
+        let mut spec = ClassSpec::new(long("cls", class), desc.clone());
+        for e in 0..n {
+            spec = spec.event(
+                long("evt", e),
+                desc.clone(),
+                &[&long("a", 0), &long("b", 1)],
+            );
+        }
+        c.define(spec).unwrap();
+        class += 1;
+    }
+    assert_eq!(c.classes().len(), 256);
+    let header = TraceHeader::new(c, &Clock::manual(&ManualClock::new(0)))
+        .with_host(&"h".repeat(255))
+        .unwrap();
+    let bytes = header.to_bytes();
+    assert!(bytes.len() <= qtrace::wire::header::MAX_HEADER_LEN);
+    let (back, _) = TraceHeader::decode(&bytes).unwrap();
+    assert_eq!(back, header);
+}
+
+fn dgram_err(bytes: &[u8]) -> WireError {
+    DatagramView::new_checked(bytes).unwrap_err()
+}
+
+#[test]
+fn bad_catalog_datagrams_are_typed_errors() {
+    let header_bytes = example_header().to_bytes();
+    let mut buf = [0u8; 100];
+    let (len, n) = datagram::encode_catalog_fragment(&mut buf, 1, 2, 3, &header_bytes, 0).unwrap();
+    assert_eq!((len, n), (100, 60));
+    let good = buf[..len].to_vec();
+    assert!(DatagramView::new_checked(&good[..]).is_ok());
+    for cut in 0..len {
+        assert!(dgram_err(&good[..cut]).is_truncated(), "cut {cut}");
+    }
+    // A catalog claiming 4 GiB.
+    let mut big = good.clone();
+    big[32..36].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        dgram_err(&big),
+        WireError::TooLarge { offset: 32, .. }
+    ));
+    // A fragment past the catalog's end.
+    let mut past = good.clone();
+    past[36..40].copy_from_slice(&150u32.to_be_bytes());
+    assert!(matches!(
+        dgram_err(&past),
+        WireError::Invalid { offset: 36, .. }
+    ));
+    // An empty fragment.
+    let mut empty = good[..40].to_vec();
+    empty[12..14].copy_from_slice(&[0, 0]);
+    assert!(matches!(
+        dgram_err(&empty),
+        WireError::Invalid { offset: 36, .. }
+    ));
+    // A count claiming more bytes than arrived, and fewer.
+    let mut more = good.clone();
+    more[13] = 61;
+    assert!(dgram_err(&more).is_truncated());
+    let mut fewer = good.clone();
+    fewer[13] = 59;
+    assert!(matches!(
+        dgram_err(&fewer),
+        WireError::Invalid { offset: 99, .. }
+    ));
+    // Larger than any UDP payload.
+    let mut huge = vec![0u8; datagram::MAX_DATAGRAM_LEN + 1];
+    huge[..32].copy_from_slice(&good[..32]);
+    assert!(matches!(
+        dgram_err(&huge),
+        WireError::TooLarge { offset: 0, .. }
+    ));
+    // Buffers too small to encode into.
+    let mut tiny = [0u8; 63];
+    assert!(datagram::encode_events(&mut tiny, 0, 0, 0, &example_events()).is_err());
+    assert!(datagram::encode_catalog_fragment(&mut tiny, 0, 0, 0, &header_bytes, 0).is_err());
+    assert!(datagram::encode_catalog_fragment(
+        &mut buf,
+        0,
+        0,
+        0,
+        &header_bytes,
+        header_bytes.len()
+    )
+    .is_err());
+}
+
+#[test]
+fn read_trace_stops_when_asked_and_reports_damage_after_the_good_events() {
+    use qtrace::reader::read_trace;
+    use std::ops::ControlFlow;
+    let dir = std::env::temp_dir().join(format!("qtrace-read-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.qtr");
+    let mut file = example_file();
+    std::fs::write(&path, &file).unwrap();
+    let mut seen = Vec::new();
+    let n = read_trace(&path, |e| {
+        seen.push(*e);
+        ControlFlow::Break(())
+    })
+    .unwrap();
+    assert_eq!((n, seen.as_slice()), (1, &example_events()[..1]));
+    file.truncate(file.len() - 1);
+    std::fs::write(&path, &file).unwrap();
+    let mut seen = Vec::new();
+    let err = read_trace(&path, |e| {
+        seen.push(*e);
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
+    assert_eq!(seen, example_events()[..1]);
+    assert_eq!(err.offset(), 184);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: truncated at byte 184", path.display())),
+        "{err}"
+    );
+    let missing = read_trace(dir.join("missing.qtr"), |_| ControlFlow::Continue(())).unwrap_err();
+    assert!(matches!(missing, ReadError::Open { .. }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

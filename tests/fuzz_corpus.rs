@@ -1,0 +1,123 @@
+//! Builds the fuzzers' seed corpus from real qtrace output: trace files and
+//! datagrams written by the library's own writers. `scripts/fuzz.sh` runs it
+//! with `QTRACE_FUZZ_CORPUS=fuzz/corpus`; without that variable it writes to a
+//! temporary directory. Either way it checks that every seed is valid, so the
+//! fuzzers start from inputs that reach deep into the parsers.
+
+use std::path::{Path, PathBuf};
+
+use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog, ClassSpec};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::queue::QueueHandle;
+use qtrace::reader::TraceReader;
+use qtrace::wire::datagram::{self, DatagramView};
+use qtrace::wire::{TraceHeader, TraceWriter};
+use qtrace::{Event, EventId};
+
+fn out_dir() -> PathBuf {
+    match std::env::var_os("QTRACE_FUZZ_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => std::env::temp_dir().join(format!("qtrace-corpus-{}", std::process::id())),
+    }
+}
+
+fn header(user_classes: bool) -> TraceHeader {
+    let mut catalog = Catalog::builtin();
+    if user_classes {
+        catalog
+            .define(
+                ClassSpec::new("net", "network stack")
+                    .event("rx", "a packet arrived", &["len", "port"])
+                    .event("tx", "a packet left", &["len"]),
+            )
+            .unwrap();
+        catalog
+            .define(ClassSpec::new("gc", "garbage collector").event("pause", "", &[]))
+            .unwrap();
+    }
+    TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_clock("tsc", 1_000_000_000, 1_763_800_000_000_000_000)
+        .unwrap()
+        .with_host("fuzz-seed")
+        .unwrap()
+        .with_process_id(1234)
+        .with_queue(QueueHandle(0), "circular")
+        .unwrap()
+}
+
+/// A small scheduler-like workload, with a loss in the middle.
+fn workload() -> Vec<Event> {
+    let mut v = Vec::new();
+    let mut t = 0;
+    for task in 0..4u64 {
+        for id in [system::CREATE, system::ACTIVATE, system::SCHEDULE] {
+            t += 700;
+            v.push(Event::new(t, id, 0, [task, 0]));
+        }
+    }
+    v.push(Event::new(t + 5, tracer::HOOPS, u32::MAX, [17, 0]));
+    v.push(Event::new(t + 9, lowlevel::INTERRUPT, 1, [14, 0]));
+    v.push(Event::new(t + 11, semaphore::WAIT, 1, [2, 9]));
+    v.push(Event::new(t + 13, user::USER3, 2, [u64::MAX, 1]));
+    v.push(Event::new(t + 17, EventId(0x17), 3, [1500, 443]));
+    v
+}
+
+fn save(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+#[test]
+fn seed_corpus() {
+    let root = out_dir();
+    let reader_dir = root.join("reader");
+    let dgram_dir = root.join("datagram");
+
+    for (name, user, events) in [
+        ("builtin-empty.qtr", false, Vec::new()),
+        ("builtin-workload.qtr", false, workload()),
+        ("user-classes-workload.qtr", true, workload()),
+    ] {
+        let h = header(user);
+        let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+        w.write_events(&events).unwrap();
+        let bytes = w.finish().unwrap();
+        let back: Vec<Event> = TraceReader::new(&bytes[..])
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(back, events);
+        save(&reader_dir, name, &bytes);
+    }
+    let mut file = TraceWriter::new(Vec::new(), &header(true).without_queue()).unwrap();
+    file.write_events(&workload()[..3]).unwrap();
+    let mut bytes = file.finish().unwrap();
+    bytes.truncate(bytes.len() - 7);
+    save(&reader_dir, "truncated.qtr", &bytes);
+
+    let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
+    let events = workload();
+    for (i, chunk) in events.chunks(7).enumerate() {
+        let (len, _) =
+            datagram::encode_events(&mut buf, 42, i as u64, 3 * i as u64, chunk).unwrap();
+        assert!(DatagramView::new_checked(&buf[..len]).is_ok());
+        save(&dgram_dir, &format!("events-{i}.bin"), &buf[..len]);
+    }
+    let header_bytes = header(true).to_bytes();
+    let mut small = [0u8; 300];
+    let mut offset = 0;
+    let mut i = 0;
+    while offset < header_bytes.len() && i < 3 {
+        let (len, n) =
+            datagram::encode_catalog_fragment(&mut small, 42, 100 + i, 0, &header_bytes, offset)
+                .unwrap();
+        assert!(DatagramView::new_checked(&small[..len]).is_ok());
+        save(&dgram_dir, &format!("catalog-{i}.bin"), &small[..len]);
+        offset += n;
+        i += 1;
+    }
+    if std::env::var_os("QTRACE_FUZZ_CORPUS").is_none() {
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
