@@ -98,6 +98,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         summary.events() as f64 / elapsed.as_secs_f64(),
         summary.events() + summary.sender_dropped()
     );
-    println!("\nread it with:\n  cargo run --release -- dump {}", out.display());
+    println!(
+        "\nread it with:\n  cargo run --release -- dump {}",
+        out.display()
+    );
     Ok(())
 }
