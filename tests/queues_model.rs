@@ -159,7 +159,7 @@ fn run(queue: AnyQueue, mut model: Model, ops: Vec<Op>, ctx: qtrace::queue::Queu
                 let (header, saved) = read_trace(&file);
                 assert_eq!(header.queue().map(|(h, _)| h.0), Some(HANDLE));
                 assert_eq!(saved, model.save());
-                assert_eq!(queue.status().files, [file.clone()]);
+                assert_eq!(queue.status().files, std::slice::from_ref(&file));
             }
             Op::Shutdown => {}
         }

@@ -124,14 +124,16 @@ pub struct BadCapacity {
     pub below: usize,
     /// The nearest valid capacity above it (0 if none).
     pub above: usize,
+    /// The smallest valid capacity.
+    pub min: usize,
 }
 
 impl std::fmt::Display for BadCapacity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "capacity {} is not a power of two between 1 and 2^32",
-            self.requested
+            "capacity {} is not a power of two between {} and 2^32",
+            self.requested, self.min
         )?;
         match (self.below, self.above) {
             (0, 0) => Ok(()),
@@ -145,20 +147,27 @@ impl std::fmt::Display for BadCapacity {
 /// The largest ring capacity (2^32 slots, 256 GiB: far beyond any real use).
 pub const MAX_CAPACITY: usize = 1 << 32;
 
-/// Checks that `capacity` is a power of two in `1..=MAX_CAPACITY`.
+/// Checks that `capacity` is a power of two in `1..=MAX_CAPACITY` (the
+/// capacities of an [`OverwriteRing`]).
 pub fn check_capacity(capacity: usize) -> Result<(), BadCapacity> {
-    if capacity.is_power_of_two() && capacity <= MAX_CAPACITY {
+    check_capacity_from(capacity, 1)
+}
+
+/// Checks that `capacity` is a power of two in `min..=MAX_CAPACITY`.
+pub fn check_capacity_from(capacity: usize, min: usize) -> Result<(), BadCapacity> {
+    debug_assert!(min.is_power_of_two());
+    if capacity.is_power_of_two() && (min..=MAX_CAPACITY).contains(&capacity) {
         return Ok(());
     }
-    let below = if capacity == 0 {
+    let below = if capacity < min {
         0
     } else if capacity > MAX_CAPACITY {
         MAX_CAPACITY
     } else {
         1 << (usize::BITS - 1 - capacity.leading_zeros())
     };
-    let above = if capacity == 0 {
-        1
+    let above = if capacity < min {
+        min
     } else if capacity >= MAX_CAPACITY {
         0
     } else {
@@ -168,6 +177,7 @@ pub fn check_capacity(capacity: usize) -> Result<(), BadCapacity> {
         requested: capacity,
         below,
         above,
+        min,
     })
 }
 
@@ -303,10 +313,13 @@ impl OverwriteRing {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
+            // Acquire: the previous record's stores (released by its commit,
+            // or by the reader that consumed it) happen before ours, so they
+            // can never land after them.
             match slot.seq.compare_exchange_weak(
                 cur,
                 seq_of(ticket, BUSY),
-                Ordering::Relaxed,
+                Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => break,
@@ -364,7 +377,8 @@ impl OverwriteRing {
         fence(Ordering::Acquire);
         let unchanged = if consume {
             slot.seq
-                .compare_exchange(s1, s1 | CONSUMED, Ordering::Relaxed, Ordering::Relaxed)
+                // Release: our copies happen before the next writer's stores.
+                .compare_exchange(s1, s1 | CONSUMED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         } else {
             slot.seq.load(Ordering::Relaxed) == s1
@@ -486,9 +500,10 @@ pub struct DropRing {
 }
 
 impl DropRing {
-    /// A ring of `capacity` slots (a power of two).
+    /// A ring of `capacity` slots: a power of two, at least 2 (with one slot
+    /// a published record and a freed slot would look the same).
     pub fn new(capacity: usize) -> Result<Self, BadCapacity> {
-        check_capacity(capacity)?;
+        check_capacity_from(capacity, 2)?;
         Ok(DropRing {
             tail: Padded(AtomicU64::new(0)),
             head: Padded(AtomicU64::new(0)),
@@ -675,9 +690,15 @@ mod tests {
             Err(BadCapacity {
                 requested: 1000,
                 below: 512,
-                above: 1024
+                above: 1024,
+                min: 1
             })
         );
+        assert_eq!(
+            DropRing::new(1).unwrap_err().to_string(),
+            "capacity 1 is not a power of two between 2 and 2^32; use 2"
+        );
+        assert!(DropRing::new(2).is_ok());
         assert_eq!(check_capacity(0).unwrap_err().above, 1);
         assert_eq!(
             check_capacity(1000).unwrap_err().to_string(),
@@ -908,7 +929,7 @@ mod loom_tests {
     #[test]
     fn loom_drop_ring_wraps() {
         loom::model(|| {
-            let ring = Arc::new(DropRing::new(1).unwrap());
+            let ring = Arc::new(DropRing::new(2).unwrap());
             let p = {
                 let ring = Arc::clone(&ring);
                 thread::spawn(move || (0..3).filter(|&s| ring.push(&ev(1, s))).count() as u64)
@@ -934,8 +955,17 @@ mod loom_tests {
 
     #[test]
     fn loom_overwrite_two_producers_wrap_and_snapshot() {
-        loom::model(|| {
-            let ring = Arc::new(OverwriteRing::new(2).unwrap());
+        overwrite_model(2);
+    }
+
+    #[test]
+    fn loom_overwrite_single_slot() {
+        overwrite_model(1);
+    }
+
+    fn overwrite_model(capacity: usize) {
+        loom::model(move || {
+            let ring = Arc::new(OverwriteRing::new(capacity).unwrap());
             let producers: Vec<_> = (0..2u64)
                 .map(|t| {
                     let ring = Arc::clone(&ring);
@@ -971,7 +1001,7 @@ mod loom_tests {
             assert_eq!(c.delivered, got.len() as u64);
             assert_eq!(c.accepted, c.delivered + c.overwritten + c.queued);
             assert_eq!(c.queued, 0);
-            assert!(got.len() <= 2);
+            assert!(got.len() <= capacity);
         });
     }
 }
