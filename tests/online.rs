@@ -74,8 +74,9 @@ fn drain_keeping_up_loses_nothing_over_ten_times_the_queue() {
             .with_output_dir(&dir)
             .with_clock(Clock::manual(&clock)),
     );
-    // The period is an hour: only the high-water wake-up (40 % of 1024)
-    // can drain the queue in time, so this also pins the early wake-up.
+    // The period is an hour: only the high-water wake-up (40 % of 1024 =
+    // 409 events) can drain the queue in time, so this also pins the early
+    // wake-up. Each burst fills the queue exactly to the mark.
     let q = tracer
         .create_queue::<Online>(
             OnlineParams::default()
@@ -84,21 +85,36 @@ fn drain_keeping_up_loses_nothing_over_ten_times_the_queue() {
                 .with_high_water_percent(40),
         )
         .unwrap();
+    assert_eq!(
+        tracer
+            .queue(q)
+            .unwrap()
+            .as_online()
+            .unwrap()
+            .high_water_mark(),
+        409
+    );
     tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    let total = 20 * 1024 / N;
-    let burst = 512;
+    let burst = 409;
+    let bursts = (26 / N).max(1);
+    let total = burst * bursts;
     let mut logged = 0;
-    while logged < total {
-        for _ in 0..burst.min(total - logged) {
+    for b in 0..bursts {
+        for _ in 0..burst {
             clock.advance(10);
             tracer.log_event(user::USER0, [logged, 0]);
             logged += 1;
+        }
+        if b == 0 {
+            // The first burst waits for phase 2; the task's first round
+            // (at start) writes it.
+            tracer.activate().unwrap();
         }
         wait_until("the burst is written", Duration::from_secs(30), || {
             tracer.counters(q).unwrap().queued == 0
         });
     }
+    assert!(total >= 10 * 1024 / N);
     let report = tracer.shutdown().unwrap();
     let c = report.queues[0].counters;
     assert_eq!(
@@ -107,7 +123,7 @@ fn drain_keeping_up_loses_nothing_over_ten_times_the_queue() {
     );
     assert!(report.is_clean(), "{report:?}");
     let path = dir.join("queue0-online.qtr");
-    assert_eq!(report.queues[0].status.files, [path.clone()]);
+    assert_eq!(report.queues[0].status.files, std::slice::from_ref(&path));
     let (header, events) = read_trace(&path);
     assert_eq!(
         header.queue().map(|(h, t)| (h.0, t.to_string())),
@@ -207,7 +223,7 @@ struct Flaky {
 impl Write for Flaky {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.full.load(Ordering::SeqCst) {
-            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"));
+            return Err(io::Error::other("no space left on device"));
         }
         self.data.lock().unwrap().extend_from_slice(buf);
         Ok(buf.len())
