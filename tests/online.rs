@@ -387,3 +387,28 @@ fn events_logged_before_phase_2_and_a_queue_never_activated_are_written() {
     assert_eq!(events.last().unwrap().id, HOOPS);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_drain_task_never_logs_into_the_queue_it_drains() {
+    // Every class, the tracer's own included, goes to the online queue; the
+    // task runs every millisecond; nobody logs. Nothing may appear.
+    let dir = temp_dir("selftrace");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(64)
+                .with_period(Duration::from_millis(1)),
+        )
+        .unwrap();
+    for class in tracer.catalog().classes() {
+        tracer.assign_class(class.id, q).unwrap();
+    }
+    tracer.activate().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(report.queues[0].counters, qtrace::QueueCounters::default());
+    let (_, events) = read_trace(&dir.join("queue0-online.qtr"));
+    assert!(events.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

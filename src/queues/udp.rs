@@ -25,7 +25,7 @@
 //! use qtrace::receiver::{Receiver, RunLimit};
 //! use std::time::Duration;
 //!
-//! let receiver = Receiver::bind("127.0.0.1:0".parse().unwrap())?;
+//! let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap())?;
 //! let tracer = qtrace::Tracer::new();
 //! let q = tracer.create_queue::<Udp>(
 //!     UdpParams::to(receiver.local_addr())
