@@ -10,6 +10,9 @@
 //!   127.0.0.1 that spools to a file; the producer never runs more than
 //!   16384 events ahead of the receiver, so nothing is lost (checked on
 //!   every iteration). Time: first event logged to last event received.
+//!   Datagrams of 1472 bytes (45 records, the Ethernet default).
+//! - `streams/udp_loopback_jumbo`: the same with 8972-byte datagrams (279
+//!   records, a 9000-byte jumbo-frame MTU).
 //! - `streams/online_drain`: 262144 events are logged into a circular-online
 //!   queue before phase 2; the time from activation until the drain task has
 //!   written them all to the file is the drain's speed (32 bytes a record).
@@ -36,7 +39,7 @@ fn out_dir() -> std::path::PathBuf {
     d
 }
 
-fn udp_once(events: u64) -> Duration {
+fn udp_once(events: u64, max_datagram_len: usize) -> Duration {
     let receiver = Receiver::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
     let addr = receiver.local_addr();
     let progress = receiver.progress();
@@ -56,7 +59,8 @@ fn udp_once(events: u64) -> Duration {
                 .with_capacity(1 << 16)
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_high_water_percent(12),
+                .with_high_water_percent(12)
+                .with_max_datagram_len(max_datagram_len),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -147,7 +151,10 @@ fn streams(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(UDP_EVENTS));
     g.bench_function("udp_loopback", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| udp_once(UDP_EVENTS)).sum())
+        b.iter_custom(|iters| (0..iters).map(|_| udp_once(UDP_EVENTS, 1472)).sum())
+    });
+    g.bench_function("udp_loopback_jumbo", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| udp_once(UDP_EVENTS, 8972)).sum())
     });
     g.throughput(Throughput::Bytes(DRAIN_EVENTS * 32));
     g.bench_function("online_drain", |b| {

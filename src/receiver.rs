@@ -58,7 +58,9 @@ use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
-use crate::wire::datagram::{CatalogAssembler, DatagramKind, DatagramView, MAX_DATAGRAM_LEN};
+use crate::wire::datagram::{
+    CatalogAssembler, DatagramKind, DatagramView, HEADER_LEN, MAX_DATAGRAM_LEN,
+};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
@@ -351,6 +353,29 @@ impl Progress {
     }
 }
 
+/// Where the core's records go: decoded events, or raw big-endian records
+/// straight from a datagram (so a file writer copies them without decoding).
+trait Sink {
+    fn event(&mut self, e: &Event);
+    fn records(&mut self, raw: &[u8]);
+}
+
+/// A sink that hands every record to a closure as an [`Event`].
+struct EachEvent<'a>(&'a mut dyn FnMut(&Event));
+
+impl Sink for EachEvent<'_> {
+    fn event(&mut self, e: &Event) {
+        (self.0)(e)
+    }
+    fn records(&mut self, raw: &[u8]) {
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if let Ok(rec) = <&[u8; RECORD_LEN]>::try_from(c) {
+                (self.0)(&record::parse(rec));
+            }
+        }
+    }
+}
+
 /// The receiver's logic without a socket: feed it datagrams with
 /// [`ReceiverCore::handle`], collect the records it hands out.
 #[derive(Debug)]
@@ -380,6 +405,10 @@ impl ReceiverCore {
     /// Handles one datagram from `from`; every record to write (events, and
     /// hoops records where losses are detected) goes to `out`, in order.
     pub fn handle(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn FnMut(&Event)) {
+        self.handle_into(from, bytes, &mut EachEvent(out))
+    }
+
+    fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
         let view = match DatagramView::new_checked(bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -436,10 +465,15 @@ impl ReceiverCore {
             DatagramKind::Events => {
                 let n = view.record_count() as u64;
                 s.max_records = s.max_records.max(n);
-                for e in view.events() {
-                    s.last_time = s.last_time.max(e.time);
-                    out(&e);
+                // The view checked the length: exactly `n` records follow
+                // the header. They go on as they are (big-endian records).
+                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
+                for c in raw.chunks_exact(RECORD_LEN) {
+                    let mut t = [0u8; 8];
+                    t.copy_from_slice(&c[..8]);
+                    s.last_time = s.last_time.max(u64::from_be_bytes(t));
                 }
+                out.records(raw);
                 s.events += n;
                 self.progress.events.fetch_add(n, Ordering::Relaxed);
             }
@@ -463,11 +497,11 @@ impl ReceiverCore {
             self.progress
                 .sender_dropped
                 .fetch_add(new, Ordering::Relaxed);
-            out(&s.hoops(new, 0));
+            out.event(&s.hoops(new, 0));
         }
         if matches!(verdict, Verdict::InOrder { .. }) {
             if let Some(h) = s.lost_hoops(false) {
-                out(&h);
+                out.event(&h);
             }
         }
     }
@@ -475,9 +509,13 @@ impl ReceiverCore {
     /// Ends every sender's stream: datagrams still missing are lost (their
     /// hoops records go to `out`).
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
+        self.finish_into(&mut EachEvent(out))
+    }
+
+    fn finish_into(&mut self, out: &mut dyn Sink) {
         for s in &mut self.senders {
             if let Some(h) = s.lost_hoops(true) {
-                out(&h);
+                out.event(&h);
             }
         }
     }
@@ -613,6 +651,10 @@ impl Receiver {
         limit: RunLimit,
         out: &mut dyn FnMut(&Event),
     ) -> Result<ReceiverSummary, Error> {
+        self.run_into(limit, &mut EachEvent(out))
+    }
+
+    fn run_into(&mut self, limit: RunLimit, out: &mut dyn Sink) -> Result<ReceiverSummary, Error> {
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
         loop {
@@ -629,7 +671,7 @@ impl Receiver {
                 break;
             }
             match self.socket.recv_from(&mut buf) {
-                Ok((n, from)) => self.core.handle(from, &buf[..n], out),
+                Ok((n, from)) => self.core.handle_into(from, &buf[..n], out),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -648,7 +690,7 @@ impl Receiver {
                 }
             }
         }
-        self.core.finish(out);
+        self.core.finish_into(out);
         let mut summary = self.core.summary();
         summary.elapsed = start.elapsed();
         Ok(summary)
@@ -672,21 +714,17 @@ impl Receiver {
         part_name.push(".part");
         let part = PathBuf::from(part_name);
         let file = File::create(&part).map_err(|e| Error::io("create spool file", &part, e))?;
-        let mut spool = BufWriter::with_capacity(1 << 16, file);
-        let mut records = 0u64;
-        let mut failure: Option<io::Error> = None;
-        let mut out = |e: &Event| {
-            if failure.is_some() {
-                return;
-            }
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(e, &mut rec);
-            match spool.write_all(&rec) {
-                Ok(()) => records += 1,
-                Err(err) => failure = Some(err),
-            }
+        let mut out = Spool {
+            file: BufWriter::with_capacity(1 << 16, file),
+            records: 0,
+            failure: None,
         };
-        let mut summary = self.run_with(limit, &mut out)?;
+        let mut summary = self.run_into(limit, &mut out)?;
+        let Spool {
+            file: mut spool,
+            records,
+            failure,
+        } = out;
         if let Some(e) = failure {
             return Err(Error::io("write spool file", &part, e));
         }
@@ -715,5 +753,29 @@ impl Receiver {
         summary.records_written = records;
         summary.file = Some(path.to_path_buf());
         Ok(summary)
+    }
+}
+
+/// Records spooled to a file as they arrive.
+struct Spool {
+    file: BufWriter<File>,
+    records: u64,
+    failure: Option<io::Error>,
+}
+
+impl Sink for Spool {
+    fn event(&mut self, e: &Event) {
+        let mut rec = [0u8; RECORD_LEN];
+        record::emit(e, &mut rec);
+        self.records(&rec);
+    }
+    fn records(&mut self, raw: &[u8]) {
+        if self.failure.is_some() {
+            return;
+        }
+        match self.file.write_all(raw) {
+            Ok(()) => self.records += (raw.len() / RECORD_LEN) as u64,
+            Err(e) => self.failure = Some(e),
+        }
     }
 }

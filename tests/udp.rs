@@ -303,3 +303,75 @@ fn bad_udp_parameters_are_typed_errors() {
         assert!(matches!(e, qtrace::Error::InvalidParameter { .. }), "{e}");
     }
 }
+
+#[test]
+fn two_senders_at_once_are_kept_apart_and_in_order() {
+    let per_sender = 20_000 / SCALE;
+    let path = out_file("two");
+    let (addr, progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(2 * per_sender).or_after(Duration::from_secs(60)),
+    );
+    let senders: Vec<_> = (0..2u64)
+        .map(|s| {
+            thread::spawn({
+                let progress = std::sync::Arc::clone(&progress);
+                move || {
+                    let tracer = Tracer::new();
+                    let q = tracer
+                        .create_queue::<Udp>(
+                            UdpParams::to(addr)
+                                .with_capacity(1 << 14)
+                                .with_period(Duration::from_millis(1))
+                                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                                .with_sender_id(100 + s as u32),
+                        )
+                        .unwrap();
+                    tracer.assign_class(user::CLASS, q).unwrap();
+                    tracer.activate().unwrap();
+                    for i in 0..per_sender {
+                        if i % 1024 == 0 {
+                            wait_until("the receiver catches up", Duration::from_secs(60), || {
+                                progress.events() + 8192 >= 2 * i
+                            });
+                        }
+                        tracer.log_event(user::USER0, [s, i]);
+                    }
+                    tracer.shutdown().unwrap().queues[0].counters
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        let c = s.join().unwrap();
+        assert_eq!((c.accepted, c.dropped), (per_sender, 0));
+    }
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.senders.len(), 2);
+    let mut ids: Vec<u32> = summary.senders.iter().map(|s| s.sender).collect();
+    ids.sort();
+    assert_eq!(ids, [100, 101]);
+    for s in &summary.senders {
+        assert_eq!(
+            (s.events, s.lost_datagrams, s.sender_dropped),
+            (per_sender, 0, 0)
+        );
+    }
+    let (header, events) = read_trace(&path);
+    // Two senders: the merged file is not tied to one queue.
+    assert_eq!(header.queue(), None);
+    for s in 0..2 {
+        let mine: Vec<u64> = events
+            .iter()
+            .filter(|e| e.args[0] == s)
+            .map(|e| e.args[1])
+            .collect();
+        assert_eq!(
+            mine,
+            (0..per_sender).collect::<Vec<_>>(),
+            "sender {s} in order"
+        );
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
