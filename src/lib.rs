@@ -15,6 +15,10 @@
 //! - Initialisation has [two phases](init); logging ([`Tracer::log_event`]) never
 //!   blocks and never allocates, and a masked-out event costs one relaxed load
 //!   and a branch.
+//! - Trace files describe themselves (clock, host, the class and event table);
+//!   their byte layout and the UDP datagram's are specified in FORMAT.md and
+//!   implemented in [`wire`]; the [`reader`] reads them back, and
+//!   `qtrace dump` / `qtrace stats` show them.
 //!
 //! ```
 //! use qtrace::classes::{system, user, ClassSpec};

@@ -494,3 +494,138 @@ proptest! {
         let _ = read_all(&file);
     }
 }
+
+#[test]
+fn the_largest_table_round_trips_under_the_cap() {
+    let mut c = Catalog::builtin();
+    let long = |prefix: &str, i: usize| format!("{prefix}{i:0>60}");
+    let desc = "d".repeat(256);
+    let mut class = 0;
+    while c.classes().len() < 256 {
+        let room = 4096 - c.event_count();
+        let left = 256 - c.classes().len();
+        let n = (room / left).max(1);
+        let mut spec = ClassSpec::new(long("cls", class), desc.clone());
+        for e in 0..n {
+            spec = spec.event(
+                long("evt", e),
+                desc.clone(),
+                &[&long("a", 0), &long("b", 1)],
+            );
+        }
+        c.define(spec).unwrap();
+        class += 1;
+    }
+    assert_eq!(c.classes().len(), 256);
+    let header = TraceHeader::new(c, &Clock::manual(&ManualClock::new(0)))
+        .with_host(&"h".repeat(255))
+        .unwrap();
+    let bytes = header.to_bytes();
+    assert!(bytes.len() <= qtrace::wire::header::MAX_HEADER_LEN);
+    let (back, _) = TraceHeader::decode(&bytes).unwrap();
+    assert_eq!(back, header);
+}
+
+fn dgram_err(bytes: &[u8]) -> WireError {
+    DatagramView::new_checked(bytes).unwrap_err()
+}
+
+#[test]
+fn bad_catalog_datagrams_are_typed_errors() {
+    let header_bytes = example_header().to_bytes();
+    let mut buf = [0u8; 100];
+    let (len, n) = datagram::encode_catalog_fragment(&mut buf, 1, 2, 3, &header_bytes, 0).unwrap();
+    assert_eq!((len, n), (100, 60));
+    let good = buf[..len].to_vec();
+    assert!(DatagramView::new_checked(&good[..]).is_ok());
+    for cut in 0..len {
+        assert!(dgram_err(&good[..cut]).is_truncated(), "cut {cut}");
+    }
+    // A catalog claiming 4 GiB.
+    let mut big = good.clone();
+    big[32..36].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        dgram_err(&big),
+        WireError::TooLarge { offset: 32, .. }
+    ));
+    // A fragment past the catalog's end.
+    let mut past = good.clone();
+    past[36..40].copy_from_slice(&150u32.to_be_bytes());
+    assert!(matches!(
+        dgram_err(&past),
+        WireError::Invalid { offset: 36, .. }
+    ));
+    // An empty fragment.
+    let mut empty = good[..40].to_vec();
+    empty[12..14].copy_from_slice(&[0, 0]);
+    assert!(matches!(
+        dgram_err(&empty),
+        WireError::Invalid { offset: 36, .. }
+    ));
+    // A count claiming more bytes than arrived, and fewer.
+    let mut more = good.clone();
+    more[13] = 61;
+    assert!(dgram_err(&more).is_truncated());
+    let mut fewer = good.clone();
+    fewer[13] = 59;
+    assert!(matches!(
+        dgram_err(&fewer),
+        WireError::Invalid { offset: 99, .. }
+    ));
+    // Larger than any UDP payload.
+    let mut huge = vec![0u8; datagram::MAX_DATAGRAM_LEN + 1];
+    huge[..32].copy_from_slice(&good[..32]);
+    assert!(matches!(
+        dgram_err(&huge),
+        WireError::TooLarge { offset: 0, .. }
+    ));
+    // Buffers too small to encode into.
+    let mut tiny = [0u8; 63];
+    assert!(datagram::encode_events(&mut tiny, 0, 0, 0, &example_events()).is_err());
+    assert!(datagram::encode_catalog_fragment(&mut tiny, 0, 0, 0, &header_bytes, 0).is_err());
+    assert!(datagram::encode_catalog_fragment(
+        &mut buf,
+        0,
+        0,
+        0,
+        &header_bytes,
+        header_bytes.len()
+    )
+    .is_err());
+}
+
+#[test]
+fn read_trace_stops_when_asked_and_reports_damage_after_the_good_events() {
+    use qtrace::reader::read_trace;
+    use std::ops::ControlFlow;
+    let dir = std::env::temp_dir().join(format!("qtrace-read-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.qtr");
+    let mut file = example_file();
+    std::fs::write(&path, &file).unwrap();
+    let mut seen = Vec::new();
+    let n = read_trace(&path, |e| {
+        seen.push(*e);
+        ControlFlow::Break(())
+    })
+    .unwrap();
+    assert_eq!((n, seen.as_slice()), (1, &example_events()[..1]));
+    file.truncate(file.len() - 1);
+    std::fs::write(&path, &file).unwrap();
+    let mut seen = Vec::new();
+    let err = read_trace(&path, |e| {
+        seen.push(*e);
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
+    assert_eq!(seen, example_events()[..1]);
+    assert_eq!(err.offset(), 184);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: truncated at byte 184", path.display())),
+        "{err}"
+    );
+    let missing = read_trace(dir.join("missing.qtr"), |_| ControlFlow::Continue(())).unwrap_err();
+    assert!(matches!(missing, ReadError::Open { .. }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -18,7 +18,7 @@
 //! An events datagram is exactly `32 + 32 × count` bytes. A catalog datagram
 //! is `32 + 8 + count` bytes: `u32 total | u32 offset | count bytes`, the bytes
 //! `offset..offset + count` of the sender's encoded
-//! [`TraceHeader`](super::TraceHeader) of `total` bytes.
+//! [`TraceHeader`] of `total` bytes.
 //!
 //! Encoding writes into a caller's buffer (no allocation per datagram):
 //!
@@ -491,7 +491,7 @@ pub fn encode_catalog_fragment(
 /// Reassembles a sender's trace header from catalog datagrams sent in order
 /// (offset 0, then each next offset). A fragment that does not continue the
 /// current one restarts at offset 0 or is ignored, so memory stays at most
-/// [`MAX_HEADER_LEN`](super::header::MAX_HEADER_LEN) bytes per sender.
+/// [`MAX_HEADER_LEN`] bytes per sender.
 #[derive(Debug, Default)]
 pub struct CatalogAssembler {
     buf: Vec<u8>,

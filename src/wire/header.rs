@@ -43,6 +43,12 @@ pub const FIXED_LEN: usize = 44;
 /// The largest header a reader accepts (a larger claim is corrupt, not an
 /// allocation).
 pub const MAX_HEADER_LEN: usize = 4 << 20;
+// The largest header qtrace can write fits under the cap readers enforce.
+const _: () = assert!(
+    FIXED_LEN + 3 * 2 + MAX_NAME_LEN * 2 + MAX_HOST_LEN + catalog::MAX_CATALOG_LEN + 8
+        <= MAX_HEADER_LEN
+);
+
 /// The queue-handle value meaning "no queue".
 pub const NO_QUEUE: u16 = 0xffff;
 /// Longest host name carried.
