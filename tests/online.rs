@@ -337,6 +337,12 @@ fn unwritable_files_are_typed_errors_at_activation() {
     let e = tracer.activate().unwrap_err();
     assert!(matches!(e, qtrace::Error::Io { .. }), "{e}");
     assert!(e.to_string().contains("t.qtr"), "{e}");
+    // Fix the cause and run phase 2 again: the queue starts.
+    std::fs::remove_file(&blocker).unwrap();
+    tracer.activate().unwrap();
+    let report = tracer.shutdown().unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert!(blocker.join("t.qtr").exists());
     #[cfg(target_os = "linux")]
     {
         // A disk that is always full.

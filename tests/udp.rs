@@ -375,3 +375,46 @@ fn two_senders_at_once_are_kept_apart_and_in_order() {
     }
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
+
+#[test]
+fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
+    let path = out_file("limit");
+    let (addr, _progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(450).or_after(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(1024)
+                .with_period(Duration::from_secs(3600))
+                .with_high_water_percent(100)
+                .with_datagrams_per_period(DatagramsPerPeriod::Limit(2)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..450 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    tracer.activate().unwrap();
+    let udp = || tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    wait_until("the first round", Duration::from_secs(30), || {
+        udp().event_datagrams == 2
+    });
+    thread::sleep(Duration::from_millis(50));
+    // One round (at start), two datagrams of 45 records, plus the catalog.
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (2, 90));
+    assert!(s.catalog_datagrams >= 1);
+    assert_eq!(tracer.counters(q).unwrap().queued, 360);
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(report.queues[0].counters.delivered, 450);
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (10, 450));
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.events(), 450);
+    assert_eq!(summary.senders[0].datagrams, 10 + s.catalog_datagrams);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}

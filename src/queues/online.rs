@@ -305,7 +305,22 @@ impl Queue for OnlineQueue {
                 return Ok(());
             }
         };
-        let drainer = self.open(target, ctx)?;
+        // If opening fails, a later phase 2 may try again (a file target is
+        // kept; a writer that failed is gone).
+        let retry = match &target {
+            Target::Default => Some(Target::Default),
+            Target::File(p) => Some(Target::File(p.clone())),
+            Target::Writer(_) => None,
+        };
+        let drainer = match self.open(target, ctx) {
+            Ok(d) => d,
+            Err(e) => {
+                if let Some(t) = retry {
+                    *state = State::Created(t);
+                }
+                return Err(e);
+            }
+        };
         let task = Task::spawn(
             format!("qtrace-online-q{}", ctx.handle),
             self.period,
