@@ -20,7 +20,8 @@ pub(crate) enum SendOutcome {
     /// Handed to the network after the kernel reported that an earlier
     /// datagram was refused (nobody listening at the remote address).
     SentAfterRefusal,
-    /// Refused twice in a row: the receiver is absent; the datagram is gone.
+    /// Refused twice in a row (a second refusal arrived meanwhile): the
+    /// datagram was not sent.
     Refused,
     /// The kernel could not take it now (buffer full, interface down):
     /// keep it and try again later.

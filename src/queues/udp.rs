@@ -458,13 +458,14 @@ impl Streamer {
                 true
             }
             SendOutcome::Refused => {
-                // Nobody listens: the datagram is gone; keep streaming.
+                // Refused twice in a row: this one was not sent either. Keep
+                // it for the next round; the stream never waits for it.
                 stats.refused.fetch_add(2, Ordering::Relaxed);
                 self.note(format!(
                     "{} refused datagrams (port unreachable): is a receiver listening there?",
                     self.socket.remote_addr()
                 ));
-                true
+                false
             }
             SendOutcome::Failed(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 stats.would_block.fetch_add(1, Ordering::Relaxed);
