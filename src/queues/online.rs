@@ -4,9 +4,12 @@
 //!
 //! - **Policy**: when the queue is full, new events are dropped until the task
 //!   has made room (the S.Ha.R.K. policy); every drop is counted, and the task
-//!   writes a hoops record (`args = [lost, queue]`) into the file right after
-//!   the last event that preceded the loss, so a reader sees where events are
-//!   missing and how many.
+//!   writes a hoops record (`args = [lost, queue]`) into the file after the
+//!   events that were in the queue when the loss was counted, so a reader
+//!   sees where events are missing and how many. With one producer the place
+//!   is exact; with several, a drop counted while the task was draining may
+//!   be marked after a few events that followed it, never before the events
+//!   that preceded it.
 //! - **Task**: one thread per queue, run every `period` (500 ms) and woken
 //!   early when the queue reaches its high-water mark (80 %, as QNX). It has
 //!   its own stop flag, never blocks producers, and never logs events itself,
