@@ -21,8 +21,9 @@
 //! - *Sender drops*: when a datagram reports more drops than any before it
 //!   from its sender, a hoops record with the difference (`args = [lost,
 //!   queue]`, the sender's queue handle from its header, or `0xffff` if not yet
-//!   known) follows that datagram's events: the sender reads its drop count
-//!   before it takes the events out of its queue, so the drops came after them.
+//!   known) follows that datagram's events: the UDP queue reports drops in
+//!   the datagram that carries the last event queued before them, so the
+//!   record is never placed before an event that preceded the loss.
 //! - *Lost datagrams*: a datagram is lost for good when it has not arrived by
 //!   the time the sender is [`sequence::WINDOW`] datagrams further (or when the
 //!   receiver stops). The datagram header does not say how many events a

@@ -200,6 +200,18 @@ fn an_overloaded_sender_reports_its_losses_exactly() {
     assert_eq!(hoops, c.dropped);
     assert_eq!(kept.len() as u64, c.accepted);
     assert!(kept.windows(2).all(|w| w[0] < w[1]), "in order");
+    // Every hoops record comes after the events that preceded its loss: the
+    // losses marked so far never exceed the gaps seen so far.
+    let (mut marked, mut missing, mut prev) = (0u64, 0u64, None::<u64>);
+    for e in &events {
+        if e.id == HOOPS {
+            marked += e.args[0];
+        } else {
+            missing += e.args[0] - prev.map_or(0, |p| p + 1);
+            prev = Some(e.args[0]);
+            assert!(marked <= missing, "a hoops record before its loss");
+        }
+    }
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

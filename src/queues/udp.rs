@@ -331,6 +331,8 @@ impl UdpQueue {
             pending: None,
             sequence: 0,
             sent_dropped: 0,
+            snapshot_left: 0,
+            snapshot_dropped: 0,
             per_round: self.params.datagrams_per_period,
             catalog_interval: self.params.catalog_interval,
             catalog_due: None,
@@ -431,6 +433,10 @@ struct Streamer {
     sequence: u64,
     /// The drop total carried by the last datagram built.
     sent_dropped: u64,
+    /// Events of the current snapshot not yet taken out of the ring.
+    snapshot_left: usize,
+    /// The drop total read when the snapshot was taken.
+    snapshot_dropped: u64,
     per_round: DatagramsPerPeriod,
     catalog_interval: Duration,
     catalog_due: Option<Instant>,
@@ -545,8 +551,20 @@ impl Streamer {
         let ring = &shared.feed.ring;
         let mut sent = 0;
         while sent < limit {
-            // Drops counted now came after the events in the ring now.
-            let dropped = ring.dropped();
+            // Drops counted now came after the events in the ring now: they
+            // are reported by the datagram that carries the last of those
+            // events, so the receiver marks them after it (the snapshot may
+            // span several datagrams and rounds).
+            if self.snapshot_left == 0 {
+                self.snapshot_dropped = ring.dropped();
+                self.snapshot_left = ring.len();
+            }
+            let records = crate::wire::datagram::records_per_datagram(self.buf.len());
+            let dropped = if records >= self.snapshot_left {
+                self.snapshot_dropped
+            } else {
+                self.sent_dropped
+            };
             let mut enc =
                 match EventsEncoder::new(&mut self.buf, self.sender, self.sequence, dropped) {
                     Ok(enc) => enc,
@@ -556,6 +574,7 @@ impl Streamer {
             let n = ring.drain(capacity, |e| {
                 enc.push(e);
             });
+            self.snapshot_left = self.snapshot_left.saturating_sub(n);
             if n == 0 && dropped == self.sent_dropped {
                 return true; // nothing new to say
             }
