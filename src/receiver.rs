@@ -11,7 +11,10 @@
 //!   truncated, come from a newer format version or fail validation are
 //!   counted and skipped; nothing panics.
 //! - **Bounded memory**: at most [`ReceiverConfig::max_senders`] senders are
-//!   tracked (datagrams from more are counted and skipped), each with a
+//!   tracked at once; a new sender takes the place of one that has been quiet
+//!   for [`ReceiverConfig::idle_datagrams`] datagrams (its account is kept,
+//!   up to [`MAX_RETIRED`] of them), otherwise its datagrams are counted and
+//!   skipped. Each tracked sender has a
 //!   fixed-size sequence window and a catalog of at most
 //!   [`ReceiverConfig::max_catalog_len`] bytes; received records go straight
 //!   to disk.
@@ -89,7 +92,14 @@ pub struct ReceiverConfig {
     pub max_catalog_len: usize,
     /// The socket receive buffer asked for (8 MiB; the kernel may cap it).
     pub recv_buffer: usize,
+    /// When every sender slot is taken, a new sender replaces the one quiet
+    /// longest, if it has sent nothing during this many datagrams (100,000).
+    pub idle_datagrams: u64,
 }
+
+/// Accounts of replaced senders kept for the summary; beyond this many,
+/// replaced senders are only counted ([`ReceiverSummary::retired_uncounted`]).
+pub const MAX_RETIRED: usize = 1024;
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
@@ -97,6 +107,7 @@ impl Default for ReceiverConfig {
             max_senders: 16,
             max_catalog_len: 1 << 20,
             recv_buffer: 8 << 20,
+            idle_datagrams: 100_000,
         }
     }
 }
@@ -113,7 +124,8 @@ pub struct InvalidCounts {
     pub unsupported_version: u64,
     /// Any other validation failure (bad kind, bad lengths, bad fragment).
     pub malformed: u64,
-    /// From a sender beyond [`ReceiverConfig::max_senders`].
+    /// From a sender beyond [`ReceiverConfig::max_senders`] while no tracked
+    /// sender was idle long enough to be replaced.
     pub too_many_senders: u64,
 }
 
@@ -167,8 +179,11 @@ impl SenderSummary {
 /// The receiver's account.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReceiverSummary {
-    /// One entry per sender, in order of first appearance.
+    /// One entry per sender: replaced senders first, then the tracked ones,
+    /// each in order of first appearance.
     pub senders: Vec<SenderSummary>,
+    /// Replaced senders whose accounts did not fit ([`MAX_RETIRED`]).
+    pub retired_uncounted: u64,
     /// Datagrams skipped before reaching a sender's stream.
     pub invalid: InvalidCounts,
     /// Records written to the trace file (events and hoops).
@@ -230,6 +245,13 @@ impl fmt::Display for ReceiverSummary {
                 s.invalid
             )?;
         }
+        if self.retired_uncounted > 0 {
+            writeln!(
+                f,
+                "  {} more replaced senders (accounts not kept)",
+                self.retired_uncounted
+            )?;
+        }
         let i = &self.invalid;
         write!(
             f,
@@ -264,6 +286,8 @@ struct SenderState {
     lost_written: u64,
     max_records: u64,
     last_time: u64,
+    /// The core's datagram count at this sender's last datagram.
+    last_seen: u64,
 }
 
 impl SenderState {
@@ -383,6 +407,14 @@ impl Sink for EachEvent<'_> {
 pub struct ReceiverCore {
     config: ReceiverConfig,
     senders: Vec<SenderState>,
+    retired: Vec<SenderSummary>,
+    retired_uncounted: u64,
+    /// The first sender header that arrived, for the received file.
+    first_header: Option<TraceHeader>,
+    /// Senders seen so far (tracked, replaced and uncounted).
+    senders_seen: u64,
+    /// Datagrams handled (a logical clock for idleness).
+    clock: u64,
     invalid: InvalidCounts,
     progress: Arc<Progress>,
 }
@@ -393,6 +425,11 @@ impl ReceiverCore {
         ReceiverCore {
             config,
             senders: Vec::new(),
+            retired: Vec::new(),
+            retired_uncounted: 0,
+            first_header: None,
+            senders_seen: 0,
+            clock: 0,
             invalid: InvalidCounts::default(),
             progress: Arc::default(),
         }
@@ -410,6 +447,7 @@ impl ReceiverCore {
     }
 
     fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
+        self.clock += 1;
         let view = match DatagramView::new_checked(bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -430,8 +468,8 @@ impl ReceiverCore {
             .position(|s| s.sender == header.sender && s.addr == from)
         {
             Some(i) => i,
-            None if self.senders.len() < self.config.max_senders => {
-                self.senders.push(SenderState {
+            None => {
+                let fresh = SenderState {
                     addr: from,
                     sender: header.sender,
                     seq: SequenceTracker::new(),
@@ -444,17 +482,47 @@ impl ReceiverCore {
                     lost_written: 0,
                     max_records: 0,
                     last_time: 0,
-                });
-                self.senders.len() - 1
-            }
-            None => {
-                self.invalid.too_many_senders += 1;
-                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
-                return;
+                    last_seen: self.clock,
+                };
+                if self.senders.len() < self.config.max_senders {
+                    self.senders_seen += 1;
+                    self.senders.push(fresh);
+                    self.senders.len() - 1
+                } else {
+                    let quietest = self
+                        .senders
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, s)| s.last_seen)
+                        .map(|(i, s)| (i, s.last_seen));
+                    match quietest {
+                        Some((i, seen)) if self.clock - seen > self.config.idle_datagrams => {
+                            self.senders_seen += 1;
+                            // Keep the tracked senders in order of arrival.
+                            let mut old = self.senders.remove(i);
+                            self.senders.push(fresh);
+                            if let Some(h) = old.lost_hoops(true) {
+                                out.event(&h);
+                            }
+                            if self.retired.len() < MAX_RETIRED {
+                                self.retired.push(old.summary());
+                            } else {
+                                self.retired_uncounted += 1;
+                            }
+                            self.senders.len() - 1
+                        }
+                        _ => {
+                            self.invalid.too_many_senders += 1;
+                            self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                }
             }
         };
         let max_catalog = self.config.max_catalog_len;
         let s = &mut self.senders[index];
+        s.last_seen = self.clock;
         let verdict = s.seq.observe(header.sequence);
         if !verdict.accepted() {
             self.progress.invalid.fetch_add(1, Ordering::Relaxed);
@@ -484,7 +552,12 @@ impl ReceiverCore {
                         s.invalid += 1;
                     } else {
                         match s.assembler.push(&fragment) {
-                            Ok(Some(h)) => s.header = Some(h),
+                            Ok(Some(h)) => {
+                                if self.first_header.is_none() {
+                                    self.first_header = Some(h.clone());
+                                }
+                                s.header = Some(h);
+                            }
                             Ok(None) => {}
                             Err(_) => s.invalid += 1,
                         }
@@ -524,7 +597,13 @@ impl ReceiverCore {
     /// The account so far.
     pub fn summary(&self) -> ReceiverSummary {
         ReceiverSummary {
-            senders: self.senders.iter().map(SenderState::summary).collect(),
+            senders: self
+                .retired
+                .iter()
+                .cloned()
+                .chain(self.senders.iter().map(SenderState::summary))
+                .collect(),
+            retired_uncounted: self.retired_uncounted,
             invalid: self.invalid,
             ..ReceiverSummary::default()
         }
@@ -533,9 +612,8 @@ impl ReceiverCore {
     /// The header for the received trace: the first sender's (its clock and
     /// class table), or the built-in classes when no header arrived.
     pub fn trace_header(&self) -> TraceHeader {
-        let mut with_header = self.senders.iter().filter_map(|s| s.header.as_ref());
-        match with_header.next() {
-            Some(h) if self.senders.len() == 1 => h.clone(),
+        match &self.first_header {
+            Some(h) if self.senders_seen == 1 => h.clone(),
             Some(h) => h.clone().without_queue(),
             None => TraceHeader::new(Catalog::builtin(), &Clock::monotonic()).without_queue(),
         }

@@ -71,6 +71,7 @@ pub fn run(args: RecvArgs) -> ExitCode {
     match receiver.run(&args.out, limit) {
         Ok(summary) => {
             println!("{summary}");
+            println!("read it with: qtrace dump {}", args.out.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
