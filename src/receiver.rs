@@ -172,7 +172,8 @@ impl SenderSummary {
     /// Events lost on the sender's side, exactly (datagram losses are
     /// counted separately, in `lost_datagrams`).
     pub fn accounted(&self) -> u64 {
-        self.events + self.sender_dropped
+        // Drop counts come from the network: saturate rather than overflow.
+        self.events.saturating_add(self.sender_dropped)
     }
 }
 
@@ -197,15 +198,21 @@ pub struct ReceiverSummary {
 impl ReceiverSummary {
     /// Events received from every sender.
     pub fn events(&self) -> u64 {
-        self.senders.iter().map(|s| s.events).sum()
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.events))
     }
     /// Events every sender reported dropped.
     pub fn sender_dropped(&self) -> u64 {
-        self.senders.iter().map(|s| s.sender_dropped).sum()
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.sender_dropped))
     }
     /// Datagrams lost on the way, all senders.
     pub fn lost_datagrams(&self) -> u64 {
-        self.senders.iter().map(|s| s.lost_datagrams).sum()
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.lost_datagrams))
     }
 }
 
@@ -568,9 +575,12 @@ impl ReceiverCore {
         if header.dropped > s.dropped {
             let new = header.dropped - s.dropped;
             s.dropped = header.dropped;
-            self.progress
-                .sender_dropped
-                .fetch_add(new, Ordering::Relaxed);
+            // Saturating, as the summary: the count comes from the network.
+            let _ = self.progress.sender_dropped.fetch_update(
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+                |d| Some(d.saturating_add(new)),
+            );
             out.event(&s.hoops(new, 0));
         }
         if matches!(verdict, Verdict::InOrder { .. }) {
