@@ -488,7 +488,14 @@ proptest::proptest! {
         let c = report.queues[0].counters;
         proptest::prop_assert_eq!(c.accepted + c.dropped, logged);
         proptest::prop_assert!(c.is_consistent());
-        let bytes = data.lock().unwrap().clone();
+        let mut bytes = data.lock().unwrap().clone();
+        let (_, header_len) = TraceHeader::decode(&bytes).unwrap();
+        if c.queued > 0 {
+            // The writer was still failing at shutdown: it may hold the start
+            // of a record it never finished.
+            let whole = header_len + (bytes.len() - header_len) / 32 * 32;
+            bytes.truncate(whole);
+        }
         let (_, events) = parse_trace(&bytes);
         let (values, lost) = split(&events, 0);
         proptest::prop_assert_eq!(values.len() as u64, c.delivered);
