@@ -68,8 +68,16 @@ fn start_receiver(
 
 #[test]
 fn a_million_events_over_loopback_with_the_sender_keeping_up() {
-    let total = 1_000_000 / SCALE;
-    let path = out_file("million");
+    stream_keeping_up("million", 1_000_000 / SCALE, true);
+}
+
+#[test]
+fn without_segmentation_offload_one_datagram_per_call_loses_nothing() {
+    stream_keeping_up("no-gso", 100_000 / SCALE, false);
+}
+
+fn stream_keeping_up(name: &str, total: u64, offload: bool) {
+    let path = out_file(name);
     let (addr, progress, _stop, rx) = start_receiver(
         loopback(),
         path.clone(),
@@ -82,7 +90,8 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
                 .with_capacity(1 << 16)
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_high_water_percent(25),
+                .with_high_water_percent(25)
+                .with_segmentation_offload(offload),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -129,6 +138,11 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
         .iter()
         .enumerate()
         .all(|(i, e)| e.args[0] == i as u64));
+    let stats = tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    // Full datagrams of 45 records (a few short ones when the queue ran dry).
+    assert!(stats.event_datagrams >= total / 45, "{stats:?}");
+    assert_eq!(stats.events_sent, total);
+    assert_eq!(s.datagrams, stats.event_datagrams + stats.catalog_datagrams);
     eprintln!(
         "{total} events over loopback in {:.3} s: {:.0} events/s",
         elapsed.as_secs_f64(),
