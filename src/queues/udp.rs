@@ -16,6 +16,11 @@
 //!   datagrams do not count against the per-period limit.
 //! - **Datagrams**: at most `max_datagram_len` bytes (1472: fits a 1500-byte
 //!   Ethernet MTU over IPv4), numbered 0, 1, 2, … per sender.
+//! - **Segmentation offload** (Linux): full datagrams built in one round are
+//!   handed to the kernel together and split by it (`UDP_SEGMENT`), one
+//!   system call for up to 44 datagrams; the datagrams on the wire are the
+//!   same. Where the kernel or the route does not support it, the queue sends
+//!   one datagram per call. On loopback this is 2–3× the event rate.
 //! - **No receiver**: the kernel's "port unreachable" answers are counted in
 //!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on.
 //!
