@@ -121,3 +121,54 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_stops_cleanly_and_writes_the_file() {
+    let dir = std::env::temp_dir().join(format!("qtrace-recv-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("r.qtr");
+    let port = free_port();
+    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", &listen.to_string(), "--out"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.connect(listen).unwrap();
+    let t = Instant::now();
+    loop {
+        let _ = probe.send(b"probe");
+        std::thread::sleep(Duration::from_millis(20));
+        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "qtrace recv did not start"
+        );
+    }
+    // Give the handler a moment to be installed after the socket is bound.
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("received 0 events"), "{stdout}");
+    assert!(stdout.contains("not qtrace"), "{stdout}");
+    // A valid, empty trace.
+    assert_eq!(TraceReader::open(&out).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
