@@ -9,11 +9,27 @@ use qtrace::queue::QueueHandle;
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::{Event, EventId};
 
-fn dir(name: &str) -> PathBuf {
+/// A fresh directory, removed when the guard drops.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("qtrace-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 fn qtrace(args: &[&str]) -> Output {

@@ -13,6 +13,10 @@ use qtrace::reader::TraceReader;
 use qtrace::{Event, EventId};
 
 /// Arguments of `qtrace dump`.
+///
+/// Lines are `time  source  class  event  arg=value…`; a loss is a
+/// `[LOST n EVENTS]` line, shown whatever the class and event filters (a loss
+/// may hide any event). Several `--class`/`--event` filters show the union.
 #[derive(Args, Debug)]
 pub struct DumpArgs {
     /// Trace files; several are merged in time order.
@@ -24,8 +28,8 @@ pub struct DumpArgs {
     /// Show only this event (`name`, `class:name` or a number such as 0x04); repeatable.
     #[arg(long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
-    /// Show only events at or after this time since the clock origin
-    /// (`1500`, `1500ns`, `20us`, `3ms`, `1.5s`).
+    /// Show only events at or after this time since the clock origin (of the
+    /// earliest file, when merging): `1500`, `1500ns`, `20us`, `3ms`, `1.5s`.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub from: Option<u64>,
     /// Show only events at or before this time since the clock origin.

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod convert;
 mod dump;
 mod recv;
 mod stats;
@@ -26,11 +27,21 @@ enum Command {
     /// List the built-in classes and events.
     Events,
     /// Print the events of trace files, one per line, merged in time order.
+    ///
+    /// Each line: time (s since the clock origin), source (CPU or thread),
+    /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
+    /// shown whatever the class and event filters (a loss may hide any event);
+    /// several --class/--event filters show the union. Exit status 2 when a
+    /// file is not a qtrace trace or is damaged (the events before the damage
+    /// are printed).
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span.
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
+    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
+    /// Trace Event JSON (Perfetto, chrome://tracing).
+    Convert(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +50,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
+        Command::Convert(args) => convert::run(&args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
             for class in catalog.classes() {
