@@ -23,7 +23,7 @@ if ((${#missing[@]})) && [[ -z "${QTRACE_SKIP_INSTALL:-}" ]]; then
 fi
 
 echo "== cargo test (unit, integration, doc tests)"
-QTRACE_REQUIRE_TOOLS=${QTRACE_REQUIRE_TOOLS:-} cargo test --all-features
+cargo test --all-features
 
 echo "== the main job's trace through babeltrace2 and a JSON parser (scripts/check-export.sh)"
 scripts/check-export.sh
