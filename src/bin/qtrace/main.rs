@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod convert;
 mod dump;
+mod recv;
 mod stats;
 
 /// Tools for qtrace traces.
@@ -36,6 +37,8 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span.
     Stats(stats::StatsArgs),
+    /// Receive UDP queue datagrams and write them to a trace file.
+    Recv(recv::RecvArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
     /// Trace Event JSON (Perfetto, chrome://tracing).
     Convert(convert::Args),
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
