@@ -74,7 +74,10 @@ impl QueueType for Fixed {
         Ok(AnyQueue::FixedQueue(FixedQueue {
             tail: Padded(AtomicU64::new(0)),
             delivered: AtomicU64::new(0),
-            slots: slots(params.capacity, |_| EMPTY),
+            slots: slots(params.capacity, |_| EMPTY).map_err(|e| Error::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: e.to_string(),
+            })?,
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
