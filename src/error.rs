@@ -127,6 +127,8 @@ pub enum Error {
         /// What the hook said.
         message: String,
     },
+    /// An event was pushed into a trace converter after `finish`.
+    ConverterFinished,
     /// A trace-header field holds a value the file format cannot carry.
     InvalidHeader {
         /// Which field.
@@ -233,6 +235,10 @@ impl fmt::Display for Error {
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")
             }
+            ConverterFinished => write!(
+                f,
+                "this converter has already been finished: create a new writer for another trace"
+            ),
             InvalidHeader { field, reason } => {
                 write!(f, "invalid trace-header {field}: {reason}")
             }

@@ -56,6 +56,7 @@ pub mod classes;
 pub mod clock;
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod global;
 pub mod init;
 pub mod queue;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod convert;
 mod dump;
 mod stats;
 
@@ -35,6 +36,9 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span.
     Stats(stats::StatsArgs),
+    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
+    /// Trace Event JSON (Perfetto, chrome://tracing).
+    Convert(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Convert(args) => convert::run(&args),
         Command::Events => {
             let catalog = qtrace::classes::Catalog::builtin();
             for class in catalog.classes() {
