@@ -203,7 +203,9 @@ impl Tracer {
                 AnyQueue::CircularQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
-                other => self.record_into(other, source, id, args),
+                AnyQueue::OnlineQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::UdpQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::DynQueue(q) => self.record_into(q, source, id, args),
             }
         }
     }
