@@ -293,3 +293,27 @@ fn a_truncated_file_prints_what_is_whole_then_the_offset() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("events: 3\n"), "{}", stdout(&o));
 }
+
+#[test]
+fn stats_sums_huge_loss_counts_without_overflow() {
+    // Loss counts come from the file: two hoops records claiming u64::MAX
+    // each once made `qtrace stats` panic with an arithmetic overflow.
+    let d = dir("hugeloss");
+    let p = d.join("h.qtr");
+    let hoops = Event::new(5, tracer::HOOPS, u32::MAX, [u64::MAX, 0]);
+    write(&p, 0, &[hoops, hoops]);
+    let o = qtrace(&["stats", p.to_str().unwrap(), p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("  lost: {} events in 2 hoops records\n", u64::MAX)),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "total: 0 events, {} lost in 4 hoops records, 2 files\n",
+            u64::MAX
+        )),
+        "{out}"
+    );
+}

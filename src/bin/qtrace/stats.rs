@@ -58,7 +58,9 @@ pub fn run(args: StatsArgs) -> ExitCode {
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
             if e.id == tracer::HOOPS {
                 t.hoops += 1;
-                t.lost += e.args[0];
+                // Counts come from the file: a corrupt one may claim up to
+                // u64::MAX per record, so the sum saturates.
+                t.lost = t.lost.saturating_add(e.args[0]);
             } else {
                 t.events += 1;
                 *per_event.entry(e.id.0).or_insert(0) += 1;
@@ -118,7 +120,7 @@ pub fn run(args: StatsArgs) -> ExitCode {
         }
         grand.events += t.events;
         grand.hoops += t.hoops;
-        grand.lost += t.lost;
+        grand.lost = grand.lost.saturating_add(t.lost);
     }
     if files > 1 {
         println!(
