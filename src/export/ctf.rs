@@ -34,9 +34,11 @@
 //!
 //! # Memory
 //!
-//! Each stream buffers at most one packet ([`CtfOptions::packet_bytes`]); when
-//! all buffers together exceed [`CtfOptions::buffer_budget`], every stream is
-//! flushed and its buffer released. Stream files are opened only while a
+//! Each stream buffers at most one packet ([`CtfOptions::packet_bytes`]); its
+//! buffer grows with what it holds. When the buffers' allocated bytes together
+//! exceed [`CtfOptions::buffer_budget`], every stream is flushed and its
+//! buffer released. (Besides the buffers, the writer keeps a few dozen bytes
+//! of state per source.) Stream files are opened only while a
 //! packet is appended, so the number of sources is not limited by open files.
 //!
 //! ```
@@ -84,8 +86,8 @@ pub const CLOCK_NAME: &str = "qtrace";
 pub struct CtfOptions {
     /// Largest packet, in bytes (header, context and events). Default 64 KiB.
     pub packet_bytes: usize,
-    /// Largest total of buffered packet bytes over all streams before every
-    /// stream is flushed. Default 8 MiB.
+    /// Largest total of packet buffer memory (allocated bytes) over all
+    /// streams before every stream is flushed. Default 8 MiB.
     pub buffer_budget: usize,
 }
 
@@ -127,6 +129,8 @@ pub struct CtfWriter {
     arg_counts: Vec<u8>,
     unknown_id: u16,
     streams: BTreeMap<u32, Stream>,
+    /// Allocated bytes of every stream's packet buffer (the sum of their
+    /// capacities), which [`CtfOptions::buffer_budget`] bounds.
     buffered: usize,
     stats: ConvertStats,
     finished: bool,
@@ -237,12 +241,11 @@ impl CtfWriter {
         Ok(())
     }
 
-    fn flush_all(&mut self, release: bool) -> Result<(), Error> {
+    /// Flushes every stream and releases its buffer.
+    fn flush_all(&mut self) -> Result<(), Error> {
         for stream in self.streams.values_mut() {
             Self::flush_stream(stream, &mut self.stats)?;
-            if release {
-                stream.buf = Vec::new();
-            }
+            stream.buf = Vec::new();
         }
         self.buffered = 0;
         Ok(())
@@ -293,7 +296,6 @@ impl EventSink for CtfWriter {
             // Close the packet being built, then write an empty packet whose
             // cumulative count includes this loss: babeltrace2 reports the
             // difference between consecutive packets.
-            self.buffered -= stream.buf.len();
             Self::flush_stream(stream, stats)?;
             stream.begin = time;
             stream.last = time;
@@ -311,15 +313,16 @@ impl EventSink for CtfWriter {
         if !stream.buf.is_empty()
             && PACKET_PREAMBLE + stream.buf.len() + size > self.options.packet_bytes
         {
-            self.buffered -= stream.buf.len();
             Self::flush_stream(stream, stats)?;
         }
         if stream.buf.is_empty() {
             stream.begin = time;
-            stream
-                .buf
-                .reserve(self.options.packet_bytes - PACKET_PREAMBLE);
         }
+        // The buffer grows with its content (not reserved up to a whole
+        // packet): with one event each from many sources, reserving
+        // `packet_bytes` per stream made memory grow far past the budget.
+        let capacity_before = stream.buf.capacity();
+        stream.buf.reserve(size);
         stream.last = time;
         stream.buf.extend_from_slice(&class_id.to_be_bytes());
         stream.buf.extend_from_slice(&time.to_be_bytes());
@@ -333,16 +336,16 @@ impl EventSink for CtfWriter {
             stream.buf.extend_from_slice(&e.args[1].to_be_bytes());
         }
         stats.events += 1;
-        self.buffered += size;
+        self.buffered += stream.buf.capacity() - capacity_before;
         if self.buffered > self.options.buffer_budget {
-            self.flush_all(true)?;
+            self.flush_all()?;
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<ConvertStats, Error> {
         if !self.finished {
-            self.flush_all(true)?;
+            self.flush_all()?;
             self.finished = true;
         }
         Ok(self.stats)
@@ -652,6 +655,30 @@ mod tests {
         let s0 = parse(&fs::read(dir.path().join("stream-0")).unwrap(), &|_| 8);
         let times: Vec<u64> = s0[0].5.iter().map(|e| e.1).collect();
         assert_eq!(times, [5, 5]);
+    }
+
+    #[test]
+    fn buffers_stay_within_the_budget_with_many_sources() {
+        // One event from each of many sources: every stream's buffer once
+        // reserved a whole packet (64 KiB), so 1000 sources held ~64 MB
+        // while the budget said 8 KiB.
+        let dir = tempfile::tempdir().unwrap();
+        let options = CtfOptions {
+            packet_bytes: 64 * 1024,
+            buffer_budget: 8 * 1024,
+        };
+        let mut w = CtfWriter::with_options(dir.path(), &Catalog::builtin(), 0, options).unwrap();
+        for src in 0..1000u32 {
+            w.push(&Event::new(src as u64, system::SCHEDULE, src, [1, 0]))
+                .unwrap();
+            let allocated: usize = w.streams.values().map(|s| s.buf.capacity()).sum();
+            assert_eq!(allocated, w.buffered, "after source {src}");
+            assert!(allocated <= options.buffer_budget, "after source {src}");
+        }
+        let stats = w.finish().unwrap();
+        assert_eq!((stats.events, stats.sources), (1000, 1000));
+        let s999 = parse(&fs::read(dir.path().join("stream-999")).unwrap(), &|_| 8);
+        assert_eq!(s999[0].5, [(4, 999, 1u64.to_be_bytes().to_vec())]);
     }
 
     #[test]
