@@ -81,7 +81,7 @@ impl QueueType for Circular {
 /// A queue that keeps the most recent `capacity` events.
 ///
 /// Many threads log at once without a lock (see
-/// [`OverwriteRing`](super::ring::OverwriteRing)). A producer that would
+/// [`OverwriteRing`]). A producer that would
 /// overwrite a slot another producer is still writing drops its event
 /// instead, and counts it; no reader ever sees a torn record.
 ///
