@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use qtrace::classes::Catalog;
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::{ConvertStats, EventSink, MergeByTime};
 use qtrace::reader::{ReadError, TraceReader};
+use qtrace::wire::TraceHeader;
 use qtrace::{Error, Event};
 
 /// Any failure of the command: the message says what to do.
@@ -42,14 +42,9 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-/// Nanoseconds per second: the rate of qtrace clocks and of both outputs.
-const NANOS: u64 = 1_000_000_000;
-
-/// One opened input: its records as nanoseconds on the common time base.
+/// One opened input.
 struct Input {
-    catalog: Catalog,
-    origin_unix_ns: u64,
-    ticks_per_second: u64,
+    header: TraceHeader,
     records: TraceReader,
 }
 
@@ -60,27 +55,18 @@ fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
         .len();
     let reader = TraceReader::open(path)?;
     let records = size.saturating_sub(reader.header_len()) / Event::SIZE as u64;
-    let header = reader.header();
     let input = Input {
-        catalog: reader.catalog().clone(),
-        origin_unix_ns: header.clock_origin_unix_ns(),
-        ticks_per_second: header.ticks_per_second(),
+        header: reader.header().clone(),
         records: reader,
     };
     Ok((input, records))
 }
 
-/// Converts `time` in ticks since `origin` to nanoseconds since `base` (the
-/// earliest origin of all inputs).
-fn rebase(time: u64, ticks_per_second: u64, shift_ns: u64) -> u64 {
-    let ticks_per_second = ticks_per_second.max(1);
-    let ns = if ticks_per_second == NANOS {
-        time
-    } else {
-        let v = time as u128 * NANOS as u128 / ticks_per_second as u128;
-        v.min(u64::MAX as u128) as u64
-    };
-    ns.saturating_add(shift_ns)
+/// Converts `time`, in the ticks of the file `header` describes, to
+/// nanoseconds since the earliest clock origin of all inputs, which is
+/// `shift_ns` before this file's origin.
+fn rebase(header: &TraceHeader, time: u64, shift_ns: u64) -> u64 {
+    header.ticks_to_ns(time).saturating_add(shift_ns)
 }
 
 fn progress(total_records: u64) -> ProgressBar {
@@ -170,7 +156,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         let (input, records) = open(path)?;
         if let Some(first) = inputs.first() {
             let first: &Input = first;
-            if first.catalog != input.catalog {
+            if first.header.catalog() != input.header.catalog() {
                 return Err(format!(
                     "{} names its events differently from {}: convert files of different tracers separately",
                     path.display(),
@@ -184,20 +170,20 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     }
     let base = inputs
         .iter()
-        .map(|i| i.origin_unix_ns)
+        .map(|i| i.header.clock_origin_unix_ns())
         .min()
         .unwrap_or_default();
     let catalog = inputs
         .first()
-        .map(|i| i.catalog.clone())
+        .map(|i| i.header.catalog().clone())
         .unwrap_or_default();
     let streams: Vec<_> = inputs
         .into_iter()
-        .map(|i| {
-            let (tps, shift) = (i.ticks_per_second, i.origin_unix_ns - base);
-            i.records.map(move |r| {
+        .map(|Input { header, records }| {
+            let shift = header.clock_origin_unix_ns() - base;
+            records.map(move |r| {
                 r.map(|mut e| {
-                    e.time = rebase(e.time, tps, shift);
+                    e.time = rebase(&header, e.time, shift);
                     e
                 })
             })
@@ -223,12 +209,21 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
 #[cfg(test)]
 mod tests {
     use super::rebase;
+    use qtrace::classes::Catalog;
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::TraceHeader;
 
     #[test]
     fn rebase_scales_and_shifts() {
-        assert_eq!(rebase(5, 1_000_000_000, 0), 5);
-        assert_eq!(rebase(5, 1_000_000, 10), 5_010);
-        assert_eq!(rebase(3, 3_000_000_000, 1), 2);
-        assert_eq!(rebase(u64::MAX, 1, 0), u64::MAX);
+        let header = |rate| {
+            TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+                .with_clock("manual", rate, 0)
+                .unwrap()
+        };
+        assert_eq!(rebase(&header(1_000_000_000), 5, 0), 5);
+        assert_eq!(rebase(&header(1_000_000), 5, 10), 5_010);
+        assert_eq!(rebase(&header(3_000_000_000), 3, 1), 2);
+        assert_eq!(rebase(&header(1), u64::MAX, 0), u64::MAX);
+        assert_eq!(rebase(&header(1_000_000_000), u64::MAX - 1, 5), u64::MAX);
     }
 }
