@@ -50,10 +50,9 @@ struct Input {
 
 /// Opens a trace file; also returns how many records it holds.
 fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| Error::io("read", path, e))?
-        .len();
     let reader = TraceReader::open(path)?;
+    // Only the progress bar uses the size: a file it cannot measure shows none.
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let records = size.saturating_sub(reader.header_len()) / Event::SIZE as u64;
     let input = Input {
         header: reader.header().clone(),
@@ -120,6 +119,11 @@ fn pump(
     })
 }
 
+/// The exit status when an input cannot be opened, is not a qtrace trace or
+/// is damaged: 2, as for `qtrace dump` and `qtrace stats`. Other failures
+/// (the output cannot be written) exit with 1.
+const BAD_INPUT: u8 = 2;
+
 /// Runs `qtrace convert` and reports on stderr.
 pub fn run(args: &Args) -> ExitCode {
     match convert(args) {
@@ -138,12 +142,16 @@ pub fn run(args: &Args) -> ExitCode {
             if damaged.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(BAD_INPUT)
             }
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");
-            ExitCode::FAILURE
+            if e.is::<ReadError>() {
+                ExitCode::from(BAD_INPUT)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

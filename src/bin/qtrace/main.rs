@@ -38,6 +38,10 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
     /// Trace Event JSON (Perfetto, chrome://tracing).
+    ///
+    /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
+    /// damaged (the events before the damage are converted and the output is
+    /// complete); 1 when the output cannot be written.
     Convert(convert::Args),
 }
 
