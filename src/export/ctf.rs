@@ -151,8 +151,8 @@ impl CtfWriter {
         options: CtfOptions,
     ) -> Result<Self, Error> {
         if options.packet_bytes < PACKET_PREAMBLE + EVENT_HEADER + 16 {
-            return Err(Error::InvalidParameter {
-                queue_type: "ctf export",
+            return Err(Error::InvalidExportOption {
+                option: "CtfOptions::packet_bytes",
                 reason: format!(
                     "packet_bytes is {}; use at least {} so a packet holds one event",
                     options.packet_bytes,
@@ -693,6 +693,30 @@ mod tests {
         payload.extend(7u64.to_be_bytes());
         payload.extend(8u64.to_be_bytes());
         assert_eq!(p[0].5, [(catalog.event_count() as u16, 1, payload)]);
+    }
+
+    #[test]
+    fn a_packet_too_small_for_one_event_is_an_option_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = CtfOptions {
+            packet_bytes: 80,
+            ..CtfOptions::default()
+        };
+        let err = CtfWriter::with_options(dir.path(), &Catalog::builtin(), 0, options).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidExportOption {
+                    option: "CtfOptions::packet_bytes",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid converter option CtfOptions::packet_bytes: packet_bytes is 80; use at least 94 so a packet holds one event"
+        );
     }
 
     #[test]
