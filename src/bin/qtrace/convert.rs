@@ -16,6 +16,8 @@ use qtrace::reader::{ReadError, TraceReader};
 use qtrace::wire::TraceHeader;
 use qtrace::{Error, Event};
 
+use crate::dump::rebased;
+
 /// Any failure of the command: the message says what to do.
 type Failure = Box<dyn std::error::Error>;
 
@@ -59,13 +61,6 @@ fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
         records: reader,
     };
     Ok((input, records))
-}
-
-/// Converts `time`, in the ticks of the file `header` describes, to
-/// nanoseconds since the earliest clock origin of all inputs, which is
-/// `shift_ns` before this file's origin.
-fn rebase(header: &TraceHeader, time: u64, shift_ns: u64) -> u64 {
-    header.ticks_to_ns(time).saturating_add(shift_ns)
 }
 
 fn progress(total_records: u64) -> ProgressBar {
@@ -187,15 +182,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         .unwrap_or_default();
     let streams: Vec<_> = inputs
         .into_iter()
-        .map(|Input { header, records }| {
-            let shift = header.clock_origin_unix_ns() - base;
-            records.map(move |r| {
-                r.map(|mut e| {
-                    e.time = rebase(&header, e.time, shift);
-                    e
-                })
-            })
-        })
+        .map(|i| rebased(i.records, base))
         .collect();
     let merged = MergeByTime::new(streams);
     let bar = progress(total);
@@ -212,26 +199,4 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     };
     bar.finish_and_clear();
     Ok(outcome)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rebase;
-    use qtrace::classes::Catalog;
-    use qtrace::clock::{Clock, ManualClock};
-    use qtrace::wire::TraceHeader;
-
-    #[test]
-    fn rebase_scales_and_shifts() {
-        let header = |rate| {
-            TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
-                .with_clock("manual", rate, 0)
-                .unwrap()
-        };
-        assert_eq!(rebase(&header(1_000_000_000), 5, 0), 5);
-        assert_eq!(rebase(&header(1_000_000), 5, 10), 5_010);
-        assert_eq!(rebase(&header(3_000_000_000), 3, 1), 2);
-        assert_eq!(rebase(&header(1), u64::MAX, 0), u64::MAX);
-        assert_eq!(rebase(&header(1_000_000_000), u64::MAX - 1, 5), u64::MAX);
-    }
 }
