@@ -317,3 +317,31 @@ fn stats_sums_huge_loss_counts_without_overflow() {
         "{out}"
     );
 }
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    // `qtrace stats f | head -1`: stats once panicked ("failed printing to
+    // stdout: Broken pipe") when the reader closed the pipe.
+    let d = dir("pipe");
+    let p = sample(&d);
+    let p = p.to_str().unwrap();
+    let many: Vec<&str> = std::iter::repeat_n(p, 3000).collect();
+    for args in [
+        [&["stats"][..], &many[..]].concat(),
+        [&["dump"][..], &many[..]].concat(),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close the pipe while qtrace is still writing.
+        let mut first = [0u8; 1];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}: {}", args[0], stderr(&o));
+        assert_eq!(stderr(&o), "", "{}", args[0]);
+    }
+}

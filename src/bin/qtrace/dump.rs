@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -364,46 +364,41 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
     let several = inputs.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
     let mut line = String::with_capacity(256);
     let (from, to) = (
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
-    let result = merge(inputs, |i, e| {
-        let e_time = e.time as u128;
-        if e_time < from || e_time > to {
-            return Ok(());
-        }
-        if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
-            return Ok(());
-        }
-        line.clear();
-        if args.json {
-            json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+    crate::with_stdout(|out| {
+        let clean = merge(inputs, |i, e| {
+            let e_time = e.time as u128;
+            if e_time < from || e_time > to {
+                return Ok(());
+            }
+            if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
+                return Ok(());
+            }
+            line.clear();
+            if args.json {
+                json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+            } else {
+                text_line(
+                    &mut line,
+                    several.then_some((labels[i].as_str(), width)),
+                    e_time,
+                    &catalogs[i],
+                    e,
+                );
+            }
+            line.push('\n');
+            out.write_all(line.as_bytes())
+        })?;
+        Ok(if clean {
+            ExitCode::SUCCESS
         } else {
-            text_line(
-                &mut line,
-                several.then_some((labels[i].as_str(), width)),
-                e_time,
-                &catalogs[i],
-                e,
-            );
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes())
+            ExitCode::from(2)
+        })
     })
-    .and_then(|clean| out.flush().map(|_| clean));
-    match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(2),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("qtrace: cannot write the output: {e}");
-            ExitCode::from(1)
-        }
-    }
 }
 
 #[cfg(test)]
