@@ -132,8 +132,27 @@ pub struct CtfWriter {
     /// Allocated bytes of every stream's packet buffer (the sum of their
     /// capacities), which [`CtfOptions::buffer_budget`] bounds.
     buffered: usize,
+    /// The latest timestamp CTF readers can place (see [`max_timestamp`]).
+    max_time: u64,
     stats: ConvertStats,
     finished: bool,
+}
+
+/// The latest timestamp a reader can place for a trace whose clock starts
+/// `origin_unix_ns` after the Unix epoch: babeltrace2 holds a time as signed
+/// 64-bit nanoseconds since the epoch, so a stream with a later timestamp
+/// cannot be read at all (only corrupt input has one: it is past year 2262).
+pub fn max_timestamp(origin_unix_ns: u64) -> u64 {
+    (i64::MAX as u64).saturating_sub(clock_origin(origin_unix_ns))
+}
+
+/// The clock origin written to the metadata, capped for the same reason:
+/// babeltrace2 2.0 refuses a clock offset of 9,223,372,035 s or more (its
+/// whole-second offset plus one second must fit), so the cap is the last whole
+/// second before that, 9,223,372,034 s.
+fn clock_origin(origin_unix_ns: u64) -> u64 {
+    const MAX_ORIGIN_NS: u64 = (i64::MAX as u64 / 1_000_000_000 - 2) * 1_000_000_000;
+    origin_unix_ns.min(MAX_ORIGIN_NS)
 }
 
 impl CtfWriter {
@@ -187,6 +206,7 @@ impl CtfWriter {
             unknown_id: catalog.event_count() as u16,
             streams: BTreeMap::new(),
             buffered: 0,
+            max_time: max_timestamp(origin_unix_ns),
             stats: ConvertStats::default(),
             finished: false,
         })
@@ -289,6 +309,9 @@ impl EventSink for CtfWriter {
         let time = if e.time < stream.last {
             stats.clamped += 1;
             stream.last
+        } else if e.time > self.max_time {
+            stats.clamped += 1;
+            self.max_time
         } else {
             e.time
         };
@@ -475,8 +498,8 @@ stream {{
 	}};
 }};
 "#,
-        offset_s = origin_unix_ns / 1_000_000_000,
-        offset = origin_unix_ns % 1_000_000_000,
+        offset_s = clock_origin(origin_unix_ns) / 1_000_000_000,
+        offset = clock_origin(origin_unix_ns) % 1_000_000_000,
     );
     for e in catalog.events() {
         let class = catalog

@@ -64,7 +64,9 @@ pub struct ConvertStats {
     /// CTF: packets written.
     pub packets: u64,
     /// CTF: events whose timestamp was earlier than the previous event of the
-    /// same stream and was raised to it (CTF streams must not go back in time).
+    /// same stream and was raised to it (CTF streams must not go back in
+    /// time), or later than readers can place and was lowered to
+    /// [`ctf::max_timestamp`].
     pub clamped: u64,
     /// Chrome: duration events (task, semaphore and interrupt intervals) written.
     pub slices: u64,
