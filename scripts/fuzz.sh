@@ -20,7 +20,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 # Seed corpus: trace files and datagrams written by qtrace itself.
-QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --test fuzz_corpus
+QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --test fuzz_corpus --test fuzz_corpus_receiver
 # Traces a run of the examples left behind are real output too.
 if compgen -G "qtrace-out/*.qtr" >/dev/null; then
     cp qtrace-out/*.qtr fuzz/corpus/reader/ 2>/dev/null || true
@@ -41,7 +41,8 @@ for target in $(cargo +nightly fuzz list); do
         status=1
     fi
     runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
-    summary+=("$target: ${runs:-?} executions in ${secs}s, $result")
+    cov=$(grep -E '^#[0-9]+' "$log" | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' | tail -1)
+    summary+=("$target: ${runs:-?} executions in ${secs}s, ${cov:-cov: ?}, $result")
 done
 printf '%s\n' "${summary[@]}"
 exit "$status"

@@ -62,6 +62,7 @@ pub mod init;
 pub mod queue;
 pub mod queues;
 pub mod reader;
+pub mod receiver;
 mod registry;
 pub mod source;
 mod sync;

@@ -3,9 +3,14 @@
 
 pub mod circular;
 pub mod dummy;
+pub(crate) mod feed;
 pub mod fixed;
+pub mod online;
 pub mod ring;
 mod save;
+pub(crate) mod sender;
+pub(crate) mod task;
+pub mod udp;
 
 use crate::error::Error;
 use crate::event::Event;
@@ -15,6 +20,8 @@ use enum_dispatch::enum_dispatch;
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
+pub use online::{Online, OnlineParams, OnlineQueue};
+pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Every queue a tracer can hold: the built-ins by value, a user-defined
 /// queue boxed.
@@ -29,6 +36,10 @@ pub enum AnyQueue {
     FixedQueue,
     /// Keeps the last N events.
     CircularQueue,
+    /// Drains to a file in the background.
+    OnlineQueue,
+    /// Streams to a receiver over UDP.
+    UdpQueue,
     /// A user-defined queue type.
     DynQueue,
 }
@@ -48,6 +59,22 @@ impl AnyQueue {
         }
     }
 
+    /// The circular-online queue inside, if it is one.
+    pub fn as_online(&self) -> Option<&OnlineQueue> {
+        match self {
+            AnyQueue::OnlineQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The UDP queue inside, if it is one (for [`UdpQueue::stats`]).
+    pub fn as_udp(&self) -> Option<&UdpQueue> {
+        match self {
+            AnyQueue::UdpQueue(q) => Some(q),
+            _ => None,
+        }
+    }
+
     /// The fixed queue inside, if it is one.
     pub fn as_fixed(&self) -> Option<&FixedQueue> {
         match self {
@@ -63,6 +90,8 @@ impl std::fmt::Debug for AnyQueue {
             AnyQueue::DummyQueue(_) => "DummyQueue",
             AnyQueue::FixedQueue(_) => "FixedQueue",
             AnyQueue::CircularQueue(_) => "CircularQueue",
+            AnyQueue::OnlineQueue(_) => "OnlineQueue",
+            AnyQueue::UdpQueue(_) => "UdpQueue",
             AnyQueue::DynQueue(_) => "DynQueue",
         };
         f.debug_struct("AnyQueue")
@@ -77,6 +106,8 @@ pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error
     tracer.register_queue_type(Dummy)?;
     tracer.register_queue_type(Fixed)?;
     tracer.register_queue_type(Circular)?;
+    tracer.register_queue_type(Online)?;
+    tracer.register_queue_type(Udp)?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod convert;
 mod dump;
+mod recv;
 mod stats;
 
 /// Tools for qtrace traces.
@@ -37,6 +38,8 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span.
     Stats(stats::StatsArgs),
+    /// Receive UDP queue datagrams and write them to a trace file.
+    Recv(recv::RecvArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
     /// Trace Event JSON (Perfetto, chrome://tracing).
     ///
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Events => with_stdout(list_events),
     }

@@ -1,0 +1,86 @@
+//! Arbitrary bytes as datagrams from a few fake senders into the receiver's
+//! state machine (`ReceiverCore`, no socket): never a panic, bounded state,
+//! and exact bookkeeping — every datagram is either accepted or counted as
+//! skipped, and every record handed out is a received event or one hoops
+//! record per detected loss.
+//!
+//! Input framing (see `tests/fuzz_corpus_receiver.rs`, which writes seeds in
+//! it): repeated `[sender: u8][len: u16 BE][len bytes]`; the low two bits of
+//! `sender` pick one of four source addresses, a short last frame takes what
+//! is left.
+#![no_main]
+
+use std::net::SocketAddr;
+
+use libfuzzer_sys::fuzz_target;
+use qtrace::classes::tracer::HOOPS;
+use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+
+const MAX_SENDERS: usize = 3;
+
+fuzz_target!(|data: &[u8]| {
+    let config = ReceiverConfig {
+        max_senders: MAX_SENDERS,
+        max_catalog_len: 8 << 10,
+        ..ReceiverConfig::default()
+    };
+    let mut core = ReceiverCore::new(config);
+    let progress = core.progress();
+    let mut fed = 0u64;
+    let mut records = 0u64;
+    let mut hoops = 0u64;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let who = rest[0] & 3;
+        let len = match rest.get(1..3) {
+            Some(l) => u16::from_be_bytes([l[0], l[1]]) as usize,
+            None => rest.len(),
+        };
+        let body_start = 3.min(rest.len());
+        let end = (body_start + len).min(rest.len());
+        let body = &rest[body_start..end];
+        rest = &rest[end..];
+        let from = SocketAddr::from(([127, 0, 0, 1], 40_000 + who as u16));
+        core.handle(from, body, &mut |e| {
+            records += 1;
+            if e.id == HOOPS && e.source == u32::MAX {
+                hoops += 1;
+            }
+        });
+        fed += 1;
+        let s = core.summary();
+        assert!(s.senders.len() <= MAX_SENDERS);
+        // Every datagram is accepted or skipped, exactly once.
+        assert_eq!(progress.datagrams() + progress.invalid(), fed);
+        assert_eq!(
+            s.senders.iter().map(|s| s.datagrams).sum::<u64>(),
+            progress.datagrams()
+        );
+        assert_eq!(s.events(), progress.events());
+        assert_eq!(s.sender_dropped(), progress.sender_dropped());
+    }
+    let before_finish = records;
+    core.finish(&mut |e| {
+        assert_eq!(e.id, HOOPS);
+        records += 1;
+        hoops += 1;
+    });
+    let s = core.summary();
+    // At most one hoops record per sender at the end.
+    assert!(records - before_finish <= s.senders.len() as u64);
+    // Records out = events received + the hoops records the receiver wrote
+    // (at most two per datagram: sender drops and lost datagrams, plus the
+    // final one per sender). Received events may themselves be hoops records.
+    let written_hoops = records - s.events();
+    assert!(records >= s.events());
+    assert!(written_hoops <= hoops);
+    assert!(written_hoops <= 2 * fed + s.senders.len() as u64);
+    // A loss detected means a hoops record written for it.
+    if s.sender_dropped() > 0 || s.lost_datagrams() > 0 {
+        assert!(written_hoops > 0);
+    }
+    // The outputs a receiver builds from its state are total.
+    let header = core.trace_header();
+    let _ = header.to_bytes();
+    let _ = s.to_string();
+});

@@ -1,0 +1,90 @@
+//! The producer side shared by the draining queues (circular-online, UDP): a
+//! drop-when-full ring plus the high-water wake-up of the queue's task.
+//!
+//! The wake-up costs the producer one relaxed load and a compare: the task
+//! publishes, after each round, the ring position at which the fill level
+//! reaches the high-water mark; the one producer that claims exactly that
+//! position wakes the task. The ring only drops when it is full, and the mark
+//! is at most the capacity, so a producer always crosses the mark before the
+//! queue starts dropping.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::ring::DropRing;
+use super::task::{high_water_events, TaskControl};
+use crate::error::Error;
+use crate::event::Event;
+use crate::queue::Reservation;
+
+/// A drop-when-full ring and its task's wake-up.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    pub(crate) ring: DropRing,
+    /// The position whose claim means "the fill level has reached the mark".
+    wake_at: AtomicU64,
+    high_water: u64,
+    pub(crate) control: Arc<TaskControl>,
+}
+
+impl Feed {
+    /// A feed of `capacity` events (a power of two) waking its task at
+    /// `high_water_percent` % full.
+    pub(crate) fn new(
+        queue_type: &'static str,
+        capacity: usize,
+        high_water_percent: u8,
+    ) -> Result<Self, Error> {
+        if !(1..=100).contains(&high_water_percent) {
+            return Err(Error::InvalidParameter {
+                queue_type,
+                reason: format!(
+                    "high-water mark {high_water_percent}% is out of range: use 1 to 100 (80 is the usual)"
+                ),
+            });
+        }
+        let ring = DropRing::new(capacity).map_err(|e| Error::InvalidParameter {
+            queue_type,
+            reason: format!("size: {e}"),
+        })?;
+        let high_water = high_water_events(capacity, high_water_percent) as u64;
+        Ok(Feed {
+            ring,
+            wake_at: AtomicU64::new(high_water - 1),
+            high_water,
+            control: TaskControl::new(),
+        })
+    }
+
+    /// The high-water mark in events.
+    pub(crate) fn high_water(&self) -> u64 {
+        self.high_water
+    }
+
+    /// Reserves a slot, or counts a drop (the ring is full).
+    #[inline]
+    pub(crate) fn get(&self) -> Option<Reservation> {
+        self.ring.claim().map(Reservation::new)
+    }
+
+    /// Publishes the event and wakes the task if this event filled the queue
+    /// to its high-water mark.
+    #[inline]
+    pub(crate) fn post(&self, reservation: Reservation, event: &Event) {
+        let pos = reservation.ticket();
+        self.ring.commit(pos, event);
+        if pos == self.wake_at.load(Ordering::Relaxed) {
+            self.control.request_wake();
+        }
+    }
+
+    /// After a drain round: arms the next wake-up and, if the queue is
+    /// already past the mark again, asks for another round at once.
+    pub(crate) fn rearm(&self) {
+        let mark = self.ring.popped() + self.high_water - 1;
+        self.wake_at.store(mark, Ordering::Relaxed);
+        if self.ring.len() as u64 >= self.high_water {
+            self.control.request_wake();
+        }
+    }
+}

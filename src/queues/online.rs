@@ -1,0 +1,589 @@
+//! The circular-online queue: a bounded queue drained to a trace file by a
+//! background task while the program runs (S.Ha.R.K.'s circular queue with
+//! its online task).
+//!
+//! - **Policy**: when the queue is full, new events are dropped until the task
+//!   has made room (the S.Ha.R.K. policy); every drop is counted, and the task
+//!   writes a hoops record (`args = [lost, queue]`) into the file after the
+//!   events that were in the queue when the loss was counted, so a reader
+//!   sees where events are missing and how many. With one producer the place
+//!   is exact; with several, a drop counted while the task was draining may
+//!   be marked after a few events that followed it, never before the events
+//!   that preceded it.
+//! - **Task**: one thread per queue, run every `period` (500 ms) and woken
+//!   early when the queue reaches its high-water mark (80 %, as QNX). It has
+//!   its own stop flag, never blocks producers, and never logs events itself,
+//!   so it cannot feed the queue it drains.
+//! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
+//!   unless a file (or any writer) is given. Shutdown drains what is left,
+//!   flushes and closes it.
+//! - **I/O errors** (disk full, a pipe closed): the task counts them in
+//!   [`Queue::status`], keeps the bytes it could not write and tries again at
+//!   its next round; meanwhile the queue fills and drops (counted, then written
+//!   as hoops once writing works again). The program keeps running and
+//!   logging never blocks. Events that could never be written stay counted as
+//!   `queued`, so `accepted = delivered + queued` holds at the end.
+//!
+//! ```
+//! use qtrace::classes::user;
+//! use qtrace::queues::{Online, OnlineParams};
+//! use qtrace::Tracer;
+//!
+//! let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
+//! let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(&dir));
+//! let q = tracer.create_queue::<Online>(OnlineParams::default().with_capacity(1024))?;
+//! tracer.assign_class(user::CLASS, q)?;
+//! tracer.activate()?;
+//! for i in 0..10_000 {
+//!     tracer.log_event(user::USER0, [i, 0]);
+//! }
+//! let report = tracer.shutdown()?;
+//! let c = report.queues[0].counters;
+//! // Every event is either in the file or counted (and marked by hoops) as dropped.
+//! assert_eq!(c.delivered + c.dropped, 10_000);
+//! assert_eq!(report.queues[0].status.files, [dir.join("queue0-online.qtr")]);
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::feed::Feed;
+use super::task::{Task, Work};
+use crate::classes::tracer::HOOPS;
+use crate::error::Error;
+use crate::event::Event;
+use crate::queue::{
+    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
+};
+use crate::wire::record::{self, RECORD_LEN};
+use crate::wire::TraceHeader;
+
+/// Events encoded per `write` call (64 KiB).
+const BATCH: usize = 2048;
+/// Batches one round may write before it lets the task check its stop flag.
+const ROUND_BATCHES: usize = 64;
+
+/// The circular-online queue type. Parameters: [`OnlineParams`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Online;
+
+/// Where an online queue writes.
+enum Target {
+    /// `<output_dir>/queue<handle>-online.qtr`.
+    Default,
+    /// A file path.
+    File(PathBuf),
+    /// Any writer (a pipe, a socket, a test double); the trace header is
+    /// written to it first.
+    Writer(Box<dyn Write + Send>),
+}
+
+/// Parameters of an [`Online`] queue. `Default` gives S.Ha.R.K.'s values:
+/// 8192 events, a 500 ms period, and QNX's 80 % high-water mark.
+pub struct OnlineParams {
+    target: Target,
+    /// Capacity in events (a power of two).
+    pub capacity: usize,
+    /// How often the task drains the queue.
+    pub period: Duration,
+    /// Fill level, in percent of `capacity` (1–100), at which the task is woken
+    /// before its period ends.
+    pub high_water_percent: u8,
+}
+
+impl Default for OnlineParams {
+    fn default() -> Self {
+        OnlineParams {
+            target: Target::Default,
+            capacity: 8192,
+            period: Duration::from_millis(500),
+            high_water_percent: 80,
+        }
+    }
+}
+
+impl fmt::Debug for OnlineParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match &self.target {
+            Target::Default => "default file".to_string(),
+            Target::File(p) => p.display().to_string(),
+            Target::Writer(_) => "custom writer".to_string(),
+        };
+        f.debug_struct("OnlineParams")
+            .field("target", &target)
+            .field("capacity", &self.capacity)
+            .field("period", &self.period)
+            .field("high_water_percent", &self.high_water_percent)
+            .finish()
+    }
+}
+
+impl OnlineParams {
+    /// Writes to `path` (its directory is created) instead of the default
+    /// `<output_dir>/queue<handle>-online.qtr`.
+    pub fn with_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.target = Target::File(path.into());
+        self
+    }
+
+    /// Writes the trace (header, then records) to `writer` instead of a file.
+    pub fn with_writer(mut self, writer: impl Write + Send + 'static) -> Self {
+        self.target = Target::Writer(Box::new(writer));
+        self
+    }
+
+    /// Holds `capacity` events (a power of two).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Drains every `period`.
+    pub fn with_period(mut self, period: Duration) -> Self {
+        self.period = period;
+        self
+    }
+
+    /// Wakes the task early at `percent` % full.
+    pub fn with_high_water_percent(mut self, percent: u8) -> Self {
+        self.high_water_percent = percent;
+        self
+    }
+}
+
+impl QueueType for Online {
+    type Params = OnlineParams;
+    const NAME: &'static str = "online";
+
+    fn create(&self, params: OnlineParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
+        if params.period.is_zero() {
+            return Err(Error::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: "period is zero: give the drain task a period such as 500 ms".into(),
+            });
+        }
+        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent)?;
+        let path = match &params.target {
+            Target::Default => Some(ctx.output_dir.join(format!(
+                "queue{}-{}.qtr",
+                ctx.handle,
+                Self::NAME
+            ))),
+            Target::File(p) => Some(p.clone()),
+            Target::Writer(_) => None,
+        };
+        Ok(AnyQueue::OnlineQueue(OnlineQueue {
+            shared: Arc::new(Shared {
+                feed,
+                delivered: AtomicU64::new(0),
+                io: Mutex::new(IoState::default()),
+            }),
+            path,
+            period: params.period,
+            state: Mutex::new(State::Created(params.target)),
+        }))
+    }
+}
+
+/// What the queue and its task share.
+#[derive(Debug)]
+struct Shared {
+    feed: Feed,
+    /// Events whose records were written completely.
+    delivered: AtomicU64,
+    io: Mutex<IoState>,
+}
+
+#[derive(Debug, Default)]
+struct IoState {
+    io_errors: u64,
+    last_error: Option<String>,
+}
+
+impl Shared {
+    fn io_error(&self, what: &str, e: &io::Error) {
+        let mut io = self.io.lock();
+        io.io_errors += 1;
+        io.last_error = Some(format!("{what}: {e}"));
+    }
+}
+
+enum State {
+    Created(Target),
+    Running(Task),
+    Done,
+}
+
+/// A circular-online queue (see the [module documentation](self)).
+pub struct OnlineQueue {
+    shared: Arc<Shared>,
+    path: Option<PathBuf>,
+    period: Duration,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for OnlineQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnlineQueue")
+            .field("path", &self.path)
+            .field("period", &self.period)
+            .field("capacity", &self.shared.feed.ring.capacity())
+            .field("counters", &self.counters())
+            .finish()
+    }
+}
+
+impl OnlineQueue {
+    /// The number of events the queue holds.
+    pub fn capacity(&self) -> usize {
+        self.shared.feed.ring.capacity()
+    }
+
+    /// The fill level (in events) at which the task is woken early.
+    pub fn high_water_mark(&self) -> u64 {
+        self.shared.feed.high_water()
+    }
+
+    /// Opens the target and writes the header.
+    fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, Error> {
+        let header = TraceHeader::for_queue(ctx).to_bytes();
+        let mut file_handle = None;
+        let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
+            Target::Writer(w) => (w, "the online queue's writer".to_string()),
+            Target::Default | Target::File(_) => {
+                let path = self.path.clone().expect("file targets have a path");
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| Error::io("create the directory of trace file", &path, e))?;
+                }
+                let file =
+                    File::create(&path).map_err(|e| Error::io("create trace file", &path, e))?;
+                // A second handle to cut a torn last record at shutdown.
+                file_handle = file.try_clone().ok();
+                (Box::new(file), path.display().to_string())
+            }
+        };
+        sink.write_all(&header).map_err(|e| Error::Io {
+            path: self.path.clone(),
+            action: "write the header of trace file",
+            source: e,
+        })?;
+        Ok(Drainer {
+            shared: Arc::clone(&self.shared),
+            sink,
+            name,
+            file: file_handle,
+            file_len: header.len() as u64,
+            pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
+            written: 0,
+            pending_events: 0,
+            credited: 0,
+            last_dropped: 0,
+            last_time: 0,
+            handle: ctx.handle,
+        })
+    }
+}
+
+impl Queue for OnlineQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        self.shared.feed.get()
+    }
+
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        self.shared.feed.post(reservation, event)
+    }
+
+    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        let mut state = self.state.lock();
+        let target = match std::mem::replace(&mut *state, State::Done) {
+            State::Created(t) => t,
+            other => {
+                *state = other;
+                return Ok(());
+            }
+        };
+        // If opening fails, a later phase 2 may try again (a file target is
+        // kept; a writer that failed is gone).
+        let retry = match &target {
+            Target::Default => Some(Target::Default),
+            Target::File(p) => Some(Target::File(p.clone())),
+            Target::Writer(_) => None,
+        };
+        let drainer = match self.open(target, ctx) {
+            Ok(d) => d,
+            Err(e) => {
+                if let Some(t) = retry {
+                    *state = State::Created(t);
+                }
+                return Err(e);
+            }
+        };
+        let task = Task::spawn(
+            format!("qtrace-online-q{}", ctx.handle),
+            self.period,
+            Arc::clone(&self.shared.feed.control),
+            drainer,
+        )
+        .map_err(|e| Error::Io {
+            path: None,
+            action: "start the online queue's drain thread",
+            source: e,
+        })?;
+        *state = State::Running(task);
+        Ok(())
+    }
+
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        let mut state = self.state.lock();
+        match std::mem::replace(&mut *state, State::Done) {
+            State::Running(mut task) => {
+                if !task.stop() {
+                    return Err(Error::Io {
+                        path: self.path.clone(),
+                        action: "finish the online queue's drain task (it panicked) for",
+                        source: io::Error::other("drain task panicked"),
+                    });
+                }
+            }
+            State::Created(target) => {
+                // Never activated: write what was logged since phase 1 now.
+                self.open(target, ctx)?.finish();
+            }
+            State::Done => {}
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> QueueCounters {
+        let ring = &self.shared.feed.ring;
+        let dropped = ring.dropped();
+        let delivered = self.shared.delivered.load(Ordering::Relaxed);
+        let accepted = ring.accepted().max(delivered);
+        QueueCounters {
+            accepted,
+            dropped,
+            overwritten: 0,
+            delivered,
+            queued: accepted - delivered,
+        }
+    }
+
+    fn status(&self) -> QueueStatus {
+        let io = self.shared.io.lock();
+        QueueStatus {
+            io_errors: io.io_errors,
+            last_error: io.last_error.clone(),
+            files: self.path.iter().cloned().collect(),
+        }
+    }
+}
+
+/// The task's side: drains the ring into the sink.
+struct Drainer {
+    shared: Arc<Shared>,
+    sink: Box<dyn Write + Send>,
+    name: String,
+    /// Encoded records not yet (completely) written.
+    pending: Vec<u8>,
+    /// Bytes of `pending` already written.
+    written: usize,
+    /// Events (not hoops) in `pending`; they come first, a hoops record
+    /// (if any) last.
+    pending_events: u64,
+    /// Events of `pending` already counted delivered (completely written).
+    credited: u64,
+    /// The file, when the target is one (to cut a torn record at the end).
+    file: Option<File>,
+    /// Bytes written to the target so far.
+    file_len: u64,
+    /// The ring's drop total already written as hoops.
+    last_dropped: u64,
+    /// Time of the last event taken from the ring.
+    last_time: u64,
+    handle: QueueHandle,
+}
+
+enum Round {
+    /// The queue is empty and everything is written.
+    Empty,
+    /// Stopped early: budget used up, or a producer is still writing the
+    /// oldest record.
+    Busy,
+    /// A write failed; the bytes are kept for the next round.
+    Failed,
+}
+
+impl Drainer {
+    fn push_record(&mut self, event: &Event) {
+        let mut buf = [0u8; RECORD_LEN];
+        record::emit(event, &mut buf);
+        self.pending.extend_from_slice(&buf);
+    }
+
+    /// Counts the events of `pending` whose records are completely written.
+    fn credit(&mut self) {
+        let done = ((self.written / RECORD_LEN) as u64).min(self.pending_events);
+        if done > self.credited {
+            self.shared
+                .delivered
+                .fetch_add(done - self.credited, Ordering::Relaxed);
+            self.credited = done;
+        }
+    }
+
+    /// Writes `pending`; counts each event delivered once its record is
+    /// completely written.
+    fn write_pending(&mut self) -> bool {
+        while self.written < self.pending.len() {
+            match self.sink.write(&self.pending[self.written..]) {
+                Ok(0) => {
+                    let e = io::Error::new(io::ErrorKind::WriteZero, "the writer took no bytes");
+                    self.shared.io_error(&format!("write {}", self.name), &e);
+                    return false;
+                }
+                Ok(n) => {
+                    self.written += n;
+                    self.file_len += n as u64;
+                    self.credit();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.shared.io_error(&format!("write {}", self.name), &e);
+                    return false;
+                }
+            }
+        }
+        self.credit();
+        self.pending.clear();
+        self.written = 0;
+        self.pending_events = 0;
+        self.credited = 0;
+        true
+    }
+
+    /// Drains and writes, at most `batches` batches.
+    fn round(&mut self, mut batches: usize) -> Round {
+        if !self.write_pending() {
+            return Round::Failed;
+        }
+        let shared = Arc::clone(&self.shared);
+        let ring = &shared.feed.ring;
+        loop {
+            // Drops counted now happened while the ring was full, so after
+            // every record it holds now: the hoops record goes after them.
+            let dropped = ring.dropped();
+            let mut left = ring.len();
+            while left > 0 {
+                let take = left.min(BATCH);
+                let mut last_time = self.last_time;
+                let mut buf = std::mem::take(&mut self.pending);
+                let n = ring.drain(take, |e| {
+                    let mut rec = [0u8; RECORD_LEN];
+                    record::emit(e, &mut rec);
+                    buf.extend_from_slice(&rec);
+                    last_time = e.time;
+                });
+                self.pending = buf;
+                self.last_time = last_time;
+                self.pending_events += n as u64;
+                left -= n;
+                if n < take {
+                    break;
+                }
+                if left > 0 && !self.write_pending() {
+                    return Round::Failed;
+                }
+            }
+            if left == 0 && dropped > self.last_dropped {
+                let hoops = Event::new(
+                    self.last_time,
+                    HOOPS,
+                    u32::MAX,
+                    [dropped - self.last_dropped, self.handle.0 as u64],
+                );
+                self.push_record(&hoops);
+                self.last_dropped = dropped;
+            }
+            if !self.write_pending() {
+                return Round::Failed;
+            }
+            if left > 0 {
+                return Round::Busy;
+            }
+            if ring.is_empty() && ring.dropped() == self.last_dropped {
+                return Round::Empty;
+            }
+            batches = batches.saturating_sub(1);
+            if batches == 0 {
+                return Round::Busy;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Err(e) = self.sink.flush() {
+            self.shared.io_error(&format!("flush {}", self.name), &e);
+        }
+    }
+}
+
+impl Work for Drainer {
+    fn run_once(&mut self) {
+        if !matches!(self.round(ROUND_BATCHES), Round::Failed) {
+            self.flush();
+        }
+        self.shared.feed.rearm();
+    }
+
+    fn finish(&mut self) {
+        // Drain what is left. A producer preempted between claim and commit
+        // holds the drain up: give it a moment. A failing writer gets a few
+        // more tries, then what it could not take stays counted as queued.
+        let mut failures = 0;
+        for _ in 0..1000 {
+            match self.round(usize::MAX) {
+                Round::Empty => break,
+                Round::Busy => std::thread::sleep(Duration::from_millis(1)),
+                Round::Failed => {
+                    failures += 1;
+                    if failures >= 3 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.flush();
+        let unwritten = self.pending_events - self.credited + self.shared.feed.ring.len() as u64;
+        // Writing stopped in the middle of a record: cut the file back to the
+        // last whole record, so a reader sees a clean end (a writer that is
+        // not a file keeps the partial record; readers report it).
+        let torn = (self.written % RECORD_LEN) as u64;
+        if torn > 0 {
+            if let Some(f) = &self.file {
+                if f.set_len(self.file_len - torn).is_ok() {
+                    self.file_len -= torn;
+                }
+            }
+        }
+        if unwritten > 0 {
+            let mut io = self.shared.io.lock();
+            let why = io.last_error.clone().unwrap_or_default();
+            io.last_error = Some(format!(
+                "{unwritten} events could not be written to {} at shutdown; last error: {why}",
+                self.name
+            ));
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! The UDP queue streaming to the receiver over loopback: a million events
+//! with no loss when the sender keeps up, exact accounting when it cannot,
+//! no receiver at all, user-defined events named at the far end.
+//!
+//! Every test binds to 127.0.0.1 (or ::1) with ports chosen by the system and
+//! bounds its running time.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
+use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
+use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
+use qtrace::wire::{record, TraceHeader};
+use qtrace::{Config, Event, Tracer};
+
+const SCALE: u64 = if cfg!(miri) { 1000 } else { 1 };
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
+}
+
+fn out_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("qtrace-udp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir.join("received.qtr")
+}
+
+fn read_trace(path: &PathBuf) -> (TraceHeader, Vec<Event>) {
+    let bytes = std::fs::read(path).unwrap();
+    let (header, len) = TraceHeader::decode(&bytes).unwrap();
+    let events = bytes[len..]
+        .chunks_exact(32)
+        .map(|c| record::parse(c.try_into().unwrap()))
+        .collect();
+    (header, events)
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "timed out waiting until {what}");
+        thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Starts a receiver on loopback writing to `path`, stopping after `events`
+/// events or `limit`; returns its address, progress and thread.
+fn start_receiver(
+    bind: SocketAddr,
+    path: PathBuf,
+    limit: RunLimit,
+) -> (
+    SocketAddr,
+    std::sync::Arc<qtrace::receiver::Progress>,
+    qtrace::receiver::Stopper,
+    thread::JoinHandle<ReceiverSummary>,
+) {
+    let receiver = Receiver::bind(bind).unwrap();
+    let addr = receiver.local_addr();
+    let progress = receiver.progress();
+    let stopper = receiver.stopper();
+    let join = thread::spawn(move || receiver.run(&path, limit).unwrap());
+    (addr, progress, stopper, join)
+}
+
+#[test]
+fn a_million_events_over_loopback_with_the_sender_keeping_up() {
+    stream_keeping_up("million", 1_000_000 / SCALE, true);
+}
+
+#[test]
+fn without_segmentation_offload_one_datagram_per_call_loses_nothing() {
+    stream_keeping_up("no-gso", 100_000 / SCALE, false);
+}
+
+fn stream_keeping_up(name: &str, total: u64, offload: bool) {
+    let path = out_file(name);
+    let (addr, progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(total).or_after(Duration::from_secs(120)),
+    );
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(1 << 16)
+                .with_period(Duration::from_millis(1))
+                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                .with_high_water_percent(25)
+                .with_segmentation_offload(offload),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    // Keeping up: the producer never runs more than 16384 events (about
+    // 370 datagrams, well within the receiver's socket buffer) ahead of what
+    // the receiver has taken in.
+    let window = 16_384;
+    let t = Instant::now();
+    for i in 0..total {
+        if i % 4096 == 0 {
+            wait_until("the receiver catches up", Duration::from_secs(60), || {
+                progress.events() + window >= i
+            });
+        }
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let summary = rx.join().unwrap();
+    let elapsed = t.elapsed();
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!((c.accepted, c.dropped, c.delivered), (total, 0, total));
+    assert_eq!(summary.senders.len(), 1);
+    let s = &summary.senders[0];
+    assert_eq!(s.events, total);
+    assert_eq!(
+        (
+            s.lost_datagrams,
+            s.duplicates,
+            s.reordered,
+            s.invalid,
+            s.sender_dropped
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    assert!(s.has_catalog);
+    assert_eq!(summary.invalid.total(), 0);
+    let (header, events) = read_trace(&path);
+    assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((0, "udp")));
+    assert_eq!(events.len() as u64, total);
+    assert!(events.iter().all(|e| e.id == user::USER0));
+    // All of them, in order.
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.args[0] == i as u64));
+    let stats = tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    // Full datagrams of 45 records (a few short ones when the queue ran dry).
+    assert!(stats.event_datagrams >= total / 45, "{stats:?}");
+    assert_eq!(stats.events_sent, total);
+    assert_eq!(s.datagrams, stats.event_datagrams + stats.catalog_datagrams);
+    eprintln!(
+        "{total} events over loopback in {:.3} s: {:.0} events/s",
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64()
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn an_overloaded_sender_reports_its_losses_exactly() {
+    let total = 50_000 / SCALE;
+    let path = out_file("overload");
+    let (addr, progress, stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::duration(Duration::from_secs(120)),
+    );
+    let tracer = Tracer::new();
+    // A small queue, a slow period, one datagram per period (S.Ha.R.K.'s
+    // setting): far too little for what is logged.
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(256)
+                .with_period(Duration::from_millis(20))
+                .with_high_water_percent(100),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..total {
+        tracer.log_event(user::USER0, [i, 0]);
+        if i % 5000 == 0 {
+            thread::sleep(Duration::from_millis(30));
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!(c.accepted + c.dropped, total);
+    assert!(c.dropped > total / 2, "{c:?}");
+    assert_eq!(c.delivered, c.accepted);
+    // The final datagram carries the final drop count.
+    wait_until("everything arrived", Duration::from_secs(60), || {
+        progress.events() + progress.sender_dropped() == total
+    });
+    stop.stop();
+    let summary = rx.join().unwrap();
+    let s = &summary.senders[0];
+    // Received + reported loss = logged, exactly.
+    assert_eq!(s.events + s.sender_dropped, total);
+    assert_eq!(s.events, c.accepted);
+    assert_eq!(s.sender_dropped, c.dropped);
+    assert_eq!(s.lost_datagrams, 0);
+    // The file holds the events and hoops records adding up to the drops.
+    let (_, events) = read_trace(&path);
+    let hoops: u64 = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| {
+            assert_eq!(e.args[1], 0, "names the sender's queue");
+            e.args[0]
+        })
+        .sum();
+    let kept: Vec<u64> = events
+        .iter()
+        .filter(|e| e.id != HOOPS)
+        .map(|e| e.args[0])
+        .collect();
+    assert_eq!(hoops, c.dropped);
+    assert_eq!(kept.len() as u64, c.accepted);
+    assert!(kept.windows(2).all(|w| w[0] < w[1]), "in order");
+    // Every hoops record comes after the events that preceded its loss: the
+    // losses marked so far never exceed the gaps seen so far.
+    let (mut marked, mut missing, mut prev) = (0u64, 0u64, None::<u64>);
+    for e in &events {
+        if e.id == HOOPS {
+            marked += e.args[0];
+        } else {
+            missing += e.args[0] - prev.map_or(0, |p| p + 1);
+            prev = Some(e.args[0]);
+            assert!(marked <= missing, "a hoops record before its loss");
+        }
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn no_receiver_the_sender_keeps_going_and_counts() {
+    // A port nobody listens on: bind, note the port, close.
+    let port = std::net::UdpSocket::bind(loopback())
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+                .with_period(Duration::from_millis(1))
+                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                .with_capacity(1024),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for round in 0..20u64 {
+        for i in 0..100 {
+            tracer.log_event(user::USER0, [round * 100 + i, 0]);
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    let report = tracer.shutdown().unwrap();
+    let r = &report.queues[0];
+    assert_eq!(r.counters.accepted + r.counters.dropped, 2000);
+    assert_eq!(r.counters.queued, 0);
+    assert!(r.error.is_none());
+    #[cfg(target_os = "linux")]
+    {
+        assert!(r.status.io_errors > 0, "{r:?}");
+        let msg = r.status.last_error.as_deref().unwrap();
+        assert!(msg.contains("refused"), "{msg}");
+    }
+}
+
+#[test]
+fn ipv6_user_classes_and_the_catalog_reach_the_receiver() {
+    let Ok(probe) = std::net::UdpSocket::bind(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))) else {
+        eprintln!("no IPv6 loopback here: skipped");
+        return;
+    };
+    drop(probe);
+    let path = out_file("ipv6");
+    let (addr, _progress, _stop, rx) = start_receiver(
+        SocketAddr::from((Ipv6Addr::LOCALHOST, 0)),
+        path.clone(),
+        RunLimit::events(10).or_after(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::with_config(Config::default());
+    let net = tracer
+        .define_class(ClassSpec::new("net", "network").event("rx", "received", &["len", "port"]))
+        .unwrap();
+    let rx_event = net.event("rx").unwrap();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_period(Duration::from_millis(2))
+                .with_sender_id(0xfeed),
+        )
+        .unwrap();
+    tracer.assign_event(rx_event, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..10 {
+        tracer.log_event(rx_event, [1500, i]);
+    }
+    let summary = rx.join().unwrap();
+    tracer.shutdown().unwrap();
+    let s = &summary.senders[0];
+    assert_eq!(s.sender, 0xfeed);
+    assert!(s.addr.is_ipv6());
+    assert_eq!(s.events, 10);
+    let (header, events) = read_trace(&path);
+    assert_eq!(header.catalog().event_name(rx_event), Some("rx"));
+    assert_eq!(
+        events.iter().map(|e| e.args[1]).collect::<Vec<_>>(),
+        (0..10).collect::<Vec<_>>()
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn bad_udp_parameters_are_typed_errors() {
+    let tracer = Tracer::new();
+    let remote = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+    for p in [
+        UdpParams::to(remote).with_capacity(100),
+        UdpParams::to(remote).with_period(Duration::ZERO),
+        UdpParams::to(remote).with_max_datagram_len(10),
+        UdpParams::to(remote).with_max_datagram_len(70_000),
+        UdpParams::to(remote).with_datagrams_per_period(DatagramsPerPeriod::Limit(0)),
+        UdpParams::to(remote).with_local(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        UdpParams::to(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+    ] {
+        let e = tracer.create_queue::<Udp>(p).unwrap_err();
+        assert!(matches!(e, qtrace::Error::InvalidParameter { .. }), "{e}");
+    }
+}
+
+#[test]
+fn two_senders_at_once_are_kept_apart_and_in_order() {
+    let per_sender = 20_000 / SCALE;
+    let path = out_file("two");
+    let (addr, progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(2 * per_sender).or_after(Duration::from_secs(60)),
+    );
+    let senders: Vec<_> = (0..2u64)
+        .map(|s| {
+            thread::spawn({
+                let progress = std::sync::Arc::clone(&progress);
+                move || {
+                    let tracer = Tracer::new();
+                    let q = tracer
+                        .create_queue::<Udp>(
+                            UdpParams::to(addr)
+                                .with_capacity(1 << 14)
+                                .with_period(Duration::from_millis(1))
+                                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                                .with_sender_id(100 + s as u32),
+                        )
+                        .unwrap();
+                    tracer.assign_class(user::CLASS, q).unwrap();
+                    tracer.activate().unwrap();
+                    for i in 0..per_sender {
+                        if i % 1024 == 0 {
+                            wait_until("the receiver catches up", Duration::from_secs(60), || {
+                                progress.events() + 8192 >= 2 * i
+                            });
+                        }
+                        tracer.log_event(user::USER0, [s, i]);
+                    }
+                    tracer.shutdown().unwrap().queues[0].counters
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        let c = s.join().unwrap();
+        assert_eq!((c.accepted, c.dropped), (per_sender, 0));
+    }
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.senders.len(), 2);
+    let mut ids: Vec<u32> = summary.senders.iter().map(|s| s.sender).collect();
+    ids.sort();
+    assert_eq!(ids, [100, 101]);
+    for s in &summary.senders {
+        assert_eq!(
+            (s.events, s.lost_datagrams, s.sender_dropped),
+            (per_sender, 0, 0)
+        );
+    }
+    let (header, events) = read_trace(&path);
+    // Two senders: the merged file is not tied to one queue.
+    assert_eq!(header.queue(), None);
+    for s in 0..2 {
+        let mine: Vec<u64> = events
+            .iter()
+            .filter(|e| e.args[0] == s)
+            .map(|e| e.args[1])
+            .collect();
+        assert_eq!(
+            mine,
+            (0..per_sender).collect::<Vec<_>>(),
+            "sender {s} in order"
+        );
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
+    let path = out_file("limit");
+    let (addr, _progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(450).or_after(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(1024)
+                .with_period(Duration::from_secs(3600))
+                .with_high_water_percent(100)
+                .with_datagrams_per_period(DatagramsPerPeriod::Limit(2)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..450 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    tracer.activate().unwrap();
+    let udp = || tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    wait_until("the first round", Duration::from_secs(30), || {
+        udp().event_datagrams == 2
+    });
+    thread::sleep(Duration::from_millis(50));
+    // One round (at start), two datagrams of 45 records, plus the catalog.
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (2, 90));
+    assert!(s.catalog_datagrams >= 1);
+    assert_eq!(tracer.counters(q).unwrap().queued, 360);
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(report.queues[0].counters.delivered, 450);
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (10, 450));
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.events(), 450);
+    assert_eq!(summary.senders[0].datagrams, 10 + s.catalog_datagrams);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
