@@ -3,8 +3,8 @@
 //! Each slot holds one [`Event`] as four `AtomicU64` words (see
 //! [`Event::to_words`]) plus a sequence word, so every write and read is a
 //! plain atomic operation: no `unsafe`, and the same code is model-checked by
-//! loom (through the crate's `sync` module). Capacities are powers of two; a slot index
-//! is `ticket & mask`, never a division. The producer index lives in its own
+//! loom (through the crate's `sync` module). Capacities are powers of two; a
+//! slot index is `ticket & mask`, never a division. The producer index lives in its own
 //! cache line, and so does every slot (64-byte aligned), so two producers never
 //! write the same line.
 //!
