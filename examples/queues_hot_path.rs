@@ -1,7 +1,9 @@
 //! A quick timed loop (not a statistical benchmark; see `benches/` for those):
 //! ns per enabled event into a circular and a fixed queue through the tracer,
 //! next to the floor "read the clock + store one 32-byte record into a
-//! preallocated array", measured in the same run.
+//! preallocated array", and the cost of one uncontended atomic
+//! read-modify-write (the circular queue does two per event, the fixed queue
+//! one), measured in the same run.
 //!
 //! `cargo run --release --example queues_hot_path [events]`
 
@@ -48,6 +50,12 @@ fn main() {
                 black_box(&array);
             }
         });
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let rmw = per_event(n, || {
+            for _ in 0..n {
+                black_box(counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            }
+        });
         let circ = per_event(n, || {
             for i in 0..n {
                 tracer.log_event(black_box(user::USER0), [i, 0]);
@@ -63,7 +71,7 @@ fn main() {
             f64::NAN // the fixed queue is full after the first round
         };
         println!(
-            "round {round}: floor {floor:.2} ns/event, circular {circ:.2} ns/event ({:.2}x floor), fixed {fix:.2} ns/event ({:.2}x floor)",
+            "round {round}: one atomic RMW {rmw:.2} ns, floor {floor:.2} ns/event, circular {circ:.2} ns/event ({:.2}x floor), fixed {fix:.2} ns/event ({:.2}x floor)",
             circ / floor,
             fix / floor
         );

@@ -399,6 +399,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nread them with:");
     println!("  cargo run --release -- dump {}", files.join(" "));
     println!("  cargo run --release -- stats {}", files.join(" "));
+    println!(
+        "  cargo run --release -- convert --to chrome --out {} {}   # for Perfetto",
+        dir.join("trace.json").display(),
+        files.join(" ")
+    );
     if !report.is_clean() {
         return Err("a queue reported a problem (see above)".into());
     }

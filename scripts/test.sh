@@ -24,3 +24,6 @@ fi
 
 echo "== cargo test (unit, integration, doc tests)"
 cargo test --all-features
+
+echo "== the main job's trace through babeltrace2 and a JSON parser (scripts/check-export.sh)"
+scripts/check-export.sh

@@ -11,7 +11,10 @@
 //!   truncated, come from a newer format version or fail validation are
 //!   counted and skipped; nothing panics.
 //! - **Bounded memory**: at most [`ReceiverConfig::max_senders`] senders are
-//!   tracked (datagrams from more are counted and skipped), each with a
+//!   tracked at once; a new sender takes the place of one that has been quiet
+//!   for [`ReceiverConfig::idle_datagrams`] datagrams (its account is kept,
+//!   up to [`MAX_RETIRED`] of them), otherwise its datagrams are counted and
+//!   skipped. Each tracked sender has a
 //!   fixed-size sequence window and a catalog of at most
 //!   [`ReceiverConfig::max_catalog_len`] bytes; received records go straight
 //!   to disk.
@@ -21,8 +24,9 @@
 //! - *Sender drops*: when a datagram reports more drops than any before it
 //!   from its sender, a hoops record with the difference (`args = [lost,
 //!   queue]`, the sender's queue handle from its header, or `0xffff` if not yet
-//!   known) follows that datagram's events: the sender reads its drop count
-//!   before it takes the events out of its queue, so the drops came after them.
+//!   known) follows that datagram's events: the UDP queue reports drops in
+//!   the datagram that carries the last event queued before them, so the
+//!   record is never placed before an event that preceded the loss.
 //! - *Lost datagrams*: a datagram is lost for good when it has not arrived by
 //!   the time the sender is [`sequence::WINDOW`] datagrams further (or when the
 //!   receiver stops). The datagram header does not say how many events a
@@ -58,7 +62,9 @@ use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
-use crate::wire::datagram::{CatalogAssembler, DatagramKind, DatagramView, MAX_DATAGRAM_LEN};
+use crate::wire::datagram::{
+    CatalogAssembler, DatagramKind, DatagramView, HEADER_LEN, MAX_DATAGRAM_LEN,
+};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
@@ -86,7 +92,14 @@ pub struct ReceiverConfig {
     pub max_catalog_len: usize,
     /// The socket receive buffer asked for (8 MiB; the kernel may cap it).
     pub recv_buffer: usize,
+    /// When every sender slot is taken, a new sender replaces the one quiet
+    /// longest, if it has sent nothing during this many datagrams (100,000).
+    pub idle_datagrams: u64,
 }
+
+/// Accounts of replaced senders kept for the summary; beyond this many,
+/// replaced senders are only counted ([`ReceiverSummary::retired_uncounted`]).
+pub const MAX_RETIRED: usize = 1024;
 
 impl Default for ReceiverConfig {
     fn default() -> Self {
@@ -94,6 +107,7 @@ impl Default for ReceiverConfig {
             max_senders: 16,
             max_catalog_len: 1 << 20,
             recv_buffer: 8 << 20,
+            idle_datagrams: 100_000,
         }
     }
 }
@@ -110,7 +124,8 @@ pub struct InvalidCounts {
     pub unsupported_version: u64,
     /// Any other validation failure (bad kind, bad lengths, bad fragment).
     pub malformed: u64,
-    /// From a sender beyond [`ReceiverConfig::max_senders`].
+    /// From a sender beyond [`ReceiverConfig::max_senders`] while no tracked
+    /// sender was idle long enough to be replaced.
     pub too_many_senders: u64,
 }
 
@@ -165,8 +180,11 @@ impl SenderSummary {
 /// The receiver's account.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReceiverSummary {
-    /// One entry per sender, in order of first appearance.
+    /// One entry per sender: replaced senders first, then the tracked ones,
+    /// each in order of first appearance.
     pub senders: Vec<SenderSummary>,
+    /// Replaced senders whose accounts did not fit ([`MAX_RETIRED`]).
+    pub retired_uncounted: u64,
     /// Datagrams skipped before reaching a sender's stream.
     pub invalid: InvalidCounts,
     /// Records written to the trace file (events and hoops).
@@ -234,6 +252,13 @@ impl fmt::Display for ReceiverSummary {
                 s.invalid
             )?;
         }
+        if self.retired_uncounted > 0 {
+            writeln!(
+                f,
+                "  {} more replaced senders (accounts not kept)",
+                self.retired_uncounted
+            )?;
+        }
         let i = &self.invalid;
         write!(
             f,
@@ -268,6 +293,8 @@ struct SenderState {
     lost_written: u64,
     max_records: u64,
     last_time: u64,
+    /// The core's datagram count at this sender's last datagram.
+    last_seen: u64,
 }
 
 impl SenderState {
@@ -358,12 +385,43 @@ impl Progress {
     }
 }
 
+/// Where the core's records go: decoded events, or raw big-endian records
+/// straight from a datagram (so a file writer copies them without decoding).
+trait Sink {
+    fn event(&mut self, e: &Event);
+    fn records(&mut self, raw: &[u8]);
+}
+
+/// A sink that hands every record to a closure as an [`Event`].
+struct EachEvent<'a>(&'a mut dyn FnMut(&Event));
+
+impl Sink for EachEvent<'_> {
+    fn event(&mut self, e: &Event) {
+        (self.0)(e)
+    }
+    fn records(&mut self, raw: &[u8]) {
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if let Ok(rec) = <&[u8; RECORD_LEN]>::try_from(c) {
+                (self.0)(&record::parse(rec));
+            }
+        }
+    }
+}
+
 /// The receiver's logic without a socket: feed it datagrams with
 /// [`ReceiverCore::handle`], collect the records it hands out.
 #[derive(Debug)]
 pub struct ReceiverCore {
     config: ReceiverConfig,
     senders: Vec<SenderState>,
+    retired: Vec<SenderSummary>,
+    retired_uncounted: u64,
+    /// The first sender header that arrived, for the received file.
+    first_header: Option<TraceHeader>,
+    /// Senders seen so far (tracked, replaced and uncounted).
+    senders_seen: u64,
+    /// Datagrams handled (a logical clock for idleness).
+    clock: u64,
     invalid: InvalidCounts,
     progress: Arc<Progress>,
 }
@@ -374,6 +432,11 @@ impl ReceiverCore {
         ReceiverCore {
             config,
             senders: Vec::new(),
+            retired: Vec::new(),
+            retired_uncounted: 0,
+            first_header: None,
+            senders_seen: 0,
+            clock: 0,
             invalid: InvalidCounts::default(),
             progress: Arc::default(),
         }
@@ -387,6 +450,11 @@ impl ReceiverCore {
     /// Handles one datagram from `from`; every record to write (events, and
     /// hoops records where losses are detected) goes to `out`, in order.
     pub fn handle(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn FnMut(&Event)) {
+        self.handle_into(from, bytes, &mut EachEvent(out))
+    }
+
+    fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
+        self.clock += 1;
         let view = match DatagramView::new_checked(bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -407,8 +475,8 @@ impl ReceiverCore {
             .position(|s| s.sender == header.sender && s.addr == from)
         {
             Some(i) => i,
-            None if self.senders.len() < self.config.max_senders => {
-                self.senders.push(SenderState {
+            None => {
+                let fresh = SenderState {
                     addr: from,
                     sender: header.sender,
                     seq: SequenceTracker::new(),
@@ -421,17 +489,47 @@ impl ReceiverCore {
                     lost_written: 0,
                     max_records: 0,
                     last_time: 0,
-                });
-                self.senders.len() - 1
-            }
-            None => {
-                self.invalid.too_many_senders += 1;
-                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
-                return;
+                    last_seen: self.clock,
+                };
+                if self.senders.len() < self.config.max_senders {
+                    self.senders_seen += 1;
+                    self.senders.push(fresh);
+                    self.senders.len() - 1
+                } else {
+                    let quietest = self
+                        .senders
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, s)| s.last_seen)
+                        .map(|(i, s)| (i, s.last_seen));
+                    match quietest {
+                        Some((i, seen)) if self.clock - seen > self.config.idle_datagrams => {
+                            self.senders_seen += 1;
+                            // Keep the tracked senders in order of arrival.
+                            let mut old = self.senders.remove(i);
+                            self.senders.push(fresh);
+                            if let Some(h) = old.lost_hoops(true) {
+                                out.event(&h);
+                            }
+                            if self.retired.len() < MAX_RETIRED {
+                                self.retired.push(old.summary());
+                            } else {
+                                self.retired_uncounted += 1;
+                            }
+                            self.senders.len() - 1
+                        }
+                        _ => {
+                            self.invalid.too_many_senders += 1;
+                            self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                }
             }
         };
         let max_catalog = self.config.max_catalog_len;
         let s = &mut self.senders[index];
+        s.last_seen = self.clock;
         let verdict = s.seq.observe(header.sequence);
         if !verdict.accepted() {
             self.progress.invalid.fetch_add(1, Ordering::Relaxed);
@@ -443,10 +541,15 @@ impl ReceiverCore {
             DatagramKind::Events => {
                 let n = view.record_count() as u64;
                 s.max_records = s.max_records.max(n);
-                for e in view.events() {
-                    s.last_time = s.last_time.max(e.time);
-                    out(&e);
+                // The view checked the length: exactly `n` records follow
+                // the header. They go on as they are (big-endian records).
+                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
+                for c in raw.chunks_exact(RECORD_LEN) {
+                    let mut t = [0u8; 8];
+                    t.copy_from_slice(&c[..8]);
+                    s.last_time = s.last_time.max(u64::from_be_bytes(t));
                 }
+                out.records(raw);
                 s.events += n;
                 self.progress.events.fetch_add(n, Ordering::Relaxed);
             }
@@ -456,7 +559,12 @@ impl ReceiverCore {
                         s.invalid += 1;
                     } else {
                         match s.assembler.push(&fragment) {
-                            Ok(Some(h)) => s.header = Some(h),
+                            Ok(Some(h)) => {
+                                if self.first_header.is_none() {
+                                    self.first_header = Some(h.clone());
+                                }
+                                s.header = Some(h);
+                            }
                             Ok(None) => {}
                             Err(_) => s.invalid += 1,
                         }
@@ -473,11 +581,11 @@ impl ReceiverCore {
                 Ordering::Relaxed,
                 |d| Some(d.saturating_add(new)),
             );
-            out(&s.hoops(new, 0));
+            out.event(&s.hoops(new, 0));
         }
         if matches!(verdict, Verdict::InOrder { .. }) {
             if let Some(h) = s.lost_hoops(false) {
-                out(&h);
+                out.event(&h);
             }
         }
     }
@@ -485,9 +593,13 @@ impl ReceiverCore {
     /// Ends every sender's stream: datagrams still missing are lost (their
     /// hoops records go to `out`).
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
+        self.finish_into(&mut EachEvent(out))
+    }
+
+    fn finish_into(&mut self, out: &mut dyn Sink) {
         for s in &mut self.senders {
             if let Some(h) = s.lost_hoops(true) {
-                out(&h);
+                out.event(&h);
             }
         }
     }
@@ -495,7 +607,13 @@ impl ReceiverCore {
     /// The account so far.
     pub fn summary(&self) -> ReceiverSummary {
         ReceiverSummary {
-            senders: self.senders.iter().map(SenderState::summary).collect(),
+            senders: self
+                .retired
+                .iter()
+                .cloned()
+                .chain(self.senders.iter().map(SenderState::summary))
+                .collect(),
+            retired_uncounted: self.retired_uncounted,
             invalid: self.invalid,
             ..ReceiverSummary::default()
         }
@@ -504,9 +622,8 @@ impl ReceiverCore {
     /// The header for the received trace: the first sender's (its clock and
     /// class table), or the built-in classes when no header arrived.
     pub fn trace_header(&self) -> TraceHeader {
-        let mut with_header = self.senders.iter().filter_map(|s| s.header.as_ref());
-        match with_header.next() {
-            Some(h) if self.senders.len() == 1 => h.clone(),
+        match &self.first_header {
+            Some(h) if self.senders_seen == 1 => h.clone(),
             Some(h) => h.clone().without_queue(),
             None => TraceHeader::new(Catalog::builtin(), &Clock::monotonic()).without_queue(),
         }
@@ -623,6 +740,10 @@ impl Receiver {
         limit: RunLimit,
         out: &mut dyn FnMut(&Event),
     ) -> Result<ReceiverSummary, Error> {
+        self.run_into(limit, &mut EachEvent(out))
+    }
+
+    fn run_into(&mut self, limit: RunLimit, out: &mut dyn Sink) -> Result<ReceiverSummary, Error> {
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
         loop {
@@ -639,7 +760,7 @@ impl Receiver {
                 break;
             }
             match self.socket.recv_from(&mut buf) {
-                Ok((n, from)) => self.core.handle(from, &buf[..n], out),
+                Ok((n, from)) => self.core.handle_into(from, &buf[..n], out),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -658,7 +779,7 @@ impl Receiver {
                 }
             }
         }
-        self.core.finish(out);
+        self.core.finish_into(out);
         let mut summary = self.core.summary();
         summary.elapsed = start.elapsed();
         Ok(summary)
@@ -682,21 +803,17 @@ impl Receiver {
         part_name.push(".part");
         let part = PathBuf::from(part_name);
         let file = File::create(&part).map_err(|e| Error::io("create spool file", &part, e))?;
-        let mut spool = BufWriter::with_capacity(1 << 16, file);
-        let mut records = 0u64;
-        let mut failure: Option<io::Error> = None;
-        let mut out = |e: &Event| {
-            if failure.is_some() {
-                return;
-            }
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(e, &mut rec);
-            match spool.write_all(&rec) {
-                Ok(()) => records += 1,
-                Err(err) => failure = Some(err),
-            }
+        let mut out = Spool {
+            file: BufWriter::with_capacity(1 << 16, file),
+            records: 0,
+            failure: None,
         };
-        let mut summary = self.run_with(limit, &mut out)?;
+        let mut summary = self.run_into(limit, &mut out)?;
+        let Spool {
+            file: mut spool,
+            records,
+            failure,
+        } = out;
         if let Some(e) = failure {
             return Err(Error::io("write spool file", &part, e));
         }
@@ -725,5 +842,29 @@ impl Receiver {
         summary.records_written = records;
         summary.file = Some(path.to_path_buf());
         Ok(summary)
+    }
+}
+
+/// Records spooled to a file as they arrive.
+struct Spool {
+    file: BufWriter<File>,
+    records: u64,
+    failure: Option<io::Error>,
+}
+
+impl Sink for Spool {
+    fn event(&mut self, e: &Event) {
+        let mut rec = [0u8; RECORD_LEN];
+        record::emit(e, &mut rec);
+        self.records(&rec);
+    }
+    fn records(&mut self, raw: &[u8]) {
+        if self.failure.is_some() {
+            return;
+        }
+        match self.file.write_all(raw) {
+            Ok(()) => self.records += (raw.len() / RECORD_LEN) as u64,
+            Err(e) => self.failure = Some(e),
+        }
     }
 }

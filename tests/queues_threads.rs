@@ -9,6 +9,7 @@ mod queues_support;
 use std::sync::Arc;
 
 use qtrace::classes::{tracer::HOOPS, user};
+use qtrace::clock::Clock;
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
 use qtrace::{Config, Event, EventId, Tracer};
 use queues_support::{hoops_total, read_trace, scratch};
@@ -17,6 +18,19 @@ const THREADS: u64 = 2;
 const PER_THREAD: u64 = if cfg!(miri) { 300 } else { 1_000_000 };
 const CIRCULAR_CAP: usize = if cfg!(miri) { 16 } else { 1024 };
 const FIXED_CAP: usize = if cfg!(miri) { 50 } else { 10_000 };
+
+/// The default (fast) clock, writing into `dir`; under Miri, which cannot
+/// read the TSC, the monotonic clock.
+fn config(dir: &std::path::Path) -> Config {
+    if cfg!(miri) {
+        Config {
+            clock: Clock::monotonic(),
+            output_dir: dir.to_path_buf(),
+        }
+    } else {
+        Config::default().with_output_dir(dir)
+    }
+}
 
 /// `args[0]` = thread << 32 | sequence; `args[1]` a check word derived from
 /// it, so a record mixing two writes is detected.
@@ -54,7 +68,7 @@ fn check(events: &[Event], id: EventId) -> [u64; THREADS as usize] {
 #[test]
 fn two_threads_into_small_circular_and_fixed_queues() {
     let dir = scratch("threads");
-    let tracer = Arc::new(Tracer::with_config(Config::default().with_output_dir(&dir)));
+    let tracer = Arc::new(Tracer::with_config(config(&dir)));
     let circular = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: CIRCULAR_CAP,
@@ -155,7 +169,7 @@ fn two_threads_into_small_circular_and_fixed_queues() {
 #[test]
 fn shutdown_while_two_threads_log() {
     let dir = scratch("threads-shutdown");
-    let tracer = Arc::new(Tracer::with_config(Config::default().with_output_dir(&dir)));
+    let tracer = Arc::new(Tracer::with_config(config(&dir)));
     let circular = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: 64,

@@ -308,3 +308,36 @@ proptest! {
         prop_assert_eq!(r.core.progress().datagrams(), accepted);
     }
 }
+
+#[test]
+fn a_quiet_sender_makes_room_for_a_new_one_and_keeps_its_account() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 2,
+        idle_datagrams: 5,
+        ..ReceiverConfig::default()
+    });
+    // A sends two datagrams, the second after a gap (one lost).
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 1));
+    r.feed(addr(1), &events_dgram(1, 2, 0, 2, 1));
+    r.feed(addr(2), &events_dgram(2, 0, 0, 100, 1));
+    // C arrives while A has been quiet for 1 datagram only: refused.
+    r.feed(addr(3), &events_dgram(3, 0, 0, 200, 1));
+    assert_eq!(r.core.summary().invalid.too_many_senders, 1);
+    for seq in 1..6 {
+        r.feed(addr(2), &events_dgram(2, seq, 0, 100 + seq, 1));
+    }
+    // A has now been quiet long enough: C takes its place, A's missing
+    // datagram is marked lost.
+    r.feed(addr(3), &events_dgram(3, 0, 0, 200, 1));
+    let s = r.core.summary();
+    assert_eq!(s.invalid.too_many_senders, 1);
+    assert_eq!(
+        s.senders
+            .iter()
+            .map(|x| (x.sender, x.events, x.lost_datagrams))
+            .collect::<Vec<_>>(),
+        [(1, 2, 1), (2, 6, 0), (3, 1, 0)]
+    );
+    assert_eq!(r.hoops(), [(1, HOOPS_FLAG_UPPER_BOUND)]);
+    assert_eq!(s.retired_uncounted, 0);
+}

@@ -68,8 +68,16 @@ fn start_receiver(
 
 #[test]
 fn a_million_events_over_loopback_with_the_sender_keeping_up() {
-    let total = 1_000_000 / SCALE;
-    let path = out_file("million");
+    stream_keeping_up("million", 1_000_000 / SCALE, true);
+}
+
+#[test]
+fn without_segmentation_offload_one_datagram_per_call_loses_nothing() {
+    stream_keeping_up("no-gso", 100_000 / SCALE, false);
+}
+
+fn stream_keeping_up(name: &str, total: u64, offload: bool) {
+    let path = out_file(name);
     let (addr, progress, _stop, rx) = start_receiver(
         loopback(),
         path.clone(),
@@ -82,7 +90,8 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
                 .with_capacity(1 << 16)
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_high_water_percent(25),
+                .with_high_water_percent(25)
+                .with_segmentation_offload(offload),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -129,6 +138,11 @@ fn a_million_events_over_loopback_with_the_sender_keeping_up() {
         .iter()
         .enumerate()
         .all(|(i, e)| e.args[0] == i as u64));
+    let stats = tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    // Full datagrams of 45 records (a few short ones when the queue ran dry).
+    assert!(stats.event_datagrams >= total / 45, "{stats:?}");
+    assert_eq!(stats.events_sent, total);
+    assert_eq!(s.datagrams, stats.event_datagrams + stats.catalog_datagrams);
     eprintln!(
         "{total} events over loopback in {:.3} s: {:.0} events/s",
         elapsed.as_secs_f64(),
@@ -200,6 +214,18 @@ fn an_overloaded_sender_reports_its_losses_exactly() {
     assert_eq!(hoops, c.dropped);
     assert_eq!(kept.len() as u64, c.accepted);
     assert!(kept.windows(2).all(|w| w[0] < w[1]), "in order");
+    // Every hoops record comes after the events that preceded its loss: the
+    // losses marked so far never exceed the gaps seen so far.
+    let (mut marked, mut missing, mut prev) = (0u64, 0u64, None::<u64>);
+    for e in &events {
+        if e.id == HOOPS {
+            marked += e.args[0];
+        } else {
+            missing += e.args[0] - prev.map_or(0, |p| p + 1);
+            prev = Some(e.args[0]);
+            assert!(marked <= missing, "a hoops record before its loss");
+        }
+    }
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -302,4 +328,119 @@ fn bad_udp_parameters_are_typed_errors() {
         let e = tracer.create_queue::<Udp>(p).unwrap_err();
         assert!(matches!(e, qtrace::Error::InvalidParameter { .. }), "{e}");
     }
+}
+
+#[test]
+fn two_senders_at_once_are_kept_apart_and_in_order() {
+    let per_sender = 20_000 / SCALE;
+    let path = out_file("two");
+    let (addr, progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(2 * per_sender).or_after(Duration::from_secs(60)),
+    );
+    let senders: Vec<_> = (0..2u64)
+        .map(|s| {
+            thread::spawn({
+                let progress = std::sync::Arc::clone(&progress);
+                move || {
+                    let tracer = Tracer::new();
+                    let q = tracer
+                        .create_queue::<Udp>(
+                            UdpParams::to(addr)
+                                .with_capacity(1 << 14)
+                                .with_period(Duration::from_millis(1))
+                                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                                .with_sender_id(100 + s as u32),
+                        )
+                        .unwrap();
+                    tracer.assign_class(user::CLASS, q).unwrap();
+                    tracer.activate().unwrap();
+                    for i in 0..per_sender {
+                        if i % 1024 == 0 {
+                            wait_until("the receiver catches up", Duration::from_secs(60), || {
+                                progress.events() + 8192 >= 2 * i
+                            });
+                        }
+                        tracer.log_event(user::USER0, [s, i]);
+                    }
+                    tracer.shutdown().unwrap().queues[0].counters
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        let c = s.join().unwrap();
+        assert_eq!((c.accepted, c.dropped), (per_sender, 0));
+    }
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.senders.len(), 2);
+    let mut ids: Vec<u32> = summary.senders.iter().map(|s| s.sender).collect();
+    ids.sort();
+    assert_eq!(ids, [100, 101]);
+    for s in &summary.senders {
+        assert_eq!(
+            (s.events, s.lost_datagrams, s.sender_dropped),
+            (per_sender, 0, 0)
+        );
+    }
+    let (header, events) = read_trace(&path);
+    // Two senders: the merged file is not tied to one queue.
+    assert_eq!(header.queue(), None);
+    for s in 0..2 {
+        let mine: Vec<u64> = events
+            .iter()
+            .filter(|e| e.args[0] == s)
+            .map(|e| e.args[1])
+            .collect();
+        assert_eq!(
+            mine,
+            (0..per_sender).collect::<Vec<_>>(),
+            "sender {s} in order"
+        );
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
+    let path = out_file("limit");
+    let (addr, _progress, _stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::events(450).or_after(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(1024)
+                .with_period(Duration::from_secs(3600))
+                .with_high_water_percent(100)
+                .with_datagrams_per_period(DatagramsPerPeriod::Limit(2)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..450 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    tracer.activate().unwrap();
+    let udp = || tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    wait_until("the first round", Duration::from_secs(30), || {
+        udp().event_datagrams == 2
+    });
+    thread::sleep(Duration::from_millis(50));
+    // One round (at start), two datagrams of 45 records, plus the catalog.
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (2, 90));
+    assert!(s.catalog_datagrams >= 1);
+    assert_eq!(tracer.counters(q).unwrap().queued, 360);
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(report.queues[0].counters.delivered, 450);
+    let s = udp();
+    assert_eq!((s.event_datagrams, s.events_sent), (10, 450));
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.events(), 450);
+    assert_eq!(summary.senders[0].datagrams, 10 + s.catalog_datagrams);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }

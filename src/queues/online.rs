@@ -4,9 +4,12 @@
 //!
 //! - **Policy**: when the queue is full, new events are dropped until the task
 //!   has made room (the S.Ha.R.K. policy); every drop is counted, and the task
-//!   writes a hoops record (`args = [lost, queue]`) into the file right after
-//!   the last event that preceded the loss, so a reader sees where events are
-//!   missing and how many.
+//!   writes a hoops record (`args = [lost, queue]`) into the file after the
+//!   events that were in the queue when the loss was counted, so a reader
+//!   sees where events are missing and how many. With one producer the place
+//!   is exact; with several, a drop counted while the task was draining may
+//!   be marked after a few events that followed it, never before the events
+//!   that preceded it.
 //! - **Task**: one thread per queue, run every `period` (500 ms) and woken
 //!   early when the queue reaches its high-water mark (80 %, as QNX). It has
 //!   its own stop flag, never blocks producers, and never logs events itself,
@@ -253,6 +256,7 @@ impl OnlineQueue {
     /// Opens the target and writes the header.
     fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, Error> {
         let header = TraceHeader::for_queue(ctx).to_bytes();
+        let mut file_handle = None;
         let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
             Target::Writer(w) => (w, "the online queue's writer".to_string()),
             Target::Default | Target::File(_) => {
@@ -263,6 +267,8 @@ impl OnlineQueue {
                 }
                 let file =
                     File::create(&path).map_err(|e| Error::io("create trace file", &path, e))?;
+                // A second handle to cut a torn last record at shutdown.
+                file_handle = file.try_clone().ok();
                 (Box::new(file), path.display().to_string())
             }
         };
@@ -275,9 +281,12 @@ impl OnlineQueue {
             shared: Arc::clone(&self.shared),
             sink,
             name,
+            file: file_handle,
+            file_len: header.len() as u64,
             pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
             written: 0,
             pending_events: 0,
+            credited: 0,
             last_dropped: 0,
             last_time: 0,
             handle: ctx.handle,
@@ -305,8 +314,8 @@ impl Queue for OnlineQueue {
                 return Ok(());
             }
         };
-        // A file target can be opened again by a later phase 2 (after the
-        // user fixed the directory, or freed space); a writer was used up.
+        // If opening fails, a later phase 2 may try again (a file target is
+        // kept; a writer that failed is gone).
         let retry = match &target {
             Target::Default => Some(Target::Default),
             Target::File(p) => Some(Target::File(p.clone())),
@@ -393,8 +402,15 @@ struct Drainer {
     pending: Vec<u8>,
     /// Bytes of `pending` already written.
     written: usize,
-    /// Events (not hoops) in `pending`.
+    /// Events (not hoops) in `pending`; they come first, a hoops record
+    /// (if any) last.
     pending_events: u64,
+    /// Events of `pending` already counted delivered (completely written).
+    credited: u64,
+    /// The file, when the target is one (to cut a torn record at the end).
+    file: Option<File>,
+    /// Bytes written to the target so far.
+    file_len: u64,
     /// The ring's drop total already written as hoops.
     last_dropped: u64,
     /// Time of the last event taken from the ring.
@@ -419,7 +435,19 @@ impl Drainer {
         self.pending.extend_from_slice(&buf);
     }
 
-    /// Writes `pending`; on success counts its events delivered.
+    /// Counts the events of `pending` whose records are completely written.
+    fn credit(&mut self) {
+        let done = ((self.written / RECORD_LEN) as u64).min(self.pending_events);
+        if done > self.credited {
+            self.shared
+                .delivered
+                .fetch_add(done - self.credited, Ordering::Relaxed);
+            self.credited = done;
+        }
+    }
+
+    /// Writes `pending`; counts each event delivered once its record is
+    /// completely written.
     fn write_pending(&mut self) -> bool {
         while self.written < self.pending.len() {
             match self.sink.write(&self.pending[self.written..]) {
@@ -428,7 +456,11 @@ impl Drainer {
                     self.shared.io_error(&format!("write {}", self.name), &e);
                     return false;
                 }
-                Ok(n) => self.written += n,
+                Ok(n) => {
+                    self.written += n;
+                    self.file_len += n as u64;
+                    self.credit();
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.shared.io_error(&format!("write {}", self.name), &e);
@@ -436,12 +468,11 @@ impl Drainer {
                 }
             }
         }
-        self.shared
-            .delivered
-            .fetch_add(self.pending_events, Ordering::Relaxed);
+        self.credit();
         self.pending.clear();
         self.written = 0;
         self.pending_events = 0;
+        self.credited = 0;
         true
     }
 
@@ -537,7 +568,18 @@ impl Work for Drainer {
             }
         }
         self.flush();
-        let unwritten = self.pending_events + self.shared.feed.ring.len() as u64;
+        let unwritten = self.pending_events - self.credited + self.shared.feed.ring.len() as u64;
+        // Writing stopped in the middle of a record: cut the file back to the
+        // last whole record, so a reader sees a clean end (a writer that is
+        // not a file keeps the partial record; readers report it).
+        let torn = (self.written % RECORD_LEN) as u64;
+        if torn > 0 {
+            if let Some(f) = &self.file {
+                if f.set_len(self.file_len - torn).is_ok() {
+                    self.file_len -= torn;
+                }
+            }
+        }
         if unwritten > 0 {
             let mut io = self.shared.io.lock();
             let why = io.last_error.clone().unwrap_or_default();

@@ -3,8 +3,8 @@
 //! Each slot holds one [`Event`] as four `AtomicU64` words (see
 //! [`Event::to_words`]) plus a sequence word, so every write and read is a
 //! plain atomic operation: no `unsafe`, and the same code is model-checked by
-//! loom (through [`crate::sync`]). Capacities are powers of two; a slot index
-//! is `ticket & mask`, never a division. The producer index lives in its own
+//! loom (through the crate's `sync` module). Capacities are powers of two; a
+//! slot index is `ticket & mask`, never a division. The producer index lives in its own
 //! cache line, and so does every slot (64-byte aligned), so two producers never
 //! write the same line.
 //!
@@ -110,12 +110,53 @@ impl Slot {
     }
 }
 
-/// Allocates `n` slots with sequence words `seq(i)`.
-pub(crate) fn slots(n: usize, seq: impl Fn(usize) -> u64) -> Box<[Slot]> {
-    (0..n).map(|i| Slot::new(seq(i))).collect()
+/// Allocates `n` slots with sequence words `seq(i)`; an allocation the
+/// system refuses is an error, not an abort.
+pub(crate) fn slots(n: usize, seq: impl Fn(usize) -> u64) -> Result<Box<[Slot]>, RingError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| RingError::OutOfMemory {
+        capacity: n,
+        bytes: n.saturating_mul(std::mem::size_of::<Slot>()),
+    })?;
+    v.extend((0..n).map(|i| Slot::new(seq(i))));
+    Ok(v.into_boxed_slice())
 }
 
 /// Why a ring could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// The capacity is not one the ring accepts.
+    Capacity(BadCapacity),
+    /// The system refused the memory.
+    OutOfMemory {
+        /// The capacity asked for, in events.
+        capacity: usize,
+        /// The bytes that were needed (64 per event).
+        bytes: usize,
+    },
+}
+
+impl From<BadCapacity> for RingError {
+    fn from(e: BadCapacity) -> Self {
+        RingError::Capacity(e)
+    }
+}
+
+impl std::fmt::Display for RingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RingError::Capacity(e) => e.fmt(f),
+            RingError::OutOfMemory { capacity, bytes } => write!(
+                f,
+                "cannot allocate {capacity} events ({bytes} bytes): choose a smaller capacity"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// A capacity that is not a power of two in the allowed range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadCapacity {
     /// The capacity asked for.
@@ -269,14 +310,14 @@ pub struct RingCounters {
 
 impl OverwriteRing {
     /// A ring of `capacity` slots (a power of two).
-    pub fn new(capacity: usize) -> Result<Self, BadCapacity> {
+    pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity(capacity)?;
         Ok(OverwriteRing {
             tail: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
             delivered: AtomicU64::new(0),
             mask: capacity as u64 - 1,
-            slots: slots(capacity, |_| 0),
+            slots: slots(capacity, |_| 0)?,
         })
     }
 
@@ -288,8 +329,12 @@ impl OverwriteRing {
 
     #[inline(always)]
     fn slot(&self, ticket: u64) -> &Slot {
-        // `slots.len() == mask + 1`, a power of two: the index is in range.
-        &self.slots[(ticket & self.mask) as usize]
+        let index = (ticket & self.mask) as usize;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `slots.len() == mask + 1` (both set in `new` and never
+        // changed), so `ticket & mask < slots.len()`. Unchecked indexing
+        // saves a load, a compare and a branch on each of claim and commit.
+        unsafe { self.slots.get_unchecked(index) }
     }
 
     /// Takes a ticket and claims its slot. Returns `None` (and counts a drop)
@@ -297,7 +342,7 @@ impl OverwriteRing {
     /// producer a lap ahead has already claimed it. Never waits: the only loop
     /// retries a compare-and-swap that failed because another producer changed
     /// the slot, and each retry ends in a claim or a drop.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
         let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
         self.claim_ticket(ticket)
@@ -334,7 +379,7 @@ impl OverwriteRing {
 
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
     /// and publishes it.
-    #[inline]
+    #[inline(always)]
     pub fn commit(&self, ticket: u64, event: &Event) {
         let slot = self.slot(ticket);
         slot.write(event);
@@ -502,14 +547,14 @@ pub struct DropRing {
 impl DropRing {
     /// A ring of `capacity` slots: a power of two, at least 2 (with one slot
     /// a published record and a freed slot would look the same).
-    pub fn new(capacity: usize) -> Result<Self, BadCapacity> {
+    pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity_from(capacity, 2)?;
         Ok(DropRing {
             tail: Padded(AtomicU64::new(0)),
             head: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
             mask: capacity as u64 - 1,
-            slots: slots(capacity, |i| i as u64),
+            slots: slots(capacity, |i| i as u64)?,
         })
     }
 
@@ -527,7 +572,7 @@ impl DropRing {
     /// Claims the next position, or returns `None` (and counts a drop) when
     /// the ring is full. Lock-free: the loop retries only when another producer
     /// claimed the position first.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
         let mut pos = self.tail.load(Ordering::Relaxed);
         loop {
@@ -699,11 +744,27 @@ mod tests {
             "capacity 1 is not a power of two between 2 and 2^32; use 2"
         );
         assert!(DropRing::new(2).is_ok());
+        assert!(matches!(OverwriteRing::new(3), Err(RingError::Capacity(_))));
         assert_eq!(check_capacity(0).unwrap_err().above, 1);
         assert_eq!(
             check_capacity(1000).unwrap_err().to_string(),
             "capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
         );
+    }
+
+    #[test]
+    fn refused_allocation_is_an_error() {
+        // More bytes than an allocation may span: refused without allocating.
+        let n = usize::MAX / 32;
+        let e = slots(n, |_| 0).unwrap_err();
+        assert_eq!(
+            e,
+            RingError::OutOfMemory {
+                capacity: n,
+                bytes: usize::MAX
+            }
+        );
+        assert!(e.to_string().ends_with("choose a smaller capacity"));
     }
 
     #[test]

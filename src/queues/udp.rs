@@ -16,6 +16,11 @@
 //!   datagrams do not count against the per-period limit.
 //! - **Datagrams**: at most `max_datagram_len` bytes (1472: fits a 1500-byte
 //!   Ethernet MTU over IPv4), numbered 0, 1, 2, … per sender.
+//! - **Segmentation offload** (Linux): full datagrams built in one round are
+//!   handed to the kernel together and split by it (`UDP_SEGMENT`), one
+//!   system call for up to 44 datagrams; the datagrams on the wire are the
+//!   same. Where the kernel or the route does not support it, the queue sends
+//!   one datagram per call. On loopback this is 2–3× the event rate.
 //! - **No receiver**: the kernel's "port unreachable" answers are counted in
 //!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on.
 //!
@@ -25,7 +30,7 @@
 //! use qtrace::receiver::{Receiver, RunLimit};
 //! use std::time::Duration;
 //!
-//! let receiver = Receiver::bind("127.0.0.1:0".parse().unwrap())?;
+//! let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap())?;
 //! let tracer = qtrace::Tracer::new();
 //! let q = tracer.create_queue::<Udp>(
 //!     UdpParams::to(receiver.local_addr())
@@ -75,6 +80,10 @@ use crate::wire::datagram::{
 };
 use crate::wire::TraceHeader;
 
+/// Datagrams handed to the kernel in one call with segmentation offload
+/// (the kernel's limit, `UDP_MAX_SEGMENTS`).
+const MAX_SEGMENTS: usize = 64;
+
 /// The UDP queue type. Parameters: [`UdpParams`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Udp;
@@ -113,6 +122,11 @@ pub struct UdpParams {
     /// The sender id in every datagram; `None`: derived from the process,
     /// the queue handle and the time.
     pub sender_id: Option<u32>,
+    /// Let the kernel split a batch of full datagrams, handed over in one
+    /// call, into datagrams (Linux UDP segmentation offload; the datagrams
+    /// on the wire are the same). On by default; where the kernel does not
+    /// support it, one call per datagram is used.
+    pub segmentation_offload: bool,
 }
 
 impl Default for UdpParams {
@@ -134,6 +148,7 @@ impl UdpParams {
             high_water_percent: 80,
             catalog_interval: Duration::from_secs(10),
             sender_id: None,
+            segmentation_offload: true,
         }
     }
     /// Holds `capacity` events (a power of two).
@@ -164,6 +179,11 @@ impl UdpParams {
     /// Wakes the task at `percent` % full.
     pub fn with_high_water_percent(mut self, percent: u8) -> Self {
         self.high_water_percent = percent;
+        self
+    }
+    /// Switches segmentation offload on or off.
+    pub fn with_segmentation_offload(mut self, on: bool) -> Self {
+        self.segmentation_offload = on;
         self
     }
     /// Uses `id` as the sender id.
@@ -322,15 +342,26 @@ impl UdpQueue {
     fn streamer(&self, ctx: &QueueContext) -> Result<Streamer, Error> {
         let local = self.params.local.expect("filled in at create");
         let socket = UdpSender::open(local, self.params.remote)?;
+        // A full events datagram: every datagram is at most this long, all
+        // but the last of a batch exactly this long.
+        let seg = crate::wire::datagram::HEADER_LEN
+            + crate::wire::datagram::records_per_datagram(self.params.max_datagram_len)
+                * crate::wire::record::RECORD_LEN;
+        let batch = (MAX_DATAGRAM_LEN / seg).min(MAX_SEGMENTS);
+        let gso = self.params.segmentation_offload && batch > 1 && socket.set_segment_size(seg);
         Ok(Streamer {
             shared: Arc::clone(&self.shared),
             socket,
             sender: self.sender_id,
             header: TraceHeader::for_queue(ctx).to_bytes(),
-            buf: vec![0u8; self.params.max_datagram_len],
+            buf: vec![0u8; if gso { seg * batch } else { seg }],
+            seg,
+            gso,
             pending: None,
             sequence: 0,
             sent_dropped: 0,
+            snapshot_left: 0,
+            snapshot_dropped: 0,
             per_round: self.params.datagrams_per_period,
             catalog_interval: self.params.catalog_interval,
             catalog_due: None,
@@ -413,9 +444,12 @@ impl Queue for UdpQueue {
 }
 
 /// A datagram that could not be sent yet.
+///
+/// `buf[start..end]` holds consecutive datagrams, each `seg` bytes long but
+/// the last (a batch for segmentation offload, or a single datagram).
 struct Pending {
-    len: usize,
-    events: u64,
+    start: usize,
+    end: usize,
     catalog: bool,
 }
 
@@ -426,11 +460,22 @@ struct Streamer {
     sender: u32,
     /// The encoded trace header, sent as catalog fragments.
     header: Vec<u8>,
+    /// Room for one datagram, or for a batch of them with segmentation
+    /// offload.
     buf: Vec<u8>,
+    /// The size of a full events datagram (at most `max_datagram_len`);
+    /// catalog datagrams are no longer.
+    seg: usize,
+    /// Whether the kernel splits batches into datagrams (Linux UDP GSO).
+    gso: bool,
     pending: Option<Pending>,
     sequence: u64,
     /// The drop total carried by the last datagram built.
     sent_dropped: u64,
+    /// Events of the current snapshot not yet taken out of the ring.
+    snapshot_left: usize,
+    /// The drop total read when the snapshot was taken.
+    snapshot_dropped: u64,
     per_round: DatagramsPerPeriod,
     catalog_interval: Duration,
     catalog_due: Option<Instant>,
@@ -441,54 +486,84 @@ impl Streamer {
         *self.shared.last_error.lock() = Some(msg);
     }
 
-    /// Sends `buf[..pending.len]`. `false`: keep it and try later.
+    /// Sends what is pending: with segmentation offload the whole batch in
+    /// one call, otherwise one datagram per call. `false`: keep the rest and
+    /// try later.
     fn send_pending(&mut self) -> bool {
-        let Some(p) = self.pending.take() else {
-            return true;
-        };
-        let stats = &self.shared.stats;
-        let sent = match self.socket.send(&self.buf[..p.len]) {
-            SendOutcome::Sent => true,
-            SendOutcome::SentAfterRefusal => {
-                stats.refused.fetch_add(1, Ordering::Relaxed);
-                self.note(format!(
-                    "{} refused datagrams (port unreachable): is a receiver listening there?",
-                    self.socket.remote_addr()
-                ));
-                true
+        while let Some(p) = self.pending.take() {
+            let end = if self.gso {
+                p.end
+            } else {
+                (p.start + self.seg).min(p.end)
+            };
+            let stats = &self.shared.stats;
+            let sent = match self.socket.send(&self.buf[p.start..end]) {
+                SendOutcome::Sent => true,
+                SendOutcome::SentAfterRefusal => {
+                    stats.refused.fetch_add(1, Ordering::Relaxed);
+                    self.note(format!(
+                        "{} refused datagrams (port unreachable): is a receiver listening there?",
+                        self.socket.remote_addr()
+                    ));
+                    true
+                }
+                SendOutcome::Refused => {
+                    // Refused twice in a row: this one was not sent either.
+                    // Keep it for the next round; the stream never waits.
+                    stats.refused.fetch_add(2, Ordering::Relaxed);
+                    self.note(format!(
+                        "{} refused datagrams (port unreachable): is a receiver listening there?",
+                        self.socket.remote_addr()
+                    ));
+                    false
+                }
+                SendOutcome::Failed(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    stats.would_block.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+                SendOutcome::Failed(_) if self.gso && end - p.start > self.seg => {
+                    // The path does not take offloaded batches: send one
+                    // datagram per call from now on.
+                    self.gso = false;
+                    self.socket.set_segment_size(0);
+                    self.pending = Some(p);
+                    continue;
+                }
+                SendOutcome::Failed(e) => {
+                    stats.send_errors.fetch_add(1, Ordering::Relaxed);
+                    self.note(format!(
+                        "sending to {} from {}: {e}",
+                        self.socket.remote_addr(),
+                        self.socket.local_addr()
+                    ));
+                    false
+                }
+            };
+            if !sent {
+                self.pending = Some(p);
+                return false;
             }
-            SendOutcome::Refused => {
-                // Nobody listens: the datagram is gone; keep streaming.
-                stats.refused.fetch_add(2, Ordering::Relaxed);
-                self.note(format!(
-                    "{} refused datagrams (port unreachable): is a receiver listening there?",
-                    self.socket.remote_addr()
-                ));
-                true
+            if p.catalog {
+                stats.catalog_datagrams.fetch_add(1, Ordering::Relaxed);
+            } else {
+                let mut datagrams = 0;
+                let mut events = 0;
+                let mut at = p.start;
+                while at < end {
+                    // The count field of each events datagram we built.
+                    let count = &self.buf[at + 12..at + 14];
+                    events += u16::from_be_bytes([count[0], count[1]]) as u64;
+                    datagrams += 1;
+                    at += self.seg;
+                }
+                stats
+                    .event_datagrams
+                    .fetch_add(datagrams, Ordering::Relaxed);
+                stats.events_sent.fetch_add(events, Ordering::Relaxed);
             }
-            SendOutcome::Failed(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                stats.would_block.fetch_add(1, Ordering::Relaxed);
-                false
+            if end < p.end {
+                self.pending = Some(Pending { start: end, ..p });
             }
-            SendOutcome::Failed(e) => {
-                stats.send_errors.fetch_add(1, Ordering::Relaxed);
-                self.note(format!(
-                    "sending to {} from {}: {e}",
-                    self.socket.remote_addr(),
-                    self.socket.local_addr()
-                ));
-                false
-            }
-        };
-        if !sent {
-            self.pending = Some(p);
-            return false;
-        }
-        if p.catalog {
-            stats.catalog_datagrams.fetch_add(1, Ordering::Relaxed);
-        } else {
-            stats.event_datagrams.fetch_add(1, Ordering::Relaxed);
-            stats.events_sent.fetch_add(p.events, Ordering::Relaxed);
         }
         true
     }
@@ -498,7 +573,7 @@ impl Streamer {
         let mut offset = 0;
         while offset < self.header.len() {
             let (len, n) = match encode_catalog_fragment(
-                &mut self.buf,
+                &mut self.buf[..self.seg],
                 self.sender,
                 self.sequence,
                 self.sent_dropped,
@@ -514,8 +589,8 @@ impl Streamer {
             self.sequence += 1;
             offset += n;
             self.pending = Some(Pending {
-                len,
-                events: 0,
+                start: 0,
+                end: len,
                 catalog: true,
             });
             if !self.send_pending() {
@@ -542,36 +617,93 @@ impl Streamer {
         }
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
+        let seg = self.seg;
+        let records = crate::wire::datagram::records_per_datagram(seg);
         let mut sent = 0;
+        // Datagrams are built one after the other in `buf[..at]`; with
+        // segmentation offload, full ones are sent together.
+        let mut at = 0;
         while sent < limit {
-            // Drops counted now came after the events in the ring now.
-            let dropped = ring.dropped();
-            let mut enc =
-                match EventsEncoder::new(&mut self.buf, self.sender, self.sequence, dropped) {
-                    Ok(enc) => enc,
-                    Err(_) => return true, // buffer sized at create: cannot happen
-                };
+            if at + seg > self.buf.len() {
+                if !self.send_batch(at) {
+                    return false;
+                }
+                at = 0;
+            }
+            // Drops counted now came after the events in the ring now: they
+            // are reported by the datagram that carries the last of those
+            // events, so the receiver marks them after it (the snapshot may
+            // span several datagrams and rounds).
+            if self.snapshot_left == 0 {
+                self.snapshot_dropped = ring.dropped();
+                self.snapshot_left = ring.len();
+            }
+            let dropped = if records >= self.snapshot_left {
+                self.snapshot_dropped
+            } else {
+                self.sent_dropped
+            };
+            let mut enc = match EventsEncoder::new(
+                &mut self.buf[at..at + seg],
+                self.sender,
+                self.sequence,
+                dropped,
+            ) {
+                Ok(enc) => enc,
+                Err(_) => return true, // seg is checked at create: cannot happen
+            };
             let capacity = enc.capacity().min(ring.len());
             let n = ring.drain(capacity, |e| {
                 enc.push(e);
             });
+            self.snapshot_left = self.snapshot_left.saturating_sub(n);
             if n == 0 && dropped == self.sent_dropped {
-                return true; // nothing new to say
+                break; // nothing new to say
             }
             let len = enc.finish();
             self.sequence += 1;
             self.sent_dropped = dropped;
-            self.pending = Some(Pending {
-                len,
-                events: n as u64,
-                catalog: false,
-            });
             sent += 1;
-            if !self.send_pending() {
-                return false;
+            at += len;
+            // Only the last datagram of a batch may be short.
+            if len < seg || !self.gso {
+                if !self.send_batch(at) {
+                    return false;
+                }
+                at = 0;
             }
         }
-        true
+        self.send_batch(at)
+    }
+
+    /// Sends the events datagrams built in `buf[..end]`.
+    fn send_batch(&mut self, end: usize) -> bool {
+        if end == 0 {
+            return true;
+        }
+        self.pending = Some(Pending {
+            start: 0,
+            end,
+            catalog: false,
+        });
+        self.send_pending()
+    }
+}
+
+impl Streamer {
+    /// Events in datagrams built but not sent.
+    fn pending_events(&self) -> u64 {
+        let Some(p) = &self.pending else { return 0 };
+        if p.catalog {
+            return 0;
+        }
+        let mut events = 0;
+        let mut at = p.start;
+        while at + 14 <= p.end {
+            events += u16::from_be_bytes([self.buf[at + 12], self.buf[at + 13]]) as u64;
+            at += self.seg;
+        }
+        events
     }
 }
 
@@ -596,8 +728,7 @@ impl Work for Streamer {
                 break;
             }
             if Instant::now() >= deadline {
-                let left = self.shared.feed.ring.len() as u64
-                    + self.pending.as_ref().map_or(0, |p| p.events);
+                let left = self.shared.feed.ring.len() as u64 + self.pending_events();
                 self.note(format!(
                     "{left} events could not be sent to {} at shutdown",
                     self.socket.remote_addr()

@@ -56,11 +56,23 @@ pub fn run(args: RecvArgs) -> ExitCode {
         receiver.local_addr(),
         args.out.display()
     );
-    if limit == RunLimit::default() {
-        // No limit: Enter on a terminal stops cleanly (the file is written
-        // and the summary printed). A closed stdin does not stop it.
+    // Ctrl-C (SIGINT) stops cleanly: the file is written and the summary
+    // printed.
+    if interrupt::install() {
         let stop = receiver.stopper();
-        eprintln!("qtrace: press Enter to stop");
+        std::thread::spawn(move || loop {
+            if interrupt::happened() {
+                stop.stop();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        });
+    }
+    if limit == RunLimit::default() {
+        // No limit: Enter on a terminal stops cleanly too. A closed stdin
+        // does not stop it.
+        let stop = receiver.stopper();
+        eprintln!("qtrace: press Enter or Ctrl-C to stop");
         std::thread::spawn(move || {
             let mut line = String::new();
             if matches!(std::io::stdin().read_line(&mut line), Ok(n) if n > 0) {
@@ -71,11 +83,50 @@ pub fn run(args: RecvArgs) -> ExitCode {
     match receiver.run(&args.out, limit) {
         Ok(summary) => {
             println!("{summary}");
+            println!("read it with: qtrace dump {}", args.out.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("qtrace: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Ctrl-C: a flag set by a signal handler, polled by a thread.
+#[cfg(target_os = "linux")]
+mod interrupt {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_interrupt(_signal: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+    }
+
+    /// Routes SIGINT to the flag; `false` if the handler could not be set.
+    pub fn install() -> bool {
+        let handler: extern "C" fn(libc::c_int) = on_interrupt;
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe, and stays valid for the life of the process.
+        let previous = unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
+        previous != libc::SIG_ERR
+    }
+
+    /// Whether SIGINT arrived.
+    pub fn happened() -> bool {
+        INTERRUPTED.load(Ordering::SeqCst)
+    }
+}
+
+/// Elsewhere Ctrl-C ends the process (the spool file `<out>.part` keeps the
+/// records); use --duration, --count or Enter.
+#[cfg(not(target_os = "linux"))]
+mod interrupt {
+    pub fn install() -> bool {
+        false
+    }
+    pub fn happened() -> bool {
+        false
     }
 }

@@ -1,0 +1,202 @@
+//! `qtrace convert`: trace files to CTF 1.8 (babeltrace2, Trace Compass) or
+//! Chrome Trace Event JSON (Perfetto, chrome://tracing).
+
+use std::fs::File;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use qtrace::export::chrome::ChromeWriter;
+use qtrace::export::ctf::CtfWriter;
+use qtrace::export::{ConvertStats, EventSink, MergeByTime};
+use qtrace::reader::{ReadError, TraceReader};
+use qtrace::wire::TraceHeader;
+use qtrace::{Error, Event};
+
+use crate::dump::rebased;
+
+/// Any failure of the command: the message says what to do.
+type Failure = Box<dyn std::error::Error>;
+
+/// The output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A CTF 1.8 trace directory (metadata + one stream file per source).
+    Ctf,
+    /// One Chrome Trace Event JSON file.
+    Chrome,
+}
+
+/// Arguments of `qtrace convert`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The output format.
+    #[arg(long, value_enum)]
+    pub to: Format,
+    /// Trace files of one run (one per queue); their events are merged in time order.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where to write: a new or empty directory for `ctf`, a file for `chrome`.
+    #[arg(long, short)]
+    pub out: PathBuf,
+}
+
+/// One opened input.
+struct Input {
+    header: TraceHeader,
+    records: TraceReader,
+}
+
+/// Opens a trace file; also returns how many records it holds.
+fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
+    let reader = TraceReader::open(path)?;
+    // Only the progress bar uses the size: a file it cannot measure shows none.
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let records = size.saturating_sub(reader.header_len()) / Event::SIZE as u64;
+    let input = Input {
+        header: reader.header().clone(),
+        records: reader,
+    };
+    Ok((input, records))
+}
+
+fn progress(total_records: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total_records);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} events ({eta} left)",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// What a conversion did: its counts, and the damage found in the inputs
+/// (each damaged file contributes the events before its damage).
+pub struct Outcome {
+    /// The converter's counts.
+    pub stats: ConvertStats,
+    /// Read errors, at most one per input file.
+    pub damaged: Vec<ReadError>,
+}
+
+/// Feeds the merged inputs into `sink`, ticking the progress bar. A damaged
+/// input stops at its damage (the reader yields one error, then ends); the
+/// others go on, and the output is finished either way, so it stays valid.
+fn pump(
+    sink: &mut dyn EventSink,
+    events: impl Iterator<Item = Result<Event, ReadError>>,
+    bar: &ProgressBar,
+) -> Result<Outcome, Failure> {
+    let mut n = 0u64;
+    let mut damaged = Vec::new();
+    for e in events {
+        match e {
+            Ok(e) => sink.push(&e)?,
+            Err(err) => damaged.push(err),
+        }
+        n += 1;
+        if n % 4096 == 0 {
+            bar.set_position(n);
+        }
+    }
+    bar.set_position(n);
+    Ok(Outcome {
+        stats: sink.finish()?,
+        damaged,
+    })
+}
+
+/// The exit status when an input cannot be opened, is not a qtrace trace or
+/// is damaged: 2, as for `qtrace dump` and `qtrace stats`. Other failures
+/// (the output cannot be written) exit with 1.
+const BAD_INPUT: u8 = 2;
+
+/// Runs `qtrace convert` and reports on stderr.
+pub fn run(args: &Args) -> ExitCode {
+    match convert(args) {
+        Ok(Outcome { stats, damaged }) => {
+            for err in &damaged {
+                eprintln!("qtrace convert: {err}; the events before it were converted");
+            }
+            eprintln!(
+                "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
+                stats.events,
+                stats.lost,
+                stats.hoops,
+                stats.sources,
+                args.out.display()
+            );
+            if damaged.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(BAD_INPUT)
+            }
+        }
+        Err(e) => {
+            eprintln!("qtrace convert: {e}");
+            if e.is::<ReadError>() {
+                ExitCode::from(BAD_INPUT)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// Converts the files named in `args`.
+pub fn convert(args: &Args) -> Result<Outcome, Failure> {
+    let mut inputs = Vec::with_capacity(args.files.len());
+    let mut total = 0;
+    for path in &args.files {
+        let (input, records) = open(path)?;
+        if let Some(first) = inputs.first() {
+            let first: &Input = first;
+            if first.header.catalog() != input.header.catalog() {
+                return Err(format!(
+                    "{} names its events differently from {}: convert files of different tracers separately",
+                    path.display(),
+                    args.files[0].display()
+                )
+                .into());
+            }
+        }
+        total += records;
+        inputs.push(input);
+    }
+    let base = inputs
+        .iter()
+        .map(|i| i.header.clock_origin_unix_ns())
+        .min()
+        .unwrap_or_default();
+    let catalog = inputs
+        .first()
+        .map(|i| i.header.catalog().clone())
+        .unwrap_or_default();
+    let streams: Vec<_> = inputs
+        .into_iter()
+        .map(|i| rebased(i.records, base))
+        .collect();
+    let merged = MergeByTime::new(streams);
+    let bar = progress(total);
+    let outcome = match args.to {
+        Format::Ctf => {
+            let mut w = CtfWriter::create(&args.out, &catalog, base)?;
+            pump(&mut w, merged, &bar)?
+        }
+        Format::Chrome => {
+            let file = File::create(&args.out).map_err(|e| Error::io("create", &args.out, e))?;
+            let mut w = ChromeWriter::new(&catalog, base, file)?;
+            pump(&mut w, merged, &bar)?
+        }
+    };
+    bar.finish_and_clear();
+    Ok(outcome)
+}

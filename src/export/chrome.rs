@@ -1,0 +1,762 @@
+//! Chrome Trace Event JSON output, for Perfetto's UI and `chrome://tracing`.
+//!
+//! # What is written
+//!
+//! One JSON object, `{"displayTimeUnit":"ns","otherData":{…},"traceEvents":[…]}`,
+//! with one trace event per line. Times (`ts`) are microseconds since the
+//! trace's clock origin, with three decimals (exact nanoseconds); the origin
+//! itself is in `otherData.clock_origin_unix_ns`.
+//!
+//! - Process 1, "qtrace sources", has one thread per source (`tid` = the
+//!   source number; the tracer's own source `u32::MAX` is named "tracer").
+//! - Every record is an instant event (`"ph":"i"`) on its source's thread, named
+//!   after the event, with the class as category and the named arguments as
+//!   `args`. Arguments above 2^53 (which JavaScript numbers cannot hold) are
+//!   written as hexadecimal strings.
+//! - Hoops records are global instant markers (`"s":"g"`) named
+//!   `hoops (N lost)`, with `lost` and `queue` in `args`.
+//! - Duration events nest on every thread:
+//!   - a **task** slice (`task N`, category `task`) from a `system:schedule` to
+//!     the next `system:schedule` on the same source (or the end of the trace);
+//!   - an **interrupt** slice (`irq N`, category `interrupt`) from a
+//!     `lowlevel:interrupt` to the next event of the same source, at most
+//!     [`ChromeOptions::interrupt_max_ns`] long — so it always nests inside the
+//!     task slice that it interrupted;
+//!   - a **semaphore** slice (`task T sem S`, category `semaphore`) from a
+//!     `semaphore:wait` or `semaphore:waitnb` to the `semaphore:signal` of the
+//!     same task and semaphore, on its own thread of process 2, "qtrace
+//!     semaphores" (one thread per task/semaphore pair, so different pairs
+//!     never overlap on a thread; repeated waits of one pair nest, last in
+//!     first out).
+//!
+//!   Task and interrupt slices are `B`/`E` pairs written as they happen; every
+//!   thread's `B`/`E` times are non-decreasing in file order (a time earlier
+//!   than the thread's previous one is raised to it), so each `E` closes the
+//!   innermost open `B` at a time no earlier than its begin. Semaphore slices
+//!   are `X` (complete) events written at the signal, because a `waitnb` may
+//!   have failed: one that is never signalled is dropped (counted in
+//!   [`ConvertStats::unpaired`]), while a blocking `wait` never signalled is
+//!   shown held until the end of the trace.
+//!
+//! # Memory
+//!
+//! The writer keeps, per source, the open task and the pending interrupt, and
+//! per task/semaphore pair the stack of open waits: bounded by
+//! [`ChromeOptions::max_tracks`] and [`ChromeOptions::max_open_waits`] (past
+//! which the oldest open wait is forgotten). Beyond those limits events are
+//! still written as instants and counted in [`ConvertStats::unpaired`].
+//!
+//! # Why by hand
+//!
+//! The output is a flat sequence of small objects with fixed keys, numbers and
+//! names that the catalog has already validated; formatting it directly into a
+//! buffered writer costs no allocation per event and no dependency of the
+//! library. The tests parse every output with `serde_json`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufWriter, Write};
+
+use super::{ConvertStats, EventSink};
+use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::error::Error;
+use crate::Event;
+
+/// The process that holds one thread per source.
+pub const SOURCES_PID: u32 = 1;
+/// The process that holds one thread per task/semaphore pair.
+pub const SEMAPHORES_PID: u32 = 2;
+
+/// Tuning of [`ChromeWriter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChromeOptions {
+    /// Longest interrupt slice, in nanoseconds (it ends earlier if the same
+    /// source logs another event). Default 1 µs.
+    pub interrupt_max_ns: u64,
+    /// Most sources, and most task/semaphore pairs, that get duration events.
+    /// Default 65 536 each.
+    pub max_tracks: usize,
+    /// Most open (unsignalled) waits per task/semaphore pair. Default 1024.
+    pub max_open_waits: usize,
+}
+
+impl Default for ChromeOptions {
+    fn default() -> Self {
+        ChromeOptions {
+            interrupt_max_ns: 1_000,
+            max_tracks: 65_536,
+            max_open_waits: 1_024,
+        }
+    }
+}
+
+/// Names of one event, JSON-escaped once.
+#[derive(Debug)]
+struct Names {
+    name: String,
+    class: String,
+    args: Vec<String>,
+}
+
+/// Per-thread clamp: `B`/`E` times never go back on a thread.
+#[derive(Debug, Default)]
+struct Track {
+    last: u64,
+}
+
+impl Track {
+    fn at(&mut self, t: u64) -> u64 {
+        self.last = self.last.max(t);
+        self.last
+    }
+}
+
+#[derive(Debug, Default)]
+struct SourceState {
+    track: Track,
+    /// The task whose slice is open.
+    task: Option<u64>,
+    /// The interrupt whose slice is open: (start, irq).
+    irq: Option<(u64, u64)>,
+}
+
+#[derive(Debug)]
+struct SemTrack {
+    tid: u64,
+    /// Waits and signals never go back in time on the pair's thread, so its
+    /// `X` slices nest (input times may go back: merged or damaged files).
+    track: Track,
+    /// Open waits, innermost last: (time, whether it was a blocking `wait`
+    /// rather than a `waitnb`, which may have failed).
+    open: VecDeque<(u64, bool)>,
+}
+
+/// Writes Chrome Trace Event JSON, one event at a time (see the [module
+/// documentation](self)).
+#[derive(Debug)]
+pub struct ChromeWriter<W: Write> {
+    out: BufWriter<W>,
+    names: Vec<Names>,
+    options: ChromeOptions,
+    sources: BTreeMap<u32, SourceState>,
+    /// Open waits per (task, semaphore) pair.
+    sems: BTreeMap<(u64, u64), SemTrack>,
+    next_sem_tid: u64,
+    end: u64,
+    first: bool,
+    stats: ConvertStats,
+    finished: bool,
+}
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Microseconds with three decimals: exact nanoseconds.
+struct Ts(u64);
+
+impl std::fmt::Display for Ts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+/// A u64 as a JSON value that JavaScript reads exactly.
+struct Num(u64);
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 <= 1 << 53 {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "\"{:#x}\"", self.0)
+        }
+    }
+}
+
+fn io_err(e: std::io::Error) -> Error {
+    Error::Io {
+        path: None,
+        action: "write the Chrome trace JSON",
+        source: e,
+    }
+}
+
+impl<W: Write> ChromeWriter<W> {
+    /// Starts the JSON document on `out` with default options.
+    pub fn new(catalog: &Catalog, origin_unix_ns: u64, out: W) -> Result<Self, Error> {
+        Self::with_options(catalog, origin_unix_ns, out, ChromeOptions::default())
+    }
+
+    /// As [`ChromeWriter::new`], with explicit options.
+    pub fn with_options(
+        catalog: &Catalog,
+        origin_unix_ns: u64,
+        out: W,
+        options: ChromeOptions,
+    ) -> Result<Self, Error> {
+        let names = catalog
+            .events()
+            .iter()
+            .map(|e| Names {
+                name: esc(&e.name),
+                class: esc(catalog
+                    .class(e.class)
+                    .map(|c| c.name.as_str())
+                    .unwrap_or("unknown")),
+                args: e.args.iter().map(|a| esc(a)).collect(),
+            })
+            .collect();
+        let mut w = ChromeWriter {
+            out: BufWriter::with_capacity(64 * 1024, out),
+            names,
+            options,
+            sources: BTreeMap::new(),
+            sems: BTreeMap::new(),
+            next_sem_tid: 1,
+            end: 0,
+            first: true,
+            stats: ConvertStats::default(),
+            finished: false,
+        };
+        write!(
+            w.out,
+            "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"qtrace\",\"clock_origin_unix_ns\":\"{origin_unix_ns}\"}},\"traceEvents\":["
+        )
+        .map_err(io_err)?;
+        for (pid, name) in [
+            (SOURCES_PID, "qtrace sources"),
+            (SEMAPHORES_PID, "qtrace semaphores"),
+        ] {
+            w.line(format_args!(
+                "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}"
+            ))?;
+        }
+        Ok(w)
+    }
+
+    /// Writes one trace event (with the separator before it).
+    fn line(&mut self, args: std::fmt::Arguments<'_>) -> Result<(), Error> {
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        self.out.write_all(sep.as_bytes()).map_err(io_err)?;
+        self.out.write_fmt(args).map_err(io_err)
+    }
+
+    fn thread_name(
+        &mut self,
+        pid: u32,
+        tid: u64,
+        name: std::fmt::Arguments<'_>,
+    ) -> Result<(), Error> {
+        self.line(format_args!(
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"{name}\"}}}}"
+        ))
+    }
+
+    fn begin(
+        &mut self,
+        pid: u32,
+        tid: u64,
+        ts: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+        arg: (&str, u64),
+    ) -> Result<(), Error> {
+        self.stats.slices += 1;
+        self.line(format_args!(
+            "{{\"ph\":\"B\",\"name\":\"{name}\",\"cat\":\"{cat}\",\"ts\":{},\"pid\":{pid},\"tid\":{tid},\"args\":{{\"{}\":{}}}}}",
+            Ts(ts),
+            arg.0,
+            Num(arg.1)
+        ))
+    }
+
+    fn end_slice(
+        &mut self,
+        pid: u32,
+        tid: u64,
+        ts: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+    ) -> Result<(), Error> {
+        self.line(format_args!(
+            "{{\"ph\":\"E\",\"name\":\"{name}\",\"cat\":\"{cat}\",\"ts\":{},\"pid\":{pid},\"tid\":{tid}}}",
+            Ts(ts)
+        ))
+    }
+
+    fn instant(&mut self, e: &Event) -> Result<(), Error> {
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        let (tid, ts, pid) = (e.source, Ts(e.time), SOURCES_PID);
+        let out = &mut self.out;
+        let r = if e.id == tracer::HOOPS {
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"g\",\"name\":\"hoops ({} lost)\",\"cat\":\"tracer\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{\"lost\":{},\"queue\":{}}}}}",
+                e.args[0],
+                Num(e.args[0]),
+                Num(e.args[1])
+            )
+        } else if let Some(n) = self.names.get(e.id.0 as usize) {
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{",
+                n.name, n.class
+            )
+            .and_then(|()| {
+                for (i, a) in n.args.iter().enumerate() {
+                    let comma = if i > 0 { "," } else { "" };
+                    write!(out, "{comma}\"{a}\":{}", Num(e.args[i]))?;
+                }
+                out.write_all(b"}}")
+            })
+        } else {
+            write!(
+                out,
+                "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"unknown\",\"cat\":\"unknown\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{\"id\":{},\"arg0\":{},\"arg1\":{}}}}}",
+                e.id.0,
+                Num(e.args[0]),
+                Num(e.args[1])
+            )
+        };
+        r.map_err(io_err)
+    }
+
+    /// Ends the pending interrupt slice of `source` at `t` at the latest.
+    fn close_irq(&mut self, source: u32, t: u64) -> Result<(), Error> {
+        let cap = self.options.interrupt_max_ns;
+        let Some(st) = self.sources.get_mut(&source) else {
+            return Ok(());
+        };
+        let Some((start, irq)) = st.irq.take() else {
+            return Ok(());
+        };
+        let ts = st.track.at(t.min(start.saturating_add(cap)));
+        self.end_slice(
+            SOURCES_PID,
+            source as u64,
+            ts,
+            "interrupt",
+            format_args!("irq {irq}"),
+        )
+    }
+
+    /// Ends the open task slice of `source` at `t`.
+    fn close_task(&mut self, source: u32, t: u64) -> Result<(), Error> {
+        let Some(st) = self.sources.get_mut(&source) else {
+            return Ok(());
+        };
+        let Some(task) = st.task.take() else {
+            return Ok(());
+        };
+        let ts = st.track.at(t);
+        self.end_slice(
+            SOURCES_PID,
+            source as u64,
+            ts,
+            "task",
+            format_args!("task {task}"),
+        )
+    }
+
+    fn source_state(&mut self, source: u32) -> Result<bool, Error> {
+        if self.sources.contains_key(&source) {
+            return Ok(true);
+        }
+        if self.sources.len() >= self.options.max_tracks {
+            return Ok(false);
+        }
+        self.sources.insert(source, SourceState::default());
+        self.stats.sources += 1;
+        if source == u32::MAX {
+            self.thread_name(SOURCES_PID, source as u64, format_args!("tracer"))?;
+        } else {
+            self.thread_name(SOURCES_PID, source as u64, format_args!("source {source}"))?;
+        }
+        Ok(true)
+    }
+
+    fn wait(&mut self, e: &Event, blocking: bool) -> Result<(), Error> {
+        let key = (e.args[0], e.args[1]);
+        if !self.sems.contains_key(&key) {
+            if self.sems.len() >= self.options.max_tracks {
+                self.stats.unpaired += 1;
+                return Ok(());
+            }
+            let tid = self.next_sem_tid;
+            self.next_sem_tid += 1;
+            self.sems.insert(
+                key,
+                SemTrack {
+                    tid,
+                    track: Track::default(),
+                    open: VecDeque::new(),
+                },
+            );
+            self.thread_name(
+                SEMAPHORES_PID,
+                tid,
+                format_args!("task {} sem {}", key.0, key.1),
+            )?;
+        }
+        let max_open = self.options.max_open_waits.max(1);
+        if let Some(t) = self.sems.get_mut(&key) {
+            if t.open.len() >= max_open {
+                // Forget the oldest open wait (most likely a failed waitnb).
+                t.open.pop_front();
+                self.stats.unpaired += 1;
+            }
+            let begin = t.track.at(e.time);
+            t.open.push_back((begin, blocking));
+        }
+        Ok(())
+    }
+
+    /// Writes the complete event of a semaphore held from `begin` to `end`.
+    fn held(&mut self, key: (u64, u64), tid: u64, begin: u64, end: u64) -> Result<(), Error> {
+        self.stats.slices += 1;
+        self.line(format_args!(
+            "{{\"ph\":\"X\",\"name\":\"task {} sem {}\",\"cat\":\"semaphore\",\"ts\":{},\"dur\":{},\"pid\":{SEMAPHORES_PID},\"tid\":{tid},\"args\":{{\"task\":{},\"sem\":{}}}}}",
+            key.0,
+            key.1,
+            Ts(begin),
+            Ts(end.saturating_sub(begin)),
+            Num(key.0),
+            Num(key.1)
+        ))
+    }
+
+    fn signal(&mut self, e: &Event) -> Result<(), Error> {
+        let key = (e.args[0], e.args[1]);
+        let open = self.sems.get_mut(&key).and_then(|t| {
+            let (begin, _) = t.open.pop_back()?;
+            Some((t.tid, begin, t.track.at(e.time)))
+        });
+        match open {
+            Some((tid, begin, end)) => self.held(key, tid, begin, end),
+            None => {
+                self.stats.unpaired += 1;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<W: Write> EventSink for ChromeWriter<W> {
+    fn push(&mut self, e: &Event) -> Result<(), Error> {
+        if self.finished {
+            return Err(Error::ConverterFinished);
+        }
+        self.end = self.end.max(e.time);
+        if e.id == tracer::HOOPS {
+            self.stats.hoops += 1;
+            self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
+        } else {
+            self.stats.events += 1;
+        }
+        if e.id.0 as usize >= self.names.len() {
+            self.stats.unknown += 1;
+        }
+        let tracked = self.source_state(e.source)?;
+        if tracked {
+            self.close_irq(e.source, e.time)?;
+        }
+        match e.id {
+            system::SCHEDULE | lowlevel::INTERRUPT if !tracked => self.stats.unpaired += 1,
+            system::SCHEDULE => {
+                self.close_task(e.source, e.time)?;
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    st.task = Some(e.args[0]);
+                    let ts = st.track.at(e.time);
+                    self.begin(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "task",
+                        format_args!("task {}", e.args[0]),
+                        ("task", e.args[0]),
+                    )?;
+                }
+            }
+            lowlevel::INTERRUPT => {
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    st.irq = Some((e.time, e.args[0]));
+                    let ts = st.track.at(e.time);
+                    self.begin(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "interrupt",
+                        format_args!("irq {}", e.args[0]),
+                        ("irq", e.args[0]),
+                    )?;
+                }
+            }
+            semaphore::WAIT => self.wait(e, true)?,
+            semaphore::WAITNB => self.wait(e, false)?,
+            semaphore::SIGNAL => self.signal(e)?,
+            _ => {}
+        }
+        self.instant(e)
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        if self.finished {
+            return Ok(self.stats);
+        }
+        self.finished = true;
+        let end = self.end;
+        let sources: Vec<u32> = self.sources.keys().copied().collect();
+        for s in sources {
+            self.close_irq(s, end)?;
+            self.close_task(s, end)?;
+        }
+        let sems: Vec<(u64, u64)> = self.sems.keys().copied().collect();
+        for key in sems {
+            // A blocking wait never signalled held the semaphore to the end; a
+            // waitnb never signalled most likely failed.
+            while let Some((tid, (begin, blocking))) = self
+                .sems
+                .get_mut(&key)
+                .and_then(|t| t.open.pop_back().map(|o| (t.tid, o)))
+            {
+                if blocking {
+                    self.held(key, tid, begin, end.max(begin))?;
+                } else {
+                    self.stats.unpaired += 1;
+                }
+            }
+        }
+        self.out.write_all(b"\n]}\n").map_err(io_err)?;
+        self.out.flush().map_err(io_err)?;
+        Ok(self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::user;
+    use crate::EventId;
+
+    fn run(events: &[Event], options: ChromeOptions) -> (ConvertStats, Vec<serde_json::Value>) {
+        let mut out = Vec::new();
+        let catalog = Catalog::builtin();
+        let mut w = ChromeWriter::with_options(&catalog, 0, &mut out, options).unwrap();
+        for e in events {
+            w.push(e).unwrap();
+        }
+        let stats = w.finish().unwrap();
+        drop(w);
+        let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+        (stats, doc["traceEvents"].as_array().unwrap().clone())
+    }
+
+    /// (ph, name, ts in ns, pid, tid) of the B/E events.
+    fn slices(events: &[serde_json::Value]) -> Vec<(String, String, u64, u64, u64)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "B" || e["ph"] == "E")
+            .map(|e| {
+                (
+                    e["ph"].as_str().unwrap().to_string(),
+                    e["name"].as_str().unwrap().to_string(),
+                    (e["ts"].as_f64().unwrap() * 1000.0).round() as u64,
+                    e["pid"].as_u64().unwrap(),
+                    e["tid"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn s(ph: &str, name: &str, ts: u64, pid: u32, tid: u64) -> (String, String, u64, u64, u64) {
+        (ph.into(), name.into(), ts, pid as u64, tid)
+    }
+
+    #[test]
+    fn interrupt_ends_at_next_event_or_cap_inside_the_task() {
+        let events = [
+            Event::new(1_000, system::SCHEDULE, 0, [3, 0]),
+            Event::new(2_000, lowlevel::INTERRUPT, 0, [9, 0]),
+            Event::new(2_400, user::USER0, 0, [1, 0]), // ends irq 9 at 2.4 µs
+            Event::new(3_000, lowlevel::INTERRUPT, 0, [9, 0]),
+            Event::new(9_000, system::SCHEDULE, 0, [4, 0]), // irq capped at 4 µs
+            Event::new(9_500, lowlevel::INTERRUPT, 0, [1, 0]), // trace ends at 9.5 µs
+        ];
+        let (stats, out) = run(&events, ChromeOptions::default());
+        assert_eq!(stats.slices, 5);
+        assert_eq!(stats.events, 6);
+        assert_eq!(
+            slices(&out),
+            [
+                s("B", "task 3", 1_000, 1, 0),
+                s("B", "irq 9", 2_000, 1, 0),
+                s("E", "irq 9", 2_400, 1, 0),
+                s("B", "irq 9", 3_000, 1, 0),
+                s("E", "irq 9", 4_000, 1, 0),
+                s("E", "task 3", 9_000, 1, 0),
+                s("B", "task 4", 9_000, 1, 0),
+                s("B", "irq 1", 9_500, 1, 0),
+                s("E", "irq 1", 9_500, 1, 0),
+                s("E", "task 4", 9_500, 1, 0),
+            ]
+        );
+        // Every record is also an instant, on its source's thread.
+        let instants = out.iter().filter(|e| e["ph"] == "i").count();
+        assert_eq!(instants, 6);
+    }
+
+    /// (name, ts, dur in ns, tid) of the X events.
+    fn completes(events: &[serde_json::Value]) -> Vec<(String, u64, u64, u64)> {
+        let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                assert_eq!(e["pid"], SEMAPHORES_PID);
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    ns(&e["ts"]),
+                    ns(&e["dur"]),
+                    e["tid"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn semaphore_waits_pair_per_task_and_sem_last_in_first_out() {
+        let events = [
+            Event::new(10, semaphore::WAIT, 0, [1, 7]),
+            Event::new(20, semaphore::WAIT, 1, [2, 7]),
+            Event::new(30, semaphore::WAIT, 0, [1, 7]), // nested wait, same pair
+            Event::new(40, semaphore::SIGNAL, 0, [1, 7]),
+            Event::new(50, semaphore::SIGNAL, 1, [2, 7]),
+            Event::new(60, semaphore::SIGNAL, 1, [5, 5]), // no wait: unpaired
+            Event::new(70, semaphore::WAITNB, 1, [2, 7]), // never signalled: failed
+            Event::new(80, semaphore::WAITNB, 0, [3, 3]), // signalled: held
+            Event::new(90, semaphore::SIGNAL, 0, [3, 3]),
+        ];
+        let (stats, out) = run(&events, ChromeOptions::default());
+        assert_eq!(stats.unpaired, 2);
+        assert_eq!(stats.slices, 4);
+        let x = |n: &str, ts, dur, tid| (n.to_string(), ts, dur, tid);
+        assert_eq!(
+            completes(&out),
+            [
+                x("task 1 sem 7", 30, 10, 1),
+                x("task 2 sem 7", 20, 30, 2),
+                x("task 3 sem 3", 80, 10, 3),
+                x("task 1 sem 7", 10, 80, 1), // blocking wait still open at the end
+            ]
+        );
+        let names: Vec<&str> = out
+            .iter()
+            .filter(|e| e["name"] == "thread_name" && e["pid"] == 2)
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["task 1 sem 7", "task 2 sem 7", "task 3 sem 3"]);
+    }
+
+    #[test]
+    fn hoops_are_global_markers_with_their_count() {
+        let events = [
+            Event::new(5, tracer::HOOPS, u32::MAX, [42, 1]),
+            Event::new(6, EventId(0x0777), 3, [1, u64::MAX]),
+        ];
+        let (stats, out) = run(&events, ChromeOptions::default());
+        assert_eq!((stats.hoops, stats.lost, stats.unknown), (1, 42, 1));
+        let hoops = out.iter().find(|e| e["cat"] == "tracer").unwrap();
+        assert_eq!(hoops["name"], "hoops (42 lost)");
+        assert_eq!(hoops["s"], "g");
+        assert_eq!(hoops["args"]["lost"], 42);
+        assert_eq!(hoops["args"]["queue"], 1);
+        assert_eq!(hoops["tid"], u32::MAX as u64);
+        let unknown = out.iter().find(|e| e["name"] == "unknown").unwrap();
+        assert_eq!(unknown["args"]["id"], 0x0777);
+        assert_eq!(unknown["args"]["arg1"], "0xffffffffffffffff");
+    }
+
+    #[test]
+    fn limits_turn_slices_into_counted_instants() {
+        let options = ChromeOptions {
+            max_tracks: 1,
+            max_open_waits: 1,
+            ..ChromeOptions::default()
+        };
+        let events = [
+            Event::new(1, system::SCHEDULE, 0, [1, 0]),
+            Event::new(2, system::SCHEDULE, 1, [1, 0]), // second source: no state
+            Event::new(3, semaphore::WAIT, 0, [1, 1]),
+            Event::new(4, semaphore::WAIT, 0, [1, 1]), // second open wait: over the limit
+            Event::new(5, semaphore::WAIT, 0, [2, 2]), // second pair: over the limit
+        ];
+        let (stats, out) = run(&events, options);
+        assert_eq!(stats.unpaired, 3);
+        assert_eq!(stats.slices, 2);
+        assert_eq!(out.iter().filter(|e| e["ph"] == "i").count(), 5);
+    }
+
+    #[test]
+    fn semaphore_slices_nest_when_input_times_go_back() {
+        // The proptest chrome_always_nests found: wait at 5000, then a wait
+        // stamped 4500 (merged or damaged input), signals at 5700 and 9900
+        // gave [4500, 5700] and [5000, 9900] on one thread: overlapping, not
+        // nested. Times on a pair's thread are now raised like B/E times.
+        let evs = [
+            Event::new(5_000, semaphore::WAIT, 0, [2, 2]),
+            Event::new(4_500, semaphore::WAIT, 0, [2, 2]),
+            Event::new(5_700, semaphore::SIGNAL, 0, [2, 2]),
+            Event::new(9_900, semaphore::SIGNAL, 0, [2, 2]),
+        ];
+        let (stats, events) = run(&evs, ChromeOptions::default());
+        let spans: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| (e["ts"].to_string(), e["dur"].to_string()))
+            .collect();
+        let want = [("5.0", "0.7"), ("5.0", "4.9")];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(t, d)| (t.to_string(), d.to_string()))
+            .collect();
+        assert_eq!(spans, want);
+        assert_eq!((stats.slices, stats.unpaired), (2, 0));
+    }
+
+    #[test]
+    fn times_never_go_back_on_a_thread() {
+        let events = [
+            Event::new(100, system::SCHEDULE, 0, [1, 0]),
+            Event::new(50, system::SCHEDULE, 0, [2, 0]),
+        ];
+        let (_, out) = run(&events, ChromeOptions::default());
+        assert_eq!(
+            slices(&out),
+            [
+                s("B", "task 1", 100, 1, 0),
+                s("E", "task 1", 100, 1, 0),
+                s("B", "task 2", 100, 1, 0),
+                s("E", "task 2", 100, 1, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn timestamps_are_exact_microseconds() {
+        assert_eq!(Ts(1_234_567).to_string(), "1234.567");
+        assert_eq!(Ts(5).to_string(), "0.005");
+        assert_eq!(Num(1 << 53).to_string(), "9007199254740992");
+        assert_eq!(Num((1 << 53) + 1).to_string(), "\"0x20000000000001\"");
+    }
+}

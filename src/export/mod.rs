@@ -1,0 +1,268 @@
+//! Converting traces into the formats that existing viewers read:
+//! [CTF 1.8](ctf) for babeltrace2 and Trace Compass, and
+//! [Chrome Trace Event JSON](chrome) for Perfetto and `chrome://tracing`.
+//!
+//! Both converters are *streaming*: they take events one at a time
+//! ([`EventSink::push`]) and keep only a bounded amount of state (one packet
+//! buffer per CTF stream; the open intervals of the Chrome timeline), so a
+//! trace larger than memory converts fine. What a converter needs besides the
+//! events is the trace's [`Catalog`] (names of events and arguments) and the
+//! clock origin (the Unix time, in nanoseconds, of the trace's time zero).
+//!
+//! Loss records are in-band, as everywhere in qtrace: an event with
+//! `id == classes::tracer::HOOPS` says that `args[0]` events were lost at that
+//! point. CTF expresses them as the packet context's `events_discarded`
+//! counter, Chrome JSON as global instant markers.
+//!
+//! Several trace files of one run (one per queue) are merged in time order by
+//! [`MergeByTime`].
+//!
+//! ```
+//! use qtrace::classes::{system, Catalog};
+//! use qtrace::export::{self, chrome::ChromeWriter, EventSink};
+//! use qtrace::Event;
+//!
+//! let catalog = Catalog::builtin();
+//! let events = vec![
+//!     Event::new(1_000, system::SCHEDULE, 0, [3, 0]),
+//!     Event::new(5_000, system::SCHEDULE, 0, [4, 0]),
+//! ];
+//! let mut json = Vec::new();
+//! let stats = export::convert(ChromeWriter::new(&catalog, 0, &mut json)?, events)?;
+//! assert_eq!(stats.events, 2);
+//! assert_eq!(stats.slices, 2); // task 3 from 1 µs to 5 µs, task 4 from 5 µs to the end
+//! assert!(String::from_utf8(json).unwrap().contains(r#""name":"task 3""#));
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+//!
+//! [`Catalog`]: crate::classes::Catalog
+
+pub mod chrome;
+pub mod ctf;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::error::Error;
+use crate::Event;
+
+/// What a conversion did, counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConvertStats {
+    /// Events converted, hoops records excepted (what `qtrace stats` counts
+    /// as events).
+    pub events: u64,
+    /// Hoops (loss) records among them.
+    pub hoops: u64,
+    /// Events lost according to those records (the sum of their `args[0]`).
+    pub lost: u64,
+    /// Distinct sources (CTF streams, Chrome threads) that carried events.
+    pub sources: u64,
+    /// Records whose event number the catalog does not define (converted as
+    /// `unknown` events that keep the raw number).
+    pub unknown: u64,
+    /// CTF: packets written.
+    pub packets: u64,
+    /// CTF: events whose timestamp was earlier than the previous event of the
+    /// same stream and was raised to it (CTF streams must not go back in
+    /// time), or later than readers can place and was lowered to
+    /// [`ctf::max_timestamp`].
+    pub clamped: u64,
+    /// Chrome: duration events (task, semaphore and interrupt intervals) written.
+    pub slices: u64,
+    /// Chrome: begin/end events that found no partner, or that exceeded the
+    /// bounded state, and were shown as instants only.
+    pub unpaired: u64,
+}
+
+/// A streaming converter: feed it events in time order, then finish it.
+///
+/// Implemented by [`ctf::CtfWriter`] and [`chrome::ChromeWriter`]. Memory use
+/// does not grow with the number of events pushed.
+pub trait EventSink {
+    /// Converts one event.
+    fn push(&mut self, event: &Event) -> Result<(), Error>;
+
+    /// Flushes everything, closes what is open and returns the counts. Pushing
+    /// after `finish` is an error.
+    fn finish(&mut self) -> Result<ConvertStats, Error>;
+}
+
+/// Feeds every event of `events` to `sink` and finishes it.
+pub fn convert<S: EventSink>(
+    mut sink: S,
+    events: impl IntoIterator<Item = Event>,
+) -> Result<ConvertStats, Error> {
+    for e in events {
+        sink.push(&e)?;
+    }
+    sink.finish()
+}
+
+/// Merges several event streams, each in time order, into one in time order
+/// (ties go to the earlier input). Memory: one pending event per input.
+///
+/// Items are `Result`s so that a reader's errors pass through at the point
+/// they occur; use [`merge_events`] for plain events.
+///
+/// ```
+/// use qtrace::export::merge_events;
+/// use qtrace::{Event, EventId};
+///
+/// let a = vec![Event::new(1, EventId(4), 0, [0, 0]), Event::new(5, EventId(4), 0, [0, 0])];
+/// let b = vec![Event::new(2, EventId(4), 1, [0, 0]), Event::new(5, EventId(4), 1, [0, 0])];
+/// let times: Vec<(u64, u32)> = merge_events(vec![a.into_iter(), b.into_iter()])
+///     .map(|e| (e.time, e.source))
+///     .collect();
+/// assert_eq!(times, [(1, 0), (2, 1), (5, 0), (5, 1)]);
+/// ```
+pub struct MergeByTime<I> {
+    inputs: Vec<I>,
+    heads: Vec<Option<Event>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Inputs whose next event must be pulled before the heap is consulted.
+    refill: Vec<usize>,
+}
+
+impl<I, E> MergeByTime<I>
+where
+    I: Iterator<Item = Result<Event, E>>,
+{
+    /// Merges `inputs`.
+    pub fn new(inputs: Vec<I>) -> Self {
+        let n = inputs.len();
+        MergeByTime {
+            inputs,
+            heads: vec![None; n],
+            heap: BinaryHeap::with_capacity(n),
+            refill: (0..n).rev().collect(),
+        }
+    }
+}
+
+/// Merges event streams that cannot fail (each in time order) into one in
+/// time order: [`MergeByTime`] for plain events.
+pub fn merge_events<J>(inputs: Vec<J>) -> impl Iterator<Item = Event>
+where
+    J: Iterator<Item = Event>,
+{
+    let ok: fn(Event) -> Result<Event, std::convert::Infallible> = Ok;
+    MergeByTime::new(inputs.into_iter().map(|j| j.map(ok)).collect()).map(|r| match r {
+        Ok(e) => e,
+        Err(never) => match never {},
+    })
+}
+
+impl<I, E> MergeByTime<I>
+where
+    I: Iterator<Item = Result<Event, E>>,
+{
+    /// The next item and the index (in the vector given to
+    /// [`MergeByTime::new`]) of the input it came from.
+    ///
+    /// ```
+    /// use qtrace::export::MergeByTime;
+    /// use qtrace::{Event, EventId};
+    ///
+    /// let ev = |t| Ok::<_, ()>(Event::new(t, EventId(4), 0, [0, 0]));
+    /// let mut m = MergeByTime::new(vec![vec![ev(5)].into_iter(), vec![ev(1)].into_iter()]);
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((1, 1)));
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((0, 5)));
+    /// assert!(m.next_with_input().is_none());
+    /// ```
+    pub fn next_with_input(&mut self) -> Option<(usize, Result<Event, E>)> {
+        while let Some(idx) = self.refill.pop() {
+            match self.inputs[idx].next() {
+                Some(Ok(e)) => {
+                    self.heads[idx] = Some(e);
+                    self.heap.push(Reverse((e.time, idx)));
+                }
+                Some(Err(err)) => {
+                    // Pull from this input again on the next call.
+                    self.refill.push(idx);
+                    return Some((idx, Err(err)));
+                }
+                None => {}
+            }
+        }
+        let Reverse((_, idx)) = self.heap.pop()?;
+        let event = self.heads[idx].take();
+        self.refill.push(idx);
+        event.map(|e| (idx, Ok(e)))
+    }
+}
+
+impl<I, E> Iterator for MergeByTime<I>
+where
+    I: Iterator<Item = Result<Event, E>>,
+{
+    type Item = Result<Event, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with_input().map(|(_, item)| item)
+    }
+}
+
+/// Replaces every character outside `[A-Za-z0-9_]` by `_`.
+pub(crate) fn identifier_chars(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EventId;
+
+    fn ev(time: u64, source: u32) -> Event {
+        Event::new(time, EventId(4), source, [0, 0])
+    }
+
+    #[test]
+    fn merge_interleaves_and_breaks_ties_by_input() {
+        let a = vec![ev(1, 0), ev(3, 0), ev(3, 0), ev(9, 0)];
+        let b = vec![ev(0, 1), ev(3, 1), ev(10, 1)];
+        let c: Vec<Event> = vec![];
+        let got: Vec<(u64, u32)> = merge_events(vec![a.into_iter(), b.into_iter(), c.into_iter()])
+            .map(|e| (e.time, e.source))
+            .collect();
+        assert_eq!(
+            got,
+            [(0, 1), (1, 0), (3, 0), (3, 0), (3, 1), (9, 0), (10, 1)]
+        );
+    }
+
+    #[test]
+    fn merge_passes_errors_through_in_place() {
+        let a: Vec<Result<Event, &str>> = vec![Ok(ev(1, 0)), Err("bad"), Ok(ev(4, 0))];
+        let b: Vec<Result<Event, &str>> = vec![Ok(ev(2, 1))];
+        let got: Vec<Result<u64, &str>> = MergeByTime::new(vec![a.into_iter(), b.into_iter()])
+            .map(|r| r.map(|e| e.time))
+            .collect();
+        assert_eq!(got, [Ok(1), Err("bad"), Ok(2), Ok(4)]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merge_equals_stable_sort(inputs in proptest::collection::vec(
+            proptest::collection::vec(0u64..50, 0..20), 0..5)
+        ) {
+            let streams: Vec<Vec<Event>> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, times)| {
+                    let mut t = times.clone();
+                    t.sort();
+                    t.into_iter().map(|x| ev(x, i as u32)).collect()
+                })
+                .collect();
+            let mut expected: Vec<Event> = streams.iter().flatten().copied().collect();
+            expected.sort_by_key(|e| (e.time, e.source));
+            let got: Vec<Event> =
+                merge_events(streams.into_iter().map(|s| s.into_iter()).collect())
+                    .collect();
+            proptest::prop_assert_eq!(got, expected);
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `qtrace recv` end to end: a UDP queue streams to the command, which
+//! writes a trace file and prints its summary.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use qtrace::classes::user;
+use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
+use qtrace::reader::TraceReader;
+use qtrace::Tracer;
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn recv_writes_the_stream_and_prints_a_summary() {
+    let dir = std::env::temp_dir().join(format!("qtrace-recv-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("sub/received.qtr");
+    let port = free_port();
+    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", &listen.to_string(), "--out"])
+        .arg(&out)
+        .args(["--count", "500"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it listens: probe with an empty (invalid) datagram until the
+    // port stops refusing. Bounded.
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.connect(listen).unwrap();
+    let t = Instant::now();
+    loop {
+        let _ = probe.send(b"probe");
+        std::thread::sleep(Duration::from_millis(20));
+        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "qtrace recv did not start"
+        );
+    }
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..500 {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
+    tracer.shutdown().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("received 500 events from 1 sender(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 datagrams lost"), "{stdout}");
+    assert!(stdout.contains("not qtrace"), "{stdout}");
+    let reader = TraceReader::open(&out).unwrap();
+    let values: Vec<u64> = reader.map(|e| e.unwrap().args[0]).collect();
+    assert_eq!(values, (0..500).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn recv_reports_a_busy_address_and_bad_arguments() {
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args([
+            "recv",
+            "--listen",
+            &addr,
+            "--out",
+            "x.qtr",
+            "--duration",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bind the receiver"), "{err}");
+    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--out", "x.qtr", "--duration", "1", "--count", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "clap refuses both limits");
+    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args([
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            "x.qtr",
+            "--duration",
+            "-1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_stops_cleanly_and_writes_the_file() {
+    let dir = std::env::temp_dir().join(format!("qtrace-recv-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("r.qtr");
+    let port = free_port();
+    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", &listen.to_string(), "--out"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.connect(listen).unwrap();
+    let t = Instant::now();
+    loop {
+        let _ = probe.send(b"probe");
+        std::thread::sleep(Duration::from_millis(20));
+        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "qtrace recv did not start"
+        );
+    }
+    // Give the handler a moment to be installed after the socket is bound.
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: sending SIGINT to our own child process.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("received 0 events"), "{stdout}");
+    assert!(stdout.contains("not qtrace"), "{stdout}");
+    // A valid, empty trace.
+    assert_eq!(TraceReader::open(&out).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
