@@ -576,10 +576,11 @@ impl ReceiverCore {
             let new = header.dropped - s.dropped;
             s.dropped = header.dropped;
             // Saturating, as the summary: the count comes from the network.
-            let _ = self.progress.sender_dropped.fetch_update(
+            // `handle` takes `&mut self`: this is the counter's only writer.
+            let p = &self.progress.sender_dropped;
+            p.store(
+                p.load(Ordering::Relaxed).saturating_add(new),
                 Ordering::Relaxed,
-                Ordering::Relaxed,
-                |d| Some(d.saturating_add(new)),
             );
             out.event(&s.hoops(new, 0));
         }

@@ -79,13 +79,9 @@ fn a_full_disk_under_the_online_queue_is_an_error_at_phase_2_and_in_the_report()
     let e = tracer.activate().unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("/dev/full"), "{e}");
-    // The status says so at once…
-    let status = tracer.status(q).unwrap();
-    assert_eq!(status.io_errors, 1);
-    assert!(status.last_error.as_deref().unwrap().contains("/dev/full"));
-    // …and phase 2 can be retried (the file is opened again, not skipped).
-    assert!(tracer.activate().is_err());
-    assert_eq!(tracer.status(q).unwrap().io_errors, 2);
+    // Phase 2 can be retried: the file is opened again, not skipped.
+    let e = tracer.activate().unwrap_err();
+    assert!(e.to_string().contains("/dev/full"), "{e}");
     for i in 100..200 {
         tracer.log_event(user::USER0, [i, 0]);
     }
@@ -99,6 +95,51 @@ fn a_full_disk_under_the_online_queue_is_an_error_at_phase_2_and_in_the_report()
         (r.counters.queued, r.counters.dropped, r.counters.delivered),
         (64, 136, 0)
     );
+}
+
+/// A writer that fails from the start.
+struct Broken;
+
+impl std::io::Write for Broken {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "no space left",
+        ))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_writer_failing_at_phase_2_is_in_the_status_for_good() {
+    let tracer = Tracer::with_config(Config::default().with_output_dir(scratch("broken")));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(64)
+                .with_writer(Broken),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    let e = tracer.activate().unwrap_err();
+    assert!(e.to_string().contains("no space left"), "{e}");
+    // A writer cannot be opened again: the status says nothing will be
+    // written, and the report is not clean, whatever happens next.
+    let status = tracer.status(q).unwrap();
+    assert_eq!(status.io_errors, 1);
+    let msg = status.last_error.unwrap();
+    assert!(msg.contains("will not be written"), "{msg}");
+    assert!(msg.contains("no space left"), "{msg}");
+    for i in 0..100 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let report = tracer.shutdown().unwrap();
+    assert!(!report.is_clean());
+    let c = report.queues[0].counters;
+    balanced(&c, 100);
+    assert_eq!((c.delivered, c.queued, c.dropped), (0, 64, 36));
 }
 
 #[cfg(target_os = "linux")]

@@ -29,7 +29,9 @@ use qtrace::receiver::{Receiver, RunLimit, HOOPS_FLAG_UPPER_BOUND};
 use qtrace::{Config, Event, Tracer};
 
 const THREADS: u64 = 3;
-const PER_THREAD: u64 = if cfg!(miri) { 40 } else { 20_000 };
+const PER_THREAD: u64 = if cfg!(miri) { 12 } else { 20_000 };
+/// Queue sizes for fixed and circular: a fraction of the attempts.
+const SMALL: usize = if cfg!(miri) { 8 } else { 64 };
 const ATTEMPTS: u64 = THREADS * PER_THREAD;
 
 fn scratch(name: &str) -> PathBuf {
@@ -146,7 +148,7 @@ fn dummy_counts_every_attempt_as_delivered() {
 fn fixed_keeps_each_threads_first_events_and_accounts_for_the_rest() {
     let dir = scratch("fixed");
     let tracer = tracer_in(&dir);
-    let cap = 100;
+    let cap = SMALL;
     let q = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: cap,
@@ -180,7 +182,7 @@ fn fixed_keeps_each_threads_first_events_and_accounts_for_the_rest() {
 fn circular_keeps_the_last_events_and_accounts_for_the_rest() {
     let dir = scratch("circular");
     let tracer = tracer_in(&dir);
-    let cap = 64;
+    let cap = SMALL;
     let q = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: cap,

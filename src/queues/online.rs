@@ -324,11 +324,14 @@ impl Queue for OnlineQueue {
         let drainer = match self.open(target, ctx) {
             Ok(d) => d,
             Err(e) => {
-                // Also in the status, so the shutdown report shows it.
-                self.shared
-                    .io_error("activate", &io::Error::other(e.to_string()));
-                if let Some(t) = retry {
-                    *state = State::Created(t);
+                match retry {
+                    Some(t) => *state = State::Created(t),
+                    // Nothing can be written from now on: say so in the
+                    // status too, so the shutdown report is not clean.
+                    None => self.shared.io_error(
+                        "activate (events routed here will not be written)",
+                        &io::Error::other(e.to_string()),
+                    ),
                 }
                 return Err(e);
             }
