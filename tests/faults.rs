@@ -102,10 +102,7 @@ struct Broken;
 
 impl std::io::Write for Broken {
     fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::StorageFull,
-            "no space left",
-        ))
+        Err(std::io::Error::other("no space left"))
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
