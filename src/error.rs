@@ -129,6 +129,13 @@ pub enum Error {
     },
     /// An event was pushed into a trace converter after `finish`.
     ConverterFinished,
+    /// A trace converter's option is out of range.
+    InvalidExportOption {
+        /// The option, as `CtfOptions::packet_bytes`.
+        option: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
     /// A trace-header field holds a value the file format cannot carry.
     InvalidHeader {
         /// Which field.
@@ -239,6 +246,9 @@ impl fmt::Display for Error {
                 f,
                 "this converter has already been finished: create a new writer for another trace"
             ),
+            InvalidExportOption { option, reason } => {
+                write!(f, "invalid converter option {option}: {reason}")
+            }
             InvalidHeader { field, reason } => {
                 write!(f, "invalid trace-header {field}: {reason}")
             }

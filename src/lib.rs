@@ -7,9 +7,9 @@
 //! - An [`Event`] is a fixed 32-byte record: a 64-bit nanosecond timestamp, a
 //!   16-bit event number, the CPU or thread it came from, and two 64-bit
 //!   arguments.
-//! - Events belong to [classes](classes): tracer, system, user, low-level,
+//! - Events belong to [classes]: tracer, system, user, low-level,
 //!   semaphore (numbered as in S.Ha.R.K.) and classes you define.
-//! - A [`Tracer`] routes each event to a [queue](queue) whose type decides what
+//! - A [`Tracer`] routes each event to a [queue] whose type decides what
 //!   happens to it: discard, keep the first N, keep the last N, drain to a file,
 //!   stream over UDP — or a type you write.
 //! - Initialisation has [two phases](init); logging ([`Tracer::log_event`]) never

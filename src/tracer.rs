@@ -111,7 +111,11 @@ pub struct Tracer {
     queues: Box<[OnceLock<AnyQueue>; 256]>,
     clock: Clock,
     output_dir: PathBuf,
-    registry: Mutex<Registry>,
+    /// Boxed so that `Tracer` holds no interior mutability inline (it is
+    /// `Freeze`): the compiler may then treat a `&Tracer` as read-only and
+    /// keep `routes`, `queues` and the clock's fields in registers across a
+    /// loop of `log_event` calls.
+    registry: Box<Mutex<Registry>>,
 }
 
 impl std::fmt::Debug for Tracer {
@@ -148,7 +152,7 @@ impl Tracer {
             queues: queues.try_into().expect("256 queues"),
             clock: config.clock,
             output_dir: config.output_dir,
-            registry: Mutex::new(Registry::new(Catalog::builtin())),
+            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin()))),
         };
         crate::queues::register_builtin_types(&tracer).expect("fresh tracer");
         tracer
@@ -192,10 +196,25 @@ impl Tracer {
         // `OnceLock::get` synchronises with the store, so `None` is only seen
         // for a route being written concurrently with its queue's creation.
         if let Some(queue) = self.queues[(word & QUEUE_MASK) as usize].get() {
-            if let Some(reservation) = queue.get() {
-                let event = Event::new(self.clock.now(), id, source, args);
-                queue.post(reservation, &event);
+            // One match on the queue's kind, then `get` and `post` of that
+            // kind inlined together (matching in `get` and again in `post`
+            // would cost a second dispatch per event).
+            match queue {
+                AnyQueue::CircularQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::OnlineQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::UdpQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::DynQueue(q) => self.record_into(q, source, id, args),
             }
+        }
+    }
+
+    #[inline(always)]
+    fn record_into<Q: Queue + ?Sized>(&self, queue: &Q, source: u32, id: EventId, args: [u64; 2]) {
+        if let Some(reservation) = queue.get() {
+            let event = Event::new(self.clock.now(), id, source, args);
+            queue.post(reservation, &event);
         }
     }
 

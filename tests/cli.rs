@@ -293,3 +293,55 @@ fn a_truncated_file_prints_what_is_whole_then_the_offset() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("events: 3\n"), "{}", stdout(&o));
 }
+
+#[test]
+fn stats_sums_huge_loss_counts_without_overflow() {
+    // Loss counts come from the file: two hoops records claiming u64::MAX
+    // each once made `qtrace stats` panic with an arithmetic overflow.
+    let d = dir("hugeloss");
+    let p = d.join("h.qtr");
+    let hoops = Event::new(5, tracer::HOOPS, u32::MAX, [u64::MAX, 0]);
+    write(&p, 0, &[hoops, hoops]);
+    let o = qtrace(&["stats", p.to_str().unwrap(), p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("  lost: {} events in 2 hoops records\n", u64::MAX)),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "total: 0 events, {} lost in 4 hoops records, 2 files\n",
+            u64::MAX
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    // `qtrace stats f | head -1`: stats once panicked ("failed printing to
+    // stdout: Broken pipe") when the reader closed the pipe.
+    let d = dir("pipe");
+    let p = sample(&d);
+    let p = p.to_str().unwrap();
+    let many: Vec<&str> = std::iter::repeat_n(p, 3000).collect();
+    for args in [
+        [&["stats"][..], &many[..]].concat(),
+        [&["dump"][..], &many[..]].concat(),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close the pipe while qtrace is still writing.
+        let mut first = [0u8; 1];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}: {}", args[0], stderr(&o));
+        assert_eq!(stderr(&o), "", "{}", args[0]);
+    }
+}

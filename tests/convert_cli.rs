@@ -132,7 +132,13 @@ fn ctf_is_read_by_babeltrace2() {
     let text = match Command::new("babeltrace2").arg(&ctf).output() {
         Ok(o) => o,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to run this test");
+            let msg = "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to run this test";
+            // CI sets QTRACE_REQUIRE_BABELTRACE2, so there a missing tool fails.
+            assert!(
+                std::env::var_os("QTRACE_REQUIRE_BABELTRACE2").is_none(),
+                "{msg} (QTRACE_REQUIRE_BABELTRACE2 is set)"
+            );
+            eprintln!("SKIPPED: {msg}");
             return;
         }
         Err(e) => panic!("cannot run babeltrace2: {e}"),
@@ -179,12 +185,41 @@ fn missing_file_is_a_clear_error() {
         "--out".as_ref(),
         dir.path().join("x.json").as_os_str(),
     ]);
-    assert!(!out.status.success());
+    // Status 2 for a bad input, as `qtrace dump` and `qtrace stats`.
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.starts_with("qtrace convert: ") && stderr.contains("nope.qtr"),
         "{stderr}"
     );
+}
+
+#[test]
+fn not_a_trace_is_status_2_and_an_unwritable_output_status_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just some text\n").unwrap();
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "ctf".as_ref(),
+        text.as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("ctf").as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a qtrace trace file"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let (a, _) = two_files(dir.path());
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "chrome".as_ref(),
+        a.as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("no/such/dir/x.json").as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
@@ -204,7 +239,7 @@ fn a_damaged_file_converts_up_to_the_damage_and_fails() {
         json.as_os_str(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("queue0-circular.qtr")
             && stderr.contains("the events before it were converted"),

@@ -176,6 +176,26 @@ fn truncated_files_yield_what_is_whole_then_an_error_with_the_offset() {
 }
 
 #[test]
+fn a_header_length_too_short_for_the_table_is_corrupt_not_truncated() {
+    // The table of the example ends at byte 147. A header length field
+    // claiming less cuts the table: once reported as "truncated" (the file
+    // was cut short, more bytes would help), though the whole file is there.
+    for h in 44..147u32 {
+        let mut file = example_file();
+        file[16..20].copy_from_slice(&h.to_be_bytes());
+        let e = open_err(&file);
+        assert!(!e.is_truncated(), "header length {h}: {e}");
+        assert!(e.offset() <= h as u64, "header length {h}: {e}");
+    }
+    let mut file = example_file();
+    file[16..20].copy_from_slice(&100u32.to_be_bytes());
+    assert_eq!(
+        open_err(&file).to_string(),
+        "corrupt at byte 99: description: it runs past the end of the header (100 bytes, as its length field at byte 16 says)"
+    );
+}
+
+#[test]
 fn wrong_magic_is_not_a_trace() {
     let mut file = example_file();
     file[0] = b'X';
@@ -279,10 +299,22 @@ fn oversized_tables_are_errors_not_allocations() {
             ..
         }
     ));
-    // A name running past the header's end.
+    // A name running past the header's end: corrupt (the whole header is
+    // there), not truncated.
     let mut file = example_file();
     file[0x87..0x89].copy_from_slice(&[0, 60]);
-    assert!(open_err(&file).is_truncated());
+    let e = open_err(&file);
+    assert!(
+        matches!(
+            e,
+            WireError::Invalid {
+                offset: 0x89,
+                what: "event",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     // An event with 3 arguments.
     let mut file = example_file();
     file[0x8f] = 3;

@@ -472,7 +472,7 @@ impl Catalog {
         self.classes.iter().find(|c| c.name == name)
     }
 
-    /// Finds an event by name (`name` or `class.name`; the first match wins for
+    /// Finds an event by name (`name` or `class:name`; the first match wins for
     /// a bare name).
     pub fn event_by_name(&self, name: &str) -> Option<&EventInfo> {
         if let Some((class, event)) = name.split_once(':') {

@@ -122,6 +122,9 @@ struct SourceState {
 #[derive(Debug)]
 struct SemTrack {
     tid: u64,
+    /// Waits and signals never go back in time on the pair's thread, so its
+    /// `X` slices nest (input times may go back: merged or damaged files).
+    track: Track,
     /// Open waits, innermost last: (time, whether it was a blocking `wait`
     /// rather than a `waitnb`, which may have failed).
     open: VecDeque<(u64, bool)>,
@@ -396,6 +399,7 @@ impl<W: Write> ChromeWriter<W> {
                 key,
                 SemTrack {
                     tid,
+                    track: Track::default(),
                     open: VecDeque::new(),
                 },
             );
@@ -412,7 +416,8 @@ impl<W: Write> ChromeWriter<W> {
                 t.open.pop_front();
                 self.stats.unpaired += 1;
             }
-            t.open.push_back((e.time, blocking));
+            let begin = t.track.at(e.time);
+            t.open.push_back((begin, blocking));
         }
         Ok(())
     }
@@ -433,12 +438,12 @@ impl<W: Write> ChromeWriter<W> {
 
     fn signal(&mut self, e: &Event) -> Result<(), Error> {
         let key = (e.args[0], e.args[1]);
-        let open = self
-            .sems
-            .get_mut(&key)
-            .and_then(|t| t.open.pop_back().map(|(begin, _)| (t.tid, begin)));
+        let open = self.sems.get_mut(&key).and_then(|t| {
+            let (begin, _) = t.open.pop_back()?;
+            Some((t.tid, begin, t.track.at(e.time)))
+        });
         match open {
-            Some((tid, begin)) => self.held(key, tid, begin, e.time.max(begin)),
+            Some((tid, begin, end)) => self.held(key, tid, begin, end),
             None => {
                 self.stats.unpaired += 1;
                 Ok(())
@@ -700,6 +705,33 @@ mod tests {
         assert_eq!(stats.unpaired, 3);
         assert_eq!(stats.slices, 2);
         assert_eq!(out.iter().filter(|e| e["ph"] == "i").count(), 5);
+    }
+
+    #[test]
+    fn semaphore_slices_nest_when_input_times_go_back() {
+        // The proptest chrome_always_nests found: wait at 5000, then a wait
+        // stamped 4500 (merged or damaged input), signals at 5700 and 9900
+        // gave [4500, 5700] and [5000, 9900] on one thread: overlapping, not
+        // nested. Times on a pair's thread are now raised like B/E times.
+        let evs = [
+            Event::new(5_000, semaphore::WAIT, 0, [2, 2]),
+            Event::new(4_500, semaphore::WAIT, 0, [2, 2]),
+            Event::new(5_700, semaphore::SIGNAL, 0, [2, 2]),
+            Event::new(9_900, semaphore::SIGNAL, 0, [2, 2]),
+        ];
+        let (stats, events) = run(&evs, ChromeOptions::default());
+        let spans: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| (e["ts"].to_string(), e["dur"].to_string()))
+            .collect();
+        let want = [("5.0", "0.7"), ("5.0", "4.9")];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(t, d)| (t.to_string(), d.to_string()))
+            .collect();
+        assert_eq!(spans, want);
+        assert_eq!((stats.slices, stats.unpaired), (2, 0));
     }
 
     #[test]

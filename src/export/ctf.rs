@@ -34,9 +34,11 @@
 //!
 //! # Memory
 //!
-//! Each stream buffers at most one packet ([`CtfOptions::packet_bytes`]); when
-//! all buffers together exceed [`CtfOptions::buffer_budget`], every stream is
-//! flushed and its buffer released. Stream files are opened only while a
+//! Each stream buffers at most one packet ([`CtfOptions::packet_bytes`]); its
+//! buffer grows with what it holds. When the buffers' allocated bytes together
+//! exceed [`CtfOptions::buffer_budget`], every stream is flushed and its
+//! buffer released. (Besides the buffers, the writer keeps a few dozen bytes
+//! of state per source.) Stream files are opened only while a
 //! packet is appended, so the number of sources is not limited by open files.
 //!
 //! ```
@@ -84,8 +86,8 @@ pub const CLOCK_NAME: &str = "qtrace";
 pub struct CtfOptions {
     /// Largest packet, in bytes (header, context and events). Default 64 KiB.
     pub packet_bytes: usize,
-    /// Largest total of buffered packet bytes over all streams before every
-    /// stream is flushed. Default 8 MiB.
+    /// Largest total of packet buffer memory (allocated bytes) over all
+    /// streams before every stream is flushed. Default 8 MiB.
     pub buffer_budget: usize,
 }
 
@@ -127,9 +129,30 @@ pub struct CtfWriter {
     arg_counts: Vec<u8>,
     unknown_id: u16,
     streams: BTreeMap<u32, Stream>,
+    /// Allocated bytes of every stream's packet buffer (the sum of their
+    /// capacities), which [`CtfOptions::buffer_budget`] bounds.
     buffered: usize,
+    /// The latest timestamp CTF readers can place (see [`max_timestamp`]).
+    max_time: u64,
     stats: ConvertStats,
     finished: bool,
+}
+
+/// The latest timestamp a reader can place for a trace whose clock starts
+/// `origin_unix_ns` after the Unix epoch: babeltrace2 holds a time as signed
+/// 64-bit nanoseconds since the epoch, so a stream with a later timestamp
+/// cannot be read at all (only corrupt input has one: it is past year 2262).
+pub fn max_timestamp(origin_unix_ns: u64) -> u64 {
+    (i64::MAX as u64).saturating_sub(clock_origin(origin_unix_ns))
+}
+
+/// The clock origin written to the metadata, capped for the same reason:
+/// babeltrace2 2.0 refuses a clock offset of 9,223,372,035 s or more (its
+/// whole-second offset plus one second must fit), so the cap is the last whole
+/// second before that, 9,223,372,034 s.
+fn clock_origin(origin_unix_ns: u64) -> u64 {
+    const MAX_ORIGIN_NS: u64 = (i64::MAX as u64 / 1_000_000_000 - 2) * 1_000_000_000;
+    origin_unix_ns.min(MAX_ORIGIN_NS)
 }
 
 impl CtfWriter {
@@ -147,8 +170,8 @@ impl CtfWriter {
         options: CtfOptions,
     ) -> Result<Self, Error> {
         if options.packet_bytes < PACKET_PREAMBLE + EVENT_HEADER + 16 {
-            return Err(Error::InvalidParameter {
-                queue_type: "ctf export",
+            return Err(Error::InvalidExportOption {
+                option: "CtfOptions::packet_bytes",
                 reason: format!(
                     "packet_bytes is {}; use at least {} so a packet holds one event",
                     options.packet_bytes,
@@ -183,6 +206,7 @@ impl CtfWriter {
             unknown_id: catalog.event_count() as u16,
             streams: BTreeMap::new(),
             buffered: 0,
+            max_time: max_timestamp(origin_unix_ns),
             stats: ConvertStats::default(),
             finished: false,
         })
@@ -237,12 +261,11 @@ impl CtfWriter {
         Ok(())
     }
 
-    fn flush_all(&mut self, release: bool) -> Result<(), Error> {
+    /// Flushes every stream and releases its buffer.
+    fn flush_all(&mut self) -> Result<(), Error> {
         for stream in self.streams.values_mut() {
             Self::flush_stream(stream, &mut self.stats)?;
-            if release {
-                stream.buf = Vec::new();
-            }
+            stream.buf = Vec::new();
         }
         self.buffered = 0;
         Ok(())
@@ -286,6 +309,9 @@ impl EventSink for CtfWriter {
         let time = if e.time < stream.last {
             stats.clamped += 1;
             stream.last
+        } else if e.time > self.max_time {
+            stats.clamped += 1;
+            self.max_time
         } else {
             e.time
         };
@@ -293,7 +319,6 @@ impl EventSink for CtfWriter {
             // Close the packet being built, then write an empty packet whose
             // cumulative count includes this loss: babeltrace2 reports the
             // difference between consecutive packets.
-            self.buffered -= stream.buf.len();
             Self::flush_stream(stream, stats)?;
             stream.begin = time;
             stream.last = time;
@@ -311,15 +336,16 @@ impl EventSink for CtfWriter {
         if !stream.buf.is_empty()
             && PACKET_PREAMBLE + stream.buf.len() + size > self.options.packet_bytes
         {
-            self.buffered -= stream.buf.len();
             Self::flush_stream(stream, stats)?;
         }
         if stream.buf.is_empty() {
             stream.begin = time;
-            stream
-                .buf
-                .reserve(self.options.packet_bytes - PACKET_PREAMBLE);
         }
+        // The buffer grows with its content (not reserved up to a whole
+        // packet): with one event each from many sources, reserving
+        // `packet_bytes` per stream made memory grow far past the budget.
+        let capacity_before = stream.buf.capacity();
+        stream.buf.reserve(size);
         stream.last = time;
         stream.buf.extend_from_slice(&class_id.to_be_bytes());
         stream.buf.extend_from_slice(&time.to_be_bytes());
@@ -333,16 +359,16 @@ impl EventSink for CtfWriter {
             stream.buf.extend_from_slice(&e.args[1].to_be_bytes());
         }
         stats.events += 1;
-        self.buffered += size;
+        self.buffered += stream.buf.capacity() - capacity_before;
         if self.buffered > self.options.buffer_budget {
-            self.flush_all(true)?;
+            self.flush_all()?;
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<ConvertStats, Error> {
         if !self.finished {
-            self.flush_all(true)?;
+            self.flush_all()?;
             self.finished = true;
         }
         Ok(self.stats)
@@ -472,8 +498,8 @@ stream {{
 	}};
 }};
 "#,
-        offset_s = origin_unix_ns / 1_000_000_000,
-        offset = origin_unix_ns % 1_000_000_000,
+        offset_s = clock_origin(origin_unix_ns) / 1_000_000_000,
+        offset = clock_origin(origin_unix_ns) % 1_000_000_000,
     );
     for e in catalog.events() {
         let class = catalog
@@ -655,6 +681,30 @@ mod tests {
     }
 
     #[test]
+    fn buffers_stay_within_the_budget_with_many_sources() {
+        // One event from each of many sources: every stream's buffer once
+        // reserved a whole packet (64 KiB), so 1000 sources held ~64 MB
+        // while the budget said 8 KiB.
+        let dir = tempfile::tempdir().unwrap();
+        let options = CtfOptions {
+            packet_bytes: 64 * 1024,
+            buffer_budget: 8 * 1024,
+        };
+        let mut w = CtfWriter::with_options(dir.path(), &Catalog::builtin(), 0, options).unwrap();
+        for src in 0..1000u32 {
+            w.push(&Event::new(src as u64, system::SCHEDULE, src, [1, 0]))
+                .unwrap();
+            let allocated: usize = w.streams.values().map(|s| s.buf.capacity()).sum();
+            assert_eq!(allocated, w.buffered, "after source {src}");
+            assert!(allocated <= options.buffer_budget, "after source {src}");
+        }
+        let stats = w.finish().unwrap();
+        assert_eq!((stats.events, stats.sources), (1000, 1000));
+        let s999 = parse(&fs::read(dir.path().join("stream-999")).unwrap(), &|_| 8);
+        assert_eq!(s999[0].5, [(4, 999, 1u64.to_be_bytes().to_vec())]);
+    }
+
+    #[test]
     fn unknown_events_keep_their_number() {
         let dir = tempfile::tempdir().unwrap();
         let catalog = Catalog::builtin();
@@ -666,6 +716,30 @@ mod tests {
         payload.extend(7u64.to_be_bytes());
         payload.extend(8u64.to_be_bytes());
         assert_eq!(p[0].5, [(catalog.event_count() as u16, 1, payload)]);
+    }
+
+    #[test]
+    fn a_packet_too_small_for_one_event_is_an_option_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = CtfOptions {
+            packet_bytes: 80,
+            ..CtfOptions::default()
+        };
+        let err = CtfWriter::with_options(dir.path(), &Catalog::builtin(), 0, options).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidExportOption {
+                    option: "CtfOptions::packet_bytes",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid converter option CtfOptions::packet_bytes: packet_bytes is 80; use at least 94 so a packet holds one event"
+        );
     }
 
     #[test]

@@ -64,7 +64,9 @@ pub struct ConvertStats {
     /// CTF: packets written.
     pub packets: u64,
     /// CTF: events whose timestamp was earlier than the previous event of the
-    /// same stream and was raised to it (CTF streams must not go back in time).
+    /// same stream and was raised to it (CTF streams must not go back in
+    /// time), or later than readers can place and was lowered to
+    /// [`ctf::max_timestamp`].
     pub clamped: u64,
     /// Chrome: duration events (task, semaphore and interrupt intervals) written.
     pub slices: u64,
@@ -151,13 +153,24 @@ where
     })
 }
 
-impl<I, E> Iterator for MergeByTime<I>
+impl<I, E> MergeByTime<I>
 where
     I: Iterator<Item = Result<Event, E>>,
 {
-    type Item = Result<Event, E>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next item and the index (in the vector given to
+    /// [`MergeByTime::new`]) of the input it came from.
+    ///
+    /// ```
+    /// use qtrace::export::MergeByTime;
+    /// use qtrace::{Event, EventId};
+    ///
+    /// let ev = |t| Ok::<_, ()>(Event::new(t, EventId(4), 0, [0, 0]));
+    /// let mut m = MergeByTime::new(vec![vec![ev(5)].into_iter(), vec![ev(1)].into_iter()]);
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((1, 1)));
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((0, 5)));
+    /// assert!(m.next_with_input().is_none());
+    /// ```
+    pub fn next_with_input(&mut self) -> Option<(usize, Result<Event, E>)> {
         while let Some(idx) = self.refill.pop() {
             match self.inputs[idx].next() {
                 Some(Ok(e)) => {
@@ -167,7 +180,7 @@ where
                 Some(Err(err)) => {
                     // Pull from this input again on the next call.
                     self.refill.push(idx);
-                    return Some(Err(err));
+                    return Some((idx, Err(err)));
                 }
                 None => {}
             }
@@ -175,7 +188,18 @@ where
         let Reverse((_, idx)) = self.heap.pop()?;
         let event = self.heads[idx].take();
         self.refill.push(idx);
-        event.map(Ok)
+        event.map(|e| (idx, Ok(e)))
+    }
+}
+
+impl<I, E> Iterator for MergeByTime<I>
+where
+    I: Iterator<Item = Result<Event, E>>,
+{
+    type Item = Result<Event, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with_input().map(|(_, item)| item)
     }
 }
 

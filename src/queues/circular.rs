@@ -29,7 +29,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ring::{check_capacity, OverwriteRing};
+use super::ring::OverwriteRing;
 use super::save::{default_path, with_hoops, write_trace, StatusCell};
 use crate::error::Error;
 use crate::event::Event;
@@ -64,11 +64,10 @@ impl QueueType for Circular {
     const NAME: &'static str = "circular";
 
     fn create(&self, params: CircularParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
-        check_capacity(params.capacity).map_err(|e| Error::InvalidParameter {
+        let ring = OverwriteRing::new(params.capacity).map_err(|e| Error::InvalidParameter {
             queue_type: Self::NAME,
             reason: e.to_string(),
         })?;
-        let ring = OverwriteRing::new(params.capacity).expect("capacity checked");
         Ok(AnyQueue::CircularQueue(CircularQueue {
             ring,
             file: params.file.unwrap_or_else(|| default_path(ctx)),
@@ -133,12 +132,12 @@ impl CircularQueue {
 }
 
 impl Queue for CircularQueue {
-    #[inline]
+    #[inline(always)]
     fn get(&self) -> Option<Reservation> {
         self.ring.claim().map(Reservation::new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn post(&self, reservation: Reservation, event: &Event) {
         self.ring.commit(reservation.ticket(), event);
     }

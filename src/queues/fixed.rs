@@ -74,7 +74,10 @@ impl QueueType for Fixed {
         Ok(AnyQueue::FixedQueue(FixedQueue {
             tail: Padded(AtomicU64::new(0)),
             delivered: AtomicU64::new(0),
-            slots: slots(params.capacity, |_| EMPTY),
+            slots: slots(params.capacity, |_| EMPTY).map_err(|e| Error::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: e.to_string(),
+            })?,
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
@@ -197,5 +200,70 @@ impl Queue for FixedQueue {
 
     fn status(&self) -> QueueStatus {
         self.status.get()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
+    use super::*;
+    use crate::classes::{user, Catalog};
+    use crate::clock::{Clock, ManualClock};
+    use crate::queue::QueueHandle;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    #[test]
+    fn loom_fixed_two_producers_and_a_reader() {
+        // Bounded preemptions keep this under a minute; the ring's own loom
+        // tests are exhaustive.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let ctx = QueueContext {
+                handle: QueueHandle(0),
+                type_name: "fixed",
+                output_dir: std::env::temp_dir(),
+                catalog: std::sync::Arc::new(Catalog::builtin()),
+                clock: Clock::manual(&ManualClock::new(0)),
+            };
+            let queue = match Fixed.create(
+                FixedParams {
+                    capacity: 3,
+                    file: None,
+                },
+                &ctx,
+            ) {
+                Ok(AnyQueue::FixedQueue(q)) => Arc::new(q),
+                _ => unreachable!(),
+            };
+            let producers: Vec<_> = (0..2u64)
+                .map(|t| {
+                    let queue = Arc::clone(&queue);
+                    thread::spawn(move || {
+                        for s in 0..2 {
+                            if let Some(r) = queue.get() {
+                                queue.post(r, &Event::new(s, user::USER0, t as u32, [t, s]));
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let check = |events: &[Event]| {
+                for e in events.iter().filter(|e| e.id == user::USER0) {
+                    assert_eq!((e.source as u64, e.time), (e.args[0], e.args[1]));
+                }
+            };
+            check(&queue.snapshot_events());
+            for p in producers {
+                p.join().unwrap();
+            }
+            let events = queue.snapshot_events();
+            check(&events);
+            assert_eq!(events.len(), 4); // 3 kept + 1 hoops record
+            assert_eq!(events[3].args, [1, 0]);
+            let c = queue.counters();
+            assert_eq!((c.accepted, c.dropped, c.queued), (3, 1, 3));
+        });
     }
 }

@@ -29,6 +29,7 @@ pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 // producer indexes are cache-line padded, hence the size differences.
 #[allow(clippy::large_enum_variant)]
 #[enum_dispatch(Queue)]
+#[repr(u8)]
 pub enum AnyQueue {
     /// Discards and counts.
     DummyQueue,

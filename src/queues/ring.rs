@@ -3,8 +3,8 @@
 //! Each slot holds one [`Event`] as four `AtomicU64` words (see
 //! [`Event::to_words`]) plus a sequence word, so every write and read is a
 //! plain atomic operation: no `unsafe`, and the same code is model-checked by
-//! loom (through the crate's `sync` module). Capacities are powers of two; a slot index
-//! is `ticket & mask`, never a division. The producer index lives in its own
+//! loom (through the crate's `sync` module). Capacities are powers of two; a
+//! slot index is `ticket & mask`, never a division. The producer index lives in its own
 //! cache line, and so does every slot (64-byte aligned), so two producers never
 //! write the same line.
 //!
@@ -110,12 +110,53 @@ impl Slot {
     }
 }
 
-/// Allocates `n` slots with sequence words `seq(i)`.
-pub(crate) fn slots(n: usize, seq: impl Fn(usize) -> u64) -> Box<[Slot]> {
-    (0..n).map(|i| Slot::new(seq(i))).collect()
+/// Allocates `n` slots with sequence words `seq(i)`; an allocation the
+/// system refuses is an error, not an abort.
+pub(crate) fn slots(n: usize, seq: impl Fn(usize) -> u64) -> Result<Box<[Slot]>, RingError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| RingError::OutOfMemory {
+        capacity: n,
+        bytes: n.saturating_mul(std::mem::size_of::<Slot>()),
+    })?;
+    v.extend((0..n).map(|i| Slot::new(seq(i))));
+    Ok(v.into_boxed_slice())
 }
 
 /// Why a ring could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// The capacity is not one the ring accepts.
+    Capacity(BadCapacity),
+    /// The system refused the memory.
+    OutOfMemory {
+        /// The capacity asked for, in events.
+        capacity: usize,
+        /// The bytes that were needed (64 per event).
+        bytes: usize,
+    },
+}
+
+impl From<BadCapacity> for RingError {
+    fn from(e: BadCapacity) -> Self {
+        RingError::Capacity(e)
+    }
+}
+
+impl std::fmt::Display for RingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RingError::Capacity(e) => e.fmt(f),
+            RingError::OutOfMemory { capacity, bytes } => write!(
+                f,
+                "cannot allocate {capacity} events ({bytes} bytes): choose a smaller capacity"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// A capacity that is not a power of two in the allowed range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadCapacity {
     /// The capacity asked for.
@@ -269,14 +310,14 @@ pub struct RingCounters {
 
 impl OverwriteRing {
     /// A ring of `capacity` slots (a power of two).
-    pub fn new(capacity: usize) -> Result<Self, BadCapacity> {
+    pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity(capacity)?;
         Ok(OverwriteRing {
             tail: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
             delivered: AtomicU64::new(0),
             mask: capacity as u64 - 1,
-            slots: slots(capacity, |_| 0),
+            slots: slots(capacity, |_| 0)?,
         })
     }
 
@@ -288,8 +329,12 @@ impl OverwriteRing {
 
     #[inline(always)]
     fn slot(&self, ticket: u64) -> &Slot {
-        // `slots.len() == mask + 1`, a power of two: the index is in range.
-        &self.slots[(ticket & self.mask) as usize]
+        let index = (ticket & self.mask) as usize;
+        debug_assert!(index < self.slots.len());
+        // SAFETY: `slots.len() == mask + 1` (both set in `new` and never
+        // changed), so `ticket & mask < slots.len()`. Unchecked indexing
+        // saves a load, a compare and a branch on each of claim and commit.
+        unsafe { self.slots.get_unchecked(index) }
     }
 
     /// Takes a ticket and claims its slot. Returns `None` (and counts a drop)
@@ -297,7 +342,7 @@ impl OverwriteRing {
     /// producer a lap ahead has already claimed it. Never waits: the only loop
     /// retries a compare-and-swap that failed because another producer changed
     /// the slot, and each retry ends in a claim or a drop.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
         let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
         self.claim_ticket(ticket)
@@ -334,7 +379,7 @@ impl OverwriteRing {
 
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
     /// and publishes it.
-    #[inline]
+    #[inline(always)]
     pub fn commit(&self, ticket: u64, event: &Event) {
         let slot = self.slot(ticket);
         slot.write(event);
@@ -493,24 +538,93 @@ pub struct DropRing {
     tail: Padded<AtomicU64>,
     /// Next position to pop (= popped).
     head: Padded<AtomicU64>,
-    /// Claims refused because the ring was full.
+    /// Claims refused: the count, plus [`LATCHED`] in the top bit while a
+    /// latching ring refuses everything until it has been emptied.
     dropped: Padded<AtomicU64>,
+    /// Whether a full ring latches (see [`DropRing::new_latching`]).
+    latching: bool,
     mask: u64,
     slots: Box<[Slot]>,
 }
 
+/// Top bit of [`DropRing`]'s drop word: the ring is latched shut.
+const LATCHED: u64 = 1 << 63;
+
 impl DropRing {
     /// A ring of `capacity` slots: a power of two, at least 2 (with one slot
     /// a published record and a freed slot would look the same).
-    pub fn new(capacity: usize) -> Result<Self, BadCapacity> {
+    pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity_from(capacity, 2)?;
         Ok(DropRing {
             tail: Padded(AtomicU64::new(0)),
             head: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
+            latching: false,
             mask: capacity as u64 - 1,
-            slots: slots(capacity, |i| i as u64),
+            slots: slots(capacity, |i| i as u64)?,
         })
+    }
+
+    /// A ring with S.Ha.R.K.'s online policy: once it is full it refuses
+    /// (and counts) every event until the consumer has emptied it and called
+    /// [`DropRing::reopen`]. Every drop then lies between the last event
+    /// popped before `reopen` and the first event accepted after it, so the
+    /// consumer can mark the loss at its exact place. (With several producers,
+    /// one that passed the latch check just before the ring latched may still
+    /// commit one event inside the latched period: a loss is then marked at
+    /// most one event per producer late, never early.)
+    ///
+    /// ```
+    /// use qtrace::queues::ring::DropRing;
+    /// use qtrace::{Event, EventId};
+    ///
+    /// let ring = DropRing::new_latching(2).unwrap();
+    /// let ev = |t| Event::new(t, EventId(0x0b), 0, [t, 0]);
+    /// assert!(ring.push(&ev(0)) && ring.push(&ev(1)));
+    /// assert!(!ring.push(&ev(2))); // full: latched
+    /// assert_eq!(ring.pop().unwrap().time, 0);
+    /// assert!(!ring.push(&ev(3))); // still latched, though there is room
+    /// assert_eq!(ring.pop().unwrap().time, 1);
+    /// assert_eq!(ring.reopen(), Some(2)); // empty: 2 drops, mark them here
+    /// assert!(ring.push(&ev(4)));
+    /// assert_eq!(ring.reopen(), None); // not latched
+    /// ```
+    pub fn new_latching(capacity: usize) -> Result<Self, RingError> {
+        let mut ring = DropRing::new(capacity)?;
+        ring.latching = true;
+        Ok(ring)
+    }
+
+    /// Whether this ring latches when full ([`DropRing::new_latching`]).
+    pub fn is_latching(&self) -> bool {
+        self.latching
+    }
+
+    /// For the consumer of a latching ring, once it has popped everything
+    /// ([`DropRing::is_empty`]): opens the ring again and returns the running
+    /// drop total at that instant — every drop it counts happened before any
+    /// event accepted after this call. `None` when the ring was not latched.
+    pub fn reopen(&self) -> Option<u64> {
+        if self.dropped.load(Ordering::Relaxed) & LATCHED == 0 {
+            return None;
+        }
+        let before = self.dropped.fetch_and(!LATCHED, Ordering::AcqRel);
+        (before & LATCHED != 0).then_some(before & !LATCHED)
+    }
+
+    /// Counts one refused claim, latching the ring if it latches.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self) {
+        if self.latching {
+            let _ = self
+                .dropped
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some((v | LATCHED) + 1)
+                });
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The number of slots.
@@ -527,8 +641,12 @@ impl DropRing {
     /// Claims the next position, or returns `None` (and counts a drop) when
     /// the ring is full. Lock-free: the loop retries only when another producer
     /// claimed the position first.
-    #[inline]
+    #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
+        if self.latching && self.dropped.load(Ordering::Relaxed) & LATCHED != 0 {
+            self.refuse();
+            return None;
+        }
         let mut pos = self.tail.load(Ordering::Relaxed);
         loop {
             let seq = self.slot(pos).seq.load(Ordering::Acquire);
@@ -544,7 +662,7 @@ impl DropRing {
                     Err(now) => pos = now,
                 }
             } else if diff < 0 {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.refuse();
                 return None;
             } else {
                 pos = self.tail.load(Ordering::Relaxed);
@@ -631,10 +749,11 @@ impl DropRing {
         self.tail.load(Ordering::Relaxed)
     }
 
-    /// Claims refused so far because the ring was full (a running total).
+    /// Claims refused so far because the ring was full or latched (a running
+    /// total).
     #[inline]
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.dropped.load(Ordering::Relaxed) & !LATCHED
     }
 
     /// Records popped so far.
@@ -699,11 +818,27 @@ mod tests {
             "capacity 1 is not a power of two between 2 and 2^32; use 2"
         );
         assert!(DropRing::new(2).is_ok());
+        assert!(matches!(OverwriteRing::new(3), Err(RingError::Capacity(_))));
         assert_eq!(check_capacity(0).unwrap_err().above, 1);
         assert_eq!(
             check_capacity(1000).unwrap_err().to_string(),
             "capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
         );
+    }
+
+    #[test]
+    fn refused_allocation_is_an_error() {
+        // More bytes than an allocation may span: refused without allocating.
+        let n = usize::MAX / 32;
+        let e = slots(n, |_| 0).unwrap_err();
+        assert_eq!(
+            e,
+            RingError::OutOfMemory {
+                capacity: n,
+                bytes: usize::MAX
+            }
+        );
+        assert!(e.to_string().ends_with("choose a smaller capacity"));
     }
 
     #[test]

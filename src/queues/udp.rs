@@ -288,7 +288,12 @@ impl QueueType for Udp {
             UdpSender::open(local, params.remote)?;
         }
         params.local = Some(local);
-        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent)?;
+        let feed = Feed::new(
+            Self::NAME,
+            params.capacity,
+            params.high_water_percent,
+            false,
+        )?;
         let sender_id = params.sender_id.unwrap_or_else(|| derive_sender_id(ctx));
         Ok(AnyQueue::UdpQueue(UdpQueue {
             shared: Arc::new(Shared {

@@ -489,7 +489,22 @@ impl TraceHeader {
                 catalog,
             })
         })();
-        r.map_err(|e| e.shifted(FIXED_LEN as u64))
+        // The view holds the whole header (its length field says how long it
+        // is), so running out of bytes inside it is corruption, not a file cut
+        // short: more input would not help.
+        r.map_err(|e| match e {
+            WireError::Truncated { offset, what, .. } => WireError::Invalid {
+                offset,
+                what,
+                reason: format!(
+                    "it runs past the end of the header ({} bytes, as its length field at byte {} says)",
+                    view.header_len(),
+                    field::HEADER_LEN
+                ),
+            },
+            other => other,
+        }
+        .shifted(FIXED_LEN as u64))
     }
 
     /// Checks and decodes the header at the start of `bytes`; returns it and

@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use qtrace::classes::Catalog;
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::{ConvertStats, EventSink, MergeByTime};
 use qtrace::reader::{ReadError, TraceReader};
+use qtrace::wire::TraceHeader;
 use qtrace::{Error, Event};
+
+use crate::dump::rebased;
 
 /// Any failure of the command: the message says what to do.
 type Failure = Box<dyn std::error::Error>;
@@ -42,45 +44,23 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-/// Nanoseconds per second: the rate of qtrace clocks and of both outputs.
-const NANOS: u64 = 1_000_000_000;
-
-/// One opened input: its records as nanoseconds on the common time base.
+/// One opened input.
 struct Input {
-    catalog: Catalog,
-    origin_unix_ns: u64,
-    ticks_per_second: u64,
+    header: TraceHeader,
     records: TraceReader,
 }
 
 /// Opens a trace file; also returns how many records it holds.
 fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| Error::io("read", path, e))?
-        .len();
     let reader = TraceReader::open(path)?;
+    // Only the progress bar uses the size: a file it cannot measure shows none.
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let records = size.saturating_sub(reader.header_len()) / Event::SIZE as u64;
-    let header = reader.header();
     let input = Input {
-        catalog: reader.catalog().clone(),
-        origin_unix_ns: header.clock_origin_unix_ns(),
-        ticks_per_second: header.ticks_per_second(),
+        header: reader.header().clone(),
         records: reader,
     };
     Ok((input, records))
-}
-
-/// Converts `time` in ticks since `origin` to nanoseconds since `base` (the
-/// earliest origin of all inputs).
-fn rebase(time: u64, ticks_per_second: u64, shift_ns: u64) -> u64 {
-    let ticks_per_second = ticks_per_second.max(1);
-    let ns = if ticks_per_second == NANOS {
-        time
-    } else {
-        let v = time as u128 * NANOS as u128 / ticks_per_second as u128;
-        v.min(u64::MAX as u128) as u64
-    };
-    ns.saturating_add(shift_ns)
 }
 
 fn progress(total_records: u64) -> ProgressBar {
@@ -134,6 +114,11 @@ fn pump(
     })
 }
 
+/// The exit status when an input cannot be opened, is not a qtrace trace or
+/// is damaged: 2, as for `qtrace dump` and `qtrace stats`. Other failures
+/// (the output cannot be written) exit with 1.
+const BAD_INPUT: u8 = 2;
+
 /// Runs `qtrace convert` and reports on stderr.
 pub fn run(args: &Args) -> ExitCode {
     match convert(args) {
@@ -152,12 +137,16 @@ pub fn run(args: &Args) -> ExitCode {
             if damaged.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(BAD_INPUT)
             }
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");
-            ExitCode::FAILURE
+            if e.is::<ReadError>() {
+                ExitCode::from(BAD_INPUT)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -170,7 +159,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         let (input, records) = open(path)?;
         if let Some(first) = inputs.first() {
             let first: &Input = first;
-            if first.catalog != input.catalog {
+            if first.header.catalog() != input.header.catalog() {
                 return Err(format!(
                     "{} names its events differently from {}: convert files of different tracers separately",
                     path.display(),
@@ -184,24 +173,16 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     }
     let base = inputs
         .iter()
-        .map(|i| i.origin_unix_ns)
+        .map(|i| i.header.clock_origin_unix_ns())
         .min()
         .unwrap_or_default();
     let catalog = inputs
         .first()
-        .map(|i| i.catalog.clone())
+        .map(|i| i.header.catalog().clone())
         .unwrap_or_default();
     let streams: Vec<_> = inputs
         .into_iter()
-        .map(|i| {
-            let (tps, shift) = (i.ticks_per_second, i.origin_unix_ns - base);
-            i.records.map(move |r| {
-                r.map(|mut e| {
-                    e.time = rebase(e.time, tps, shift);
-                    e
-                })
-            })
-        })
+        .map(|i| rebased(i.records, base))
         .collect();
     let merged = MergeByTime::new(streams);
     let bar = progress(total);
@@ -218,17 +199,4 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     };
     bar.finish_and_clear();
     Ok(outcome)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rebase;
-
-    #[test]
-    fn rebase_scales_and_shifts() {
-        assert_eq!(rebase(5, 1_000_000_000, 0), 5);
-        assert_eq!(rebase(5, 1_000_000, 10), 5_010);
-        assert_eq!(rebase(3, 3_000_000_000, 1), 2);
-        assert_eq!(rebase(u64::MAX, 1, 0), u64::MAX);
-    }
 }

@@ -3,13 +3,14 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
-use qtrace::reader::TraceReader;
+use qtrace::export::MergeByTime;
+use qtrace::reader::{ReadError, TraceReader};
 use qtrace::{Event, EventId};
 
 /// Arguments of `qtrace dump`.
@@ -287,51 +288,53 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
     out.push('}');
 }
 
-/// Merges the inputs in time order, calling `f(input index, time since the
-/// earliest origin, event)`; reports each damaged file on stderr and returns
-/// whether every file was read to its end.
+/// The events of `reader` with their times in nanoseconds since `base`, the
+/// earliest clock origin of the files read together (at most this file's
+/// origin); times past `u64::MAX` ns saturate.
+pub fn rebased<R: Read>(
+    reader: TraceReader<R>,
+    base: u64,
+) -> impl Iterator<Item = Result<Event, ReadError>> {
+    let header = reader.header().clone();
+    let shift = header.clock_origin_unix_ns().saturating_sub(base);
+    reader.map(move |r| {
+        r.map(|mut e| {
+            e.time = header.ticks_to_ns(e.time).saturating_add(shift);
+            e
+        })
+    })
+}
+
+/// Merges the inputs in time order, calling `f(input index, event)` with the
+/// event's time in ns since the earliest origin; reports each damaged file on
+/// stderr and returns whether every file was read to its end.
 pub fn merge(
-    inputs: &mut [Input],
-    mut f: impl FnMut(usize, u128, &Event) -> io::Result<()>,
+    inputs: Vec<Input>,
+    mut f: impl FnMut(usize, &Event) -> io::Result<()>,
 ) -> io::Result<bool> {
     let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
-    let mut heads: Vec<Option<(u128, Event)>> = Vec::with_capacity(inputs.len());
+    let mut merged = MergeByTime::new(
+        inputs
+            .into_iter()
+            .map(|i| rebased(i.reader, base))
+            .collect(),
+    );
     let mut clean = true;
-    let pull = |input: &mut Input, clean: &mut bool| -> Option<(u128, Event)> {
-        match input.reader.next() {
-            Some(Ok(e)) => {
-                let t = (input.origin - base) as u128
-                    + input.reader.header().ticks_to_ns(e.time) as u128;
-                Some((t, e))
-            }
-            Some(Err(err)) => {
+    while let Some((i, item)) = merged.next_with_input() {
+        match item {
+            Ok(e) => f(i, &e)?,
+            Err(err) => {
                 eprintln!("qtrace: {err}");
-                *clean = false;
-                None
+                clean = false;
             }
-            None => None,
         }
-    };
-    for input in inputs.iter_mut() {
-        heads.push(pull(input, &mut clean));
-    }
-    loop {
-        let next = heads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.as_ref().map(|(t, _)| (*t, i)))
-            .min();
-        let Some((t, i)) = next else { break };
-        let (_, e) = heads[i].take().expect("the head exists");
-        f(i, t, &e)?;
-        heads[i] = pull(&mut inputs[i], &mut clean);
     }
     Ok(clean)
 }
 
 /// Runs `qtrace dump`.
 pub fn run(args: DumpArgs) -> ExitCode {
-    let mut inputs = match open_all(&args.files) {
+    let inputs = match open_all(&args.files) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("qtrace: {e}");
@@ -361,46 +364,41 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
     let several = inputs.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
     let mut line = String::with_capacity(256);
     let (from, to) = (
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
-    let result = merge(&mut inputs, |i, t, e| {
-        let e_time = t;
-        if e_time < from || e_time > to {
-            return Ok(());
-        }
-        if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
-            return Ok(());
-        }
-        line.clear();
-        if args.json {
-            json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+    crate::with_stdout(|out| {
+        let clean = merge(inputs, |i, e| {
+            let e_time = e.time as u128;
+            if e_time < from || e_time > to {
+                return Ok(());
+            }
+            if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
+                return Ok(());
+            }
+            line.clear();
+            if args.json {
+                json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+            } else {
+                text_line(
+                    &mut line,
+                    several.then_some((labels[i].as_str(), width)),
+                    e_time,
+                    &catalogs[i],
+                    e,
+                );
+            }
+            line.push('\n');
+            out.write_all(line.as_bytes())
+        })?;
+        Ok(if clean {
+            ExitCode::SUCCESS
         } else {
-            text_line(
-                &mut line,
-                several.then_some((labels[i].as_str(), width)),
-                e_time,
-                &catalogs[i],
-                e,
-            );
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes())
+            ExitCode::from(2)
+        })
     })
-    .and_then(|clean| out.flush().map(|_| clean));
-    match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(2),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("qtrace: cannot write the output: {e}");
-            ExitCode::from(1)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -427,6 +425,31 @@ mod tests {
         let mut s = String::new();
         json_str(&mut s, "a\"b\\c\n\u{1}");
         assert_eq!(s, r#""a\"b\\c\n\u0001""#);
+    }
+
+    #[test]
+    fn rebased_scales_ticks_and_shifts_to_the_earliest_origin() {
+        use qtrace::classes::{system, Catalog};
+        use qtrace::clock::{Clock, ManualClock};
+        use qtrace::wire::{TraceHeader, TraceWriter};
+        let times = |ticks_per_second, origin, base, time| -> u64 {
+            let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+                .with_clock("manual", ticks_per_second, origin)
+                .unwrap();
+            let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+            w.write_event(&Event::new(time, system::SCHEDULE, 0, [0, 0]))
+                .unwrap();
+            let bytes = w.finish().unwrap();
+            let reader = TraceReader::new(&bytes[..]).unwrap();
+            let got: Vec<u64> = rebased(reader, base).map(|e| e.unwrap().time).collect();
+            assert_eq!(got.len(), 1);
+            got[0]
+        };
+        assert_eq!(times(1_000_000_000, 100, 100, 5), 5);
+        assert_eq!(times(1_000_000, 110, 100, 5), 5_010);
+        assert_eq!(times(3_000_000_000, 101, 100, 3), 2);
+        assert_eq!(times(1, 0, 0, u64::MAX), u64::MAX);
+        assert_eq!(times(1_000_000_000, 105, 100, u64::MAX - 1), u64::MAX);
     }
 
     #[test]

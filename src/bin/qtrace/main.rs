@@ -1,5 +1,6 @@
 //! The `qtrace` command-line tool. Each subcommand lives in its own module.
 
+use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -41,7 +42,50 @@ enum Command {
     Recv(recv::RecvArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
     /// Trace Event JSON (Perfetto, chrome://tracing).
+    ///
+    /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
+    /// damaged (the events before the damage are converted and the output is
+    /// complete); 1 when the output cannot be written.
     Convert(convert::Args),
+}
+
+/// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
+/// the exit status; a reader that stops early (`qtrace stats f | head`) ends
+/// the command quietly with success; any other write error exits with 1.
+pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> ExitCode {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match write(&mut out).and_then(|status| out.flush().map(|()| status)) {
+        Ok(status) => status,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("qtrace: cannot write the output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `qtrace events`: the built-in classes and events.
+fn list_events(out: &mut dyn Write) -> io::Result<ExitCode> {
+    let catalog = qtrace::classes::Catalog::builtin();
+    for class in catalog.classes() {
+        writeln!(
+            out,
+            "class {} {:<10} {}",
+            class.id, class.name, class.description
+        )?;
+        for e in class.events().filter_map(|id| catalog.event(id)) {
+            writeln!(
+                out,
+                "  {} {:<14} {} [{}]",
+                e.id,
+                e.name,
+                e.description,
+                e.args.join(", ")
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
@@ -51,25 +95,6 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
-        Command::Events => {
-            let catalog = qtrace::classes::Catalog::builtin();
-            for class in catalog.classes() {
-                println!(
-                    "class {} {:<10} {}",
-                    class.id, class.name, class.description
-                );
-                for id in class.events() {
-                    let e = catalog.event(id).expect("class events exist");
-                    println!(
-                        "  {} {:<14} {} [{}]",
-                        e.id,
-                        e.name,
-                        e.description,
-                        e.args.join(", ")
-                    );
-                }
-            }
-            ExitCode::SUCCESS
-        }
+        Command::Events => with_stdout(list_events),
     }
 }

@@ -2,13 +2,14 @@
 //! event, losses, time span.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::classes::tracer;
 
-use crate::dump::{fmt_time, open_all};
+use crate::dump::{fmt_time, open_all, Input};
 
 /// Arguments of `qtrace stats`.
 #[derive(Args, Debug)]
@@ -36,6 +37,12 @@ pub fn run(args: StatsArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    crate::with_stdout(|out| report(inputs, out))
+}
+
+/// Writes the summary of every input to `out`; returns the exit status (2
+/// when a file is damaged).
+fn report(inputs: Vec<Input>, out: &mut dyn Write) -> io::Result<ExitCode> {
     let mut status = ExitCode::SUCCESS;
     let mut grand = Totals::default();
     let files = inputs.len();
@@ -58,48 +65,56 @@ pub fn run(args: StatsArgs) -> ExitCode {
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
             if e.id == tracer::HOOPS {
                 t.hoops += 1;
-                t.lost += e.args[0];
+                // Counts come from the file: a corrupt one may claim up to
+                // u64::MAX per record, so the sum saturates.
+                t.lost = t.lost.saturating_add(e.args[0]);
             } else {
                 t.events += 1;
                 *per_event.entry(e.id.0).or_insert(0) += 1;
             }
         }
-        println!("{}", input.label);
+        writeln!(out, "{}", input.label)?;
         let queue = h
             .queue()
             .map_or("none".to_string(), |(q, ty)| format!("{q} ({ty})"));
-        println!(
+        writeln!(
+            out,
             "  format v{}, host {}, pid {}, clock {}, queue {}",
             h.version(),
             h.host(),
             h.process_id(),
             h.clock_kind(),
             queue
-        );
-        println!("  events: {}", t.events);
-        println!("  lost: {} events in {} hoops records", t.lost, t.hoops);
+        )?;
+        writeln!(out, "  events: {}", t.events)?;
+        writeln!(
+            out,
+            "  lost: {} events in {} hoops records",
+            t.lost, t.hoops
+        )?;
         match (t.min, t.max) {
-            (Some(a), Some(b)) => println!(
+            (Some(a), Some(b)) => writeln!(
+                out,
                 "  time span: {} .. {} s ({} s)",
                 fmt_time(a as u128),
                 fmt_time(b as u128),
                 fmt_time((b - a) as u128)
-            ),
-            _ => println!("  time span: none (no events)"),
+            )?,
+            _ => writeln!(out, "  time span: none (no events)")?,
         }
         let mut per_class: BTreeMap<Option<u16>, u64> = BTreeMap::new();
         for (&id, &n) in &per_event {
             let class = catalog.class_of(qtrace::EventId(id)).map(|c| c.0);
             *per_class.entry(class).or_insert(0) += n;
         }
-        println!("  per class:");
+        writeln!(out, "  per class:")?;
         for (class, n) in &per_class {
             let name = class
                 .and_then(|c| catalog.class(qtrace::ClassId(c)))
                 .map_or("(unknown)", |c| c.name.as_str());
-            println!("    {name:<24} {n:>12}");
+            writeln!(out, "    {name:<24} {n:>12}")?;
         }
-        println!("  per event:");
+        writeln!(out, "  per event:")?;
         for (&id, n) in &per_event {
             let eid = qtrace::EventId(id);
             let name = match (
@@ -109,22 +124,23 @@ pub fn run(args: StatsArgs) -> ExitCode {
                 (Some(c), Some(e)) => format!("{}:{}", c.name, e),
                 _ => format!("unknown({eid})"),
             };
-            println!("    {name:<24} {n:>12}");
+            writeln!(out, "    {name:<24} {n:>12}")?;
         }
         if let Some(err) = error {
             eprintln!("qtrace: {err}");
-            println!("  damaged: {err}");
+            writeln!(out, "  damaged: {err}")?;
             status = ExitCode::from(2);
         }
         grand.events += t.events;
         grand.hoops += t.hoops;
-        grand.lost += t.lost;
+        grand.lost = grand.lost.saturating_add(t.lost);
     }
     if files > 1 {
-        println!(
+        writeln!(
+            out,
             "total: {} events, {} lost in {} hoops records, {} files",
             grand.events, grand.lost, grand.hoops, files
-        );
+        )?;
     }
-    status
+    Ok(status)
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Instructions per logged event, counted by callgrind (deterministic, unlike
+# time). For each case, examples/log_loop runs twice, with N1 and N2 events;
+# only the logging loop (the `run_*` functions) is counted, and
+#     instructions/event = (total(N2) - total(N1)) / (N2 - N1)
+# so set-up, shutdown and the loop's entry cancel out.
+#
+#   scripts/instructions.sh            print the table
+#   scripts/instructions.sh --check    also fail (exit 1) when a budget is exceeded:
+#       circular - clock > CIRCULAR_BUDGET (besides the clock read), or
+#       disabled        > DISABLED_BUDGET
+#
+# Cases: clock (the clock read alone, plus one store), floor (clock + one
+# record into an array), disabled, dummy, fixed, circular (see
+# examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison).
+# The loop is unrolled 8x: its counter and branch add
+# 3/8 of an instruction per event to every case.
+#
+# Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
+set -euo pipefail
+
+CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-56}
+DISABLED_BUDGET=${DISABLED_BUDGET:-5}
+N1=${N1:-100000}
+N2=${N2:-200000}
+CASES=${CASES:-"clock floor disabled dummy fixed circular rtrb"}
+
+check=0
+case "${1:-}" in
+  --check) check=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
+esac
+
+if ! command -v valgrind >/dev/null; then
+  echo "valgrind not found: install it (apt-get install -y valgrind)" >&2
+  exit 2
+fi
+
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --example log_loop
+bin=${CARGO_TARGET_DIR:-target}/release/examples/log_loop
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# total instructions counted inside run_* for `count N CASE`
+count() {
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+    --collect-atstart=no --toggle-collect='*log_loop::run_*' \
+    "$bin" "$1" "$2" >"$tmp/stdout" 2>"$tmp/stderr" || {
+      cat "$tmp/stderr" >&2
+      echo "log_loop $1 $2 failed under valgrind" >&2
+      exit 2
+    }
+  awk '/^(totals|summary):/ { print $2; exit }' "$tmp/cg.out"
+}
+
+declare -A per_event
+printf '%-10s %18s\n' case instructions/event
+for c in $CASES; do
+  a=$(count "$N1" "$c")
+  b=$(count "$N2" "$c")
+  per_event[$c]=$(awk -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" \
+    'BEGIN { printf "%.2f", (b - a) / (n2 - n1) }')
+  printf '%-10s %18s\n' "$c" "${per_event[$c]}"
+done
+
+status=0
+if [[ -n "${per_event[clock]:-}" ]]; then
+  for c in floor dummy circular rtrb; do
+    [[ -n "${per_event[$c]:-}" ]] || continue
+    printf '%-16s %12s  (besides the clock read)\n' "$c - clock" \
+      "$(awk -v x="${per_event[$c]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')"
+  done
+fi
+
+if (( check )); then
+  over() { awk -v x="$1" -v max="$2" 'BEGIN { exit !(x > max) }'; }
+  circ=$(awk -v x="${per_event[circular]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')
+  if over "$circ" "$CIRCULAR_BUDGET"; then
+    echo "FAIL: an enabled event into the circular queue costs $circ instructions besides the clock read; the budget is $CIRCULAR_BUDGET" >&2
+    status=1
+  else
+    echo "ok: circular $circ <= $CIRCULAR_BUDGET instructions besides the clock read"
+  fi
+  if over "${per_event[disabled]}" "$DISABLED_BUDGET"; then
+    echo "FAIL: a masked-out event costs ${per_event[disabled]} instructions; the budget is $DISABLED_BUDGET" >&2
+    status=1
+  else
+    echo "ok: disabled ${per_event[disabled]} <= $DISABLED_BUDGET instructions"
+  fi
+fi
+exit $status

@@ -1,0 +1,158 @@
+//! Logging never allocates: a counting global allocator proves that
+//! `log_event` performs zero heap allocations per event, for every built-in
+//! in-memory queue (dummy, fixed — also once it is full and drops — and
+//! circular, wrapping many times), for masked-out events, and through the
+//! process-wide tracer.
+//!
+//! The counter is per thread, so allocations made by other tests running at
+//! the same time are not counted.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use qtrace::classes::{system, user};
+use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
+use qtrace::{Config, QueueType, Tracer};
+
+struct Counting;
+
+thread_local! {
+    /// Allocations (alloc, alloc_zeroed, realloc) made by this thread.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: the allocator may run while the thread-local is being
+    // torn down at thread exit.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; counting touches only a const-initialised thread-local `Cell`,
+// which neither allocates nor unwinds.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds the contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: forwarded unchanged; the caller upholds the contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; the caller upholds the contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations this thread makes while running `f`.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Events per measured loop: the 64-event queues below wrap (or fill) many
+/// times over.
+const EVENTS: u64 = if cfg!(miri) { 300 } else { 100_000 };
+const CAPACITY: usize = 64;
+
+fn tracer_with<T: QueueType>(params: T::Params) -> Tracer {
+    let dir = std::env::temp_dir().join(format!("qtrace-no-alloc-{}", std::process::id()));
+    let tracer = Tracer::with_config(Config::default().with_output_dir(dir));
+    let q = tracer.create_queue::<T>(params).unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.assign_class(system::CLASS, q).unwrap();
+    tracer.notrace_class(system::CLASS).unwrap();
+    tracer.activate().unwrap();
+    // This thread's first event assigns its source number: do it before
+    // counting (it does not allocate either, but the test is about the
+    // steady state).
+    tracer.log_event(user::USER0, [0, 0]);
+    tracer
+}
+
+/// Logs `EVENTS` enabled and `EVENTS` masked-out events, counting
+/// allocations, and returns the queue's counters.
+fn log_counting(tracer: &Tracer) -> qtrace::QueueCounters {
+    let allocations = allocations_in(|| {
+        for i in 0..EVENTS {
+            tracer.log_event(user::USER0, [i, i]);
+            tracer.log_event_from(7, user::USER1, [i, 0]);
+            tracer.log_event(system::SCHEDULE, [i, 0]); // masked out
+        }
+    });
+    assert_eq!(allocations, 0, "log_event allocated");
+    tracer.counters(qtrace::QueueHandle(0)).unwrap()
+}
+
+#[test]
+fn counter_sees_allocations() {
+    // The instrument works: a Vec allocates once.
+    let n = allocations_in(|| {
+        std::hint::black_box(Vec::<u64>::with_capacity(10));
+    });
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn dummy_queue_logs_without_allocating() {
+    let tracer = tracer_with::<Dummy>(());
+    let c = log_counting(&tracer);
+    assert_eq!(c.accepted, 1 + 2 * EVENTS);
+}
+
+#[test]
+fn fixed_queue_logs_and_drops_without_allocating() {
+    let tracer = tracer_with::<Fixed>(FixedParams {
+        capacity: CAPACITY,
+        file: None,
+    });
+    let c = log_counting(&tracer);
+    assert_eq!(c.accepted, CAPACITY as u64);
+    assert_eq!(c.dropped, 1 + 2 * EVENTS - CAPACITY as u64);
+}
+
+#[test]
+fn circular_queue_wraps_without_allocating() {
+    let tracer = tracer_with::<Circular>(CircularParams {
+        capacity: CAPACITY,
+        file: None,
+    });
+    let c = log_counting(&tracer);
+    assert_eq!(c.accepted + c.dropped, 1 + 2 * EVENTS);
+    assert_eq!(c.dropped, 0, "one thread never laps itself");
+    assert_eq!(c.overwritten, 1 + 2 * EVENTS - CAPACITY as u64);
+}
+
+#[test]
+fn global_tracer_logs_without_allocating() {
+    let tracer = qtrace::global::install(tracer_with::<Circular>(CircularParams {
+        capacity: CAPACITY,
+        file: None,
+    }))
+    .unwrap();
+    qtrace::log_event(user::USER0, [0, 0]);
+    let allocations = allocations_in(|| {
+        for i in 0..EVENTS {
+            qtrace::log_event(user::USER0, [i, 0]);
+            qtrace::log_event(system::SCHEDULE, [i, 0]); // masked out
+        }
+    });
+    assert_eq!(allocations, 0, "global log_event allocated");
+    let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
+    assert_eq!(c.accepted, 2 + EVENTS);
+}
