@@ -617,11 +617,17 @@ impl DropRing {
     #[inline(never)]
     fn refuse(&self) {
         if self.latching {
-            let _ = self
-                .dropped
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                    Some((v | LATCHED) + 1)
-                });
+            // Set the latch and count in one step (a CAS loop: the drop path
+            // is cold).
+            let mut v = self.dropped.load(Ordering::Relaxed);
+            while let Err(now) = self.dropped.compare_exchange_weak(
+                v,
+                (v | LATCHED) + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                v = now;
+            }
         } else {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
