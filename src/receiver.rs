@@ -383,10 +383,12 @@ impl SenderState {
             let new = header.dropped - self.dropped;
             self.dropped = header.dropped;
             // Saturating, as the summary: the count comes from the network.
-            let _ = cx.progress.sender_dropped.fetch_update(
+            // Only the receiving thread writes it (`handle` takes `&mut`), so
+            // a load and a store suffice (no deprecated `fetch_update`).
+            let p = &cx.progress.sender_dropped;
+            p.store(
+                p.load(Ordering::Relaxed).saturating_add(new),
                 Ordering::Relaxed,
-                Ordering::Relaxed,
-                |d| Some(d.saturating_add(new)),
             );
             cx.out.event(&self.hoops(new));
         }

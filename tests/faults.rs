@@ -27,7 +27,7 @@ use qtrace::queues::{
     UdpParams,
 };
 use qtrace::reader::TraceReader;
-use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit, HOOPS_FLAG_UPPER_BOUND};
+use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
 use qtrace::{Config, Error, Event, Tracer};
 
 fn scratch(name: &str) -> PathBuf {
@@ -277,9 +277,11 @@ fn the_udp_receiver_disappears_and_comes_back() {
     assert_eq!(s.events, 100);
     assert!(s.has_catalog);
     // The second receiver sees the sequence numbers it missed (the first
-    // receiver's datagrams and those sent into the void) as lost datagrams
-    // and marks them in its trace with an upper-bound hoops record.
+    // receiver's datagrams and those sent into the void) as lost datagrams,
+    // knows from the first-event field that they held exactly 200 events,
+    // and marks them in its trace with one hoops record before the events.
     assert!(s.lost_datagrams >= 3, "{b}");
+    assert_eq!(s.lost_events, 200, "{b}");
     let events = read_file(&dir.join("b.qtr"));
     let values: Vec<u64> = events
         .iter()
@@ -287,11 +289,14 @@ fn the_udp_receiver_disappears_and_comes_back() {
         .map(|e| e.args[0])
         .collect();
     assert_eq!(values, (200..300).collect::<Vec<_>>());
-    let lost_marks: Vec<&Event> = events.iter().filter(|e| e.id == HOOPS).collect();
-    assert!(!lost_marks.is_empty());
-    assert!(lost_marks
+    let lost: u64 = events
         .iter()
-        .all(|e| e.flags & HOOPS_FLAG_UPPER_BOUND != 0 && e.args[0] >= 100));
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum();
+    assert_eq!(lost, 200);
+    // A receives 100, the void 100, B 100 + a record of the 200 it missed.
+    assert_eq!(a.events() + s.events, 200);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
