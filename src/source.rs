@@ -11,7 +11,7 @@
 //! ```
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const UNSET: u32 = u32::MAX;
 
@@ -38,6 +38,37 @@ pub fn current() -> u32 {
 #[inline(never)]
 fn assign(cell: &Cell<u32>) -> u32 {
     let v = NEXT.fetch_add(1, Ordering::Relaxed) % UNSET;
+    cell.set(v);
+    v
+}
+
+thread_local! {
+    static TOKEN: Cell<u64> = const { Cell::new(0) };
+}
+
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A number unique to this thread for the life of the process (1, 2, 3, …
+/// in the order threads first ask; never 0 and never reused, unlike a
+/// source number, which a program may give to several threads). The
+/// circular queue uses it to own a single-producer shard.
+#[inline(always)]
+pub(crate) fn thread_token() -> u64 {
+    TOKEN.with(|c| {
+        let v = c.get();
+        if v != 0 {
+            v
+        } else {
+            assign_token(c)
+        }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn assign_token(cell: &Cell<u64>) -> u64 {
+    // A u64 counter does not wrap in the life of any process.
+    let v = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
     cell.set(v);
     v
 }

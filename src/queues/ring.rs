@@ -377,6 +377,29 @@ impl OverwriteRing {
         Some(ticket)
     }
 
+    /// Takes the next ticket and marks its slot being written, **for a ring
+    /// with a single producer** (a shard of the circular queue, owned by one
+    /// thread): plain loads and stores, no read-modify-write. The caller
+    /// guarantees that no other thread claims on this ring (neither with
+    /// `claim` nor with `claim_exclusive`); readers (`read`, `consume`,
+    /// `restore`) may run concurrently. Never refuses: the producer is alone,
+    /// so the slot it laps is either committed or consumed, never busy.
+    #[inline(always)]
+    pub(crate) fn claim_exclusive(&self) -> u64 {
+        // Only this thread writes `tail`: a load and a store, not a fetch_add.
+        let ticket = self.tail.load(Ordering::Relaxed);
+        self.tail.store(ticket + 1, Ordering::Relaxed);
+        // Seqlock writer: mark the slot busy, then (release fence) the
+        // record's stores. A reader that copies any of the new words sees
+        // BUSY (or later) when it re-checks, and drops its copy; a reader's
+        // `consume` compare-and-swap on the old value fails after this store.
+        self.slot(ticket)
+            .seq
+            .store(seq_of(ticket, BUSY), Ordering::Relaxed);
+        fence(Ordering::Release);
+        ticket
+    }
+
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
     /// and publishes it.
     #[inline(always)]
@@ -485,6 +508,18 @@ impl OverwriteRing {
         n
     }
 
+    /// Records held and not consumed (committed or being written), counted
+    /// by scanning the slots: O(capacity).
+    pub(crate) fn queued(&self) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| {
+                let seq = s.seq.load(Ordering::Relaxed);
+                seq != 0 && seq & STATE_MASK != CONSUMED
+            })
+            .count() as u64
+    }
+
     /// The counters. `overwritten` is derived (`accepted - delivered -
     /// queued`, with `queued` counted by scanning the slots: O(capacity)), so
     /// it is exact whenever no producer is between claim and commit.
@@ -492,14 +527,7 @@ impl OverwriteRing {
         let dropped = self.dropped();
         let attempts = self.attempts();
         let accepted = attempts.saturating_sub(dropped);
-        let queued = self
-            .slots
-            .iter()
-            .filter(|s| {
-                let seq = s.seq.load(Ordering::Relaxed);
-                seq != 0 && seq & STATE_MASK != CONSUMED
-            })
-            .count() as u64;
+        let queued = self.queued();
         let delivered = self.delivered.load(Ordering::Relaxed);
         RingCounters {
             accepted,
