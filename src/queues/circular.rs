@@ -467,3 +467,75 @@ impl Queue for CircularQueue {
         self.status.get()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::classes::{user, Catalog};
+    use crate::clock::{Clock, ManualClock};
+    use std::sync::Arc;
+
+    fn queue(shards: usize) -> CircularQueue {
+        let ctx = QueueContext {
+            handle: QueueHandle(0),
+            type_name: "circular",
+            output_dir: std::env::temp_dir(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(0)),
+        };
+        let params = CircularParams {
+            capacity: 4,
+            shards,
+            file: None,
+        };
+        match Circular.create(params, &ctx).unwrap() {
+            AnyQueue::CircularQueue(q) => q,
+            _ => unreachable!(),
+        }
+    }
+
+    fn log(q: &CircularQueue, n: u64) {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..n {
+                    q.log_with(|| Event::new(i, user::USER0, 0, [i, 0]));
+                }
+            });
+        });
+    }
+
+    #[test]
+    fn first_thread_owns_the_shard_later_threads_use_the_shared_ring() {
+        let q = queue(1);
+        log(&q, 3); // owns shard 0 for good, then exits
+        log(&q, 2);
+        log(&q, 1);
+        assert_eq!(q.shards[0].ring.attempts(), 3);
+        assert_eq!(q.mp.attempts(), 3);
+        assert_ne!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
+        assert_eq!(q.counters().accepted, 6);
+    }
+
+    #[test]
+    fn no_shards_means_the_shared_ring_only() {
+        let q = queue(0);
+        log(&q, 3);
+        assert_eq!(q.shards(), 0);
+        assert_eq!(q.shards[0].ring.attempts(), 0);
+        assert_eq!(q.mp.attempts(), 3);
+    }
+
+    #[test]
+    fn reservations_name_their_ring() {
+        let q = queue(16);
+        let r = q.get().unwrap(); // this thread's shard, ticket 0
+        let shard = (crate::source::thread_token() & 15) as u64;
+        assert_eq!(r.ticket(), shard + 1);
+        q.post(r, &Event::new(5, user::USER0, 0, [0, 0]));
+        let r = q.get().unwrap();
+        assert_eq!(r.ticket(), 1 << RING_BITS | (shard + 1));
+        q.post(r, &Event::new(6, user::USER0, 0, [0, 0]));
+        let times: Vec<u64> = q.snapshot_events().iter().map(|e| e.time).collect();
+        assert_eq!(times, [5, 6]);
+    }
+}
