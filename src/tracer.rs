@@ -203,7 +203,7 @@ impl Tracer {
                 // The circular queue's own fast path: it picks this thread's
                 // single-producer shard (see `CircularQueue`).
                 AnyQueue::CircularQueue(q) => {
-                    q.log_with(|| Event::new(self.clock.now(), id, source, args))
+                    q.log_with(move || Event::new(self.clock.now(), id, source, args))
                 }
                 AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),

@@ -244,18 +244,11 @@ impl CircularQueue {
         let (_, shard) = self.shard_of(token);
         // Relaxed: only this thread ever stored its own token there.
         if shard.owner.load(Ordering::Relaxed) == token {
-            let ticket = shard.ring.claim_exclusive();
-            shard.ring.commit(ticket, &make());
-        } else {
-            self.log_shared(token, make);
-        }
-    }
-
-    /// Not the owner of its shard: try to become it (once per thread), else
-    /// the shared ring.
-    #[inline(never)]
-    fn log_shared(&self, token: u64, make: impl FnOnce() -> Event) {
-        if let Some(r) = self.reserve_slow(token) {
+            let (slot, ticket) = shard.ring.claim_exclusive_slot();
+            OverwriteRing::commit_slot(slot, ticket, &make());
+        } else if let Some(r) = self.reserve_slow(token) {
+            // Not the owner of its shard: it just became it (once per
+            // thread), or it logs into the shared ring.
             self.commit(r, &make());
         }
     }
@@ -271,6 +264,7 @@ impl CircularQueue {
         }
     }
 
+    #[inline(never)]
     fn reserve_slow(&self, token: u64) -> Option<u64> {
         let (i, shard) = self.shard_of(token);
         let owned = shard.owner.load(Ordering::Relaxed) == FREE

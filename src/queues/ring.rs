@@ -386,6 +386,13 @@ impl OverwriteRing {
     /// so the slot it laps is either committed or consumed, never busy.
     #[inline(always)]
     pub(crate) fn claim_exclusive(&self) -> u64 {
+        self.claim_exclusive_slot().1
+    }
+
+    /// [`OverwriteRing::claim_exclusive`], also returning the slot, for
+    /// [`OverwriteRing::commit_slot`] (saves recomputing its address).
+    #[inline(always)]
+    pub(crate) fn claim_exclusive_slot(&self) -> (&Slot, u64) {
         // Only this thread writes `tail`: a load and a store, not a fetch_add.
         let ticket = self.tail.load(Ordering::Relaxed);
         self.tail.store(ticket + 1, Ordering::Relaxed);
@@ -393,11 +400,18 @@ impl OverwriteRing {
         // record's stores. A reader that copies any of the new words sees
         // BUSY (or later) when it re-checks, and drops its copy; a reader's
         // `consume` compare-and-swap on the old value fails after this store.
-        self.slot(ticket)
-            .seq
-            .store(seq_of(ticket, BUSY), Ordering::Relaxed);
+        let slot = self.slot(ticket);
+        slot.seq.store(seq_of(ticket, BUSY), Ordering::Relaxed);
         fence(Ordering::Release);
-        ticket
+        (slot, ticket)
+    }
+
+    /// [`OverwriteRing::commit`] into a slot from
+    /// [`OverwriteRing::claim_exclusive_slot`].
+    #[inline(always)]
+    pub(crate) fn commit_slot(slot: &Slot, ticket: u64, event: &Event) {
+        slot.write(event);
+        slot.seq.store(seq_of(ticket, COMMITTED), Ordering::Release);
     }
 
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
