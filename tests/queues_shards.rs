@@ -79,7 +79,7 @@ fn two_threads_merge_by_time_and_keep_the_newest_capacity() {
         assert_eq!(q.counters(), counters(8, 4, 0, 4));
 
         q.terminate(&ctx).unwrap();
-        let (_, saved) = read_trace(&c.file().to_path_buf());
+        let (_, saved) = read_trace(c.file());
         assert_eq!(saved, expected);
         let after = q.counters();
         assert_eq!(after, counters(8, 4, 4, 0));
@@ -103,7 +103,7 @@ fn a_save_counts_what_it_leaves_out_as_overwritten() {
     // Held: 2 + 2 records, capacity 2: queued is what a save keeps.
     assert_eq!(q.counters(), counters(5, 3, 0, 2));
     q.terminate(&ctx).unwrap();
-    let (_, saved) = read_trace(&q.as_circular().unwrap().file().to_path_buf());
+    let (_, saved) = read_trace(q.as_circular().unwrap().file());
     let h = |time, lost| hoops(time, lost, HANDLE);
     assert_eq!(saved, vec![h(25, 1), ev(25, 1), h(30, 2), ev(30, 0)]);
     assert_eq!(q.counters(), counters(5, 3, 2, 0));

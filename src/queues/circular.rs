@@ -523,7 +523,7 @@ mod tests {
     fn reservations_name_their_ring() {
         let q = queue(16);
         let r = q.get().unwrap(); // this thread's shard, ticket 0
-        let shard = (crate::source::thread_token() & 15) as u64;
+        let shard = crate::source::thread_token() & 15;
         assert_eq!(r.ticket(), shard + 1);
         q.post(r, &Event::new(5, user::USER0, 0, [0, 0]));
         let r = q.get().unwrap();
