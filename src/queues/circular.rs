@@ -168,11 +168,14 @@ impl Shard {
 /// logs with plain stores — no atomic read-modify-write, no lock. A thread
 /// whose shard is owned by another thread logs into the shared ring (a
 /// ticket `fetch_add` and a slot compare-and-swap); so does every thread
-/// when `shards` is 0. Ownership is never released: when an owner thread
-/// exits, its records stay (and are saved), and a later thread mapped to the
-/// same shard uses the shared ring. Ownership is per *thread*, not per
-/// source number, because a program may give one source number to several
-/// threads ([`crate::source::set_current`], [`crate::Tracer::log_event_from`]).
+/// when `shards` is 0. A shard belongs to a token, not to a thread: when a
+/// thread exits, its records stay (and are saved) and its token goes back
+/// to a pool; the next new thread takes that token and with it the shards
+/// (it continues their tickets), so short-lived threads do not use up the
+/// shards. More threads alive than `shards` share the shared ring.
+/// Ownership is per *thread*, not per source number, because a program may
+/// give one source number to several threads
+/// ([`crate::source::set_current`], [`crate::Tracer::log_event_from`]).
 ///
 /// In the shared ring, a producer that would overwrite a slot another
 /// producer is still writing drops its event instead, and counts it; no
@@ -267,7 +270,8 @@ impl CircularQueue {
     #[inline(never)]
     fn reserve_slow(&self, token: u64) -> Option<u64> {
         let (i, shard) = self.shard_of(token);
-        let owned = shard.owner.load(Ordering::Relaxed) == FREE
+        let owned = token != crate::source::EXITED_TOKEN
+            && shard.owner.load(Ordering::Relaxed) == FREE
             && shard
                 .owner
                 .compare_exchange(FREE, token, Ordering::AcqRel, Ordering::Relaxed)
@@ -499,15 +503,36 @@ mod tests {
     }
 
     #[test]
-    fn first_thread_owns_the_shard_later_threads_use_the_shared_ring() {
+    fn first_thread_owns_the_shard_other_threads_use_the_shared_ring() {
         let q = queue(1);
-        log(&q, 3); // owns shard 0 for good, then exits
-        log(&q, 2);
-        log(&q, 1);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (logged_tx, logged_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let q = &q;
+            s.spawn(move || {
+                for i in 0..3 {
+                    q.log_with(|| Event::new(i, user::USER0, 0, [i, 0]));
+                }
+                logged_tx.send(()).unwrap();
+                rx.recv().unwrap(); // stays alive while the others log
+            });
+            logged_rx.recv().unwrap();
+            log(q, 2);
+            log(q, 1);
+            tx.send(()).unwrap();
+        });
         assert_eq!(q.shards[0].ring.attempts(), 3);
         assert_eq!(q.mp.attempts(), 3);
         assert_ne!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
         assert_eq!(q.counters().accepted, 6);
+    }
+
+    #[test]
+    fn an_exiting_thread_never_becomes_an_owner() {
+        let q = queue(1);
+        assert!(q.reserve_slow(crate::source::EXITED_TOKEN).is_some());
+        assert_eq!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
+        assert_eq!(q.mp.attempts(), 1);
     }
 
     #[test]
