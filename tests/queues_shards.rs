@@ -19,15 +19,28 @@ fn ev(time: u64, source: u32) -> Event {
 }
 
 /// Logs events at `times` through the `Queue` trait from a new thread (which
-/// then exits).
+/// then exits; a thread started after it may reuse its token and so its
+/// shard).
 fn log_from_thread(q: &AnyQueue, source: u32, times: &[u64]) {
+    log_from_threads(q, &[(source, times)]);
+}
+
+/// Each `(source, times)` logged from its own thread, all threads alive
+/// until every one has logged (so each has its own token: its own shard, or
+/// the shared ring).
+fn log_from_threads(q: &AnyQueue, threads: &[(u32, &[u64])]) {
+    let all_logged = std::sync::Barrier::new(threads.len());
     std::thread::scope(|s| {
-        s.spawn(|| {
-            for &t in times {
-                let r = q.get().expect("a circular queue always has room");
-                q.post(r, &ev(t, source));
-            }
-        });
+        for &(source, times) in threads {
+            let all_logged = &all_logged;
+            s.spawn(move || {
+                for &t in times {
+                    let r = q.get().expect("a circular queue always has room");
+                    q.post(r, &ev(t, source));
+                }
+                all_logged.wait();
+            });
+        }
     });
 }
 
@@ -65,8 +78,13 @@ fn two_threads_merge_by_time_and_keep_the_newest_capacity() {
     for shards in [16, 1, 0] {
         let (q, ctx) = circular(4, shards, "shards-merge");
         assert_eq!(q.as_circular().unwrap().shards(), shards);
-        log_from_thread(&q, 0, &[0, 2, 4, 6]);
-        log_from_thread(&q, 1, &[1, 3, 5, 7]);
+        if shards > 0 {
+            log_from_threads(&q, &[(0, &[0, 2, 4, 6]), (1, &[1, 3, 5, 7])]);
+        } else {
+            // One after the other, so the shared ring's order is known.
+            log_from_thread(&q, 0, &[0, 2, 4, 6]);
+            log_from_thread(&q, 1, &[1, 3, 5, 7]);
+        }
         let h = |time, lost| hoops(time, lost, HANDLE);
         let expected = if shards > 0 {
             // Each ring lost its two oldest events to the newest-4 cut.
@@ -98,8 +116,7 @@ fn two_threads_merge_by_time_and_keep_the_newest_capacity() {
 #[test]
 fn a_save_counts_what_it_leaves_out_as_overwritten() {
     let (q, ctx) = circular(2, 16, "shards-save");
-    log_from_thread(&q, 0, &[10, 20, 30]);
-    log_from_thread(&q, 1, &[15, 25]);
+    log_from_threads(&q, &[(0, &[10, 20, 30]), (1, &[15, 25])]);
     // Held: 2 + 2 records, capacity 2: queued is what a save keeps.
     assert_eq!(q.counters(), counters(5, 3, 0, 2));
     q.terminate(&ctx).unwrap();
@@ -112,8 +129,9 @@ fn a_save_counts_what_it_leaves_out_as_overwritten() {
 
 #[test]
 fn an_exited_owner_leaves_its_events_and_later_threads_still_log() {
-    // One shard: the first thread owns it for good; after it exits, the next
-    // threads log into the shared ring. Nothing is lost or mixed up.
+    // One shard: the first thread owns it; after it exits, the next thread
+    // takes its token and continues its shard, or (when another thread took
+    // the token first) logs into the shared ring. Nothing is lost or mixed up.
     let (q, ctx) = circular(8, 1, "shards-exit");
     log_from_thread(&q, 0, &[10, 20, 30]);
     log_from_thread(&q, 1, &[15, 25]);

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use super::ring::{OverwriteRing, Padded, Ticketed};
 use super::save::{default_path, hoops, write_trace, StatusCell};
+use super::shard::ShardRing;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
@@ -92,14 +93,21 @@ impl QueueType for Circular {
                 params.shards
             )));
         }
-        let ring = |capacity| OverwriteRing::new(capacity).map_err(|e| bad(e.to_string()));
-        let mp = ring(params.capacity)?;
+        let mp = OverwriteRing::new(params.capacity).map_err(|e| bad(e.to_string()))?;
+        let shard_ring = |capacity: usize| {
+            ShardRing::new(capacity).ok_or_else(|| {
+                bad(format!(
+                    "cannot allocate a shard of {capacity} events ({} bytes): choose a smaller capacity or fewer shards",
+                    capacity.saturating_mul(32)
+                ))
+            })
+        };
         let shards = if params.shards == 0 {
             // One shard that no thread can own: every event takes the shared
             // ring, and the hot path needs no separate "no shards" branch.
             vec![Shard {
                 owner: Padded(AtomicU64::new(NEVER)),
-                ring: ring(1)?,
+                ring: shard_ring(1)?,
             }]
         } else {
             let mut v = Vec::new();
@@ -112,7 +120,7 @@ impl QueueType for Circular {
             for _ in 0..params.shards {
                 v.push(Shard {
                     owner: Padded(AtomicU64::new(FREE)),
-                    ring: ring(params.capacity)?,
+                    ring: shard_ring(params.capacity)?,
                 });
             }
             v
@@ -146,7 +154,7 @@ struct Shard {
     /// The owning thread's [`crate::source::thread_token`], [`FREE`] or
     /// [`NEVER`]. Set once, by compare-and-swap, and never changed again.
     owner: Padded<AtomicU64>,
-    ring: OverwriteRing,
+    ring: ShardRing,
 }
 
 impl Shard {
@@ -247,8 +255,8 @@ impl CircularQueue {
         let (_, shard) = self.shard_of(token);
         // Relaxed: only this thread ever stored its own token there.
         if shard.owner.load(Ordering::Relaxed) == token {
-            let (slot, ticket) = shard.ring.claim_exclusive_slot();
-            OverwriteRing::commit_slot(slot, ticket, &make());
+            let (record, ticket) = shard.ring.claim();
+            shard.ring.commit(record, ticket, &make());
         } else if let Some(r) = self.reserve_slow(token) {
             // Not the owner of its shard: it just became it (once per
             // thread), or it logs into the shared ring.
@@ -261,7 +269,7 @@ impl CircularQueue {
         let token = crate::source::thread_token();
         let (i, shard) = self.shard_of(token);
         if shard.owner.load(Ordering::Relaxed) == token {
-            Some(shard.ring.claim_exclusive() << RING_BITS | (i as u64 + 1))
+            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
         } else {
             self.reserve_slow(token)
         }
@@ -277,7 +285,7 @@ impl CircularQueue {
                 .compare_exchange(FREE, token, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok();
         if owned {
-            Some(shard.ring.claim_exclusive() << RING_BITS | (i as u64 + 1))
+            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
         } else {
             self.mp.claim().map(|t| t << RING_BITS)
         }
@@ -288,22 +296,26 @@ impl CircularQueue {
         let ticket = reservation >> RING_BITS;
         match (reservation & RING_MASK) as usize {
             0 => self.mp.commit(ticket, event),
-            s => self.shards[s - 1].ring.commit(ticket, event),
+            s => {
+                let ring = &self.shards[s - 1].ring;
+                ring.commit(ring.record(ticket), ticket, event)
+            }
         }
     }
 
-    /// The rings a reader must look at: the shared ring, then each shard
-    /// that has an owner.
-    fn rings(&self) -> impl Iterator<Item = &OverwriteRing> {
-        std::iter::once(&self.mp).chain(self.shards.iter().filter(|s| s.in_use()).map(|s| &s.ring))
+    /// The shards a reader must look at: those with an owner.
+    fn shards_in_use(&self) -> impl Iterator<Item = &ShardRing> {
+        self.shards.iter().filter(|s| s.in_use()).map(|s| &s.ring)
     }
 
     /// The current contents, oldest-first, with hoops records for what is
     /// missing (see [`CircularQueue`]), without stopping producers. Events
     /// being written at this instant are left out.
     pub fn snapshot_events(&self) -> Vec<Event> {
-        let rings: Vec<(Vec<Ticketed>, Option<u64>)> =
-            self.rings().map(|r| (r.read(), None)).collect();
+        let rings: Vec<(Vec<Ticketed>, Option<u64>)> = std::iter::once(self.mp.read())
+            .chain(self.shards_in_use().map(|r| r.read()))
+            .map(|r| (r, None))
+            .collect();
         merge(rings, self.capacity, self.ctx.handle, || {
             self.ctx.clock.now()
         })
@@ -417,19 +429,21 @@ impl Queue for CircularQueue {
     /// events stay in the queue (counted as queued, not delivered) and the
     /// error is also in [`Queue::status`].
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
-        let rings: Vec<&OverwriteRing> = self.rings().collect();
-        let taken: Vec<(Vec<Ticketed>, Option<u64>)> = rings
-            .iter()
-            .map(|r| {
-                let records = r.consume();
-                (records, Some(r.attempts()))
-            })
-            .collect();
-        let (events, kept) = merge(taken.clone(), self.capacity, ctx.handle, || ctx.clock.now());
+        let mp = self.mp.consume();
+        let mut taken: Vec<(Vec<Ticketed>, Option<u64>)> =
+            vec![(mp.clone(), Some(self.mp.attempts()))];
+        let mut moved = Vec::new();
+        for ring in self.shards_in_use() {
+            let (records, m) = ring.consume();
+            taken.push((records, Some(ring.attempts())));
+            moved.push((ring, m));
+        }
+        let (events, kept) = merge(taken, self.capacity, ctx.handle, || ctx.clock.now());
         let result = write_trace(&self.file, ctx, &events);
         if result.is_err() {
-            for (ring, (records, _)) in rings.iter().zip(&taken) {
-                ring.restore(records);
+            self.mp.restore(&mp);
+            for (ring, m) in moved {
+                ring.restore(m);
             }
         } else {
             self.delivered.fetch_add(kept, Ordering::Relaxed);
@@ -441,11 +455,11 @@ impl Queue for CircularQueue {
     /// would keep), and `overwritten` is derived (`accepted - delivered -
     /// queued`), exact whenever no producer is between reservation and commit.
     fn counters(&self) -> QueueCounters {
-        let (mut attempts, mut dropped, mut held) = (0u64, 0u64, 0u64);
-        for ring in self.rings() {
-            // `dropped` before `attempts`: a drop is always counted after its
-            // ticket, so `accepted` never goes negative.
-            dropped += ring.dropped();
+        // `dropped` before `attempts`: a drop is always counted after its
+        // ticket, so `accepted` never goes negative.
+        let dropped = self.mp.dropped();
+        let (mut attempts, mut held) = (self.mp.attempts(), self.mp.queued());
+        for ring in self.shards_in_use() {
             attempts += ring.attempts();
             held += ring.queued();
         }

@@ -377,43 +377,6 @@ impl OverwriteRing {
         Some(ticket)
     }
 
-    /// Takes the next ticket and marks its slot being written, **for a ring
-    /// with a single producer** (a shard of the circular queue, owned by one
-    /// thread): plain loads and stores, no read-modify-write. The caller
-    /// guarantees that no other thread claims on this ring (neither with
-    /// `claim` nor with `claim_exclusive`); readers (`read`, `consume`,
-    /// `restore`) may run concurrently. Never refuses: the producer is alone,
-    /// so the slot it laps is either committed or consumed, never busy.
-    #[inline(always)]
-    pub(crate) fn claim_exclusive(&self) -> u64 {
-        self.claim_exclusive_slot().1
-    }
-
-    /// [`OverwriteRing::claim_exclusive`], also returning the slot, for
-    /// [`OverwriteRing::commit_slot`] (saves recomputing its address).
-    #[inline(always)]
-    pub(crate) fn claim_exclusive_slot(&self) -> (&Slot, u64) {
-        // Only this thread writes `tail`: a load and a store, not a fetch_add.
-        let ticket = self.tail.load(Ordering::Relaxed);
-        self.tail.store(ticket + 1, Ordering::Relaxed);
-        // Seqlock writer: mark the slot busy, then (release fence) the
-        // record's stores. A reader that copies any of the new words sees
-        // BUSY (or later) when it re-checks, and drops its copy; a reader's
-        // `consume` compare-and-swap on the old value fails after this store.
-        let slot = self.slot(ticket);
-        slot.seq.store(seq_of(ticket, BUSY), Ordering::Relaxed);
-        fence(Ordering::Release);
-        (slot, ticket)
-    }
-
-    /// [`OverwriteRing::commit`] into a slot from
-    /// [`OverwriteRing::claim_exclusive_slot`].
-    #[inline(always)]
-    pub(crate) fn commit_slot(slot: &Slot, ticket: u64, event: &Event) {
-        slot.write(event);
-        slot.seq.store(seq_of(ticket, COMMITTED), Ordering::Release);
-    }
-
     /// Writes `event` into the slot `ticket` (from [`OverwriteRing::claim`])
     /// and publishes it.
     #[inline(always)]
@@ -1053,53 +1016,6 @@ mod loom_tests {
             assert!(seen.windows(2).all(|w| w[0].time < w[1].time));
             assert_eq!(seen.len() as u64, accepted);
             assert_eq!(ring.accepted() + ring.dropped(), 3);
-        });
-    }
-
-    /// One single-producer ring (a circular queue's shard): its owner
-    /// claims with plain stores while a reader snapshots and consumes.
-    #[test]
-    fn loom_exclusive_producer_with_snapshot_and_consume() {
-        loom::model(|| {
-            let ring = Arc::new(OverwriteRing::new(2).unwrap());
-            let producer = {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || {
-                    for s in 0..3 {
-                        let t = ring.claim_exclusive();
-                        assert_eq!(t, s);
-                        ring.commit(t, &ev(1, s));
-                    }
-                })
-            };
-            // A concurrent snapshot and a concurrent consume never see a
-            // torn record, and see each record under its own ticket.
-            for r in ring.read() {
-                check(&r.event);
-                assert_eq!(r.event.time, r.ticket);
-            }
-            let early = ring.consume();
-            for r in &early {
-                check(&r.event);
-                assert_eq!(r.event.time, r.ticket);
-            }
-            producer.join().unwrap();
-            let late = ring.consume();
-            for r in &late {
-                check(&r.event);
-                assert_eq!(r.event.time, r.ticket);
-            }
-            // Nothing is returned twice; the newest record is always there.
-            let mut all: Vec<u64> = early.iter().chain(&late).map(|r| r.ticket).collect();
-            let n = all.len();
-            all.sort_unstable();
-            all.dedup();
-            assert_eq!(all.len(), n);
-            assert!(all.contains(&2));
-            let c = ring.counters();
-            assert_eq!((c.accepted, c.dropped, c.queued), (3, 0, 0));
-            assert_eq!(c.delivered, n as u64);
-            assert_eq!(c.accepted, c.delivered + c.overwritten + c.queued);
         });
     }
 
