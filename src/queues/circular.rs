@@ -55,8 +55,11 @@ pub struct CircularParams {
     pub capacity: usize,
     /// Single-producer shards: 0 (none: every thread uses the shared
     /// multi-producer ring) or a power of two up to [`MAX_SHARDS`] (default
-    /// 16). Each shard holds `capacity` events, so the queue's memory is
-    /// `(shards + 1) × capacity × 64` bytes (8.5 MiB for the defaults).
+    /// 16). Each shard holds `capacity` events too (32 bytes each; the
+    /// shared ring 64), so the queue's memory is
+    /// `capacity × (64 + 32 × shards)` bytes: 4.5 MiB for the defaults,
+    /// 512 KiB with `shards: 0`. Only the newest `capacity` events overall
+    /// are kept (see [`CircularQueue`]).
     pub shards: usize,
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-circular.qtr`.
     pub file: Option<PathBuf>,

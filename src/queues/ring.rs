@@ -8,6 +8,9 @@
 //! cache line, and so does every slot (64-byte aligned), so two producers never
 //! write the same line.
 //!
+//! (The circular queue's per-thread shards use a single-producer ring of
+//! their own, without per-slot sequence words: `queues/shard.rs`.)
+//!
 //! Two rings, one per loss policy:
 //!
 //! - [`OverwriteRing`] keeps the last `capacity` events (the circular queue).
