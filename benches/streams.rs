@@ -13,7 +13,7 @@
 //!   high-water mark wakes the sender more often with smaller batches: on
 //!   this 2-core machine that halves the rate.) Time: first
 //!   event logged to last event received (not the receiver's file writing).
-//!   Datagrams of 1472 bytes (45 records, the Ethernet default).
+//!   Datagrams of at most 1472 bytes (44 records, the Ethernet default).
 //! - `streams/udp_loopback_jumbo`: the same with 8972-byte datagrams (279
 //!   records, a 9000-byte jumbo-frame MTU).
 //! - `streams/online_drain`: 262144 events are logged into a circular-online

@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut decoded = 0u64;
     let mut seq = 0;
     while encoded < n {
-        let (len, k) = datagram::encode_events(&mut buf, 1, seq, 0, &events)?;
+        let (len, k) = datagram::encode_events(&mut buf, 1, seq, 0, encoded, &events)?;
         let view = DatagramView::new_checked(&buf[..len])?;
         for e in view.events() {
             sum = sum.wrapping_add(e.time);

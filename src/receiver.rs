@@ -2,8 +2,12 @@
 //! any number of senders and writes them to a trace file.
 //!
 //! - **Per sender** (a source address and the sender id in the datagram), it
-//!   detects lost datagrams (sequence gaps), duplicates and reordering within
-//!   a window of [`sequence::WINDOW`] datagrams ([`sequence`]), reassembles the
+//!   detects lost datagrams (sequence gaps) and exactly how many events they
+//!   held (from the first-event field of the datagrams on both sides),
+//!   duplicates and reordering ([`sequence`]). A sender's datagrams are
+//!   written in sequence order: one that arrives ahead of a missing one is
+//!   held (at most [`ReceiverConfig::reorder`]) until the missing one arrives
+//!   or is given up on. It reassembles the
 //!   sender's trace header from its catalog datagrams (so user-defined events
 //!   keep their names) and turns the sender's cumulative drop count into
 //!   hoops records.
@@ -15,9 +19,9 @@
 //!   for [`ReceiverConfig::idle_datagrams`] datagrams (its account is kept,
 //!   up to [`MAX_RETIRED`] of them), otherwise its datagrams are counted and
 //!   skipped. Each tracked sender has a
-//!   fixed-size sequence window and a catalog of at most
-//!   [`ReceiverConfig::max_catalog_len`] bytes; received records go straight
-//!   to disk.
+//!   fixed-size sequence window, at most [`ReceiverConfig::reorder`] held
+//!   datagrams and a catalog of at most [`ReceiverConfig::max_catalog_len`]
+//!   bytes; received records go straight to disk.
 //!
 //! # Hoops records in the received trace
 //!
@@ -27,13 +31,18 @@
 //!   known) follows that datagram's events: the UDP queue reports drops in
 //!   the datagram that carries the last event queued before them, so the
 //!   record is never placed before an event that preceded the loss.
-//! - *Lost datagrams*: a datagram is lost for good when it has not arrived by
-//!   the time the sender is [`sequence::WINDOW`] datagrams further (or when the
-//!   receiver stops). The datagram header does not say how many events a
-//!   datagram held, so the hoops record for lost datagrams carries an upper
-//!   bound (`lost datagrams × the most records one of the sender's datagrams
-//!   held`) and has flag bit [`HOOPS_FLAG_UPPER_BOUND`] set; the summary
-//!   counts the lost datagrams exactly.
+//! - *Lost datagrams*: a datagram is given up on when more than
+//!   [`ReceiverConfig::reorder`] datagrams (or bytes) are held behind it,
+//!   when the sender is [`sequence::WINDOW`] datagrams further, or when the
+//!   receiver stops. Then one hoops record per gap (a run of consecutive lost
+//!   datagrams) goes exactly where the gap is — after the events before it,
+//!   before the events after it, with the time of the last event before it —
+//!   and carries the exact number of events lost: the first-event field of
+//!   the datagram after the gap minus the events released before it. A gap of
+//!   datagrams that held no events (catalog datagrams) writes no record. A
+//!   lost datagram that arrives after it was given up on is discarded (it was
+//!   counted lost), so events received + hoops counts = events sent, exactly.
+//!   Only datagrams lost after the last one that arrived cannot be known.
 //!
 //! ```no_run
 //! use qtrace::receiver::{Receiver, RunLimit};
@@ -68,7 +77,7 @@ use crate::wire::datagram::{
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
-use sequence::{SequenceTracker, Verdict};
+use sequence::{Gap, Limits, SequenceTracker, Span};
 
 /// The port `qtrace recv` listens on and the UDP queue sends to by default.
 pub const DEFAULT_PORT: u16 = 5510;
@@ -77,10 +86,6 @@ pub const DEFAULT_PORT: u16 = 5510;
 pub fn default_listen_addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))
 }
-
-/// Flag bit of a hoops record written for lost datagrams: its count is an
-/// upper bound (the datagrams' record counts are unknown).
-pub const HOOPS_FLAG_UPPER_BOUND: u16 = 0x0001;
 
 /// Limits that bound the receiver's memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +100,10 @@ pub struct ReceiverConfig {
     /// When every sender slot is taken, a new sender replaces the one quiet
     /// longest, if it has sent nothing during this many datagrams (100,000).
     pub idle_datagrams: u64,
+    /// Per sender, how many datagrams (256) and bytes (512 KiB) are held
+    /// while a missing datagram may still arrive; beyond that it is given up
+    /// on (counted lost).
+    pub reorder: Limits,
 }
 
 /// Accounts of replaced senders kept for the summary; beyond this many,
@@ -108,6 +117,7 @@ impl Default for ReceiverConfig {
             max_catalog_len: 1 << 20,
             recv_buffer: 8 << 20,
             idle_datagrams: 100_000,
+            reorder: Limits::default(),
         }
     }
 }
@@ -155,12 +165,15 @@ pub struct SenderSummary {
     pub events: u64,
     /// Datagrams never received (sequence numbers skipped and not filled in).
     pub lost_datagrams: u64,
+    /// Events those datagrams held, exactly (as many hoops records say).
+    pub lost_events: u64,
     /// Datagrams received twice (discarded).
     pub duplicates: u64,
     /// Datagrams that arrived after a later one (accepted).
     pub reordered: u64,
-    /// Datagrams too old to place or with an impossible sequence number, and
-    /// catalog datagrams that did not decode (discarded).
+    /// Datagrams that arrived after they were given up on or with an
+    /// impossible sequence number, and catalog datagrams that did not decode
+    /// (discarded).
     pub invalid: u64,
     /// Events the sender reported it dropped (its queue was full).
     pub sender_dropped: u64,
@@ -169,11 +182,13 @@ pub struct SenderSummary {
 }
 
 impl SenderSummary {
-    /// Events lost on the sender's side, exactly (datagram losses are
-    /// counted separately, in `lost_datagrams`).
+    /// Every event the sender logged up to its last datagram that arrived:
+    /// received, dropped by the sender, or lost in transit — each exactly.
     pub fn accounted(&self) -> u64 {
-        // Drop counts come from the network: saturate rather than overflow.
-        self.events.saturating_add(self.sender_dropped)
+        // Counts come from the network: saturate rather than overflow.
+        self.events
+            .saturating_add(self.sender_dropped)
+            .saturating_add(self.lost_events)
     }
 }
 
@@ -214,6 +229,12 @@ impl ReceiverSummary {
             .iter()
             .fold(0u64, |n, s| n.saturating_add(s.lost_datagrams))
     }
+    /// Events lost on the way (in lost datagrams), all senders, exactly.
+    pub fn lost_events(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.lost_events))
+    }
 }
 
 impl fmt::Display for ReceiverSummary {
@@ -239,13 +260,14 @@ impl fmt::Display for ReceiverSummary {
             writeln!(
                 f,
                 "  sender {:#010x} at {}, {}: {} datagrams, {} events, {} dropped by the sender, \
-                 {} datagrams lost, {} duplicates, {} reordered, {} invalid",
+                 {} lost in transit ({} datagrams), {} duplicates, {} reordered, {} invalid",
                 s.sender,
                 s.addr,
                 queue,
                 s.datagrams,
                 s.events,
                 s.sender_dropped,
+                s.lost_events,
                 s.lost_datagrams,
                 s.duplicates,
                 s.reordered,
@@ -282,16 +304,15 @@ impl fmt::Display for ReceiverSummary {
 struct SenderState {
     addr: SocketAddr,
     sender: u32,
-    seq: SequenceTracker,
+    /// Sequence state; holds datagrams (their bytes) that arrived early.
+    seq: SequenceTracker<Box<[u8]>>,
     assembler: CatalogAssembler,
     header: Option<TraceHeader>,
     datagrams: u64,
     events: u64,
     invalid: u64,
     dropped: u64,
-    /// Lost-for-good datagrams already written as hoops.
-    lost_written: u64,
-    max_records: u64,
+    /// The time of the last event written (the time of a loss after it).
     last_time: u64,
     /// The core's datagram count at this sender's last datagram.
     last_seen: u64,
@@ -305,32 +326,77 @@ impl SenderState {
             .map_or(NO_QUEUE as u64, |(q, _)| q.0 as u64)
     }
 
-    fn hoops(&self, lost: u64, flags: u16) -> Event {
-        let mut e = Event::new(self.last_time, HOOPS, u32::MAX, [lost, self.queue_handle()]);
-        e.flags = flags;
-        e
+    fn hoops(&self, lost: u64) -> Event {
+        Event::new(self.last_time, HOOPS, u32::MAX, [lost, self.queue_handle()])
     }
 
-    /// A hoops record for datagrams lost for good since the last one.
-    fn lost_hoops(&mut self, all_missing: bool) -> Option<Event> {
-        let lost = if all_missing {
-            self.seq.lost()
-        } else {
-            self.seq.lost_for_good()
-        };
-        let new = lost.saturating_sub(self.lost_written);
-        if new == 0 {
-            return None;
+    /// Writes one datagram released in sequence order: the hoops record for
+    /// the events lost just before it, its events or catalog fragment, then
+    /// a hoops record for drops it reports.
+    fn release(&mut self, gap: Gap, bytes: &[u8], cx: &mut Context<'_>) {
+        if gap.events > 0 {
+            cx.progress
+                .lost_events
+                .fetch_add(gap.events, Ordering::Relaxed);
+            cx.out.event(&self.hoops(gap.events));
         }
-        self.lost_written = lost;
-        let per = if self.max_records == 0 {
-            crate::wire::datagram::records_per_datagram(
-                crate::wire::datagram::DEFAULT_MAX_DATAGRAM_LEN,
-            ) as u64
-        } else {
-            self.max_records
+        // Held datagrams were checked when they arrived.
+        let Ok(view) = DatagramView::new_checked(bytes) else {
+            return;
         };
-        Some(self.hoops(new.saturating_mul(per), HOOPS_FLAG_UPPER_BOUND))
+        let header = view.header();
+        match header.kind {
+            DatagramKind::Events => {
+                let n = view.record_count() as u64;
+                // The view checked the length: exactly `n` records follow
+                // the header. They go on as they are (big-endian records).
+                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
+                for c in raw.chunks_exact(RECORD_LEN) {
+                    let mut t = [0u8; 8];
+                    t.copy_from_slice(&c[..8]);
+                    self.last_time = self.last_time.max(u64::from_be_bytes(t));
+                }
+                cx.out.records(raw);
+                self.events += n;
+                cx.progress.events.fetch_add(n, Ordering::Relaxed);
+            }
+            DatagramKind::Catalog => {
+                if let Some(fragment) = view.fragment() {
+                    if fragment.total_len as usize > cx.max_catalog {
+                        self.invalid += 1;
+                    } else {
+                        match self.assembler.push(&fragment) {
+                            Ok(Some(h)) => {
+                                if cx.first_header.is_none() {
+                                    *cx.first_header = Some(h.clone());
+                                }
+                                self.header = Some(h);
+                            }
+                            Ok(None) => {}
+                            Err(_) => self.invalid += 1,
+                        }
+                    }
+                }
+            }
+        }
+        if header.dropped > self.dropped {
+            let new = header.dropped - self.dropped;
+            self.dropped = header.dropped;
+            // Saturating, as the summary: the count comes from the network.
+            let _ = cx.progress.sender_dropped.fetch_update(
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+                |d| Some(d.saturating_add(new)),
+            );
+            cx.out.event(&self.hoops(new));
+        }
+    }
+
+    /// Releases the held datagrams that can go (all of them if `flush`).
+    fn release_held(&mut self, flush: bool, cx: &mut Context<'_>) {
+        while let Some((gap, bytes)) = self.seq.pop(flush) {
+            self.release(gap, &bytes, cx);
+        }
     }
 
     fn summary(&self) -> SenderSummary {
@@ -346,6 +412,7 @@ impl SenderState {
             datagrams: self.datagrams,
             events: self.events,
             lost_datagrams: self.seq.lost(),
+            lost_events: c.lost_events,
             duplicates: c.duplicates,
             reordered: c.reordered,
             invalid: self.invalid + c.too_late + c.implausible,
@@ -362,6 +429,7 @@ pub struct Progress {
     datagrams: AtomicU64,
     events: AtomicU64,
     sender_dropped: AtomicU64,
+    lost_events: AtomicU64,
     invalid: AtomicU64,
 }
 
@@ -378,6 +446,10 @@ impl Progress {
     pub fn sender_dropped(&self) -> u64 {
         self.sender_dropped.load(Ordering::Relaxed)
     }
+    /// Events lost in transit so far (in datagrams given up on).
+    pub fn lost_events(&self) -> u64 {
+        self.lost_events.load(Ordering::Relaxed)
+    }
     /// Datagrams skipped so far (invalid, duplicate, too late, too many
     /// senders).
     pub fn invalid(&self) -> u64 {
@@ -390,6 +462,14 @@ impl Progress {
 trait Sink {
     fn event(&mut self, e: &Event);
     fn records(&mut self, raw: &[u8]);
+}
+
+/// What releasing a sender's datagram needs besides the sender.
+struct Context<'a> {
+    out: &'a mut dyn Sink,
+    progress: &'a Progress,
+    first_header: &'a mut Option<TraceHeader>,
+    max_catalog: usize,
 }
 
 /// A sink that hands every record to a closure as an [`Event`].
@@ -479,15 +559,13 @@ impl ReceiverCore {
                 let fresh = SenderState {
                     addr: from,
                     sender: header.sender,
-                    seq: SequenceTracker::new(),
+                    seq: SequenceTracker::new(self.config.reorder),
                     assembler: CatalogAssembler::new(),
                     header: None,
                     datagrams: 0,
                     events: 0,
                     invalid: 0,
                     dropped: 0,
-                    lost_written: 0,
-                    max_records: 0,
                     last_time: 0,
                     last_seen: self.clock,
                 };
@@ -508,9 +586,15 @@ impl ReceiverCore {
                             // Keep the tracked senders in order of arrival.
                             let mut old = self.senders.remove(i);
                             self.senders.push(fresh);
-                            if let Some(h) = old.lost_hoops(true) {
-                                out.event(&h);
-                            }
+                            old.release_held(
+                                true,
+                                &mut Context {
+                                    out,
+                                    progress: &self.progress,
+                                    first_header: &mut self.first_header,
+                                    max_catalog: self.config.max_catalog_len,
+                                },
+                            );
                             if self.retired.len() < MAX_RETIRED {
                                 self.retired.push(old.summary());
                             } else {
@@ -527,80 +611,47 @@ impl ReceiverCore {
                 }
             }
         };
-        let max_catalog = self.config.max_catalog_len;
         let s = &mut self.senders[index];
         s.last_seen = self.clock;
-        let verdict = s.seq.observe(header.sequence);
+        let span = Span {
+            first_event: header.first_event,
+            events: view.record_count() as u64,
+            bytes: bytes.len(),
+        };
+        let (verdict, now) = s.seq.observe(header.sequence, span, || bytes.into());
         if !verdict.accepted() {
             self.progress.invalid.fetch_add(1, Ordering::Relaxed);
             return;
         }
         s.datagrams += 1;
         self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
-        match header.kind {
-            DatagramKind::Events => {
-                let n = view.record_count() as u64;
-                s.max_records = s.max_records.max(n);
-                // The view checked the length: exactly `n` records follow
-                // the header. They go on as they are (big-endian records).
-                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
-                for c in raw.chunks_exact(RECORD_LEN) {
-                    let mut t = [0u8; 8];
-                    t.copy_from_slice(&c[..8]);
-                    s.last_time = s.last_time.max(u64::from_be_bytes(t));
-                }
-                out.records(raw);
-                s.events += n;
-                self.progress.events.fetch_add(n, Ordering::Relaxed);
-            }
-            DatagramKind::Catalog => {
-                if let Some(fragment) = view.fragment() {
-                    if fragment.total_len as usize > max_catalog {
-                        s.invalid += 1;
-                    } else {
-                        match s.assembler.push(&fragment) {
-                            Ok(Some(h)) => {
-                                if self.first_header.is_none() {
-                                    self.first_header = Some(h.clone());
-                                }
-                                s.header = Some(h);
-                            }
-                            Ok(None) => {}
-                            Err(_) => s.invalid += 1,
-                        }
-                    }
-                }
-            }
+        let mut cx = Context {
+            out,
+            progress: &self.progress,
+            first_header: &mut self.first_header,
+            max_catalog: self.config.max_catalog_len,
+        };
+        if let Some(gap) = now {
+            s.release(gap, bytes, &mut cx);
         }
-        if header.dropped > s.dropped {
-            let new = header.dropped - s.dropped;
-            s.dropped = header.dropped;
-            // Saturating, as the summary: the count comes from the network.
-            let _ = self.progress.sender_dropped.fetch_update(
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-                |d| Some(d.saturating_add(new)),
-            );
-            out.event(&s.hoops(new, 0));
-        }
-        if matches!(verdict, Verdict::InOrder { .. }) {
-            if let Some(h) = s.lost_hoops(false) {
-                out.event(&h);
-            }
-        }
+        s.release_held(false, &mut cx);
     }
 
-    /// Ends every sender's stream: datagrams still missing are lost (their
-    /// hoops records go to `out`).
+    /// Ends every sender's stream: held datagrams are written, and datagrams
+    /// still missing before them are lost (their hoops records go to `out`).
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
         self.finish_into(&mut EachEvent(out))
     }
 
     fn finish_into(&mut self, out: &mut dyn Sink) {
+        let mut cx = Context {
+            out,
+            progress: &self.progress,
+            first_header: &mut self.first_header,
+            max_catalog: self.config.max_catalog_len,
+        };
         for s in &mut self.senders {
-            if let Some(h) = s.lost_hoops(true) {
-                out.event(&h);
-            }
+            s.release_held(true, &mut cx);
         }
     }
 

@@ -128,14 +128,15 @@ fn file_is_byte_exact_with_format_md() {
 fn datagram_is_byte_exact_with_format_md() {
     let expected = format_md_example("datagram");
     let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
-    let (len, n) = datagram::encode_events(&mut buf, 0x2a, 5, 3, &example_events()[..1]).unwrap();
-    assert_eq!((len, n), (64, 1));
+    let (len, n) =
+        datagram::encode_events(&mut buf, 0x2a, 5, 3, 120, &example_events()[..1]).unwrap();
+    assert_eq!((len, n), (72, 1));
     assert_eq!(&buf[..len], &expected[..]);
     let v = DatagramView::new_checked(&expected[..]).unwrap();
     let h = v.header();
     assert_eq!(
-        (h.kind, h.sender, h.sequence, h.dropped),
-        (DatagramKind::Events, 42, 5, 3)
+        (h.kind, h.sender, h.sequence, h.dropped, h.first_event),
+        (DatagramKind::Events, 42, 5, 3, 120)
     );
     assert_eq!(v.events().collect::<Vec<_>>(), example_events()[..1]);
 }
@@ -477,37 +478,46 @@ proptest! {
         sender in any::<u32>(),
         first_seq in any::<u32>(),
         dropped in any::<u64>(),
-        max_len in 64usize..3000,
+        first_event in any::<u32>(),
+        max_len in 72usize..3000,
     ) {
         let mut buf = vec![0u8; max_len];
         let per = datagram::records_per_datagram(max_len);
         let mut decoded = Vec::new();
         let mut rest = &events[..];
         let mut seq = first_seq as u64;
+        let mut first = first_event as u64;
         loop {
-            let (len, n) = datagram::encode_events(&mut buf, sender, seq, dropped, rest).unwrap();
+            let (len, n) =
+                datagram::encode_events(&mut buf, sender, seq, dropped, first, rest).unwrap();
             prop_assert!(len <= max_len);
             prop_assert_eq!(n, rest.len().min(per));
+            prop_assert_eq!(len, 40 + 32 * n);
             let v = DatagramView::new_checked(&buf[..len]).unwrap();
             let h = v.header();
-            prop_assert_eq!((h.kind, h.sender, h.sequence, h.dropped), (DatagramKind::Events, sender, seq, dropped));
+            prop_assert_eq!(
+                (h.kind, h.sender, h.sequence, h.dropped, h.first_event),
+                (DatagramKind::Events, sender, seq, dropped, first)
+            );
             decoded.extend(v.events());
             rest = &rest[n..];
             seq += 1;
+            first += n as u64;
             if rest.is_empty() { break; }
         }
         prop_assert_eq!(decoded, events);
     }
 
     #[test]
-    fn catalog_datagrams_round_trip(header in arb_header(), max_len in 64usize..2000) {
+    fn catalog_datagrams_round_trip(header in arb_header(), max_len in 72usize..2000) {
         let bytes = header.to_bytes();
         let mut buf = vec![0u8; max_len];
         let mut asm = CatalogAssembler::new();
         let mut offset = 0;
         let mut got = None;
         while offset < bytes.len() {
-            let (len, n) = datagram::encode_catalog_fragment(&mut buf, 1, 0, 0, &bytes, offset).unwrap();
+            let (len, n) =
+                datagram::encode_catalog_fragment(&mut buf, 1, 0, 0, 0, &bytes, offset).unwrap();
             let v = DatagramView::new_checked(&buf[..len]).unwrap();
             got = asm.push(&v.fragment().unwrap()).unwrap();
             offset += n;
@@ -566,8 +576,9 @@ fn dgram_err(bytes: &[u8]) -> WireError {
 fn bad_catalog_datagrams_are_typed_errors() {
     let header_bytes = example_header().to_bytes();
     let mut buf = [0u8; 100];
-    let (len, n) = datagram::encode_catalog_fragment(&mut buf, 1, 2, 3, &header_bytes, 0).unwrap();
-    assert_eq!((len, n), (100, 60));
+    let (len, n) =
+        datagram::encode_catalog_fragment(&mut buf, 1, 2, 3, 4, &header_bytes, 0).unwrap();
+    assert_eq!((len, n), (100, 52));
     let good = buf[..len].to_vec();
     assert!(DatagramView::new_checked(&good[..]).is_ok());
     for cut in 0..len {
@@ -575,48 +586,49 @@ fn bad_catalog_datagrams_are_typed_errors() {
     }
     // A catalog claiming 4 GiB.
     let mut big = good.clone();
-    big[32..36].copy_from_slice(&u32::MAX.to_be_bytes());
+    big[40..44].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
         dgram_err(&big),
-        WireError::TooLarge { offset: 32, .. }
+        WireError::TooLarge { offset: 40, .. }
     ));
     // A fragment past the catalog's end.
     let mut past = good.clone();
-    past[36..40].copy_from_slice(&150u32.to_be_bytes());
+    past[44..48].copy_from_slice(&150u32.to_be_bytes());
     assert!(matches!(
         dgram_err(&past),
-        WireError::Invalid { offset: 36, .. }
+        WireError::Invalid { offset: 44, .. }
     ));
     // An empty fragment.
-    let mut empty = good[..40].to_vec();
+    let mut empty = good[..48].to_vec();
     empty[12..14].copy_from_slice(&[0, 0]);
     assert!(matches!(
         dgram_err(&empty),
-        WireError::Invalid { offset: 36, .. }
+        WireError::Invalid { offset: 44, .. }
     ));
     // A count claiming more bytes than arrived, and fewer.
     let mut more = good.clone();
-    more[13] = 61;
+    more[13] = 53;
     assert!(dgram_err(&more).is_truncated());
     let mut fewer = good.clone();
-    fewer[13] = 59;
+    fewer[13] = 51;
     assert!(matches!(
         dgram_err(&fewer),
         WireError::Invalid { offset: 99, .. }
     ));
     // Larger than any UDP payload.
     let mut huge = vec![0u8; datagram::MAX_DATAGRAM_LEN + 1];
-    huge[..32].copy_from_slice(&good[..32]);
+    huge[..40].copy_from_slice(&good[..40]);
     assert!(matches!(
         dgram_err(&huge),
         WireError::TooLarge { offset: 0, .. }
     ));
     // Buffers too small to encode into.
-    let mut tiny = [0u8; 63];
-    assert!(datagram::encode_events(&mut tiny, 0, 0, 0, &example_events()).is_err());
-    assert!(datagram::encode_catalog_fragment(&mut tiny, 0, 0, 0, &header_bytes, 0).is_err());
+    let mut tiny = [0u8; 71];
+    assert!(datagram::encode_events(&mut tiny, 0, 0, 0, 0, &example_events()).is_err());
+    assert!(datagram::encode_catalog_fragment(&mut tiny, 0, 0, 0, 0, &header_bytes, 0).is_err());
     assert!(datagram::encode_catalog_fragment(
         &mut buf,
+        0,
         0,
         0,
         0,

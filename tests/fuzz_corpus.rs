@@ -100,7 +100,8 @@ fn seed_corpus() {
     let events = workload();
     for (i, chunk) in events.chunks(7).enumerate() {
         let (len, _) =
-            datagram::encode_events(&mut buf, 42, i as u64, 3 * i as u64, chunk).unwrap();
+            datagram::encode_events(&mut buf, 42, i as u64, 3 * i as u64, 7 * i as u64, chunk)
+                .unwrap();
         assert!(DatagramView::new_checked(&buf[..len]).is_ok());
         save(&dgram_dir, &format!("events-{i}.bin"), &buf[..len]);
     }
@@ -110,7 +111,7 @@ fn seed_corpus() {
     let mut i = 0;
     while offset < header_bytes.len() && i < 3 {
         let (len, n) =
-            datagram::encode_catalog_fragment(&mut small, 42, 100 + i, 0, &header_bytes, offset)
+            datagram::encode_catalog_fragment(&mut small, 42, 100 + i, 0, 0, &header_bytes, offset)
                 .unwrap();
         assert!(DatagramView::new_checked(&small[..len]).is_ok());
         save(&dgram_dir, &format!("catalog-{i}.bin"), &small[..len]);

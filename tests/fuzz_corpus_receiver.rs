@@ -35,7 +35,7 @@ fn real_datagrams() -> Vec<Vec<u8>> {
         .create_queue::<Udp>(
             UdpParams::to(sink.local_addr().unwrap())
                 .with_capacity(16)
-                .with_max_datagram_len(32 + 4 * 32)
+                .with_max_datagram_len(40 + 4 * 32)
                 .with_period(Duration::from_secs(3600))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
                 .with_sender_id(0x5eed),

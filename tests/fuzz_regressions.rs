@@ -10,12 +10,13 @@ use qtrace::wire::datagram;
 use qtrace::Event;
 
 fn events_datagram(sender: u32, seq: u64, dropped: u64) -> Vec<u8> {
-    let mut buf = [0u8; 64];
+    let mut buf = [0u8; 72];
     let (len, n) = datagram::encode_events(
         &mut buf,
         sender,
         seq,
         dropped,
+        seq,
         &[Event::new(5, user::USER0, 1, [7, 8])],
     )
     .unwrap();

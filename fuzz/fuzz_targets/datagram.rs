@@ -18,12 +18,18 @@ fuzz_target!(|data: &[u8]| {
         DatagramKind::Events => {
             let events: Vec<_> = view.events().collect();
             assert_eq!(events.len(), view.count() as usize);
-            assert_eq!(data.len(), 32 + 32 * events.len());
+            assert_eq!(data.len(), 40 + 32 * events.len());
             if !events.is_empty() {
                 let mut buf = vec![0u8; data.len()];
-                let (len, n) =
-                    datagram::encode_events(&mut buf, h.sender, h.sequence, h.dropped, &events)
-                        .expect("room for the records");
+                let (len, n) = datagram::encode_events(
+                    &mut buf,
+                    h.sender,
+                    h.sequence,
+                    h.dropped,
+                    h.first_event,
+                    &events,
+                )
+                .expect("room for the records");
                 assert_eq!((len, n), (data.len(), events.len()));
                 assert_eq!(buf, canonical);
             }

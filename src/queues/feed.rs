@@ -29,11 +29,13 @@ pub(crate) struct Feed {
 
 impl Feed {
     /// A feed of `capacity` events (a power of two) waking its task at
-    /// `high_water_percent` % full.
+    /// `high_water_percent` % full; with `latching`, a full ring refuses
+    /// everything until the task has emptied it ([`DropRing::new_latching`]).
     pub(crate) fn new(
         queue_type: &'static str,
         capacity: usize,
         high_water_percent: u8,
+        latching: bool,
     ) -> Result<Self, Error> {
         if !(1..=100).contains(&high_water_percent) {
             return Err(Error::InvalidParameter {
@@ -43,7 +45,12 @@ impl Feed {
                 ),
             });
         }
-        let ring = DropRing::new(capacity).map_err(|e| Error::InvalidParameter {
+        let ring = if latching {
+            DropRing::new_latching(capacity)
+        } else {
+            DropRing::new(capacity)
+        };
+        let ring = ring.map_err(|e| Error::InvalidParameter {
             queue_type,
             reason: format!("size: {e}"),
         })?;

@@ -3,13 +3,14 @@
 //! its online task).
 //!
 //! - **Policy**: when the queue is full, new events are dropped until the task
-//!   has made room (the S.Ha.R.K. policy); every drop is counted, and the task
-//!   writes a hoops record (`args = [lost, queue]`) into the file after the
-//!   events that were in the queue when the loss was counted, so a reader
-//!   sees where events are missing and how many. With one producer the place
-//!   is exact; with several, a drop counted while the task was draining may
-//!   be marked after a few events that followed it, never before the events
-//!   that preceded it.
+//!   has emptied it (the S.Ha.R.K. policy: the ring latches shut when full and
+//!   the task reopens it once empty); every drop is counted, and the task
+//!   writes one hoops record (`args = [lost, queue]`) into the file right
+//!   after the events that were in the queue, before any event accepted after
+//!   it reopened — so a reader sees exactly where events are missing and how
+//!   many. With several producers, one that was already past the check when
+//!   the queue latched may still add one event before the mark: a loss is then
+//!   marked at most one event per producer late, never early.
 //! - **Task**: one thread per queue, run every `period` (500 ms) and woken
 //!   early when the queue reaches its high-water mark (80 %, as QNX). It has
 //!   its own stop flag, never blocks producers, and never logs events itself,
@@ -171,7 +172,7 @@ impl QueueType for Online {
                 reason: "period is zero: give the drain task a period such as 500 ms".into(),
             });
         }
-        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent)?;
+        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent, true)?;
         let path = match &params.target {
             Target::Default => Some(ctx.output_dir.join(format!(
                 "queue{}-{}.qtr",
@@ -288,6 +289,7 @@ impl OnlineQueue {
             pending_events: 0,
             credited: 0,
             last_dropped: 0,
+            pending_hoops: 0,
             last_time: 0,
             handle: ctx.handle,
         })
@@ -410,6 +412,9 @@ struct Drainer {
     file_len: u64,
     /// The ring's drop total already written as hoops.
     last_dropped: u64,
+    /// Lost events counted by hoops records still (partly) unwritten in
+    /// `pending`.
+    pending_hoops: u64,
     /// Time of the last event taken from the ring.
     last_time: u64,
     handle: QueueHandle,
@@ -470,6 +475,7 @@ impl Drainer {
         self.written = 0;
         self.pending_events = 0;
         self.credited = 0;
+        self.pending_hoops = 0;
         true
     }
 
@@ -481,9 +487,6 @@ impl Drainer {
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
         loop {
-            // Drops counted now happened while the ring was full, so after
-            // every record it holds now: the hoops record goes after them.
-            let dropped = ring.dropped();
             let mut left = ring.len();
             while left > 0 {
                 let take = left.min(BATCH);
@@ -506,15 +509,24 @@ impl Drainer {
                     return Round::Failed;
                 }
             }
-            if left == 0 && dropped > self.last_dropped {
-                let hoops = Event::new(
-                    self.last_time,
-                    HOOPS,
-                    u32::MAX,
-                    [dropped - self.last_dropped, self.handle.0 as u64],
-                );
-                self.push_record(&hoops);
-                self.last_dropped = dropped;
+            // The ring latches when full (S.Ha.R.K.'s policy: drop until the
+            // task has emptied it). Emptied now: every drop it counted came
+            // after every record written so far and before any event accepted
+            // after `reopen`, so the hoops record goes exactly here.
+            if left == 0 && ring.is_empty() {
+                if let Some(dropped) = ring.reopen() {
+                    if dropped > self.last_dropped {
+                        let hoops = Event::new(
+                            self.last_time,
+                            HOOPS,
+                            u32::MAX,
+                            [dropped - self.last_dropped, self.handle.0 as u64],
+                        );
+                        self.push_record(&hoops);
+                        self.pending_hoops += dropped - self.last_dropped;
+                        self.last_dropped = dropped;
+                    }
+                }
             }
             if !self.write_pending() {
                 return Round::Failed;
@@ -530,6 +542,11 @@ impl Drainer {
                 return Round::Busy;
             }
         }
+    }
+
+    /// Drops not yet marked by a completely written hoops record.
+    fn dropped_unmarked(&self) -> u64 {
+        self.shared.feed.ring.dropped() - self.last_dropped + self.pending_hoops
     }
 
     fn flush(&mut self) {
@@ -577,11 +594,14 @@ impl Work for Drainer {
                 }
             }
         }
-        if unwritten > 0 {
+        // Bytes still pending with no event in them: a hoops record that
+        // could not be written. Say so: a loss nobody can see is not allowed.
+        let unwritten_hoops = self.dropped_unmarked();
+        if unwritten > 0 || unwritten_hoops > 0 {
             let mut io = self.shared.io.lock();
             let why = io.last_error.clone().unwrap_or_default();
             io.last_error = Some(format!(
-                "{unwritten} events could not be written to {} at shutdown; last error: {why}",
+                "{unwritten} events and the hoops record of {unwritten_hoops} lost events could not be written to {} at shutdown; last error: {why}",
                 self.name
             ));
         }

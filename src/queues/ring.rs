@@ -546,11 +546,17 @@ pub struct DropRing {
     tail: Padded<AtomicU64>,
     /// Next position to pop (= popped).
     head: Padded<AtomicU64>,
-    /// Claims refused because the ring was full.
+    /// Claims refused: the count, plus [`LATCHED`] in the top bit while a
+    /// latching ring refuses everything until it has been emptied.
     dropped: Padded<AtomicU64>,
+    /// Whether a full ring latches (see [`DropRing::new_latching`]).
+    latching: bool,
     mask: u64,
     slots: Box<[Slot]>,
 }
+
+/// Top bit of [`DropRing`]'s drop word: the ring is latched shut.
+const LATCHED: u64 = 1 << 63;
 
 impl DropRing {
     /// A ring of `capacity` slots: a power of two, at least 2 (with one slot
@@ -561,9 +567,78 @@ impl DropRing {
             tail: Padded(AtomicU64::new(0)),
             head: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
+            latching: false,
             mask: capacity as u64 - 1,
             slots: slots(capacity, |i| i as u64)?,
         })
+    }
+
+    /// A ring with S.Ha.R.K.'s online policy: once it is full it refuses
+    /// (and counts) every event until the consumer has emptied it and called
+    /// [`DropRing::reopen`]. Every drop then lies between the last event
+    /// popped before `reopen` and the first event accepted after it, so the
+    /// consumer can mark the loss at its exact place. (With several producers,
+    /// one that passed the latch check just before the ring latched may still
+    /// commit one event inside the latched period: a loss is then marked at
+    /// most one event per producer late, never early.)
+    ///
+    /// ```
+    /// use qtrace::queues::ring::DropRing;
+    /// use qtrace::{Event, EventId};
+    ///
+    /// let ring = DropRing::new_latching(2).unwrap();
+    /// let ev = |t| Event::new(t, EventId(0x0b), 0, [t, 0]);
+    /// assert!(ring.push(&ev(0)) && ring.push(&ev(1)));
+    /// assert!(!ring.push(&ev(2))); // full: latched
+    /// assert_eq!(ring.pop().unwrap().time, 0);
+    /// assert!(!ring.push(&ev(3))); // still latched, though there is room
+    /// assert_eq!(ring.pop().unwrap().time, 1);
+    /// assert_eq!(ring.reopen(), Some(2)); // empty: 2 drops, mark them here
+    /// assert!(ring.push(&ev(4)));
+    /// assert_eq!(ring.reopen(), None); // not latched
+    /// ```
+    pub fn new_latching(capacity: usize) -> Result<Self, RingError> {
+        let mut ring = DropRing::new(capacity)?;
+        ring.latching = true;
+        Ok(ring)
+    }
+
+    /// Whether this ring latches when full ([`DropRing::new_latching`]).
+    pub fn is_latching(&self) -> bool {
+        self.latching
+    }
+
+    /// For the consumer of a latching ring, once it has popped everything
+    /// ([`DropRing::is_empty`]): opens the ring again and returns the running
+    /// drop total at that instant — every drop it counts happened before any
+    /// event accepted after this call. `None` when the ring was not latched.
+    pub fn reopen(&self) -> Option<u64> {
+        if self.dropped.load(Ordering::Relaxed) & LATCHED == 0 {
+            return None;
+        }
+        let before = self.dropped.fetch_and(!LATCHED, Ordering::AcqRel);
+        (before & LATCHED != 0).then_some(before & !LATCHED)
+    }
+
+    /// Counts one refused claim, latching the ring if it latches.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self) {
+        if self.latching {
+            // Set the latch and count in one step (a CAS loop: the drop path
+            // is cold).
+            let mut v = self.dropped.load(Ordering::Relaxed);
+            while let Err(now) = self.dropped.compare_exchange_weak(
+                v,
+                (v | LATCHED) + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                v = now;
+            }
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The number of slots.
@@ -582,6 +657,10 @@ impl DropRing {
     /// claimed the position first.
     #[inline(always)]
     pub fn claim(&self) -> Option<u64> {
+        if self.latching && self.dropped.load(Ordering::Relaxed) & LATCHED != 0 {
+            self.refuse();
+            return None;
+        }
         let mut pos = self.tail.load(Ordering::Relaxed);
         loop {
             let seq = self.slot(pos).seq.load(Ordering::Acquire);
@@ -597,7 +676,7 @@ impl DropRing {
                     Err(now) => pos = now,
                 }
             } else if diff < 0 {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.refuse();
                 return None;
             } else {
                 pos = self.tail.load(Ordering::Relaxed);
@@ -684,10 +763,11 @@ impl DropRing {
         self.tail.load(Ordering::Relaxed)
     }
 
-    /// Claims refused so far because the ring was full (a running total).
+    /// Claims refused so far because the ring was full or latched (a running
+    /// total).
     #[inline]
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.dropped.load(Ordering::Relaxed) & !LATCHED
     }
 
     /// Records popped so far.

@@ -1,4 +1,4 @@
-//! The UDP datagram: a 32-byte big-endian header, then either event records
+//! The UDP datagram: a 40-byte big-endian header, then either event records
 //! or a fragment of the sender's trace header (which carries its class table,
 //! so a receiver can name user-defined events). FORMAT.md specifies it.
 //!
@@ -13,10 +13,15 @@
 //! | 14     | 2    | reserved (0; ignored)                                   |
 //! | 16     | 8    | sequence number (per sender, +1 per datagram, any kind) |
 //! | 24     | 8    | events the sender has dropped so far (cumulative)       |
-//! | 32     | …    | payload                                                 |
+//! | 32     | 8    | first event: events the sender has sent before this one |
+//! | 40     | …    | payload                                                 |
 //!
-//! An events datagram is exactly `32 + 32 × count` bytes. A catalog datagram
-//! is `32 + 8 + count` bytes: `u32 total | u32 offset | count bytes`, the bytes
+//! The first-event field numbers the sender's events 0, 1, 2, … in the order
+//! it sends them: an events datagram carries events `first .. first + count`,
+//! so a receiver knows exactly how many events a lost datagram held.
+//!
+//! An events datagram is exactly `40 + 32 × count` bytes. A catalog datagram
+//! is `40 + 8 + count` bytes: `u32 total | u32 offset | count bytes`, the bytes
 //! `offset..offset + count` of the sender's encoded
 //! [`TraceHeader`] of `total` bytes.
 //!
@@ -27,16 +32,22 @@
 //! use qtrace::{Event, EventId};
 //!
 //! let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
-//! let mut enc = EventsEncoder::new(&mut buf, 7, 0, 0).unwrap();
-//! assert_eq!(enc.capacity(), 45);
+//! let mut enc = EventsEncoder::new(&mut buf, 7, 0, 0, 0).unwrap();
+//! assert_eq!(enc.capacity(), 44);
 //! assert!(enc.push(&Event::new(1, EventId(0x04), 0, [3, 0])));
 //! let len = enc.finish();
-//! assert_eq!(len, 64);
+//! assert_eq!(len, 72);
 //!
 //! let view = DatagramView::new_checked(&buf[..len]).unwrap();
 //! assert_eq!(
 //!     view.header(),
-//!     DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence: 0, dropped: 0 }
+//!     DatagramHeader {
+//!         kind: DatagramKind::Events,
+//!         sender: 7,
+//!         sequence: 0,
+//!         dropped: 0,
+//!         first_event: 0,
+//!     }
 //! );
 //! assert_eq!(view.events().count(), 1);
 //! ```
@@ -55,11 +66,12 @@ pub const VERSION: u16 = 1;
 /// Every datagram format version this crate reads.
 pub const SUPPORTED_VERSIONS: &[u16] = &[1];
 /// The size of the datagram header.
-pub const HEADER_LEN: usize = 32;
+pub const HEADER_LEN: usize = 40;
 /// The size of a catalog fragment's `total | offset` prefix.
 pub const FRAGMENT_PREFIX_LEN: usize = 8;
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
-/// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 45 records.
+/// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
+/// datagram).
 pub const DEFAULT_MAX_DATAGRAM_LEN: usize = 1472;
 /// The largest datagram (the largest UDP payload over IPv4).
 pub const MAX_DATAGRAM_LEN: usize = 65507;
@@ -74,8 +86,9 @@ mod field {
     pub const COUNT: usize = 12;
     pub const SEQUENCE: usize = 16;
     pub const DROPPED: usize = 24;
-    pub const FRAGMENT_TOTAL: usize = 32;
-    pub const FRAGMENT_OFFSET: usize = 36;
+    pub const FIRST_EVENT: usize = 32;
+    pub const FRAGMENT_TOTAL: usize = 40;
+    pub const FRAGMENT_OFFSET: usize = 44;
 }
 
 /// How many records an events datagram of at most `max_len` bytes carries
@@ -83,7 +96,7 @@ mod field {
 ///
 /// ```
 /// use qtrace::wire::datagram::{records_per_datagram, DEFAULT_MAX_DATAGRAM_LEN};
-/// assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 45);
+/// assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 44);
 /// assert_eq!(records_per_datagram(9000 - 28), 279); // jumbo frames
 /// ```
 pub const fn records_per_datagram(max_len: usize) -> usize {
@@ -141,6 +154,10 @@ pub struct DatagramHeader {
     /// Events the sender has dropped since it started (cumulative, so a lost
     /// datagram does not lose the count).
     pub dropped: u64,
+    /// Events the sender has sent (in events datagrams) before this datagram:
+    /// the index of this datagram's first event in the sender's stream. The
+    /// events of lost datagrams are the gaps between these ranges.
+    pub first_event: u64,
 }
 
 impl DatagramHeader {
@@ -154,6 +171,7 @@ impl DatagramHeader {
         buf[14..16].copy_from_slice(&[0, 0]);
         buf[16..24].copy_from_slice(&self.sequence.to_be_bytes());
         buf[24..32].copy_from_slice(&self.dropped.to_be_bytes());
+        buf[32..40].copy_from_slice(&self.first_event.to_be_bytes());
     }
 }
 
@@ -290,6 +308,7 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             sender: be32(b, field::SENDER),
             sequence: be64(b, field::SEQUENCE),
             dropped: be64(b, field::DROPPED),
+            first_event: be64(b, field::FIRST_EVENT),
         }
     }
 
@@ -357,13 +376,15 @@ pub struct EventsEncoder<'a> {
 
 impl<'a> EventsEncoder<'a> {
     /// Starts a datagram in `buf`; its length (capped at
-    /// [`MAX_DATAGRAM_LEN`]) is the datagram's maximum size. Fails when `buf`
-    /// cannot hold one record.
+    /// [`MAX_DATAGRAM_LEN`]) is the datagram's maximum size; `first_event` is
+    /// the number of events the sender sent before this datagram. Fails when
+    /// `buf` cannot hold one record.
     pub fn new(
         buf: &'a mut [u8],
         sender: u32,
         sequence: u64,
         dropped: u64,
+        first_event: u64,
     ) -> Result<Self, WireError> {
         if buf.len() < MIN_DATAGRAM_LEN {
             return Err(truncated(0, MIN_DATAGRAM_LEN, buf.len(), "datagram buffer"));
@@ -376,6 +397,7 @@ impl<'a> EventsEncoder<'a> {
                 sender,
                 sequence,
                 dropped,
+                first_event,
             },
             capacity,
             count: 0,
@@ -430,15 +452,17 @@ impl<'a> EventsEncoder<'a> {
 }
 
 /// Encodes as many of `events` as fit into one datagram in `buf`; returns
-/// `(datagram length, events encoded)`.
+/// `(datagram length, events encoded)`. `first_event` is the number of events
+/// the sender sent before this datagram.
 pub fn encode_events(
     buf: &mut [u8],
     sender: u32,
     sequence: u64,
     dropped: u64,
+    first_event: u64,
     events: &[Event],
 ) -> Result<(usize, usize), WireError> {
-    let mut enc = EventsEncoder::new(buf, sender, sequence, dropped)?;
+    let mut enc = EventsEncoder::new(buf, sender, sequence, dropped, first_event)?;
     let mut n = 0;
     for e in events {
         if !enc.push(e) {
@@ -451,12 +475,14 @@ pub fn encode_events(
 
 /// Encodes a catalog datagram carrying as much of `header_bytes[offset..]`
 /// (an encoded [`TraceHeader`]) as fits in `buf`; returns
-/// `(datagram length, header bytes carried)`.
+/// `(datagram length, header bytes carried)`. `first_event` is the number of
+/// events the sender sent before this datagram.
 pub fn encode_catalog_fragment(
     buf: &mut [u8],
     sender: u32,
     sequence: u64,
     dropped: u64,
+    first_event: u64,
     header_bytes: &[u8],
     offset: usize,
 ) -> Result<(usize, usize), WireError> {
@@ -480,11 +506,14 @@ pub fn encode_catalog_fragment(
         sender,
         sequence,
         dropped,
+        first_event,
     }
     .emit(n as u16, buf);
-    buf[32..36].copy_from_slice(&(header_bytes.len() as u32).to_be_bytes());
-    buf[36..40].copy_from_slice(&(offset as u32).to_be_bytes());
-    buf[40..40 + n].copy_from_slice(&header_bytes[offset..offset + n]);
+    let payload = HEADER_LEN + FRAGMENT_PREFIX_LEN;
+    buf[field::FRAGMENT_TOTAL..field::FRAGMENT_OFFSET]
+        .copy_from_slice(&(header_bytes.len() as u32).to_be_bytes());
+    buf[field::FRAGMENT_OFFSET..payload].copy_from_slice(&(offset as u32).to_be_bytes());
+    buf[payload..payload + n].copy_from_slice(&header_bytes[offset..offset + n]);
     Ok((HEADER_LEN + FRAGMENT_PREFIX_LEN + n, n))
 }
 
@@ -556,35 +585,37 @@ mod tests {
 
     #[test]
     fn default_size_fits_ethernet() {
-        assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 45);
-        assert_eq!(HEADER_LEN + 45 * RECORD_LEN, 1472);
+        assert_eq!(records_per_datagram(DEFAULT_MAX_DATAGRAM_LEN), 44);
+        assert_eq!(HEADER_LEN + 44 * RECORD_LEN, 1448);
+        const { assert!(HEADER_LEN + 45 * RECORD_LEN > DEFAULT_MAX_DATAGRAM_LEN) };
         assert_eq!(records_per_datagram(0), 1);
-        assert_eq!(records_per_datagram(usize::MAX), 2046);
+        assert_eq!(records_per_datagram(usize::MAX), 2045);
     }
 
     #[test]
     fn events_round_trip_and_exact_header_bytes() {
         let evs = events(50);
         let mut buf = [0u8; DEFAULT_MAX_DATAGRAM_LEN];
-        let (len, n) = encode_events(&mut buf, 0x0102_0304, 9, 77, &evs).unwrap();
-        assert_eq!((len, n), (1472, 45));
+        let (len, n) = encode_events(&mut buf, 0x0102_0304, 9, 77, 0x1_0000_0005, &evs).unwrap();
+        assert_eq!((len, n), (1448, 44));
         assert_eq!(
-            &buf[..32],
+            &buf[..40],
             &[
-                b'Q', b'T', b'R', b'U', 0, 1, 1, 0, 1, 2, 3, 4, 0, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                9, 0, 0, 0, 0, 0, 0, 0, 77
+                b'Q', b'T', b'R', b'U', 0, 1, 1, 0, 1, 2, 3, 4, 0, 44, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                9, 0, 0, 0, 0, 0, 0, 0, 77, 0, 0, 0, 1, 0, 0, 0, 5
             ]
         );
         let v = DatagramView::new_checked(&buf[..len]).unwrap();
-        assert_eq!(v.events().collect::<Vec<_>>(), evs[..45]);
+        assert_eq!(v.events().collect::<Vec<_>>(), evs[..44]);
         assert_eq!(v.header().dropped, 77);
+        assert_eq!(v.header().first_event, 0x1_0000_0005);
         assert!(v.fragment().is_none());
     }
 
     #[test]
     fn bad_datagrams_are_typed_errors() {
         let mut buf = [0u8; 128];
-        let (len, _) = encode_events(&mut buf, 1, 2, 3, &events(2)).unwrap();
+        let (len, _) = encode_events(&mut buf, 1, 2, 3, 4, &events(2)).unwrap();
         let good = buf[..len].to_vec();
         assert!(DatagramView::new_checked(&good[..]).is_ok());
         // Every truncation is an error, never a panic.
@@ -596,7 +627,7 @@ mod tests {
         long.push(0);
         assert!(matches!(
             DatagramView::new_checked(&long[..]),
-            Err(WireError::Invalid { offset: 96, .. })
+            Err(WireError::Invalid { offset: 104, .. })
         ));
         let mut magic = good.clone();
         magic[0] = b'X';
@@ -644,11 +675,13 @@ mod tests {
         let mut seq = 0;
         let mut result = None;
         while offset < bytes.len() {
-            let (len, n) = encode_catalog_fragment(&mut buf, 5, seq, 0, &bytes, offset).unwrap();
-            assert_eq!(n, (bytes.len() - offset).min(256 - 40));
+            let (len, n) = encode_catalog_fragment(&mut buf, 5, seq, 0, 9, &bytes, offset).unwrap();
+            assert_eq!(n, (bytes.len() - offset).min(256 - 48));
+            assert_eq!(len, 48 + n);
             let v = DatagramView::new_checked(&buf[..len]).unwrap();
             assert_eq!(v.kind(), DatagramKind::Catalog);
             assert_eq!(v.record_count(), 0);
+            assert_eq!(v.header().first_event, 9);
             assert!(result.is_none());
             result = asm.push(&v.fragment().unwrap()).unwrap();
             offset += n;
