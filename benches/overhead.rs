@@ -157,6 +157,7 @@ fn log_event(c: &mut Criterion) {
         CircularParams {
             capacity: CAPACITY,
             file: None,
+            ..Default::default()
         },
         true,
     );
@@ -169,6 +170,7 @@ fn log_event(c: &mut Criterion) {
         CircularParams {
             capacity: CAPACITY,
             file: None,
+            ..Default::default()
         },
         true,
     ))

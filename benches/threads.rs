@@ -51,6 +51,7 @@ fn tracer(threads: usize, per_thread: bool) -> Tracer {
     let params = || CircularParams {
         capacity: CAPACITY,
         file: None,
+        ..Default::default()
     };
     let shared = tracer.create_queue::<Circular>(params()).expect("queue");
     for k in 0..threads {

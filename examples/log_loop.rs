@@ -149,6 +149,7 @@ fn main() -> ExitCode {
                 CircularParams {
                     capacity: CAPACITY,
                     file: None,
+                    ..Default::default()
                 },
                 true,
             ),

@@ -200,7 +200,11 @@ impl Tracer {
             // kind inlined together (matching in `get` and again in `post`
             // would cost a second dispatch per event).
             match queue {
-                AnyQueue::CircularQueue(q) => self.record_into(q, source, id, args),
+                // The circular queue's own fast path: it picks this thread's
+                // single-producer shard (see `CircularQueue`).
+                AnyQueue::CircularQueue(q) => {
+                    q.log_with(move || Event::new(self.clock.now(), id, source, args))
+                }
                 AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::OnlineQueue(q) => self.record_into(q, source, id, args),

@@ -131,6 +131,7 @@ fn circular_queue_wraps_without_allocating() {
     let tracer = tracer_with::<Circular>(CircularParams {
         capacity: CAPACITY,
         file: None,
+        ..Default::default()
     });
     let c = log_counting(&tracer);
     assert_eq!(c.accepted + c.dropped, 1 + 2 * EVENTS);
@@ -143,6 +144,7 @@ fn global_tracer_logs_without_allocating() {
     let tracer = qtrace::global::install(tracer_with::<Circular>(CircularParams {
         capacity: CAPACITY,
         file: None,
+        ..Default::default()
     }))
     .unwrap();
     qtrace::log_event(user::USER0, [0, 0]);

@@ -186,6 +186,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         .create_queue::<Circular>(CircularParams {
             capacity: 1000,
             file: None,
+            ..Default::default()
         })
         .unwrap_err();
     assert!(matches!(
@@ -203,6 +204,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         .create_queue::<Circular>(CircularParams {
             capacity: 0,
             file: None,
+            ..Default::default()
         })
         .unwrap_err();
     assert!(e.to_string().ends_with("use 1"), "{e}");
@@ -241,6 +243,7 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
         .create_queue::<Circular>(CircularParams {
             capacity: 4,
             file: Some(bad.clone()),
+            ..Default::default()
         })
         .unwrap();
     let f = t

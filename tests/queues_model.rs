@@ -181,7 +181,7 @@ proptest! {
         let cap = 1usize << log2;
         let dir = scratch("model-circular");
         let ctx = context(HANDLE, "circular", &dir, NOW);
-        let q = Circular.create(CircularParams { capacity: cap, file: None }, &ctx).unwrap();
+        let q = Circular.create(CircularParams { capacity: cap, file: None , ..Default::default()}, &ctx).unwrap();
         run(q, Model { cap, circular: true, ..Model::default() }, ops, ctx);
     }
 

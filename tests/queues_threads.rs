@@ -73,6 +73,7 @@ fn two_threads_into_small_circular_and_fixed_queues() {
         .create_queue::<Circular>(CircularParams {
             capacity: CIRCULAR_CAP,
             file: None,
+            ..Default::default()
         })
         .unwrap();
     let fixed = tracer
@@ -174,6 +175,7 @@ fn shutdown_while_two_threads_log() {
         .create_queue::<Circular>(CircularParams {
             capacity: 64,
             file: None,
+            ..Default::default()
         })
         .unwrap();
     let fixed = tracer

@@ -2,6 +2,11 @@
 //! counting every overwrite; saves oldest-first at shutdown; takes snapshots
 //! while the program runs (a flight recorder).
 //!
+//! Storage: up to `shards` single-producer rings (each owned by the first
+//! thread that logs into it, written with plain stores: no atomic
+//! read-modify-write on the hot path) and one multi-producer ring for every
+//! other thread. Snapshots and saves merge them by time; see [`CircularQueue`].
+//!
 //! ```
 //! use qtrace::classes::user;
 //! use qtrace::queues::{Circular, CircularParams};
@@ -29,13 +34,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ring::OverwriteRing;
-use super::save::{default_path, with_hoops, write_trace, StatusCell};
+use super::ring::{OverwriteRing, Padded, Ticketed};
+use super::save::{default_path, hoops, write_trace, StatusCell};
+use super::shard::ShardRing;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueStatus, QueueType, Reservation,
+    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
+use crate::sync::{AtomicU64, Ordering};
 
 /// The circular queue type (`"circular"`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -46,14 +53,29 @@ pub struct Circular;
 pub struct CircularParams {
     /// Events kept: a power of two (default 8192).
     pub capacity: usize,
+    /// Single-producer shards: 0 (none: every thread uses the shared
+    /// multi-producer ring) or a power of two up to [`MAX_SHARDS`] (default
+    /// 16). Each shard holds `capacity` events too (32 bytes each; the
+    /// shared ring 64), so the queue's memory is
+    /// `capacity × (64 + 32 × shards)` bytes: 4.5 MiB for the defaults,
+    /// 512 KiB with `shards: 0`. Only the newest `capacity` events overall
+    /// are kept (see [`CircularQueue`]).
+    pub shards: usize,
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-circular.qtr`.
     pub file: Option<PathBuf>,
 }
+
+/// The largest number of shards of a circular queue.
+pub const MAX_SHARDS: usize = 256;
+
+/// Default number of shards.
+pub const DEFAULT_SHARDS: usize = 16;
 
 impl Default for CircularParams {
     fn default() -> Self {
         CircularParams {
             capacity: 8192,
+            shards: DEFAULT_SHARDS,
             file: None,
         }
     }
@@ -64,12 +86,54 @@ impl QueueType for Circular {
     const NAME: &'static str = "circular";
 
     fn create(&self, params: CircularParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
-        let ring = OverwriteRing::new(params.capacity).map_err(|e| Error::InvalidParameter {
+        let bad = |reason: String| Error::InvalidParameter {
             queue_type: Self::NAME,
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        if params.shards != 0 && !(params.shards.is_power_of_two() && params.shards <= MAX_SHARDS) {
+            return Err(bad(format!(
+                "shards {} is not 0 or a power of two up to {MAX_SHARDS}; use 0 (no shards), 1, 2, 4, …, or the default {DEFAULT_SHARDS}",
+                params.shards
+            )));
+        }
+        let mp = OverwriteRing::new(params.capacity).map_err(|e| bad(e.to_string()))?;
+        let shard_ring = |capacity: usize| {
+            ShardRing::new(capacity).ok_or_else(|| {
+                bad(format!(
+                    "cannot allocate a shard of {capacity} events ({} bytes): choose a smaller capacity or fewer shards",
+                    capacity.saturating_mul(32)
+                ))
+            })
+        };
+        let shards = if params.shards == 0 {
+            // One shard that no thread can own: every event takes the shared
+            // ring, and the hot path needs no separate "no shards" branch.
+            vec![Shard {
+                owner: Padded(AtomicU64::new(NEVER)),
+                ring: shard_ring(1)?,
+            }]
+        } else {
+            let mut v = Vec::new();
+            v.try_reserve_exact(params.shards).map_err(|_| {
+                bad(format!(
+                    "cannot allocate {} shards: use fewer",
+                    params.shards
+                ))
+            })?;
+            for _ in 0..params.shards {
+                v.push(Shard {
+                    owner: Padded(AtomicU64::new(FREE)),
+                    ring: shard_ring(params.capacity)?,
+                });
+            }
+            v
+        };
         Ok(AnyQueue::CircularQueue(CircularQueue {
-            ring,
+            shard_mask: shards.len() as u64 - 1,
+            shards: shards.into_boxed_slice(),
+            mp,
+            capacity: params.capacity,
+            delivered: AtomicU64::new(0),
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
@@ -77,20 +141,79 @@ impl QueueType for Circular {
     }
 }
 
+/// A shard's owner word: no owner yet.
+const FREE: u64 = 0;
+/// A shard's owner word that no thread token equals (the placeholder shard
+/// of a queue with no shards).
+const NEVER: u64 = u64::MAX;
+/// Low bits of a [`Reservation`] naming the ring (0 = the shared ring,
+/// `s + 1` = shard `s`); the ticket is above them.
+const RING_BITS: u32 = 9;
+const RING_MASK: u64 = (1 << RING_BITS) - 1;
+
+/// A single-producer ring and the thread that owns it.
+#[derive(Debug)]
+struct Shard {
+    /// The owning thread's [`crate::source::thread_token`], [`FREE`] or
+    /// [`NEVER`]. Set once, by compare-and-swap, and never changed again.
+    owner: Padded<AtomicU64>,
+    ring: ShardRing,
+}
+
+impl Shard {
+    /// Whether a reader must look at this shard (someone owns it, so it may
+    /// hold records).
+    fn in_use(&self) -> bool {
+        !matches!(self.owner.load(Ordering::Acquire), FREE | NEVER)
+    }
+}
+
 /// A queue that keeps the most recent `capacity` events.
 ///
-/// Many threads log at once without a lock (see
-/// [`OverwriteRing`]). A producer that would
-/// overwrite a slot another producer is still writing drops its event
-/// instead, and counts it; no reader ever sees a torn record.
+/// Many threads log at once without a lock. The queue holds `shards`
+/// single-producer rings (see [`CircularParams::shards`]) and one
+/// multi-producer ring ([`OverwriteRing`]), each of `capacity` events. A
+/// thread with token `t` (a number unique to the thread, 1, 2, … in the
+/// order threads first log) uses shard `t mod shards`: the first thread to
+/// log there becomes its owner (one compare-and-swap, once) and from then on
+/// logs with plain stores — no atomic read-modify-write, no lock. A thread
+/// whose shard is owned by another thread logs into the shared ring (a
+/// ticket `fetch_add` and a slot compare-and-swap); so does every thread
+/// when `shards` is 0. A shard belongs to a token, not to a thread: when a
+/// thread exits, its records stay (and are saved) and its token goes back
+/// to a pool; the next new thread takes that token and with it the shards
+/// (it continues their tickets), so short-lived threads do not use up the
+/// shards. More threads alive than `shards` share the shared ring.
+/// Ownership is per *thread*, not per source number, because a program may
+/// give one source number to several threads
+/// ([`crate::source::set_current`], [`crate::Tracer::log_event_from`]).
 ///
-/// Saved files and snapshots hold the events oldest-first, with a hoops
-/// record (tracer class, `args = [lost, queue]`) at the start for the events
-/// overwritten before the oldest one kept, and wherever events are missing in
-/// between.
+/// In the shared ring, a producer that would overwrite a slot another
+/// producer is still writing drops its event instead, and counts it; no
+/// reader ever sees a torn record (every slot is a seqlock).
+///
+/// Snapshots and saves merge all rings by time (then ticket) and keep the
+/// newest `capacity` events overall; every other accepted event counts as
+/// overwritten, so `accepted = delivered + overwritten + queued` holds
+/// exactly and a single thread sees exactly the behaviour of one ring of
+/// `capacity` events. They hold the events oldest-first, with a hoops
+/// record (tracer class, `args = [lost, queue]`) before the oldest event
+/// kept of each ring for the events lost before it, and wherever events are
+/// missing in between.
+///
+/// Limitation: a signal handler that interrupts a thread between its
+/// reservation and its commit and itself logs `capacity` or more events into
+/// the same queue could make the interrupted record unreliable; log from
+/// signal handlers into a different queue.
 #[derive(Debug)]
 pub struct CircularQueue {
-    ring: OverwriteRing,
+    shards: Box<[Shard]>,
+    shard_mask: u64,
+    mp: OverwriteRing,
+    capacity: usize,
+    /// Events saved by `terminate` (the rings' own `delivered` counts also
+    /// the records consumed but left out as older than the newest `capacity`).
+    delivered: AtomicU64,
     file: PathBuf,
     ctx: QueueContext,
     status: StatusCell,
@@ -99,7 +222,17 @@ pub struct CircularQueue {
 impl CircularQueue {
     /// The number of events kept.
     pub fn capacity(&self) -> usize {
-        self.ring.capacity()
+        self.capacity
+    }
+
+    /// The number of single-producer shards (0 when every thread shares one
+    /// ring).
+    pub fn shards(&self) -> usize {
+        if self.shards[0].owner.load(Ordering::Relaxed) == NEVER {
+            0
+        } else {
+            self.shards.len()
+        }
     }
 
     /// The file `terminate` saves to.
@@ -107,13 +240,89 @@ impl CircularQueue {
         &self.file
     }
 
+    #[inline(always)]
+    fn shard_of(&self, token: u64) -> (usize, &Shard) {
+        let i = (token & self.shard_mask) as usize;
+        debug_assert!(i < self.shards.len());
+        // SAFETY: `shards.len() == shard_mask + 1` (set together in
+        // `create`, never changed), so `i < shards.len()`. Unchecked: saves
+        // a compare and a branch per event.
+        (i, unsafe { self.shards.get_unchecked(i) })
+    }
+
+    /// The tracer's hot path: records `make()` (called after room is
+    /// reserved, so the clock is read as late as possible).
+    #[inline(always)]
+    pub(crate) fn log_with(&self, make: impl FnOnce() -> Event) {
+        let token = crate::source::thread_token();
+        let (_, shard) = self.shard_of(token);
+        // Relaxed: only this thread ever stored its own token there.
+        if shard.owner.load(Ordering::Relaxed) == token {
+            let (record, ticket) = shard.ring.claim();
+            shard.ring.commit(record, ticket, &make());
+        } else if let Some(r) = self.reserve_slow(token) {
+            // Not the owner of its shard: it just became it (once per
+            // thread), or it logs into the shared ring.
+            self.commit(r, &make());
+        }
+    }
+
+    #[inline(always)]
+    fn reserve(&self) -> Option<u64> {
+        let token = crate::source::thread_token();
+        let (i, shard) = self.shard_of(token);
+        if shard.owner.load(Ordering::Relaxed) == token {
+            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
+        } else {
+            self.reserve_slow(token)
+        }
+    }
+
+    #[inline(never)]
+    fn reserve_slow(&self, token: u64) -> Option<u64> {
+        let (i, shard) = self.shard_of(token);
+        let owned = token != crate::source::EXITED_TOKEN
+            && shard.owner.load(Ordering::Relaxed) == FREE
+            && shard
+                .owner
+                .compare_exchange(FREE, token, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        if owned {
+            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
+        } else {
+            self.mp.claim().map(|t| t << RING_BITS)
+        }
+    }
+
+    #[inline(always)]
+    fn commit(&self, reservation: u64, event: &Event) {
+        let ticket = reservation >> RING_BITS;
+        match (reservation & RING_MASK) as usize {
+            0 => self.mp.commit(ticket, event),
+            s => {
+                let ring = &self.shards[s - 1].ring;
+                ring.commit(ring.record(ticket), ticket, event)
+            }
+        }
+    }
+
+    /// The shards a reader must look at: those with an owner.
+    fn shards_in_use(&self) -> impl Iterator<Item = &ShardRing> {
+        self.shards.iter().filter(|s| s.in_use()).map(|s| &s.ring)
+    }
+
     /// The current contents, oldest-first, with hoops records for what is
     /// missing (see [`CircularQueue`]), without stopping producers. Events
     /// being written at this instant are left out.
     pub fn snapshot_events(&self) -> Vec<Event> {
-        let records = self.ring.read();
-        let end = records.last().map_or(0, |r| r.ticket + 1);
-        with_hoops(&records, end, self.ctx.handle, || self.ctx.clock.now())
+        let rings: Vec<(Vec<Ticketed>, Option<u64>)> = std::iter::once(self.mp.read())
+            .chain(self.shards_in_use().map(|r| r.read()))
+            .map(|r| (r, None))
+            .collect();
+        merge(rings, self.capacity, self.ctx.handle, || {
+            self.ctx.clock.now()
+        })
+        .0
     }
 
     /// Writes [`CircularQueue::snapshot_events`] to `path` as a trace file
@@ -131,43 +340,238 @@ impl CircularQueue {
     }
 }
 
+/// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
+/// record (before the event it precedes) and 1 for an event.
+type Key = (u64, u64, usize, u8);
+
+/// Merges the rings' records (each sorted by ticket, with the ticket a
+/// trailing hoops record runs to: `Some(attempts)` when saving, `None` for a
+/// snapshot, which ends at each ring's newest record) into one trace sorted by
+/// time then ticket. Keeps the newest `capacity` records overall; the rest
+/// count as lost. Hoops records go before each ring's first kept record (for
+/// its tickets before it), at each gap in its tickets, and after its last up
+/// to its end. Returns the trace and the number of events kept.
+fn merge(
+    mut rings: Vec<(Vec<Ticketed>, Option<u64>)>,
+    capacity: usize,
+    queue: QueueHandle,
+    now: impl FnOnce() -> u64,
+) -> (Vec<Event>, u64) {
+    let total: usize = rings.iter().map(|(r, _)| r.len()).sum();
+    // For each ring: the end a trailing hoops record runs to, and the time
+    // of its newest record (kept or not).
+    let ends: Vec<(u64, Option<u64>)> = rings
+        .iter()
+        .map(|(r, end)| {
+            let last = r.last();
+            (
+                end.unwrap_or_else(|| last.map_or(0, |l| l.ticket + 1)),
+                last.map(|l| l.event.time),
+            )
+        })
+        .collect();
+    if total > capacity {
+        // The oldest `total - capacity` records (by time, ticket, ring) go.
+        let mut keys: Vec<Key> = rings
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (r, _))| r.iter().map(move |t| (t.event.time, t.ticket, i, 1)))
+            .collect();
+        let cut = total - capacity;
+        let (_, &mut first_kept, _) = keys.select_nth_unstable(cut);
+        for (i, (r, _)) in rings.iter_mut().enumerate() {
+            r.retain(|t| (t.event.time, t.ticket, i, 1) >= first_kept);
+        }
+    }
+    let mut now = Some(now);
+    let mut now_time = None;
+    let mut out: Vec<(Key, Event)> = Vec::with_capacity(total.min(capacity) + 2 * rings.len());
+    for (i, ((records, _), (end, newest))) in rings.iter().zip(ends).enumerate() {
+        let mut next = 0u64;
+        let mut last_time = None;
+        for r in records {
+            let t = r.event.time;
+            if r.ticket > next {
+                out.push(((t, r.ticket, i, 0), hoops(t, r.ticket - next, queue)));
+            }
+            out.push(((t, r.ticket, i, 1), r.event));
+            next = r.ticket + 1;
+            last_time = Some(t);
+        }
+        if end > next {
+            let t = match last_time.or(newest) {
+                Some(t) => t,
+                None => *now_time.get_or_insert_with(|| (now.take().expect("called once"))()),
+            };
+            out.push(((t, u64::MAX, i, 0), hoops(t, end - next, queue)));
+        }
+    }
+    let kept = total.min(capacity) as u64;
+    // Stable, and each ring's part is already in order: a single ring (the
+    // common case) comes out exactly as it went in.
+    out.sort_by_key(|(k, _)| *k);
+    (out.into_iter().map(|(_, e)| e).collect(), kept)
+}
+
 impl Queue for CircularQueue {
+    /// Reserves room in this thread's shard (becoming its owner if it has
+    /// none), or else in the shared ring. The reservation must be posted by
+    /// the thread that got it (the tracer always does).
     #[inline(always)]
     fn get(&self) -> Option<Reservation> {
-        self.ring.claim().map(Reservation::new)
+        self.reserve().map(Reservation::new)
     }
 
     #[inline(always)]
     fn post(&self, reservation: Reservation, event: &Event) {
-        self.ring.commit(reservation.ticket(), event);
+        self.commit(reservation.ticket(), event);
     }
 
-    /// Saves the events oldest-first, with a leading hoops record for the
-    /// overwritten ones. On failure the events stay in the queue (counted as
-    /// queued, not delivered) and the error is also in [`Queue::status`].
+    /// Saves the events oldest-first (all rings merged by time, the newest
+    /// `capacity`), with hoops records for the lost ones. On failure the
+    /// events stay in the queue (counted as queued, not delivered) and the
+    /// error is also in [`Queue::status`].
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
-        let records = self.ring.consume();
-        let end = self.ring.attempts();
-        let events = with_hoops(&records, end, ctx.handle, || ctx.clock.now());
+        let mp = self.mp.consume();
+        let mut taken: Vec<(Vec<Ticketed>, Option<u64>)> =
+            vec![(mp.clone(), Some(self.mp.attempts()))];
+        let mut moved = Vec::new();
+        for ring in self.shards_in_use() {
+            let (records, m) = ring.consume();
+            taken.push((records, Some(ring.attempts())));
+            moved.push((ring, m));
+        }
+        let (events, kept) = merge(taken, self.capacity, ctx.handle, || ctx.clock.now());
         let result = write_trace(&self.file, ctx, &events);
         if result.is_err() {
-            self.ring.restore(&records);
+            self.mp.restore(&mp);
+            for (ring, m) in moved {
+                ring.restore(m);
+            }
+        } else {
+            self.delivered.fetch_add(kept, Ordering::Relaxed);
         }
         self.status.record(&self.file, result)
     }
 
+    /// Summed over the rings; `queued` is at most `capacity` (what a save
+    /// would keep), and `overwritten` is derived (`accepted - delivered -
+    /// queued`), exact whenever no producer is between reservation and commit.
     fn counters(&self) -> QueueCounters {
-        let c = self.ring.counters();
+        // `dropped` before `attempts`: a drop is always counted after its
+        // ticket, so `accepted` never goes negative.
+        let dropped = self.mp.dropped();
+        let (mut attempts, mut held) = (self.mp.attempts(), self.mp.queued());
+        for ring in self.shards_in_use() {
+            attempts += ring.attempts();
+            held += ring.queued();
+        }
+        let accepted = attempts.saturating_sub(dropped);
+        let queued = held.min(self.capacity as u64);
+        let delivered = self.delivered.load(Ordering::Relaxed);
         QueueCounters {
-            accepted: c.accepted,
-            dropped: c.dropped,
-            overwritten: c.overwritten,
-            delivered: c.delivered,
-            queued: c.queued,
+            accepted,
+            dropped,
+            overwritten: accepted.saturating_sub(delivered + queued),
+            delivered,
+            queued,
         }
     }
 
     fn status(&self) -> QueueStatus {
         self.status.get()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::classes::{user, Catalog};
+    use crate::clock::{Clock, ManualClock};
+    use std::sync::Arc;
+
+    fn queue(shards: usize) -> CircularQueue {
+        let ctx = QueueContext {
+            handle: QueueHandle(0),
+            type_name: "circular",
+            output_dir: std::env::temp_dir(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(0)),
+        };
+        let params = CircularParams {
+            capacity: 4,
+            shards,
+            file: None,
+        };
+        match Circular.create(params, &ctx).unwrap() {
+            AnyQueue::CircularQueue(q) => q,
+            _ => unreachable!(),
+        }
+    }
+
+    fn log(q: &CircularQueue, n: u64) {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..n {
+                    q.log_with(|| Event::new(i, user::USER0, 0, [i, 0]));
+                }
+            });
+        });
+    }
+
+    #[test]
+    fn first_thread_owns_the_shard_other_threads_use_the_shared_ring() {
+        let q = queue(1);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (logged_tx, logged_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let q = &q;
+            s.spawn(move || {
+                for i in 0..3 {
+                    q.log_with(|| Event::new(i, user::USER0, 0, [i, 0]));
+                }
+                logged_tx.send(()).unwrap();
+                rx.recv().unwrap(); // stays alive while the others log
+            });
+            logged_rx.recv().unwrap();
+            log(q, 2);
+            log(q, 1);
+            tx.send(()).unwrap();
+        });
+        assert_eq!(q.shards[0].ring.attempts(), 3);
+        assert_eq!(q.mp.attempts(), 3);
+        assert_ne!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
+        assert_eq!(q.counters().accepted, 6);
+    }
+
+    #[test]
+    fn an_exiting_thread_never_becomes_an_owner() {
+        let q = queue(1);
+        assert!(q.reserve_slow(crate::source::EXITED_TOKEN).is_some());
+        assert_eq!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
+        assert_eq!(q.mp.attempts(), 1);
+    }
+
+    #[test]
+    fn no_shards_means_the_shared_ring_only() {
+        let q = queue(0);
+        log(&q, 3);
+        assert_eq!(q.shards(), 0);
+        assert_eq!(q.shards[0].ring.attempts(), 0);
+        assert_eq!(q.mp.attempts(), 3);
+    }
+
+    #[test]
+    fn reservations_name_their_ring() {
+        let q = queue(16);
+        let r = q.get().unwrap(); // this thread's shard, ticket 0
+        let shard = crate::source::thread_token() & 15;
+        assert_eq!(r.ticket(), shard + 1);
+        q.post(r, &Event::new(5, user::USER0, 0, [0, 0]));
+        let r = q.get().unwrap();
+        assert_eq!(r.ticket(), 1 << RING_BITS | (shard + 1));
+        q.post(r, &Event::new(6, user::USER0, 0, [0, 0]));
+        let times: Vec<u64> = q.snapshot_events().iter().map(|e| e.time).collect();
+        assert_eq!(times, [5, 6]);
     }
 }

@@ -9,6 +9,7 @@ pub mod online;
 pub mod ring;
 mod save;
 pub(crate) mod sender;
+mod shard;
 pub(crate) mod task;
 pub mod udp;
 

@@ -8,6 +8,9 @@
 //! cache line, and so does every slot (64-byte aligned), so two producers never
 //! write the same line.
 //!
+//! (The circular queue's per-thread shards use a single-producer ring of
+//! their own, without per-slot sequence words: `queues/shard.rs`.)
+//!
 //! Two rings, one per loss policy:
 //!
 //! - [`OverwriteRing`] keeps the last `capacity` events (the circular queue).
@@ -485,6 +488,18 @@ impl OverwriteRing {
         n
     }
 
+    /// Records held and not consumed (committed or being written), counted
+    /// by scanning the slots: O(capacity).
+    pub(crate) fn queued(&self) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| {
+                let seq = s.seq.load(Ordering::Relaxed);
+                seq != 0 && seq & STATE_MASK != CONSUMED
+            })
+            .count() as u64
+    }
+
     /// The counters. `overwritten` is derived (`accepted - delivered -
     /// queued`, with `queued` counted by scanning the slots: O(capacity)), so
     /// it is exact whenever no producer is between claim and commit.
@@ -492,14 +507,7 @@ impl OverwriteRing {
         let dropped = self.dropped();
         let attempts = self.attempts();
         let accepted = attempts.saturating_sub(dropped);
-        let queued = self
-            .slots
-            .iter()
-            .filter(|s| {
-                let seq = s.seq.load(Ordering::Relaxed);
-                seq != 0 && seq & STATE_MASK != CONSUMED
-            })
-            .count() as u64;
+        let queued = self.queued();
         let delivered = self.delivered.load(Ordering::Relaxed);
         RingCounters {
             accepted,
