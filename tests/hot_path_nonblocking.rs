@@ -209,6 +209,7 @@ fn a_user_queue_blocking_in_post_stalls_only_its_own_producers() {
             file: Some(
                 std::env::temp_dir().join(format!("qtrace-hot-path-{}.qtr", std::process::id())),
             ),
+            ..CircularParams::default()
         })
         .unwrap();
     tracer.assign_event(user::USER1, slow).unwrap();

@@ -186,6 +186,7 @@ fn circular_keeps_the_last_events_and_accounts_for_the_rest() {
         .create_queue::<Circular>(CircularParams {
             capacity: cap,
             file: None,
+            ..CircularParams::default()
         })
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
