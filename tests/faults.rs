@@ -317,7 +317,6 @@ fn a_clock_going_backwards_is_recorded_as_read_and_read_back_unchanged() {
             capacity: 4,
             file: None,
             shards: 0,
-            ..CircularParams::default()
         })
         .unwrap();
     let o = tracer
