@@ -15,7 +15,7 @@ use super::ring::DropRing;
 use super::task::{high_water_events, TaskControl};
 use crate::error::Error;
 use crate::event::Event;
-use crate::queue::Reservation;
+use crate::queue::{QueueCounters, Reservation};
 
 /// A drop-when-full ring and its task's wake-up.
 #[derive(Debug)]
@@ -61,6 +61,20 @@ impl Feed {
             high_water,
             control: TaskControl::new(),
         })
+    }
+
+    /// The queue's counters, given how many events its task has delivered
+    /// (written or sent): nothing is ever overwritten, and what is accepted
+    /// but not delivered is still queued.
+    pub(crate) fn counters(&self, delivered: u64) -> QueueCounters {
+        let accepted = self.ring.accepted().max(delivered);
+        QueueCounters {
+            accepted,
+            dropped: self.ring.dropped(),
+            overwritten: 0,
+            delivered,
+            queued: accepted - delivered,
+        }
     }
 
     /// The high-water mark in events.

@@ -375,17 +375,9 @@ impl Queue for OnlineQueue {
     }
 
     fn counters(&self) -> QueueCounters {
-        let ring = &self.shared.feed.ring;
-        let dropped = ring.dropped();
-        let delivered = self.shared.delivered.load(Ordering::Relaxed);
-        let accepted = ring.accepted().max(delivered);
-        QueueCounters {
-            accepted,
-            dropped,
-            overwritten: 0,
-            delivered,
-            queued: accepted - delivered,
-        }
+        self.shared
+            .feed
+            .counters(self.shared.delivered.load(Ordering::Relaxed))
     }
 
     fn status(&self) -> QueueStatus {

@@ -427,17 +427,9 @@ impl Queue for UdpQueue {
     }
 
     fn counters(&self) -> QueueCounters {
-        let ring = &self.shared.feed.ring;
-        let dropped = ring.dropped();
-        let delivered = self.shared.stats.events_sent.load(Ordering::Relaxed);
-        let accepted = ring.accepted().max(delivered);
-        QueueCounters {
-            accepted,
-            dropped,
-            overwritten: 0,
-            delivered,
-            queued: accepted - delivered,
-        }
+        self.shared
+            .feed
+            .counters(self.shared.stats.events_sent.load(Ordering::Relaxed))
     }
 
     fn status(&self) -> QueueStatus {
