@@ -338,17 +338,13 @@ impl Queue for OnlineQueue {
                 return Err(e);
             }
         };
-        let task = Task::spawn(
+        let task = Task::start(
+            "start the online queue's drain thread",
             format!("qtrace-online-q{}", ctx.handle),
             self.period,
             Arc::clone(&self.shared.feed.control),
             drainer,
-        )
-        .map_err(|e| Error::Io {
-            path: None,
-            action: "start the online queue's drain thread",
-            source: e,
-        })?;
+        )?;
         *state = State::Running(task);
         Ok(())
     }
@@ -356,15 +352,11 @@ impl Queue for OnlineQueue {
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
         let mut state = self.state.lock();
         match std::mem::replace(&mut *state, State::Done) {
-            State::Running(mut task) => {
-                if !task.stop() {
-                    return Err(Error::Io {
-                        path: self.path.clone(),
-                        action: "finish the online queue's drain task (it panicked) for",
-                        source: io::Error::other("drain task panicked"),
-                    });
-                }
-            }
+            State::Running(mut task) => task.finish(
+                "finish the online queue's drain task (it panicked) for",
+                self.path.clone(),
+                "drain task panicked",
+            )?,
             State::Created(target) => {
                 // Never activated: write what was logged since phase 1 now.
                 self.open(target, ctx)?.finish();

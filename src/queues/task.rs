@@ -16,8 +16,11 @@
 //! it drains would feed itself (S.Ha.R.K.'s online task could be traced into
 //! its own queue).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+
+use crate::error::Error;
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -120,6 +123,41 @@ impl Task {
             control,
             join: Some(join),
         })
+    }
+
+    /// [`Task::spawn`] for a queue: a thread that cannot start is an
+    /// [`Error::Io`] saying `action`.
+    pub(crate) fn start<W: Work>(
+        action: &'static str,
+        name: String,
+        period: Duration,
+        control: Arc<TaskControl>,
+        work: W,
+    ) -> Result<Task, Error> {
+        Task::spawn(name, period, control, work).map_err(|source| Error::Io {
+            path: None,
+            action,
+            source,
+        })
+    }
+
+    /// [`Task::stop`] for a queue's terminate hook: a task that panicked is an
+    /// [`Error::Io`] saying `action` (on `path`, if any) with `why`.
+    pub(crate) fn finish(
+        &mut self,
+        action: &'static str,
+        path: Option<PathBuf>,
+        why: &'static str,
+    ) -> Result<(), Error> {
+        if self.stop() {
+            Ok(())
+        } else {
+            Err(Error::Io {
+                path,
+                action,
+                source: std::io::Error::other(why),
+            })
+        }
     }
 
     /// Asks the task to stop, wakes it and waits until it has finished its

@@ -393,17 +393,13 @@ impl Queue for UdpQueue {
             return Ok(());
         }
         let streamer = self.streamer(ctx)?;
-        let task = Task::spawn(
+        let task = Task::start(
+            "start the UDP queue's send thread",
             format!("qtrace-udp-q{}", ctx.handle),
             self.params.period,
             Arc::clone(&self.shared.feed.control),
             streamer,
-        )
-        .map_err(|e| Error::Io {
-            path: None,
-            action: "start the UDP queue's send thread",
-            source: e,
-        })?;
+        )?;
         *state = State::Running(task);
         Ok(())
     }
@@ -411,15 +407,11 @@ impl Queue for UdpQueue {
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
         let mut state = self.state.lock();
         match std::mem::replace(&mut *state, State::Done) {
-            State::Running(mut task) => {
-                if !task.stop() {
-                    return Err(Error::Io {
-                        path: None,
-                        action: "finish the UDP queue's send task",
-                        source: std::io::Error::other("send task panicked"),
-                    });
-                }
-            }
+            State::Running(mut task) => task.finish(
+                "finish the UDP queue's send task",
+                None,
+                "send task panicked",
+            )?,
             State::Created => self.streamer(ctx)?.finish(),
             State::Done => {}
         }
