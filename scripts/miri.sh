@@ -32,6 +32,7 @@ fi
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 start=$(date +%s)
 cargo +nightly miri setup >/dev/null
-cargo +nightly miri test --lib -- clock:: queues::ring::tests event::
+cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: queues::producer_cache:: event::
+cargo +nightly miri test --test circular_cache
 cargo +nightly miri test --test stress_loss -- fixed circular
 echo "miri: all chosen tests passed in $(( $(date +%s) - start )) s"

@@ -35,6 +35,15 @@ pub fn current() -> u32 {
     })
 }
 
+/// This thread's source number, read without checking that it was
+/// assigned: for the tracer's cached path, which is only taken by a thread
+/// that has called [`current`] before (and [`set_current`] never stores
+/// the unassigned mark), so the number is always assigned there.
+#[inline(always)]
+pub(crate) fn current_assigned() -> u32 {
+    CURRENT.with(|c| c.get())
+}
+
 #[cold]
 #[inline(never)]
 fn assign(cell: &Cell<u32>) -> u32 {
@@ -104,6 +113,10 @@ impl Drop for TokenGuard {
         // `TOKEN` has no destructor, so it is still there. Anything this
         // thread logs from now on goes to the shared ring.
         let token = TOKEN.with(|c| c.replace(EXITED_TOKEN));
+        // The shards this thread owns go with its token: forget them, so
+        // that a late log from another thread-local's destructor takes the
+        // shared ring rather than a shard a new thread may own.
+        crate::queues::producer_cache::clear();
         if token != 0 && token != EXITED_TOKEN {
             free_tokens().push(token);
         }
@@ -113,7 +126,16 @@ impl Drop for TokenGuard {
 /// Declares this thread's source number (for example its CPU). `u32::MAX` is
 /// reserved and means "assign one for me".
 pub fn set_current(source: u32) {
-    CURRENT.with(|c| c.set(source));
+    CURRENT.with(|c| {
+        if source == UNSET {
+            // Assigned now rather than on the next log: the number in this
+            // thread's slot is then always a real one (see
+            // `current_assigned`).
+            assign(c);
+        } else {
+            c.set(source);
+        }
+    });
 }
 
 #[cfg(all(test, not(loom)))]

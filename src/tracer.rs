@@ -14,8 +14,9 @@ use crate::event::{Event, EventId};
 use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType,
 };
+use crate::queues::{producer_cache, CircularQueue};
 use crate::registry::{Phase, Registry, LIVE, QUEUE_MASK};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// How a tracer is set up. `Default` gives the fast clock and the output
 /// directory `$QTRACE_DIR`, or `./qtrace-out` when that is unset.
@@ -116,7 +117,16 @@ pub struct Tracer {
     /// keep `routes`, `queues` and the clock's fields in registers across a
     /// loop of `log_event` calls.
     registry: Box<Mutex<Registry>>,
+    /// `serial << 32`, where `serial` is this tracer's number in the process
+    /// (1, 2, …, never reused); `key_base | route word` names one of its
+    /// queues for good, the key of each thread's shard cache
+    /// (`queues::producer_cache`). 0 when the serial does not fit in 32 bits:
+    /// then the cache is not used.
+    key_base: u64,
 }
+
+/// The next tracer's serial number.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 impl std::fmt::Debug for Tracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,6 +163,11 @@ impl Tracer {
             clock: config.clock,
             output_dir: config.output_dir,
             registry: Box::new(Mutex::new(Registry::new(Catalog::builtin()))),
+            key_base: match NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) {
+                serial @ 1..=0xffff_ffff => serial << 32,
+                // Four billion tracers later: correct, just uncached.
+                _ => 0,
+            },
         };
         crate::queues::register_builtin_types(&tracer).expect("fresh tracer");
         tracer
@@ -169,7 +184,7 @@ impl Tracer {
         if word & LIVE == 0 {
             return;
         }
-        self.record(word, crate::source::current(), id, args);
+        self.record(word, None, id, args);
     }
 
     /// Records `id` as coming from `source` (a CPU or thread number the caller
@@ -180,7 +195,7 @@ impl Tracer {
         if word & LIVE == 0 {
             return;
         }
-        self.record(word, source, id, args);
+        self.record(word, Some(source), id, args);
     }
 
     /// Whether `id` would be recorded now (one relaxed load): lets a caller
@@ -190,8 +205,24 @@ impl Tracer {
         self.routes[id.0 as usize].load(Ordering::Relaxed) & LIVE != 0
     }
 
+    /// Records an event routed by `word`; `source` is `None` for this
+    /// thread's source number.
     #[inline(always)]
-    fn record(&self, word: u32, source: u32, id: EventId, args: [u64; 2]) {
+    fn record(&self, word: u32, source: Option<u32>, id: EventId, args: [u64; 2]) {
+        // The common case, an event into a circular queue where this thread
+        // owns a shard: one compare against this thread's cache, then plain
+        // stores into the shard.
+        let key = producer_cache::key(self.key_base, word);
+        // SAFETY: `key` carries this tracer's serial, and `self` is held for
+        // the ring's whole use (see `producer_cache::lookup`).
+        if let Some(ring) = unsafe { producer_cache::lookup(key) } {
+            // A cached thread has called `source::current` (in
+            // `record_circular`), so its number is assigned.
+            let source = source.unwrap_or_else(crate::source::current_assigned);
+            ring.push_with(|| Event::new(self.clock.now(), id, source, args));
+            return;
+        }
+        let source = source.unwrap_or_else(crate::source::current);
         // A route word names a queue only after that queue was stored, and
         // `OnceLock::get` synchronises with the store, so `None` is only seen
         // for a route being written concurrently with its queue's creation.
@@ -200,17 +231,38 @@ impl Tracer {
             // kind inlined together (matching in `get` and again in `post`
             // would cost a second dispatch per event).
             match queue {
-                // The circular queue's own fast path: it picks this thread's
-                // single-producer shard (see `CircularQueue`).
-                AnyQueue::CircularQueue(q) => {
-                    q.log_with(move || Event::new(self.clock.now(), id, source, args))
-                }
+                AnyQueue::CircularQueue(q) => self.record_circular(q, key, source, id, args),
                 AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::OnlineQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::UdpQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DynQueue(q) => self.record_into(q, source, id, args),
             }
+        }
+    }
+
+    /// A circular-queue event that missed this thread's cache: the first
+    /// into this queue from this thread (which then caches its shard), or
+    /// one from a thread without a shard (into the shared ring).
+    #[inline(never)]
+    fn record_circular(
+        &self,
+        queue: &CircularQueue,
+        key: u64,
+        source: u32,
+        id: EventId,
+        args: [u64; 2],
+    ) {
+        let make = || Event::new(self.clock.now(), id, source, args);
+        match queue.producer_shard() {
+            Some(ring) => {
+                // The cached path reads the source number unchecked: make
+                // sure this thread has one (`log_event_from` did not ask).
+                crate::source::current();
+                producer_cache::fill(key, ring);
+                ring.push_with(make);
+            }
+            None => queue.log_shared(make),
         }
     }
 

@@ -250,20 +250,53 @@ impl CircularQueue {
         (i, unsafe { self.shards.get_unchecked(i) })
     }
 
-    /// The tracer's hot path: records `make()` (called after room is
-    /// reserved, so the clock is read as late as possible).
-    #[inline(always)]
+    /// Records `make()` (called after room is reserved, so the clock is
+    /// read as late as possible) from this thread: into its shard, or the
+    /// shared ring. The tracer's hot path goes through
+    /// [`CircularQueue::producer_shard`] once per thread and then writes the
+    /// shard directly (see `queues::producer_cache`).
+    #[cfg(test)]
     pub(crate) fn log_with(&self, make: impl FnOnce() -> Event) {
+        match self.producer_shard() {
+            Some(ring) => ring.push_with(make),
+            None => self.log_shared(make),
+        }
+    }
+
+    /// The shard this thread owns, becoming its owner if it is free; `None`
+    /// when another thread owns it (or the queue has no shards): then this
+    /// thread logs with [`CircularQueue::log_shared`]. A thread's answer
+    /// never changes from `Some(ring)` to anything else while it lives.
+    #[inline]
+    pub(crate) fn producer_shard(&self) -> Option<&ShardRing> {
         let token = crate::source::thread_token();
         let (_, shard) = self.shard_of(token);
         // Relaxed: only this thread ever stored its own token there.
-        if shard.owner.load(Ordering::Relaxed) == token {
-            let (record, ticket) = shard.ring.claim();
-            shard.ring.commit(record, ticket, &make());
-        } else if let Some(r) = self.reserve_slow(token) {
-            // Not the owner of its shard: it just became it (once per
-            // thread), or it logs into the shared ring.
-            self.commit(r, &make());
+        if shard.owner.load(Ordering::Relaxed) == token || self.acquire_shard(shard, token) {
+            Some(&shard.ring)
+        } else {
+            None
+        }
+    }
+
+    /// Makes this thread the owner of `shard` if it is free (once per
+    /// thread and queue).
+    #[inline(never)]
+    fn acquire_shard(&self, shard: &Shard, token: u64) -> bool {
+        token != crate::source::EXITED_TOKEN
+            && shard.owner.load(Ordering::Relaxed) == FREE
+            && shard
+                .owner
+                .compare_exchange(FREE, token, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Records `make()` into the shared multi-producer ring (or counts it
+    /// dropped, see [`CircularQueue`]).
+    #[inline]
+    pub(crate) fn log_shared(&self, make: impl FnOnce() -> Event) {
+        if let Some(ticket) = self.mp.claim() {
+            self.mp.commit(ticket, &make());
         }
     }
 
@@ -281,13 +314,7 @@ impl CircularQueue {
     #[inline(never)]
     fn reserve_slow(&self, token: u64) -> Option<u64> {
         let (i, shard) = self.shard_of(token);
-        let owned = token != crate::source::EXITED_TOKEN
-            && shard.owner.load(Ordering::Relaxed) == FREE
-            && shard
-                .owner
-                .compare_exchange(FREE, token, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok();
-        if owned {
+        if self.acquire_shard(shard, token) {
             Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
         } else {
             self.mp.claim().map(|t| t << RING_BITS)

@@ -6,10 +6,11 @@ pub mod dummy;
 pub(crate) mod feed;
 pub mod fixed;
 pub mod online;
+pub(crate) mod producer_cache;
 pub mod ring;
 mod save;
 pub(crate) mod sender;
-mod shard;
+pub(crate) mod shard;
 pub(crate) mod task;
 pub mod udp;
 

@@ -108,6 +108,15 @@ impl ShardRing {
         self.idx.committed.store(ticket + 1, Ordering::Release);
     }
 
+    /// Claims the next ticket, then writes `make()` there and publishes it,
+    /// **only from the ring's single producer**. `make` runs after the claim,
+    /// so an event's clock is read as late as possible.
+    #[inline(always)]
+    pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
+        let (record, ticket) = self.claim();
+        self.commit(record, ticket, &make());
+    }
+
     /// Every attempt so far.
     pub(crate) fn attempts(&self) -> u64 {
         self.idx.claimed.load(Ordering::Relaxed)
