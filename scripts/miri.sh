@@ -33,6 +33,8 @@ export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 start=$(date +%s)
 cargo +nightly miri setup >/dev/null
 cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: queues::producer_cache:: event::
-cargo +nightly miri test --test circular_cache
+# The cache tests whose failure would be a dangling pointer (a tracer takes
+# about 25 s to create under Miri, so not the whole file).
+cargo +nightly miri test --test circular_cache -- a_new_tracer two_live
 cargo +nightly miri test --test stress_loss -- fixed circular
 echo "miri: all chosen tests passed in $(( $(date +%s) - start )) s"

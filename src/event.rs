@@ -100,6 +100,14 @@ impl Event {
         ]
     }
 
+    /// Word 1 of [`Event::to_words`] (flags 0) from the source already
+    /// shifted into place (`source_word = (source as u64) << 32`): one `or`
+    /// on the tracer's hot path.
+    #[inline(always)]
+    pub(crate) const fn id_word(id: EventId, source_word: u64) -> u64 {
+        source_word | id.0 as u64
+    }
+
     /// The inverse of [`Event::to_words`].
     #[inline]
     pub const fn from_words(w: [u64; 4]) -> Self {

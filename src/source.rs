@@ -14,10 +14,17 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// The source number `u32::MAX` is reserved: "assign one".
 const UNSET: u32 = u32::MAX;
+/// `CURRENT` before a number is assigned (its low half is not 0, so no
+/// assigned number looks like it).
+const UNSET_WORD: u64 = u64::MAX;
 
 thread_local! {
-    static CURRENT: Cell<u32> = const { Cell::new(UNSET) };
+    /// `source << 32`: the form a record's second word wants it in (see
+    /// [`crate::Event::to_words`]), so the tracer's hot path just `or`s the
+    /// event id in.
+    static CURRENT: Cell<u64> = const { Cell::new(UNSET_WORD) };
 }
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -27,28 +34,29 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 pub fn current() -> u32 {
     CURRENT.with(|c| {
         let v = c.get();
-        if v != UNSET {
-            v
+        if v != UNSET_WORD {
+            (v >> 32) as u32
         } else {
             assign(c)
         }
     })
 }
 
-/// This thread's source number, read without checking that it was
-/// assigned: for the tracer's cached path, which is only taken by a thread
-/// that has called [`current`] before (and [`set_current`] never stores
-/// the unassigned mark), so the number is always assigned there.
+/// This thread's source number shifted left by 32 (the low half 0), read
+/// without checking that it was assigned: for the tracer's cached path,
+/// which is only taken by a thread that has called [`current`] before (and
+/// [`set_current`] never stores the unassigned mark), so the number is
+/// always assigned there.
 #[inline(always)]
-pub(crate) fn current_assigned() -> u32 {
+pub(crate) fn current_word_assigned() -> u64 {
     CURRENT.with(|c| c.get())
 }
 
 #[cold]
 #[inline(never)]
-fn assign(cell: &Cell<u32>) -> u32 {
+fn assign(cell: &Cell<u64>) -> u32 {
     let v = NEXT.fetch_add(1, Ordering::Relaxed) % UNSET;
-    cell.set(v);
+    cell.set((v as u64) << 32);
     v
 }
 
@@ -130,10 +138,10 @@ pub fn set_current(source: u32) {
         if source == UNSET {
             // Assigned now rather than on the next log: the number in this
             // thread's slot is then always a real one (see
-            // `current_assigned`).
+            // `current_word_assigned`).
             assign(c);
         } else {
-            c.set(source);
+            c.set((source as u64) << 32);
         }
     });
 }

@@ -218,8 +218,12 @@ impl Tracer {
         if let Some(ring) = unsafe { producer_cache::lookup(key) } {
             // A cached thread has called `source::current` (in
             // `record_circular`), so its number is assigned.
-            let source = source.unwrap_or_else(crate::source::current_assigned);
-            ring.push_with(|| Event::new(self.clock.now(), id, source, args));
+            let source_word = match source {
+                Some(s) => (s as u64) << 32,
+                None => crate::source::current_word_assigned(),
+            };
+            let id_word = Event::id_word(id, source_word);
+            ring.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
             return;
         }
         let source = source.unwrap_or_else(crate::source::current);
@@ -241,9 +245,11 @@ impl Tracer {
         }
     }
 
-    /// A circular-queue event that missed this thread's cache: the first
-    /// into this queue from this thread (which then caches its shard), or
-    /// one from a thread without a shard (into the shared ring).
+    /// A circular-queue event whose queue is not the newest in this
+    /// thread's cache: one this thread logged into before (found in the
+    /// cache's older entries), the first into this queue from this thread
+    /// (which then caches its shard), or one from a thread without a shard
+    /// (into the shared ring).
     #[inline(never)]
     fn record_circular(
         &self,
@@ -254,6 +260,10 @@ impl Tracer {
         args: [u64; 2],
     ) {
         let make = || Event::new(self.clock.now(), id, source, args);
+        // SAFETY: as in `record`.
+        if let Some(ring) = unsafe { producer_cache::lookup_older(key) } {
+            return ring.push_with(make);
+        }
         match queue.producer_shard() {
             Some(ring) => {
                 // The cached path reads the source number unchecked: make

@@ -10,9 +10,12 @@
 //! on the first event a thread logs into a queue (see
 //! [`crate::Tracer::log_event`]).
 //!
-//! The cache is direct-mapped with [`WAYS`] entries, indexed by the low
-//! bits of the queue's handle, so a thread logging into up to [`WAYS`]
-//! circular queues with consecutive handles never misses.
+//! The cache holds the [`WAYS`] queues this thread logged into most
+//! recently, newest first. The hot path compares only the newest entry's
+//! key; the others are searched (and the one found moved to the front) on
+//! the tracer's out-of-line path for circular queues, so a thread logging
+//! into up to [`WAYS`] circular queues in turn never looks for its shard
+//! again, and one logging into a single queue never leaves the fast path.
 //!
 //! # Keys
 //!
@@ -46,7 +49,11 @@ use crate::registry::LIVE;
 /// Entries per thread.
 pub(crate) const WAYS: usize = 4;
 
+/// The queues this thread logged into most recently, newest first: entry 0
+/// is the only one the common path (a thread logging into one circular
+/// queue) looks at.
 struct Cache {
+    /// 0 for an empty entry.
     keys: [Cell<u64>; WAYS],
     /// Non-null (dangling while the key is 0), so that a hit needs no
     /// null check.
@@ -64,22 +71,18 @@ thread_local! {
     };
 }
 
-/// The entry for a key: the low bits of its queue handle, the low bits of
-/// its route word.
-#[inline(always)]
-fn way(word: u32) -> usize {
-    word as usize & (WAYS - 1)
-}
-
 /// The key of the queue `route_word` names in the tracer whose serial is
 /// `key_base >> 32`.
 #[inline(always)]
 pub(crate) fn key(key_base: u64, route_word: u32) -> u64 {
-    key_base | route_word as u64
+    // `+` rather than `|` (the same here: the low half of `key_base` is 0),
+    // so that x86 can do it in one `lea`.
+    key_base + route_word as u64
 }
 
 /// The shard ring this thread owns in the queue `key` (made by [`key`])
-/// names, if the cache holds it.
+/// names, if it is the newest entry: the hot path. See [`lookup_older`]
+/// for the others.
 ///
 /// # Safety
 ///
@@ -92,32 +95,58 @@ pub(crate) unsafe fn lookup<'a>(key: u64) -> Option<&'a ShardRing> {
         "keys are made from live route words"
     );
     CACHE.with(|c| {
-        let w = way(key as u32);
-        if c.keys[w].get() == key {
+        if c.keys[0].get() == key {
             // SAFETY: an entry's pointer was made from a `&ShardRing` of
             // the queue `key` names (in `fill`), and that queue lives as
             // long as its tracer, which the caller holds for `'a`.
-            Some(unsafe { c.rings[w].get().as_ref() })
+            Some(unsafe { c.rings[0].get().as_ref() })
         } else {
             None
         }
     })
 }
 
-/// Remembers that this thread owns `ring` in the queue `key` names.
-/// Keys below `1 << 32` (a tracer without a serial) or without the live
-/// bit are ignored (see the module docs).
+/// [`lookup`] in the entries after the newest (out of line, so the hot
+/// path holds no call): a hit moves to the front.
+///
+/// # Safety
+///
+/// As [`lookup`].
+pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
+    CACHE
+        .try_with(|c| {
+            let i = (1..WAYS).find(|&i| c.keys[i].get() == key)?;
+            let ring = c.rings[i].get();
+            move_to_front(c, i, key, ring);
+            // SAFETY: as in `lookup`.
+            Some(unsafe { ring.as_ref() })
+        })
+        .ok()
+        .flatten()
+}
+
+/// Shifts entries `0..i` one place back (over entry `i`) and puts `key`
+/// first.
+fn move_to_front(c: &Cache, i: usize, key: u64, ring: NonNull<ShardRing>) {
+    for j in (1..=i).rev() {
+        c.keys[j].set(c.keys[j - 1].get());
+        c.rings[j].set(c.rings[j - 1].get());
+    }
+    c.keys[0].set(key);
+    c.rings[0].set(ring);
+}
+
+/// Remembers that this thread owns `ring` in the queue `key` names, as the
+/// newest entry (the oldest is forgotten). Keys below `1 << 32` (a tracer
+/// without a serial) or without the live bit are ignored (see the module
+/// docs).
 pub(crate) fn fill(key: u64, ring: &ShardRing) {
     if key >> 32 == 0 || key as u32 & LIVE == 0 {
         return;
     }
     // `try_with`: a thread that logs from a thread-local destructor after
     // the cache is gone just does not cache.
-    let _ = CACHE.try_with(|c| {
-        let w = way(key as u32);
-        c.keys[w].set(key);
-        c.rings[w].set(NonNull::from(ring));
-    });
+    let _ = CACHE.try_with(|c| move_to_front(c, WAYS - 1, key, NonNull::from(ring)));
 }
 
 /// Forgets every entry (this thread's token is being given back).
@@ -137,43 +166,52 @@ mod tests {
     fn hit(key: u64) -> Option<*const ShardRing> {
         // SAFETY: the reference is turned into a pointer at once and never
         // dereferenced.
-        unsafe { lookup(key) }.map(|r| r as *const ShardRing)
+        unsafe { lookup(key).or_else(|| lookup_older(key)) }.map(|r| r as *const ShardRing)
+    }
+
+    fn stored() -> [u64; WAYS] {
+        CACHE.with(|c| c.keys.each_ref().map(Cell::get))
     }
 
     #[test]
-    fn hits_only_the_key_it_was_filled_with() {
-        let a = ShardRing::new(4).unwrap();
-        let b = ShardRing::new(4).unwrap();
-        let ka = 7 << 32 | 0x8000_0001;
-        let kb = 7 << 32 | 0x8000_0002;
-        assert!(hit(ka).is_none());
-        fill(ka, &a);
-        fill(kb, &b);
-        assert!(hit(ka) == Some(&a as *const _));
-        assert!(hit(kb) == Some(&b as *const _));
+    fn hits_only_the_key_it_was_filled_with_newest_first() {
+        let rings: Vec<ShardRing> = (0..6).map(|_| ShardRing::new(4).unwrap()).collect();
+        let k = |q: u64| 7 << 32 | 0x8000_0000 | q;
+        assert!(hit(k(0)).is_none());
+        for q in 0..4 {
+            fill(k(q), &rings[q as usize]);
+        }
+        assert_eq!(stored(), [k(3), k(2), k(1), k(0)]);
         // Another tracer's serial, the same route word: a miss.
-        assert!(hit(8 << 32 | 0x8000_0001).is_none());
-        // Same way (queue 1 + WAYS): replaces the entry for `ka`.
-        let kc = 7 << 32 | (0x8000_0001 + WAYS as u64);
-        fill(kc, &b);
-        assert!(hit(ka).is_none());
-        assert!(hit(kc) == Some(&b as *const _));
+        assert!(hit(8 << 32 | 0x8000_0000).is_none());
+        // A hit past the newest entry moves that entry to the front.
+        assert_eq!(hit(k(1)), Some(&rings[1] as *const _));
+        assert_eq!(stored(), [k(1), k(3), k(2), k(0)]);
+        assert_eq!(hit(k(1)), Some(&rings[1] as *const _));
+        assert_eq!(hit(k(0)), Some(&rings[0] as *const _));
+        assert_eq!(stored(), [k(0), k(1), k(3), k(2)]);
+        // A fifth queue pushes out the least recently used one.
+        fill(k(4), &rings[4]);
+        assert_eq!(stored(), [k(4), k(0), k(1), k(3)]);
+        assert!(hit(k(2)).is_none());
+        for q in [4, 0, 1, 3] {
+            assert_eq!(hit(k(q)), Some(&rings[q as usize] as *const _));
+        }
         clear();
-        assert!(hit(kb).is_none());
-        assert!(hit(kc).is_none());
+        assert_eq!(stored(), [0; WAYS]);
+        assert!(hit(k(3)).is_none());
     }
 
     #[test]
     fn keys_without_a_serial_are_never_stored() {
         let a = ShardRing::new(4).unwrap();
-        let stored = || CACHE.with(|c| c.keys.each_ref().map(Cell::get));
         fill(0x8000_0001, &a);
         assert_eq!(stored(), [0; WAYS]);
         // Nor keys without the live bit (so never the empty key 0).
         fill(5 << 32 | 0x0000_0001, &a);
         assert_eq!(stored(), [0; WAYS]);
         fill(5 << 32 | 0x8000_0001, &a);
-        assert_eq!(stored(), [0, 5 << 32 | 0x8000_0001, 0, 0]);
+        assert_eq!(stored(), [5 << 32 | 0x8000_0001, 0, 0, 0]);
         clear();
     }
 

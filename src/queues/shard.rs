@@ -100,7 +100,13 @@ impl ShardRing {
     /// publishes it.
     #[inline(always)]
     pub(crate) fn commit(&self, record: &Record, ticket: u64, event: &Event) {
-        let w = event.to_words();
+        self.commit_words(record, ticket, event.to_words());
+    }
+
+    /// [`ShardRing::commit`] of an event already in its four words
+    /// ([`Event::to_words`]).
+    #[inline(always)]
+    pub(crate) fn commit_words(&self, record: &Record, ticket: u64, w: [u64; 4]) {
         record.0[0].store(w[0], Ordering::Relaxed);
         record.0[1].store(w[1], Ordering::Relaxed);
         record.0[2].store(w[2], Ordering::Relaxed);
@@ -115,6 +121,14 @@ impl ShardRing {
     pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
         let (record, ticket) = self.claim();
         self.commit(record, ticket, &make());
+    }
+
+    /// [`ShardRing::push_with`] of an event made in its four words
+    /// ([`Event::to_words`]).
+    #[inline(always)]
+    pub(crate) fn push_words(&self, make: impl FnOnce() -> [u64; 4]) {
+        let (record, ticket) = self.claim();
+        self.commit_words(record, ticket, make());
     }
 
     /// Every attempt so far.
