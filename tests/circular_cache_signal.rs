@@ -60,7 +60,10 @@ fn a_signal_handler_logging_into_another_queue_never_misroutes_events() {
         action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()), 0);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+            0
+        );
     }
 
     let done = &AtomicBool::new(false);

@@ -38,10 +38,11 @@
 //! token; the token is given back when the thread exits, and [`clear`] is
 //! called then (see `crate::source`), so a thread that logs from a late
 //! thread-local destructor no longer writes to a shard that a new thread
-//! may own.
+//! may own. A signal handler that logs never leaves an entry pairing one
+//! key with another key's ring (see `Cache`).
 
-use std::cell::Cell;
 use std::ptr::NonNull;
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use super::shard::ShardRing;
 use crate::registry::LIVE;
@@ -52,12 +53,31 @@ pub(crate) const WAYS: usize = 4;
 /// The queues this thread logged into most recently, newest first: entry 0
 /// is the only one the common path (a thread logging into one circular
 /// queue) looks at.
+///
+/// # Signal handlers
+///
+/// A signal handler may log (into another queue, see `CircularQueue`) at
+/// any instruction of this thread, itself looking up and filling the cache.
+/// So the words are atomics (relaxed: only this thread and its handlers
+/// touch them; an atomic costs a plain load or store, and the compiler
+/// fences below keep their order), and:
+/// - every rewrite ([`fill`], [`lookup_older`], [`clear`]) happens under
+///   `busy`; a handler that finds `busy` set leaves the cache alone (it
+///   does not look in the older entries, and does not cache), so it never
+///   sees entries halfway shifted, and never shifts them under its
+///   interrupted rewrite;
+/// - entry 0, which [`lookup`] reads without looking at `busy`, is only
+///   written as "key 0, then the ring, then the key", so it never pairs a
+///   key with another entry's ring;
+/// - [`lookup`] reads the key, the ring, then the key again: a handler that
+///   rewrites entry 0 between the first two reads is caught by the third.
 struct Cache {
     /// 0 for an empty entry.
-    keys: [Cell<u64>; WAYS],
-    /// Non-null (dangling while the key is 0), so that a hit needs no
-    /// null check.
-    rings: [Cell<NonNull<ShardRing>>; WAYS],
+    keys: [AtomicU64; WAYS],
+    /// Dangling while the key is 0.
+    rings: [AtomicPtr<ShardRing>; WAYS],
+    /// Set while this thread rewrites the entries.
+    busy: AtomicBool,
 }
 
 thread_local! {
@@ -65,8 +85,9 @@ thread_local! {
     // load from the thread's TLS block, with no "initialised yet?" check.
     static CACHE: Cache = const {
         Cache {
-            keys: [const { Cell::new(0) }; WAYS],
-            rings: [const { Cell::new(NonNull::dangling()) }; WAYS],
+            keys: [const { AtomicU64::new(0) }; WAYS],
+            rings: [const { AtomicPtr::new(NonNull::<ShardRing>::dangling().as_ptr()) }; WAYS],
+            busy: AtomicBool::new(false),
         }
     };
 }
@@ -95,14 +116,24 @@ pub(crate) unsafe fn lookup<'a>(key: u64) -> Option<&'a ShardRing> {
         "keys are made from live route words"
     );
     CACHE.with(|c| {
-        if c.keys[0].get() == key {
-            // SAFETY: an entry's pointer was made from a `&ShardRing` of
-            // the queue `key` names (in `fill`), and that queue lives as
-            // long as its tracer, which the caller holds for `'a`.
-            Some(unsafe { c.rings[0].get().as_ref() })
-        } else {
-            None
+        if c.keys[0].load(Ordering::Relaxed) != key {
+            return None;
         }
+        compiler_fence(Ordering::Acquire);
+        let ring = c.rings[0].load(Ordering::Relaxed);
+        compiler_fence(Ordering::Acquire);
+        // Again: a signal handler may have rewritten entry 0 since the first
+        // read (see `Cache`); then `ring` is the ring of the key read now.
+        if c.keys[0].load(Ordering::Relaxed) != key {
+            return None;
+        }
+        // SAFETY: `ring` was stored with `key` (in `move_to_front`, from a
+        // `&ShardRing` of the queue `key` names, which this thread owns),
+        // and no rewrite came between the two reads of the key that `ring`
+        // was not stored by (see `Cache`). That queue lives as long as its
+        // tracer, which the caller holds for `'a`; this thread owns the
+        // shard until it gives its token back, and [`clear`] runs then.
+        Some(unsafe { &*ring })
     })
 }
 
@@ -115,46 +146,80 @@ pub(crate) unsafe fn lookup<'a>(key: u64) -> Option<&'a ShardRing> {
 pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
     CACHE
         .try_with(|c| {
-            let i = (1..WAYS).find(|&i| c.keys[i].get() == key)?;
-            let ring = c.rings[i].get();
-            move_to_front(c, i, key, ring);
-            // SAFETY: as in `lookup`.
-            Some(unsafe { ring.as_ref() })
+            rewrite(c, |c| {
+                let i = (1..WAYS).find(|&i| c.keys[i].load(Ordering::Relaxed) == key)?;
+                let ring = c.rings[i].load(Ordering::Relaxed);
+                move_to_front(c, i, key, ring);
+                // SAFETY: as in `lookup` (entries after the first are only
+                // read and written under `busy`, so no handler came between
+                // the read of the key and of the ring).
+                Some(unsafe { &*ring })
+            })
         })
         .ok()
         .flatten()
+        .flatten()
+}
+
+/// Runs `f` with `busy` set, unless it already is (then this is a signal
+/// handler that interrupted a rewrite: `None`).
+fn rewrite<T>(c: &Cache, f: impl FnOnce(&Cache) -> T) -> Option<T> {
+    if c.busy.load(Ordering::Relaxed) {
+        return None;
+    }
+    c.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    let result = f(c);
+    compiler_fence(Ordering::SeqCst);
+    c.busy.store(false, Ordering::Relaxed);
+    Some(result)
 }
 
 /// Shifts entries `0..i` one place back (over entry `i`) and puts `key`
-/// first.
-fn move_to_front(c: &Cache, i: usize, key: u64, ring: NonNull<ShardRing>) {
+/// first. Only under `busy` (see [`rewrite`]).
+fn move_to_front(c: &Cache, i: usize, key: u64, ring: *mut ShardRing) {
     for j in (1..=i).rev() {
-        c.keys[j].set(c.keys[j - 1].get());
-        c.rings[j].set(c.rings[j - 1].get());
+        c.keys[j].store(c.keys[j - 1].load(Ordering::Relaxed), Ordering::Relaxed);
+        c.rings[j].store(c.rings[j - 1].load(Ordering::Relaxed), Ordering::Relaxed);
     }
-    c.keys[0].set(key);
-    c.rings[0].set(ring);
+    // Entry 0 is read by handlers even under `busy`: never a key with
+    // another key's ring.
+    c.keys[0].store(0, Ordering::Relaxed);
+    compiler_fence(Ordering::Release);
+    c.rings[0].store(ring, Ordering::Relaxed);
+    compiler_fence(Ordering::Release);
+    c.keys[0].store(key, Ordering::Relaxed);
 }
 
 /// Remembers that this thread owns `ring` in the queue `key` names, as the
 /// newest entry (the oldest is forgotten). Keys below `1 << 32` (a tracer
 /// without a serial) or without the live bit are ignored (see the module
-/// docs).
+/// docs), and so is a fill from a signal handler that interrupted a
+/// rewrite.
 pub(crate) fn fill(key: u64, ring: &ShardRing) {
     if key >> 32 == 0 || key as u32 & LIVE == 0 {
         return;
     }
+    let ring = ring as *const ShardRing as *mut ShardRing;
     // `try_with`: a thread that logs from a thread-local destructor after
     // the cache is gone just does not cache.
-    let _ = CACHE.try_with(|c| move_to_front(c, WAYS - 1, key, NonNull::from(ring)));
+    let _ = CACHE.try_with(|c| rewrite(c, |c| move_to_front(c, WAYS - 1, key, ring)));
 }
 
 /// Forgets every entry (this thread's token is being given back).
 pub(crate) fn clear() {
     let _ = CACHE.try_with(|c| {
+        // Not `rewrite`: whatever a handler interrupted, every key goes.
+        // `busy` keeps handlers from moving a key not yet cleared into a
+        // place already cleared.
+        let was_busy = c.busy.load(Ordering::Relaxed);
+        c.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
         for k in &c.keys {
-            k.set(0);
+            k.store(0, Ordering::Relaxed);
         }
+        compiler_fence(Ordering::SeqCst);
+        c.busy.store(was_busy, Ordering::Relaxed);
     });
 }
 
@@ -170,7 +235,7 @@ mod tests {
     }
 
     fn stored() -> [u64; WAYS] {
-        CACHE.with(|c| c.keys.each_ref().map(Cell::get))
+        CACHE.with(|c| c.keys.each_ref().map(|k| k.load(Ordering::Relaxed)))
     }
 
     #[test]
