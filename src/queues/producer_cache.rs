@@ -146,6 +146,11 @@ pub(crate) unsafe fn lookup<'a>(key: u64) -> Option<&'a ShardRing> {
 pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
     CACHE
         .try_with(|c| {
+            // A miss (every event of a thread without a shard) writes
+            // nothing; a hit is searched again under `busy`.
+            if !c.keys[1..].iter().any(|k| k.load(Ordering::Relaxed) == key) {
+                return None;
+            }
             rewrite(c, |c| {
                 let i = (1..WAYS).find(|&i| c.keys[i].load(Ordering::Relaxed) == key)?;
                 let ring = c.rings[i].load(Ordering::Relaxed);
@@ -278,6 +283,28 @@ mod tests {
         fill(5 << 32 | 0x8000_0001, &a);
         assert_eq!(stored(), [5 << 32 | 0x8000_0001, 0, 0, 0]);
         clear();
+    }
+
+    #[test]
+    fn a_handler_that_interrupted_a_rewrite_leaves_the_cache_alone() {
+        let rings: Vec<ShardRing> = (0..2).map(|_| ShardRing::new(4).unwrap()).collect();
+        let k = |q: u64| 11 << 32 | 0x8000_0000 | q;
+        fill(k(0), &rings[0]);
+        fill(k(1), &rings[1]);
+        // What a signal handler sees when it interrupts `rewrite`.
+        CACHE.with(|c| c.busy.store(true, Ordering::Relaxed));
+        // Entry 0 is still read (it is never half written)...
+        assert_eq!(hit(k(1)), Some(&rings[1] as *const _));
+        // ...but the older entries are neither searched nor moved, and
+        // nothing is filled.
+        assert!(hit(k(0)).is_none());
+        fill(k(2), &rings[0]);
+        assert_eq!(stored(), [k(1), k(0), 0, 0]);
+        CACHE.with(|c| c.busy.store(false, Ordering::Relaxed));
+        assert_eq!(hit(k(0)), Some(&rings[0] as *const _));
+        assert_eq!(stored(), [k(0), k(1), 0, 0]);
+        clear();
+        CACHE.with(|c| assert!(!c.busy.load(Ordering::Relaxed)));
     }
 
     #[test]
