@@ -213,9 +213,11 @@ impl Tracer {
         // owns a shard: one compare against this thread's cache, then plain
         // stores into the shard.
         let key = producer_cache::key(self.key_base, word);
-        // SAFETY: `key` carries this tracer's serial, and `self` is held for
-        // the ring's whole use (see `producer_cache::lookup`).
-        if let Some(ring) = unsafe { producer_cache::lookup(key) } {
+        if let (true, ring) = producer_cache::newest(key) {
+            // SAFETY: a hit's ring belongs to a queue of the tracer whose
+            // serial is in `key`, i.e. `self`, which is held for the ring's
+            // whole use (see `producer_cache::newest`).
+            let ring = unsafe { &*ring };
             // A cached thread has called `source::current` (in
             // `record_circular`), so its number is assigned.
             let source_word = match source {

@@ -66,10 +66,10 @@ pub(crate) const WAYS: usize = 4;
 ///   does not look in the older entries, and does not cache), so it never
 ///   sees entries halfway shifted, and never shifts them under its
 ///   interrupted rewrite;
-/// - entry 0, which [`lookup`] reads without looking at `busy`, is only
+/// - entry 0, which [`newest`] reads without looking at `busy`, is only
 ///   written as "key 0, then the ring, then the key", so it never pairs a
 ///   key with another entry's ring;
-/// - [`lookup`] reads the key, the ring, then the key again: a handler that
+/// - [`newest`] reads the key, the ring, then the key again: a handler that
 ///   rewrites entry 0 between the first two reads is caught by the third.
 struct Cache {
     /// 0 for an empty entry.
@@ -101,48 +101,46 @@ pub(crate) fn key(key_base: u64, route_word: u32) -> u64 {
     key_base + route_word as u64
 }
 
-/// The shard ring this thread owns in the queue `key` (made by [`key`])
-/// names, if it is the newest entry: the hot path. See [`lookup_older`]
-/// for the others.
+/// The newest entry, if its key is `key`: `(true, ring)`, where `ring` is
+/// the shard ring this thread owns in the queue `key` (made by [`key`])
+/// names; else `(false, _)`. The hot path; see [`lookup_older`] for the
+/// other entries. (A flag and a raw pointer rather than an
+/// `Option<&ShardRing>`: the caller then branches on the key compares
+/// themselves, not on a pointer the optimiser cannot prove non-null.)
 ///
-/// # Safety
-///
-/// The caller must hold (for `'a`) the tracer whose serial is in `key`'s
-/// high bits: the ring belongs to one of its queues (see the module docs).
+/// Dereferencing `ring` after a hit is sound for as long as the caller
+/// holds the tracer whose serial is in `key`'s high bits: the ring belongs
+/// to one of its queues (see the module docs).
 #[inline(always)]
-pub(crate) unsafe fn lookup<'a>(key: u64) -> Option<&'a ShardRing> {
+pub(crate) fn newest(key: u64) -> (bool, *const ShardRing) {
     debug_assert!(
         key as u32 & LIVE != 0,
         "keys are made from live route words"
     );
     CACHE.with(|c| {
-        if c.keys[0].load(Ordering::Relaxed) != key {
-            return None;
-        }
+        let first = c.keys[0].load(Ordering::Relaxed);
         compiler_fence(Ordering::Acquire);
         let ring = c.rings[0].load(Ordering::Relaxed);
         compiler_fence(Ordering::Acquire);
         // Again: a signal handler may have rewritten entry 0 since the first
-        // read (see `Cache`); then `ring` is the ring of the key read now.
-        if c.keys[0].load(Ordering::Relaxed) != key {
-            return None;
-        }
-        // SAFETY: `ring` was stored with `key` (in `move_to_front`, from a
-        // `&ShardRing` of the queue `key` names, which this thread owns),
-        // and no rewrite came between the two reads of the key that `ring`
-        // was not stored by (see `Cache`). That queue lives as long as its
-        // tracer, which the caller holds for `'a`; this thread owns the
-        // shard until it gives its token back, and [`clear`] runs then.
-        Some(unsafe { &*ring })
+        // read (see `Cache`); then `ring` may be the ring of another key.
+        let again = c.keys[0].load(Ordering::Relaxed);
+        // A hit means `ring` was stored with `key` (in `move_to_front`, from
+        // a `&ShardRing` of the queue `key` names, which this thread owns),
+        // and no rewrite of entry 0 came between the two reads of the key
+        // (see `Cache`). This thread owns the shard until it gives its token
+        // back, and [`clear`] runs then.
+        (first == key && again == key, ring.cast_const())
     })
 }
 
-/// [`lookup`] in the entries after the newest (out of line, so the hot
+/// [`newest`] in the entries after the newest (out of line, so the hot
 /// path holds no call): a hit moves to the front.
 ///
 /// # Safety
 ///
-/// As [`lookup`].
+/// The caller must hold (for `'a`) the tracer whose serial is in `key`'s
+/// high bits: the ring belongs to one of its queues (see the module docs).
 pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
     CACHE
         .try_with(|c| {
@@ -155,7 +153,7 @@ pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
                 let i = (1..WAYS).find(|&i| c.keys[i].load(Ordering::Relaxed) == key)?;
                 let ring = c.rings[i].load(Ordering::Relaxed);
                 move_to_front(c, i, key, ring);
-                // SAFETY: as in `lookup` (entries after the first are only
+                // SAFETY: as in `newest` (entries after the first are only
                 // read and written under `busy`, so no handler came between
                 // the read of the key and of the ring).
                 Some(unsafe { &*ring })
@@ -236,7 +234,11 @@ mod tests {
     fn hit(key: u64) -> Option<*const ShardRing> {
         // SAFETY: the reference is turned into a pointer at once and never
         // dereferenced.
-        unsafe { lookup(key).or_else(|| lookup_older(key)) }.map(|r| r as *const ShardRing)
+        match newest(key) {
+            (true, ring) => Some(ring),
+            // SAFETY: the reference is turned into a pointer at once.
+            _ => unsafe { lookup_older(key) }.map(|r| r as *const ShardRing),
+        }
     }
 
     fn stored() -> [u64; WAYS] {
