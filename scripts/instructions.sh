@@ -19,7 +19,7 @@
 # Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
 set -euo pipefail
 
-CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-26}
+CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-30}
 DISABLED_BUDGET=${DISABLED_BUDGET:-5}
 N1=${N1:-100000}
 N2=${N2:-200000}

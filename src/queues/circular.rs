@@ -201,10 +201,16 @@ impl Shard {
 /// kept of each ring for the events lost before it, and wherever events are
 /// missing in between.
 ///
-/// Limitation: a signal handler that interrupts a thread between its
-/// reservation and its commit and itself logs `capacity` or more events into
-/// the same queue could make the interrupted record unreliable; log from
-/// signal handlers into a different queue.
+/// Through a [`crate::Tracer`], a thread finds its shard once per queue and
+/// then keeps it in a small per-thread cache (the four queues it logged
+/// into most recently), so an event costs one compare before the stores.
+///
+/// Signal handlers may log, into this queue or any other; the per-thread
+/// cache stays consistent whatever instruction the handler interrupts.
+/// Limitation: a handler that interrupts a thread between its reservation
+/// and its commit and itself logs `capacity` or more events into the same
+/// queue could make the interrupted record unreliable; log from signal
+/// handlers into a different queue.
 #[derive(Debug)]
 pub struct CircularQueue {
     shards: Box<[Shard]>,

@@ -6,8 +6,9 @@
 //! a match on the queue's kind), this thread's token (a thread-local read),
 //! its shard (a mask and an index) and the shard's owner (a load and a
 //! compare): about 20 instructions, a third of the whole event. With it, a
-//! hit costs an `or`, a compare and a load; everything else happens once,
-//! on the first event a thread logs into a queue (see
+//! hit costs an add, three thread-local loads (the key, the ring, the key
+//! again: see `Cache` for why twice) and two compares; everything else
+//! happens once, on the first event a thread logs into a queue (see
 //! [`crate::Tracer::log_event`]).
 //!
 //! The cache holds the [`WAYS`] queues this thread logged into most
