@@ -288,3 +288,52 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_second_terminate_keeps_the_saved_file() {
+    // `Tracer::shutdown` terminates each queue once; a user calling
+    // `Queue::terminate` again must not overwrite the file with the (empty)
+    // rest, which would turn every saved event into a loss record.
+    let dir = scratch("files-terminate-twice");
+    let clock = ManualClock::new(10);
+    let t = tracer(&dir, &clock);
+    let c = t
+        .create_queue::<Circular>(CircularParams {
+            capacity: 4,
+            ..Default::default()
+        })
+        .unwrap();
+    let f = t
+        .create_queue::<Fixed>(FixedParams {
+            capacity: 2,
+            ..Default::default()
+        })
+        .unwrap();
+    t.assign_event(user::USER0, c).unwrap();
+    t.assign_event(user::USER1, f).unwrap();
+    t.activate().unwrap();
+    for i in 0..3 {
+        t.log_event(user::USER0, [i, 0]);
+        t.log_event(user::USER1, [i, 0]);
+    }
+    let report = t.shutdown().unwrap();
+    assert!(report.is_clean());
+    for q in [c, f] {
+        let queue = t.queue(q).unwrap();
+        let file = report.queues[q.index()].status.files[0].clone();
+        let first = std::fs::read(&file).unwrap();
+        let counters = queue.counters();
+        let ctx = qtrace::queue::QueueContext {
+            handle: q,
+            type_name: report.queues[q.index()].type_name,
+            output_dir: dir.clone(),
+            catalog: t.catalog(),
+            clock: t.clock().clone(),
+        };
+        queue.terminate(&ctx).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), first, "queue {}", q.index());
+        assert_eq!(queue.counters(), counters);
+        assert_eq!(queue.status().files, [file]);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -137,6 +137,7 @@ impl QueueType for Circular {
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
+            saved: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 }
@@ -223,6 +224,9 @@ pub struct CircularQueue {
     file: PathBuf,
     ctx: QueueContext,
     status: StatusCell,
+    /// Set once `terminate` has written the file: a later call must not
+    /// overwrite it with the (empty) rest.
+    saved: std::sync::atomic::AtomicBool,
 }
 
 impl CircularQueue {
@@ -463,8 +467,12 @@ impl Queue for CircularQueue {
     /// Saves the events oldest-first (all rings merged by time, the newest
     /// `capacity`), with hoops records for the lost ones. On failure the
     /// events stay in the queue (counted as queued, not delivered) and the
-    /// error is also in [`Queue::status`].
+    /// error is also in [`Queue::status`]; a later call tries again. Once
+    /// saved, later calls do nothing (the file is kept as written).
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        if self.saved.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
         let mp = self.mp.consume();
         let mut taken: Vec<(Vec<Ticketed>, Option<u64>)> =
             vec![(mp.clone(), Some(self.mp.attempts()))];
@@ -483,6 +491,7 @@ impl Queue for CircularQueue {
             }
         } else {
             self.delivered.fetch_add(kept, Ordering::Relaxed);
+            self.saved.store(true, std::sync::atomic::Ordering::Release);
         }
         self.status.record(&self.file, result)
     }

@@ -81,6 +81,7 @@ impl QueueType for Fixed {
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
+            saved: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 }
@@ -103,6 +104,9 @@ pub struct FixedQueue {
     file: PathBuf,
     ctx: QueueContext,
     status: StatusCell,
+    /// Set once `terminate` has written the file: a later call must not
+    /// overwrite it with the (empty) rest.
+    saved: std::sync::atomic::AtomicBool,
 }
 
 impl FixedQueue {
@@ -166,8 +170,12 @@ impl Queue for FixedQueue {
 
     /// Saves the events kept, in order, then a hoops record for the drops. On
     /// failure the events stay in the queue (counted as queued) and the error
-    /// is also in [`Queue::status`].
+    /// is also in [`Queue::status`]; a later call tries again. Once saved,
+    /// later calls do nothing (the file is kept as written).
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        if self.saved.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
         let (records, end) = self.records(COMMITTED, Some(SAVED));
         self.delivered
             .fetch_add(records.len() as u64, Ordering::Relaxed);
@@ -181,6 +189,8 @@ impl Queue for FixedQueue {
             }
             self.delivered
                 .fetch_sub(records.len() as u64, Ordering::Relaxed);
+        } else {
+            self.saved.store(true, std::sync::atomic::Ordering::Release);
         }
         self.status.record(&self.file, result)
     }
