@@ -11,8 +11,9 @@
 //! Each case does exactly what its namesake in `overhead.rs` does. Time is
 //! the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), as there.
 //!
-//! Run: `cargo bench --bench paired` (about 10 s; `QTRACE_PAIRED_ROUNDS`
-//! sets the number of rounds, default 1000).
+//! Run: `cargo bench --bench paired` (a few seconds: a round takes about
+//! 2.5 ms at the BENCHMARKS.md figures; `QTRACE_PAIRED_ROUNDS` sets the
+//! number of rounds, default 1000).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -6,10 +6,16 @@
 #
 # Installs the nightly toolchain with the miri and rust-src components when
 # missing. Chosen to finish in a few minutes on 2 cores:
-#   - src/clock.rs (the only `unsafe`: RDTSC/CPUID; under Miri `Clock::fast`
-#     falls back to `Instant`, so the tracer runs unchanged);
-#   - src/queues/ring.rs unit tests (the lock-free rings, single-threaded
-#     edge cases: laps, busy slots, restore) and src/event.rs (record packing);
+#   - src/clock.rs (`unsafe` RDTSC/CPUID; under Miri `Clock::fast` falls
+#     back to `Instant`, so the tracer runs unchanged);
+#   - src/queues/ring.rs and src/queues/shard.rs unit tests (the lock-free
+#     rings, single-threaded edge cases: laps, busy slots, restore; the
+#     unchecked slot indexing), src/queues/producer_cache.rs unit tests (the
+#     per-thread shard cache: order, keys, the busy rule, per-thread) and
+#     src/event.rs (record packing);
+#   - tests/circular_cache.rs, the two tests whose failure would be a
+#     dangling cached pointer (a dropped tracer then a new one; two live
+#     tracers with the same routes);
 #   - tests/stress_loss.rs for the fixed and circular queues: three producer
 #     threads through the real tracer into 8-slot queues (12 events each
 #     under cfg(miri)), so Miri's data-race detector and weak-memory

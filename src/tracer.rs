@@ -210,7 +210,8 @@ impl Tracer {
     #[inline(always)]
     fn record(&self, word: u32, source: Option<u32>, id: EventId, args: [u64; 2]) {
         // The common case, an event into a circular queue where this thread
-        // owns a shard: one compare against this thread's cache, then plain
+        // owns a shard: its key checked against this thread's newest cache
+        // entry (read twice, see `producer_cache::newest`), then plain
         // stores into the shard.
         let key = producer_cache::key(self.key_base, word);
         if let (true, ring) = producer_cache::newest(key) {

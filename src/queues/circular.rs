@@ -203,15 +203,21 @@ impl Shard {
 /// missing in between.
 ///
 /// Through a [`crate::Tracer`], a thread finds its shard once per queue and
-/// then keeps it in a small per-thread cache (the four queues it logged
-/// into most recently), so an event costs one compare before the stores.
+/// then keeps it in a small per-thread cache (the four circular queues it
+/// logged into most recently), so an event costs two compares of a
+/// thread-local key (read twice, for signal handlers) before the stores.
 ///
-/// Signal handlers may log, into this queue or any other; the per-thread
-/// cache stays consistent whatever instruction the handler interrupts.
-/// Limitation: a handler that interrupts a thread between its reservation
-/// and its commit and itself logs `capacity` or more events into the same
-/// queue could make the interrupted record unreliable; log from signal
-/// handlers into a different queue.
+/// Signal handlers may log into another queue than the code they
+/// interrupt: the per-thread cache stays consistent whatever instruction
+/// the handler interrupts. Limitation: not into the *same* queue. A
+/// handler writes the same shard as the thread it interrupted, with the
+/// same plain loads and stores, so one that interrupts the thread's claim
+/// (between its load and its store of the ticket) takes the same ticket,
+/// and one of the two events is lost without being counted; one that
+/// interrupts between claim and commit leaves the published index behind
+/// its own record until the thread's next event, and if it logs
+/// `capacity` or more events it can make the interrupted record
+/// unreliable.
 #[derive(Debug)]
 pub struct CircularQueue {
     shards: Box<[Shard]>,

@@ -1,6 +1,6 @@
 //! Each thread's memory of the circular-queue shards it owns, so that an
-//! enabled event into a circular queue finds its ring with one compare
-//! against a thread-local word.
+//! enabled event into a circular queue finds its ring by comparing one key
+//! with a thread-local word (read twice: see `Cache`).
 //!
 //! Without it, every event would look up the queue (a `OnceLock` check and
 //! a match on the queue's kind), this thread's token (a thread-local read),
@@ -64,9 +64,10 @@ pub(crate) const WAYS: usize = 4;
 /// fences below keep their order), and:
 /// - every rewrite ([`fill`], [`lookup_older`], [`clear`]) happens under
 ///   `busy`; a handler that finds `busy` set leaves the cache alone (it
-///   does not look in the older entries, and does not cache), so it never
-///   sees entries halfway shifted, and never shifts them under its
-///   interrupted rewrite;
+///   takes no ring from the older entries, and does not cache), so it never
+///   uses entries halfway shifted, and never shifts them under its
+///   interrupted rewrite ([`clear`], at thread exit, clears every key
+///   whatever it interrupted);
 /// - entry 0, which [`newest`] reads without looking at `busy`, is only
 ///   written as "key 0, then the ring, then the key", so it never pairs a
 ///   key with another entry's ring;
@@ -233,11 +234,10 @@ mod tests {
 
     /// The ring cached for `key`, as a pointer (so no lifetime is claimed).
     fn hit(key: u64) -> Option<*const ShardRing> {
-        // SAFETY: the reference is turned into a pointer at once and never
-        // dereferenced.
         match newest(key) {
             (true, ring) => Some(ring),
-            // SAFETY: the reference is turned into a pointer at once.
+            // SAFETY: the reference is turned into a pointer at once and
+            // never dereferenced.
             _ => unsafe { lookup_older(key) }.map(|r| r as *const ShardRing),
         }
     }
