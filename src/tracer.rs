@@ -176,8 +176,13 @@ impl Tracer {
     // ----- the hot path -------------------------------------------------------
 
     /// Records `id` with its two arguments, from this thread's source
-    /// ([`crate::source::current`]). Never blocks, never allocates; a
-    /// masked-out event costs one relaxed load and a branch.
+    /// ([`crate::source::current`]). Never waits for the queue or for other
+    /// logging threads, and never allocates per event; a masked-out event
+    /// costs one relaxed load and a branch. Once per thread, the first event
+    /// into a circular queue gets the thread's token: a short lock on the
+    /// token pool, and the registration of the thread-exit hook that gives
+    /// the token back (which may allocate). Log once from a thread before
+    /// relying on its signal handlers logging.
     #[inline(always)]
     pub fn log_event(&self, id: EventId, args: [u64; 2]) {
         let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
