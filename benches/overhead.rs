@@ -31,50 +31,25 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_queue::ArrayQueue;
-use qtrace::classes::user;
+
 use qtrace::clock::Clock;
 use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
-use qtrace::{Event, EventId, Tracer};
+use qtrace::{Event, Tracer};
 
-/// Events logged per criterion iteration.
-const EVENTS: u64 = 1 << 16;
-/// Records every queue and ring holds (qtrace's default, as S.Ha.R.K.'s).
-const CAPACITY: usize = 8192;
-/// The bit a route word uses for "recorded" (mirrors qtrace's hot path).
-const LIVE: u32 = 1 << 31;
-/// The event every case logs.
-const ID: EventId = user::USER0;
+mod common;
+use common::{thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
 
-/// A tracer with one queue of type `T`, the user class routed to it, phase 2
-/// done. `enabled = false` masks the event out.
 fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
-    let tracer = Tracer::with_config(
-        qtrace::Config::default()
-            .with_output_dir(std::env::temp_dir().join("qtrace-bench-overhead")),
-    );
-    let q = tracer.create_queue::<T>(params).expect("create queue");
-    tracer.assign_class(user::CLASS, q).expect("assign");
-    if !enabled {
-        tracer.notrace_event(ID).expect("mask");
-    }
-    tracer.activate().expect("activate");
-    tracer
+    common::tracer_with::<T>("overhead", params, enabled)
 }
 
 /// This thread's CPU time, or the wall clock with `QTRACE_BENCH_WALL` set.
 fn now(wall: bool, origin: Instant) -> Duration {
     if wall {
-        return origin.elapsed();
+        origin.elapsed()
+    } else {
+        thread_cpu_time()
     }
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
-    // every Linux kernel since 2.6.12 supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Criterion's `iter`, timed by [`now`].

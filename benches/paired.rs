@@ -17,45 +17,16 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
-use qtrace::classes::user;
 use qtrace::clock::Clock;
 use qtrace::queues::{Circular, CircularParams, Dummy};
-use qtrace::{Event, EventId, Tracer};
+use qtrace::{Event, Tracer};
 
-/// Events per case per round.
-const EVENTS: u64 = 1 << 16;
-/// Records every queue and ring holds.
-const CAPACITY: usize = 8192;
-/// The bit a route word uses for "recorded" (mirrors qtrace's hot path).
-const LIVE: u32 = 1 << 31;
-/// The event every case logs.
-const ID: EventId = user::USER0;
-
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
-    // every Linux kernel since 2.6.12 supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+mod common;
+use common::{thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
 
 fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
-    let tracer = Tracer::with_config(
-        qtrace::Config::default().with_output_dir(std::env::temp_dir().join("qtrace-bench-paired")),
-    );
-    let q = tracer.create_queue::<T>(params).expect("create queue");
-    tracer.assign_class(user::CLASS, q).expect("assign");
-    if !enabled {
-        tracer.notrace_event(ID).expect("mask");
-    }
-    tracer.activate().expect("activate");
-    tracer
+    common::tracer_with::<T>("paired", params, enabled)
 }
 
 #[inline(never)]

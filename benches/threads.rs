@@ -33,9 +33,8 @@ use qtrace::clock::Clock;
 use qtrace::queues::{Circular, CircularParams};
 use qtrace::{Config, Event, EventId, Tracer};
 
-/// Events each thread logs per iteration.
-const EVENTS: u64 = 1 << 16;
-const CAPACITY: usize = 8192;
+mod common;
+use common::{thread_cpu_time, CAPACITY, EVENTS};
 
 /// Thread k logs `user::USER0 + k`.
 fn event_of(thread: usize) -> EventId {
@@ -64,19 +63,6 @@ fn tracer(threads: usize, per_thread: bool) -> Tracer {
     }
     tracer.activate().expect("activate");
     tracer
-}
-
-/// This thread's CPU time.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
-    // every Linux kernel since 2.6.12 supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Runs `work(k, iters)` on `threads` threads released together; returns the

@@ -95,11 +95,7 @@ impl Queue for HistogramQueue {
             .map(|c| c.load(Ordering::Relaxed))
             .sum::<u64>()
             + self.out_of_range.load(Ordering::Relaxed);
-        QueueCounters {
-            accepted: n,
-            delivered: n,
-            ..QueueCounters::default()
-        }
+        QueueCounters::all_delivered(n)
     }
 }
 

@@ -117,6 +117,23 @@ pub struct QueueCounters {
 }
 
 impl QueueCounters {
+    /// The counters of a queue that takes every event and hands it on at
+    /// once (the dummy queue, a queue that forwards): `n` accepted, `n`
+    /// delivered, nothing dropped, overwritten or queued.
+    ///
+    /// ```
+    /// let c = qtrace::QueueCounters::all_delivered(3);
+    /// assert_eq!((c.accepted, c.delivered, c.queued), (3, 3, 0));
+    /// assert!(c.is_consistent());
+    /// ```
+    pub fn all_delivered(n: u64) -> Self {
+        QueueCounters {
+            accepted: n,
+            delivered: n,
+            ..QueueCounters::default()
+        }
+    }
+
     /// Every event routed to the queue.
     pub fn attempts(&self) -> u64 {
         self.accepted + self.dropped

@@ -497,11 +497,7 @@ impl Queue for FragileQueue {
     }
     fn counters(&self) -> QueueCounters {
         let n = self.accepted.load(Ordering::Relaxed);
-        QueueCounters {
-            accepted: n,
-            delivered: n,
-            ..QueueCounters::default()
-        }
+        QueueCounters::all_delivered(n)
     }
 }
 

@@ -184,11 +184,7 @@ impl Queue for BlockingQueue {
     }
     fn counters(&self) -> QueueCounters {
         let n = self.posted.load(Ordering::Relaxed);
-        QueueCounters {
-            accepted: n,
-            delivered: n,
-            ..QueueCounters::default()
-        }
+        QueueCounters::all_delivered(n)
     }
 }
 

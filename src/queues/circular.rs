@@ -285,14 +285,18 @@ impl CircularQueue {
     /// never changes from `Some(ring)` to anything else while it lives.
     #[inline]
     pub(crate) fn producer_shard(&self) -> Option<&ShardRing> {
-        let token = crate::source::thread_token();
-        let (_, shard) = self.shard_of(token);
+        self.owned_shard(crate::source::thread_token())
+            .map(|(_, shard)| &shard.ring)
+    }
+
+    /// The shard the thread with `token` owns (and its index), making it
+    /// the owner if the shard is free.
+    #[inline(always)]
+    fn owned_shard(&self, token: u64) -> Option<(usize, &Shard)> {
+        let (i, shard) = self.shard_of(token);
         // Relaxed: only this thread ever stored its own token there.
-        if shard.owner.load(Ordering::Relaxed) == token || self.acquire_shard(shard, token) {
-            Some(&shard.ring)
-        } else {
-            None
-        }
+        (shard.owner.load(Ordering::Relaxed) == token || self.acquire_shard(shard, token))
+            .then_some((i, shard))
     }
 
     /// Makes this thread the owner of `shard` if it is free (once per
@@ -318,22 +322,16 @@ impl CircularQueue {
 
     #[inline(always)]
     fn reserve(&self) -> Option<u64> {
-        let token = crate::source::thread_token();
-        let (i, shard) = self.shard_of(token);
-        if shard.owner.load(Ordering::Relaxed) == token {
-            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
-        } else {
-            self.reserve_slow(token)
-        }
+        self.reserve_as(crate::source::thread_token())
     }
 
-    #[inline(never)]
-    fn reserve_slow(&self, token: u64) -> Option<u64> {
-        let (i, shard) = self.shard_of(token);
-        if self.acquire_shard(shard, token) {
-            Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1))
-        } else {
-            self.mp.claim().map(|t| t << RING_BITS)
+    /// A reservation for the thread with `token`: in its shard (ring
+    /// `s + 1` in the low bits), else in the shared ring (0).
+    #[inline(always)]
+    fn reserve_as(&self, token: u64) -> Option<u64> {
+        match self.owned_shard(token) {
+            Some((i, shard)) => Some(shard.ring.claim().1 << RING_BITS | (i as u64 + 1)),
+            None => self.mp.claim().map(|t| t << RING_BITS),
         }
     }
 
@@ -595,7 +593,7 @@ mod tests {
     #[test]
     fn an_exiting_thread_never_becomes_an_owner() {
         let q = queue(1);
-        assert!(q.reserve_slow(crate::source::EXITED_TOKEN).is_some());
+        assert!(q.reserve_as(crate::source::EXITED_TOKEN).is_some());
         assert_eq!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
         assert_eq!(q.mp.attempts(), 1);
     }

@@ -39,10 +39,6 @@ impl Queue for DummyQueue {
 
     fn counters(&self) -> QueueCounters {
         let n = self.accepted.load(Ordering::Relaxed);
-        QueueCounters {
-            accepted: n,
-            delivered: n,
-            ..QueueCounters::default()
-        }
+        QueueCounters::all_delivered(n)
     }
 }

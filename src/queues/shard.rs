@@ -119,8 +119,7 @@ impl ShardRing {
     /// so an event's clock is read as late as possible.
     #[inline(always)]
     pub(crate) fn push_with(&self, make: impl FnOnce() -> Event) {
-        let (record, ticket) = self.claim();
-        self.commit(record, ticket, &make());
+        self.push_words(|| make().to_words());
     }
 
     /// [`ShardRing::push_with`] of an event made in its four words
