@@ -44,7 +44,7 @@ fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer
 }
 
 /// Runs `$body` for `$i` in `0..$n`, eight times per loop turn, so the loop's
-/// own counter and branch add 3/8 of an instruction per event, not 3.
+/// own counter and branch add well under one instruction per event, not 3.
 macro_rules! unrolled {
     ($n:expr, |$i:ident| $body:expr) => {{
         let n: u64 = $n;

@@ -13,8 +13,8 @@
 # Cases: clock (the clock read alone, plus one store), floor (clock + one
 # record into an array), disabled, dummy, fixed, circular (see
 # examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison).
-# The loop is unrolled 8x: its counter and branch add
-# 3/8 of an instruction per event to every case.
+# The loop is unrolled 8x, so its counter and branch add a fraction of an
+# instruction per event (3/8 to 3/4 depending on the case; BENCHMARKS.md).
 #
 # Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
 set -euo pipefail
