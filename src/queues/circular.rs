@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use super::ring::{OverwriteRing, Padded, Ticketed};
 use super::save::{default_path, hoops, write_trace, StatusCell};
+use crate::wire::QueueTotals;
 use super::shard::ShardRing;
 use crate::error::Error;
 use crate::event::Event;
@@ -376,7 +377,9 @@ impl CircularQueue {
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, Error> {
         let path = path.as_ref();
         let events = self.snapshot_events();
-        let result = write_trace(path, &self.ctx, &events).map(|()| events.len() as u64);
+        // The close run carries the counters at the moment of the snapshot.
+        let totals = self.counters().into();
+        let result = write_trace(path, &self.ctx, &events, totals).map(|()| events.len() as u64);
         self.status.record(path, result)
     }
 }
@@ -487,7 +490,17 @@ impl Queue for CircularQueue {
             moved.push((ring, m));
         }
         let (events, kept) = merge(taken, self.capacity, ctx.handle, || ctx.clock.now());
-        let result = write_trace(&self.file, ctx, &events);
+        // The counters as they are once this save succeeds: the kept events
+        // delivered, every other accepted one overwritten.
+        let c = self.counters();
+        let delivered = self.delivered.load(Ordering::Relaxed) + kept;
+        let totals = QueueTotals {
+            accepted: c.accepted,
+            dropped: c.dropped,
+            overwritten: c.accepted.saturating_sub(delivered),
+            delivered,
+        };
+        let result = write_trace(&self.file, ctx, &events, totals);
         if result.is_err() {
             self.mp.restore(&mp);
             for (ring, m) in moved {

@@ -180,7 +180,9 @@ impl Queue for FixedQueue {
         self.delivered
             .fetch_add(records.len() as u64, Ordering::Relaxed);
         let events = with_hoops(&records, end, ctx.handle, || ctx.clock.now());
-        let result = write_trace(&self.file, ctx, &events);
+        // The counters as they are once this save succeeds (delivered is
+        // already counted above).
+        let result = write_trace(&self.file, ctx, &events, self.counters().into());
         if result.is_err() {
             for r in &records {
                 self.slots[r.ticket as usize]

@@ -8,6 +8,7 @@ pub mod fixed;
 pub mod online;
 pub(crate) mod producer_cache;
 pub mod ring;
+mod reserve;
 mod save;
 pub(crate) mod sender;
 pub(crate) mod shard;

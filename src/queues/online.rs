@@ -58,6 +58,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::feed::Feed;
+use super::reserve::{reserve, Reserved, RESERVE_LEN};
 use super::task::{Task, Work};
 use crate::classes::tracer::HOOPS;
 use crate::error::Error;
@@ -65,8 +66,9 @@ use crate::event::Event;
 use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
+use crate::clock::Clock;
 use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::TraceHeader;
+use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
 /// Events encoded per `write` call (64 KiB).
 const BATCH: usize = 2048;
@@ -268,8 +270,16 @@ impl OnlineQueue {
                 }
                 let file =
                     File::create(&path).map_err(|e| Error::io("create trace file", &path, e))?;
-                // A second handle to cut a torn last record at shutdown.
-                file_handle = file.try_clone().ok();
+                // Room for the final hoops record and close run, so a disk
+                // that fills up still takes them (see `reserve`).
+                reserve(&file, header.len() as u64, RESERVE_LEN)
+                    .map_err(|e| Error::io("reserve room at the end of trace file", &path, e))?;
+                // A second handle to reserve room ahead of the writes, cut a
+                // torn last record and write the close run at shutdown.
+                file_handle = Some(
+                    file.try_clone()
+                        .map_err(|e| Error::io("open a second handle to trace file", &path, e))?,
+                );
                 (Box::new(file), path.display().to_string())
             }
         };
@@ -292,6 +302,10 @@ impl OnlineQueue {
             pending_hoops: 0,
             last_time: 0,
             handle: ctx.handle,
+            records: 0,
+            lost: 0,
+            clock: ctx.clock.clone(),
+            failed: false,
         })
     }
 }
@@ -408,6 +422,14 @@ struct Drainer {
     /// Time of the last event taken from the ring.
     last_time: u64,
     handle: QueueHandle,
+    /// Records (events and hoops) completely written, for the close run.
+    records: u64,
+    /// Events lost as stated by the hoops records completely written.
+    lost: u64,
+    /// The tracer's clock (the close run's time).
+    clock: Clock,
+    /// The last round failed: the next waits for the period.
+    failed: bool,
 }
 
 enum Round {
@@ -442,6 +464,9 @@ impl Drainer {
     /// completely written.
     fn write_pending(&mut self) -> bool {
         while self.written < self.pending.len() {
+            if !self.reserve_ahead((self.pending.len() - self.written) as u64) {
+                return false;
+            }
             match self.sink.write(&self.pending[self.written..]) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::WriteZero, "the writer took no bytes");
@@ -461,6 +486,8 @@ impl Drainer {
             }
         }
         self.credit();
+        self.records += (self.pending.len() / RECORD_LEN) as u64;
+        self.lost = self.lost.saturating_add(self.pending_hoops);
         self.pending.clear();
         self.written = 0;
         self.pending_events = 0;
@@ -469,6 +496,28 @@ impl Drainer {
         true
     }
 
+    /// Before writing `len` more bytes to a file: makes sure the room for
+    /// them and [`RESERVE_LEN`] more is allocated. `false` (counted as an I/O
+    /// error) when the disk has no room: the write is not made, so the room
+    /// reserved for the close run stays free.
+    fn reserve_ahead(&mut self, len: u64) -> bool {
+        let Some(file) = &self.file else {
+            return true;
+        };
+        match reserve(file, self.file_len, len + RESERVE_LEN) {
+            Ok(Reserved::Yes | Reserved::Unsupported) => true,
+            Err(e) => {
+                self.shared.io_error(
+                    &format!(
+                        "write {} (no room for the next records and the {RESERVE_LEN} bytes kept for the close record)",
+                        self.name
+                    ),
+                    &e,
+                );
+                false
+            }
+        }
+    }
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
         if !self.write_pending() {
@@ -534,6 +583,64 @@ impl Drainer {
         }
     }
 
+    /// Ends the file: a hoops record for the `unwritten` events and
+    /// `unmarked` drops not yet in it (if any), then the close run with the
+    /// queue's final counters. A file is written at its known end, inside
+    /// the room reserved when it was opened; another writer gets the
+    /// records appended. Returns whether they were written (if not, the file
+    /// reads as cut short, which is the truth).
+    fn close(&mut self, unwritten: u64, unmarked: u64) -> bool {
+        if self.file.is_none() && self.written % RECORD_LEN != 0 {
+            // A writer that took part of a record: what follows would be
+            // misaligned. Left without its close run, the trace reads as
+            // cut short (with a torn last record), which is the truth.
+            return false;
+        }
+        let mut tail: Vec<Event> = Vec::with_capacity(4);
+        let lost_now = unwritten.saturating_add(unmarked);
+        if lost_now > 0 {
+            tail.push(Event::new(
+                self.last_time,
+                HOOPS,
+                u32::MAX,
+                [lost_now, self.handle.0 as u64],
+            ));
+        }
+        let delivered = self.shared.delivered.load(Ordering::Relaxed);
+        let totals = QueueTotals::from(self.shared.feed.counters(delivered));
+        let close = CloseRecord::new(
+            self.clock.now().max(self.last_time),
+            totals,
+            self.records + tail.len() as u64,
+            self.lost.saturating_add(lost_now),
+        );
+        tail.extend(close.to_records());
+        let mut bytes = vec![0u8; tail.len() * RECORD_LEN];
+        for (e, chunk) in tail.iter().zip(bytes.chunks_exact_mut(RECORD_LEN)) {
+            let chunk: &mut [u8; RECORD_LEN] = chunk.try_into().expect("32-byte chunks");
+            record::emit(e, chunk);
+        }
+        let result = match &self.file {
+            Some(f) => {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(&bytes, self.file_len)
+                    .and_then(|()| f.set_len(self.file_len + bytes.len() as u64))
+            }
+            None => self.sink.write_all(&bytes).and_then(|()| self.sink.flush()),
+        };
+        match result {
+            Ok(()) => {
+                self.file_len += bytes.len() as u64;
+                true
+            }
+            Err(e) => {
+                self.shared
+                    .io_error(&format!("write the close record of {}", self.name), &e);
+                false
+            }
+        }
+    }
+
     /// Drops not yet marked by a completely written hoops record.
     fn dropped_unmarked(&self) -> u64 {
         self.shared.feed.ring.dropped() - self.last_dropped + self.pending_hoops
@@ -548,10 +655,17 @@ impl Drainer {
 
 impl Work for Drainer {
     fn run_once(&mut self) {
-        if !matches!(self.round(ROUND_BATCHES), Round::Failed) {
+        self.failed = matches!(self.round(ROUND_BATCHES), Round::Failed);
+        if !self.failed {
             self.flush();
+            self.shared.feed.rearm();
         }
-        self.shared.feed.rearm();
+        // After a failure the wake-up stays disarmed: the queue fills and
+        // drops (counted) until the next period's retry.
+    }
+
+    fn backing_off(&self) -> bool {
+        self.failed
     }
 
     fn finish(&mut self) {
@@ -584,14 +698,25 @@ impl Work for Drainer {
                 }
             }
         }
+        // The whole records of a partly written batch are in the file.
+        self.records += (self.written / RECORD_LEN) as u64;
         // Bytes still pending with no event in them: a hoops record that
         // could not be written. Say so: a loss nobody can see is not allowed.
         let unwritten_hoops = self.dropped_unmarked();
+        let closed = self.close(unwritten, unwritten_hoops);
         if unwritten > 0 || unwritten_hoops > 0 {
             let mut io = self.shared.io.lock();
             let why = io.last_error.clone().unwrap_or_default();
+            let marked = if closed {
+                format!(
+                    "; the file ends with a hoops record of {} events and its close record",
+                    unwritten + unwritten_hoops
+                )
+            } else {
+                String::new()
+            };
             io.last_error = Some(format!(
-                "{unwritten} events and the hoops record of {unwritten_hoops} lost events could not be written to {} at shutdown; last error: {why}",
+                "{unwritten} events and the hoops record of {unwritten_hoops} lost events could not be written to {} at shutdown{marked}; last error: {why}",
                 self.name
             ));
         }

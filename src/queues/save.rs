@@ -10,7 +10,7 @@ use crate::classes::tracer::HOOPS;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{QueueContext, QueueHandle, QueueStatus};
-use crate::wire::{create_trace_file, TraceHeader};
+use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
 
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
 #[inline]
@@ -52,13 +52,19 @@ pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
         .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
 }
 
-/// Writes a trace file: the queue's header, then `events`.
-pub(crate) fn write_trace(path: &Path, ctx: &QueueContext, events: &[Event]) -> Result<(), Error> {
+/// Writes a trace file: the queue's header, then `events`, then the close
+/// run (FORMAT.md 1.5) carrying `totals`, stamped with the clock's time.
+pub(crate) fn write_trace(
+    path: &Path,
+    ctx: &QueueContext,
+    events: &[Event],
+    totals: QueueTotals,
+) -> Result<(), Error> {
     let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
     w.write_events(events)
         .map_err(|e| Error::io("write trace file", path, e))?;
-    w.finish()
-        .map_err(|e| Error::io("flush trace file", path, e))?;
+    w.finish_with_close(ctx.clock.now(), totals)
+        .map_err(|e| Error::io("close trace file", path, e))?;
     Ok(())
 }
 

@@ -74,6 +74,13 @@ pub(crate) trait Work: Send + 'static {
     fn run_once(&mut self);
     /// After the stop request: drain what is left, flush, close.
     fn finish(&mut self);
+    /// Whether the last round failed and the next must wait for the period
+    /// whatever wake-ups arrive (a failing disk is retried at most once per
+    /// period). Wake-up requests made meanwhile stay pending (so producers
+    /// pay one relaxed load, no unpark) and are served at the period.
+    fn backing_off(&self) -> bool {
+        false
+    }
 }
 
 /// A running task: its control block and thread.
@@ -101,8 +108,11 @@ impl Task {
                 // below return at once (unpark's token), so none is missed.
                 c.take_wake();
                 work.run_once();
+                let backoff = work.backing_off();
                 loop {
-                    if c.stop_requested() || c.wake_requested.load(Ordering::Acquire) {
+                    if c.stop_requested()
+                        || (!backoff && c.wake_requested.load(Ordering::Acquire))
+                    {
                         break;
                     }
                     let now = Instant::now();
@@ -287,6 +297,48 @@ mod tests {
         );
         assert!(b.stop());
         assert!(fb.load(Ordering::SeqCst));
+    }
+
+    /// Fails every round and counts them.
+    struct Failing {
+        rounds: Arc<AtomicUsize>,
+    }
+
+    impl Work for Failing {
+        fn run_once(&mut self) {
+            self.rounds.fetch_add(1, Ordering::SeqCst);
+        }
+        fn finish(&mut self) {}
+        fn backing_off(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_backing_off_task_ignores_wake_ups_until_its_period() {
+        let control = TaskControl::new();
+        let rounds = Arc::new(AtomicUsize::new(0));
+        let mut task = Task::spawn(
+            "test-backoff".into(),
+            Duration::from_secs(3600),
+            Arc::clone(&control),
+            Failing {
+                rounds: Arc::clone(&rounds),
+            },
+        )
+        .unwrap();
+        while rounds.load(Ordering::SeqCst) == 0 {
+            thread::sleep(Duration::from_millis(1));
+        }
+        for _ in 0..10_000 {
+            control.request_wake();
+        }
+        thread::sleep(Duration::from_millis(200));
+        // Only the first round: every wake-up waits for the (hour-long) period.
+        assert_eq!(rounds.load(Ordering::SeqCst), 1);
+        assert!(control.wake_requested.load(Ordering::SeqCst));
+        assert!(task.stop());
+        assert_eq!(rounds.load(Ordering::SeqCst), 1);
     }
 
     #[test]
