@@ -231,6 +231,7 @@ fn stats_counts_classes_events_losses_and_span() {
          \x20 format v1, host testhost, pid 99, clock manual, queue 0 (circular)\n\
          \x20 events: 5\n\
          \x20 lost: 7 events in 1 hoops records\n\
+         \x20 end: completeness unknown (written before close records)\n\
          \x20 time span: 0.000001000 .. 2.000000000 s (1.999999000 s)\n\
          \x20 per class:\n\
          \x20   (unknown)                           1\n\
@@ -311,7 +312,7 @@ fn stats_sums_huge_loss_counts_without_overflow() {
     );
     assert!(
         out.contains(&format!(
-            "total: 0 events, {} lost in 4 hoops records, 2 files\n",
+            "total: 0 events, {} lost in 4 hoops records, 2 files (0 complete, 0 cut short or damaged, 2 unknown)\n",
             u64::MAX
         )),
         "{out}"

@@ -12,11 +12,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::{ConvertStats, EventSink, MergeByTime};
-use qtrace::reader::{ReadError, TraceReader};
+use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::TraceHeader;
 use qtrace::{Error, Event};
 
-use crate::dump::rebased;
+use crate::dump::{is_cut, rebased, EndSlot, EXIT_CUT};
 
 /// Any failure of the command: the message says what to do.
 type Failure = Box<dyn std::error::Error>;
@@ -85,6 +85,8 @@ pub struct Outcome {
     pub stats: ConvertStats,
     /// Read errors, at most one per input file.
     pub damaged: Vec<ReadError>,
+    /// Each input's completeness, in the order of the files given.
+    pub ends: Vec<Option<Completeness>>,
 }
 
 /// Feeds the merged inputs into `sink`, ticking the progress bar. A damaged
@@ -111,6 +113,7 @@ fn pump(
     Ok(Outcome {
         stats: sink.finish()?,
         damaged,
+        ends: Vec::new(),
     })
 }
 
@@ -122,9 +125,18 @@ const BAD_INPUT: u8 = 2;
 /// Runs `qtrace convert` and reports on stderr.
 pub fn run(args: &Args) -> ExitCode {
     match convert(args) {
-        Ok(Outcome { stats, damaged }) => {
+        Ok(Outcome {
+            stats,
+            damaged,
+            ends,
+        }) => {
             for err in &damaged {
                 eprintln!("qtrace convert: {err}; the events before it were converted");
+            }
+            for (path, end) in args.files.iter().zip(&ends) {
+                if let Some(c) = end.filter(|c| c.is_complete() != Some(true)) {
+                    eprintln!("qtrace convert: {}: {c}", path.display());
+                }
             }
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
@@ -134,10 +146,12 @@ pub fn run(args: &Args) -> ExitCode {
                 stats.sources,
                 args.out.display()
             );
-            if damaged.is_empty() {
-                ExitCode::SUCCESS
-            } else {
+            if !damaged.is_empty() {
                 ExitCode::from(BAD_INPUT)
+            } else if ends.iter().any(|e| is_cut(*e)) {
+                ExitCode::from(EXIT_CUT)
+            } else {
+                ExitCode::SUCCESS
             }
         }
         Err(e) => {
@@ -180,9 +194,11 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         .first()
         .map(|i| i.header.catalog().clone())
         .unwrap_or_default();
+    let ends: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
     let streams: Vec<_> = inputs
         .into_iter()
-        .map(|i| rebased(i.records, base))
+        .zip(&ends)
+        .map(|(i, end)| rebased(i.records, base, std::rc::Rc::clone(end)))
         .collect();
     let merged = MergeByTime::new(streams);
     let bar = progress(total);
@@ -198,5 +214,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         }
     };
     bar.finish_and_clear();
+    let mut outcome = outcome;
+    outcome.ends = ends.iter().map(|e| e.get().map(|(c, _)| c)).collect();
     Ok(outcome)
 }

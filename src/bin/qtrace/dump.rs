@@ -1,16 +1,19 @@
 //! `qtrace dump FILE...`: one line per event, several files merged in time
 //! order, with filters and a JSON form.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::export::MergeByTime;
-use qtrace::reader::{ReadError, TraceReader};
+use qtrace::wire::close::close_part;
+use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::{Event, EventId};
 
 /// Arguments of `qtrace dump`.
@@ -230,6 +233,14 @@ fn text_line(
         let _ = write!(out, "[LOST {} EVENTS] (queue {})", e.args[0], e.args[1]);
         return;
     }
+    if close_part(e).is_some() {
+        let _ = write!(
+            out,
+            "[CONTROL RECORD flags={:#06x} args={},{}] (id 0 with flag bit 15 that is not part of a final close run: corrupt or unknown)",
+            e.flags, e.args[0], e.args[1]
+        );
+        return;
+    }
     let class = catalog
         .class_of(e.id)
         .and_then(|c| catalog.class(c))
@@ -252,6 +263,43 @@ fn text_line(
     while out.ends_with(' ') {
         out.pop();
     }
+}
+
+/// A file time in ticks as ns on the merged time line.
+fn catalogs_time(header: &qtrace::wire::TraceHeader, ticks: u64, shift: u64) -> u64 {
+    header.ticks_to_ns(ticks).saturating_add(shift)
+}
+
+/// Formats a file's end as a JSON object: `{"file":…,"end":"complete"|"cut"|
+/// "damaged"|"unknown","complete":true|false|null,…}`.
+fn end_json(out: &mut String, label: &str, time: Option<u128>, c: &Completeness) {
+    out.push_str("{\"file\":");
+    json_str(out, label);
+    let _ = write!(out, ",\"end\":\"{}\",\"complete\":", end_word(c));
+    match c.is_complete() {
+        Some(b) => {
+            let _ = write!(out, "{b}");
+        }
+        None => out.push_str("null"),
+    }
+    if let Some(t) = time {
+        let _ = write!(out, ",\"time_ns\":{t}");
+    }
+    match c {
+        Completeness::Complete(close) | Completeness::Mismatch { close, .. } => {
+            let t = &close.totals;
+            let _ = write!(
+                out,
+                ",\"accepted\":{},\"dropped\":{},\"overwritten\":{},\"delivered\":{}",
+                t.accepted, t.dropped, t.overwritten, t.delivered
+            );
+        }
+        _ => {}
+    }
+    if let Completeness::Cut { records, lost } | Completeness::Mismatch { records, lost, .. } = c {
+        let _ = write!(out, ",\"records\":{records},\"lost\":{lost}");
+    }
+    out.push('}');
 }
 
 /// Formats one event as a JSON object.
@@ -288,35 +336,115 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
     out.push('}');
 }
 
+/// Where a file's completeness is left once its reader has ended, with the
+/// shift of its times (ns) onto the merged time line.
+pub type EndSlot = Rc<Cell<Option<(Completeness, u64)>>>;
+
+/// The events of a reader rebased (see [`rebased`]); leaves its
+/// completeness in its [`EndSlot`] when it ends.
+pub struct Rebased<R: Read> {
+    reader: TraceReader<R>,
+    shift: u64,
+    end: EndSlot,
+}
+
+impl<R: Read> Iterator for Rebased<R> {
+    type Item = Result<Event, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.next() {
+            Some(r) => Some(r.map(|mut e| {
+                e.time = self
+                    .reader
+                    .header()
+                    .ticks_to_ns(e.time)
+                    .saturating_add(self.shift);
+                e
+            })),
+            None => {
+                if let Some(c) = self.reader.completeness() {
+                    self.end.set(Some((c, self.shift)));
+                }
+                None
+            }
+        }
+    }
+}
+
 /// The events of `reader` with their times in nanoseconds since `base`, the
 /// earliest clock origin of the files read together (at most this file's
-/// origin); times past `u64::MAX` ns saturate.
-pub fn rebased<R: Read>(
-    reader: TraceReader<R>,
-    base: u64,
-) -> impl Iterator<Item = Result<Event, ReadError>> {
-    let header = reader.header().clone();
-    let shift = header.clock_origin_unix_ns().saturating_sub(base);
-    reader.map(move |r| {
-        r.map(|mut e| {
-            e.time = header.ticks_to_ns(e.time).saturating_add(shift);
-            e
-        })
-    })
+/// origin); times past `u64::MAX` ns saturate. Its completeness goes to
+/// `end` when it ends.
+pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Rebased<R> {
+    let shift = reader
+        .header()
+        .clock_origin_unix_ns()
+        .saturating_sub(base);
+    Rebased { reader, shift, end }
+}
+
+/// The exit status when a file is cut short (no close record, or one that
+/// disagrees with the file) and none is damaged: 3. Damage (2) wins.
+pub const EXIT_CUT: u8 = 3;
+
+/// Whether `c` makes the exit status [`EXIT_CUT`].
+pub fn is_cut(c: Option<Completeness>) -> bool {
+    c.is_some_and(|c| c.is_complete() == Some(false))
+}
+
+/// The `[END: …]` text of a file's completeness.
+pub fn end_text(c: &Completeness) -> String {
+    match c {
+        Completeness::Complete(close) => format!(
+            "[END: complete; queue accepted {}, dropped {}, overwritten {}, delivered {}]",
+            close.totals.accepted,
+            close.totals.dropped,
+            close.totals.overwritten,
+            close.totals.delivered
+        ),
+        Completeness::Mismatch {
+            close,
+            records,
+            lost,
+        } => format!(
+            "[END: DAMAGED: the close record says {} records stating {} lost events, the file holds {records} records stating {lost}]",
+            close.records, close.lost
+        ),
+        Completeness::Cut { records, lost } => format!(
+            "[END: CUT SHORT after {records} records; {lost} events known lost before the cut, events after it lost without a count]"
+        ),
+        Completeness::Unknown => {
+            "[END: completeness unknown (written before close records)]".to_string()
+        }
+        _ => "[END: completeness not understood by this qtrace]".to_string(),
+    }
+}
+
+/// One word for a completeness: `complete`, `cut`, `damaged`, `unknown`.
+pub fn end_word(c: &Completeness) -> &'static str {
+    match c {
+        Completeness::Complete(_) => "complete",
+        Completeness::Cut { .. } => "cut",
+        Completeness::Mismatch { .. } => "damaged",
+        _ => "unknown",
+    }
 }
 
 /// Merges the inputs in time order, calling `f(input index, event)` with the
 /// event's time in ns since the earliest origin; reports each damaged file on
-/// stderr and returns whether every file was read to its end.
+/// stderr and returns whether every file was read to its end, and each
+/// file's completeness (with its time shift).
 pub fn merge(
     inputs: Vec<Input>,
     mut f: impl FnMut(usize, &Event) -> io::Result<()>,
-) -> io::Result<bool> {
+) -> io::Result<(bool, Vec<Option<(Completeness, u64)>>)> {
     let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
+    let slots: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
     let mut merged = MergeByTime::new(
         inputs
             .into_iter()
-            .map(|i| rebased(i.reader, base))
+            .zip(&slots)
+            .map(|(i, slot)| rebased(i.reader, base, Rc::clone(slot)))
             .collect(),
     );
     let mut clean = true;
@@ -329,7 +457,7 @@ pub fn merge(
             }
         }
     }
-    Ok(clean)
+    Ok((clean, slots.iter().map(|s| s.get()).collect()))
 }
 
 /// Runs `qtrace dump`.
@@ -361,6 +489,8 @@ pub fn run(args: DumpArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let catalogs: Vec<Catalog> = inputs.iter().map(|i| i.reader.catalog().clone()).collect();
+    let headers: Vec<qtrace::wire::TraceHeader> =
+        inputs.iter().map(|i| i.reader.header().clone()).collect();
     let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
     let several = inputs.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
@@ -370,7 +500,7 @@ pub fn run(args: DumpArgs) -> ExitCode {
         args.to.map_or(u128::MAX, |t| t as u128),
     );
     crate::with_stdout(|out| {
-        let clean = merge(inputs, |i, e| {
+        let (clean, ends) = merge(inputs, |i, e| {
             let e_time = e.time as u128;
             if e_time < from || e_time > to {
                 return Ok(());
@@ -393,10 +523,48 @@ pub fn run(args: DumpArgs) -> ExitCode {
             line.push('\n');
             out.write_all(line.as_bytes())
         })?;
-        Ok(if clean {
-            ExitCode::SUCCESS
-        } else {
+        // One END line per file, after its events: complete (with the
+        // queue's final counters), cut short, damaged or unknown.
+        for (i, end) in ends.iter().enumerate() {
+            // Old files (completeness unknown) get no END line: their dump
+            // is what it always was; `qtrace stats` says "unknown".
+            let Some((c, shift)) = end.filter(|(c, _)| c.is_complete().is_some()) else {
+                continue;
+            };
+            let c = &c;
+            line.clear();
+            let time = match c {
+                Completeness::Complete(close) => Some(
+                    (catalogs_time(&headers[i], close.time, shift)) as u128,
+                ),
+                _ => None,
+            };
+            if args.json {
+                end_json(&mut line, &labels[i], time, c);
+            } else {
+                if several {
+                    let _ = write!(line, "{:<width$}  ", labels[i]);
+                }
+                match time {
+                    Some(t) => {
+                        let _ = write!(line, "{:>20}  ", fmt_time(t));
+                    }
+                    None => line.push_str(&" ".repeat(22)),
+                }
+                line.push_str(&end_text(c));
+            }
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
+            if is_cut(Some(*c)) {
+                eprintln!("qtrace: {}: {c}", labels[i]);
+            }
+        }
+        Ok(if !clean {
             ExitCode::from(2)
+        } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) {
+            ExitCode::from(EXIT_CUT)
+        } else {
+            ExitCode::SUCCESS
         })
     })
 }

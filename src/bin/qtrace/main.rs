@@ -32,11 +32,23 @@ enum Command {
     /// Each line: time (s since the clock origin), source (CPU or thread),
     /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
     /// shown whatever the class and event filters (a loss may hide any event);
-    /// several --class/--event filters show the union. Exit status 2 when a
-    /// file is not a qtrace trace or is damaged (the events before the damage
-    /// are printed).
+    /// several --class/--event filters show the union. After each file's
+    /// events, one `[END: …]` line says whether the file is complete (with
+    /// its queue's final counters), CUT SHORT (no close record: the writer
+    /// died or the disk filled; what is known lost before the cut is given),
+    /// or of unknown completeness (written before close records).
+    ///
+    /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
+    /// events before the damage are printed); otherwise 3 when a file is cut
+    /// short or its close record disagrees with it; 0 otherwise.
     Dump(dump::DumpArgs),
-    /// Summarise trace files: events per class and event, losses, time span.
+    /// Summarise trace files: events per class and event, losses, time span,
+    /// and whether each file is complete.
+    ///
+    /// Exit status: 2 when a file is not a qtrace trace or is damaged; otherwise
+    /// 3 when a file is cut short (no close record) or its close record
+    /// disagrees with it; 0 otherwise (complete files, and old files whose
+    /// completeness is unknown).
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
@@ -45,7 +57,8 @@ enum Command {
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
-    /// complete); 1 when the output cannot be written.
+    /// complete); 3 when a file is cut short (no close record; its events are
+    /// converted); 1 when the output cannot be written.
     Convert(convert::Args),
 }
 

@@ -9,7 +9,11 @@ use std::process::ExitCode;
 use clap::Args;
 use qtrace::classes::tracer;
 
-use crate::dump::{fmt_time, open_all, Input};
+use std::fmt::Write as _;
+
+use qtrace::reader::Completeness;
+
+use crate::dump::{end_word, fmt_time, is_cut, json_str, open_all, Input, EXIT_CUT};
 
 /// Arguments of `qtrace stats`.
 #[derive(Args, Debug)]
@@ -17,6 +21,11 @@ pub struct StatsArgs {
     /// Trace files (each is summarised, then the total).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// One JSON document instead of text: `{"files":[{"file", "events",
+    /// "lost", "hoops", "complete" (true, false, or null when unknown),
+    /// "end", "close", "damaged", …}], "total":{…}}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Default)]
@@ -37,22 +46,89 @@ pub fn run(args: StatsArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    crate::with_stdout(|out| report(inputs, out))
+    let json = args.json;
+    crate::with_stdout(|out| report(inputs, json, out))
+}
+
+/// One file's summary, for the JSON form.
+struct FileJson {
+    label: String,
+    t: Totals,
+    end: Option<Completeness>,
+    damaged: Option<String>,
+}
+
+fn file_json(out: &mut String, f: &FileJson) {
+    out.push_str("{\"file\":");
+    json_str(out, &f.label);
+    let _ = write!(
+        out,
+        ",\"events\":{},\"lost\":{},\"hoops\":{},\"complete\":",
+        f.t.events, f.t.lost, f.t.hoops
+    );
+    match f.end.and_then(|c| c.is_complete()) {
+        Some(b) => {
+            let _ = write!(out, "{b}");
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"end\":");
+    match &f.end {
+        Some(c) => {
+            json_str(out, end_word(c));
+            out.push_str(",\"end_text\":");
+            json_str(out, &c.to_string());
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"close\":");
+    match f.end {
+        Some(Completeness::Complete(c)) | Some(Completeness::Mismatch { close: c, .. }) => {
+            let _ = write!(
+                out,
+                "{{\"time\":{},\"accepted\":{},\"dropped\":{},\"overwritten\":{},\"delivered\":{},\"records\":{},\"lost\":{}}}",
+                c.time,
+                c.totals.accepted,
+                c.totals.dropped,
+                c.totals.overwritten,
+                c.totals.delivered,
+                c.records,
+                c.lost
+            );
+        }
+        _ => out.push_str("null"),
+    }
+    match (f.t.min, f.t.max) {
+        (Some(a), Some(b)) => {
+            let _ = write!(out, ",\"first_ns\":{a},\"last_ns\":{b}");
+        }
+        _ => out.push_str(",\"first_ns\":null,\"last_ns\":null"),
+    }
+    out.push_str(",\"damaged\":");
+    match &f.damaged {
+        Some(d) => json_str(out, d),
+        None => out.push_str("null"),
+    }
+    out.push('}');
 }
 
 /// Writes the summary of every input to `out`; returns the exit status (2
-/// when a file is damaged).
-fn report(inputs: Vec<Input>, out: &mut dyn Write) -> io::Result<ExitCode> {
-    let mut status = ExitCode::SUCCESS;
+/// when a file is damaged, else 3 when one is cut short).
+fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<ExitCode> {
+    let mut damaged_any = false;
+    let mut cut_any = false;
     let mut grand = Totals::default();
     let files = inputs.len();
-    for input in inputs {
+    let mut summaries: Vec<FileJson> = Vec::new();
+    let mut text: Vec<u8> = Vec::new();
+    let (mut complete_n, mut cut_n, mut unknown_n) = (0u64, 0u64, 0u64);
+    for mut input in inputs {
         let h = input.reader.header().clone();
         let catalog = h.catalog().clone();
         let mut t = Totals::default();
         let mut per_event: BTreeMap<u16, u64> = BTreeMap::new();
         let mut error = None;
-        for e in input.reader {
+        for e in input.reader.by_ref() {
             let e = match e {
                 Ok(e) => e,
                 Err(err) => {
@@ -73,6 +149,14 @@ fn report(inputs: Vec<Input>, out: &mut dyn Write) -> io::Result<ExitCode> {
                 *per_event.entry(e.id.0).or_insert(0) += 1;
             }
         }
+        let end = input.reader.completeness();
+        match end.and_then(|c| c.is_complete()) {
+            Some(true) => complete_n += 1,
+            Some(false) => cut_n += 1,
+            None => unknown_n += 1,
+        }
+        cut_any |= is_cut(end);
+        let out: &mut dyn Write = &mut text;
         writeln!(out, "{}", input.label)?;
         let queue = h
             .queue()
@@ -92,6 +176,10 @@ fn report(inputs: Vec<Input>, out: &mut dyn Write) -> io::Result<ExitCode> {
             "  lost: {} events in {} hoops records",
             t.lost, t.hoops
         )?;
+        match &end {
+            Some(c) => writeln!(out, "  end: {c}")?,
+            None => writeln!(out, "  end: not reached (the file is damaged)")?,
+        }
         match (t.min, t.max) {
             (Some(a), Some(b)) => writeln!(
                 out,
@@ -126,21 +214,56 @@ fn report(inputs: Vec<Input>, out: &mut dyn Write) -> io::Result<ExitCode> {
             };
             writeln!(out, "    {name:<24} {n:>12}")?;
         }
-        if let Some(err) = error {
+        let damaged = error.map(|err| {
             eprintln!("qtrace: {err}");
-            writeln!(out, "  damaged: {err}")?;
-            status = ExitCode::from(2);
+            damaged_any = true;
+            err.to_string()
+        });
+        if let Some(d) = &damaged {
+            writeln!(out, "  damaged: {d}")?;
+        }
+        if end.is_some_and(|c| c.is_complete() == Some(false)) && damaged.is_none() {
+            eprintln!("qtrace: {}: {}", input.label, end.expect("checked"));
         }
         grand.events += t.events;
         grand.hoops += t.hoops;
         grand.lost = grand.lost.saturating_add(t.lost);
+        summaries.push(FileJson {
+            label: input.label.clone(),
+            t,
+            end,
+            damaged,
+        });
     }
-    if files > 1 {
-        writeln!(
-            out,
-            "total: {} events, {} lost in {} hoops records, {} files",
-            grand.events, grand.lost, grand.hoops, files
-        )?;
+    if json {
+        let mut s = String::from("{\"files\":[");
+        for (i, f) in summaries.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            file_json(&mut s, f);
+        }
+        let _ = write!(
+            s,
+            "],\"total\":{{\"files\":{files},\"events\":{},\"lost\":{},\"hoops\":{},\"complete\":{complete_n},\"cut\":{cut_n},\"unknown\":{unknown_n}}}}}",
+            grand.events, grand.lost, grand.hoops
+        );
+        writeln!(out, "{s}")?;
+    } else {
+        out.write_all(&text)?;
+        if files > 1 {
+            writeln!(
+                out,
+                "total: {} events, {} lost in {} hoops records, {} files ({complete_n} complete, {cut_n} cut short or damaged, {unknown_n} unknown)",
+                grand.events, grand.lost, grand.hoops, files
+            )?;
+        }
     }
-    Ok(status)
+    Ok(if damaged_any {
+        ExitCode::from(2)
+    } else if cut_any {
+        ExitCode::from(EXIT_CUT)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
