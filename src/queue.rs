@@ -238,7 +238,8 @@ pub struct QueueContext {
 #[enum_dispatch]
 pub trait Queue: Send + Sync {
     /// Reserves room for one event, or returns `None` at once when there is
-    /// none. A queue that returns `None` counts the event as dropped.
+    /// none. A queue that returns `None` counts the event as dropped (for a
+    /// user-defined queue the tracer also counts it: see [`DynQueue`]).
     fn get(&self) -> Option<Reservation>;
 
     /// Publishes `event` into the room `reservation` holds.
@@ -283,28 +284,108 @@ pub trait QueueType: Send + Sync + 'static {
     fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, Error>;
 }
 
-/// A user-defined queue behind one virtual call.
-pub type DynQueue = Box<dyn Queue>;
+/// A user-defined queue behind one virtual call, with the tracer's own
+/// count of the events its `get` refused.
+///
+/// A `None` from a user queue's [`Queue::get`] is a lost event whatever the
+/// queue counts itself: the tracer counts it here (only this path pays; the
+/// built-in queues' hot paths are unchanged), and [`Queue::counters`] reports
+/// `dropped` as the larger of the queue's own count and the tracer's. A queue
+/// whose own count is lower than the tracer's is under-reporting: its
+/// [`Queue::status`] says so, which makes the shutdown report not clean.
+///
+/// ```
+/// use qtrace::queue::{DynQueue, Queue, QueueCounters, Reservation};
+/// use qtrace::Event;
+///
+/// /// Refuses everything and counts nothing.
+/// struct Closed;
+/// impl Queue for Closed {
+///     fn get(&self) -> Option<Reservation> { None }
+///     fn post(&self, _: Reservation, _: &Event) {}
+///     fn counters(&self) -> QueueCounters { QueueCounters::default() }
+/// }
+///
+/// let q = DynQueue::new(Closed);
+/// assert!(q.get().is_none());
+/// assert_eq!(q.refused(), 1);
+/// assert_eq!(q.counters().dropped, 1);
+/// assert!(!q.status().is_healthy());
+/// ```
+pub struct DynQueue {
+    inner: Box<dyn Queue>,
+    refused: AtomicU64,
+}
+
+impl DynQueue {
+    /// Wraps a user-defined queue.
+    pub fn new(queue: impl Queue + 'static) -> Self {
+        DynQueue {
+            inner: Box::new(queue),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Events the queue's `get` refused (returned `None`), as the tracer
+    /// counted them.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The user's queue.
+    pub fn inner(&self) -> &dyn Queue {
+        &*self.inner
+    }
+}
+
+impl std::fmt::Debug for DynQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynQueue")
+            .field("refused", &self.refused())
+            .finish_non_exhaustive()
+    }
+}
 
 impl Queue for DynQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {
-        (**self).get()
+        let r = self.inner.get();
+        if r.is_none() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        r
     }
     #[inline]
     fn post(&self, reservation: Reservation, event: &Event) {
-        (**self).post(reservation, event)
+        self.inner.post(reservation, event)
     }
     fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
-        (**self).activate(ctx)
+        self.inner.activate(ctx)
     }
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
-        (**self).terminate(ctx)
+        self.inner.terminate(ctx)
     }
+    /// The queue's counters, with `dropped` at least what the tracer counted
+    /// refused.
     fn counters(&self) -> QueueCounters {
-        (**self).counters()
+        let mut c = self.inner.counters();
+        c.dropped = c.dropped.max(self.refused());
+        c
     }
+    /// The queue's status; if its own drop count is below the tracer's, a
+    /// `last_error` saying so.
     fn status(&self) -> QueueStatus {
-        (**self).status()
+        let mut s = self.inner.status();
+        let (refused, own) = (self.refused(), self.inner.counters().dropped);
+        if refused > own {
+            let note = format!(
+                "the queue's get refused {refused} events but its counters show {own} dropped: the tracer counts all {refused} as dropped"
+            );
+            s.last_error = Some(match s.last_error {
+                Some(e) => format!("{e}; {note}"),
+                None => note,
+            });
+        }
+        s
     }
 }

@@ -35,7 +35,7 @@
 use std::path::{Path, PathBuf};
 
 use super::ring::{OverwriteRing, Padded, Ticketed};
-use super::save::{default_path, hoops, write_trace, StatusCell};
+use super::save::{create_at_activate, default_path, hoops, write_trace, StatusCell};
 use crate::wire::QueueTotals;
 use super::shard::ShardRing;
 use crate::error::Error;
@@ -476,6 +476,13 @@ impl Queue for CircularQueue {
     /// events stay in the queue (counted as queued, not delivered) and the
     /// error is also in [`Queue::status`]; a later call tries again. Once
     /// saved, later calls do nothing (the file is kept as written).
+    /// Creates the file the queue saves to (directory and header), so a
+    /// bad directory is an error of phase 2. Until the save, the file reads
+    /// as cut short.
+    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        create_at_activate(&self.file, ctx)
+    }
+
     fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
         if self.saved.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(());

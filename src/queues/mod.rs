@@ -51,7 +51,7 @@ pub enum AnyQueue {
 impl AnyQueue {
     /// Wraps a user-defined queue.
     pub fn custom(queue: impl Queue + 'static) -> Self {
-        AnyQueue::DynQueue(Box::new(queue))
+        AnyQueue::DynQueue(DynQueue::new(queue))
     }
 
     /// The circular queue inside, if it is one (for

@@ -210,6 +210,9 @@ struct Shared {
 struct IoState {
     io_errors: u64,
     last_error: Option<String>,
+    /// The file was created and its header written (a report lists only
+    /// files that were written).
+    file_opened: bool,
 }
 
 impl Shared {
@@ -288,6 +291,7 @@ impl OnlineQueue {
             action: "write the header of trace file",
             source: e,
         })?;
+        self.shared.io.lock().file_opened = true;
         Ok(Drainer {
             shared: Arc::clone(&self.shared),
             sink,
@@ -337,7 +341,7 @@ impl Queue for OnlineQueue {
             Target::File(p) => Some(Target::File(p.clone())),
             Target::Writer(_) => None,
         };
-        let drainer = match self.open(target, ctx) {
+        let drainer = match self.open(target, ctx).map_err(super::save::with_hint) {
             Ok(d) => d,
             Err(e) => {
                 match retry {
@@ -391,7 +395,12 @@ impl Queue for OnlineQueue {
         QueueStatus {
             io_errors: io.io_errors,
             last_error: io.last_error.clone(),
-            files: self.path.iter().cloned().collect(),
+            files: self
+                .path
+                .iter()
+                .filter(|_| io.file_opened)
+                .cloned()
+                .collect(),
         }
     }
 }

@@ -68,6 +68,43 @@ pub(crate) fn write_trace(
     Ok(())
 }
 
+/// Creates a memory queue's trace file at phase 2 (its directory, then the
+/// header), so that a directory that cannot be written fails
+/// [`Tracer::activate`](crate::Tracer::activate) instead of the save at
+/// shutdown. Until the queue saves, the file holds only a header whose flag
+/// promises a close run, so it reads as cut short — the truth for a process
+/// that dies before saving.
+///
+/// # Errors
+/// [`Error::Io`] naming the path and saying what to do.
+pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), Error> {
+    let w = create_trace_file(path, &TraceHeader::for_queue(ctx)).map_err(with_hint)?;
+    w.finish()
+        .map_err(|e| with_hint(Error::io("write the header of trace file", path, e)))?;
+    Ok(())
+}
+
+/// Adds to an [`Error::Io`] about a trace file what the user can do.
+pub(crate) fn with_hint(e: Error) -> Error {
+    match e {
+        Error::Io {
+            path,
+            action,
+            source,
+        } => Error::Io {
+            path,
+            action,
+            source: std::io::Error::new(
+                source.kind(),
+                format!(
+                    "{source}; give the tracer a writable directory (Config::with_output_dir) or the queue a writable `file` parameter"
+                ),
+            ),
+        },
+        other => other,
+    }
+}
+
 /// A queue's [`QueueStatus`], updated on the configuration path.
 #[derive(Debug, Default)]
 pub(crate) struct StatusCell(Mutex<QueueStatus>);
