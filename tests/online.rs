@@ -37,7 +37,11 @@ fn parse_trace(bytes: &[u8]) -> (TraceHeader, Vec<Event>) {
         let run: [Event; 3] = events[events.len() - 3..].try_into().unwrap();
         if let Some(close) = CloseRecord::from_records(&run) {
             events.truncate(events.len() - 3);
-            let lost: u64 = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum();
+            let lost: u64 = events
+                .iter()
+                .filter(|e| e.id == HOOPS)
+                .map(|e| e.args[0])
+                .sum();
             assert_eq!((close.records, close.lost), (events.len() as u64, lost));
         }
     }

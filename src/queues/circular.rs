@@ -36,7 +36,6 @@ use std::path::{Path, PathBuf};
 
 use super::ring::{OverwriteRing, Padded, Ticketed};
 use super::save::{create_at_activate, default_path, hoops, write_trace, StatusCell};
-use crate::wire::QueueTotals;
 use super::shard::ShardRing;
 use crate::error::Error;
 use crate::event::Event;
@@ -44,6 +43,7 @@ use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
 use crate::sync::{AtomicU64, Ordering};
+use crate::wire::QueueTotals;
 
 /// The circular queue type (`"circular"`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -61,12 +61,12 @@ use super::feed::Feed;
 use super::reserve::{reserve, Reserved, RESERVE_LEN};
 use super::task::{Task, Work};
 use crate::classes::tracer::HOOPS;
+use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
-use crate::clock::Clock;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 

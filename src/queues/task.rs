@@ -110,8 +110,7 @@ impl Task {
                 work.run_once();
                 let backoff = work.backing_off();
                 loop {
-                    if c.stop_requested()
-                        || (!backoff && c.wake_requested.load(Ordering::Acquire))
+                    if c.stop_requested() || (!backoff && c.wake_requested.load(Ordering::Acquire))
                     {
                         break;
                     }

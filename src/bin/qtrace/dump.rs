@@ -12,8 +12,8 @@ use std::rc::Rc;
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::export::MergeByTime;
-use qtrace::wire::close::close_part;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
+use qtrace::wire::close::close_part;
 use qtrace::{Event, EventId};
 
 /// Arguments of `qtrace dump`.
@@ -376,10 +376,7 @@ impl<R: Read> Iterator for Rebased<R> {
 /// origin); times past `u64::MAX` ns saturate. Its completeness goes to
 /// `end` when it ends.
 pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Rebased<R> {
-    let shift = reader
-        .header()
-        .clock_origin_unix_ns()
-        .saturating_sub(base);
+    let shift = reader.header().clock_origin_unix_ns().saturating_sub(base);
     Rebased { reader, shift, end }
 }
 
@@ -534,9 +531,9 @@ pub fn run(args: DumpArgs) -> ExitCode {
             let c = &c;
             line.clear();
             let time = match c {
-                Completeness::Complete(close) => Some(
-                    (catalogs_time(&headers[i], close.time, shift)) as u128,
-                ),
+                Completeness::Complete(close) => {
+                    Some((catalogs_time(&headers[i], close.time, shift)) as u128)
+                }
                 _ => None,
             };
             if args.json {
