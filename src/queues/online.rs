@@ -188,6 +188,7 @@ impl QueueType for Online {
             shared: Arc::new(Shared {
                 feed,
                 delivered: AtomicU64::new(0),
+                lost_with_file: AtomicU64::new(0),
                 io: Mutex::new(IoState::default()),
             }),
             path,
@@ -203,6 +204,9 @@ struct Shared {
     feed: Feed,
     /// Events whose records were written completely.
     delivered: AtomicU64,
+    /// Of those, events written to a file that was then deleted or replaced
+    /// (lost with its inode): reported as overwritten, not delivered.
+    lost_with_file: AtomicU64,
     io: Mutex<IoState>,
 }
 
@@ -213,9 +217,20 @@ struct IoState {
     /// The file was created and its header written (a report lists only
     /// files that were written).
     file_opened: bool,
+    /// Times the file was found deleted or replaced and re-created.
+    files_replaced: u64,
 }
 
 impl Shared {
+    fn counters(&self) -> QueueCounters {
+        let lost = self.lost_with_file.load(Ordering::Relaxed);
+        let mut c = self.feed.counters(self.delivered.load(Ordering::Relaxed));
+        let lost = lost.min(c.delivered);
+        c.delivered -= lost;
+        c.overwritten += lost;
+        c
+    }
+
     fn io_error(&self, what: &str, e: &io::Error) {
         let mut io = self.io.lock();
         io.io_errors += 1;
@@ -252,6 +267,14 @@ impl OnlineQueue {
     /// The number of events the queue holds.
     pub fn capacity(&self) -> usize {
         self.shared.feed.ring.capacity()
+    }
+
+    /// Times the task found its trace file deleted or replaced while
+    /// writing it, and re-created it (each is also an I/O error in
+    /// [`Queue::status`], and the events written to the lost file count as
+    /// overwritten).
+    pub fn files_replaced(&self) -> u64 {
+        self.shared.io.lock().files_replaced
     }
 
     /// The fill level (in events) at which the task is woken early.
@@ -292,12 +315,16 @@ impl OnlineQueue {
             source: e,
         })?;
         self.shared.io.lock().file_opened = true;
+        let file_path = file_handle.as_ref().and(self.path.clone());
         Ok(Drainer {
             shared: Arc::clone(&self.shared),
             sink,
             name,
             file: file_handle,
             file_len: header.len() as u64,
+            path: file_path,
+            header,
+            in_file: 0,
             pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
             written: 0,
             pending_events: 0,
@@ -384,10 +411,10 @@ impl Queue for OnlineQueue {
         Ok(())
     }
 
+    /// Events written to a trace file that was then deleted or replaced
+    /// count as overwritten (accepted, then lost), not delivered.
     fn counters(&self) -> QueueCounters {
-        self.shared
-            .feed
-            .counters(self.shared.delivered.load(Ordering::Relaxed))
+        self.shared.counters()
     }
 
     fn status(&self) -> QueueStatus {
@@ -439,6 +466,13 @@ struct Drainer {
     clock: Clock,
     /// The last round failed: the next waits for the period.
     failed: bool,
+    /// The file's path, when the target is a file (to detect its deletion
+    /// or replacement).
+    path: Option<PathBuf>,
+    /// The encoded header (to re-create a deleted file).
+    header: Vec<u8>,
+    /// Events delivered into the current file.
+    in_file: u64,
 }
 
 enum Round {
@@ -465,6 +499,7 @@ impl Drainer {
             self.shared
                 .delivered
                 .fetch_add(done - self.credited, Ordering::Relaxed);
+            self.in_file += done - self.credited;
             self.credited = done;
         }
     }
@@ -527,8 +562,95 @@ impl Drainer {
             }
         }
     }
+    /// Whether the file being written was deleted (no link left) or
+    /// replaced (its path names another file, or nothing).
+    fn file_replaced(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(f), Some(p)) = (&self.file, &self.path) else {
+            return false;
+        };
+        let Ok(meta) = f.metadata() else {
+            return false;
+        };
+        if meta.nlink() == 0 {
+            return true;
+        }
+        match std::fs::metadata(p) {
+            Ok(m) => m.ino() != meta.ino() || m.dev() != meta.dev(),
+            Err(_) => true,
+        }
+    }
+
+    /// The file was deleted or replaced: what was written to it is lost with
+    /// its inode. Re-creates it (header, reserved room) and queues a hoops
+    /// record for those events and the losses the old file stated; counts
+    /// the events as overwritten and says so in the status. Called between
+    /// batches (nothing pending). If the file cannot be re-created, the
+    /// error is counted and the next round tries again.
+    fn recreate(&mut self) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        let opened = (|| -> io::Result<File> {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut f = File::create(&path)?;
+            reserve(&f, self.header.len() as u64, RESERVE_LEN)?;
+            f.write_all(&self.header)?;
+            Ok(f)
+        })();
+        let f = match opened.and_then(|f| Ok((f.try_clone()?, f))) {
+            Ok((handle, f)) => {
+                self.file = Some(handle);
+                f
+            }
+            Err(e) => {
+                self.shared.io_error(
+                    &format!(
+                        "re-create {} (deleted or replaced while written)",
+                        self.name
+                    ),
+                    &e,
+                );
+                return;
+            }
+        };
+        self.sink = Box::new(f);
+        self.file_len = self.header.len() as u64;
+        let lost_events = self.in_file;
+        let stated = self.lost;
+        self.shared
+            .lost_with_file
+            .fetch_add(lost_events, Ordering::Relaxed);
+        self.in_file = 0;
+        self.records = 0;
+        self.lost = 0;
+        let lost = lost_events.saturating_add(stated);
+        if lost > 0 {
+            let hoops = Event::new(
+                self.last_time,
+                HOOPS,
+                u32::MAX,
+                [lost, self.handle.0 as u64],
+            );
+            self.push_record(&hoops);
+            self.pending_hoops += lost;
+        }
+        let mut io = self.shared.io.lock();
+        io.io_errors += 1;
+        io.files_replaced += 1;
+        io.last_error = Some(format!(
+            "{} was deleted or replaced while being written: the {lost_events} events written to it are lost (counted as overwritten); re-created it, starting with a hoops record of {lost} events",
+            self.name
+        ));
+    }
+
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
+        if self.pending.is_empty() && self.file_replaced() {
+            self.recreate();
+        }
         if !self.write_pending() {
             return Round::Failed;
         }
@@ -615,8 +737,7 @@ impl Drainer {
                 [lost_now, self.handle.0 as u64],
             ));
         }
-        let delivered = self.shared.delivered.load(Ordering::Relaxed);
-        let totals = QueueTotals::from(self.shared.feed.counters(delivered));
+        let totals = QueueTotals::from(self.shared.counters());
         let close = CloseRecord::new(
             self.clock.now().max(self.last_time),
             totals,
@@ -704,6 +825,9 @@ impl Work for Drainer {
             if let Some(f) = &self.file {
                 if f.set_len(self.file_len - torn).is_ok() {
                     self.file_len -= torn;
+                    // Truncating frees the blocks reserved past the end:
+                    // reserve them again (best effort) for the close run.
+                    let _ = reserve(f, self.file_len, RESERVE_LEN);
                 }
             }
         }
