@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::QueueHandle;
-use qtrace::reader::TraceReader;
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::datagram::{self, DatagramView};
-use qtrace::wire::{TraceHeader, TraceWriter};
+use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
 use qtrace::{Event, EventId};
 
 fn out_dir() -> PathBuf {
@@ -90,6 +90,27 @@ fn seed_corpus() {
         assert_eq!(back, events);
         save(&reader_dir, name, &bytes);
     }
+    // A closed file: the close run is not yielded, the file reads complete.
+    let mut w = TraceWriter::new(Vec::new(), &header(true).with_close_run(true)).unwrap();
+    w.write_events(&workload()).unwrap();
+    let bytes = w
+        .finish_with_close(
+            99_999,
+            QueueTotals {
+                accepted: 16,
+                dropped: 17,
+                overwritten: 0,
+                delivered: 16,
+            },
+        )
+        .unwrap();
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    assert_eq!(
+        r.by_ref().map(Result::unwrap).collect::<Vec<_>>(),
+        workload()
+    );
+    assert!(matches!(r.completeness(), Some(Completeness::Complete(_))));
+    save(&reader_dir, "closed-workload.qtr", &bytes);
     let mut file = TraceWriter::new(Vec::new(), &header(true).without_queue()).unwrap();
     file.write_events(&workload()[..3]).unwrap();
     let mut bytes = file.finish().unwrap();

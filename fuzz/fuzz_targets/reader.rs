@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use qtrace::reader::TraceReader;
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::TraceHeader;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,8 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let (back, len) = TraceHeader::decode(&bytes).expect("a re-encoded header decodes");
     assert_eq!(back, header);
     assert_eq!(len, bytes.len());
+    let mut reader = reader;
     let mut events = 0usize;
-    for item in reader {
+    for item in reader.by_ref() {
         match item {
             Ok(e) => {
                 // Naming any id is total.
@@ -32,5 +33,13 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    assert_eq!(events, (data.len() - start) / 32);
+    // The end is always settled; a final close run is not yielded.
+    let end = reader.completeness().expect("settled at the end");
+    assert_eq!(reader.records_read(), events as u64);
+    let run = match end {
+        Completeness::Complete(_) | Completeness::Mismatch { .. } => 3,
+        _ => 0,
+    };
+    assert_eq!(end.is_complete().is_none(), !header.closes());
+    assert_eq!(events + run, (data.len() - start) / 32);
 });
