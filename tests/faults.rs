@@ -141,24 +141,53 @@ fn a_writer_failing_at_phase_2_is_in_the_status_for_good() {
 
 #[cfg(target_os = "linux")]
 #[test]
-fn a_full_disk_when_circular_and_fixed_queues_save_is_reported_and_nothing_counts_delivered() {
-    let tracer = Tracer::with_config(Config::default().with_output_dir(scratch("full-save")));
+fn a_full_disk_fails_phase_2_for_circular_and_fixed_queues() {
+    // The file is created (header written) at phase 2: a disk that takes no
+    // byte is an error then, not a surprise at shutdown.
+    for fixed in [false, true] {
+        let tracer = Tracer::with_config(Config::default().with_output_dir(scratch("full-act")));
+        if fixed {
+            tracer.create_queue::<Fixed>(FixedParams {
+                capacity: 16,
+                file: Some("/dev/full".into()),
+            })
+        } else {
+            tracer.create_queue::<Circular>(CircularParams {
+                capacity: 16,
+                file: Some("/dev/full".into()),
+                ..CircularParams::default()
+            })
+        }
+        .unwrap();
+        let err = tracer.activate().unwrap_err().to_string();
+        assert!(err.contains("/dev/full"), "{err}");
+        assert!(err.contains("Config::with_output_dir"), "{err}");
+    }
+}
+
+#[test]
+fn a_failed_save_of_circular_and_fixed_queues_is_reported_and_nothing_counts_delivered() {
+    let dir = scratch("full-save");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
     let c = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: 16,
-            file: Some("/dev/full".into()),
             ..CircularParams::default()
         })
         .unwrap();
     let f = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: 16,
-            file: Some("/dev/full".into()),
+            file: None,
         })
         .unwrap();
     tracer.assign_event(user::USER0, c).unwrap();
     tracer.assign_event(user::USER1, f).unwrap();
     tracer.activate().unwrap();
+    // The directory goes, and a regular file takes its name: the save
+    // cannot create its file there.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::write(&dir, b"in the way").unwrap();
     for i in 0..40 {
         tracer.log_event(user::USER0, [i, 0]);
         tracer.log_event(user::USER1, [i, 0]);
@@ -167,14 +196,16 @@ fn a_full_disk_when_circular_and_fixed_queues_save_is_reported_and_nothing_count
     assert!(!report.is_clean());
     for r in &report.queues {
         let err = r.error.as_deref().expect("the save failed");
-        assert!(err.contains("/dev/full"), "{err}");
+        assert!(err.contains("full-save"), "{err}");
         assert!(!r.status.is_healthy(), "{r:?}");
+        assert!(r.status.files.is_empty(), "{r:?}");
         balanced(&r.counters, 40);
         assert_eq!((r.counters.delivered, r.counters.queued), (0, 16), "{r:?}");
     }
     // Circular overwrote, fixed dropped.
     assert_eq!(report.queues[0].counters.overwritten, 24);
     assert_eq!(report.queues[1].counters.dropped, 24);
+    std::fs::remove_file(&dir).unwrap();
 }
 
 // ----- the UDP receiver goes away and comes back -----------------------------

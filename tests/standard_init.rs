@@ -86,7 +86,17 @@ fn dump_and_stats_read_what_standard_init_saved() {
         String::from_utf8_lossy(&dump.stderr)
     );
     let text = String::from_utf8(dump.stdout).unwrap();
-    assert_eq!(text.lines().count() as u64, records, "one line per record");
+    // One `[END: complete …]` line per file after its records.
+    let ends = text
+        .lines()
+        .filter(|l| l.contains("[END: complete;"))
+        .count();
+    assert_eq!(ends, files.len(), "every saved file is complete");
+    assert_eq!(
+        text.lines().count() as u64,
+        records + files.len() as u64,
+        "one line per record"
+    );
     let lost_in_dump: u64 = text
         .lines()
         .filter_map(|l| l.split("[LOST ").nth(1))

@@ -44,10 +44,24 @@ pub fn read_trace(path: &Path) -> (TraceHeader, Vec<Event>) {
     let (header, start) = TraceHeader::decode(&bytes).expect("a valid header");
     let body = &bytes[start..];
     assert_eq!(body.len() % record::RECORD_LEN, 0, "whole records");
-    let events = body
+    let mut events: Vec<Event> = body
         .chunks_exact(record::RECORD_LEN)
         .map(|c| record::parse(c.try_into().unwrap()))
         .collect();
+    // Every file a queue writes ends with its close run (FORMAT.md 1.5):
+    // check it agrees with the records, and leave it out.
+    assert!(header.closes(), "a queue's file promises a close run");
+    assert!(
+        events.len() >= 3,
+        "{} ends without its close run",
+        path.display()
+    );
+    let run: [Event; 3] = events[events.len() - 3..].try_into().unwrap();
+    let close = qtrace::wire::CloseRecord::from_records(&run)
+        .unwrap_or_else(|| panic!("{} ends without its close run", path.display()));
+    events.truncate(events.len() - 3);
+    assert_eq!(close.records, events.len() as u64);
+    assert_eq!(close.lost, hoops_total(&events));
     (header, events)
 }
 

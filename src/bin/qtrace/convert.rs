@@ -134,7 +134,7 @@ pub fn run(args: &Args) -> ExitCode {
                 eprintln!("qtrace convert: {err}; the events before it were converted");
             }
             for (path, end) in args.files.iter().zip(&ends) {
-                if let Some(c) = end.filter(|c| c.is_complete() != Some(true)) {
+                if let Some(c) = end.filter(|c| c.is_complete() == Some(false)) {
                     eprintln!("qtrace convert: {}: {c}", path.display());
                 }
             }

@@ -606,7 +606,9 @@ mod tests {
                 .unwrap();
             let bytes = w.finish().unwrap();
             let reader = TraceReader::new(&bytes[..]).unwrap();
-            let got: Vec<u64> = rebased(reader, base).map(|e| e.unwrap().time).collect();
+            let got: Vec<u64> = rebased(reader, base, EndSlot::default())
+                .map(|e| e.unwrap().time)
+                .collect();
             assert_eq!(got.len(), 1);
             got[0]
         };
