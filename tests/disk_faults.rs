@@ -264,7 +264,7 @@ fn a_trace_file_deleted_or_replaced_while_written_is_recreated_with_its_loss() {
     let c = t.counters(q).unwrap();
     assert_eq!((c.accepted, c.delivered, c.overwritten), (130, 30, 100));
     let status = t.queue(q).unwrap().status();
-    assert_eq!(status.files, [path.clone()]);
+    assert_eq!(status.files, std::slice::from_ref(&path));
     assert_eq!(status.io_errors, 1);
     assert!(
         status.last_error.as_deref().unwrap().contains(

@@ -338,7 +338,11 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
 
 /// Where a file's completeness is left once its reader has ended, with the
 /// shift of its times (ns) onto the merged time line.
-pub type EndSlot = Rc<Cell<Option<(Completeness, u64)>>>;
+pub type EndSlot = Rc<Cell<Option<FileEnd>>>;
+
+/// A file's completeness and the shift (ns) of its times onto the merged
+/// time line.
+pub type FileEnd = (Completeness, u64);
 
 /// The events of a reader rebased (see [`rebased`]); leaves its
 /// completeness in its [`EndSlot`] when it ends.
@@ -434,7 +438,7 @@ pub fn end_word(c: &Completeness) -> &'static str {
 pub fn merge(
     inputs: Vec<Input>,
     mut f: impl FnMut(usize, &Event) -> io::Result<()>,
-) -> io::Result<(bool, Vec<Option<(Completeness, u64)>>)> {
+) -> io::Result<(bool, Vec<Option<FileEnd>>)> {
     let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
     let slots: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
     let mut merged = MergeByTime::new(
