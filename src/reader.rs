@@ -3,7 +3,9 @@
 //!
 //! [`TraceReader`] checks the header, then yields events one by one. A
 //! damaged file yields every event before the damage and then one
-//! [`ReadError`] naming the byte offset; a reader never panics on bad bytes
+//! [`ReadError`] naming the byte offset. At the end,
+//! [`TraceReader::completeness`] says whether the file was complete (it ends
+//! with its close run), cut short, or written before close runs existed; a reader never panics on bad bytes
 //! and never holds more than the header (at most
 //! [`MAX_HEADER_LEN`](crate::wire::header::MAX_HEADER_LEN) bytes) and one
 //! record in memory.

@@ -20,10 +20,22 @@
 //!   flushes and closes it.
 //! - **I/O errors** (disk full, a pipe closed): the task counts them in
 //!   [`Queue::status`], keeps the bytes it could not write and tries again at
-//!   its next round; meanwhile the queue fills and drops (counted, then written
-//!   as hoops once writing works again). The program keeps running and
-//!   logging never blocks. Events that could never be written stay counted as
-//!   `queued`, so `accepted = delivered + queued` holds at the end.
+//!   its next period — not before, whatever wake-ups producers send, so a
+//!   failing disk costs one attempt per period, not a spinning core;
+//!   meanwhile the queue fills and drops (counted, then written as hoops once
+//!   writing works again). The program keeps running and logging never
+//!   blocks. Events that could never be written stay counted as `queued`, so
+//!   `accepted = delivered + overwritten + queued` holds at the end.
+//! - **Close**: shutdown ends the file with a hoops record for whatever could
+//!   not be written (if anything) and the close run (FORMAT.md 1.5). A file
+//!   target keeps 4 KiB allocated past its end (`fallocate` with
+//!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
+//!   made), so a disk that stays full still takes them.
+//! - **A file deleted or replaced while written** (link count 0, or the path
+//!   names another inode; checked once per round) is re-created with a header
+//!   and a hoops record for the events that went with the old inode, which
+//!   count as `overwritten`; the status reports it
+//!   ([`OnlineQueue::files_replaced`]).
 //!
 //! ```
 //! use qtrace::classes::user;
