@@ -288,6 +288,14 @@ fn a_trace_file_deleted_or_replaced_while_written_is_recreated_with_its_loss() {
     );
     assert_eq!(report.total_lost(), 130);
     assert!(!report.is_clean());
+    // The room reserved past the end was given back at close.
+    let m = std::fs::metadata(&path).unwrap();
+    assert!(
+        std::os::unix::fs::MetadataExt::blocks(&m) * 512 <= m.len().div_ceil(4096) * 4096,
+        "{} blocks for {} bytes",
+        std::os::unix::fs::MetadataExt::blocks(&m),
+        m.len()
+    );
     let (events, end) = read(&path);
     // The hoops record first (the first file's 100 events and the 30 of the
     // second, all lost with their inodes), then the 10 events.

@@ -70,7 +70,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::feed::Feed;
-use super::reserve::{reserve, Reserved, RESERVE_LEN};
+use super::reserve::{release, reserve, Reserved, RESERVE_LEN};
+
+/// Bytes reserved ahead of the writes beyond [`RESERVE_LEN`], so that the
+/// reservation costs one system call per MiB written.
+const RESERVE_CHUNK: u64 = 1 << 20;
 use super::task::{Task, Work};
 use crate::classes::tracer::HOOPS;
 use crate::clock::Clock;
@@ -328,6 +332,7 @@ impl OnlineQueue {
         })?;
         self.shared.io.lock().file_opened = true;
         let file_path = file_handle.as_ref().and(self.path.clone());
+        let file_len_at_open = header.len() as u64;
         Ok(Drainer {
             shared: Arc::clone(&self.shared),
             sink,
@@ -349,6 +354,7 @@ impl OnlineQueue {
             lost: 0,
             clock: ctx.clock.clone(),
             failed: false,
+            reserved_to: file_len_at_open + RESERVE_LEN,
         })
     }
 }
@@ -478,6 +484,9 @@ struct Drainer {
     clock: Clock,
     /// The last round failed: the next waits for the period.
     failed: bool,
+    /// The file is known allocated up to here (`u64::MAX`: reservation
+    /// unsupported, never checked).
+    reserved_to: u64,
     /// The file's path, when the target is a file (to detect its deletion
     /// or replacement).
     path: Option<PathBuf>,
@@ -560,8 +569,26 @@ impl Drainer {
         let Some(file) = &self.file else {
             return true;
         };
-        match reserve(file, self.file_len, len + RESERVE_LEN) {
-            Ok(Reserved::Yes | Reserved::Unsupported) => true,
+        let need = self.file_len + len + RESERVE_LEN;
+        if need <= self.reserved_to {
+            return true;
+        }
+        // Reserve a chunk ahead (one call per MiB written, not one per
+        // write); on a nearly full disk, just what this write needs.
+        let result = match reserve(file, self.file_len, len + RESERVE_LEN + RESERVE_CHUNK) {
+            Ok(r) => Ok((r, need + RESERVE_CHUNK)),
+            Err(_) => reserve(file, self.file_len, len + RESERVE_LEN).map(|r| (r, need)),
+        };
+        match result {
+            Ok((Reserved::Yes, to)) => {
+                self.reserved_to = to;
+                true
+            }
+            Ok((Reserved::Unsupported, _)) => {
+                // Never asked again: every later check passes at once.
+                self.reserved_to = u64::MAX;
+                true
+            }
             Err(e) => {
                 self.shared.io_error(
                     &format!(
@@ -630,6 +657,7 @@ impl Drainer {
         };
         self.sink = Box::new(f);
         self.file_len = self.header.len() as u64;
+        self.reserved_to = self.file_len + RESERVE_LEN;
         let lost_events = self.in_file;
         let stated = self.lost;
         self.shared
@@ -765,8 +793,13 @@ impl Drainer {
         let result = match &self.file {
             Some(f) => {
                 use std::os::unix::fs::FileExt;
-                f.write_all_at(&bytes, self.file_len)
-                    .and_then(|()| f.set_len(self.file_len + bytes.len() as u64))
+                let end = self.file_len + bytes.len() as u64;
+                f.write_all_at(&bytes, self.file_len).map(|()| {
+                    // Give back the room reserved past the end.
+                    if self.reserved_to != u64::MAX {
+                        release(f, end);
+                    }
+                })
             }
             None => self.sink.write_all(&bytes).and_then(|()| self.sink.flush()),
         };
@@ -839,7 +872,10 @@ impl Work for Drainer {
                     self.file_len -= torn;
                     // Truncating frees the blocks reserved past the end:
                     // reserve them again (best effort) for the close run.
-                    let _ = reserve(f, self.file_len, RESERVE_LEN);
+                    self.reserved_to = self.file_len;
+                    if reserve(f, self.file_len, RESERVE_LEN).is_ok() {
+                        self.reserved_to = self.file_len + RESERVE_LEN;
+                    }
                 }
             }
         }

@@ -4,11 +4,13 @@
 //! On Linux the room is allocated with `fallocate(FALLOC_FL_KEEP_SIZE)`:
 //! blocks past the end of the file, not counted in its length (a reader sees
 //! nothing of them), which later writes at the end of the file use without
-//! asking the file system for more. A writer keeps [`RESERVE_LEN`] bytes
-//! allocated past what it has written: before each write it extends the
-//! allocation to cover the write plus the reserve; when the disk is full that
-//! extension fails and the write is not made, so the reserve is never eaten
-//! by events. Where `fallocate` is unsupported (another OS, a file system
+//! asking the file system for more. A writer keeps at least [`RESERVE_LEN`]
+//! bytes allocated past what it has written: before a write that would reach
+//! into them it extends the allocation to cover the write, the reserve and a
+//! chunk ahead (the online queue: 1 MiB, so one call per MiB written); when
+//! the disk is full that extension fails and the write is not made, so the
+//! reserve is never eaten by events. At close the room left past the end is
+//! given back ([`release`]: a truncation to the file's own length). Where `fallocate` is unsupported (another OS, a file system
 //! without it), nothing is reserved and writes go ahead as they would.
 
 use std::fs::File;
@@ -54,6 +56,14 @@ pub(crate) fn reserve(file: &File, offset: u64, len: u64) -> io::Result<Reserved
     }
 }
 
+/// Frees the blocks [`reserve`] allocated past `len`, the end of the written
+/// data: truncating a file to its own length gives back the blocks allocated
+/// beyond it (ext4, tmpfs, xfs). Best effort: a failure leaves the room
+/// allocated until the file is deleted.
+pub(crate) fn release(file: &File, len: u64) {
+    let _ = file.set_len(len);
+}
+
 /// Allocates nothing: reservation is implemented on Linux only.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn reserve(_file: &File, _offset: u64, _len: u64) -> io::Result<Reserved> {
@@ -78,5 +88,8 @@ mod tests {
             }
             Reserved::Unsupported => eprintln!("fallocate unsupported here: nothing to check"),
         }
+        release(&file, 0);
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!((m.len(), m.blocks()), (0, 0), "released");
     }
 }
