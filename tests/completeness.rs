@@ -422,3 +422,51 @@ fn a_header_from_for_queue_promises_a_close_run() {
     let bytes = TraceWriter::new(Vec::new(), &h).unwrap().finish().unwrap();
     assert_eq!(u16::from_be_bytes([bytes[14], bytes[15]]), 1);
 }
+
+/// The hex dump after `<!-- example:closed -->` in FORMAT.md, and the text
+/// block after the next "prints it as:".
+fn closed_example() -> (Vec<u8>, String) {
+    let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/FORMAT.md")).unwrap();
+    let marker = "<!-- example:closed -->";
+    let body = &md[md.find(marker).unwrap() + marker.len()..];
+    let hex = &body[body.find("```text").unwrap() + 7..];
+    let hex = &hex[..hex.find("```").unwrap()];
+    let mut bytes = Vec::new();
+    for line in hex.lines().filter(|l| !l.trim().is_empty()) {
+        let (_, h) = line.split_once(':').unwrap();
+        bytes.extend(h.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()));
+    }
+    let text = &body[body.find("prints it as:").unwrap()..];
+    let text = &text[text.find("```text").unwrap() + 8..];
+    (bytes, text[..text.find("```").unwrap()].to_string())
+}
+
+#[test]
+fn dump_prints_the_format_md_closed_example_as_documented() {
+    let d = dir("example");
+    std::fs::create_dir_all(&d).unwrap();
+    let (bytes, text) = closed_example();
+    let path = d.join("closed.qtr");
+    std::fs::write(&path, &bytes).unwrap();
+    let o = qtrace(&["dump", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), text);
+    // Cut anywhere inside the close run: status 3 and a CUT SHORT line.
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    let o = qtrace(&["dump", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "a partial record is damage, which wins");
+    std::fs::write(&path, &bytes[..bytes.len() - 32]).unwrap();
+    let o = qtrace(&["dump", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    // The two close-run records left are stray control records.
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[2].contains("[CONTROL RECORD flags=0x8001 args=1,3]"), "{out}");
+    assert!(lines[3].contains("[CONTROL RECORD flags=0x8002 args=0,1]"), "{out}");
+    assert!(
+        lines[4].ends_with("[END: CUT SHORT after 4 records; 3 events known lost before the cut, events after it lost without a count]"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
