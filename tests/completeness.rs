@@ -434,7 +434,10 @@ fn closed_example() -> (Vec<u8>, String) {
     let mut bytes = Vec::new();
     for line in hex.lines().filter(|l| !l.trim().is_empty()) {
         let (_, h) = line.split_once(':').unwrap();
-        bytes.extend(h.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()));
+        bytes.extend(
+            h.split_whitespace()
+                .map(|b| u8::from_str_radix(b, 16).unwrap()),
+        );
     }
     let text = &body[body.find("prints it as:").unwrap()..];
     let text = &text[text.find("```text").unwrap() + 8..];
@@ -454,7 +457,11 @@ fn dump_prints_the_format_md_closed_example_as_documented() {
     // Cut anywhere inside the close run: status 3 and a CUT SHORT line.
     std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
     let o = qtrace(&["dump", path.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "a partial record is damage, which wins");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a partial record is damage, which wins"
+    );
     std::fs::write(&path, &bytes[..bytes.len() - 32]).unwrap();
     let o = qtrace(&["dump", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3));
@@ -462,8 +469,14 @@ fn dump_prints_the_format_md_closed_example_as_documented() {
     let lines: Vec<&str> = out.lines().collect();
     // The two close-run records left are stray control records.
     assert_eq!(lines.len(), 5, "{out}");
-    assert!(lines[2].contains("[CONTROL RECORD flags=0x8001 args=1,3]"), "{out}");
-    assert!(lines[3].contains("[CONTROL RECORD flags=0x8002 args=0,1]"), "{out}");
+    assert!(
+        lines[2].contains("[CONTROL RECORD flags=0x8001 args=1,3]"),
+        "{out}"
+    );
+    assert!(
+        lines[3].contains("[CONTROL RECORD flags=0x8002 args=0,1]"),
+        "{out}"
+    );
     assert!(
         lines[4].ends_with("[END: CUT SHORT after 4 records; 3 events known lost before the cut, events after it lost without a count]"),
         "{out}"
