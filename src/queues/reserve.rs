@@ -36,6 +36,10 @@ pub(crate) enum Reserved {
 #[cfg(target_os = "linux")]
 pub(crate) fn reserve(file: &File, offset: u64, len: u64) -> io::Result<Reserved> {
     use std::os::fd::AsRawFd;
+    if !file.metadata()?.is_file() {
+        // A device or a pipe: no blocks to reserve.
+        return Ok(Reserved::Unsupported);
+    }
     let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     };
