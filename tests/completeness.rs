@@ -481,5 +481,18 @@ fn dump_prints_the_format_md_closed_example_as_documented() {
         lines[4].ends_with("[END: CUT SHORT after 4 records; 3 events known lost before the cut, events after it lost without a count]"),
         "{out}"
     );
+    let o = qtrace(&["dump", "--json", path.to_str().unwrap()]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(
+        (rows[2]["control"].clone(), rows[2]["flags"].clone()),
+        (true.into(), 0x8001.into())
+    );
+    assert_eq!(rows[1].get("control"), None);
+    assert_eq!(rows[4]["end"], "cut");
     std::fs::remove_dir_all(&d).unwrap();
 }

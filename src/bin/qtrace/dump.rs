@@ -39,7 +39,9 @@ pub struct DumpArgs {
     /// Show only events at or before this time since the clock origin.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Option<u64>,
-    /// One JSON object per line instead of text.
+    /// One JSON object per line instead of text; after each file's events,
+    /// one `{"file":…,"end":"complete"|"cut"|"damaged","complete":true|false,…}`
+    /// object (none for files whose completeness is unknown).
     #[arg(long)]
     pub json: bool,
 }
@@ -332,6 +334,10 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
     out.push('}');
     if e.id == tracer::HOOPS {
         let _ = write!(out, ",\"lost\":{},\"queue\":{}", e.args[0], e.args[1]);
+    }
+    if close_part(e).is_some() {
+        // Id 0 with flag bit 15 outside a final close run: corrupt or unknown.
+        out.push_str(",\"control\":true");
     }
     out.push('}');
 }
