@@ -796,7 +796,7 @@ impl ReceiverCore {
                 .iter()
                 .enumerate()
                 .min_by_key(|(_, s)| s.last_seen)
-                .filter(|(_, s)| self.clock - s.last_seen > self.config.idle_datagrams)
+                .filter(|(_, s)| self.clock - s.last_seen >= self.config.idle_datagrams)
                 .map(|(i, _)| i)
         });
         let Some(i) = victim else {
@@ -1275,5 +1275,26 @@ impl Sink for FileSink {
         }
         self.file.tick();
         self.file.failure().is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_bind_error_has_its_own_hint() {
+        let hint = |kind| bind_hint(&io::Error::from(kind));
+        assert_eq!(
+            hint(io::ErrorKind::AddrInUse),
+            " (address in use: is another receiver running there? pick another port)"
+        );
+        assert_eq!(
+            hint(io::ErrorKind::AddrNotAvailable),
+            " (address not available: that IP address is not one of this machine's; \
+             listen on one of its addresses, 0.0.0.0 or [::])"
+        );
+        assert!(hint(io::ErrorKind::PermissionDenied).contains("ports below 1024"));
+        assert_eq!(hint(io::ErrorKind::Other), "");
     }
 }
