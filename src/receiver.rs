@@ -32,8 +32,10 @@
 //!   [`ReceiverConfig::reorder`] held datagrams and a catalog of at most
 //!   [`ReceiverConfig::max_catalog_len`] bytes; received records go straight
 //!   to disk.
-//! - **Streams end honestly**: a sender's close datagram (sent 3 times)
-//!   carries its final counts; the receiver marks the events sent after the
+//! - **Streams end honestly**: a sender's close datagram (sent 3 times, 2 ms
+//!   apart) carries its final counts. It is released after every datagram
+//!   numbered before it; when a second copy arrives, datagrams still missing
+//!   before it are given up on at once (lost). The receiver then marks the events sent after the
 //!   last datagram that arrived, the events the sender could not send and
 //!   its last drops as lost (hoops records), so for a closed stream
 //!   `logged = received + lost` exactly ([`SenderSummary::logged`]). A stream
@@ -907,9 +909,23 @@ impl ReceiverCore {
         s.last_seen = self.clock;
         if header.kind == DatagramKind::Close {
             if s.close_seq == Some(header.sequence) {
-                // A repeated close: counted, nothing more to learn.
+                // A repeated close (sent 2 ms after the first): counted, and
+                // what is still missing before the close is given up on —
+                // the stream is over.
                 s.datagrams += 1;
                 self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
+                if s.closed.is_none() {
+                    s.release_held(
+                        true,
+                        &mut Context {
+                            out,
+                            progress: &self.progress,
+                            first_header: &mut self.first_header,
+                            header_gen: &mut self.header_gen,
+                            max_catalog: self.config.max_catalog_len,
+                        },
+                    );
+                }
                 return;
             }
             if s.close_seq.is_none() {

@@ -187,6 +187,11 @@ impl UdpParams {
         self.segmentation_offload = on;
         self
     }
+    /// Sends the catalog again every `interval` (10 s by default).
+    pub fn with_catalog_interval(mut self, interval: Duration) -> Self {
+        self.catalog_interval = interval;
+        self
+    }
     /// Uses `id` as the sender id.
     pub fn with_sender_id(mut self, id: u32) -> Self {
         self.sender_id = Some(id);
