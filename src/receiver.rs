@@ -106,7 +106,7 @@ use crate::wire::datagram::{
 };
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::{TraceHeader, WireError};
+use crate::wire::{QueueTotals, TraceHeader, WireError};
 use file::LiveFile;
 use sequence::{Gap, Limits, SequenceTracker, Span};
 
@@ -1029,6 +1029,16 @@ impl ReceiverCore {
         }
     }
 
+    /// The latest event time written, all senders.
+    fn last_time(&self) -> u64 {
+        self.senders
+            .iter()
+            .chain(self.parked.iter())
+            .map(|s| s.last_time)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A number that changes whenever [`ReceiverCore::trace_header`] would.
     pub fn header_generation(&self) -> u64 {
         self.header_gen
@@ -1243,7 +1253,14 @@ impl Receiver {
         };
         let mut summary = self.run_into(limit, &mut out)?;
         let FileSink { file: mut live, .. } = out;
-        live.finish(&[]);
+        let received = summary.events();
+        let totals = QueueTotals {
+            accepted: received,
+            dropped: live.lost(),
+            overwritten: 0,
+            delivered: received,
+        };
+        live.finish(self.core.last_time(), totals);
         summary.records_written = live.records_written();
         summary.file_error = live.failure().map(str::to_string);
         summary.file = Some(path.to_path_buf());

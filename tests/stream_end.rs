@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
-use qtrace::reader::TraceReader;
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::sequence::Limits;
 use qtrace::receiver::{Receiver, ReceiverConfig, RunLimit};
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
@@ -45,12 +45,28 @@ fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// Every record of a trace file: all must read.
-fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>) {
-    let reader = TraceReader::open(path).unwrap();
+/// Every record of a trace file (all must read) and what its end says.
+fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness) {
+    let mut reader = TraceReader::open(path).unwrap();
     let header = reader.header().clone();
-    let events = reader.map(|e| e.unwrap()).collect();
-    (header, events)
+    let events = reader.by_ref().map(|e| e.unwrap()).collect();
+    (header, events, reader.completeness().unwrap())
+}
+
+/// The file ends with its close run, which agrees with its records.
+fn assert_complete(events: &[Event], end: Completeness) {
+    let lost: u64 = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum();
+    match end {
+        Completeness::Complete(close) => {
+            assert_eq!((close.records, close.lost), (events.len() as u64, lost));
+            let received = events.iter().filter(|e| e.id != HOOPS).count() as u64;
+            assert_eq!(
+                (close.totals.accepted, close.totals.dropped, close.totals.delivered),
+                (received, lost, received)
+            );
+        }
+        other => panic!("not complete: {other:?}"),
+    }
 }
 
 /// A tracer with one UDP queue for the user class sending to `to`.
@@ -131,7 +147,8 @@ fn sixteen_single_datagrams_from_sixteen_ports_then_a_real_sender() {
     // The 16 quiet senders keep their accounts.
     assert_eq!(summary.senders.len(), 17);
     assert_eq!(summary.events(), 16 + real.events);
-    let (_, events) = read_all(&path);
+    let (_, events, end) = read_all(&path);
+    assert_complete(&events, end);
     let received: Vec<u64> = events
         .iter()
         .filter(|e| e.id == user::USER0)
@@ -362,7 +379,8 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
         assert_eq!(f.closes, 3);
     }
     // The file says the same: received events plus hoops counts = logged.
-    let (header, events) = read_all(&path);
+    let (header, events, end) = read_all(&path);
+    assert_complete(&events, end);
     let hoops: u64 = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum();
     let received = events.iter().filter(|e| e.id == user::USER0).count() as u64;
     assert_eq!(received, summary.events());
@@ -453,7 +471,17 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
     tracer.shutdown().unwrap();
     // Every record in the file reads; the header is the sender's.
     let len = std::fs::metadata(&out).unwrap().len();
-    let (header, events) = read_all(&out);
+    let (header, events, end) = read_all(&out);
+    // Killed: no close run, so the file reads as cut short after its
+    // records.
+    assert_eq!(
+        end,
+        Completeness::Cut {
+            records: events.len() as u64,
+            lost: 0
+        }
+    );
+    assert!(header.closes());
     assert_eq!(header.process_id(), std::process::id());
     assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((q.0, "udp")));
     assert!(header.catalog().classes().iter().any(|c| c.name == "net"));
@@ -530,8 +558,13 @@ fn a_full_disk_ends_with_a_valid_file_the_summary_and_status_3() {
     assert!(stdout.contains("the disk is full"), "{stdout}");
     assert!(stdout.starts_with("received "), "{stdout}");
     // The file is valid: every record reads, as many as the summary says.
-    let (_, events) = read_all(&out);
+    let (_, events, end) = read_all(&out);
     assert!(events.len() > 10_000, "{}", events.len());
+    // It ends before the stream did: cut short, with every record it has.
+    assert!(
+        matches!(end, Completeness::Cut { records, .. } if records == events.len() as u64),
+        "{end:?}"
+    );
     assert!(
         stdout.contains(&format!("wrote {} records to", events.len())),
         "{stdout}"
@@ -598,8 +631,9 @@ fn no_receiver_refused_events_are_lost_not_delivered_and_the_trace_agrees() {
     // first that arrived.
     let s = &summary.senders[0];
     assert_eq!((s.events, s.lost_events, s.sender_dropped), (500, 500, 0));
-    let (_, events) = read_all(&path);
+    let (_, events, end) = read_all(&path);
     let hoops: Vec<u64> = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).collect();
     assert_eq!(hoops, [500]);
+    assert_complete(&events, end);
     std::fs::remove_dir_all(&dir).unwrap();
 }

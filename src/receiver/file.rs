@@ -13,9 +13,17 @@
 //!   multiple of 32 bytes), at least every 50 ms and whenever 64 KiB are
 //!   waiting. After a crash (even SIGKILL) the file reads as a trace holding
 //!   every record written so far; the records of the last 50 ms may be
-//!   missing, and the file has no close run, so it reads as cut short.
+//!   missing, and the file has no close run, so it reads as cut short
+//!   (header flag bit 0 is set from the start).
+//! - **The end**: when the receiver stops, the close run (FORMAT.md 1.5):
+//!   part 1 `accepted` = events received, `dropped` = events the file's
+//!   hoops records mark lost; part 2 `overwritten` = 0, `delivered` = events
+//!   received (all written); part 3 as the format says. Its time is the
+//!   latest event time written.
 //! - **A full disk** (or any write error) stops the writing: the file is
-//!   cut back to its last whole record, and [`LiveFile::failure`] says why.
+//!   cut back to its last whole record, and [`LiveFile::failure`] says why;
+//!   no close run is written, so the file reads as cut short (it ends
+//!   before the streams did).
 //!   On Linux the writer keeps 256 KiB allocated past the end of the file
 //!   (`fallocate` with `FALLOC_FL_KEEP_SIZE`): when that reservation can no
 //!   longer be renewed the disk is treated as full while the reserved space
@@ -26,9 +34,10 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::classes::tracer::HOOPS;
 use crate::error::Error;
-use crate::wire::record::RECORD_LEN;
-use crate::wire::TraceHeader;
+use crate::wire::record::{self, RECORD_LEN};
+use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
 /// Records waiting in memory before they are written.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -42,8 +51,9 @@ const HEADER_LEN_FIELD: usize = 16;
 
 /// `header` encoded with its length field saying `room` bytes (zero
 /// padding up to there), or `None` if it does not fit.
+/// Header flag bit 0 (a close run ends the complete file) is set.
 pub(crate) fn padded_header(header: &TraceHeader, room: usize) -> Option<Vec<u8>> {
-    let mut bytes = header.to_bytes();
+    let mut bytes = header.clone().with_close_run(true).to_bytes();
     if bytes.len() > room || room % 8 != 0 || room > crate::wire::header::MAX_HEADER_LEN {
         return None;
     }
@@ -55,7 +65,7 @@ pub(crate) fn padded_header(header: &TraceHeader, room: usize) -> Option<Vec<u8>
 /// The room to reserve for `header`: at least `wanted` (rounded up to 8),
 /// and twice the header's own length if that is more.
 fn room_for(header: &TraceHeader, wanted: usize) -> usize {
-    let own = header.buffer_len();
+    let own = header.clone().with_close_run(true).buffer_len();
     let room = wanted.max(own * 2).div_ceil(8) * 8;
     room.min(crate::wire::header::MAX_HEADER_LEN).max(own)
 }
@@ -70,6 +80,8 @@ pub(crate) struct LiveFile {
     header_len: u64,
     /// Records in the file (written).
     written: u64,
+    /// Events lost as the hoops records pushed so far say (sum of `arg0`).
+    lost: u64,
     /// Where the reservation past the end reaches (Linux).
     reserved_to: u64,
     last_flush: Instant,
@@ -90,7 +102,8 @@ impl LiveFile {
         }
         let mut file = File::create(path).map_err(|e| Error::io("create trace file", path, e))?;
         let room = room_for(header, room);
-        let bytes = padded_header(header, room).unwrap_or_else(|| header.to_bytes());
+        let bytes = padded_header(header, room)
+            .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
         file.write_all(&bytes)
             .map_err(|e| Error::io("write the header of trace file", path, e))?;
         let mut f = LiveFile {
@@ -99,6 +112,7 @@ impl LiveFile {
             buf: Vec::with_capacity(FLUSH_BYTES * 2),
             header_len: bytes.len() as u64,
             written: 0,
+            lost: 0,
             reserved_to: 0,
             last_flush: Instant::now(),
             failure: None,
@@ -122,6 +136,13 @@ impl LiveFile {
     pub(crate) fn push(&mut self, raw: &[u8]) {
         if self.failure.is_some() {
             return;
+        }
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if u16::from_be_bytes([c[8], c[9]]) == HOOPS.0 {
+                let mut n = [0u8; 8];
+                n.copy_from_slice(&c[16..24]);
+                self.lost = self.lost.saturating_add(u64::from_be_bytes(n));
+            }
         }
         self.buf.extend_from_slice(raw);
         if self.buf.len() >= FLUSH_BYTES {
@@ -245,7 +266,8 @@ impl LiveFile {
 
     fn rewrite(&mut self, header: &TraceHeader) -> io::Result<()> {
         let room = room_for(header, self.header_len as usize * 2);
-        let bytes = padded_header(header, room).unwrap_or_else(|| header.to_bytes());
+        let bytes = padded_header(header, room)
+            .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
         let mut name = self.path.as_os_str().to_owned();
         name.push(".rewrite");
         let tmp = PathBuf::from(name);
@@ -275,26 +297,36 @@ impl LiveFile {
         Ok(())
     }
 
-    /// Writes what is waiting, then `end` (whole records), then syncs.
-    /// Returns whether the end made it into the file.
-    pub(crate) fn finish(&mut self, end: &[u8]) -> bool {
+    /// Events lost as the hoops records written say.
+    pub(crate) fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Writes what is waiting, then — unless writing stopped early (a full
+    /// disk, an error: the file then reads as cut short) — the close run
+    /// (FORMAT.md 1.5) stamped `time` with `totals`, then syncs. Returns
+    /// whether the close run was written.
+    pub(crate) fn finish(&mut self, time: u64, totals: QueueTotals) -> bool {
         self.flush();
-        if self.failure.is_some() {
-            let _ = self.file.sync_all();
-            return false;
-        }
-        let ok = match self.file.write_all(end) {
-            Ok(()) => true,
-            Err(e) => {
-                self.fail(format!("cannot write trace file {}: {e}", self.path.display()));
-                false
+        let ok = self.failure().is_none() && {
+            let close = CloseRecord::new(time, totals, self.written, self.lost);
+            let mut end = [0u8; RECORD_LEN * 3];
+            let n = record::emit_all(&close.to_records(), &mut end);
+            match self.file.write_all(&end[..n]) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.fail(format!("cannot write trace file {}: {e}", self.path.display()));
+                    false
+                }
             }
         };
-        let _ = self.file.sync_all();
         // The reservation past the end is given back.
-        let len = self.header_len + self.written * RECORD_LEN as u64;
-        let len = if ok { len + end.len() as u64 } else { len };
+        let mut len = self.header_len + self.written * RECORD_LEN as u64;
+        if ok {
+            len += 3 * RECORD_LEN as u64;
+        }
         let _ = self.file.set_len(len);
+        let _ = self.file.sync_all();
         ok
     }
 }
@@ -313,7 +345,7 @@ mod tests {
         assert_eq!(bytes.len(), 4096);
         assert!(bytes[own..].iter().all(|&b| b == 0));
         let (back, len) = TraceHeader::decode(&bytes).unwrap();
-        assert_eq!((back, len), (h.clone(), 4096));
+        assert_eq!((back, len), (h.clone().with_close_run(true), 4096));
         assert_eq!(padded_header(&h, own - 8), None);
         assert_eq!(padded_header(&h, own + 1), None);
     }
