@@ -988,8 +988,12 @@ impl ReceiverCore {
         };
         for r in &self.refused {
             if r.events > 0 && !known(r.sender) {
-                cx.out
-                    .event(&Event::new(time, HOOPS, u32::MAX, [r.events, NO_QUEUE as u64]));
+                cx.out.event(&Event::new(
+                    time,
+                    HOOPS,
+                    u32::MAX,
+                    [r.events, NO_QUEUE as u64],
+                ));
             }
         }
     }

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use qtrace::classes::{tracer::HOOPS, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::receiver::sequence::{Limits, WINDOW};
-use qtrace::receiver::{RefusedSource, ReceiverConfig, ReceiverCore};
+use qtrace::receiver::{ReceiverConfig, ReceiverCore, RefusedSource};
 use qtrace::wire::datagram::{
     encode_catalog_fragment, encode_close, encode_events, CloseCounts, DEFAULT_MAX_DATAGRAM_LEN,
 };
@@ -341,9 +341,11 @@ fn senders_are_known_by_id_a_new_address_takes_over_and_a_full_table_refuses() {
     // The refused sender never got a slot: its events are one hoops record
     // at the end.
     assert_eq!(r.stream(), [E(0), E(20), E(10), E(11), L(3)]);
-    assert!(s.to_string().contains(
-        "refused 2 datagrams (3 events) from 127.0.0.1:2 (sender 0x00000003)"
-    ), "{s}");
+    assert!(
+        s.to_string()
+            .contains("refused 2 datagrams (3 events) from 127.0.0.1:2 (sender 0x00000003)"),
+        "{s}"
+    );
 }
 
 fn sender_header() -> TraceHeader {
@@ -701,7 +703,14 @@ proptest! {
     }
 }
 
-fn close_dgram(sender: u32, seq: u64, dropped: u64, sent: u64, logged: u64, unsent: u64) -> Vec<u8> {
+fn close_dgram(
+    sender: u32,
+    seq: u64,
+    dropped: u64,
+    sent: u64,
+    logged: u64,
+    unsent: u64,
+) -> Vec<u8> {
     let mut buf = [0u8; 56];
     let len = encode_close(
         &mut buf,
@@ -725,7 +734,10 @@ fn a_close_marks_the_loss_after_the_last_datagram_that_arrived() {
     r.feed(addr(1), &events_dgram(1, 1, 0, 2, 2));
     let close = close_dgram(1, 4, 3, 8, 12, 1);
     r.feed(addr(1), &close);
-    assert!(!r.core.summary().senders[0].closed, "2 and 3 may still arrive");
+    assert!(
+        !r.core.summary().senders[0].closed,
+        "2 and 3 may still arrive"
+    );
     assert_eq!(r.stream(), [E(0), E(1), E(2), E(3)]);
     // A repeat: the stream is over, 2 and 3 are given up on.
     r.feed(addr(1), &close);
@@ -741,7 +753,13 @@ fn a_close_marks_the_loss_after_the_last_datagram_that_arrived() {
     assert!(x.closed);
     assert_eq!(x.logged, Some(12));
     assert_eq!(
-        (x.events, x.lost_events, x.lost_datagrams, x.unsent, x.sender_dropped),
+        (
+            x.events,
+            x.lost_events,
+            x.lost_datagrams,
+            x.unsent,
+            x.sender_dropped
+        ),
         (4, 4, 2, 1, 3)
     );
     assert_eq!(x.accounted(), 12);

@@ -110,15 +110,17 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
         "{err}"
     );
     assert!(
-        err.trim_end().ends_with(
-            "(address in use: is another receiver running there? pick another port)"
-        ),
+        err.trim_end()
+            .ends_with("(address in use: is another receiver running there? pick another port)"),
         "{err}"
     );
     // A listen address that is not IP:PORT says what to write.
     for (bad, says) in [
         ("localhost", "give a port too, as IP:PORT"),
-        ("no-such-host.invalid:5510", "write IP:PORT (127.0.0.1:5510)"),
+        (
+            "no-such-host.invalid:5510",
+            "write IP:PORT (127.0.0.1:5510)",
+        ),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
             .args(["recv", "--listen", bad, "--out", "x.qtr", "--duration", "1"])
@@ -171,21 +173,34 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
     // Nothing arrives: the duration ends it (the count never could).
     let port = free_port().to_string();
     let listen = format!("localhost:{port}");
-    let (code, stdout, stderr, took) =
-        recv(&["--listen", &listen, "--count", "1000", "--duration", "0.5"], &out);
+    let (code, stdout, stderr, took) = recv(
+        &["--listen", &listen, "--count", "1000", "--duration", "0.5"],
+        &out,
+    );
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(took < Duration::from_secs(20), "{took:?}");
     assert!(
         stderr.contains("until 1000 events or for 0.5 s, whichever comes first"),
         "{stderr}"
     );
-    assert!(stderr.contains(&format!("listening on 127.0.0.1:{port}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("listening on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
     assert!(stdout.contains("received 0 events"), "{stdout}");
     // The count comes first: 300 events, a 60 s duration.
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
     let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--count", "300", "--duration", "60"])
+        .args([
+            "recv",
+            "--listen",
+            &listen.to_string(),
+            "--count",
+            "300",
+            "--duration",
+            "60",
+        ])
         .arg("--out")
         .arg(&out)
         .stdin(Stdio::null())
@@ -202,7 +217,10 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
         if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(30), "qtrace recv did not start");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "qtrace recv did not start"
+        );
     }
     let tracer = Tracer::new();
     let q = tracer
@@ -219,10 +237,16 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
     }
     tracer.shutdown().unwrap();
     let o = child.wait_with_output().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(30), "the count did not stop it");
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the count did not stop it"
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("received 300 events from 1 sender(s)"), "{stdout}");
+    assert!(
+        stdout.contains("received 300 events from 1 sender(s)"),
+        "{stdout}"
+    );
     assert_eq!(TraceReader::open(&out).unwrap().count(), 300);
     std::fs::remove_dir_all(&dir).unwrap();
 }

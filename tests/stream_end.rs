@@ -55,13 +55,21 @@ fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness
 
 /// The file ends with its close run, which agrees with its records.
 fn assert_complete(events: &[Event], end: Completeness) {
-    let lost: u64 = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum();
+    let lost: u64 = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum();
     match end {
         Completeness::Complete(close) => {
             assert_eq!((close.records, close.lost), (events.len() as u64, lost));
             let received = events.iter().filter(|e| e.id != HOOPS).count() as u64;
             assert_eq!(
-                (close.totals.accepted, close.totals.dropped, close.totals.delivered),
+                (
+                    close.totals.accepted,
+                    close.totals.dropped,
+                    close.totals.delivered
+                ),
                 (received, lost, received)
             );
         }
@@ -110,7 +118,15 @@ fn sixteen_single_datagrams_from_sixteen_ports_then_a_real_sender() {
     let mut buf = [0u8; 128];
     for i in 0..16u32 {
         let s = UdpSocket::bind(loopback()).unwrap();
-        let (len, _) = encode_events(&mut buf, 0x1000 + i, 0, 0, 0, &[Event::new(1, user::USER1, 0, [i as u64, 0])]).unwrap();
+        let (len, _) = encode_events(
+            &mut buf,
+            0x1000 + i,
+            0,
+            0,
+            0,
+            &[Event::new(1, user::USER1, 0, [i as u64, 0])],
+        )
+        .unwrap();
         s.send_to(&buf[..len], addr).unwrap();
     }
     wait_until("the 16 datagrams arrived", Duration::from_secs(30), || {
@@ -305,10 +321,11 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
             thread::spawn(move || {
                 let tracer = Tracer::with_config(Config::default());
                 let class = tracer
-                    .define_class(
-                        ClassSpec::new(&format!("app{id}"), "an application")
-                            .event("tick", "a tick", &["n", "unused"]),
-                    )
+                    .define_class(ClassSpec::new(&format!("app{id}"), "an application").event(
+                        "tick",
+                        "a tick",
+                        &["n", "unused"],
+                    ))
                     .unwrap();
                 let q = tracer
                     .create_queue::<Udp>(
@@ -372,7 +389,10 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
         // The catalog is recovered from a later copy.
         assert!(f.catalog_seen > 2);
         assert!(s.has_catalog, "{summary}");
-        assert_eq!(s.queue.as_ref().map(|(h, t)| (*h, t.as_str())), Some((0, "udp")));
+        assert_eq!(
+            s.queue.as_ref().map(|(h, t)| (*h, t.as_str())),
+            Some((0, "udp"))
+        );
         let reordered = u64::from(s.sender == 2);
         assert_eq!((s.reordered, s.late), (reordered, late), "{summary}");
         // Two close copies arrived (the first was dropped).
@@ -381,7 +401,11 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
     // The file says the same: received events plus hoops counts = logged.
     let (header, events, end) = read_all(&path);
     assert_complete(&events, end);
-    let hoops: u64 = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).sum();
+    let hoops: u64 = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum();
     let received = events.iter().filter(|e| e.id == user::USER0).count() as u64;
     assert_eq!(received, summary.events());
     assert_eq!(received + hoops, logged);
@@ -404,7 +428,11 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
 }
 
 fn free_port() -> u16 {
-    UdpSocket::bind(loopback()).unwrap().local_addr().unwrap().port()
+    UdpSocket::bind(loopback())
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Starts `qtrace recv` on `listen` writing `out` with extra `args`, and
@@ -464,7 +492,10 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
         if n >= 20_000 {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "the file does not grow");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the file does not grow"
+        );
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -489,7 +520,11 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
     assert_eq!(len, reader.header_len() + 32 * events.len() as u64);
     assert!(events.len() >= 20_000);
     // In order, from the first event (paced on loopback: nothing lost).
-    let values: Vec<u64> = events.iter().filter(|e| e.id == rx).map(|e| e.args[0]).collect();
+    let values: Vec<u64> = events
+        .iter()
+        .filter(|e| e.id == rx)
+        .map(|e| e.args[0])
+        .collect();
     assert_eq!(values, (0..values.len() as u64).collect::<Vec<_>>());
     // `qtrace dump` reads every event the receiver wrote.
     let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
@@ -498,9 +533,19 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&dump.stdout);
-    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
     let last = values.len() - 1;
-    assert!(text.contains(&format!("n={last} ")) || text.contains(&format!("n={last},")) || text.contains(&format!("{last}")), "{}", &text[text.len().saturating_sub(500)..]);
+    assert!(
+        text.contains(&format!("n={last} "))
+            || text.contains(&format!("n={last},"))
+            || text.contains(&format!("{last}")),
+        "{}",
+        &text[text.len().saturating_sub(500)..]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -548,12 +593,20 @@ fn a_full_disk_ends_with_a_valid_file_the_summary_and_status_3() {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "the receiver never stopped");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the receiver never stopped"
+        );
     };
     tracer.shutdown().unwrap();
     let o = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(status.code(), Some(3), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(stdout.contains("stopped early: trace file"), "{stdout}");
     assert!(stdout.contains("the disk is full"), "{stdout}");
     assert!(stdout.starts_with("received "), "{stdout}");
@@ -569,7 +622,11 @@ fn a_full_disk_ends_with_a_valid_file_the_summary_and_status_3() {
         stdout.contains(&format!("wrote {} records to", events.len())),
         "{stdout}"
     );
-    let values: Vec<u64> = events.iter().filter(|e| e.id == user::USER0).map(|e| e.args[0]).collect();
+    let values: Vec<u64> = events
+        .iter()
+        .filter(|e| e.id == user::USER0)
+        .map(|e| e.args[0])
+        .collect();
     assert_eq!(values, (0..values.len() as u64).collect::<Vec<_>>());
 }
 
@@ -632,7 +689,11 @@ fn no_receiver_refused_events_are_lost_not_delivered_and_the_trace_agrees() {
     let s = &summary.senders[0];
     assert_eq!((s.events, s.lost_events, s.sender_dropped), (500, 500, 0));
     let (_, events, end) = read_all(&path);
-    let hoops: Vec<u64> = events.iter().filter(|e| e.id == HOOPS).map(|e| e.args[0]).collect();
+    let hoops: Vec<u64> = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .collect();
     assert_eq!(hoops, [500]);
     assert_complete(&events, end);
     std::fs::remove_dir_all(&dir).unwrap();

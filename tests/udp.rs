@@ -144,7 +144,10 @@ fn stream_keeping_up(name: &str, total: u64, offload: bool) {
     assert_eq!(stats.events_sent, total);
     // All but what went out at shutdown, after the receiver stopped: the
     // catalog once more (one datagram: the header fits one) and the close.
-    assert_eq!(s.datagrams + 1, stats.event_datagrams + stats.catalog_datagrams);
+    assert_eq!(
+        s.datagrams + 1,
+        stats.event_datagrams + stats.catalog_datagrams
+    );
     assert_eq!(stats.close_datagrams, 3);
     eprintln!(
         "{total} events over loopback in {:.3} s: {:.0} events/s",
@@ -509,15 +512,24 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
     // 11; the catalog's first copy arrives first, its last copy and the
     // three close datagrams last.
     let kind = |d: &Vec<u8>| DatagramView::new_checked(&d[..]).unwrap().kind();
-    let split = got.iter().position(|d| kind(d) == DatagramKind::Events).unwrap();
+    let split = got
+        .iter()
+        .position(|d| kind(d) == DatagramKind::Events)
+        .unwrap();
     let mut order: Vec<&Vec<u8>> = got[..split].iter().collect();
     for i in [0usize, 1, 4, 5, 6, 8, 10, 9, 11, 11, 12] {
         order.push(events[i]);
     }
-    let last = got.iter().rposition(|d| kind(d) == DatagramKind::Events).unwrap();
+    let last = got
+        .iter()
+        .rposition(|d| kind(d) == DatagramKind::Events)
+        .unwrap();
     order.extend(&got[last + 1..]);
     assert_eq!(
-        got[last + 1..].iter().filter(|d| kind(d) == DatagramKind::Close).count(),
+        got[last + 1..]
+            .iter()
+            .filter(|d| kind(d) == DatagramKind::Close)
+            .count(),
         3
     );
     let mut core = ReceiverCore::new(ReceiverConfig::default());

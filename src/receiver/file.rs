@@ -170,7 +170,10 @@ impl LiveFile {
                 self.buf.clear();
                 self.reserve();
             }
-            Err(e) => self.fail(format!("cannot write trace file {}: {e}", self.path.display())),
+            Err(e) => self.fail(format!(
+                "cannot write trace file {}: {e}",
+                self.path.display()
+            )),
         }
     }
 
@@ -179,7 +182,9 @@ impl LiveFile {
         self.buf.clear();
         let len = self.file.seek(SeekFrom::End(0)).unwrap_or(self.header_len);
         let whole = len.saturating_sub(self.header_len) / RECORD_LEN as u64;
-        let _ = self.file.set_len(self.header_len + whole * RECORD_LEN as u64);
+        let _ = self
+            .file
+            .set_len(self.header_len + whole * RECORD_LEN as u64);
         let _ = self.file.seek(SeekFrom::End(0));
         self.written = whole;
         self.failure = Some(why);
@@ -315,7 +320,10 @@ impl LiveFile {
             match self.file.write_all(&end[..n]) {
                 Ok(()) => true,
                 Err(e) => {
-                    self.fail(format!("cannot write trace file {}: {e}", self.path.display()));
+                    self.fail(format!(
+                        "cannot write trace file {}: {e}",
+                        self.path.display()
+                    ));
                     false
                 }
             }

@@ -58,7 +58,9 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     }
     match text.to_socket_addrs() {
         Ok(mut addrs) => addrs.next().ok_or_else(|| {
-            format!("--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510")
+            format!(
+                "--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510"
+            )
         }),
         Err(e) => Err(format!(
             "--listen {text}: {e}; write IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
