@@ -783,8 +783,8 @@ impl ReceiverCore {
     }
 
     /// Puts `state` in the sender table, replacing a closed or idle sender
-    /// if the table is full; `None` (state dropped) if no slot can be had.
-    fn admit(&mut self, state: SenderState, out: &mut dyn Sink) -> Result<usize, SenderState> {
+    /// if the table is full; the state back if no slot can be had.
+    fn admit(&mut self, state: SenderState, out: &mut dyn Sink) -> Result<usize, Box<SenderState>> {
         if self.senders.len() < self.config.max_senders {
             self.senders.push(state);
             return Ok(self.senders.len() - 1);
@@ -802,7 +802,7 @@ impl ReceiverCore {
                 .map(|(i, _)| i)
         });
         let Some(i) = victim else {
-            return Err(state);
+            return Err(Box::new(state));
         };
         let old = std::mem::replace(&mut self.senders[i], state);
         self.park(old, out);
@@ -877,7 +877,7 @@ impl ReceiverCore {
             Err(state) => {
                 if !new {
                     // A parked sender that could not resume stays parked.
-                    self.parked.push(state);
+                    self.parked.push(*state);
                 }
                 self.refuse(from, header.sender, events);
                 None

@@ -321,7 +321,7 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
             thread::spawn(move || {
                 let tracer = Tracer::with_config(Config::default());
                 let class = tracer
-                    .define_class(ClassSpec::new(&format!("app{id}"), "an application").event(
+                    .define_class(ClassSpec::new(format!("app{id}"), "an application").event(
                         "tick",
                         "a tick",
                         &["n", "unused"],
