@@ -698,3 +698,55 @@ fn no_receiver_refused_events_are_lost_not_delivered_and_the_trace_agrees() {
     assert_complete(&events, end);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The effective rate of the UDP defaults (8192 events, 250 ms period, one
+/// datagram per period, wake-up at 80 % full), measured for README.md: a
+/// producer logging 100 events per millisecond (`QTRACE_RATE_PER_MS`) for
+/// 3 s. Below the high-water mark the
+/// task sends one datagram per period (176 events/s); above it every round
+/// re-arms at once, so the rate is what the task's rounds can carry.
+/// `cargo test --release --test stream_end -- --ignored --nocapture udp_defaults`
+#[test]
+#[ignore = "a measurement for README.md, not a check"]
+fn udp_defaults_effective_rate() {
+    let mut receiver = Receiver::bind(loopback()).unwrap();
+    let addr = receiver.local_addr();
+    let stop = receiver.stopper();
+    let rx = thread::spawn(move || {
+        let mut n = 0u64;
+        receiver
+            .run_with(RunLimit::duration(Duration::from_secs(60)), &mut |_| n += 1)
+            .unwrap()
+    });
+    let tracer = Tracer::new();
+    let q = tracer.create_queue::<Udp>(UdpParams::to(addr)).unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let t = Instant::now();
+    let mut i = 0u64;
+    let per_ms: u64 = std::env::var("QTRACE_RATE_PER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    while t.elapsed() < Duration::from_secs(3) {
+        for _ in 0..per_ms {
+            tracer.log_event(user::USER0, [i, 0]);
+            i += 1;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let s = tracer.queue(q).unwrap().as_udp().unwrap().stats();
+    let c = tracer.counters(q).unwrap();
+    eprintln!(
+        "UDP defaults: {i} events logged in {secs:.2} s ({:.0}/s); sent {} ({:.0}/s) in {} datagrams; dropped {}",
+        i as f64 / secs,
+        s.events_sent,
+        s.events_sent as f64 / secs,
+        s.event_datagrams,
+        c.dropped
+    );
+    tracer.shutdown().unwrap();
+    stop.stop();
+    rx.join().unwrap();
+}
