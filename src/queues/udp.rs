@@ -22,7 +22,19 @@
 //!   same. Where the kernel or the route does not support it, the queue sends
 //!   one datagram per call. On loopback this is 2–3× the event rate.
 //! - **No receiver**: the kernel's "port unreachable" answers are counted in
-//!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on.
+//!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on. Each
+//!   answer is about the send before it: that send's events were not
+//!   received, so they count as dropped, not delivered
+//!   ([`UdpStats::refused_events`]; `total_lost()` includes them). Exact
+//!   when each refusal is reported before the next send (as on loopback);
+//!   refusals the kernel merges into one report count once.
+//! - **End of stream**: at shutdown the task sends everything left, its
+//!   catalog once more, then a close datagram (FORMAT.md 2.4) 3 times, 2 ms
+//!   apart, with its final counts, so the receiver can mark every event sent
+//!   but not received as lost.
+//! - **Effective rate**: one datagram per period only below the high-water
+//!   mark; a queue at the mark wakes its task and rounds follow each other at
+//!   once (README.md gives measured figures).
 //!
 //! ```
 //! use qtrace::classes::user;
@@ -118,7 +130,8 @@ pub struct UdpParams {
     pub max_datagram_len: usize,
     /// Fill level (percent, 1–100) that wakes the task early.
     pub high_water_percent: u8,
-    /// How often the catalog is sent again.
+    /// How often the catalog is sent again (10 s); it is also sent first and
+    /// at shutdown.
     pub catalog_interval: Duration,
     /// The sender id in every datagram; `None`: derived from the process,
     /// the queue handle and the time.
