@@ -463,12 +463,21 @@ impl SenderState {
     }
 
     /// Whether datagram `header` from this sender's address starts a new
-    /// incarnation: numbered 0 (with no event before it) after the stream
-    /// closed, or beyond the window below the next number expected.
+    /// incarnation (a sender restarted with the same id on the same port):
+    /// it has no event before it (first event 0), the stream is under way,
+    /// and either the stream's close was released (then any such datagram
+    /// but a copy of the close), or it is numbered 0 and the stream's close
+    /// arrived or the stream is more than [`sequence::WINDOW`] numbers
+    /// further.
     fn restarts(&self, header: &DatagramHeader) -> bool {
+        if header.first_event != 0 || self.seq.next_expected() == 0 {
+            return false;
+        }
+        if self.closed.is_some() {
+            return !(header.kind == DatagramKind::Close
+                && self.close_seq == Some(header.sequence));
+        }
         header.sequence == 0
-            && header.first_event == 0
-            && self.seq.next_expected() > 0
             && (self.close_seq.is_some() || self.seq.next_expected() > sequence::WINDOW)
     }
 

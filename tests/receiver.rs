@@ -782,7 +782,7 @@ fn a_stream_without_a_close_says_so() {
 #[test]
 fn a_sender_numbering_from_zero_after_its_close_is_a_new_incarnation() {
     let mut r = Run::with(ReceiverConfig {
-        max_senders: 1,
+        max_senders: 2,
         idle_datagrams: 1000,
         ..ReceiverConfig::default()
     });
@@ -790,21 +790,33 @@ fn a_sender_numbering_from_zero_after_its_close_is_a_new_incarnation() {
     r.feed(addr(1), &close_dgram(1, 1, 0, 2, 2, 0));
     // Same id, same port, from 0 again: a new stream, not duplicates.
     r.feed(addr(1), &dgram(1, 0, 0, 0, 50, 1));
-    // A closed sender's slot goes to a new sender at once.
     r.feed(addr(1), &dgram(1, 1, 0, 1, 51, 1));
     r.feed(addr(1), &close_dgram(1, 2, 0, 2, 2, 0));
     r.feed(addr(2), &dgram(2, 0, 0, 0, 70, 1));
+    // Sender 1 restarts again, its datagram 0 lost: datagram 1 (first event
+    // 0) after the released close starts the new incarnation all the same.
+    r.feed(addr(1), &dgram(1, 1, 0, 0, 90, 1));
+    r.feed(addr(1), &close_dgram(1, 2, 0, 1, 1, 0));
+    r.feed(addr(1), &close_dgram(1, 2, 0, 1, 1, 0));
+    // The table is full; a closed sender's slot goes to a new sender at once.
+    r.feed(addr(3), &dgram(3, 0, 0, 0, 99, 1));
     r.finish();
     let s = r.core.summary();
     assert_eq!(
         s.senders
             .iter()
-            .map(|x| (x.sender, x.events, x.closed, x.duplicates))
+            .map(|x| (x.sender, x.events, x.closed, x.duplicates, x.late))
             .collect::<Vec<_>>(),
-        [(1, 2, true, 0), (1, 2, true, 0), (2, 1, false, 0)]
+        [
+            (1, 2, true, 0, 0),
+            (1, 2, true, 0, 0),
+            (2, 1, false, 0, 0),
+            (1, 1, true, 0, 0),
+            (3, 1, false, 0, 0)
+        ]
     );
     assert_eq!(s.invalid.too_many_senders, 0);
-    assert_eq!(r.values(), [0, 1, 50, 51, 70]);
+    assert_eq!(r.values(), [0, 1, 50, 51, 70, 90, 99]);
 }
 
 #[test]
