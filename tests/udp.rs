@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
-use qtrace::wire::{record, TraceHeader};
+use qtrace::wire::TraceHeader;
 use qtrace::{Config, Event, Tracer};
 
 const SCALE: u64 = if cfg!(miri) { 1000 } else { 1 };
@@ -28,13 +29,17 @@ fn out_file(name: &str) -> PathBuf {
     dir.join("received.qtr")
 }
 
+/// The header and records of a received file, which must be complete: it
+/// ends with a close run (not returned) that agrees with its records.
 fn read_trace(path: &PathBuf) -> (TraceHeader, Vec<Event>) {
-    let bytes = std::fs::read(path).unwrap();
-    let (header, len) = TraceHeader::decode(&bytes).unwrap();
-    let events = bytes[len..]
-        .chunks_exact(32)
-        .map(|c| record::parse(c.try_into().unwrap()))
-        .collect();
+    let mut reader = TraceReader::open(path).unwrap();
+    let header = reader.header().clone();
+    let events: Vec<Event> = reader.by_ref().map(|e| e.unwrap()).collect();
+    assert!(
+        matches!(reader.completeness(), Some(Completeness::Complete(_))),
+        "{:?}",
+        reader.completeness()
+    );
     (header, events)
 }
 
