@@ -750,3 +750,110 @@ fn udp_defaults_effective_rate() {
     stop.stop();
     rx.join().unwrap();
 }
+
+#[test]
+fn a_sender_header_larger_than_the_room_rewrites_the_file_whole() {
+    use qtrace::classes::Catalog;
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::datagram::{encode_catalog_fragment, encode_close, CloseCounts};
+    use qtrace::wire::TraceHeader;
+
+    let dir = temp_dir("rewrite");
+    let path = dir.join("rewrite.qtr");
+    // The smallest room: twice the provisional header.
+    let config = ReceiverConfig {
+        header_room: 8,
+        ..ReceiverConfig::default()
+    };
+    let receiver = Receiver::bind_with(loopback(), config).unwrap();
+    let addr = receiver.local_addr();
+    let progress = receiver.progress();
+    let stop = receiver.stopper();
+    let rx = {
+        let path = path.clone();
+        thread::spawn(move || {
+            receiver
+                .run(&path, RunLimit::duration(Duration::from_secs(120)))
+                .unwrap()
+        })
+    };
+    // A sender header with 60 classes of long descriptions (tens of KiB).
+    let mut catalog = Catalog::builtin();
+    for c in 0..60 {
+        catalog
+            .define(ClassSpec::new(format!("c{c}"), "d".repeat(200)).event(
+                "e",
+                "x".repeat(200),
+                &["a", "b"],
+            ))
+            .unwrap();
+    }
+    let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_process_id(4242)
+        .with_close_run(true);
+    let bytes = header.to_bytes();
+    assert!(bytes.len() > 20_000);
+    // 10 events first (written under the provisional header), then the
+    // catalog, then 10 more, then the close twice.
+    let tx = UdpSocket::bind(loopback()).unwrap();
+    let mut buf = vec![0u8; 1472];
+    let mut seq = 0;
+    let mut send_events = |seq: &mut u64, from: u64| {
+        for i in from..from + 10 {
+            let (len, _) = encode_events(
+                &mut buf,
+                77,
+                *seq,
+                0,
+                i,
+                &[Event::new(i, user::USER0, 0, [i, 0])],
+            )
+            .unwrap();
+            tx.send_to(&buf[..len], addr).unwrap();
+            *seq += 1;
+            thread::sleep(Duration::from_micros(200));
+        }
+    };
+    send_events(&mut seq, 0);
+    wait_until("10 events written", Duration::from_secs(30), || {
+        progress.events() == 10
+    });
+    thread::sleep(Duration::from_millis(120)); // on disk (50 ms flushes)
+    let mut frag = vec![0u8; 1472];
+    let mut offset = 0;
+    while offset < bytes.len() {
+        let (len, n) = encode_catalog_fragment(&mut frag, 77, seq, 0, 10, &bytes, offset).unwrap();
+        tx.send_to(&frag[..len], addr).unwrap();
+        offset += n;
+        seq += 1;
+        thread::sleep(Duration::from_micros(200));
+    }
+    send_events(&mut seq, 10);
+    let mut close = [0u8; 56];
+    let counts = CloseCounts {
+        logged: 20,
+        unsent: 0,
+    };
+    let len = encode_close(&mut close, 77, seq, 0, 20, counts).unwrap();
+    tx.send_to(&close[..len], addr).unwrap();
+    tx.send_to(&close[..len], addr).unwrap();
+    wait_until("the close arrived", Duration::from_secs(30), || {
+        progress.accounted() >= 20
+    });
+    stop.stop();
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.file_error, None);
+    assert_eq!(summary.events(), 20);
+    assert!(summary.senders[0].closed);
+    assert!(!dir.join("rewrite.qtr.rewrite").exists());
+    let (back, events, end) = read_all(&path);
+    assert_complete(&events, end);
+    assert_eq!(back, header);
+    let reader = TraceReader::open(&path).unwrap();
+    assert!(reader.header_len() >= 2 * bytes.len() as u64);
+    assert_eq!(
+        events.iter().map(|e| e.args[0]).collect::<Vec<_>>(),
+        (0..20).collect::<Vec<_>>()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

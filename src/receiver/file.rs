@@ -100,7 +100,14 @@ impl LiveFile {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io("create the directory of trace file", path, e))?;
         }
-        let mut file = File::create(path).map_err(|e| Error::io("create trace file", path, e))?;
+        // Read and write: a rewrite copies the records from it.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create trace file", path, e))?;
         let room = room_for(header, room);
         let bytes = padded_header(header, room)
             .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
