@@ -30,8 +30,10 @@
 //!   source address ([`ReceiverSummary::refused`]) and skipped. Each tracked
 //!   sender has a fixed-size sequence window, at most
 //!   [`ReceiverConfig::reorder`] held datagrams and a catalog of at most
-//!   [`ReceiverConfig::max_catalog_len`] bytes; received records go straight
-//!   to disk.
+//!   [`ReceiverConfig::max_catalog_len`] bytes; a parked sender keeps its
+//!   sequence bits (128 bytes), counts and header (so at worst
+//!   [`MAX_RETIRED`] × `max_catalog_len` bytes of headers); received records
+//!   go straight to disk.
 //! - **Streams end honestly**: a sender's close datagram (sent 3 times, 2 ms
 //!   apart) carries its final counts. It is released after every datagram
 //!   numbered before it; when a second copy arrives, datagrams still missing
