@@ -19,8 +19,9 @@ use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
 /// Arguments of `qtrace recv`.
 #[derive(Args, Debug)]
 pub struct RecvArgs {
-    /// Address to listen on, IP:PORT or HOST:PORT (loopback by default; use
-    /// 0.0.0.0:PORT or [::]:PORT to accept senders on other machines).
+    /// Address to listen on, IP:PORT or HOST:PORT (a host name listens on its
+    /// first IPv4 address, else IPv6; loopback by default; use 0.0.0.0:PORT
+    /// or [::]:PORT to accept senders on other machines).
     #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr().to_string())]
     pub listen: String,
     /// Trace file to write (its directory is created).
@@ -45,8 +46,8 @@ pub struct RecvArgs {
     pub idle_datagrams: u64,
 }
 
-/// Resolves `--listen`: an IP:PORT, or HOST:PORT looked up (the first
-/// address found).
+/// Resolves `--listen`: an IP:PORT, or HOST:PORT looked up (its first IPv4
+/// address, else its first IPv6 one).
 fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(a) = text.parse::<SocketAddr>() {
         return Ok(a);
@@ -57,11 +58,21 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         ));
     }
     match text.to_socket_addrs() {
-        Ok(mut addrs) => addrs.next().ok_or_else(|| {
-            format!(
-                "--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510"
-            )
-        }),
+        // IPv4 first: UDP queues send to 127.0.0.1 by default, and
+        // `localhost` may list ::1 first.
+        Ok(addrs) => {
+            let addrs: Vec<SocketAddr> = addrs.collect();
+            addrs
+                .iter()
+                .find(|a| a.is_ipv4())
+                .or(addrs.first())
+                .copied()
+                .ok_or_else(|| {
+                    format!(
+                        "--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510"
+                    )
+                })
+        }
         Err(e) => Err(format!(
             "--listen {text}: {e}; write IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
         )),
