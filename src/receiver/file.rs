@@ -8,7 +8,8 @@
 //!   the provisional one **in place**, in one write, if it fits the room;
 //!   otherwise the file is **rewritten**: a copy with a larger room is
 //!   written next to it (`<file>.rewrite`) and renamed over it, so the file
-//!   at the path is always whole.
+//!   at the path is always whole (a crash during the copy leaves the
+//!   `.rewrite` file behind, and the file as it was).
 //! - **Records** are written in whole records only (every write is a
 //!   multiple of 32 bytes), at least every 50 ms and whenever 64 KiB are
 //!   waiting. After a crash (even SIGKILL) the file reads as a trace holding
