@@ -14,14 +14,36 @@
 //! - **Untrusted input**: datagrams that are not qtrace datagrams, are
 //!   truncated, come from a newer format version or fail validation are
 //!   counted and skipped; nothing panics.
-//! - **Bounded memory**: at most [`ReceiverConfig::max_senders`] senders are
-//!   tracked at once; a new sender takes the place of one that has been quiet
-//!   for [`ReceiverConfig::idle_datagrams`] datagrams (its account is kept,
-//!   up to [`MAX_RETIRED`] of them), otherwise its datagrams are counted and
-//!   skipped. Each tracked sender has a
-//!   fixed-size sequence window, at most [`ReceiverConfig::reorder`] held
-//!   datagrams and a catalog of at most [`ReceiverConfig::max_catalog_len`]
-//!   bytes; received records go straight to disk.
+//! - **Bounded memory, no lock-out**: at most [`ReceiverConfig::max_senders`]
+//!   senders are tracked at once. A sender is known by its sender id: the
+//!   same id from a new source address (a restarted sender on a new port),
+//!   or numbering from 0 again after its close or beyond the window (a new
+//!   incarnation), takes over its own slot at once. When the table is full, a
+//!   new sender takes the slot of a sender that closed its stream, else of
+//!   the one heard least recently if it has sent nothing during the last
+//!   [`ReceiverConfig::idle_datagrams`] datagrams (16 by default: one per
+//!   slot), so senders that went quiet never lock out one that sends. A
+//!   replaced sender is *parked* (its sequence position and counts are kept,
+//!   up to [`MAX_RETIRED`] of them) and resumes where it stopped when it
+//!   sends again. Only while every slot holds a sender heard within the
+//!   idle limit is a new sender refused: its datagrams are counted per
+//!   source address ([`ReceiverSummary::refused`]) and skipped. Each tracked
+//!   sender has a fixed-size sequence window, at most
+//!   [`ReceiverConfig::reorder`] held datagrams and a catalog of at most
+//!   [`ReceiverConfig::max_catalog_len`] bytes; a parked sender keeps its
+//!   sequence bits (128 bytes), counts and header (so at worst
+//!   [`MAX_RETIRED`] × `max_catalog_len` bytes of headers); received records
+//!   go straight to disk.
+//! - **Streams end honestly**: a sender's close datagram (sent 3 times, 2 ms
+//!   apart) carries its final counts. It is released after every datagram
+//!   numbered before it; when a second copy arrives, datagrams still missing
+//!   before it are given up on at once (lost). The receiver then marks the events sent after the
+//!   last datagram that arrived, the events the sender could not send and
+//!   its last drops as lost (hoops records), so for a closed stream
+//!   `logged = received + lost` exactly ([`SenderSummary::logged`]). A stream
+//!   that ends without a close is reported as such
+//!   ([`SenderSummary::closed`]). A datagram that arrives after it was given
+//!   up on is counted *late* ([`SenderSummary::late`]) and discarded.
 //!
 //! # Hoops records in the received trace
 //!
@@ -42,7 +64,16 @@
 //!   datagrams that held no events (catalog datagrams) writes no record. A
 //!   lost datagram that arrives after it was given up on is discarded (it was
 //!   counted lost), so events received + hoops counts = events sent, exactly.
-//!   Only datagrams lost after the last one that arrived cannot be known.
+//!   Datagrams lost after the last one that arrived are known from the
+//!   close datagram; without one they cannot be known.
+//! - *End of a stream*: when the close datagram is released (after every
+//!   datagram numbered before it), the loss before it (as any gap), then a
+//!   hoops record for the events the sender never sent (`unsent`), then one
+//!   for its last drops, all with the time of its last event.
+//! - *Refused senders*: when the receiver stops, one hoops record (`args =
+//!   [events, 0xffff]`) per source address whose datagrams were refused and
+//!   whose sender id never got a slot (a sender that got one later accounts
+//!   for them itself: they are a gap in its numbering).
 //!
 //! ```no_run
 //! use qtrace::receiver::{Receiver, RunLimit};
@@ -54,11 +85,11 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 
+mod file;
 pub mod sequence;
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -72,11 +103,13 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
 use crate::wire::datagram::{
-    CatalogAssembler, DatagramKind, DatagramView, HEADER_LEN, MAX_DATAGRAM_LEN,
+    CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
+    MAX_DATAGRAM_LEN,
 };
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::{TraceHeader, WireError};
+use crate::wire::{QueueTotals, TraceHeader, WireError};
+use file::LiveFile;
 use sequence::{Gap, Limits, SequenceTracker, Span};
 
 /// The port `qtrace recv` listens on and the UDP queue sends to by default.
@@ -90,24 +123,33 @@ pub fn default_listen_addr() -> SocketAddr {
 /// Limits that bound the receiver's memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReceiverConfig {
-    /// Senders tracked at once (16). Datagrams from further senders are
-    /// counted in [`InvalidCounts::too_many_senders`] and skipped.
+    /// Senders tracked at once: the size of the sender table (16). A new
+    /// sender beyond it takes the slot of a closed or idle one, or is
+    /// refused (counted per source address, [`ReceiverSummary::refused`]).
     pub max_senders: usize,
     /// The largest sender header (catalog) accepted, in bytes (1 MiB).
     pub max_catalog_len: usize,
     /// The socket receive buffer asked for (8 MiB; the kernel may cap it).
     pub recv_buffer: usize,
-    /// When every sender slot is taken, a new sender replaces the one quiet
-    /// longest, if it has sent nothing during this many datagrams (100,000).
+    /// The idle limit: when every slot is taken, a new sender replaces the
+    /// sender heard least recently if that one has sent nothing during the
+    /// last this many datagrams (16). 0 replaces it whatever it did.
     pub idle_datagrams: u64,
     /// Per sender, how many datagrams (256) and bytes (512 KiB) are held
-    /// while a missing datagram may still arrive; beyond that it is given up
-    /// on (counted lost).
+    /// while a missing datagram may still arrive (the reorder window); beyond
+    /// that it is given up on (counted lost).
     pub reorder: Limits,
+    /// Bytes reserved for the header at the start of the file
+    /// [`Receiver::run`] writes (64 KiB): the sender's header replaces the
+    /// provisional one in place when it fits, otherwise the file is
+    /// rewritten (to a temporary file renamed over it).
+    pub header_room: usize,
 }
 
 /// Accounts of replaced senders kept for the summary; beyond this many,
 /// replaced senders are only counted ([`ReceiverSummary::retired_uncounted`]).
+/// Also the number of parked senders kept (see the module documentation)
+/// and of refusing source addresses counted one by one.
 pub const MAX_RETIRED: usize = 1024;
 
 impl Default for ReceiverConfig {
@@ -116,8 +158,9 @@ impl Default for ReceiverConfig {
             max_senders: 16,
             max_catalog_len: 1 << 20,
             recv_buffer: 8 << 20,
-            idle_datagrams: 100_000,
+            idle_datagrams: 16,
             reorder: Limits::default(),
+            header_room: 64 << 10,
         }
     }
 }
@@ -134,8 +177,9 @@ pub struct InvalidCounts {
     pub unsupported_version: u64,
     /// Any other validation failure (bad kind, bad lengths, bad fragment).
     pub malformed: u64,
-    /// From a sender beyond [`ReceiverConfig::max_senders`] while no tracked
-    /// sender was idle long enough to be replaced.
+    /// Refused: from a sender beyond [`ReceiverConfig::max_senders`] while
+    /// no tracked sender was closed or idle (per source address:
+    /// [`ReceiverSummary::refused`]).
     pub too_many_senders: u64,
 }
 
@@ -150,6 +194,19 @@ impl InvalidCounts {
     }
 }
 
+/// Datagrams refused from one source address (the sender table was full).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedSource {
+    /// Where they came from.
+    pub addr: SocketAddr,
+    /// The sender id in the first of them.
+    pub sender: u32,
+    /// Datagrams refused.
+    pub datagrams: u64,
+    /// Events those datagrams held.
+    pub events: u64,
+}
+
 /// What the receiver saw from one sender.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SenderSummary {
@@ -159,7 +216,8 @@ pub struct SenderSummary {
     pub sender: u32,
     /// Its queue handle and type, from its header, once received.
     pub queue: Option<(u16, String)>,
-    /// Datagrams accepted (events and catalog).
+    /// Datagrams accepted (events, catalog and close; repeated close
+    /// datagrams included).
     pub datagrams: u64,
     /// Event records received and written.
     pub events: u64,
@@ -171,41 +229,69 @@ pub struct SenderSummary {
     pub duplicates: u64,
     /// Datagrams that arrived after a later one (accepted).
     pub reordered: u64,
-    /// Datagrams that arrived after they were given up on or with an
-    /// impossible sequence number, and catalog datagrams that did not decode
-    /// (discarded).
+    /// Datagrams that arrived after they were given up on (beyond the
+    /// reorder window), discarded: their events were counted lost.
+    pub late: u64,
+    /// Datagrams with an impossible sequence number, and catalog datagrams
+    /// that did not decode (discarded).
     pub invalid: u64,
     /// Events the sender reported it dropped (its queue was full).
     pub sender_dropped: u64,
+    /// Events the sender accepted but never sent (from its close datagram).
+    pub unsent: u64,
     /// Whether its header (clock, host, class table) arrived.
     pub has_catalog: bool,
+    /// Whether its close datagram arrived and was released: the stream
+    /// ended honestly and [`SenderSummary::logged`] is known. `false`: the
+    /// stream ended without a close (events after its last datagram that
+    /// arrived are unknown).
+    pub closed: bool,
+    /// Every event the sender logged, from its close datagram.
+    pub logged: Option<u64>,
 }
 
 impl SenderSummary {
     /// Every event the sender logged up to its last datagram that arrived:
-    /// received, dropped by the sender, or lost in transit — each exactly.
+    /// received, dropped by the sender, never sent, or lost in transit —
+    /// each exactly. Equals [`SenderSummary::logged`] for a closed stream.
     pub fn accounted(&self) -> u64 {
         // Counts come from the network: saturate rather than overflow.
         self.events
             .saturating_add(self.sender_dropped)
             .saturating_add(self.lost_events)
+            .saturating_add(self.unsent)
+    }
+
+    /// Events lost, all causes: dropped by the sender, never sent, lost in
+    /// transit (each marked by hoops records in the trace).
+    pub fn lost(&self) -> u64 {
+        self.sender_dropped
+            .saturating_add(self.lost_events)
+            .saturating_add(self.unsent)
     }
 }
 
 /// The receiver's account.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReceiverSummary {
-    /// One entry per sender: replaced senders first, then the tracked ones,
-    /// each in order of first appearance.
+    /// One entry per sender stream (a restarted sender has one per
+    /// incarnation), in order of first appearance.
     pub senders: Vec<SenderSummary>,
     /// Replaced senders whose accounts did not fit ([`MAX_RETIRED`]).
     pub retired_uncounted: u64,
     /// Datagrams skipped before reaching a sender's stream.
     pub invalid: InvalidCounts,
-    /// Records written to the trace file (events and hoops).
+    /// Refused datagrams per source address (the first [`MAX_RETIRED`]
+    /// addresses; the rest are in [`InvalidCounts::too_many_senders`] only).
+    pub refused: Vec<RefusedSource>,
+    /// Records written to the trace file (events and hoops), before the
+    /// end records.
     pub records_written: u64,
     /// The trace file, if one was written.
     pub file: Option<PathBuf>,
+    /// Why the trace file was not written to the end (a full disk, an I/O
+    /// error): the receiver stopped early, the file is valid up to there.
+    pub file_error: Option<String>,
     /// How long the receiver ran.
     pub elapsed: Duration,
 }
@@ -257,20 +343,27 @@ impl fmt::Display for ReceiverSummary {
                 Some((h, t)) => format!("queue {h} ({t})"),
                 None => "queue unknown (no header yet)".to_string(),
             };
+            let end = match s.logged {
+                Some(n) if s.closed => format!("closed: {n} events logged"),
+                _ => "ended without a close (loss after its last datagram unknown)".to_string(),
+            };
             writeln!(
                 f,
                 "  sender {:#010x} at {}, {}: {} datagrams, {} events, {} dropped by the sender, \
-                 {} lost in transit ({} datagrams), {} duplicates, {} reordered, {} invalid",
+                 {} unsent, {} lost in transit ({} datagrams), {} duplicates, {} reordered, \
+                 {} late, {} invalid; {end}",
                 s.sender,
                 s.addr,
                 queue,
                 s.datagrams,
                 s.events,
                 s.sender_dropped,
+                s.unsent,
                 s.lost_events,
                 s.lost_datagrams,
                 s.duplicates,
                 s.reordered,
+                s.late,
                 s.invalid
             )?;
         }
@@ -281,10 +374,17 @@ impl fmt::Display for ReceiverSummary {
                 self.retired_uncounted
             )?;
         }
+        for r in &self.refused {
+            writeln!(
+                f,
+                "  refused {} datagrams ({} events) from {} (sender {:#010x}): the sender table was full",
+                r.datagrams, r.events, r.addr, r.sender
+            )?;
+        }
         let i = &self.invalid;
         write!(
             f,
-            "  skipped datagrams: {} not qtrace, {} truncated, {} unsupported version, {} malformed, {} from too many senders",
+            "  skipped datagrams: {} not qtrace, {} truncated, {} unsupported version, {} malformed, {} refused (sender table full)",
             i.not_qtrace, i.truncated, i.unsupported_version, i.malformed, i.too_many_senders
         )?;
         if let Some(p) = &self.file {
@@ -293,6 +393,12 @@ impl fmt::Display for ReceiverSummary {
                 "\n  wrote {} records to {}",
                 self.records_written,
                 p.display()
+            )?;
+        }
+        if let Some(e) = &self.file_error {
+            write!(
+                f,
+                "\n  stopped early: {e}; the file is valid up to there and reads as cut short"
             )?;
         }
         Ok(())
@@ -304,6 +410,8 @@ impl fmt::Display for ReceiverSummary {
 struct SenderState {
     addr: SocketAddr,
     sender: u32,
+    /// Order of first appearance (for the summary).
+    ordinal: u64,
     /// Sequence state; holds datagrams (their bytes) that arrived early.
     seq: SequenceTracker<Box<[u8]>>,
     assembler: CatalogAssembler,
@@ -312,6 +420,12 @@ struct SenderState {
     events: u64,
     invalid: u64,
     dropped: u64,
+    unsent: u64,
+    /// The close datagram's number, once one arrived (repeats are counted,
+    /// not tracked).
+    close_seq: Option<u64>,
+    /// The close datagram's counts, once it was released.
+    closed: Option<CloseCounts>,
     /// The time of the last event written (the time of a loss after it).
     last_time: u64,
     /// The core's datagram count at this sender's last datagram.
@@ -319,6 +433,26 @@ struct SenderState {
 }
 
 impl SenderState {
+    fn new(addr: SocketAddr, sender: u32, ordinal: u64, clock: u64, limits: Limits) -> Self {
+        SenderState {
+            addr,
+            sender,
+            ordinal,
+            seq: SequenceTracker::new(limits),
+            assembler: CatalogAssembler::new(),
+            header: None,
+            datagrams: 0,
+            events: 0,
+            invalid: 0,
+            dropped: 0,
+            unsent: 0,
+            close_seq: None,
+            closed: None,
+            last_time: 0,
+            last_seen: clock,
+        }
+    }
+
     fn queue_handle(&self) -> u64 {
         self.header
             .as_ref()
@@ -328,6 +462,25 @@ impl SenderState {
 
     fn hoops(&self, lost: u64) -> Event {
         Event::new(self.last_time, HOOPS, u32::MAX, [lost, self.queue_handle()])
+    }
+
+    /// Whether datagram `header` from this sender's address starts a new
+    /// incarnation (a sender restarted with the same id on the same port):
+    /// it has no event before it (first event 0), the stream is under way,
+    /// and either the stream's close was released (then any such datagram
+    /// but a copy of the close), or it is numbered 0 and the stream's close
+    /// arrived or the stream is more than [`sequence::WINDOW`] numbers
+    /// further.
+    fn restarts(&self, header: &DatagramHeader) -> bool {
+        if header.first_event != 0 || self.seq.next_expected() == 0 {
+            return false;
+        }
+        if self.closed.is_some() {
+            return !(header.kind == DatagramKind::Close
+                && self.close_seq == Some(header.sequence));
+        }
+        header.sequence == 0
+            && (self.close_seq.is_some() || self.seq.next_expected() > sequence::WINDOW)
     }
 
     /// Writes one datagram released in sequence order: the hoops record for
@@ -369,6 +522,7 @@ impl SenderState {
                             Ok(Some(h)) => {
                                 if cx.first_header.is_none() {
                                     *cx.first_header = Some(h.clone());
+                                    *cx.header_gen += 1;
                                 }
                                 self.header = Some(h);
                             }
@@ -376,6 +530,18 @@ impl SenderState {
                             Err(_) => self.invalid += 1,
                         }
                     }
+                }
+            }
+            DatagramKind::Close => {
+                if let Some(counts) = view.close() {
+                    if counts.unsent > 0 {
+                        self.unsent = counts.unsent;
+                        cx.progress
+                            .unsent
+                            .fetch_add(counts.unsent, Ordering::Relaxed);
+                        cx.out.event(&self.hoops(counts.unsent));
+                    }
+                    self.closed = Some(counts);
                 }
             }
         }
@@ -417,9 +583,13 @@ impl SenderState {
             lost_events: c.lost_events,
             duplicates: c.duplicates,
             reordered: c.reordered,
-            invalid: self.invalid + c.too_late + c.implausible,
+            late: c.too_late,
+            invalid: self.invalid + c.implausible,
             sender_dropped: self.dropped,
+            unsent: self.unsent,
             has_catalog: self.header.is_some(),
+            closed: self.closed.is_some(),
+            logged: self.closed.map(|c| c.logged),
         }
     }
 }
@@ -432,6 +602,7 @@ pub struct Progress {
     events: AtomicU64,
     sender_dropped: AtomicU64,
     lost_events: AtomicU64,
+    unsent: AtomicU64,
     invalid: AtomicU64,
 }
 
@@ -452,8 +623,20 @@ impl Progress {
     pub fn lost_events(&self) -> u64 {
         self.lost_events.load(Ordering::Relaxed)
     }
-    /// Datagrams skipped so far (invalid, duplicate, too late, too many
-    /// senders).
+    /// Events the senders' close datagrams said they never sent, so far.
+    pub fn unsent(&self) -> u64 {
+        self.unsent.load(Ordering::Relaxed)
+    }
+    /// Events accounted for so far: received, or marked lost (in transit,
+    /// dropped or never sent by their sender). What
+    /// [`RunLimit::events`] counts.
+    pub fn accounted(&self) -> u64 {
+        self.events()
+            .saturating_add(self.sender_dropped())
+            .saturating_add(self.lost_events())
+            .saturating_add(self.unsent())
+    }
+    /// Datagrams skipped so far (invalid, duplicate, late, refused).
     pub fn invalid(&self) -> u64 {
         self.invalid.load(Ordering::Relaxed)
     }
@@ -464,6 +647,11 @@ impl Progress {
 trait Sink {
     fn event(&mut self, e: &Event);
     fn records(&mut self, raw: &[u8]);
+    /// Called after every datagram and every idle wait (about 20 ms);
+    /// `false` stops the receiver (the sink cannot take more).
+    fn tick(&mut self, _core: &ReceiverCore) -> bool {
+        true
+    }
 }
 
 /// What releasing a sender's datagram needs besides the sender.
@@ -471,6 +659,7 @@ struct Context<'a> {
     out: &'a mut dyn Sink,
     progress: &'a Progress,
     first_header: &'a mut Option<TraceHeader>,
+    header_gen: &'a mut u64,
     max_catalog: usize,
 }
 
@@ -496,11 +685,18 @@ impl Sink for EachEvent<'_> {
 pub struct ReceiverCore {
     config: ReceiverConfig,
     senders: Vec<SenderState>,
-    retired: Vec<SenderSummary>,
+    /// Replaced senders that may resume (oldest first).
+    parked: Vec<SenderState>,
+    /// Finished streams (restarted senders' earlier incarnations, parked
+    /// senders pushed out): (ordinal, account).
+    retired: Vec<(u64, SenderSummary)>,
     retired_uncounted: u64,
+    refused: Vec<RefusedSource>,
     /// The first sender header that arrived, for the received file.
     first_header: Option<TraceHeader>,
-    /// Senders seen so far (tracked, replaced and uncounted).
+    /// Changes whenever [`ReceiverCore::trace_header`] would change.
+    header_gen: u64,
+    /// Sender streams seen so far (tracked, parked, retired and uncounted).
     senders_seen: u64,
     /// Datagrams handled (a logical clock for idleness).
     clock: u64,
@@ -514,9 +710,12 @@ impl ReceiverCore {
         ReceiverCore {
             config,
             senders: Vec::new(),
+            parked: Vec::new(),
             retired: Vec::new(),
             retired_uncounted: 0,
+            refused: Vec::new(),
             first_header: None,
+            header_gen: 0,
             senders_seen: 0,
             clock: 0,
             invalid: InvalidCounts::default(),
@@ -535,6 +734,168 @@ impl ReceiverCore {
         self.handle_into(from, bytes, &mut EachEvent(out))
     }
 
+    /// Counts a new stream; returns its ordinal.
+    fn count_stream(&mut self) -> u64 {
+        self.senders_seen += 1;
+        if self.senders_seen == 2 && self.first_header.is_some() {
+            // The file's header loses its queue: it is no longer one sender's.
+            self.header_gen += 1;
+        }
+        self.senders_seen
+    }
+
+    /// A new stream's state, counted as a sender seen.
+    fn fresh(&mut self, from: SocketAddr, sender: u32) -> SenderState {
+        let ordinal = self.count_stream();
+        SenderState::new(from, sender, ordinal, self.clock, self.config.reorder)
+    }
+
+    /// Ends a stream for good: what it held is written, its account kept.
+    fn retire(&mut self, mut old: SenderState, out: &mut dyn Sink) {
+        old.release_held(
+            true,
+            &mut Context {
+                out,
+                progress: &self.progress,
+                first_header: &mut self.first_header,
+                header_gen: &mut self.header_gen,
+                max_catalog: self.config.max_catalog_len,
+            },
+        );
+        if self.retired.len() < MAX_RETIRED {
+            self.retired.push((old.ordinal, old.summary()));
+        } else {
+            self.retired_uncounted += 1;
+        }
+    }
+
+    /// Parks a replaced sender: what it held is written; it resumes where it
+    /// stopped if it sends again.
+    fn park(&mut self, mut old: SenderState, out: &mut dyn Sink) {
+        if old.closed.is_some() {
+            return self.retire(old, out);
+        }
+        old.release_held(
+            true,
+            &mut Context {
+                out,
+                progress: &self.progress,
+                first_header: &mut self.first_header,
+                header_gen: &mut self.header_gen,
+                max_catalog: self.config.max_catalog_len,
+            },
+        );
+        old.assembler = CatalogAssembler::new();
+        if self.parked.len() >= MAX_RETIRED {
+            let oldest = self.parked.remove(0);
+            self.retire(oldest, out);
+        }
+        self.parked.push(old);
+    }
+
+    /// Puts `state` in the sender table, replacing a closed or idle sender
+    /// if the table is full; the state back if no slot can be had.
+    fn admit(&mut self, state: SenderState, out: &mut dyn Sink) -> Result<usize, Box<SenderState>> {
+        if self.senders.len() < self.config.max_senders {
+            self.senders.push(state);
+            return Ok(self.senders.len() - 1);
+        }
+        let closed = self
+            .senders
+            .iter()
+            .position(|s| s.closed.is_some() && s.seq.held() == 0);
+        let victim = closed.or_else(|| {
+            self.senders
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.last_seen)
+                .filter(|(_, s)| self.clock - s.last_seen >= self.config.idle_datagrams)
+                .map(|(i, _)| i)
+        });
+        let Some(i) = victim else {
+            return Err(Box::new(state));
+        };
+        let old = std::mem::replace(&mut self.senders[i], state);
+        self.park(old, out);
+        Ok(i)
+    }
+
+    /// Counts a refused datagram against its source address.
+    fn refuse(&mut self, from: SocketAddr, sender: u32, events: u64) {
+        self.invalid.too_many_senders += 1;
+        self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = self
+            .refused
+            .iter_mut()
+            .find(|r| r.addr == from && r.sender == sender)
+        {
+            r.datagrams += 1;
+            r.events = r.events.saturating_add(events);
+        } else if self.refused.len() < MAX_RETIRED {
+            self.refused.push(RefusedSource {
+                addr: from,
+                sender,
+                datagrams: 1,
+                events,
+            });
+        }
+    }
+
+    /// The table slot of the stream datagram `header` from `from` belongs
+    /// to, taking one if needed; `None` when it is refused.
+    fn slot(
+        &mut self,
+        from: SocketAddr,
+        header: &DatagramHeader,
+        events: u64,
+        out: &mut dyn Sink,
+    ) -> Option<usize> {
+        if let Some(i) = self.senders.iter().position(|s| s.sender == header.sender) {
+            let s = &self.senders[i];
+            if s.addr == from && !s.restarts(header) {
+                return Some(i);
+            }
+            // A restarted sender (new port, or numbering from 0 again):
+            // its earlier incarnation ends here, and it keeps the slot.
+            let fresh = self.fresh(from, header.sender);
+            let old = std::mem::replace(&mut self.senders[i], fresh);
+            self.retire(old, out);
+            return Some(i);
+        }
+        let state = match self.parked.iter().position(|s| s.sender == header.sender) {
+            Some(p) => {
+                let old = self.parked.remove(p);
+                if old.addr == from && !old.restarts(header) {
+                    old
+                } else {
+                    self.retire(old, out);
+                    self.fresh(from, header.sender)
+                }
+            }
+            None => {
+                // Not counted as seen until it gets a slot.
+                SenderState::new(from, header.sender, 0, self.clock, self.config.reorder)
+            }
+        };
+        let new = state.ordinal == 0;
+        match self.admit(state, out) {
+            Ok(i) => {
+                if new {
+                    self.senders[i].ordinal = self.count_stream();
+                }
+                Some(i)
+            }
+            Err(state) => {
+                if !new {
+                    // A parked sender that could not resume stays parked.
+                    self.parked.push(*state);
+                }
+                self.refuse(from, header.sender, events);
+                None
+            }
+        }
+    }
+
     fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
         self.clock += 1;
         let view = match DatagramView::new_checked(bytes) {
@@ -551,73 +912,40 @@ impl ReceiverCore {
             }
         };
         let header = view.header();
-        let index = match self
-            .senders
-            .iter()
-            .position(|s| s.sender == header.sender && s.addr == from)
-        {
-            Some(i) => i,
-            None => {
-                let fresh = SenderState {
-                    addr: from,
-                    sender: header.sender,
-                    seq: SequenceTracker::new(self.config.reorder),
-                    assembler: CatalogAssembler::new(),
-                    header: None,
-                    datagrams: 0,
-                    events: 0,
-                    invalid: 0,
-                    dropped: 0,
-                    last_time: 0,
-                    last_seen: self.clock,
-                };
-                if self.senders.len() < self.config.max_senders {
-                    self.senders_seen += 1;
-                    self.senders.push(fresh);
-                    self.senders.len() - 1
-                } else {
-                    let quietest = self
-                        .senders
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, s)| s.last_seen)
-                        .map(|(i, s)| (i, s.last_seen));
-                    match quietest {
-                        Some((i, seen)) if self.clock - seen > self.config.idle_datagrams => {
-                            self.senders_seen += 1;
-                            // Keep the tracked senders in order of arrival.
-                            let mut old = self.senders.remove(i);
-                            self.senders.push(fresh);
-                            old.release_held(
-                                true,
-                                &mut Context {
-                                    out,
-                                    progress: &self.progress,
-                                    first_header: &mut self.first_header,
-                                    max_catalog: self.config.max_catalog_len,
-                                },
-                            );
-                            if self.retired.len() < MAX_RETIRED {
-                                self.retired.push(old.summary());
-                            } else {
-                                self.retired_uncounted += 1;
-                            }
-                            self.senders.len() - 1
-                        }
-                        _ => {
-                            self.invalid.too_many_senders += 1;
-                            self.progress.invalid.fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
-                    }
-                }
-            }
+        let events = view.record_count() as u64;
+        let Some(index) = self.slot(from, &header, events, out) else {
+            return;
         };
         let s = &mut self.senders[index];
         s.last_seen = self.clock;
+        if header.kind == DatagramKind::Close {
+            if s.close_seq == Some(header.sequence) {
+                // A repeated close (sent 2 ms after the first): counted, and
+                // what is still missing before the close is given up on —
+                // the stream is over.
+                s.datagrams += 1;
+                self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
+                if s.closed.is_none() {
+                    s.release_held(
+                        true,
+                        &mut Context {
+                            out,
+                            progress: &self.progress,
+                            first_header: &mut self.first_header,
+                            header_gen: &mut self.header_gen,
+                            max_catalog: self.config.max_catalog_len,
+                        },
+                    );
+                }
+                return;
+            }
+            if s.close_seq.is_none() {
+                s.close_seq = Some(header.sequence);
+            }
+        }
         let span = Span {
             first_event: header.first_event,
-            events: view.record_count() as u64,
+            events,
             bytes: bytes.len(),
         };
         let (verdict, now) = s.seq.observe(header.sequence, span, || bytes.into());
@@ -631,6 +959,7 @@ impl ReceiverCore {
             out,
             progress: &self.progress,
             first_header: &mut self.first_header,
+            header_gen: &mut self.header_gen,
             max_catalog: self.config.max_catalog_len,
         };
         if let Some(gap) = now {
@@ -640,7 +969,9 @@ impl ReceiverCore {
     }
 
     /// Ends every sender's stream: held datagrams are written, and datagrams
-    /// still missing before them are lost (their hoops records go to `out`).
+    /// still missing before them are lost (their hoops records go to `out`);
+    /// then one hoops record per refused source address whose sender never
+    /// got a slot.
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
         self.finish_into(&mut EachEvent(out))
     }
@@ -650,36 +981,82 @@ impl ReceiverCore {
             out,
             progress: &self.progress,
             first_header: &mut self.first_header,
+            header_gen: &mut self.header_gen,
             max_catalog: self.config.max_catalog_len,
         };
+        let mut time = 0;
         for s in &mut self.senders {
             s.release_held(true, &mut cx);
+            time = time.max(s.last_time);
+        }
+        for s in &self.parked {
+            time = time.max(s.last_time);
+        }
+        let known = |id: u32| {
+            self.senders.iter().any(|s| s.sender == id)
+                || self.parked.iter().any(|s| s.sender == id)
+                || self.retired.iter().any(|(_, s)| s.sender == id)
+        };
+        for r in &self.refused {
+            if r.events > 0 && !known(r.sender) {
+                cx.out.event(&Event::new(
+                    time,
+                    HOOPS,
+                    u32::MAX,
+                    [r.events, NO_QUEUE as u64],
+                ));
+            }
         }
     }
 
     /// The account so far.
     pub fn summary(&self) -> ReceiverSummary {
+        let mut senders: Vec<(u64, SenderSummary)> = self
+            .retired
+            .iter()
+            .cloned()
+            .chain(
+                self.parked
+                    .iter()
+                    .chain(self.senders.iter())
+                    .map(|s| (s.ordinal, s.summary())),
+            )
+            .collect();
+        senders.sort_by_key(|(n, _)| *n);
         ReceiverSummary {
-            senders: self
-                .retired
-                .iter()
-                .cloned()
-                .chain(self.senders.iter().map(SenderState::summary))
-                .collect(),
+            senders: senders.into_iter().map(|(_, s)| s).collect(),
             retired_uncounted: self.retired_uncounted,
             invalid: self.invalid,
+            refused: self.refused.clone(),
             ..ReceiverSummary::default()
         }
     }
 
-    /// The header for the received trace: the first sender's (its clock and
-    /// class table), or the built-in classes when no header arrived.
+    /// The header for the received trace: the sender's (its pid, clock,
+    /// host, queue and class table) when one sender was seen; the first
+    /// sender's without its queue when several were; the built-in classes
+    /// and this process's clock while no header has arrived.
     pub fn trace_header(&self) -> TraceHeader {
         match &self.first_header {
             Some(h) if self.senders_seen == 1 => h.clone(),
             Some(h) => h.clone().without_queue(),
             None => TraceHeader::new(Catalog::builtin(), &Clock::monotonic()).without_queue(),
         }
+    }
+
+    /// The latest event time written, all senders.
+    fn last_time(&self) -> u64 {
+        self.senders
+            .iter()
+            .chain(self.parked.iter())
+            .map(|s| s.last_time)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A number that changes whenever [`ReceiverCore::trace_header`] would.
+    pub fn header_generation(&self) -> u64 {
+        self.header_gen
     }
 }
 
@@ -689,7 +1066,12 @@ impl ReceiverCore {
 pub struct RunLimit {
     /// Stop after this long.
     pub duration: Option<Duration>,
-    /// Stop once this many events have been received.
+    /// Stop once this many events are accounted for: received, or marked
+    /// lost (in transit, dropped or never sent by their sender; see
+    /// [`Progress::accounted`]), so a lossy stream still reaches the count.
+    /// Events lost after a sender's last datagram count once its close
+    /// datagram arrives; add a duration so a stream that ends without one
+    /// cannot keep the receiver waiting.
     pub events: Option<u64>,
 }
 
@@ -701,14 +1083,22 @@ impl RunLimit {
             events: None,
         }
     }
-    /// Run until `n` events have arrived.
+    /// Run until `n` events are accounted for (received or marked lost).
     pub fn events(n: u64) -> Self {
         RunLimit {
             duration: None,
             events: Some(n),
         }
     }
-    /// Also stop after `d`.
+    /// Also stop after `d`: whichever comes first.
+    ///
+    /// ```
+    /// use qtrace::receiver::RunLimit;
+    /// use std::time::Duration;
+    ///
+    /// let limit = RunLimit::events(1000).or_after(Duration::from_secs(5));
+    /// assert_eq!((limit.events, limit.duration), (Some(1000), Some(Duration::from_secs(5))));
+    /// ```
     pub fn or_after(mut self, d: Duration) -> Self {
         self.duration = Some(d);
         self
@@ -747,7 +1137,7 @@ impl Receiver {
         let io_err = |action: &'static str, e: io::Error| Error::Io {
             path: None,
             action,
-            source: io::Error::new(e.kind(), format!("{addr}: {e}")),
+            source: io::Error::new(e.kind(), format!("{addr}: {e}{}", bind_hint(&e))),
         };
         let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
             .map_err(|e| io_err("open a UDP socket to receive on", e))?;
@@ -757,7 +1147,7 @@ impl Receiver {
         let _ = socket.set_recv_buffer_size(config.recv_buffer);
         socket
             .bind(&SockAddr::from(addr))
-            .map_err(|e| io_err("bind the receiver to (is another receiver running there? pick another --listen address)", e))?;
+            .map_err(|e| io_err("bind the receiver to", e))?;
         let socket: UdpSocket = socket.into();
         socket
             .set_read_timeout(Some(Duration::from_millis(20)))
@@ -808,7 +1198,7 @@ impl Receiver {
             }
             if limit
                 .events
-                .is_some_and(|n| self.core.progress.events() >= n)
+                .is_some_and(|n| self.core.progress.accounted() >= n)
             {
                 break;
             }
@@ -831,93 +1221,128 @@ impl Receiver {
                     })
                 }
             }
+            if !out.tick(&self.core) {
+                break;
+            }
         }
         self.core.finish_into(out);
+        out.tick(&self.core);
         let mut summary = self.core.summary();
         summary.elapsed = start.elapsed();
         Ok(summary)
     }
 
-    /// Receives until `limit` (or the [`Stopper`]) says stop and writes what
-    /// arrived to the trace file `path` (with the first sender's header), then
-    /// returns the account. Records are spooled to `<path>.part` while
-    /// receiving, so memory stays bounded.
+    /// Receives until `limit` (or the [`Stopper`]) says stop, writing what
+    /// arrives to the trace file `path` as it arrives, then returns the
+    /// account.
+    ///
+    /// The file is a valid trace at every moment: it starts with a
+    /// provisional header whose length reserves
+    /// [`ReceiverConfig::header_room`] bytes; the sender's header (its pid,
+    /// clock, host, queue and classes) replaces it in place, in one write,
+    /// when its catalog arrives (or the file is rewritten to a copy renamed
+    /// over it when the header does not fit). Records are written in whole
+    /// records at least every 50 ms, so after a crash of the receiver (even
+    /// SIGKILL) the file reads as a trace of every record written, cut
+    /// short. On Linux 256 KiB stay allocated past the end of the file, so
+    /// a full disk is seen before a write fails and the end still fits.
+    ///
+    /// A full disk or another write error stops the receiver early: the
+    /// file keeps every whole record written, and the summary says why
+    /// ([`ReceiverSummary::file_error`]); this is not an `Err`, so the
+    /// account is never lost.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be created or the socket fails.
     pub fn run(
         mut self,
         path: impl AsRef<Path>,
         limit: RunLimit,
     ) -> Result<ReceiverSummary, Error> {
         let path = path.as_ref();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::io("create the directory of trace file", path, e))?;
-        }
-        let mut part_name = path.as_os_str().to_owned();
-        part_name.push(".part");
-        let part = PathBuf::from(part_name);
-        let file = File::create(&part).map_err(|e| Error::io("create spool file", &part, e))?;
-        let mut out = Spool {
-            file: BufWriter::with_capacity(1 << 16, file),
-            records: 0,
-            failure: None,
+        let header = self.core.trace_header();
+        let live = LiveFile::create(path, &header, self.core.config.header_room)?;
+        let mut out = FileSink {
+            file: live,
+            header_gen: self.core.header_generation(),
         };
         let mut summary = self.run_into(limit, &mut out)?;
-        let Spool {
-            file: mut spool,
-            records,
-            failure,
-        } = out;
-        if let Some(e) = failure {
-            return Err(Error::io("write spool file", &part, e));
-        }
-        spool
-            .flush()
-            .map_err(|e| Error::io("write spool file", &part, e))?;
-        drop(spool);
-        let header = self.core.trace_header();
-        let mut w = crate::wire::create_trace_file(path, &header)?;
-        let mut src = File::open(&part).map_err(|e| Error::io("read spool file", &part, e))?;
-        let mut chunk = vec![0u8; 1 << 16];
-        loop {
-            let n = src
-                .read(&mut chunk)
-                .map_err(|e| Error::io("read spool file", &part, e))?;
-            if n == 0 {
-                break;
-            }
-            w.get_mut()
-                .write_all(&chunk[..n])
-                .map_err(|e| Error::io("write trace file", path, e))?;
-        }
-        w.finish()
-            .map_err(|e| Error::io("write trace file", path, e))?;
-        let _ = std::fs::remove_file(&part);
-        summary.records_written = records;
+        let FileSink { file: mut live, .. } = out;
+        let received = summary.events();
+        let totals = QueueTotals {
+            accepted: received,
+            dropped: live.lost(),
+            overwritten: 0,
+            delivered: received,
+        };
+        live.finish(self.core.last_time(), totals);
+        summary.records_written = live.records_written();
+        summary.file_error = live.failure().map(str::to_string);
         summary.file = Some(path.to_path_buf());
         Ok(summary)
     }
 }
 
-/// Records spooled to a file as they arrive.
-struct Spool {
-    file: BufWriter<File>,
-    records: u64,
-    failure: Option<io::Error>,
+/// What to do about a failed bind, by error: placed after the address and
+/// the system's message.
+fn bind_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => {
+            " (address in use: is another receiver running there? pick another port)"
+        }
+        io::ErrorKind::AddrNotAvailable => {
+            " (address not available: that IP address is not one of this machine's; \
+             listen on one of its addresses, 0.0.0.0 or [::])"
+        }
+        io::ErrorKind::PermissionDenied => {
+            " (permission denied: ports below 1024 need privileges; pick a port of 1024 or more)"
+        }
+        _ => "",
+    }
 }
 
-impl Sink for Spool {
+/// Records written to the live trace file.
+struct FileSink {
+    file: LiveFile,
+    header_gen: u64,
+}
+
+impl Sink for FileSink {
     fn event(&mut self, e: &Event) {
         let mut rec = [0u8; RECORD_LEN];
         record::emit(e, &mut rec);
-        self.records(&rec);
+        self.file.push(&rec);
     }
     fn records(&mut self, raw: &[u8]) {
-        if self.failure.is_some() {
-            return;
+        self.file.push(raw);
+    }
+    fn tick(&mut self, core: &ReceiverCore) -> bool {
+        if core.header_generation() != self.header_gen {
+            self.header_gen = core.header_generation();
+            self.file.set_header(&core.trace_header());
         }
-        match self.file.write_all(raw) {
-            Ok(()) => self.records += (raw.len() / RECORD_LEN) as u64,
-            Err(e) => self.failure = Some(e),
-        }
+        self.file.tick();
+        self.file.failure().is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_bind_error_has_its_own_hint() {
+        let hint = |kind| bind_hint(&io::Error::from(kind));
+        assert_eq!(
+            hint(io::ErrorKind::AddrInUse),
+            " (address in use: is another receiver running there? pick another port)"
+        );
+        assert_eq!(
+            hint(io::ErrorKind::AddrNotAvailable),
+            " (address not available: that IP address is not one of this machine's; \
+             listen on one of its addresses, 0.0.0.0 or [::])"
+        );
+        assert!(hint(io::ErrorKind::PermissionDenied).contains("ports below 1024"));
+        assert_eq!(hint(io::ErrorKind::Other), "");
     }
 }

@@ -3,7 +3,8 @@
 //! loopback socket, and the datagrams it sent are saved in the target's
 //! framing (`[sender: u8][len: u16 BE][bytes]`…) in orders a network
 //! produces: in order, with a loss, duplicated and reordered, and two senders
-//! interleaved. The raw datagrams also go to the `datagram` target's corpus.
+//! interleaved. Each ends as the queue ends it: the catalog's last copy and
+//! three close datagrams. The raw datagrams also go to the `datagram` target's corpus.
 //!
 //! `scripts/fuzz.sh` runs it with `QTRACE_FUZZ_CORPUS=fuzz/corpus`; without
 //! that variable it writes to a temporary directory and removes it. Either
@@ -16,6 +17,7 @@ use std::time::Duration;
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+use qtrace::wire::datagram::DatagramKind;
 use qtrace::Tracer;
 
 fn out_dir() -> PathBuf {
@@ -87,21 +89,41 @@ fn seed_receiver_corpus() {
     for (i, g) in d.iter().enumerate() {
         std::fs::write(ddir.join(format!("udp-queue-{i}.bin")), g).unwrap();
     }
+    // Sender `k` of a crowd: the same datagrams with sender id + k (the
+    // receiver knows a sender by its id; the same id from another address
+    // would be that sender restarted).
+    let renamed: Vec<Vec<Vec<u8>>> = (0..4u32)
+        .map(|k| {
+            d.iter()
+                .map(|g| {
+                    let mut g = g.clone();
+                    let id = u32::from_be_bytes([g[8], g[9], g[10], g[11]]) + k;
+                    g[8..12].copy_from_slice(&id.to_be_bytes());
+                    g
+                })
+                .collect()
+        })
+        .collect();
     let all: Vec<(u8, &[u8])> = d.iter().map(|g| (0, &g[..])).collect();
-    let n = all.len();
+    // The last events datagram (then the catalog's last copy and the close
+    // datagrams).
+    let last = d
+        .iter()
+        .rposition(|g| g[6] == DatagramKind::Events as u8)
+        .unwrap();
     let mut lossy = all.clone();
-    lossy.remove(n - 2);
+    lossy.remove(last - 1);
     let mut dup_reorder = all.clone();
-    dup_reorder.swap(n - 1, n - 2);
-    dup_reorder.push(all[n - 1]);
+    dup_reorder.swap(last, last - 1);
+    dup_reorder.insert(last + 1, all[last]);
     let mut two: Vec<(u8, &[u8])> = Vec::new();
-    for g in &all {
-        two.push(*g);
-        two.push((1, g.1));
+    for (g, h) in d.iter().zip(&renamed[1]) {
+        two.push((0, &g[..]));
+        two.push((1, &h[..]));
     }
     let mut crowd = two.clone();
-    crowd.extend(all.iter().map(|g| (2, g.1)));
-    crowd.extend(all.iter().map(|g| (3, g.1)));
+    crowd.extend(renamed[2].iter().map(|g| (2, &g[..])));
+    crowd.extend(renamed[3].iter().map(|g| (3, &g[..])));
     let seeds = [
         ("in-order", all.clone(), 0u64),
         ("lost-one", lossy, 1),
@@ -124,6 +146,8 @@ fn seed_receiver_corpus() {
         assert_eq!(s.invalid.total(), 0, "{name}");
         assert_eq!(s.lost_datagrams(), lost, "{name}");
         assert!(s.senders.iter().all(|s| s.has_catalog), "{name}");
+        assert!(s.senders.iter().all(|s| s.closed), "{name}");
+        assert!(s.senders.iter().all(|s| s.accounted() == 40), "{name}");
         assert!(
             s.senders.iter().all(|s| s.sender_dropped == dropped),
             "{name}"

@@ -10,8 +10,10 @@ use proptest::prelude::*;
 use qtrace::classes::{tracer::HOOPS, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::receiver::sequence::{Limits, WINDOW};
-use qtrace::receiver::{ReceiverConfig, ReceiverCore};
-use qtrace::wire::datagram::{encode_catalog_fragment, encode_events, DEFAULT_MAX_DATAGRAM_LEN};
+use qtrace::receiver::{ReceiverConfig, ReceiverCore, RefusedSource};
+use qtrace::wire::datagram::{
+    encode_catalog_fragment, encode_close, encode_events, CloseCounts, DEFAULT_MAX_DATAGRAM_LEN,
+};
 use qtrace::wire::TraceHeader;
 use qtrace::{Event, QueueHandle};
 
@@ -192,14 +194,14 @@ fn a_gap_is_given_up_on_when_the_sender_is_a_window_further() {
     // is given up on; 3..=WINDOW (events 3..100) may still arrive.
     r.feed(addr(1), &events_dgram(1, 1 + WINDOW, 0, 100, 1));
     assert_eq!(r.stream(), [E(0), L(1), E(2)]);
-    // Too late now: discarded and counted invalid, the loss stands.
+    // Too late now: discarded and counted late, the loss stands.
     r.feed(addr(1), &events_dgram(1, 1, 0, 1, 1));
     // In time: it splits the gap after it.
     r.feed(addr(1), &events_dgram(1, 5, 0, 5, 1));
     r.finish();
     assert_eq!(r.stream(), [E(0), L(1), E(2), L(2), E(5), L(94), E(100)]);
     let x = &r.core.summary().senders[0];
-    assert_eq!(x.invalid, 1);
+    assert_eq!((x.late, x.invalid), (1, 0));
     assert_eq!(x.lost_datagrams, WINDOW - 2);
     assert_eq!((x.events, x.lost_events), (4, 97));
 }
@@ -257,7 +259,7 @@ fn holding_is_bounded_and_an_overflow_gives_the_gap_up_exactly() {
     r.finish();
     let x = &r.core.summary().senders[0];
     assert_eq!((x.events, x.lost_events, x.lost_datagrams), (9, 4, 2));
-    assert_eq!(x.invalid, 1);
+    assert_eq!((x.late, x.invalid), (1, 0));
     assert_eq!(r.core.progress().lost_events(), 4);
 }
 
@@ -298,25 +300,52 @@ fn sender_drops_become_hoops_after_the_reporting_datagram() {
 }
 
 #[test]
-fn senders_are_told_apart_by_address_and_id_and_bounded() {
+fn senders_are_known_by_id_a_new_address_takes_over_and_a_full_table_refuses() {
     let mut r = Run::with(ReceiverConfig {
-        max_senders: 3,
+        max_senders: 2,
+        idle_datagrams: 100,
         ..ReceiverConfig::default()
     });
-    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 1));
-    r.feed(addr(2), &dgram(1, 0, 0, 0, 10, 1)); // same id, other address
+    r.feed(addr(1), &dgram(1, 0, 0, 0, 0, 1));
     r.feed(addr(1), &dgram(2, 0, 0, 0, 20, 1)); // same address, other id
-    r.feed(addr(3), &dgram(1, 0, 0, 0, 30, 1)); // a fourth: refused
-    r.feed(addr(1), &events_dgram(1, 1, 0, 1, 1));
+    r.feed(addr(2), &dgram(3, 0, 0, 0, 30, 2)); // a third: refused
+    r.feed(addr(2), &dgram(3, 1, 0, 2, 32, 1)); // again
     let s = r.core.summary();
-    assert_eq!(s.senders.len(), 3);
-    assert_eq!(s.invalid.too_many_senders, 1);
+    assert_eq!(s.invalid.too_many_senders, 2);
     assert_eq!(
-        s.senders.iter().map(|x| x.events).collect::<Vec<_>>(),
-        [2, 1, 1]
+        s.refused,
+        [RefusedSource {
+            addr: addr(2),
+            sender: 3,
+            datagrams: 2,
+            events: 3
+        }]
     );
-    assert!(s.senders.iter().all(|x| x.lost_datagrams == 0));
-    assert_eq!(r.values(), [0, 10, 20, 1]);
+    // Sender 1 restarted on a new port: it takes over its own slot at once.
+    r.feed(addr(3), &dgram(1, 0, 0, 0, 10, 1));
+    r.feed(addr(3), &dgram(1, 1, 0, 1, 11, 1));
+    r.finish();
+    let s = r.core.summary();
+    assert_eq!(s.invalid.too_many_senders, 2);
+    assert_eq!(
+        s.senders
+            .iter()
+            .map(|x| (x.addr, x.sender, x.events, x.closed))
+            .collect::<Vec<_>>(),
+        [
+            (addr(1), 1, 1, false),
+            (addr(1), 2, 1, false),
+            (addr(3), 1, 2, false)
+        ]
+    );
+    // The refused sender never got a slot: its events are one hoops record
+    // at the end.
+    assert_eq!(r.stream(), [E(0), E(20), E(10), E(11), L(3)]);
+    assert!(
+        s.to_string()
+            .contains("refused 2 datagrams (3 events) from 127.0.0.1:2 (sender 0x00000003)"),
+        "{s}"
+    );
 }
 
 fn sender_header() -> TraceHeader {
@@ -419,7 +448,7 @@ proptest! {
         r.finish();
         let s = r.core.summary();
         let accepted: u64 = s.senders.iter().map(|x| x.datagrams).sum();
-        let rejected: u64 = s.senders.iter().map(|x| x.duplicates + x.invalid).sum();
+        let rejected: u64 = s.senders.iter().map(|x| x.duplicates + x.invalid + x.late).sum();
         prop_assert_eq!(accepted + rejected + s.invalid.total(), datagrams.len() as u64);
         prop_assert_eq!(r.core.progress().datagrams(), accepted);
     }
@@ -669,7 +698,166 @@ proptest! {
             prop_assert_eq!(x.events, r.values().len() as u64);
             prop_assert_eq!(x.lost_events, r.hoops().iter().sum::<u64>());
             prop_assert_eq!(x.datagrams + x.lost_datagrams, last.map_or(0, |l| l as u64 + 1));
-            prop_assert_eq!(x.datagrams + x.duplicates + x.invalid, order.len() as u64);
+            prop_assert_eq!(x.datagrams + x.duplicates + x.invalid + x.late, order.len() as u64);
         }
     }
+}
+
+fn close_dgram(
+    sender: u32,
+    seq: u64,
+    dropped: u64,
+    sent: u64,
+    logged: u64,
+    unsent: u64,
+) -> Vec<u8> {
+    let mut buf = [0u8; 56];
+    let len = encode_close(
+        &mut buf,
+        sender,
+        seq,
+        dropped,
+        sent,
+        CloseCounts { logged, unsent },
+    )
+    .unwrap();
+    buf[..len].to_vec()
+}
+
+#[test]
+fn a_close_marks_the_loss_after_the_last_datagram_that_arrived() {
+    let mut r = Run::new();
+    // 4 datagrams of 2 events each; the last two are lost. The sender
+    // dropped 3 events (reported by the close only) and left 1 unsent:
+    // logged = 8 sent + 3 dropped + 1 unsent = 12.
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 2));
+    r.feed(addr(1), &events_dgram(1, 1, 0, 2, 2));
+    let close = close_dgram(1, 4, 3, 8, 12, 1);
+    r.feed(addr(1), &close);
+    assert!(
+        !r.core.summary().senders[0].closed,
+        "2 and 3 may still arrive"
+    );
+    assert_eq!(r.stream(), [E(0), E(1), E(2), E(3)]);
+    // A repeat: the stream is over, 2 and 3 are given up on.
+    r.feed(addr(1), &close);
+    assert!(r.core.summary().senders[0].closed);
+    r.feed(addr(1), &close); // another: counted, changes nothing
+    r.finish();
+    assert_eq!(
+        r.stream(),
+        [E(0), E(1), E(2), E(3), L(4), L(1), L(3)],
+        "transit loss, then unsent, then drops"
+    );
+    let x = &r.core.summary().senders[0];
+    assert!(x.closed);
+    assert_eq!(x.logged, Some(12));
+    assert_eq!(
+        (
+            x.events,
+            x.lost_events,
+            x.lost_datagrams,
+            x.unsent,
+            x.sender_dropped
+        ),
+        (4, 4, 2, 1, 3)
+    );
+    assert_eq!(x.accounted(), 12);
+    assert_eq!(x.datagrams, 5);
+    assert_eq!((x.duplicates, x.late, x.invalid), (0, 0, 0));
+    assert_eq!(r.core.progress().accounted(), 12);
+}
+
+#[test]
+fn a_stream_without_a_close_says_so() {
+    let mut r = Run::new();
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 2));
+    r.finish();
+    let s = r.core.summary();
+    assert!(!s.senders[0].closed);
+    assert_eq!(s.senders[0].logged, None);
+    assert!(s.to_string().contains("ended without a close"), "{s}");
+}
+
+#[test]
+fn a_sender_numbering_from_zero_after_its_close_is_a_new_incarnation() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 2,
+        idle_datagrams: 1000,
+        ..ReceiverConfig::default()
+    });
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 2));
+    r.feed(addr(1), &close_dgram(1, 1, 0, 2, 2, 0));
+    // Same id, same port, from 0 again: a new stream, not duplicates.
+    r.feed(addr(1), &dgram(1, 0, 0, 0, 50, 1));
+    r.feed(addr(1), &dgram(1, 1, 0, 1, 51, 1));
+    r.feed(addr(1), &close_dgram(1, 2, 0, 2, 2, 0));
+    r.feed(addr(2), &dgram(2, 0, 0, 0, 70, 1));
+    // Sender 1 restarts again, its datagram 0 lost: datagram 1 (first event
+    // 0) after the released close starts the new incarnation all the same.
+    r.feed(addr(1), &dgram(1, 1, 0, 0, 90, 1));
+    r.feed(addr(1), &close_dgram(1, 2, 0, 1, 1, 0));
+    r.feed(addr(1), &close_dgram(1, 2, 0, 1, 1, 0));
+    // The table is full; a closed sender's slot goes to a new sender at once.
+    r.feed(addr(3), &dgram(3, 0, 0, 0, 99, 1));
+    r.finish();
+    let s = r.core.summary();
+    assert_eq!(
+        s.senders
+            .iter()
+            .map(|x| (x.sender, x.events, x.closed, x.duplicates, x.late))
+            .collect::<Vec<_>>(),
+        [
+            (1, 2, true, 0, 0),
+            (1, 2, true, 0, 0),
+            (2, 1, false, 0, 0),
+            (1, 1, true, 0, 0),
+            (3, 1, false, 0, 0)
+        ]
+    );
+    assert_eq!(s.invalid.too_many_senders, 0);
+    assert_eq!(r.values(), [0, 1, 50, 51, 70, 90, 99]);
+}
+
+#[test]
+fn sixteen_single_datagrams_never_lock_out_a_sending_sender() {
+    let mut r = Run::new();
+    for port in 0..16u16 {
+        r.feed(addr(1000 + port), &dgram(100 + port as u32, 0, 0, 0, 9, 1));
+    }
+    // The real sender: never refused, every event received.
+    for seq in 0..200u64 {
+        r.feed(addr(1), &dgram(1, seq, 0, seq, seq, 1));
+    }
+    r.finish();
+    let s = r.core.summary();
+    assert_eq!(s.invalid.too_many_senders, 0);
+    let real = s.senders.iter().find(|x| x.sender == 1).unwrap();
+    assert_eq!((real.events, real.lost_events), (200, 0));
+    // Every quiet sender keeps its account (parked).
+    assert_eq!(s.senders.len(), 17);
+    assert_eq!(s.events(), 216);
+}
+
+#[test]
+fn a_parked_sender_resumes_where_it_stopped() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 1,
+        idle_datagrams: 0,
+        ..ReceiverConfig::default()
+    });
+    r.feed(addr(1), &dgram(1, 0, 0, 0, 0, 1));
+    r.feed(addr(2), &dgram(2, 0, 0, 0, 100, 1)); // takes the slot, 1 parked
+    r.feed(addr(1), &dgram(1, 1, 0, 1, 1, 1)); // resumes: no loss, no restart
+    r.feed(addr(1), &dgram(1, 1, 0, 1, 1, 1)); // a duplicate still
+    r.finish();
+    let s = r.core.summary();
+    assert_eq!(
+        s.senders
+            .iter()
+            .map(|x| (x.sender, x.events, x.lost_events, x.duplicates))
+            .collect::<Vec<_>>(),
+        [(1, 2, 0, 1), (2, 1, 0, 0)]
+    );
+    assert_eq!(r.values(), [0, 100, 1]);
 }

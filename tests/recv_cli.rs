@@ -104,12 +104,32 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bind the receiver"), "{err}");
-    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--out", "x.qtr", "--duration", "1", "--count", "3"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "clap refuses both limits");
+    // The hint for this error, after the address and the system's message.
+    assert!(
+        err.starts_with(&format!("qtrace: cannot bind the receiver to: {addr}: ")),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with("(address in use: is another receiver running there? pick another port)"),
+        "{err}"
+    );
+    // A listen address that is not IP:PORT says what to write.
+    for (bad, says) in [
+        ("localhost", "give a port too, as IP:PORT"),
+        (
+            "no-such-host.invalid:5510",
+            "write IP:PORT (127.0.0.1:5510)",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["recv", "--listen", bad, "--out", "x.qtr", "--duration", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{bad}: {err}");
+    }
     let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .args([
             "recv",
@@ -123,6 +143,112 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Runs `qtrace recv` with `args` (plus `--out`), returns (status, stdout,
+/// stderr, elapsed).
+fn recv(args: &[&str], out: &std::path::Path) -> (Option<i32>, String, String, Duration) {
+    let t = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("recv")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        t.elapsed(),
+    )
+}
+
+#[test]
+fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
+    let dir = std::env::temp_dir().join(format!("qtrace-recv-limits-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("a.qtr");
+    // Nothing arrives: the duration ends it (the count never could).
+    let port = free_port().to_string();
+    let listen = format!("localhost:{port}");
+    let (code, stdout, stderr, took) = recv(
+        &["--listen", &listen, "--count", "1000", "--duration", "0.5"],
+        &out,
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert!(
+        stderr.contains("until 1000 events or for 0.5 s, whichever comes first"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("listening on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(stdout.contains("received 0 events"), "{stdout}");
+    // The count comes first: 300 events, a 60 s duration.
+    let port = free_port();
+    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args([
+            "recv",
+            "--listen",
+            &listen.to_string(),
+            "--count",
+            "300",
+            "--duration",
+            "60",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.connect(listen).unwrap();
+    loop {
+        let _ = probe.send(b"probe");
+        std::thread::sleep(Duration::from_millis(20));
+        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "qtrace recv did not start"
+        );
+    }
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..300 {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
+    tracer.shutdown().unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the count did not stop it"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("received 300 events from 1 sender(s)"),
+        "{stdout}"
+    );
+    assert_eq!(TraceReader::open(&out).unwrap().count(), 300);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(target_os = "linux")]

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
-use qtrace::wire::{record, TraceHeader};
+use qtrace::wire::TraceHeader;
 use qtrace::{Config, Event, Tracer};
 
 const SCALE: u64 = if cfg!(miri) { 1000 } else { 1 };
@@ -28,13 +29,17 @@ fn out_file(name: &str) -> PathBuf {
     dir.join("received.qtr")
 }
 
+/// The header and records of a received file, which must be complete: it
+/// ends with a close run (not returned) that agrees with its records.
 fn read_trace(path: &PathBuf) -> (TraceHeader, Vec<Event>) {
-    let bytes = std::fs::read(path).unwrap();
-    let (header, len) = TraceHeader::decode(&bytes).unwrap();
-    let events = bytes[len..]
-        .chunks_exact(32)
-        .map(|c| record::parse(c.try_into().unwrap()))
-        .collect();
+    let mut reader = TraceReader::open(path).unwrap();
+    let header = reader.header().clone();
+    let events: Vec<Event> = reader.by_ref().map(|e| e.unwrap()).collect();
+    assert!(
+        matches!(reader.completeness(), Some(Completeness::Complete(_))),
+        "{:?}",
+        reader.completeness()
+    );
     (header, events)
 }
 
@@ -142,7 +147,13 @@ fn stream_keeping_up(name: &str, total: u64, offload: bool) {
     // Full datagrams of 44 records (a few short ones when the queue ran dry).
     assert!(stats.event_datagrams >= total / 44, "{stats:?}");
     assert_eq!(stats.events_sent, total);
-    assert_eq!(s.datagrams, stats.event_datagrams + stats.catalog_datagrams);
+    // All but what went out at shutdown, after the receiver stopped: the
+    // catalog once more (one datagram: the header fits one) and the close.
+    assert_eq!(
+        s.datagrams + 1,
+        stats.event_datagrams + stats.catalog_datagrams
+    );
+    assert_eq!(stats.close_datagrams, 3);
     eprintln!(
         "{total} events over loopback in {:.3} s: {:.0} events/s",
         elapsed.as_secs_f64(),
@@ -443,7 +454,9 @@ fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
     assert_eq!((s.event_datagrams, s.events_sent), (11, 450));
     let summary = rx.join().unwrap();
     assert_eq!(summary.events(), 450);
-    assert_eq!(summary.senders[0].datagrams, 11 + s.catalog_datagrams);
+    // The receiver stopped at the 450th event, before the catalog's last
+    // copy (one datagram) and the close datagrams that follow it.
+    assert_eq!(summary.senders[0].datagrams, 11 + s.catalog_datagrams - 1);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -501,14 +514,29 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
         .collect();
     assert_eq!(firsts, (0..13).map(|i| i * 5).collect::<Vec<_>>());
     // Lose events datagrams 2, 3 (10 events) and 7 (5), swap 9 and 10, repeat
-    // 11; the catalog datagrams all arrive first.
-    let mut order: Vec<&Vec<u8>> = got
+    // 11; the catalog's first copy arrives first, its last copy and the
+    // three close datagrams last.
+    let kind = |d: &Vec<u8>| DatagramView::new_checked(&d[..]).unwrap().kind();
+    let split = got
         .iter()
-        .filter(|d| DatagramView::new_checked(&d[..]).unwrap().kind() == DatagramKind::Catalog)
-        .collect();
+        .position(|d| kind(d) == DatagramKind::Events)
+        .unwrap();
+    let mut order: Vec<&Vec<u8>> = got[..split].iter().collect();
     for i in [0usize, 1, 4, 5, 6, 8, 10, 9, 11, 11, 12] {
         order.push(events[i]);
     }
+    let last = got
+        .iter()
+        .rposition(|d| kind(d) == DatagramKind::Events)
+        .unwrap();
+    order.extend(&got[last + 1..]);
+    assert_eq!(
+        got[last + 1..]
+            .iter()
+            .filter(|d| kind(d) == DatagramKind::Close)
+            .count(),
+        3
+    );
     let mut core = ReceiverCore::new(ReceiverConfig::default());
     let mut out = Vec::new();
     let from = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
@@ -519,6 +547,7 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
     let s = &core.summary().senders[0];
     assert_eq!((s.events, s.lost_events, s.sender_dropped), (49, 15, 36));
     assert_eq!(s.accounted(), 100);
+    assert_eq!((s.closed, s.logged), (true, Some(100)));
     assert_eq!((s.lost_datagrams, s.duplicates, s.reordered), (3, 1, 1));
     // The received events are the queue's first 64 (the last 36 were
     // dropped), less the lost ones; each gap is one hoops record in place,

@@ -41,5 +41,21 @@ fuzz_target!(|data: &[u8]| {
             let mut asm = CatalogAssembler::new();
             let _ = asm.push(&f);
         }
+        DatagramKind::Close => {
+            let counts = view.close().expect("a close datagram has counts");
+            assert_eq!(data.len(), 56);
+            let mut buf = vec![0u8; 56];
+            let len = datagram::encode_close(
+                &mut buf,
+                h.sender,
+                h.sequence,
+                h.dropped,
+                h.first_event,
+                counts,
+            )
+            .expect("room for a close datagram");
+            assert_eq!(len, 56);
+            assert_eq!(buf, canonical);
+        }
     }
 });

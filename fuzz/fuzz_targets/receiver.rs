@@ -1,5 +1,6 @@
 //! Arbitrary bytes as datagrams from a few fake senders into the receiver's
-//! state machine (`ReceiverCore`, no socket): never a panic, bounded state,
+//! state machine (`ReceiverCore`, no socket; events, catalog and close
+//! datagrams, restarts, parking and refusals): never a panic, bounded state,
 //! and exact bookkeeping — every datagram is either accepted or counted as
 //! skipped, and every record handed out is a received event or one hoops
 //! record per detected loss.
@@ -51,9 +52,14 @@ fuzz_target!(|data: &[u8]| {
         });
         fed += 1;
         let s = core.summary();
-        // Tracked senders are bounded; replaced ones keep an account (up to
-        // MAX_RETIRED of them).
-        assert!(s.senders.len() <= MAX_SENDERS + MAX_RETIRED);
+        // Tracked senders are bounded; parked and ended ones keep an account
+        // (up to MAX_RETIRED of each), refusing addresses too.
+        assert!(s.senders.len() <= MAX_SENDERS + 2 * MAX_RETIRED);
+        assert!(s.refused.len() <= MAX_RETIRED);
+        assert_eq!(
+            s.refused.iter().map(|r| r.datagrams).sum::<u64>(),
+            s.invalid.too_many_senders
+        );
         // Every datagram is accepted or skipped, exactly once.
         assert_eq!(progress.datagrams() + progress.invalid(), fed);
         if s.retired_uncounted == 0 {
@@ -75,14 +81,19 @@ fuzz_target!(|data: &[u8]| {
     });
     let s = core.summary();
     // Records out = events received + the hoops records the receiver wrote
-    // (at most two per accepted datagram: the events lost in transit before
-    // it and the sender's drops it reports; plus, per replaced or finished
-    // sender, the loss before what it still held). Received events may
-    // themselves be hoops records.
+    // (at most three per accepted datagram: the events lost in transit
+    // before it, a close's unsent events, the sender's drops it reports;
+    // plus, per replaced or finished sender, the loss before what it still
+    // held, and one per refusing address). Received events may themselves
+    // be hoops records.
     let written_hoops = records - progress.events();
     assert!(records >= progress.events());
     assert!(written_hoops <= hoops);
-    assert!(written_hoops <= 2 * fed + s.senders.len() as u64 + s.retired_uncounted);
+    assert!(
+        written_hoops
+            <= 3 * fed + s.senders.len() as u64 + s.retired_uncounted + s.refused.len() as u64
+    );
+
     // A loss detected means a hoops record written for it.
     if s.sender_dropped() > 0 || s.lost_events() > 0 {
         assert!(written_hoops > 0);

@@ -22,7 +22,19 @@
 //!   same. Where the kernel or the route does not support it, the queue sends
 //!   one datagram per call. On loopback this is 2–3× the event rate.
 //! - **No receiver**: the kernel's "port unreachable" answers are counted in
-//!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on.
+//!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on. Each
+//!   answer is about the send before it: that send's events were not
+//!   received, so they count as dropped, not delivered
+//!   ([`UdpStats::refused_events`]; `total_lost()` includes them). Exact
+//!   when each refusal is reported before the next send (as on loopback);
+//!   refusals the kernel merges into one report count once.
+//! - **End of stream**: at shutdown the task sends everything left, its
+//!   catalog once more, then a close datagram (FORMAT.md 2.4) 3 times, 2 ms
+//!   apart, with its final counts, so the receiver can mark every event sent
+//!   but not received as lost.
+//! - **Effective rate**: one datagram per period only below the high-water
+//!   mark; a queue at the mark wakes its task and rounds follow each other at
+//!   once (README.md gives measured figures).
 //!
 //! ```
 //! use qtrace::classes::user;
@@ -75,8 +87,8 @@ use crate::queue::{
 };
 use crate::receiver::DEFAULT_PORT;
 use crate::wire::datagram::{
-    encode_catalog_fragment, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN, MAX_DATAGRAM_LEN,
-    MIN_DATAGRAM_LEN,
+    encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN,
+    MAX_DATAGRAM_LEN, MIN_DATAGRAM_LEN,
 };
 use crate::wire::TraceHeader;
 
@@ -118,7 +130,8 @@ pub struct UdpParams {
     pub max_datagram_len: usize,
     /// Fill level (percent, 1–100) that wakes the task early.
     pub high_water_percent: u8,
-    /// How often the catalog is sent again.
+    /// How often the catalog is sent again (10 s); it is also sent first and
+    /// at shutdown.
     pub catalog_interval: Duration,
     /// The sender id in every datagram; `None`: derived from the process,
     /// the queue handle and the time.
@@ -187,6 +200,11 @@ impl UdpParams {
         self.segmentation_offload = on;
         self
     }
+    /// Sends the catalog again every `interval` (10 s by default).
+    pub fn with_catalog_interval(mut self, interval: Duration) -> Self {
+        self.catalog_interval = interval;
+        self
+    }
     /// Uses `id` as the sender id.
     pub fn with_sender_id(mut self, id: u32) -> Self {
         self.sender_id = Some(id);
@@ -205,6 +223,12 @@ pub struct UdpStats {
     pub events_sent: u64,
     /// Sends answered by "port unreachable" (no receiver listening).
     pub refused: u64,
+    /// Events in datagrams the receiver's host refused (port unreachable):
+    /// the events of the send before each refusal the kernel reported. They
+    /// are not delivered: the queue's counters count them as dropped.
+    pub refused_events: u64,
+    /// Close datagrams handed to the network at shutdown.
+    pub close_datagrams: u64,
     /// Sends that failed for another reason (retried later).
     pub send_errors: u64,
     /// Rounds that found the socket's send buffer full (retried later).
@@ -217,6 +241,8 @@ struct Stats {
     catalog_datagrams: AtomicU64,
     events_sent: AtomicU64,
     refused: AtomicU64,
+    refused_events: AtomicU64,
+    close_datagrams: AtomicU64,
     send_errors: AtomicU64,
     would_block: AtomicU64,
 }
@@ -335,6 +361,8 @@ impl UdpQueue {
             catalog_datagrams: s.catalog_datagrams.load(Ordering::Relaxed),
             events_sent: s.events_sent.load(Ordering::Relaxed),
             refused: s.refused.load(Ordering::Relaxed),
+            refused_events: s.refused_events.load(Ordering::Relaxed),
+            close_datagrams: s.close_datagrams.load(Ordering::Relaxed),
             send_errors: s.send_errors.load(Ordering::Relaxed),
             would_block: s.would_block.load(Ordering::Relaxed),
         }
@@ -366,6 +394,7 @@ impl UdpQueue {
             pending: None,
             sequence: 0,
             first_event: 0,
+            last_sent_events: 0,
             sent_dropped: 0,
             snapshot_left: 0,
             snapshot_dropped: 0,
@@ -418,10 +447,22 @@ impl Queue for UdpQueue {
         Ok(())
     }
 
+    /// Events in refused datagrams (nobody listening at the remote address)
+    /// are not delivered: they move from `accepted` and `delivered` to
+    /// `dropped`, so `total_lost()` includes them and `attempts()` is
+    /// unchanged.
     fn counters(&self) -> QueueCounters {
-        self.shared
+        let s = &self.shared.stats;
+        let refused = s.refused_events.load(Ordering::Relaxed);
+        let mut c = self
+            .shared
             .feed
-            .counters(self.shared.stats.events_sent.load(Ordering::Relaxed))
+            .counters(s.events_sent.load(Ordering::Relaxed));
+        let refused = refused.min(c.delivered);
+        c.accepted -= refused;
+        c.delivered -= refused;
+        c.dropped += refused;
+        c
     }
 
     fn status(&self) -> QueueStatus {
@@ -466,6 +507,9 @@ struct Streamer {
     first_event: u64,
     /// The drop total carried by the last datagram built.
     sent_dropped: u64,
+    /// Events in the last send call that went out: the ones a refusal
+    /// reported by the next send is about.
+    last_sent_events: u64,
     /// Events of the current snapshot not yet taken out of the ring.
     snapshot_left: usize,
     /// The drop total read when the snapshot was taken.
@@ -495,6 +539,9 @@ impl Streamer {
                 SendOutcome::Sent => true,
                 SendOutcome::SentAfterRefusal => {
                     stats.refused.fetch_add(1, Ordering::Relaxed);
+                    stats
+                        .refused_events
+                        .fetch_add(self.last_sent_events, Ordering::Relaxed);
                     self.note(format!(
                         "{} refused datagrams (port unreachable): is a receiver listening there?",
                         self.socket.remote_addr()
@@ -505,6 +552,10 @@ impl Streamer {
                     // Refused twice in a row: this one was not sent either.
                     // Keep it for the next round; the stream never waits.
                     stats.refused.fetch_add(2, Ordering::Relaxed);
+                    stats
+                        .refused_events
+                        .fetch_add(self.last_sent_events, Ordering::Relaxed);
+                    self.last_sent_events = 0;
                     self.note(format!(
                         "{} refused datagrams (port unreachable): is a receiver listening there?",
                         self.socket.remote_addr()
@@ -539,6 +590,7 @@ impl Streamer {
             }
             if p.catalog {
                 stats.catalog_datagrams.fetch_add(1, Ordering::Relaxed);
+                self.last_sent_events = 0;
             } else {
                 let mut datagrams = 0;
                 let mut events = 0;
@@ -554,6 +606,7 @@ impl Streamer {
                     .event_datagrams
                     .fetch_add(datagrams, Ordering::Relaxed);
                 stats.events_sent.fetch_add(events, Ordering::Relaxed);
+                self.last_sent_events = events;
             }
             if end < p.end {
                 self.pending = Some(Pending { start: end, ..p });
@@ -734,6 +787,71 @@ impl Work for Streamer {
                 break;
             }
             std::thread::sleep(Duration::from_micros(200));
+        }
+        // The catalog once more (so a receiver that lost a fragment of every
+        // earlier copy still names the stream), then the close datagrams.
+        self.catalog_due = None;
+        let _ = self.send_catalog();
+        self.send_close();
+    }
+}
+
+/// How many times the close datagram is sent, and the pause between copies.
+const CLOSE_COPIES: u32 = 3;
+const CLOSE_SPACING: Duration = Duration::from_millis(2);
+
+impl Streamer {
+    /// Sends the close datagram [`CLOSE_COPIES`] times: the sender's final
+    /// counts, so the receiver can mark what it sent but never received.
+    fn send_close(&mut self) {
+        let ring = &self.shared.feed.ring;
+        let counts = CloseCounts {
+            logged: ring.accepted() + ring.dropped(),
+            unsent: ring.len() as u64,
+        };
+        let mut buf = [0u8; 56];
+        let Ok(len) = encode_close(
+            &mut buf,
+            self.sender,
+            self.sequence,
+            ring.dropped(),
+            self.first_event,
+            counts,
+        ) else {
+            return;
+        };
+        let stats = &self.shared.stats;
+        for copy in 0..CLOSE_COPIES {
+            if copy > 0 {
+                std::thread::sleep(CLOSE_SPACING);
+            }
+            // A full send buffer gets a few short retries.
+            for _ in 0..10 {
+                match self.socket.send(&buf[..len]) {
+                    SendOutcome::Sent => {}
+                    SendOutcome::SentAfterRefusal => {
+                        stats.refused.fetch_add(1, Ordering::Relaxed);
+                        stats
+                            .refused_events
+                            .fetch_add(self.last_sent_events, Ordering::Relaxed);
+                    }
+                    SendOutcome::Refused => {
+                        stats.refused.fetch_add(2, Ordering::Relaxed);
+                        stats
+                            .refused_events
+                            .fetch_add(self.last_sent_events, Ordering::Relaxed);
+                        self.last_sent_events = 0;
+                        break;
+                    }
+                    SendOutcome::Failed(_) => {
+                        std::thread::sleep(Duration::from_micros(500));
+                        continue;
+                    }
+                }
+                self.last_sent_events = 0;
+                stats.close_datagrams.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! |--------|------|---------------------------------------------------------|
 //! | 0      | 4    | magic `QTRU` (`51 54 52 55`)                            |
 //! | 4      | 2    | version (1)                                             |
-//! | 6      | 1    | kind: 1 = events, 2 = catalog fragment                  |
+//! | 6      | 1    | kind: 1 = events, 2 = catalog fragment, 3 = close       |
 //! | 7      | 1    | flags (0; unknown bits ignored)                         |
 //! | 8      | 4    | sender id                                               |
 //! | 12     | 2    | count: records (events) or fragment bytes (catalog)     |
@@ -23,7 +23,11 @@
 //! An events datagram is exactly `40 + 32 × count` bytes. A catalog datagram
 //! is `40 + 8 + count` bytes: `u32 total | u32 offset | count bytes`, the bytes
 //! `offset..offset + count` of the sender's encoded
-//! [`TraceHeader`] of `total` bytes.
+//! [`TraceHeader`] of `total` bytes. A close datagram (the sender's last
+//! word, sent several times) is exactly `40 + 16` bytes with count 0:
+//! `u64 logged | u64 unsent` ([`CloseCounts`]); its sequence number is the
+//! one after the sender's last events or catalog datagram, its dropped and
+//! first-event fields are the sender's final totals.
 //!
 //! Encoding writes into a caller's buffer (no allocation per datagram):
 //!
@@ -69,6 +73,8 @@ pub const SUPPORTED_VERSIONS: &[u16] = &[1];
 pub const HEADER_LEN: usize = 40;
 /// The size of a catalog fragment's `total | offset` prefix.
 pub const FRAGMENT_PREFIX_LEN: usize = 8;
+/// The size of a close datagram's payload (`logged | unsent`).
+pub const CLOSE_PAYLOAD_LEN: usize = 16;
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
 /// datagram).
@@ -89,6 +95,8 @@ mod field {
     pub const FIRST_EVENT: usize = 32;
     pub const FRAGMENT_TOTAL: usize = 40;
     pub const FRAGMENT_OFFSET: usize = 44;
+    pub const CLOSE_LOGGED: usize = 40;
+    pub const CLOSE_UNSENT: usize = 48;
 }
 
 /// How many records an events datagram of at most `max_len` bytes carries
@@ -127,6 +135,9 @@ pub enum DatagramKind {
     Events = 1,
     /// A fragment of the sender's trace header (clock, host, class table).
     Catalog = 2,
+    /// The end of the sender's stream, with its final counts
+    /// ([`CloseCounts`]); sent several times, each copy the same.
+    Close = 3,
 }
 
 impl DatagramKind {
@@ -135,6 +146,7 @@ impl DatagramKind {
         match v {
             1 => Some(DatagramKind::Events),
             2 => Some(DatagramKind::Catalog),
+            3 => Some(DatagramKind::Close),
             _ => None,
         }
     }
@@ -218,7 +230,10 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 return Err(WireError::Invalid {
                     offset: field::KIND as u64,
                     what: "datagram kind",
-                    reason: format!("{} is neither 1 (events) nor 2 (catalog)", b[field::KIND]),
+                    reason: format!(
+                        "{} is not 1 (events), 2 (catalog) or 3 (close)",
+                        b[field::KIND]
+                    ),
                 })
             }
             Some(DatagramKind::Events) => HEADER_LEN + count * RECORD_LEN,
@@ -252,6 +267,16 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                     });
                 }
                 HEADER_LEN + FRAGMENT_PREFIX_LEN + count
+            }
+            Some(DatagramKind::Close) => {
+                if count != 0 {
+                    return Err(WireError::Invalid {
+                        offset: field::COUNT as u64,
+                        what: "close datagram count",
+                        reason: format!("{count}: a close datagram has count 0"),
+                    });
+                }
+                HEADER_LEN + CLOSE_PAYLOAD_LEN
             }
         };
         if len < expected {
@@ -316,7 +341,7 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
     pub fn record_count(&self) -> usize {
         match self.kind() {
             DatagramKind::Events => self.count() as usize,
-            DatagramKind::Catalog => 0,
+            DatagramKind::Catalog | DatagramKind::Close => 0,
         }
     }
 
@@ -332,7 +357,7 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
     /// The catalog fragment (none for an events datagram).
     pub fn fragment(&self) -> Option<CatalogFragment<'_>> {
         match self.kind() {
-            DatagramKind::Events => None,
+            DatagramKind::Events | DatagramKind::Close => None,
             DatagramKind::Catalog => {
                 let b = self.b();
                 Some(CatalogFragment {
@@ -343,6 +368,80 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             }
         }
     }
+}
+
+impl<T: AsRef<[u8]>> DatagramView<T> {
+    /// The final counts of a close datagram (none for other kinds).
+    pub fn close(&self) -> Option<CloseCounts> {
+        match self.kind() {
+            DatagramKind::Close => {
+                let b = self.b();
+                Some(CloseCounts {
+                    logged: be64(b, field::CLOSE_LOGGED),
+                    unsent: be64(b, field::CLOSE_UNSENT),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a close datagram says besides its header: the sender's final counts.
+/// With the header's `first_event` (events put in datagrams, *sent*) and
+/// `dropped` (events refused by a full queue), `logged = sent + dropped +
+/// unsent` for a sender that is consistent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CloseCounts {
+    /// Every event routed to the sending queue (accepted + dropped).
+    pub logged: u64,
+    /// Events the queue accepted but never put in a datagram (still queued
+    /// when its shutdown gave up).
+    pub unsent: u64,
+}
+
+/// Encodes a close datagram in `buf` (at least 56 bytes); returns its length
+/// (56). `sequence` is the number after the sender's last datagram (every
+/// copy carries the same one); `dropped` and `first_event` are the sender's
+/// final totals.
+///
+/// ```
+/// use qtrace::wire::datagram::{encode_close, CloseCounts, DatagramKind, DatagramView};
+///
+/// let mut buf = [0u8; 56];
+/// let counts = CloseCounts { logged: 1000, unsent: 2 };
+/// let len = encode_close(&mut buf, 7, 30, 10, 988, counts).unwrap();
+/// let v = DatagramView::new_checked(&buf[..len]).unwrap();
+/// assert_eq!(v.kind(), DatagramKind::Close);
+/// assert_eq!(v.close(), Some(counts));
+/// assert_eq!((v.header().sequence, v.header().first_event), (30, 988));
+/// # Ok::<(), qtrace::wire::WireError>(())
+/// ```
+///
+/// # Errors
+/// [`WireError::Truncated`] when `buf` is shorter than 56 bytes.
+pub fn encode_close(
+    buf: &mut [u8],
+    sender: u32,
+    sequence: u64,
+    dropped: u64,
+    first_event: u64,
+    counts: CloseCounts,
+) -> Result<usize, WireError> {
+    let len = HEADER_LEN + CLOSE_PAYLOAD_LEN;
+    if buf.len() < len {
+        return Err(truncated(0, len, buf.len(), "datagram buffer"));
+    }
+    DatagramHeader {
+        kind: DatagramKind::Close,
+        sender,
+        sequence,
+        dropped,
+        first_event,
+    }
+    .emit(0, buf);
+    buf[field::CLOSE_LOGGED..field::CLOSE_UNSENT].copy_from_slice(&counts.logged.to_be_bytes());
+    buf[field::CLOSE_UNSENT..len].copy_from_slice(&counts.unsent.to_be_bytes());
+    Ok(len)
 }
 
 fn truncated(offset: usize, needed: usize, available: usize, what: &'static str) -> WireError {
@@ -642,7 +741,7 @@ mod tests {
             Err(WireError::UnsupportedVersion { version: 2, .. })
         ));
         let mut kind = good.clone();
-        kind[6] = 3;
+        kind[6] = 4;
         assert!(matches!(
             DatagramView::new_checked(&kind[..]),
             Err(WireError::Invalid { offset: 6, .. })
@@ -688,6 +787,47 @@ mod tests {
             seq += 1;
         }
         assert_eq!(result, Some(header));
+    }
+
+    #[test]
+    fn close_datagram_exact_bytes_and_checks() {
+        let mut buf = [0u8; 64];
+        let counts = CloseCounts {
+            logged: 0x0102,
+            unsent: 3,
+        };
+        let len = encode_close(&mut buf, 9, 5, 4, 0x0100, counts).unwrap();
+        assert_eq!(len, 56);
+        assert_eq!(
+            &buf[..56],
+            &[
+                b'Q', b'T', b'R', b'U', 0, 1, 3, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5,
+                0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0,
+                0, 0, 0, 3
+            ]
+        );
+        let v = DatagramView::new_checked(&buf[..56]).unwrap();
+        assert_eq!(v.close(), Some(counts));
+        assert_eq!((v.record_count(), v.events().count()), (0, 0));
+        assert!(v.fragment().is_none());
+        for cut in 0..56 {
+            assert!(DatagramView::new_checked(&buf[..cut])
+                .unwrap_err()
+                .is_truncated());
+        }
+        assert!(matches!(
+            DatagramView::new_checked(&buf[..57]),
+            Err(WireError::Invalid { offset: 56, .. })
+        ));
+        let mut count = buf;
+        count[13] = 1;
+        assert!(matches!(
+            DatagramView::new_checked(&count[..56]),
+            Err(WireError::Invalid { offset: 12, .. })
+        ));
+        assert!(encode_close(&mut [0u8; 55], 1, 1, 1, 1, counts)
+            .unwrap_err()
+            .is_truncated());
     }
 
     #[test]

@@ -1,31 +1,82 @@
-//! `qtrace recv --listen ADDR --out FILE [--duration S | --count N]`: receive
+//! `qtrace recv --listen ADDR --out FILE [--duration S] [--count N]`: receive
 //! the datagrams of UDP queues and write them to a trace file (S.Ha.R.K.'s
 //! `udpdump`).
+//!
+//! Exit status: 0 when the receiver ran to its limit (or was stopped) and
+//! wrote its file; 2 for bad arguments or an address it cannot listen on; 1
+//! when the file cannot be created or the socket fails; 3 when writing the
+//! file failed part way (a full disk): the file is valid up to there and
+//! the summary is printed.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use qtrace::receiver::{default_listen_addr, Receiver, RunLimit};
+use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
 
 /// Arguments of `qtrace recv`.
 #[derive(Args, Debug)]
 pub struct RecvArgs {
-    /// Address to listen on (loopback by default; use 0.0.0.0:PORT or
-    /// [::]:PORT to accept senders on other machines).
-    #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr())]
-    pub listen: SocketAddr,
+    /// Address to listen on, IP:PORT or HOST:PORT (a host name listens on its
+    /// first IPv4 address, else IPv6; loopback by default; use 0.0.0.0:PORT
+    /// or [::]:PORT to accept senders on other machines).
+    #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr().to_string())]
+    pub listen: String,
     /// Trace file to write (its directory is created).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "S", conflicts_with = "count")]
+    /// Stop after this many seconds (with --count: whichever comes first).
+    #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
-    /// Stop after this many events.
+    /// Stop once this many events are accounted for: received, or marked
+    /// lost (in transit, or dropped or never sent by their sender), so a
+    /// lossy stream still reaches it. With --duration: whichever comes
+    /// first (add it, as events lost after a sender's last datagram are
+    /// known only from its close datagram).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Senders tracked at once (the sender table's size).
+    #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().max_senders)]
+    pub max_senders: usize,
+    /// A full table's least recently heard sender gives its slot to a new
+    /// one when it has sent nothing during this many datagrams.
+    #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().idle_datagrams)]
+    pub idle_datagrams: u64,
+}
+
+/// Resolves `--listen`: an IP:PORT, or HOST:PORT looked up (its first IPv4
+/// address, else its first IPv6 one).
+fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "--listen {text}: give a port too, as IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
+        ));
+    }
+    match text.to_socket_addrs() {
+        // IPv4 first: UDP queues send to 127.0.0.1 by default, and
+        // `localhost` may list ::1 first.
+        Ok(addrs) => {
+            let addrs: Vec<SocketAddr> = addrs.collect();
+            addrs
+                .iter()
+                .find(|a| a.is_ipv4())
+                .or(addrs.first())
+                .copied()
+                .ok_or_else(|| {
+                    format!(
+                        "--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510"
+                    )
+                })
+        }
+        Err(e) => Err(format!(
+            "--listen {text}: {e}; write IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
+        )),
+    }
 }
 
 /// Runs `qtrace recv`.
@@ -39,7 +90,23 @@ pub fn run(args: RecvArgs) -> ExitCode {
         limit.duration = Some(Duration::from_secs_f64(s));
     }
     limit.events = args.count;
-    let receiver = match Receiver::bind(args.listen) {
+    if args.max_senders == 0 {
+        eprintln!("qtrace: --max-senders must be at least 1");
+        return ExitCode::from(2);
+    }
+    let listen = match listen_addr(&args.listen) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = ReceiverConfig {
+        max_senders: args.max_senders,
+        idle_datagrams: args.idle_datagrams,
+        ..ReceiverConfig::default()
+    };
+    let receiver = match Receiver::bind_with(listen, config) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("qtrace: {e}");
@@ -47,7 +114,11 @@ pub fn run(args: RecvArgs) -> ExitCode {
         }
     };
     let until = match (limit.duration, limit.events) {
-        (Some(d), _) => format!("for {:.1} s", d.as_secs_f64()),
+        (Some(d), Some(n)) => format!(
+            "until {n} events or for {:.1} s, whichever comes first",
+            d.as_secs_f64()
+        ),
+        (Some(d), None) => format!("for {:.1} s", d.as_secs_f64()),
         (None, Some(n)) => format!("until {n} events"),
         (None, None) => "until interrupted".to_string(),
     };
@@ -84,7 +155,11 @@ pub fn run(args: RecvArgs) -> ExitCode {
         Ok(summary) => {
             println!("{summary}");
             println!("read it with: qtrace dump {}", args.out.display());
-            ExitCode::SUCCESS
+            if summary.file_error.is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => {
             eprintln!("qtrace: {e}");
@@ -119,8 +194,8 @@ mod interrupt {
     }
 }
 
-/// Elsewhere Ctrl-C ends the process (the spool file `<out>.part` keeps the
-/// records); use --duration, --count or Enter.
+/// Elsewhere Ctrl-C ends the process (the file keeps the records written,
+/// and reads as cut short); use --duration, --count or Enter.
 #[cfg(not(target_os = "linux"))]
 mod interrupt {
     pub fn install() -> bool {

@@ -1,0 +1,368 @@
+//! The file [`super::Receiver::run`] writes: a readable trace at every
+//! moment, whatever happens to the receiver.
+//!
+//! - **Header first.** The file starts with a provisional header (the
+//!   built-in classes, this process's clock) whose length field reserves
+//!   [`super::ReceiverConfig::header_room`] bytes (zero padding, which readers
+//!   skip). When a sender's header (its catalog) arrives, it is written over
+//!   the provisional one **in place**, in one write, if it fits the room;
+//!   otherwise the file is **rewritten**: a copy with a larger room is
+//!   written next to it (`<file>.rewrite`) and renamed over it, so the file
+//!   at the path is always whole (a crash during the copy leaves the
+//!   `.rewrite` file behind, and the file as it was).
+//! - **Records** are written in whole records only (every write is a
+//!   multiple of 32 bytes), at least every 50 ms and whenever 64 KiB are
+//!   waiting. After a crash (even SIGKILL) the file reads as a trace holding
+//!   every record written so far; the records of the last 50 ms may be
+//!   missing, and the file has no close run, so it reads as cut short
+//!   (header flag bit 0 is set from the start).
+//! - **The end**: when the receiver stops, the close run (FORMAT.md 1.5):
+//!   part 1 `accepted` = events received, `dropped` = events the file's
+//!   hoops records mark lost; part 2 `overwritten` = 0, `delivered` = events
+//!   received (all written); part 3 as the format says. Its time is the
+//!   latest event time written.
+//! - **A full disk** (or any write error) stops the writing: the file is
+//!   cut back to its last whole record, and [`LiveFile::failure`] says why;
+//!   no close run is written, so the file reads as cut short (it ends
+//!   before the streams did).
+//!   On Linux the writer keeps 256 KiB allocated past the end of the file
+//!   (`fallocate` with `FALLOC_FL_KEEP_SIZE`): when that reservation can no
+//!   longer be renewed the disk is treated as full while the reserved space
+//!   still takes the records waiting and the end of the file.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::classes::tracer::HOOPS;
+use crate::error::Error;
+use crate::wire::record::{self, RECORD_LEN};
+use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
+
+/// Records waiting in memory before they are written.
+const FLUSH_BYTES: usize = 64 << 10;
+/// The longest records wait in memory.
+pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+/// Space kept allocated past the end of the file (Linux).
+const RESERVE: u64 = 256 << 10;
+/// The offset of the header-length field in the fixed header (FORMAT.md
+/// §1.1).
+const HEADER_LEN_FIELD: usize = 16;
+
+/// `header` encoded with its length field saying `room` bytes (zero
+/// padding up to there), or `None` if it does not fit.
+/// Header flag bit 0 (a close run ends the complete file) is set.
+pub(crate) fn padded_header(header: &TraceHeader, room: usize) -> Option<Vec<u8>> {
+    let mut bytes = header.clone().with_close_run(true).to_bytes();
+    if bytes.len() > room || room % 8 != 0 || room > crate::wire::header::MAX_HEADER_LEN {
+        return None;
+    }
+    bytes[HEADER_LEN_FIELD..HEADER_LEN_FIELD + 4].copy_from_slice(&(room as u32).to_be_bytes());
+    bytes.resize(room, 0);
+    Some(bytes)
+}
+
+/// The room to reserve for `header`: at least `wanted` (rounded up to 8),
+/// and twice the header's own length if that is more.
+fn room_for(header: &TraceHeader, wanted: usize) -> usize {
+    let own = header.clone().with_close_run(true).buffer_len();
+    let room = wanted.max(own * 2).div_ceil(8) * 8;
+    room.min(crate::wire::header::MAX_HEADER_LEN).max(own)
+}
+
+/// The received trace file.
+#[derive(Debug)]
+pub(crate) struct LiveFile {
+    path: PathBuf,
+    file: File,
+    /// Whole records waiting to be written.
+    buf: Vec<u8>,
+    header_len: u64,
+    /// Records in the file (written).
+    written: u64,
+    /// Events lost as the hoops records pushed so far say (sum of `arg0`).
+    lost: u64,
+    /// Where the reservation past the end reaches (Linux).
+    reserved_to: u64,
+    last_flush: Instant,
+    /// Writing failed: nothing more goes into the file.
+    failure: Option<String>,
+    /// The disk is (nearly) full: receiving stops, the reserved space still
+    /// takes the waiting records and the end.
+    full: Option<String>,
+}
+
+impl LiveFile {
+    /// Creates (or truncates) `path` with `header`, reserving `room` bytes
+    /// for the header.
+    pub(crate) fn create(path: &Path, header: &TraceHeader, room: usize) -> Result<Self, Error> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io("create the directory of trace file", path, e))?;
+        }
+        // Read and write: a rewrite copies the records from it.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create trace file", path, e))?;
+        let room = room_for(header, room);
+        let bytes = padded_header(header, room)
+            .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
+        file.write_all(&bytes)
+            .map_err(|e| Error::io("write the header of trace file", path, e))?;
+        let mut f = LiveFile {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(FLUSH_BYTES * 2),
+            header_len: bytes.len() as u64,
+            written: 0,
+            lost: 0,
+            reserved_to: 0,
+            last_flush: Instant::now(),
+            failure: None,
+            full: None,
+        };
+        f.reserve();
+        Ok(f)
+    }
+
+    /// Why receiving must stop (the disk is full, or writing failed).
+    pub(crate) fn failure(&self) -> Option<&str> {
+        self.failure.as_deref().or(self.full.as_deref())
+    }
+
+    /// Records written to the file.
+    pub(crate) fn records_written(&self) -> u64 {
+        self.written
+    }
+
+    /// Appends whole records (a multiple of 32 bytes).
+    pub(crate) fn push(&mut self, raw: &[u8]) {
+        if self.failure.is_some() {
+            return;
+        }
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if u16::from_be_bytes([c[8], c[9]]) == HOOPS.0 {
+                let mut n = [0u8; 8];
+                n.copy_from_slice(&c[16..24]);
+                self.lost = self.lost.saturating_add(u64::from_be_bytes(n));
+            }
+        }
+        self.buf.extend_from_slice(raw);
+        if self.buf.len() >= FLUSH_BYTES {
+            self.flush();
+        }
+    }
+
+    /// Writes the waiting records if 50 ms have passed since the last write.
+    pub(crate) fn tick(&mut self) {
+        if self.last_flush.elapsed() >= FLUSH_INTERVAL {
+            self.flush();
+        }
+    }
+
+    /// Writes the waiting records (whole records; a failure cuts the file
+    /// back to its last whole record and stops the writing).
+    pub(crate) fn flush(&mut self) {
+        self.last_flush = Instant::now();
+        if self.failure.is_some() || self.buf.is_empty() {
+            return;
+        }
+        match self.file.write_all(&self.buf) {
+            Ok(()) => {
+                self.written += (self.buf.len() / RECORD_LEN) as u64;
+                self.buf.clear();
+                self.reserve();
+            }
+            Err(e) => self.fail(format!(
+                "cannot write trace file {}: {e}",
+                self.path.display()
+            )),
+        }
+    }
+
+    /// Stops the writing: the file keeps its whole records.
+    fn fail(&mut self, why: String) {
+        self.buf.clear();
+        let len = self.file.seek(SeekFrom::End(0)).unwrap_or(self.header_len);
+        let whole = len.saturating_sub(self.header_len) / RECORD_LEN as u64;
+        let _ = self
+            .file
+            .set_len(self.header_len + whole * RECORD_LEN as u64);
+        let _ = self.file.seek(SeekFrom::End(0));
+        self.written = whole;
+        self.failure = Some(why);
+    }
+
+    /// Keeps [`RESERVE`] bytes allocated past the end (Linux); when that is
+    /// refused for lack of space the disk counts as full.
+    #[cfg(target_os = "linux")]
+    fn reserve(&mut self) {
+        use std::os::fd::AsRawFd;
+        let end = self.header_len + self.written * RECORD_LEN as u64;
+        if end + RESERVE / 2 < self.reserved_to {
+            return;
+        }
+        let (Ok(offset), Ok(len)) = (i64::try_from(end), i64::try_from(RESERVE)) else {
+            return;
+        };
+        // SAFETY: the descriptor is this open file's for the whole call; the
+        // call only allocates blocks, it reads and writes no memory of ours.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            )
+        };
+        if r == 0 {
+            self.reserved_to = end + RESERVE;
+            return;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {
+            // The space reserved earlier still takes the waiting records
+            // and the end of the file; nothing more is received.
+            if self.full.is_none() {
+                self.full = Some(format!(
+                    "trace file {}: the disk is full ({e})",
+                    self.path.display()
+                ));
+            }
+        } else {
+            // Not supported here (some file systems): write without a
+            // reservation.
+            self.reserved_to = u64::MAX;
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn reserve(&mut self) {}
+
+    /// Puts `header` at the start of the file: in place if it fits the
+    /// room, else by rewriting the file (a copy renamed over it).
+    pub(crate) fn set_header(&mut self, header: &TraceHeader) {
+        if self.failure.is_some() {
+            return;
+        }
+        self.flush();
+        if self.failure.is_some() {
+            return;
+        }
+        if let Some(bytes) = padded_header(header, self.header_len as usize) {
+            let r = (|| {
+                self.file.seek(SeekFrom::Start(0))?;
+                self.file.write_all(&bytes)?;
+                self.file.seek(SeekFrom::End(0))?;
+                Ok::<(), io::Error>(())
+            })();
+            if let Err(e) = r {
+                self.fail(format!(
+                    "cannot write the header of trace file {}: {e}",
+                    self.path.display()
+                ));
+            }
+            return;
+        }
+        if let Err(e) = self.rewrite(header) {
+            self.fail(format!(
+                "cannot rewrite trace file {} with a larger header: {e}",
+                self.path.display()
+            ));
+        }
+    }
+
+    fn rewrite(&mut self, header: &TraceHeader) -> io::Result<()> {
+        let room = room_for(header, self.header_len as usize * 2);
+        let bytes = padded_header(header, room)
+            .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".rewrite");
+        let tmp = PathBuf::from(name);
+        let mut out = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        let copy = (|| {
+            out.write_all(&bytes)?;
+            self.file.seek(SeekFrom::Start(self.header_len))?;
+            let mut src = (&mut self.file).take(self.written * RECORD_LEN as u64);
+            io::copy(&mut src, &mut out)?;
+            std::fs::rename(&tmp, &self.path)
+        })();
+        if let Err(e) = copy {
+            let _ = std::fs::remove_file(&tmp);
+            let _ = self.file.seek(SeekFrom::End(0));
+            return Err(e);
+        }
+        out.seek(SeekFrom::End(0))?;
+        self.file = out;
+        self.header_len = bytes.len() as u64;
+        self.reserved_to = 0;
+        self.reserve();
+        Ok(())
+    }
+
+    /// Events lost as the hoops records written say.
+    pub(crate) fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Writes what is waiting, then — unless writing stopped early (a full
+    /// disk, an error: the file then reads as cut short) — the close run
+    /// (FORMAT.md 1.5) stamped `time` with `totals`, then syncs. Returns
+    /// whether the close run was written.
+    pub(crate) fn finish(&mut self, time: u64, totals: QueueTotals) -> bool {
+        self.flush();
+        let ok = self.failure().is_none() && {
+            let close = CloseRecord::new(time, totals, self.written, self.lost);
+            let mut end = [0u8; RECORD_LEN * 3];
+            let n = record::emit_all(&close.to_records(), &mut end);
+            match self.file.write_all(&end[..n]) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.fail(format!(
+                        "cannot write trace file {}: {e}",
+                        self.path.display()
+                    ));
+                    false
+                }
+            }
+        };
+        // The reservation past the end is given back.
+        let mut len = self.header_len + self.written * RECORD_LEN as u64;
+        if ok {
+            len += 3 * RECORD_LEN as u64;
+        }
+        let _ = self.file.set_len(len);
+        let _ = self.file.sync_all();
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::Catalog;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn a_padded_header_reads_back_with_its_room() {
+        let h = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+        let own = h.buffer_len();
+        let bytes = padded_header(&h, 4096).unwrap();
+        assert_eq!(bytes.len(), 4096);
+        assert!(bytes[own..].iter().all(|&b| b == 0));
+        let (back, len) = TraceHeader::decode(&bytes).unwrap();
+        assert_eq!((back, len), (h.clone().with_close_run(true), 4096));
+        assert_eq!(padded_header(&h, own - 8), None);
+        assert_eq!(padded_header(&h, own + 1), None);
+    }
+}
