@@ -536,15 +536,27 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&dump.stdout);
-    assert!(
-        dump.status.success(),
+    // A cut file: exit status 3, and the message says so.
+    assert_eq!(
+        dump.status.code(),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&dump.stderr)
     );
-    // One line per event, the last one the last written.
-    assert_eq!(text.lines().count(), events.len());
+    assert!(String::from_utf8_lossy(&dump.stderr).contains("CUT SHORT"));
+    // One line per event, the last one the last written, then the end line.
+    assert_eq!(text.lines().count(), events.len() + 1);
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .trim_start()
+            .starts_with("[END: CUT SHORT"),
+        "{}",
+        text.lines().last().unwrap()
+    );
     let last = values.len() - 1;
-    let tail = text.lines().last().unwrap();
+    let tail = text.lines().nth_back(1).unwrap();
     assert!(tail.ends_with(&format!("n={last} len=64")), "{tail}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
