@@ -37,8 +37,11 @@
 //!
 //! [`Catalog`]: crate::classes::Catalog
 
+pub mod args;
 pub mod chrome;
 pub mod ctf;
+pub mod perfetto;
+mod protobuf;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -40,8 +40,9 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
-    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
-    /// Trace Event JSON (Perfetto, chrome://tracing).
+    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
+    /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
