@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
+use qtrace::export::args::event_args;
 use qtrace::export::MergeByTime;
 use qtrace::reader::{ReadError, TraceReader};
 use qtrace::{Event, EventId};
@@ -186,26 +187,6 @@ pub fn fmt_time(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The names of an event's arguments (`arg0`, `arg1` where the table names none).
-fn arg_names(catalog: &Catalog, id: EventId) -> [&str; 2] {
-    let mut names = ["arg0", "arg1"];
-    if let Some(e) = catalog.event(id) {
-        for (slot, n) in names.iter_mut().zip(&e.args) {
-            *slot = n.as_str();
-        }
-    }
-    names
-}
-
-fn named_args<'a>(catalog: &'a Catalog, event: &Event) -> Vec<(&'a str, u64)> {
-    let declared = catalog.event(event.id).map_or(0, |e| e.args.len());
-    let names = arg_names(catalog, event.id);
-    (0..2)
-        .filter(|&i| i < declared || event.args[i] != 0)
-        .map(|i| (names[i], event.args[i]))
-        .collect()
-}
-
 fn source_text(source: u32) -> String {
     if source == u32::MAX {
         "tracer".to_string()
@@ -243,7 +224,7 @@ fn text_line(
             let _ = write!(out, "{:<14}", format!("unknown({})", e.id));
         }
     }
-    for (name, v) in named_args(catalog, e) {
+    for (name, v) in event_args(catalog, e) {
         let _ = write!(out, " {name}={v}");
     }
     if e.flags != 0 {
@@ -274,7 +255,7 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
         None => out.push_str("null"),
     }
     let _ = write!(out, ",\"flags\":{},\"args\":{{", e.flags);
-    for (i, (name, v)) in named_args(catalog, e).into_iter().enumerate() {
+    for (i, (name, v)) in event_args(catalog, e).enumerate() {
         if i > 0 {
             out.push(',');
         }
