@@ -42,6 +42,7 @@ pub mod chrome;
 pub mod ctf;
 pub mod perfetto;
 mod protobuf;
+pub mod split;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
