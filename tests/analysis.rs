@@ -1,0 +1,103 @@
+//! `qtrace::analysis` on a small hand-built trace whose every figure is worked
+//! out by hand in the comments: CPU time, response times, preemptions,
+//! blocking on a semaphore, idle time, an interrupt, a latency, and a loss
+//! inside measured intervals (left out of the figures and counted apart).
+
+use qtrace::analysis::{AnalysisOptions, Analyzer, LatencySpec, MatchKey, Report};
+use qtrace::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use qtrace::Event;
+
+pub fn trace() -> Vec<Event> {
+    let e = Event::new;
+    vec![
+        e(0, system::ACTIVATE, 0, [1, 0]),
+        e(100, system::SCHEDULE, 0, [1, 0]), // cpu 0 idle 0..100
+        e(200, system::SCHEDULE, 1, [3, 0]), // cpu 1 idle 0..200
+        e(260, system::SLEEP, 1, [3, 0]),    // task 3 ran 60 ns
+        e(300, system::ACTIVATE, 0, [2, 0]),
+        e(350, system::SCHEDULE, 0, [2, 0]), // task 1 preempted after 250 ns
+        e(400, lowlevel::INTERRUPT, 0, [5, 0]), // handled until 450
+        e(450, system::ENDCYCLE, 0, [2, 0]), // task 2: 100 ns, response 150
+        e(500, system::SCHEDULE, 0, [1, 0]), // cpu 0 idle 450..500
+        e(550, semaphore::WAIT, 0, [1, 3]),
+        e(580, system::ACTIVATE, 0, [2, 0]),
+        e(600, system::SCHEDULE, 0, [2, 0]), // task 1 blocked (not preempted) after 100 ns
+        e(700, semaphore::SIGNAL, 0, [2, 3]),
+        e(750, system::ENDCYCLE, 0, [2, 0]), // task 2: 150 ns, response 170
+        e(800, system::SCHEDULE, 0, [1, 0]), // task 1 blocked 550..800; cpu 0 idle 750..800
+        e(900, tracer::HOOPS, u32::MAX, [4, 0]), // 4 events lost here
+        e(1_000, system::ENDCYCLE, 0, [1, 0]), // task 1's job and span 800..1000 saw the loss
+    ]
+}
+
+fn analyse(latency: Option<LatencySpec>) -> Report {
+    let mut a = Analyzer::new(
+        &Catalog::builtin(),
+        AnalysisOptions {
+            latency,
+            ..AnalysisOptions::default()
+        },
+    );
+    for e in trace() {
+        a.push(&e);
+    }
+    a.finish()
+}
+
+#[test]
+fn tasks_have_exact_cpu_time_response_preemptions_and_blocking() {
+    let r = analyse(None);
+    assert_eq!((r.events, r.hoops, r.lost), (16, 1, 4));
+    assert_eq!((r.first_ns, r.last_ns, r.span_ns()), (0, 1_000, 1_000));
+    let t1 = &r.tasks[&1];
+    assert_eq!((t1.activations, t1.dispatches), (1, 3));
+    assert_eq!((t1.cpu_ns, t1.cpu_lossy), (350, 1)); // 250 + 100; 800..1000 saw the loss
+    assert_eq!((t1.response.len(), t1.response_lossy), (0, 1));
+    assert_eq!(t1.preemptions, 1);
+    assert_eq!((t1.blocked_waits, t1.blocked_ns, t1.blocked_lossy), (1, 250, 0));
+    assert_eq!(t1.unmatched, 0);
+
+    let t2 = &r.tasks[&2];
+    assert_eq!((t2.activations, t2.dispatches, t2.cpu_ns), (2, 2, 250));
+    let s = t2.response.summary();
+    assert_eq!((s.count, s.min, s.mean, s.p99, s.max), (2, 150, 160, 170, 170));
+    assert_eq!((t2.preemptions, t2.blocked_waits), (0, 0));
+
+    let t3 = &r.tasks[&3];
+    assert_eq!((t3.activations, t3.dispatches, t3.cpu_ns), (0, 1, 60));
+}
+
+#[test]
+fn cpus_split_time_into_busy_idle_and_lossy() {
+    let r = analyse(None);
+    let c0 = &r.cpus[&0];
+    // busy 250 + 100 + 100 + 150; idle 100 + 50 + 50; 800..1000 saw the loss.
+    assert_eq!((c0.busy_ns, c0.idle_ns, c0.lossy_ns, c0.dispatches), (600, 200, 200, 5));
+    assert_eq!(c0.utilisation(), 75.0);
+    let c1 = &r.cpus[&1];
+    assert_eq!((c1.busy_ns, c1.idle_ns, c1.lossy_ns), (60, 200, 740));
+    assert_eq!(r.cpus.len(), 2);
+}
+
+#[test]
+fn interrupts_count_and_time_their_handlers() {
+    let r = analyse(None);
+    let irq = &r.interrupts[&5];
+    assert_eq!(irq.count, 1);
+    let s = irq.handler.summary();
+    assert_eq!((s.count, s.min, s.max), (1, 50, 50));
+}
+
+#[test]
+fn latency_between_two_events_matched_by_task() {
+    let r = analyse(Some(LatencySpec {
+        from: system::ACTIVATE,
+        to: system::ENDCYCLE,
+        key: MatchKey::Arg(0),
+    }));
+    let l = r.latency.unwrap();
+    let s = l.samples.summary();
+    assert_eq!((s.count, s.min, s.max), (2, 150, 170));
+    assert_eq!((l.lossy, l.unmatched_ends, l.open_starts), (1, 0, 0));
+    assert_eq!(l.samples.histogram(), [(256, 2)]);
+}
