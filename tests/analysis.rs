@@ -54,13 +54,19 @@ fn tasks_have_exact_cpu_time_response_preemptions_and_blocking() {
     assert_eq!((t1.cpu_ns, t1.cpu_lossy), (350, 1)); // 250 + 100; 800..1000 saw the loss
     assert_eq!((t1.response.len(), t1.response_lossy), (0, 1));
     assert_eq!(t1.preemptions, 1);
-    assert_eq!((t1.blocked_waits, t1.blocked_ns, t1.blocked_lossy), (1, 250, 0));
+    assert_eq!(
+        (t1.blocked_waits, t1.blocked_ns, t1.blocked_lossy),
+        (1, 250, 0)
+    );
     assert_eq!(t1.unmatched, 0);
 
     let t2 = &r.tasks[&2];
     assert_eq!((t2.activations, t2.dispatches, t2.cpu_ns), (2, 2, 250));
     let s = t2.response.summary();
-    assert_eq!((s.count, s.min, s.mean, s.p99, s.max), (2, 150, 160, 170, 170));
+    assert_eq!(
+        (s.count, s.min, s.mean, s.p99, s.max),
+        (2, 150, 160, 170, 170)
+    );
     assert_eq!((t2.preemptions, t2.blocked_waits), (0, 0));
 
     let t3 = &r.tasks[&3];
@@ -72,7 +78,10 @@ fn cpus_split_time_into_busy_idle_and_lossy() {
     let r = analyse(None);
     let c0 = &r.cpus[&0];
     // busy 250 + 100 + 100 + 150; idle 100 + 50 + 50; 800..1000 saw the loss.
-    assert_eq!((c0.busy_ns, c0.idle_ns, c0.lossy_ns, c0.dispatches), (600, 200, 200, 5));
+    assert_eq!(
+        (c0.busy_ns, c0.idle_ns, c0.lossy_ns, c0.dispatches),
+        (600, 200, 200, 5)
+    );
     assert_eq!(c0.utilisation(), 75.0);
     let c1 = &r.cpus[&1];
     assert_eq!((c1.busy_ns, c1.idle_ns, c1.lossy_ns), (60, 200, 740));
@@ -100,4 +109,120 @@ fn latency_between_two_events_matched_by_task() {
     assert_eq!((s.count, s.min, s.max), (2, 150, 170));
     assert_eq!((l.lossy, l.unmatched_ends, l.open_starts), (1, 0, 0));
     assert_eq!(l.samples.histogram(), [(256, 2)]);
+}
+
+fn trace_file(dir: &std::path::Path) -> std::path::PathBuf {
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, TraceHeader};
+    let path = dir.join("t.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&trace()).unwrap();
+    w.finish().unwrap();
+    path
+}
+
+fn run(args: &[&str], file: &std::path::Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("analyze")
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn cli_json_has_the_same_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = trace_file(dir.path());
+    let out = run(&["--json", "--from", "activate", "--to", "endcycle"], &file);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["events"].as_u64(), v["lost"].as_u64()),
+        (Some(16), Some(4))
+    );
+    let t1 = &v["tasks"][0];
+    assert_eq!(t1["task"], 1);
+    assert_eq!(t1["cpu_ns"], 350);
+    assert_eq!(t1["preemptions"], 1);
+    assert_eq!(t1["blocked_ns"], 250);
+    assert_eq!(t1["response_lossy"], 1);
+    let t2 = &v["tasks"][1];
+    assert_eq!(
+        t2["response"],
+        serde_json::json!({"count": 2, "min_ns": 150, "mean_ns": 160, "p99_ns": 170, "max_ns": 170})
+    );
+    assert_eq!(v["cpus"][0]["utilisation_pct"], 75.0);
+    assert_eq!(v["cpus"][1]["lossy_ns"], 740);
+    assert_eq!(v["interrupts"][0]["handler"]["max_ns"], 50);
+    let l = &v["latency"];
+    assert_eq!(
+        (l["from"].as_str(), l["to"].as_str(), l["by"].as_str()),
+        (Some("activate"), Some("endcycle"), Some("task"))
+    );
+    assert_eq!(l["summary"]["count"], 2);
+    assert_eq!(l["lossy"], 1);
+    assert_eq!(
+        l["histogram"],
+        serde_json::json!([{"below_ns": 256, "count": 2}])
+    );
+}
+
+#[test]
+fn cli_text_tables_say_what_a_loss_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = trace_file(dir.path());
+    let out = run(&["--from", "system:activate", "--to", "0x07"], &file);
+    assert!(
+        out.starts_with("span 1000ns (16 events, 4 lost in 1 hoops records)\n"),
+        "{out}"
+    );
+    assert!(out.contains("left out of the figures"), "{out}");
+    let task2 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap();
+    assert_eq!(
+        task2.split_whitespace().collect::<Vec<_>>(),
+        [
+            "2", "2", "2", "250ns", "0", "2", "150ns", "160ns", "170ns", "170ns", "0", "0", "0ns",
+            "0"
+        ]
+    );
+    assert!(
+        out.contains("latency activate -> endcycle (by task)"),
+        "{out}"
+    );
+    assert!(out.contains("2 intervals: min 150ns mean 160ns p99 170ns max 170ns  (1 left out: events lost during them)"), "{out}");
+}
+
+#[test]
+fn cli_rejects_an_unknown_event_or_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = trace_file(dir.path());
+    for (args, msg) in [
+        (
+            vec!["--from", "nope", "--to", "endcycle"],
+            "no event \"nope\"",
+        ),
+        (
+            vec!["--from", "activate", "--to", "interrupt", "--by", "task"],
+            "--by task",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .arg("analyze")
+            .args(&args)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(msg));
+    }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod convert;
 mod dump;
 mod recv;
@@ -48,6 +49,13 @@ enum Command {
     /// damaged (the events before the damage are converted and the output is
     /// complete); 1 when the output cannot be written.
     Convert(convert::Args),
+    /// What the scheduler did: per task (activations, CPU time, response
+    /// times, preemptions, time blocked on semaphores), per CPU (utilisation,
+    /// idle), interrupts (rate, handler time), and `--from EVENT --to EVENT`
+    /// latency histograms. Measures during which events were lost are left
+    /// out and counted apart. Exit status 2 when a file is damaged (the
+    /// events before the damage are analysed).
+    Analyze(analyze::AnalyzeArgs),
 }
 
 /// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
@@ -96,6 +104,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
+        Command::Analyze(args) => analyze::run(args),
         Command::Events => with_stdout(list_events),
     }
 }
