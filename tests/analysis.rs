@@ -226,3 +226,79 @@ fn cli_rejects_an_unknown_event_or_key() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(msg));
     }
 }
+
+/// `qtrace plot` of the same trace: rows, bars, markers, read back from the SVG.
+#[test]
+fn cli_plot_draws_rows_spans_and_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = trace_file(dir.path());
+    let svg_path = dir.path().join("t.svg");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["plot", "--width", "1000", "--out"])
+        .arg(&svg_path)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("16 events (4 lost) from 2 sources"),
+        "{stderr}"
+    );
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    // Rows: sources first, then tasks in order.
+    let rows: Vec<&str> = svg
+        .split("<g class=\"row\">")
+        .skip(1)
+        .map(|r| {
+            let text = r.split("\">").nth(1).unwrap();
+            text.split('<').next().unwrap()
+        })
+        .collect();
+    assert_eq!(rows, ["source 0", "source 1", "task 1", "task 2", "task 3"]);
+    let titles = |class: &str| -> Vec<String> {
+        svg.split(&format!("<rect class=\"{class}\""))
+            .skip(1)
+            .map(|r| {
+                r.split("<title>")
+                    .nth(1)
+                    .unwrap()
+                    .split("</title>")
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    // 1 ns = 1 px: every span is wide enough to stay apart.
+    assert_eq!(
+        titles("run"),
+        [
+            // source 0
+            "task 1 100..350 ns",
+            "task 2 350..450 ns",
+            "task 1 500..600 ns",
+            "task 2 600..750 ns",
+            "task 1 800..1000 ns",
+            // source 1
+            "task 3 200..260 ns",
+            // task rows
+            "task 1 100..350 ns",
+            "task 1 500..600 ns",
+            "task 1 800..1000 ns",
+            "task 2 350..450 ns",
+            "task 2 600..750 ns",
+            "task 3 200..260 ns",
+        ]
+    );
+    assert_eq!(titles("irq"), ["irq 5 400..450 ns"]);
+    assert_eq!(titles("blocked"), ["blocked on a semaphore 550..800 ns"]);
+    assert_eq!(svg.matches("class=\"activate\"").count(), 3);
+    assert!(svg.contains("<title>4 events lost at 900 ns</title>"));
+    assert!(svg.contains(">4 lost</text>"));
+    // Axis: 100 ns steps from 0 to 1000.
+    assert_eq!(svg.matches("class=\"tick\"").count(), 11);
+    assert!(svg.contains(">500ns</text>"));
+}

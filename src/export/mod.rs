@@ -43,6 +43,7 @@ pub mod ctf;
 pub mod perfetto;
 mod protobuf;
 pub mod split;
+pub mod svg;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

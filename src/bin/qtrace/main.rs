@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod analyze;
 mod convert;
 mod dump;
+mod plot;
 mod recv;
 mod stats;
 
@@ -56,6 +57,10 @@ enum Command {
     /// out and counted apart. Exit status 2 when a file is damaged (the
     /// events before the damage are analysed).
     Analyze(analyze::AnalyzeArgs),
+    /// Draw a self-contained SVG timeline: a row per source (CPU) and per
+    /// task with running, blocked and interrupt spans, loss markers and a
+    /// time axis. Open the file in a browser.
+    Plot(plot::PlotArgs),
 }
 
 /// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
@@ -105,6 +110,7 @@ fn main() -> ExitCode {
         Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::Events => with_stdout(list_events),
     }
 }
