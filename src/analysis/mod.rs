@@ -196,7 +196,7 @@ pub struct Report {
     pub last_ns: u64,
     /// Per task id.
     pub tasks: BTreeMap<u64, TaskReport>,
-    /// Per source.
+    /// Per source that ran a task (`system:schedule`).
     pub cpus: BTreeMap<u32, CpuReport>,
     /// Per interrupt number.
     pub interrupts: BTreeMap<u64, IrqReport>,
@@ -481,6 +481,8 @@ impl Analyzer {
             self.close_irq(s, end);
             self.switch(s, end, None);
         }
+        // A source that never ran a task (interrupts only) is no CPU here.
+        self.report.cpus.retain(|_, c| c.dispatches > 0);
         if let Some(rep) = self.report.latency.as_mut() {
             rep.open_starts += self.open.values().map(|q| q.len() as u64).sum::<u64>();
         }

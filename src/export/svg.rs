@@ -15,7 +15,8 @@
 //!   on a semaphore (orange: from `semaphore:wait` until it is scheduled again,
 //!   when it lost its source in between), and activations as small ticks.
 //! - **Losses**: a red dashed line across every row at each hoops record,
-//!   with the number of events lost.
+//!   with the number of events lost (records within one pixel share a line
+//!   and their sum).
 //! - **Axis**: ticks at 1, 2 or 5 × 10^k ns, labelled in ns, µs, ms or s since
 //!   the trace's time zero.
 //!
@@ -193,7 +194,7 @@ impl<W: Write> SvgTimeline<W> {
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
             losses: Vec::new(),
-            end: range.0,
+            end: 0,
             stats: ConvertStats::default(),
             finished: false,
         }
@@ -457,7 +458,11 @@ impl<W: Write> EventSink for SvgTimeline<W> {
             self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
             if (self.range.0..=self.range.1).contains(&t) {
                 let x = self.x(t);
-                self.losses.push((x, t, e.args[0]));
+                // Losses within one pixel share one marker (their sum).
+                match self.losses.last_mut() {
+                    Some((lx, _, n)) if x - *lx < 1.0 => *n = n.saturating_add(e.args[0]),
+                    _ => self.losses.push((x, t, e.args[0])),
+                }
             }
             return Ok(());
         }
@@ -561,12 +566,14 @@ mod tests {
         let mut out = Vec::new();
         let mut t = SvgTimeline::new(
             &mut out,
-            (0, 1_000_000),
+            (1, 1_000_000),
             SvgOptions {
                 width_px: 100,
                 ..SvgOptions::default()
             },
         );
+        // A loss before the range is not drawn (nor moved into it).
+        t.push(&Event::new(0, tracer::HOOPS, u32::MAX, [3, 0])).unwrap();
         // 1000 context switches in the first 10 µs = the first pixel.
         for i in 0..1000u64 {
             t.push(&Event::new(i * 10, system::SCHEDULE, 0, [i % 2, 0]))
@@ -575,8 +582,9 @@ mod tests {
         t.push(&Event::new(1_000_000, system::ENDCYCLE, 0, [1, 0]))
             .unwrap();
         let stats = t.finish().unwrap();
-        assert_eq!(stats.events, 1001);
+        assert_eq!((stats.events, stats.lost), (1001, 3));
         let svg = String::from_utf8(out).unwrap();
+        assert!(!svg.contains("class=\"loss\""));
         // On the source row: one grey bar for the first 999 spans, then task 1's
         // long run; the task rows likewise.
         let source_row = svg.split("<g class=\"row\">").nth(1).unwrap();
