@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::export::args::event_args;
+
+use crate::text::TextFormat;
 use qtrace::export::MergeByTime;
 use qtrace::reader::{ReadError, TraceReader};
 use qtrace::{Event, EventId};
@@ -346,6 +348,9 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let several = inputs.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let mut line = String::with_capacity(256);
+    let formats: Vec<TextFormat> = catalogs.iter().map(TextFormat::new).collect();
+    // Lines are gathered in a large buffer and written in blocks.
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let (from, to) = (
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
@@ -359,21 +364,24 @@ pub fn run(args: DumpArgs) -> ExitCode {
             if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
                 return Ok(());
             }
-            line.clear();
-            if args.json {
-                json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
-            } else {
-                text_line(
-                    &mut line,
-                    several.then_some((labels[i].as_str(), width)),
-                    e_time,
-                    &catalogs[i],
-                    e,
-                );
+            let label = several.then_some((labels[i].as_str(), width));
+            if args.json || !formats[i].line(&mut buf, label, e.time, e) {
+                line.clear();
+                if args.json {
+                    json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
+                } else {
+                    text_line(&mut line, label, e_time, &catalogs[i], e);
+                }
+                buf.extend_from_slice(line.as_bytes());
             }
-            line.push('\n');
-            out.write_all(line.as_bytes())
+            buf.push(b'\n');
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            Ok(())
         })?;
+        out.write_all(&buf)?;
         Ok(if clean {
             ExitCode::SUCCESS
         } else {
@@ -385,6 +393,38 @@ pub fn run(args: DumpArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_text_lines_equal_the_general_formatter() {
+        let catalog = Catalog::builtin();
+        let fast = TextFormat::new(&catalog);
+        let mut checked = 0;
+        for id in 0..catalog.event_count() as u16 + 2 {
+            for args in [[0, 0], [5, 0], [0, 7], [u64::MAX, 3]] {
+                for source in [0, 7, 123_456, 4_000_000_000, u32::MAX] {
+                    for time in [0, 999, 1_234_567_890_123, u64::MAX] {
+                        for label in [None, Some(("a.qtr", 10)), Some(("émoji.qtr", 4))] {
+                            for flags in [0, 0x10] {
+                                let mut e = Event::new(time, EventId(id), source, args);
+                                e.flags = flags;
+                                let mut want = String::new();
+                                text_line(&mut want, label, time as u128, &catalog, &e);
+                                let mut got = Vec::new();
+                                if fast.line(&mut got, label, time, &e) {
+                                    assert_eq!(String::from_utf8(got).unwrap(), want);
+                                    checked += 1;
+                                } else {
+                                    assert!(got.is_empty());
+                                    assert!(flags != 0 || id as usize >= catalog.event_count());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 23 * 4 * 5 * 4 * 3);
+    }
 
     #[test]
     fn times_parse_with_units() {

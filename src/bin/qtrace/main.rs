@@ -11,6 +11,7 @@ mod dump;
 mod plot;
 mod recv;
 mod stats;
+mod text;
 
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
