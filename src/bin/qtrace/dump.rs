@@ -296,13 +296,28 @@ pub fn merge(
     mut f: impl FnMut(usize, &Event) -> io::Result<()>,
 ) -> io::Result<bool> {
     let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
+    let mut clean = true;
+    if inputs.len() == 1 {
+        // One file: nothing to merge, no heap per event.
+        for input in inputs {
+            for item in rebased(input.reader, base) {
+                match item {
+                    Ok(e) => f(0, &e)?,
+                    Err(err) => {
+                        eprintln!("qtrace: {err}");
+                        clean = false;
+                    }
+                }
+            }
+        }
+        return Ok(clean);
+    }
     let mut merged = MergeByTime::new(
         inputs
             .into_iter()
             .map(|i| rebased(i.reader, base))
             .collect(),
     );
-    let mut clean = true;
     while let Some((i, item)) = merged.next_with_input() {
         match item {
             Ok(e) => f(i, &e)?,
