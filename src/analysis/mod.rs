@@ -58,6 +58,35 @@ pub use summary::{Samples, Summary};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::{Event, EventId};
 
+/// A hasher for small integer keys (task, source and interrupt numbers):
+/// one multiplication, instead of SipHash's rounds, on the per-event path.
+/// Keys come from the trace, so a hostile trace could make a map slow, never
+/// wrong; the maps hold one entry per task, source or interrupt line.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type BuildIdHasher = std::hash::BuildHasherDefault<IdHasher>;
+
 /// Most activations waiting for their `endcycle`, per task (past this the
 /// oldest is dropped and counted in [`TaskReport::unmatched`]).
 const MAX_PENDING: usize = 4096;
@@ -213,6 +242,7 @@ impl Report {
 
 #[derive(Debug, Default)]
 struct TaskState {
+    report: TaskReport,
     /// Activation times of jobs not yet ended, oldest first, with the loss
     /// count at their start.
     pending: VecDeque<(u64, u64)>,
@@ -224,6 +254,7 @@ struct TaskState {
 
 #[derive(Debug, Default)]
 struct CpuState {
+    report: CpuReport,
     /// The task running and since when (with the loss count then); `None`:
     /// idle since `since`.
     running: Option<u64>,
@@ -240,8 +271,9 @@ struct CpuState {
 pub struct Analyzer {
     options: AnalysisOptions,
     report: Report,
-    tasks: HashMap<u64, TaskState>,
-    cpus: HashMap<u32, CpuState>,
+    tasks: HashMap<u64, TaskState, BuildIdHasher>,
+    cpus: HashMap<u32, CpuState, BuildIdHasher>,
+    interrupts: HashMap<u64, IrqReport, BuildIdHasher>,
     /// Hoops records seen so far: an interval touched by a loss is one whose
     /// start saw fewer than its end.
     losses: u64,
@@ -262,19 +294,17 @@ impl Analyzer {
                 latency,
                 ..Report::default()
             },
-            tasks: HashMap::new(),
-            cpus: HashMap::new(),
+            tasks: HashMap::default(),
+            cpus: HashMap::default(),
+            interrupts: HashMap::default(),
             losses: 0,
             started: false,
             open: HashMap::new(),
         }
     }
 
-    fn task(&mut self, id: u64) -> (&mut TaskState, &mut TaskReport) {
-        (
-            self.tasks.entry(id).or_default(),
-            self.report.tasks.entry(id).or_default(),
-        )
+    fn task(&mut self, id: u64) -> &mut TaskState {
+        self.tasks.entry(id).or_default()
     }
 
     /// Ends the running span of `source` at `t` (busy or idle) and starts the
@@ -291,18 +321,18 @@ impl Analyzer {
         cpu.running = next;
         cpu.since = t.max(since);
         cpu.losses_at = losses;
-        let rep = self.report.cpus.entry(source).or_default();
+        let rep = &mut cpu.report;
         match (clean, prev) {
             (false, _) => rep.lossy_ns += span,
             (true, Some(_)) => rep.busy_ns += span,
             (true, None) => rep.idle_ns += span,
         }
         if let Some(task) = prev {
-            let (st, tr) = self.task(task);
+            let st = self.task(task);
             if clean {
-                tr.cpu_ns += span;
+                st.report.cpu_ns += span;
             } else {
-                tr.cpu_lossy += 1;
+                st.report.cpu_lossy += 1;
             }
             if st.on == Some(source) && next != Some(task) {
                 st.on = None;
@@ -311,7 +341,7 @@ impl Analyzer {
                     Some((_, _, lost_cpu)) => *lost_cpu = true,
                     // Taken off its source for another task with its job
                     // unfinished: preempted.
-                    None if next.is_some() && !st.pending.is_empty() => tr.preemptions += 1,
+                    None if next.is_some() && !st.pending.is_empty() => st.report.preemptions += 1,
                     None => {}
                 }
             }
@@ -324,8 +354,7 @@ impl Analyzer {
         if let Some(cpu) = self.cpus.get_mut(&source) {
             if let Some((irq, start)) = cpu.irq.take() {
                 let end = t.min(start.saturating_add(cap));
-                self.report
-                    .interrupts
+                self.interrupts
                     .entry(irq)
                     .or_default()
                     .handler
@@ -356,10 +385,12 @@ impl Analyzer {
         match e.id {
             system::SCHEDULE => {
                 self.switch(e.source, t, Some(task));
-                self.report.cpus.entry(e.source).or_default().dispatches += 1;
+                if let Some(cpu) = self.cpus.get_mut(&e.source) {
+                    cpu.report.dispatches += 1;
+                }
                 let losses = self.losses;
-                let (st, tr) = self.task(task);
-                tr.dispatches += 1;
+                let st = self.task(task);
+                st.report.dispatches += 1;
                 if let Some(old) = st.on.replace(e.source) {
                     // Still running elsewhere by the events: that span ends here.
                     if old != e.source {
@@ -367,25 +398,25 @@ impl Analyzer {
                         self.tasks.entry(task).or_default().on = Some(e.source);
                     }
                 }
-                let (st, tr) = self.task(task);
+                let st = self.task(task);
                 if let Some((since, at, lost_cpu)) = st.waiting.take() {
                     if lost_cpu {
-                        tr.blocked_waits += 1;
+                        st.report.blocked_waits += 1;
                         if at == losses {
-                            tr.blocked_ns += t - since.min(t);
+                            st.report.blocked_ns += t - since.min(t);
                         } else {
-                            tr.blocked_lossy += 1;
+                            st.report.blocked_lossy += 1;
                         }
                     }
                 }
             }
             system::ACTIVATE => {
                 let losses = self.losses;
-                let (st, tr) = self.task(task);
-                tr.activations += 1;
+                let st = self.task(task);
+                st.report.activations += 1;
                 if st.pending.len() >= MAX_PENDING {
                     st.pending.pop_front();
-                    tr.unmatched += 1;
+                    st.report.unmatched += 1;
                 }
                 st.pending.push_back((t, losses));
             }
@@ -396,11 +427,13 @@ impl Analyzer {
             | system::DESTROY => {
                 let losses = self.losses;
                 if e.id == system::ENDCYCLE {
-                    let (st, tr) = self.task(task);
+                    let st = self.task(task);
                     match st.pending.pop_front() {
-                        Some((start, at)) if at == losses => tr.response.push(t - start.min(t)),
-                        Some(_) => tr.response_lossy += 1,
-                        None => tr.unmatched += 1,
+                        Some((start, at)) if at == losses => {
+                            st.report.response.push(t - start.min(t))
+                        }
+                        Some(_) => st.report.response_lossy += 1,
+                        None => st.report.unmatched += 1,
                     }
                 }
                 // The task gives up its source: the source is idle from here.
@@ -417,12 +450,12 @@ impl Analyzer {
             }
             semaphore::WAIT => {
                 let losses = self.losses;
-                let (st, _) = self.task(task);
+                let st = self.task(task);
                 st.waiting = Some((t, losses, false));
             }
             semaphore::SIGNAL | semaphore::WAITNB => {
                 // The task runs (it logs): a wait it had did not block it.
-                let (st, _) = self.task(task);
+                let st = self.task(task);
                 if matches!(st.waiting, Some((_, _, false))) {
                     st.waiting = None;
                 }
@@ -434,7 +467,7 @@ impl Analyzer {
                     ..CpuState::default()
                 });
                 cpu.irq = Some((task, t));
-                self.report.interrupts.entry(task).or_default().count += 1;
+                self.interrupts.entry(task).or_default().count += 1;
             }
             _ => {}
         }
@@ -482,7 +515,14 @@ impl Analyzer {
             self.switch(s, end, None);
         }
         // A source that never ran a task (interrupts only) is no CPU here.
-        self.report.cpus.retain(|_, c| c.dispatches > 0);
+        self.report.cpus = self
+            .cpus
+            .drain()
+            .filter(|(_, c)| c.report.dispatches > 0)
+            .map(|(id, c)| (id, c.report))
+            .collect();
+        self.report.tasks = self.tasks.drain().map(|(id, t)| (id, t.report)).collect();
+        self.report.interrupts = self.interrupts.drain().collect();
         if let Some(rep) = self.report.latency.as_mut() {
             rep.open_starts += self.open.values().map(|q| q.len() as u64).sum::<u64>();
         }
