@@ -294,3 +294,125 @@ fn cli_converts_merged_files() {
     assert_eq!(times, [100, 200, 300]);
     assert_eq!(got["realtime_origin"], json!(origin));
 }
+
+/// A decoder of just the fields the writer uses, independent of the writer's
+/// encoder, for the property test (the Python check is too slow per case).
+mod mini {
+    pub fn varint(b: &[u8], at: &mut usize) -> u64 {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = b[*at];
+            *at += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    /// (field, wire type, varint value or the bytes of a length-delimited field).
+    pub fn fields(b: &[u8]) -> Vec<(u64, u64, u64, &[u8])> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while at < b.len() {
+            let key = varint(b, &mut at);
+            let (field, wt) = (key >> 3, key & 7);
+            match wt {
+                0 => {
+                    let v = varint(b, &mut at);
+                    out.push((field, wt, v, &b[..0]));
+                }
+                2 => {
+                    let n = varint(b, &mut at) as usize;
+                    out.push((field, wt, 0, &b[at..at + n]));
+                    at += n;
+                }
+                _ => panic!("unexpected wire type {wt}"),
+            }
+        }
+        out
+    }
+}
+
+/// (time, file order, track, type) of the slice begins and ends, the number
+/// of instants, and the set of declared tracks.
+fn decode_slices(trace: &[u8]) -> (Vec<(u64, usize, u64, u64)>, usize, Vec<u64>) {
+    let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
+    for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
+        assert_eq!(field, 1);
+        let fields = mini::fields(packet);
+        let get = |f: u64| fields.iter().find(|x| x.0 == f);
+        if let Some(d) = get(60) {
+            tracks.push(mini::fields(d.3).iter().find(|x| x.0 == 1).unwrap().2);
+            continue;
+        }
+        let Some(te) = get(11) else { continue };
+        let ts = get(8).expect("a timestamp").2;
+        let t = match get(58) {
+            Some(c) => {
+                assert_eq!(c.2, 6, "absolute times are BOOTTIME");
+                ts
+            }
+            None => {
+                clock += ts;
+                clock
+            }
+        };
+        let te = mini::fields(te.3);
+        let ty = te.iter().find(|x| x.0 == 9).unwrap().2;
+        let track = te.iter().find(|x| x.0 == 11).unwrap().2;
+        assert!(
+            tracks.contains(&track),
+            "track {track} used before it is declared"
+        );
+        match ty {
+            1 | 2 => slices.push((t, order, track, ty)),
+            3 => instants += 1,
+            4 => {}
+            other => panic!("type {other}"),
+        }
+    }
+    (slices, instants, tracks)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the events (ids, sources, unsorted times), every record is one
+    /// instant and, sorted by time as the trace processor sorts, every slice
+    /// end closes an open slice of its track no earlier than its begin.
+    #[test]
+    fn perfetto_always_nests(raw in proptest::collection::vec(
+        (0u64..100, 0u16..0x19, 0u32..3, 0u64..3, 0u64..3), 0..60)
+    ) {
+        let events: Vec<Event> = raw
+            .iter()
+            .map(|&(t, id, src, a0, a1)| {
+                let src = if EventId(id) == tracer::HOOPS { u32::MAX } else { src };
+                Event::new(t * 100, EventId(id), src, [a0, a1])
+            })
+            .collect();
+        let mut out = Vec::new();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out).unwrap();
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        let (mut slices, instants, _) = decode_slices(&out);
+        proptest::prop_assert_eq!(instants, events.len());
+        proptest::prop_assert_eq!(stats.events + stats.hoops, events.len() as u64);
+        slices.sort_by_key(|s| (s.0, s.1));
+        let mut stacks: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        let mut begins = 0u64;
+        for (t, _, track, ty) in slices {
+            let stack = stacks.entry(track).or_default();
+            if ty == 1 {
+                stack.push(t);
+                begins += 1;
+            } else {
+                let begin = stack.pop();
+                proptest::prop_assert!(begin.is_some_and(|b| b <= t), "end at {} on track {}", t, track);
+            }
+        }
+        proptest::prop_assert!(stacks.values().all(|s| s.is_empty()));
+        proptest::prop_assert_eq!(begins, stats.slices);
+    }
+}
