@@ -338,7 +338,10 @@ mod mini {
 
 /// (time, file order, track, type) of the slice begins and ends, the number
 /// of instants, and the set of declared tracks.
-fn decode_slices(trace: &[u8]) -> (Vec<(u64, usize, u64, u64)>, usize, Vec<u64>) {
+/// A slice begin or end: (time, file order, track, type).
+type SliceEdge = (u64, usize, u64, u64);
+
+fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
     let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
     for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
         assert_eq!(field, 1);
