@@ -573,7 +573,8 @@ mod tests {
             },
         );
         // A loss before the range is not drawn (nor moved into it).
-        t.push(&Event::new(0, tracer::HOOPS, u32::MAX, [3, 0])).unwrap();
+        t.push(&Event::new(0, tracer::HOOPS, u32::MAX, [3, 0]))
+            .unwrap();
         // 1000 context switches in the first 10 µs = the first pixel.
         for i in 0..1000u64 {
             t.push(&Event::new(i * 10, system::SCHEDULE, 0, [i % 2, 0]))
