@@ -302,3 +302,34 @@ fn cli_plot_draws_rows_spans_and_losses() {
     assert_eq!(svg.matches("class=\"tick\"").count(), 11);
     assert!(svg.contains(">500ns</text>"));
 }
+
+#[test]
+fn extreme_values_do_not_panic() {
+    let m = u64::MAX;
+    let mut a = Analyzer::new(
+        &Catalog::builtin(),
+        AnalysisOptions {
+            interrupt_max_ns: m,
+            latency: Some(LatencySpec {
+                from: system::ACTIVATE,
+                to: system::ENDCYCLE,
+                key: MatchKey::Arg(1),
+            }),
+        },
+    );
+    for e in [
+        Event::new(m, system::ACTIVATE, u32::MAX, [m, m]),
+        Event::new(0, system::SCHEDULE, 0, [m, 0]), // back in time
+        Event::new(m, lowlevel::INTERRUPT, 0, [m, 0]),
+        Event::new(m, semaphore::WAIT, 0, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(m, system::ENDCYCLE, 0, [m, m]),
+        Event::new(3, qtrace::EventId(u16::MAX), 0, [m, m]),
+    ] {
+        a.push(&e);
+    }
+    let r = a.finish();
+    assert_eq!((r.events, r.hoops, r.lost), (6, 2, m));
+    assert_eq!(r.latency.unwrap().lossy, 1);
+}

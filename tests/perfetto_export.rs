@@ -419,3 +419,27 @@ proptest::proptest! {
         proptest::prop_assert_eq!(begins, stats.slices);
     }
 }
+
+#[test]
+fn extreme_values_decode_and_nest() {
+    let m = u64::MAX;
+    let events = [
+        Event::new(m, system::SCHEDULE, u32::MAX, [m, m]),
+        Event::new(m, lowlevel::INTERRUPT, u32::MAX, [m, 0]),
+        Event::new(0, semaphore::WAIT, 0, [m, m]), // back in time: absolute
+        Event::new(5, semaphore::SIGNAL, 0, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(1, EventId(u16::MAX), 7, [m, m]),
+    ];
+    let mut out = Vec::new();
+    let w = PerfettoWriter::new(&Catalog::builtin(), m, &mut out).unwrap();
+    let stats = export::convert(w, events.iter().copied()).unwrap();
+    assert_eq!(
+        (stats.events, stats.hoops, stats.lost, stats.unknown),
+        (5, 2, m, 1)
+    );
+    let (slices, instants, _) = decode_slices(&out);
+    assert_eq!(instants, events.len());
+    assert_eq!(slices.len() as u64, 2 * stats.slices);
+}

@@ -62,10 +62,16 @@ use crate::classes::{lowlevel, semaphore, system, tracer};
 use crate::error::Error;
 use crate::Event;
 
+/// The narrowest time area drawn, in pixels.
+pub const MIN_WIDTH_PX: u32 = 100;
+/// The widest time area drawn, in pixels (what bounds the picture's size).
+pub const MAX_WIDTH_PX: u32 = 100_000;
+
 /// Tuning of [`SvgTimeline`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SvgOptions {
-    /// Width of the time area, in pixels. Default 1600.
+    /// Width of the time area, in pixels, kept within
+    /// [`MIN_WIDTH_PX`]..=[`MAX_WIDTH_PX`]. Default 1600.
     pub width_px: u32,
     /// Most rows (sources plus tasks). Default 200.
     pub max_rows: usize,
@@ -186,10 +192,10 @@ impl<W: Write> SvgTimeline<W> {
         SvgTimeline {
             out,
             options: SvgOptions {
-                width_px: options.width_px.max(100),
+                width_px: options.width_px.clamp(MIN_WIDTH_PX, MAX_WIDTH_PX),
                 ..options
             },
-            range: (range.0, range.1.max(range.0 + 1)),
+            range: (range.0, range.1.max(range.0.saturating_add(1))),
             rows: BTreeMap::new(),
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
@@ -315,6 +321,7 @@ impl<W: Write> SvgTimeline<W> {
         // Axis: a step of 1, 2 or 5 × 10^k ns giving about 10 ticks.
         let (a, b) = self.range;
         let raw = ((b - a) / 10).max(1);
+        // (`step` stays at most `raw` × 10, so it cannot overflow.)
         let mut step = 1u64;
         while step.saturating_mul(10) <= raw {
             step *= 10;
@@ -326,7 +333,7 @@ impl<W: Write> SvgTimeline<W> {
             }
         }
         let axis_y = TOP + ROW_H * rows.len() as f64;
-        let mut t = a.div_ceil(step) * step;
+        let mut t = a.div_ceil(step).saturating_mul(step);
         while t <= b {
             let x = LEFT + self.x(t);
             let _ = writeln!(
@@ -591,5 +598,47 @@ mod tests {
         let source_row = svg.split("<g class=\"row\">").nth(1).unwrap();
         assert_eq!(source_row.matches("class=\"run mixed\"").count(), 1);
         assert_eq!(source_row.matches("<rect class=").count(), 2);
+    }
+
+    #[test]
+    fn extreme_ranges_and_widths_do_not_panic() {
+        for (range, width) in [
+            ((u64::MAX - 5, u64::MAX), 1),
+            ((0, u64::MAX), u32::MAX),
+            ((u64::MAX, u64::MAX), 1600),
+            ((7, 3), 1600),
+        ] {
+            let mut out = Vec::new();
+            let mut t = SvgTimeline::new(
+                &mut out,
+                range,
+                SvgOptions {
+                    width_px: width,
+                    ..SvgOptions::default()
+                },
+            );
+            for time in [0, 5, u64::MAX - 1, u64::MAX] {
+                t.push(&Event::new(time, system::SCHEDULE, 0, [time, 0]))
+                    .unwrap();
+                t.push(&Event::new(time, lowlevel::INTERRUPT, 0, [1, 0]))
+                    .unwrap();
+                t.push(&Event::new(time, tracer::HOOPS, u32::MAX, [u64::MAX, 0]))
+                    .unwrap();
+            }
+            t.finish().unwrap();
+            let svg = String::from_utf8(out).unwrap();
+            assert!(svg.trim_end().ends_with("</svg>"));
+            // The width is clamped: at most MAX_WIDTH_PX plus the margins.
+            let w: f64 = svg
+                .split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(w <= f64::from(MAX_WIDTH_PX) + 200.0, "{w}");
+        }
     }
 }
