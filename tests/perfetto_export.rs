@@ -293,6 +293,27 @@ fn cli_converts_merged_files() {
         .collect();
     assert_eq!(times, [100, 200, 300]);
     assert_eq!(got["realtime_origin"], json!(origin));
+
+    // --split: one standalone trace per 150 ns slice (events at 100, 200, 300).
+    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "perfetto", "--split", "150ns"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut instants = Vec::new();
+    for part in ["out-0000.pftrace", "out-0001.pftrace", "out-0002.pftrace"] {
+        let bytes = std::fs::read(dir.path().join(part)).unwrap();
+        instants.push(decode_slices(&bytes).1);
+    }
+    assert_eq!(instants, [1, 1, 1]);
 }
 
 /// A decoder of just the fields the writer uses, independent of the writer's
