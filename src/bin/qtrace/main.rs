@@ -51,16 +51,19 @@ enum Command {
     /// damaged (the events before the damage are converted and the output is
     /// complete); 1 when the output cannot be written.
     Convert(convert::Args),
-    /// What the scheduler did: per task (activations, CPU time, response
-    /// times, preemptions, time blocked on semaphores), per CPU (utilisation,
-    /// idle), interrupts (rate, handler time), and `--from EVENT --to EVENT`
-    /// latency histograms. Measures during which events were lost are left
+    /// What the scheduler did: per task, per CPU, per interrupt, latencies.
+    ///
+    /// Per task: activations, CPU time, response times, preemptions, time
+    /// blocked on semaphores; per CPU: utilisation and idle; interrupts: rate
+    /// and handler time; `--from EVENT --to EVENT`: a latency histogram. Measures during which events were lost are left
     /// out and counted apart. Exit status 2 when a file is damaged (the
     /// events before the damage are analysed).
     Analyze(analyze::AnalyzeArgs),
-    /// Draw a self-contained SVG timeline: a row per source (CPU) and per
-    /// task with running, blocked and interrupt spans, loss markers and a
-    /// time axis. Open the file in a browser.
+    /// Draw a self-contained SVG timeline of the schedule.
+    ///
+    /// A row per source (CPU) and per task with running, blocked and
+    /// interrupt spans, activations, loss markers and a time axis. Open the
+    /// file in a browser.
     Plot(plot::PlotArgs),
 }
 
