@@ -58,34 +58,10 @@ pub use summary::{Samples, Summary};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::{Event, EventId};
 
-/// A hasher for small integer keys (task, source and interrupt numbers):
-/// one multiplication, instead of SipHash's rounds, on the per-event path.
-/// Keys come from the trace, so a hostile trace could make a map slow, never
-/// wrong; the maps hold one entry per task, source or interrupt line.
-#[derive(Clone, Copy, Debug, Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type BuildIdHasher = std::hash::BuildHasherDefault<IdHasher>;
+/// Maps keyed by task, source and interrupt numbers, looked up on every
+/// event: FxHash (one multiplication) instead of SipHash's rounds. Keys come
+/// from the trace, so a hostile trace could make a map slow, never wrong.
+type BuildIdHasher = rustc_hash::FxBuildHasher;
 
 /// Most activations waiting for their `endcycle`, per task (past this the
 /// oldest is dropped and counted in [`TaskReport::unmatched`]).

@@ -104,6 +104,18 @@ pub trait EventSink {
     fn finish(&mut self) -> Result<ConvertStats, Error>;
 }
 
+/// A sink borrowed mutably is a sink, so that it can be converted into and
+/// still be looked at afterwards (`export::convert(&mut split, events)`).
+impl<T: EventSink + ?Sized> EventSink for &mut T {
+    fn push(&mut self, event: &Event) -> Result<(), Error> {
+        (**self).push(event)
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        (**self).finish()
+    }
+}
+
 /// Feeds every event of `events` to `sink` and finishes it.
 pub fn convert<S: EventSink>(
     mut sink: S,

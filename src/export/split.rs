@@ -131,16 +131,6 @@ where
     }
 }
 
-impl<T: EventSink + ?Sized> EventSink for &mut T {
-    fn push(&mut self, event: &Event) -> Result<(), Error> {
-        (**self).push(event)
-    }
-
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
-        (**self).finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
