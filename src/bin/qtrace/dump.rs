@@ -442,6 +442,36 @@ mod tests {
     }
 
     #[test]
+    fn names_and_labels_past_the_fixed_sizes_take_the_general_path() {
+        let mut catalog = Catalog::builtin();
+        let long = "a_class_name_longer_than_the_ten_columns_of_the_text_table";
+        let class = catalog
+            .define(qtrace::classes::ClassSpec::new(long, "x").event(
+                "an_event_name_of_more_than_forty_eight_bytes_in_all",
+                "x",
+                &["an_argument_name_longer_than_twenty_four", "b"],
+            ))
+            .unwrap();
+        let short = catalog
+            .define(qtrace::classes::ClassSpec::new("c", "x").event("e", "x", &["v"]))
+            .unwrap();
+        let fast = TextFormat::new(&catalog);
+        let id = class
+            .event("an_event_name_of_more_than_forty_eight_bytes_in_all")
+            .unwrap();
+        let e = Event::new(5, id, 0, [1, 2]);
+        assert!(!fast.line(&mut Vec::new(), None, 5, &e));
+        let e = Event::new(5, short.event("e").unwrap(), 0, [1, 2]);
+        let long_label = "x".repeat(70);
+        assert!(!fast.line(&mut Vec::new(), Some((&long_label, 70)), 5, &e));
+        let mut got = Vec::new();
+        assert!(fast.line(&mut got, Some(("f.qtr", 60)), 5, &e));
+        let mut want = String::new();
+        text_line(&mut want, Some(("f.qtr", 60)), 5, &catalog, &e);
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
+
+    #[test]
     fn times_parse_with_units() {
         assert_eq!(parse_time("1500"), Ok(1500));
         assert_eq!(parse_time("1500ns"), Ok(1500));
