@@ -6,7 +6,8 @@ trace processor needs a download and is not used) and checks it:
 - every packet parses as perfetto.protos.TracePacket;
 - timestamps: the incremental clock 64 (deltas) and absolute BOOTTIME packets;
 - interned names, categories and argument names resolve;
-- every track event names a declared track;
+- every track event names a declared track and sets SEQ_NEEDS_INCREMENTAL_STATE
+  (it uses interned names and the incremental clock);
 - slices nest on every track once sorted by time (as the trace processor
   sorts), every end closes an open slice no earlier than its begin, and none
   is left open.
@@ -90,6 +91,8 @@ def main():
             continue
         if not p.HasField("timestamp"):
             fail(f"packet {order}: track event without a timestamp")
+        if not p.sequence_flags & 2:
+            fail(f"packet {order}: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE")
         clock_id = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else default_clock
         if clock_id == INCREMENTAL_CLOCK:
             if clock is None:

@@ -6,6 +6,9 @@
 //! A `perfetto.protos.Trace`: a sequence of `TracePacket`s, all on one packet
 //! sequence (`trusted_packet_sequence_id` 1).
 //!
+//! - **Sequence.** Every track-event packet sets `SEQ_NEEDS_INCREMENTAL_STATE`
+//!   (it uses interned names and the incremental clock), as Perfetto's
+//!   documentation asks of packets that use interned data.
 //! - **Time.** The first packet clears the sequence's incremental state, makes
 //!   clock 64 (a sequence-scoped, *incremental* clock in nanoseconds) the
 //!   default of every later packet, and maps it with a `ClockSnapshot` to
@@ -155,6 +158,8 @@ const INSTANT: u64 = 3;
 const COUNTER: u64 = 4;
 /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+/// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 /// `CounterDescriptor.Unit.UNIT_COUNT`.
 const UNIT_COUNT: u64 = 2;
 
@@ -389,7 +394,11 @@ impl<W: Write> PerfettoWriter<W> {
         let p = &mut self.packet;
         p.clear();
         put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-        put_uint(p, field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+        put_uint(
+            p,
+            field::SEQUENCE_FLAGS,
+            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE,
+        );
         put_message(p, field::TRACE_PACKET_DEFAULTS, &mut self.scratch, |m| {
             put_uint(m, field::DEFAULT_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK);
         });
@@ -443,6 +452,9 @@ impl<W: Write> PerfettoWriter<W> {
             put_uint(p, field::TIMESTAMP, t);
         }
         put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        // Interned names and the incremental clock are sequence state: say so
+        // on every packet that uses them, as Perfetto's documentation asks.
+        put_uint(p, field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         if !self.interned.is_empty() {
             put_bytes(p, field::INTERNED_DATA, &self.interned);
             self.interned.clear();

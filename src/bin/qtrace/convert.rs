@@ -31,7 +31,7 @@ pub enum Format {
     Ctf,
     /// One Chrome Trace Event JSON file.
     Chrome,
-    /// One Perfetto protobuf trace file (TrackEvent packets; about 4x smaller
+    /// One Perfetto protobuf trace file (TrackEvent packets; about 3.5x smaller
     /// than Chrome JSON).
     Perfetto,
 }
@@ -254,7 +254,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         let events = outcome.stats.events;
         if events > CHROME_WARN_EVENTS || bytes > CHROME_WARN_BYTES {
             eprintln!(
-                "qtrace convert: warning: {events} events, {} MB of Chrome JSON: Perfetto's UI may run out of memory on it; use --to perfetto (about 4x smaller) or --split TIME",
+                "qtrace convert: warning: {events} events, {} MB of Chrome JSON: Perfetto's UI may run out of memory on it; use --to perfetto (about 3.5x smaller) or --split TIME",
                 bytes / 1_000_000
             );
         }
