@@ -52,6 +52,7 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod analysis;
 pub mod classes;
 pub mod clock;
 pub mod error;

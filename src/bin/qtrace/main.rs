@@ -5,10 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod convert;
 mod dump;
+mod plot;
 mod recv;
 mod stats;
+mod text;
 
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
@@ -52,14 +55,29 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
-    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
-    /// Trace Event JSON (Perfetto, chrome://tracing).
+    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
+    /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
     /// complete); 3 when a file is cut short (no close record; its events are
     /// converted); 1 when the output cannot be written.
     Convert(convert::Args),
+    /// What the scheduler did: per task, per CPU, per interrupt, latencies.
+    ///
+    /// Per task: activations, CPU time, response times, preemptions, time
+    /// blocked on semaphores; per CPU: utilisation and idle; interrupts: rate
+    /// and handler time; `--from EVENT --to EVENT`: a latency histogram. Measures during which events were lost are left
+    /// out and counted apart. Exit status 2 when a file is damaged (the
+    /// events before the damage are analysed).
+    Analyze(analyze::AnalyzeArgs),
+    /// Draw a self-contained SVG timeline of the schedule.
+    ///
+    /// A row per source (CPU) and per task with running, blocked and
+    /// interrupt spans, activations, loss markers and a time axis. Open the
+    /// file in a browser.
+    Plot(plot::PlotArgs),
 }
 
 /// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
@@ -108,6 +126,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
         Command::Convert(args) => convert::run(&args),
+        Command::Analyze(args) => analyze::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::Events => with_stdout(list_events),
     }
 }
