@@ -690,6 +690,21 @@ struct Context<'a> {
     max_catalog: usize,
 }
 
+/// The [`Context`] of a [`ReceiverCore`] (`$core`) writing to `$out`: a
+/// macro, not a method, so that the core's sender table stays free to
+/// borrow at the same time.
+macro_rules! context {
+    ($core:expr, $out:expr) => {
+        Context {
+            out: $out,
+            progress: &$core.progress,
+            first_header: &mut $core.first_header,
+            header_gen: &mut $core.header_gen,
+            max_catalog: $core.config.max_catalog_len,
+        }
+    };
+}
+
 /// A sink that hands every record to a closure as an [`Event`].
 struct EachEvent<'a>(&'a mut dyn FnMut(&Event));
 
@@ -786,13 +801,7 @@ impl ReceiverCore {
     /// refused datagrams that no gap counted are marked lost, its account
     /// kept.
     fn retire(&mut self, mut old: SenderState, out: &mut dyn Sink) {
-        let mut cx = Context {
-            out,
-            progress: &self.progress,
-            first_header: &mut self.first_header,
-            header_gen: &mut self.header_gen,
-            max_catalog: self.config.max_catalog_len,
-        };
+        let mut cx = context!(self, out);
         old.release_held(true, &mut cx);
         old.mark_refused(&mut cx);
         if self.retired.len() < MAX_RETIRED {
@@ -808,16 +817,7 @@ impl ReceiverCore {
         if old.closed.is_some() {
             return self.retire(old, out);
         }
-        old.release_held(
-            true,
-            &mut Context {
-                out,
-                progress: &self.progress,
-                first_header: &mut self.first_header,
-                header_gen: &mut self.header_gen,
-                max_catalog: self.config.max_catalog_len,
-            },
-        );
+        old.release_held(true, &mut context!(self, out));
         old.assembler = CatalogAssembler::new();
         if self.parked.len() >= MAX_RETIRED {
             let oldest = self.parked.remove(0);
@@ -983,16 +983,7 @@ impl ReceiverCore {
                 s.datagrams += 1;
                 self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
                 if s.closed.is_none() {
-                    s.release_held(
-                        true,
-                        &mut Context {
-                            out,
-                            progress: &self.progress,
-                            first_header: &mut self.first_header,
-                            header_gen: &mut self.header_gen,
-                            max_catalog: self.config.max_catalog_len,
-                        },
-                    );
+                    s.release_held(true, &mut context!(self, out));
                 }
                 return;
             }
@@ -1012,13 +1003,7 @@ impl ReceiverCore {
         }
         s.datagrams += 1;
         self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
-        let mut cx = Context {
-            out,
-            progress: &self.progress,
-            first_header: &mut self.first_header,
-            header_gen: &mut self.header_gen,
-            max_catalog: self.config.max_catalog_len,
-        };
+        let mut cx = context!(self, out);
         if let Some(gap) = now {
             s.release(gap, bytes, &mut cx);
         }
@@ -1035,13 +1020,7 @@ impl ReceiverCore {
     }
 
     fn finish_into(&mut self, out: &mut dyn Sink) {
-        let mut cx = Context {
-            out,
-            progress: &self.progress,
-            first_header: &mut self.first_header,
-            header_gen: &mut self.header_gen,
-            max_catalog: self.config.max_catalog_len,
-        };
+        let mut cx = context!(self, out);
         let mut time = 0;
         for s in &mut self.senders {
             s.release_held(true, &mut cx);
