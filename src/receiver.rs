@@ -223,7 +223,9 @@ pub struct SenderSummary {
     pub datagrams: u64,
     /// Event records received and written.
     pub events: u64,
-    /// Datagrams never received (sequence numbers skipped and not filled in).
+    /// Datagrams never received (sequence numbers skipped and not filled in,
+    /// and those after its last datagram that got in when the receiver
+    /// refused some of them).
     pub lost_datagrams: u64,
     /// Events those datagrams held, exactly (as many hoops records say),
     /// plus the events of its datagrams the receiver refused (sender table
@@ -439,8 +441,12 @@ struct SenderState {
     /// there, the rest is marked lost when the stream ends
     /// ([`SenderState::mark_refused`]).
     refused_end: u64,
-    /// Events of refused datagrams marked lost that way.
+    /// The number after the furthest such datagram.
+    refused_next: u64,
+    /// Events of refused datagrams marked lost that way, and the datagrams
+    /// (numbers never released) they were in.
     refused_lost: u64,
+    refused_lost_datagrams: u64,
 }
 
 impl SenderState {
@@ -462,7 +468,9 @@ impl SenderState {
             last_time: 0,
             last_seen: clock,
             refused_end: 0,
+            refused_next: 0,
             refused_lost: 0,
+            refused_lost_datagrams: 0,
         }
     }
 
@@ -589,6 +597,9 @@ impl SenderState {
             let lost = self.refused_end - accounted;
             self.refused_end = 0;
             self.refused_lost = self.refused_lost.saturating_add(lost);
+            self.refused_lost_datagrams = self
+                .refused_lost_datagrams
+                .saturating_add(self.refused_next.saturating_sub(self.seq.next_expected()));
             cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
             cx.out.event(&self.hoops(lost));
         }
@@ -606,7 +617,7 @@ impl SenderState {
                 .map(|(q, t)| (q.0, t.to_string())),
             datagrams: self.datagrams,
             events: self.events,
-            lost_datagrams: self.seq.lost(),
+            lost_datagrams: self.seq.lost().saturating_add(self.refused_lost_datagrams),
             lost_events: c.lost_events.saturating_add(self.refused_lost),
             duplicates: c.duplicates,
             reordered: c.reordered,
@@ -945,6 +956,7 @@ impl ReceiverCore {
                     // A parked sender that could not resume stays parked,
                     // and accounts for the refused events itself.
                     state.refused_end = state.refused_end.max(end);
+                    state.refused_next = state.refused_next.max(header.sequence.saturating_add(1));
                     self.parked.push(*state);
                 }
                 self.refuse(from, header.sender, events, end, !new);

@@ -890,9 +890,15 @@ fn a_parked_sender_refused_after_its_last_datagram_has_its_loss_marked() {
     assert_eq!(
         s.senders
             .iter()
-            .map(|x| (x.sender, x.events, x.lost_events, x.accounted()))
+            .map(|x| (
+                x.sender,
+                x.events,
+                x.lost_events,
+                x.lost_datagrams,
+                x.accounted()
+            ))
             .collect::<Vec<_>>(),
-        [(1, 1, 5, 6), (2, 1, 0, 1)]
+        [(1, 1, 5, 1, 6), (2, 1, 0, 0, 1)]
     );
 }
 
