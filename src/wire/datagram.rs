@@ -793,7 +793,7 @@ mod tests {
     fn close_datagram_exact_bytes_and_checks() {
         let mut buf = [0u8; 64];
         let counts = CloseCounts {
-            logged: 0x0102,
+            logged: 0x0107,
             unsent: 3,
         };
         let len = encode_close(&mut buf, 9, 5, 4, 0x0100, counts).unwrap();
@@ -802,7 +802,7 @@ mod tests {
             &buf[..56],
             &[
                 b'Q', b'T', b'R', b'U', 0, 1, 3, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5,
-                0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 7, 0, 0, 0, 0,
                 0, 0, 0, 3
             ]
         );

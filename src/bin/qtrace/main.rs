@@ -35,11 +35,13 @@ enum Command {
     /// Each line: time (s since the clock origin), source (CPU or thread),
     /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
     /// shown whatever the class and event filters (a loss may hide any event);
-    /// several --class/--event filters show the union. After each file's
-    /// events, one `[END: …]` line says whether the file is complete (with
-    /// its queue's final counters), CUT SHORT (no close record: the writer
-    /// died or the disk filled; what is known lost before the cut is given),
-    /// or of unknown completeness (written before close records).
+    /// several --class/--event filters show the union. After the events, one
+    /// `[END: …]` line per file says whether it is complete (with its
+    /// queue's final counters), CUT SHORT (no close record: the writer died
+    /// or the disk filled; what is known lost before the cut is given), or
+    /// DAMAGED (its close record disagrees with it). A file written before
+    /// close records gets no END line (`qtrace stats` says "completeness
+    /// unknown").
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
     /// events before the damage are printed); otherwise 3 when a file is cut
