@@ -283,8 +283,24 @@ pub trait QueueType: Send + Sync + 'static {
     fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, Error>;
 }
 
-/// A user-defined queue behind one virtual call.
-pub type DynQueue = Box<dyn Queue>;
+/// A [`Queue`] that can also be seen as [`Any`](std::any::Any), so that
+/// [`AnyQueue::as_custom`] can give a user-defined queue back as its own type.
+/// Every `Queue + 'static` type implements it: there is nothing to write.
+pub trait CustomQueue: Queue + std::any::Any {
+    /// `self`, to downcast with [`downcast_ref`](std::any::Any::downcast_ref).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: Queue + std::any::Any> CustomQueue for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A user-defined queue behind one virtual call (build it with
+/// [`AnyQueue::custom`]; get the concrete type back with
+/// [`AnyQueue::as_custom`]).
+pub type DynQueue = Box<dyn CustomQueue>;
 
 impl Queue for DynQueue {
     #[inline]

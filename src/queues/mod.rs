@@ -85,6 +85,71 @@ impl AnyQueue {
             _ => None,
         }
     }
+
+    /// The user-defined queue inside, as its own type `T`, if it is one of
+    /// type `T` (made by [`AnyQueue::custom`] from a `T`). With
+    /// [`Tracer::queue`](crate::Tracer::queue) this reaches a custom queue's
+    /// own methods while the tracer runs and after
+    /// [`Tracer::shutdown`](crate::Tracer::shutdown), as `as_circular` and
+    /// the others do for the built-in types.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+    /// use qtrace::{classes::user, Error, Event, Tracer};
+    ///
+    /// /// Keeps the sum of every event's first argument.
+    /// struct Summer;
+    /// #[derive(Default)]
+    /// struct SumQueue(AtomicU64);
+    ///
+    /// impl SumQueue {
+    ///     fn sum(&self) -> u64 {
+    ///         self.0.load(Ordering::Relaxed)
+    ///     }
+    /// }
+    /// impl QueueType for Summer {
+    ///     type Params = ();
+    ///     const NAME: &'static str = "summer";
+    ///     fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    ///         Ok(AnyQueue::custom(SumQueue::default()))
+    ///     }
+    /// }
+    /// impl Queue for SumQueue {
+    ///     fn get(&self) -> Option<Reservation> {
+    ///         Some(Reservation::new(0))
+    ///     }
+    ///     fn post(&self, _: Reservation, event: &Event) {
+    ///         self.0.fetch_add(event.args[0], Ordering::Relaxed);
+    ///     }
+    ///     fn counters(&self) -> QueueCounters {
+    ///         QueueCounters::default()
+    ///     }
+    /// }
+    ///
+    /// let tracer = Tracer::new();
+    /// tracer.register_queue_type(Summer)?;
+    /// let q = tracer.create_queue::<Summer>(())?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// tracer.activate()?;
+    /// tracer.log_event(user::USER0, [40, 0]);
+    /// tracer.log_event(user::USER1, [2, 0]);
+    /// tracer.shutdown()?;
+    /// // After shutdown the queue is still there, as its own type.
+    /// let sum = tracer.queue(q)?.as_custom::<SumQueue>().unwrap().sum();
+    /// assert_eq!(sum, 42);
+    /// // Another type, or a built-in queue, gives None.
+    /// assert!(tracer.queue(q)?.as_custom::<qtrace::queues::DummyQueue>().is_none());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn as_custom<T: Queue + 'static>(&self) -> Option<&T> {
+        match self {
+            // `(**q)`: the trait object, not the box (which is a
+            // `CustomQueue` too, and would downcast as itself).
+            AnyQueue::DynQueue(q) => (**q).as_any().downcast_ref::<T>(),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AnyQueue {
