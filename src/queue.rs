@@ -44,8 +44,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use enum_dispatch::enum_dispatch;
-
 use crate::classes::Catalog;
 use crate::clock::Clock;
 use crate::error::Error;
@@ -235,7 +233,6 @@ pub struct QueueContext {
 /// `get` and `post` are the hot path: bounded time, no blocking, no
 /// allocation, callable from many threads at once. The hooks run on the
 /// configuration path and may block, allocate and fail.
-#[enum_dispatch]
 pub trait Queue: Send + Sync {
     /// Reserves room for one event, or returns `None` at once when there is
     /// none. A queue that returns `None` counts the event as dropped.

@@ -17,7 +17,6 @@ pub mod udp;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
-use enum_dispatch::enum_dispatch;
 
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
@@ -25,26 +24,72 @@ pub use fixed::{Fixed, FixedParams, FixedQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
-/// Every queue a tracer can hold: the built-ins by value, a user-defined
-/// queue boxed.
-// The built-ins are stored inline (no pointer to chase on the hot path); their
-// producer indexes are cache-line padded, hence the size differences.
-#[allow(clippy::large_enum_variant)]
-#[enum_dispatch(Queue)]
-#[repr(u8)]
-pub enum AnyQueue {
-    /// Discards and counts.
-    DummyQueue,
-    /// Keeps the first N events.
-    FixedQueue,
-    /// Keeps the last N events.
-    CircularQueue,
-    /// Drains to a file in the background.
-    OnlineQueue,
-    /// Streams to a receiver over UDP.
-    UdpQueue,
-    /// A user-defined queue type.
-    DynQueue,
+/// Declares [`AnyQueue`] with one variant per queue kind (each holding the
+/// type of its name), `From` for each, and `Queue` for the enum: one `match`
+/// per call, every arm a direct, inlinable call. (A `macro_rules!` rather
+/// than the `enum_dispatch` proc-macro crate: the same code, without
+/// compiling `syn` for the library.)
+macro_rules! any_queue {
+    ($(#[$meta:meta])* pub enum AnyQueue { $($(#[$vmeta:meta])* $variant:ident,)* }) => {
+        $(#[$meta])*
+        pub enum AnyQueue {
+            $($(#[$vmeta])* $variant($variant),)*
+        }
+
+        $(
+            impl From<$variant> for AnyQueue {
+                fn from(queue: $variant) -> Self {
+                    AnyQueue::$variant(queue)
+                }
+            }
+        )*
+
+        impl Queue for AnyQueue {
+            #[inline]
+            fn get(&self) -> Option<Reservation> {
+                match self { $(AnyQueue::$variant(q) => q.get(),)* }
+            }
+            #[inline]
+            fn post(&self, reservation: Reservation, event: &Event) {
+                match self { $(AnyQueue::$variant(q) => q.post(reservation, event),)* }
+            }
+            fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+                match self { $(AnyQueue::$variant(q) => q.activate(ctx),)* }
+            }
+            fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+                match self { $(AnyQueue::$variant(q) => q.terminate(ctx),)* }
+            }
+            fn counters(&self) -> QueueCounters {
+                match self { $(AnyQueue::$variant(q) => q.counters(),)* }
+            }
+            fn status(&self) -> QueueStatus {
+                match self { $(AnyQueue::$variant(q) => q.status(),)* }
+            }
+        }
+    };
+}
+
+any_queue! {
+    /// Every queue a tracer can hold: the built-ins by value, a user-defined
+    /// queue boxed.
+    // The built-ins are stored inline (no pointer to chase on the hot path); their
+    // producer indexes are cache-line padded, hence the size differences.
+    #[allow(clippy::large_enum_variant)]
+    #[repr(u8)]
+    pub enum AnyQueue {
+        /// Discards and counts.
+        DummyQueue,
+        /// Keeps the first N events.
+        FixedQueue,
+        /// Keeps the last N events.
+        CircularQueue,
+        /// Drains to a file in the background.
+        OnlineQueue,
+        /// Streams to a receiver over UDP.
+        UdpQueue,
+        /// A user-defined queue type.
+        DynQueue,
+    }
 }
 
 impl AnyQueue {
@@ -177,15 +222,4 @@ pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error
     tracer.register_queue_type(Online)?;
     tracer.register_queue_type(Udp)?;
     Ok(())
-}
-
-// Silence "unused import" for items enum_dispatch's generated code uses.
-#[allow(dead_code)]
-fn _uses(
-    _: &Event,
-    _: &QueueContext,
-    _: QueueStatus,
-    _: Option<Reservation>,
-    _: Result<(), Error>,
-) {
 }
