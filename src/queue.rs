@@ -284,7 +284,7 @@ pub trait QueueType: Send + Sync + 'static {
 /// [`AnyQueue::as_custom`] can give a user-defined queue back as its own type.
 /// Every `Queue + 'static` type implements it: there is nothing to write.
 pub trait CustomQueue: Queue + std::any::Any {
-    /// `self`, to downcast with [`downcast_ref`](std::any::Any::downcast_ref).
+    /// `self`, to downcast with `<dyn Any>::downcast_ref`.
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
