@@ -1,16 +1,18 @@
 //! Error messages name API that exists.
 //!
 //! - The `Display` text of every error whose message names a function, a type
-//!   or a range is pinned here, byte for byte.
-//! - `messages_name_only_real_api` reads every string literal of the library
-//!   and of the command-line tool (comments are skipped), picks out what looks
-//!   like an API name — a path with `::`, a name followed by `(`, a
-//!   `snake_case` word — and a command-line flag (`--name`), and fails when
-//!   one of them is not in [`api_names`] (each entry there is a compile-time
-//!   use of the item it names, so the list cannot hold a name that does not
-//!   exist) or, for a flag, is not in the `--help` of the tool's subcommands.
-//!   A new message that names a function, type or flag that does not exist
-//!   fails this test.
+//!   or a range is pinned here, byte for byte (`CtfOptions::packet_bytes` in
+//!   `src/export/ctf.rs`, catalog fragments in `src/wire/datagram.rs`).
+//! - `messages_name_only_real_api` reads every string literal under `src/`
+//!   that reads as a message (comments skipped; single words and CTF
+//!   metadata are not messages), picks out what looks like an API name — a
+//!   path with `::`, a name followed by `(`, a `snake_case` word — and every
+//!   command-line flag (`--name`), and fails when a name is not in
+//!   [`api_names`] (each entry there is a compile-time use of the item it
+//!   names, so the list cannot hold a name that does not exist), when a flag
+//!   is not in the `--help` of the tool's subcommands, or when the library
+//!   (outside `src/bin/`) names a flag at all. A new message that names a
+//!   function, type or flag that does not exist fails this test.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -145,6 +147,24 @@ fn events_and_classes_out_of_range_in_one_range_notation() {
     assert!(e.to_string().contains("events 0x0000 to 0x0017;"), "{e}");
     let e = t.notrace_class(ClassId(6)).unwrap_err();
     assert!(e.to_string().contains("classes 0 to 5;"), "{e}");
+}
+
+#[test]
+fn second_registration_and_empty_class_name_real_calls() {
+    let t = Tracer::new();
+    let e = t.register_queue_type(Dummy).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "queue type `dummy` is already registered: register each type once (built-in types \
+         are registered by Tracer::new)"
+    );
+    let e = t
+        .define_class(ClassSpec::new("empty", "no events"))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "class \"empty\" has no events: add at least one with ClassSpec::event"
+    );
 }
 
 #[test]
