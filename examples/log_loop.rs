@@ -160,6 +160,7 @@ fn main() -> ExitCode {
                 FixedParams {
                     capacity: CAPACITY,
                     file: None,
+                    ring: qtrace::queues::RingStorage::Memory,
                 },
                 true,
             ),

@@ -154,6 +154,7 @@ fn a_full_disk_when_circular_and_fixed_queues_save_is_reported_and_nothing_count
         .create_queue::<Fixed>(FixedParams {
             capacity: 16,
             file: Some("/dev/full".into()),
+            ring: Default::default(),
         })
         .unwrap();
     tracer.assign_event(user::USER0, c).unwrap();
@@ -317,6 +318,7 @@ fn a_clock_going_backwards_is_recorded_as_read_and_read_back_unchanged() {
             capacity: 4,
             file: None,
             shards: 0,
+            ring: Default::default(),
         })
         .unwrap();
     let o = tracer

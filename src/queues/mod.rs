@@ -1,13 +1,16 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
+pub(crate) mod backing;
 pub mod circular;
 pub mod dummy;
 pub(crate) mod feed;
 pub mod fixed;
 pub mod online;
 pub(crate) mod producer_cache;
+pub mod recover;
 pub mod ring;
+pub mod ring_file;
 mod save;
 pub(crate) mod sender;
 pub(crate) mod shard;
@@ -23,6 +26,7 @@ pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
+pub use ring_file::RingStorage;
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Every queue a tracer can hold: the built-ins by value, a user-defined
