@@ -71,8 +71,10 @@ impl<T> std::ops::Deref for Padded<T> {
 
 /// One record's storage: a sequence word and the record as four words, in one
 /// 64-byte cache line.
+/// `repr(C)`: the layout is part of the ring file format (FORMAT.md
+/// section 3: the sequence word first, then the record's words).
 #[derive(Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub(crate) struct Slot {
     pub(crate) seq: AtomicU64,
     pub(crate) words: [AtomicU64; 4],
@@ -318,6 +320,8 @@ const _: () = {
     assert!(std::mem::offset_of!(OverwriteRing, dropped) == crate::queues::ring_file::DROPPED_AT);
     assert!(std::mem::size_of::<OverwriteRing>() <= crate::queues::ring_file::CTL_BYTES);
     assert!(std::mem::size_of::<Slot>() == crate::queues::ring_file::SLOT_BYTES);
+    assert!(std::mem::offset_of!(Slot, seq) == 0);
+    assert!(std::mem::offset_of!(Slot, words) == 8);
 };
 
 /// An [`OverwriteRing`]'s or [`DropRing`]'s counters (see
