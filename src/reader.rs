@@ -40,6 +40,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -47,6 +48,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use crate::classes::{Catalog, ClassInfo};
+use crate::wire::close::{close_part, hoops_lost, CloseRecord, CLOSE_RUN_LEN};
 use crate::wire::header::{self, FIXED_LEN};
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
@@ -173,7 +175,86 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64) -> Result<usize, R
     Ok(n)
 }
 
+/// Whether a trace file is complete, known once it has been read to its end
+/// ([`TraceReader::completeness`]). FORMAT.md 1.5 specifies the close run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Completeness {
+    /// The file ends with a well-formed close run whose record and loss
+    /// counts agree with the file: nothing is missing beyond what its hoops
+    /// records state.
+    Complete(CloseRecord),
+    /// The file ends with a well-formed close run, but the run's part 3
+    /// disagrees with what was read (`records` records stating `lost` lost
+    /// events): records were removed or added after writing.
+    Mismatch {
+        /// The close run as written.
+        close: CloseRecord,
+        /// Records read before the run.
+        records: u64,
+        /// Lost events stated by the hoops records read.
+        lost: u64,
+    },
+    /// The header says the writer closes its files, and this one has no
+    /// close run at its end: the writer stopped (crash, kill, full disk)
+    /// before closing it. Events after the cut are lost without a count.
+    Cut {
+        /// Records read before the cut (events, hoops, stray control records).
+        records: u64,
+        /// Events known lost before the cut (the sum of the hoops records).
+        lost: u64,
+    },
+    /// The file was written before close runs existed (header flag bit 0
+    /// clear): whether it is complete cannot be known.
+    Unknown,
+}
+
+impl Completeness {
+    /// `Some(true)` when complete, `Some(false)` when cut short or its close
+    /// run disagrees with it, `None` when unknown (an old file).
+    pub fn is_complete(&self) -> Option<bool> {
+        match self {
+            Completeness::Complete(_) => Some(true),
+            Completeness::Mismatch { .. } | Completeness::Cut { .. } => Some(false),
+            Completeness::Unknown => None,
+        }
+    }
+}
+
+impl fmt::Display for Completeness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Completeness::Complete(c) => write!(
+                f,
+                "complete (closed; queue accepted {}, dropped {}, overwritten {}, delivered {})",
+                c.totals.accepted, c.totals.dropped, c.totals.overwritten, c.totals.delivered
+            ),
+            Completeness::Mismatch {
+                close,
+                records,
+                lost,
+            } => write!(
+                f,
+                "damaged: its close record says {} records stating {} lost events, the file holds {records} records stating {lost}",
+                close.records, close.lost
+            ),
+            Completeness::Cut { records, lost } => write!(
+                f,
+                "CUT SHORT: no close record after {records} records; {lost} events known lost before the cut, events after it lost without a count"
+            ),
+            Completeness::Unknown => {
+                write!(f, "completeness unknown (written before close records)")
+            }
+        }
+    }
+}
+
 /// A trace file being read: its header, then its events as an iterator.
+///
+/// The close run that ends a complete file is not yielded; after the last
+/// event, [`TraceReader::completeness`] says whether the file was complete.
+/// A record with id 0 and flag bit 15 that is not part of a well-formed
+/// final close run is yielded as it is (a stray control record).
 #[derive(Debug)]
 pub struct TraceReader<R = BufReader<File>> {
     source: R,
@@ -182,6 +263,14 @@ pub struct TraceReader<R = BufReader<File>> {
     offset: u64,
     done: bool,
     path: Option<PathBuf>,
+    /// Close-run candidates read but not yet yielded.
+    held: Vec<Event>,
+    /// Records to yield before reading on (stray candidates), then an error.
+    release: VecDeque<Event>,
+    error: Option<ReadError>,
+    records: u64,
+    lost: u64,
+    completeness: Option<Completeness>,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -227,7 +316,32 @@ impl<R: Read> TraceReader<R> {
             offset: len as u64,
             done: false,
             path: None,
+            held: Vec::with_capacity(CLOSE_RUN_LEN),
+            release: VecDeque::new(),
+            error: None,
+            records: 0,
+            lost: 0,
+            completeness: None,
         })
+    }
+
+    /// Whether the file is complete: `None` until the iterator has ended
+    /// (all records read, or an error), then what the end of the file says.
+    /// A file that ends inside a record, or cannot be read on, is
+    /// [`Completeness::Cut`] when its writer closes its files.
+    pub fn completeness(&self) -> Option<Completeness> {
+        self.completeness
+    }
+
+    /// Records yielded so far (events, hoops records, stray control records;
+    /// not the final close run).
+    pub fn records_read(&self) -> u64 {
+        self.records
+    }
+
+    /// Lost events stated by the hoops records yielded so far (saturating).
+    pub fn lost_read(&self) -> u64 {
+        self.lost
     }
 
     /// The file's header.
@@ -288,22 +402,111 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+/// Whether `held` can begin a close run: parts 1, 2, … in order, exact
+/// flags, the tracer's source, one time.
+fn run_prefix(held: &[Event]) -> bool {
+    held.iter().enumerate().all(|(i, e)| {
+        close_part(e) == Some(i as u16 + 1)
+            && e.flags == crate::wire::close::CLOSE_RECORD_FLAG | (i as u16 + 1)
+            && e.source == crate::wire::close::CLOSE_SOURCE
+            && e.time == held[0].time
+    })
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Takes one record read from the file: holds it when it may belong to
+    /// the final close run, otherwise queues it (and any held records, now
+    /// known stray) for yielding.
+    fn take(&mut self, e: Event) {
+        if self.header.closes() && close_part(&e).is_some() && self.held.len() < CLOSE_RUN_LEN {
+            self.held.push(e);
+            if run_prefix(&self.held) {
+                return;
+            }
+            // Not a run: everything held is stray, except the newest record
+            // when it may start a run of its own.
+            let last = self.held.pop().expect("just pushed");
+            self.release.extend(self.held.drain(..));
+            if run_prefix(std::slice::from_ref(&last)) {
+                self.held.push(last);
+            } else {
+                self.release.push_back(last);
+            }
+            return;
+        }
+        if !self.held.is_empty() {
+            // A record after a (partial) run: the run was not final.
+            self.release.extend(self.held.drain(..));
+            self.take(e);
+            return;
+        }
+        self.release.push_back(e);
+    }
+
+    /// The end of the records (or an error): settles the completeness.
+    fn end(&mut self, clean_end: bool) {
+        self.done = true;
+        let run: Option<CloseRecord> = if clean_end && self.held.len() == CLOSE_RUN_LEN {
+            let run: [Event; CLOSE_RUN_LEN] = [self.held[0], self.held[1], self.held[2]];
+            CloseRecord::from_records(&run)
+        } else {
+            None
+        };
+        if run.is_some() {
+            self.held.clear();
+        } else {
+            self.release.extend(self.held.drain(..));
+        }
+        // The records still to be yielded count toward what the file holds.
+        let (mut records, mut lost) = (self.records, self.lost);
+        for e in &self.release {
+            records += 1;
+            if let Some(n) = hoops_lost(e) {
+                lost = lost.saturating_add(n);
+            }
+        }
+        self.completeness = Some(match (self.header.closes(), run) {
+            (false, _) => Completeness::Unknown,
+            (true, Some(close)) if close.records == records && close.lost == lost => {
+                Completeness::Complete(close)
+            }
+            (true, Some(close)) => Completeness::Mismatch {
+                close,
+                records,
+                lost,
+            },
+            (true, None) => Completeness::Cut { records, lost },
+        });
+    }
+
+    fn yield_released(&mut self) -> Option<Event> {
+        let e = self.release.pop_front()?;
+        self.records += 1;
+        if let Some(n) = hoops_lost(&e) {
+            self.lost = self.lost.saturating_add(n);
+        }
+        Some(e)
+    }
+}
+
 impl<R: Read> Iterator for TraceReader<R> {
     type Item = Result<Event, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_event() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => {
-                self.done = true;
-                None
+        loop {
+            if let Some(e) = self.yield_released() {
+                return Some(Ok(e));
             }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e.with_path(&self.path)))
+            if self.done {
+                return self.error.take().map(Err);
+            }
+            match self.next_event() {
+                Ok(Some(e)) => self.take(e),
+                Ok(None) => self.end(true),
+                Err(e) => {
+                    self.error = Some(e.with_path(&self.path));
+                    self.end(false);
+                }
             }
         }
     }

@@ -5,9 +5,9 @@ use proptest::prelude::*;
 use qtrace::classes::{Catalog, ClassId, ClassInfo, ClassSpec, EventInfo};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::QueueHandle;
-use qtrace::reader::{ReadError, TraceReader, SUPPORTED_VERSIONS};
+use qtrace::reader::{Completeness, ReadError, TraceReader, SUPPORTED_VERSIONS};
 use qtrace::wire::datagram::{self, CatalogAssembler, DatagramKind, DatagramView};
-use qtrace::wire::{TraceHeader, TraceWriter, WireError};
+use qtrace::wire::{CloseRecord, QueueTotals, TraceHeader, TraceWriter, WireError};
 use qtrace::{Event, EventId};
 
 /// The hex dump after `<!-- example:NAME -->` in FORMAT.md.
@@ -360,7 +360,8 @@ fn unknown_flags_padding_and_ids_are_ignored_but_kept() {
     file[0xb8 + 8..0xb8 + 10].copy_from_slice(&[0x12, 0x34]); // an id the table lacks
     let (header, events, error) = read_all(&file).unwrap();
     assert!(error.is_none());
-    assert_eq!(header, example_header());
+    // Bit 0 is known (the writer closes its files); the others are ignored.
+    assert_eq!(header, example_header().with_close_run(true));
     assert_eq!(events[0].flags, 0x8001);
     assert_eq!(events[1].id, EventId(0x1234));
 }
@@ -672,4 +673,186 @@ fn read_trace_stops_when_asked_and_reports_damage_after_the_good_events() {
     let missing = read_trace(dir.join("missing.qtr"), |_| ControlFlow::Continue(())).unwrap_err();
     assert!(matches!(missing, ReadError::Open { .. }));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn closed_example_file() -> Vec<u8> {
+    let header = example_header().with_close_run(true);
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    w.write_events(&example_events()).unwrap();
+    assert_eq!((w.events_written(), w.lost_written()), (2, 3));
+    w.finish_with_close(
+        3000,
+        QueueTotals {
+            accepted: 1,
+            dropped: 3,
+            overwritten: 0,
+            delivered: 1,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn closed_file_is_byte_exact_with_format_md() {
+    let expected = format_md_example("closed");
+    assert_eq!(expected.len(), 312);
+    assert_eq!(closed_example_file(), expected);
+    // Only byte 0x0f differs from the unclosed example before the run.
+    let plain = format_md_example("file");
+    assert_eq!(&expected[..15], &plain[..15]);
+    assert_eq!((expected[15], plain[15]), (1, 0));
+    assert_eq!(&expected[16..216], &plain[16..]);
+
+    let mut reader = TraceReader::new(&expected[..]).unwrap();
+    assert!(reader.header().closes());
+    assert_eq!(reader.completeness(), None, "unknown before the end");
+    let events: Vec<Event> = reader.by_ref().map(Result::unwrap).collect();
+    assert_eq!(events, example_events(), "the close run is not yielded");
+    let close = CloseRecord::new(
+        3000,
+        QueueTotals {
+            accepted: 1,
+            dropped: 3,
+            overwritten: 0,
+            delivered: 1,
+        },
+        2,
+        3,
+    );
+    assert_eq!(reader.completeness(), Some(Completeness::Complete(close)));
+    assert_eq!((reader.records_read(), reader.lost_read()), (2, 3));
+}
+
+fn completeness_of(bytes: &[u8]) -> (Vec<Event>, Option<ReadError>, Completeness) {
+    let mut reader = TraceReader::new(bytes).unwrap();
+    let mut events = Vec::new();
+    let mut error = None;
+    for e in reader.by_ref() {
+        match e {
+            Ok(e) => events.push(e),
+            Err(e) => error = Some(e),
+        }
+    }
+    (events, error, reader.completeness().unwrap())
+}
+
+#[test]
+fn a_closed_file_cut_anywhere_in_its_close_run_reads_as_cut() {
+    let full = format_md_example("closed");
+    for cut in 216..312 {
+        let (events, error, c) = completeness_of(&full[..cut]);
+        // Whole close-run records before the cut are shown as stray records.
+        let whole = (cut - 216) / 32;
+        assert_eq!(events.len(), 2 + whole, "cut at {cut}");
+        assert_eq!(&events[..2], &example_events());
+        assert_eq!(error.is_some(), (cut - 216) % 32 != 0, "cut at {cut}");
+        assert_eq!(
+            c,
+            Completeness::Cut {
+                records: 2 + whole as u64,
+                lost: 3
+            },
+            "cut at {cut}"
+        );
+        assert_eq!(c.is_complete(), Some(false));
+    }
+    // Cut inside the events: the hoops record seen so far is what is known lost.
+    let (events, _, c) = completeness_of(&full[..200]);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        c,
+        Completeness::Cut {
+            records: 1,
+            lost: 0
+        }
+    );
+}
+
+#[test]
+fn old_files_read_with_completeness_unknown() {
+    let (events, error, c) = completeness_of(&format_md_example("file"));
+    assert_eq!(events, example_events());
+    assert!(error.is_none());
+    assert_eq!(c, Completeness::Unknown);
+    assert_eq!(c.is_complete(), None);
+    // The closed file with its flag cleared: the run is shown as records.
+    let mut cleared = format_md_example("closed");
+    cleared[15] = 0;
+    let (events, _, c) = completeness_of(&cleared);
+    assert_eq!(events.len(), 5);
+    assert_eq!(c, Completeness::Unknown);
+}
+
+#[test]
+fn a_close_run_that_disagrees_with_the_file_is_a_mismatch() {
+    let mut bytes = format_md_example("closed");
+    // Part 3 claims 5 records.
+    bytes[0x137 - 8] = 5;
+    let (events, _, c) = completeness_of(&bytes);
+    assert_eq!(events, example_events());
+    match c {
+        Completeness::Mismatch {
+            close,
+            records,
+            lost,
+        } => {
+            assert_eq!((close.records, close.lost, records, lost), (5, 3, 2, 3));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.is_complete(), Some(false));
+}
+
+#[test]
+fn stray_control_records_are_yielded_and_counted() {
+    let header = example_header().with_close_run(true);
+    let run = CloseRecord::new(50, QueueTotals::default(), 0, 0).to_records();
+    let tick = Event::new(60, EventId(2), 0, [1, 0]);
+    let bad_part = Event {
+        flags: 0x8007,
+        ..run[0]
+    };
+    // A whole run in the middle, a part out of order, then a real final run.
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    w.write_events(&run).unwrap();
+    w.write_event(&tick).unwrap();
+    w.write_events(&[run[1], bad_part, run[0]]).unwrap();
+    let bytes = w.finish_with_close(70, QueueTotals::default()).unwrap();
+    let (events, error, c) = completeness_of(&bytes);
+    assert!(error.is_none());
+    assert_eq!(
+        events,
+        vec![run[0], run[1], run[2], tick, run[1], bad_part, run[0]]
+    );
+    match c {
+        Completeness::Complete(close) => assert_eq!((close.records, close.time), (7, 70)),
+        other => panic!("{other:?}"),
+    }
+    // A run followed by one more record is not final: the file is cut.
+    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    w.write_events(&run).unwrap();
+    w.write_event(&tick).unwrap();
+    let bytes = w.finish().unwrap();
+    let (events, _, c) = completeness_of(&bytes);
+    assert_eq!(events, vec![run[0], run[1], run[2], tick]);
+    assert_eq!(
+        c,
+        Completeness::Cut {
+            records: 4,
+            lost: 0
+        }
+    );
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_after_a_closing_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let mut bytes = closed_example_file()[..216].to_vec();
+        bytes.extend_from_slice(&tail);
+        let mut reader = TraceReader::new(&bytes[..]).unwrap();
+        let n = reader.by_ref().filter(|r| r.is_ok()).count() as u64;
+        let c = reader.completeness().unwrap();
+        prop_assert_eq!(reader.records_read(), n);
+        prop_assert!(c.is_complete().is_some());
+    }
 }

@@ -172,7 +172,8 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
         be16(self.b(), field::VERSION)
     }
 
-    /// Header flags (0 in version 1; readers ignore bits they do not know).
+    /// Header flags: bit 0 is [`CLOSES_FLAG`](super::close::CLOSES_FLAG);
+    /// readers ignore bits they do not know.
     pub fn flags(&self) -> u16 {
         be16(self.b(), field::FLAGS)
     }
@@ -223,6 +224,7 @@ pub struct TraceHeader {
     process_id: u32,
     queue: Option<(QueueHandle, String)>,
     catalog: Catalog,
+    closes: bool,
 }
 
 fn bad(field: &'static str, reason: impl Into<String>) -> Error {
@@ -263,6 +265,7 @@ impl TraceHeader {
             process_id: std::process::id(),
             queue: None,
             catalog,
+            closes: false,
         }
     }
 
@@ -274,6 +277,7 @@ impl TraceHeader {
         if validate_name("queue type", name).is_ok() && ctx.handle.0 != NO_QUEUE {
             h.queue = Some((ctx.handle, name.to_string()));
         }
+        h.closes = true;
         h
     }
 
@@ -330,6 +334,22 @@ impl TraceHeader {
     pub fn without_queue(mut self) -> Self {
         self.queue = None;
         self
+    }
+
+    /// Sets or clears header flag bit 0, [`CLOSES_FLAG`](super::close::CLOSES_FLAG):
+    /// "this writer closes its files". A file with the flag that does not
+    /// end with a close run ([`TraceWriter::finish_with_close`](super::TraceWriter::finish_with_close))
+    /// reads as cut short. [`TraceHeader::for_queue`] sets it;
+    /// [`TraceHeader::new`] does not.
+    pub fn with_close_run(mut self, closes: bool) -> Self {
+        self.closes = closes;
+        self
+    }
+
+    /// Whether the file's writer closes it with a close run (header flag
+    /// bit 0); `false` for files from writers before close runs existed.
+    pub fn closes(&self) -> bool {
+        self.closes
     }
 
     /// Replaces the class table.
@@ -406,7 +426,12 @@ impl TraceHeader {
         out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
         out.extend_from_slice(&BYTE_ORDER_MARK.to_be_bytes());
         out.extend_from_slice(&RECORD_SIZE.to_be_bytes());
-        out.extend_from_slice(&0u16.to_be_bytes());
+        let flags = if self.closes {
+            super::close::CLOSES_FLAG
+        } else {
+            0
+        };
+        out.extend_from_slice(&flags.to_be_bytes());
         out.extend_from_slice(&(len as u32).to_be_bytes());
         out.extend_from_slice(&self.process_id.to_be_bytes());
         out.extend_from_slice(&self.clock_origin_unix_ns.to_be_bytes());
@@ -487,6 +512,7 @@ impl TraceHeader {
                 process_id: view.process_id(),
                 queue,
                 catalog,
+                closes: view.flags() & super::close::CLOSES_FLAG != 0,
             })
         })();
         // The view holds the whole header (its length field says how long it

@@ -8,6 +8,7 @@
 //! - [`catalog`]: the class/event table, shared by file headers and datagrams.
 //! - [`header`]: the trace-file header ([`TraceHeader`]).
 //! - [`datagram`]: the UDP datagram.
+//! - [`close`]: the close run that ends a complete trace file.
 //! - [`TraceWriter`] and [`create_trace_file`] write trace files; the
 //!   [reader](crate::reader) reads them.
 //!
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod close;
 mod cursor;
 pub mod datagram;
 mod error;
@@ -23,6 +25,7 @@ pub mod header;
 pub mod record;
 mod writer;
 
+pub use close::{CloseRecord, QueueTotals};
 pub use error::WireError;
 pub use header::{HeaderView, TraceHeader, FORMAT_VERSION, SUPPORTED_VERSIONS};
 pub use writer::{create_trace_file, TraceWriter};

@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use super::close::{hoops_lost, CloseRecord, QueueTotals, CLOSE_RUN_LEN};
 use super::record::{self, RECORD_LEN};
 use super::TraceHeader;
 use crate::error::Error;
@@ -34,13 +35,18 @@ const BATCH: usize = 128;
 pub struct TraceWriter<W: Write> {
     sink: W,
     events: u64,
+    lost: u64,
 }
 
 impl<W: Write> TraceWriter<W> {
     /// Writes `header` to `sink` and returns a writer for the records.
     pub fn new(mut sink: W, header: &TraceHeader) -> io::Result<Self> {
         sink.write_all(&header.to_bytes())?;
-        Ok(TraceWriter { sink, events: 0 })
+        Ok(TraceWriter {
+            sink,
+            events: 0,
+            lost: 0,
+        })
     }
 
     /// Appends one record.
@@ -49,6 +55,7 @@ impl<W: Write> TraceWriter<W> {
         record::emit(event, &mut buf);
         self.sink.write_all(&buf)?;
         self.events += 1;
+        self.count_lost(event);
         Ok(())
     }
 
@@ -62,13 +69,59 @@ impl<W: Write> TraceWriter<W> {
             let n = record::emit_all(chunk, &mut buf);
             self.sink.write_all(&buf[..n])?;
             self.events += chunk.len() as u64;
+            chunk.iter().for_each(|e| self.count_lost(e));
         }
         Ok(())
     }
 
-    /// Records written so far.
+    fn count_lost(&mut self, event: &Event) {
+        if let Some(n) = hoops_lost(event) {
+            self.lost = self.lost.saturating_add(n);
+        }
+    }
+
+    /// Records written so far (events and hoops records).
     pub fn events_written(&self) -> u64 {
         self.events
+    }
+
+    /// Events lost as stated by the hoops records written so far (the sum of
+    /// their `arg0`, saturating).
+    pub fn lost_written(&self) -> u64 {
+        self.lost
+    }
+
+    /// Ends the trace with a close run (FORMAT.md 1.5) stamped `time` and
+    /// carrying the writing queue's final `totals`, plus the records written
+    /// and the loss they state; then flushes and hands back the sink. The
+    /// header should have [`TraceHeader::closes`] set (as
+    /// [`TraceHeader::for_queue`] does), so that a file without the run reads
+    /// as cut short.
+    ///
+    /// ```
+    /// use qtrace::classes::Catalog;
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::{Completeness, TraceReader};
+    /// use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+    ///     .with_close_run(true);
+    /// let w = TraceWriter::new(Vec::new(), &header)?;
+    /// let bytes = w.finish_with_close(9, QueueTotals::default())?;
+    /// let mut r = TraceReader::new(&bytes[..])?;
+    /// assert_eq!(r.by_ref().count(), 0); // the close run is not an event
+    /// assert!(matches!(r.completeness(), Some(Completeness::Complete(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The sink's error; the file is then cut short, which readers report.
+    pub fn finish_with_close(mut self, time: u64, totals: QueueTotals) -> io::Result<W> {
+        let close = CloseRecord::new(time, totals, self.events, self.lost);
+        let mut buf = [0u8; RECORD_LEN * CLOSE_RUN_LEN];
+        let n = record::emit_all(&close.to_records(), &mut buf);
+        self.sink.write_all(&buf[..n])?;
+        self.finish()
     }
 
     /// Flushes the sink.
