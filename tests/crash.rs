@@ -36,6 +36,7 @@ use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::queues::recover::{self, RecoveryCounts, UNREADABLE};
 use qtrace::queues::ring_file::RingImage;
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams, RingStorage};
+use qtrace::reader::Completeness;
 use qtrace::{Config, Event, Tracer};
 
 const CIRC: usize = 4096;
@@ -189,6 +190,26 @@ fn lost(events: &[Event]) -> u64 {
         .sum()
 }
 
+/// Writes the recovered trace and reads it back: the same records, and a
+/// complete file whose close run carries the counters.
+fn check_written(rec: &recover::Recovered, path: &Path) {
+    recover::write_trace(rec, path).unwrap();
+    let mut r = qtrace::reader::TraceReader::open(path).unwrap();
+    let back: Vec<Event> = r.by_ref().map(|e| e.unwrap()).collect();
+    assert_eq!(back, rec.events);
+    match r.completeness() {
+        Some(Completeness::Complete(close)) => {
+            let c = rec.counts;
+            assert_eq!(close.totals.accepted, c.accepted);
+            assert_eq!(close.totals.dropped, c.dropped);
+            assert_eq!(close.totals.overwritten, c.overwritten + c.unreadable);
+            assert_eq!(close.totals.delivered, c.recovered);
+            assert_eq!(close.lost, c.lost());
+        }
+        other => panic!("recovered trace not complete: {other:?}"),
+    }
+}
+
 fn check_equations(c: &RecoveryCounts, events: &[Event]) {
     assert_eq!(c.attempts, c.accepted + c.dropped, "{c:?}");
     assert_eq!(
@@ -229,6 +250,7 @@ fn check_circular(path: &Path) -> (u64, u64) {
     let image = RingImage::parse(&bytes).unwrap();
     let rec = recover::recover_bytes(&bytes).unwrap();
     check_equations(&rec.counts, &rec.events);
+    check_written(&rec, &path.with_extension("qtr"));
     // Time order.
     assert!(rec.events.windows(2).all(|w| w[0].time <= w[1].time));
     let threads = per_thread(&rec.events, user::USER0);
@@ -286,6 +308,7 @@ fn check_fixed(path: &Path) -> u64 {
     let rec = recover::recover_file(path).unwrap();
     let c = rec.counts;
     check_equations(&c, &rec.events);
+    check_written(&rec, &path.with_extension("qtr"));
     assert_eq!(c.overwritten, 0);
     assert_eq!(c.accepted, c.attempts.min(FIXED as u64));
     assert!(c.unreadable <= 2, "{c:?}");

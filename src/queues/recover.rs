@@ -8,7 +8,8 @@
 //! slot that was being written at the moment the process stopped a hoops
 //! record of 1 lost event marked [`UNREADABLE`] (bit 14 of its flags)
 //! instead of the torn record. Its counters ([`RecoveryCounts`]) satisfy the
-//! queues' equations exactly.
+//! queues' equations exactly, and the written trace ends with the close run
+//! that carries them ([`write_trace`]).
 //!
 //! ```no_run
 //! use qtrace::queues::recover;
@@ -26,7 +27,7 @@ use super::save::hoops;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::QueueHandle;
-use crate::wire::{create_trace_file, TraceHeader};
+use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
 
 /// Flag bit of a hoops record standing for a slot that was being written
 /// when the process stopped (its record would be torn, so it is not shown).
@@ -141,26 +142,34 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
     })
 }
 
-/// Writes `rec` as an ordinary trace file at `path`.
+/// Writes `rec` as an ordinary trace file at `path`, ending with the close
+/// run (FORMAT.md 1.5) that carries the recovered counters, so readers
+/// report it complete: everything the ring file can tell is in it, and what
+/// it cannot is stated by its hoops records. In the close run, the
+/// unreadable events count as overwritten (lost from the accepted ones:
+/// `accepted = delivered + overwritten`), and its time is the newest
+/// record's.
 ///
 /// # Errors
 ///
 /// [`Error::Io`] naming the path.
 pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), Error> {
     let path = path.as_ref();
-    let mut w = create_trace_file(path, &rec.header)?;
+    let header = rec.header.clone().with_close_run(true);
+    let mut w = create_trace_file(path, &header)?;
     w.write_events(&rec.events)
         .map_err(|e| Error::io("write recovered trace", path, e))?;
-    finish(w, &rec.counts).map_err(|e| Error::io("flush recovered trace", path, e))
-}
-
-/// Ends a recovered trace: where the close run (FORMAT.md) goes once the
-/// writer supports it, carrying `counts` as the queue's final counters.
-fn finish<W: std::io::Write>(
-    w: crate::wire::TraceWriter<W>,
-    _counts: &RecoveryCounts,
-) -> std::io::Result<()> {
-    w.finish().map(|_| ())
+    let c = rec.counts;
+    let totals = QueueTotals {
+        accepted: c.accepted,
+        dropped: c.dropped,
+        overwritten: c.overwritten + c.unreadable,
+        delivered: c.recovered,
+    };
+    let time = rec.events.iter().map(|e| e.time).max().unwrap_or(0);
+    w.finish_with_close(time, totals)
+        .map(|_| ())
+        .map_err(|e| Error::io("flush recovered trace", path, e))
 }
 
 /// One record of a ring, or a mark for an unreadable one.
