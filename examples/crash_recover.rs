@@ -32,10 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("--child") {
         child(Path::new(&args[2]));
     }
-    let dir = args
-        .get(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("qtrace-crash-{}", std::process::id())));
+    let dir = args.get(1).map(PathBuf::from).unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("qtrace-crash-{}", std::process::id()))
+    });
     std::fs::create_dir_all(&dir)?;
 
     // 1. The child logs; after 50 ms of logging it gets SIGKILL.
@@ -96,8 +95,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// The child: a circular queue in a ring file, two threads logging until
 /// killed.
 fn child(dir: &Path) -> ! {
-    let tracer: &'static Tracer =
-        Box::leak(Box::new(Tracer::with_config(Config::default().with_output_dir(dir))));
+    let tracer: &'static Tracer = Box::leak(Box::new(Tracer::with_config(
+        Config::default().with_output_dir(dir),
+    )));
     let q = tracer
         .create_queue::<Circular>(CircularParams {
             capacity: CAPACITY,
