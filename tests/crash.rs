@@ -1,7 +1,7 @@
 //! The recording outlives the crash: a child process logs at full speed
 //! from 2 threads into a file-backed circular queue (capacity `CIRC`) and a
 //! file-backed fixed queue (capacity `FIXED`), and dies at a random moment —
-//! SIGKILL, `abort()`, or a panic in a non-main thread (with a previous
+//! SIGKILL, `abort()`, SIGSEGV, or a panic in a non-main thread (with a previous
 //! panic hook that aborts, as `panic = "abort"` would). The parent recovers
 //! the ring files and checks, every run:
 //!
@@ -124,6 +124,20 @@ fn child_process() {
         "abort" => {
             std::thread::sleep(delay);
             std::process::abort();
+        }
+        "segv" => {
+            std::thread::sleep(delay);
+            // Death by SIGSEGV's default action, as after a wild pointer
+            // access (std's handler, there for stack overflows, restores the
+            // default and lets the access fault again; here it is restored
+            // first, as the access itself would be undefined behaviour).
+            // SAFETY: setting a signal's default action and raising it are
+            // sound at any point.
+            unsafe {
+                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+                libc::raise(libc::SIGSEGV);
+            }
+            unreachable!("SIGSEGV kills the process");
         }
         _ => std::thread::sleep(Duration::from_secs(60)), // until killed or aborted
     }
@@ -373,6 +387,11 @@ fn sigkill_at_a_random_moment() {
 #[test]
 fn abort_at_a_random_moment() {
     crash_runs("abort", 20_000);
+}
+
+#[test]
+fn segfault_at_a_random_moment() {
+    crash_runs("segv", 20_000);
 }
 
 #[test]

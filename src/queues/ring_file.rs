@@ -581,7 +581,7 @@ mod tests {
         file.resize(l.file_len as usize, 0);
         let img = RingImage::parse(&file).unwrap();
         assert_eq!((img.queue, img.rings.len()), (3, 1));
-        for n in (0..file.len()).step_by(61) {
+        for n in (0..file.len()).step_by(if cfg!(miri) { 1021 } else { 61 }) {
             let _ = RingImage::parse(&file[..n]);
         }
         for i in 0..HEADER_FIXED_LEN {
