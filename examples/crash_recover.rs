@@ -43,8 +43,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .arg(&dir)
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    while let Some(line) = lines.next() {
+    let lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    for line in lines {
         if line? == "logging" {
             break;
         }

@@ -184,7 +184,7 @@ fn run_child(mode: &str, delay_us: u64) -> tempfile::TempDir {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(
-        lines.any(|l| l.map_or(false, |l| l.contains(READY))),
+        lines.any(|l| l.is_ok_and(|l| l.contains(READY))),
         "the child did not start"
     );
     if mode == "kill" {

@@ -13,7 +13,7 @@
 //! and the parse reads both orders.
 
 use crate::event::Event;
-use crate::queues::backing::{round_up, PAGE};
+use crate::queues::backing::PAGE;
 use crate::wire::TraceHeader;
 
 /// The first 8 bytes of a ring file.
@@ -119,6 +119,12 @@ const MAX_CAPACITY: u64 = 1 << 32;
 /// The most shard blocks a ring file may declare.
 const MAX_SHARD_BLOCKS: u64 = 256;
 
+/// `n` rounded up to a page, `None` on overflow.
+fn page_up(n: usize) -> Option<u64> {
+    let up = n.checked_add(PAGE - 1)? & !(PAGE - 1);
+    u64::try_from(up).ok()
+}
+
 /// Where everything is in a ring file of a given shape (all offsets in
 /// bytes from the start of the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +158,7 @@ impl RingLayout {
         shard_blocks: u64,
         shard_capacity: u64,
     ) -> Option<RingLayout> {
-        let header_len = round_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?, PAGE) as u64;
+        let header_len = page_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?)?;
         let slots_at = header_len.checked_add(CTL_BYTES as u64)?;
         let shards_at = slots_at.checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?;
         let records_at = shards_at.checked_add(shard_blocks.checked_mul(SHARD_BYTES as u64)?)?;
@@ -175,7 +181,7 @@ impl RingLayout {
 
     /// A fixed queue's layout; `None` if it overflows.
     pub fn fixed(trace_header_len: usize, capacity: u64) -> Option<RingLayout> {
-        let header_len = round_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?, PAGE) as u64;
+        let header_len = page_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?)?;
         let slots_at = header_len.checked_add(CTL_BYTES as u64)?;
         let end = slots_at.checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?;
         Some(RingLayout {
@@ -428,7 +434,9 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout) -> Vec<RingContents> {
         if seq == 0 {
             continue; // never written
         }
-        let ticket = (seq >> 2) - 1;
+        let Some(ticket) = (seq >> 2).checked_sub(1) else {
+            continue; // no ticket: corrupt, and nothing to place
+        };
         let state = seq & MP_STATE_MASK;
         if ticket & mask != i || ticket >= mp.attempts || state == MP_BUSY || state == 3 {
             mp.unreadable
@@ -444,7 +452,10 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout) -> Vec<RingContents> {
     mp.unreadable.dedup();
     // More unreadable tickets than missing ones would make the counts
     // inconsistent: only a corrupt file has them.
-    let missing = mp.attempts - mp.dropped.min(mp.attempts) - mp.records.len() as u64;
+    let missing = mp
+        .attempts
+        .saturating_sub(mp.dropped)
+        .saturating_sub(mp.records.len() as u64);
     mp.unreadable
         .truncate(missing.min(mp.unreadable.len() as u64) as usize);
     let mut rings = vec![mp];
@@ -567,6 +578,45 @@ mod tests {
             RingImage::parse(&h).unwrap_err(),
             RingFileError::Header("capacity out of range")
         );
+    }
+
+    #[test]
+    fn garbage_rings_never_panic_and_stay_bounded() {
+        let th = crate::wire::TraceHeader::new(
+            crate::classes::Catalog::builtin(),
+            &crate::clock::Clock::manual(&crate::clock::ManualClock::new(0)),
+        )
+        .to_bytes();
+        for kind in [KIND_CIRCULAR, KIND_FIXED] {
+            let l = if kind == KIND_CIRCULAR {
+                RingLayout::circular(th.len(), 8, 2, 8).unwrap()
+            } else {
+                RingLayout::fixed(th.len(), 8).unwrap()
+            };
+            let mut file = l.header_bytes(0, &th);
+            file.resize(l.file_len as usize, 0);
+            let body = l.header_len as usize;
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for round in 0..200 {
+                let mut f = file.clone();
+                for w in f[body..].chunks_exact_mut(8) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Small values half the time, so states and tickets
+                    // look plausible.
+                    let v = if round % 2 == 0 { x % 40 } else { x };
+                    w.copy_from_slice(&v.to_ne_bytes());
+                }
+                let img = RingImage::parse(&f).unwrap();
+                let rec = crate::queues::recover::recover_bytes(&f).unwrap();
+                assert!(rec.counts.recovered <= rec.counts.attempts);
+                for r in &img.rings {
+                    assert!(r.records.len() as u64 <= r.attempts);
+                    assert!(r.unreadable.len() <= 8);
+                }
+            }
+        }
     }
 
     #[test]
