@@ -522,6 +522,9 @@ impl Tracer {
     /// Logging afterwards is a no-op; configuration calls are
     /// [`Error::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.
+    ///
+    /// A tracer dropped without this call runs it from its `Drop` (for every
+    /// queue type alike) and discards the report.
     pub fn shutdown(&self) -> Result<ShutdownReport, Error> {
         let mut r = self.registry.lock();
         r.require_running("shut down")?;
