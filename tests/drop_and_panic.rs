@@ -128,3 +128,30 @@ fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
     drop(quiet);
     let _ = std::panic::take_hook();
 }
+
+#[test]
+fn a_ring_file_left_by_a_crash_is_kept_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let ring = dir.path().join("queue0-fixed.ring");
+    let make = || {
+        let t = Tracer::with_config(Config::default().with_output_dir(dir.path()));
+        t.create_queue::<Fixed>(FixedParams {
+            capacity: 4,
+            ..Default::default()
+        })
+        .unwrap();
+        t
+    };
+    let first = make();
+    assert!(ring.exists());
+    // As if the process had died: the ring file stays.
+    std::mem::forget(first);
+    let _second = make();
+    let kept = dir
+        .path()
+        .join(format!("queue0-fixed-pid{}.ring", std::process::id()));
+    assert!(kept.exists(), "the previous ring file was not kept");
+    assert!(ring.exists());
+    let rec = qtrace::queues::recover::recover_file(&kept).unwrap();
+    assert_eq!(rec.counts.attempts, 0);
+}

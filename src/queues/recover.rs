@@ -204,8 +204,9 @@ fn rebuild(
     let mut counts = RecoveryCounts::default();
     let mut out: Vec<(Key, Event)> = Vec::new();
     for (i, ring) in rings.iter().enumerate() {
-        counts.attempts += ring.attempts;
-        counts.dropped += ring.dropped;
+        // Saturating: a corrupt file may claim any counts.
+        counts.attempts = counts.attempts.saturating_add(ring.attempts);
+        counts.dropped = counts.dropped.saturating_add(ring.dropped);
         let newest_time = ring.records.last().map_or(0, |(_, e)| e.time);
         let mut items: Vec<(u64, Item)> = ring
             .records
