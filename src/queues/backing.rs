@@ -16,7 +16,7 @@
 //! checked there.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::NonNull;
 
 /// The granularity of a region's length and alignment.
@@ -35,7 +35,7 @@ enum Kind {
     File {
         // Owns the mapping `base` points into; never moved out.
         _map: memmap2::MmapMut,
-        path: PathBuf,
+        path: std::path::PathBuf,
     },
 }
 
