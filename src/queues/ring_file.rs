@@ -682,7 +682,7 @@ mod tests {
         for n in (0..file.len()).step_by(if cfg!(miri) { 1021 } else { 61 }) {
             let _ = RingImage::parse(&file[..n]);
         }
-        for i in 0..HEADER_FIXED_LEN {
+        for i in (0..HEADER_FIXED_LEN).step_by(if cfg!(miri) { 13 } else { 1 }) {
             let mut f = file.clone();
             f[i] ^= 0xff;
             let _ = RingImage::parse(&f);
