@@ -36,6 +36,8 @@ enum Kind {
         // Owns the mapping `base` points into; never moved out.
         _map: memmap2::MmapMut,
         path: std::path::PathBuf,
+        // The file mapped, to tell it from another file at `path` later.
+        file: std::fs::File,
     },
 }
 
@@ -100,6 +102,7 @@ impl Backing {
             kind: Kind::File {
                 _map: map,
                 path: path.to_path_buf(),
+                file,
             },
         })
     }
@@ -189,12 +192,38 @@ impl Backing {
 
     /// Removes the ring file (after a clean save made it redundant). The
     /// mapping stays valid until the region is dropped.
+    /// Only the file this region maps: if another file took its name
+    /// meanwhile (a second queue with the same ring file path moved this one
+    /// aside), that one is left alone.
     pub(crate) fn remove_file(&self) -> std::io::Result<()> {
-        match self.path() {
-            Some(p) => std::fs::remove_file(p),
-            None => Ok(()),
+        match &self.kind {
+            Kind::Heap(_) => Ok(()),
+            #[cfg(not(any(miri, loom)))]
+            Kind::File { path, file, .. } => {
+                if same_file(file, path)? {
+                    std::fs::remove_file(path)
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
+}
+
+/// Whether `path` names the file `file` is open on.
+#[cfg(all(unix, not(any(miri, loom))))]
+fn same_file(file: &std::fs::File, path: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let (a, b) = (file.metadata()?, std::fs::metadata(path)?);
+    Ok(a.dev() == b.dev() && a.ino() == b.ino())
+}
+
+/// Whether `path` names the file `file` is open on (by length and time where
+/// the platform gives no inode).
+#[cfg(all(not(unix), not(any(miri, loom))))]
+fn same_file(file: &std::fs::File, path: &Path) -> std::io::Result<bool> {
+    let (a, b) = (file.metadata()?, std::fs::metadata(path)?);
+    Ok(a.len() == b.len() && a.modified().ok() == b.modified().ok())
 }
 
 impl Drop for Backing {

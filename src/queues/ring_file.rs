@@ -63,6 +63,10 @@ pub enum RingStorage {
     /// directory is created if needed). A ring file already there (left by
     /// a process that did not shut down) is kept, renamed
     /// `queue<handle>-<type>-pid<P>.ring` after the process that wrote it.
+    /// Two live queues must not share a ring file path (two tracers with the
+    /// same output directory and handles): the second would move the
+    /// first's file aside as if it were left by a crash, and it would stay
+    /// there after a clean shutdown.
     #[default]
     File,
     /// In a ring file at this path.
@@ -150,8 +154,11 @@ fn keep_previous(path: &std::path::Path) -> Result<(), crate::error::Error> {
         target = path.with_file_name(format!("{stem}-pid{pid}-{k}.ring"));
         k += 1;
     }
-    std::fs::rename(path, &target)
-        .map_err(|e| crate::error::Error::io("move the previous ring file aside", path, e))
+    match std::fs::rename(path, &target) {
+        // Moved aside meanwhile by another queue being created.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r.map_err(|e| crate::error::Error::io("move the previous ring file aside", path, e)),
+    }
 }
 
 /// The largest capacity a ring file may declare (as [`super::ring::MAX_CAPACITY`]).
