@@ -130,7 +130,13 @@ fn seed_corpus() {
 fn ring_file_seeds() {
     use qtrace::queue::Queue;
     use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
-    let dir = out_dir().join("ring_file");
+    // Not `out_dir()` when it is temporary: `seed_corpus` removes that one
+    // when it ends, perhaps while this test runs.
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = match std::env::var_os("QTRACE_FUZZ_CORPUS") {
+        Some(_) => out_dir().join("ring_file"),
+        None => scratch.path().join("ring_file"),
+    };
     std::fs::create_dir_all(&dir).unwrap();
     let work = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(0);

@@ -130,7 +130,8 @@ const SAVED: u64 = 2;
 
 /// A queue that keeps the first `capacity` events and drops the rest.
 ///
-/// Hot path: one `fetch_add` on the ticket counter (which therefore counts
+/// Hot path: one `fetch_add` on the ticket counter (kept in the queue's
+/// region, so that a ring file holds it: one pointer load away; it counts
 /// every attempt: `accepted = min(tickets, capacity)`, `dropped = tickets -
 /// accepted`, no other atomic add), four relaxed stores and one release store.
 #[derive(Debug)]
