@@ -154,6 +154,11 @@ impl Drop for Tracer {
     }
 }
 
+// The queue table's stride is a power of two: indexing it is one shift on
+// the hot path (see `AnyQueue`'s alignment).
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<OnceLock<AnyQueue>>().is_power_of_two());
+
 /// The next tracer's serial number.
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 

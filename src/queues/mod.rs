@@ -35,7 +35,11 @@ pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 // producer indexes are cache-line padded, hence the size differences.
 #[allow(clippy::large_enum_variant)]
 #[enum_dispatch(Queue)]
-#[repr(u8)]
+// 128-byte aligned, so that the tracer's table of queues has a stride of a
+// power of two (512 bytes with its `OnceLock`): one shift to index it on
+// the hot path, not a multiply by 5 and a shift (one instruction more per
+// event for every queue reached through the table).
+#[repr(u8, align(128))]
 pub enum AnyQueue {
     /// Discards and counts.
     DummyQueue,
