@@ -213,7 +213,12 @@ impl RingLayout {
             .checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?
             .checked_add(127)?
             & !127;
-        let records_at = shards_at.checked_add(shard_blocks.checked_mul(SHARD_BYTES as u64)?)?;
+        // Shard records start on a page, as a heap allocation of their size
+        // would.
+        let records_at = shards_at
+            .checked_add(shard_blocks.checked_mul(SHARD_BYTES as u64)?)?
+            .checked_add(PAGE as u64 - 1)?
+            & !(PAGE as u64 - 1);
         let records = shard_blocks
             .checked_mul(shard_capacity)?
             .checked_mul(RECORD_BYTES as u64)?;
@@ -582,8 +587,8 @@ mod tests {
         assert_eq!(l.header_len, 4096);
         assert_eq!(l.slots_at, 4096 + 512);
         assert_eq!(l.shards_at, 4096 + 512 + 8 * 64);
-        assert_eq!(l.records_at, l.shards_at + 2 * 384);
-        assert_eq!(l.file_len, 8192);
+        assert_eq!(l.records_at, 8192); // rounded up to a page
+        assert_eq!(l.file_len, 12288);
         let f = RingLayout::fixed(5000, 3).unwrap();
         assert_eq!((f.header_len, f.slots_at, f.file_len), (8192, 8704, 12288));
         assert!(RingLayout::circular(0, u64::MAX, 1, 1).is_none());
