@@ -69,8 +69,9 @@ fn a_dropped_tracer_saves_every_queue_type_and_removes_ring_files() {
 #[test]
 fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
     static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
-    std::panic::set_hook(Box::new(|_| {
+    std::panic::set_hook(Box::new(|info| {
         PREVIOUS.fetch_add(1, Ordering::SeqCst);
+        eprintln!("{info}");
     }));
     let dir = tempfile::tempdir().unwrap();
     let off = tempfile::tempdir().unwrap();
@@ -110,6 +111,8 @@ fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
         .join()
         .unwrap_err();
     assert_eq!(PREVIOUS.load(Ordering::SeqCst), 1, "the previous hook ran");
+    // Restore the default hook before asserting, so a failure shows.
+    let _ = std::panic::take_hook();
     let (fixed, _) = read(&dir.path().join("queue0-fixed.qtr"));
     // The first 3, then a hoops record for the 2 dropped.
     assert_eq!(args(&fixed), [0, 1, 2]);
@@ -117,8 +120,10 @@ fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
     let (circ, _) = read(&dir.path().join("queue1-circular.qtr"));
     assert_eq!(args(&circ), [1, 2, 3, 4]);
     assert_eq!(t.counters(qtrace::QueueHandle(0)).unwrap(), before);
-    // Opted out: nothing written.
-    assert!(!off.path().join("queue0-fixed.qtr").exists());
+    // Opted out: the panic wrote no event (phase 2 may have created the
+    // file with just a header).
+    let unsaved = off.path().join("queue0-fixed.qtr");
+    assert!(!unsaved.exists() || read(&unsaved).0.is_empty());
     // The program survived the panic: shutdown saves the final trace.
     t.log_event(user::USER1, [5, 0]);
     let report = t.shutdown().unwrap();
@@ -126,7 +131,6 @@ fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
     let (circ, _) = read(&dir.path().join("queue1-circular.qtr"));
     assert_eq!(args(&circ), [2, 3, 4, 5]);
     drop(quiet);
-    let _ = std::panic::take_hook();
 }
 
 #[test]
@@ -154,4 +158,26 @@ fn a_ring_file_left_by_a_crash_is_kept_not_overwritten() {
     assert!(ring.exists());
     let rec = qtrace::queues::recover::recover_file(&kept).unwrap();
     assert_eq!(rec.counts.attempts, 0);
+}
+
+#[test]
+fn a_ring_file_that_cannot_be_created_is_an_error_of_create_queue_saying_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    let t = Tracer::with_config(Config::default().with_output_dir(blocker.join("out")));
+    let e = t.create_queue::<Fixed>(FixedParams::default()).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, qtrace::Error::Io { .. }), "{e:?}");
+    assert!(msg.contains("not-a-dir"), "{msg}");
+    assert!(msg.contains("Config::with_output_dir"), "{msg}");
+    assert!(msg.contains("RingStorage::Memory"), "{msg}");
+    // On the heap, the same queue is created (its trace file is only
+    // written at shutdown).
+    assert!(t
+        .create_queue::<Fixed>(FixedParams {
+            ring: RingStorage::Memory,
+            ..Default::default()
+        })
+        .is_ok());
 }

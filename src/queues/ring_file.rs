@@ -108,17 +108,28 @@ impl RingStorage {
             })?,
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| crate::error::Error::io("create ring file directory", dir, e))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        crate::error::Error::io("create ring file directory", dir, hint(e))
+                    })?;
                 }
                 keep_previous(&path)?;
                 Backing::file(&path, len)
-                    .map_err(|e| crate::error::Error::io("create ring file", &path, e))?
+                    .map_err(|e| crate::error::Error::io("create ring file", &path, hint(e)))?
             }
         };
         mem.write_bytes(0, &layout.header_bytes(ctx.handle.0, header));
         Ok(mem)
     }
+}
+
+/// `e` with what the user can do about a ring file that cannot be made.
+fn hint(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "{e}; give the tracer a writable directory (Config::with_output_dir), the queue a writable ring file (`ring: RingStorage::FileAt(path)`), or keep its rings on the heap (`ring: RingStorage::Memory`)"
+        ),
+    )
 }
 
 /// A ring file already at `path` was left by a process that did not shut
