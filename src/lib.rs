@@ -60,6 +60,7 @@ pub mod event;
 pub mod export;
 pub mod global;
 pub mod init;
+mod panic_save;
 pub mod queue;
 pub mod queues;
 pub mod reader;

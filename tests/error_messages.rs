@@ -203,6 +203,8 @@ fn api_names() -> BTreeSet<&'static str> {
         "high_water_percent" => |p: &qtrace::queues::OnlineParams| p.high_water_percent,
         "sender_id" => |p: &qtrace::queues::UdpParams| p.sender_id,
         "Limit" => qtrace::queues::DatagramsPerPeriod::Limit,
+        "RingStorage::FileAt" => qtrace::queues::RingStorage::FileAt,
+        "RingStorage::Memory" => qtrace::queues::RingStorage::Memory,
         "Config::with_output_dir" => |c: qtrace::Config| c.with_output_dir("d"),
     }
 }
@@ -215,6 +217,10 @@ const NOT_API: &[(&str, &str)] = &[
         "a CTF metadata type, in a CTF test's expected text",
     ),
     ("chunks_exact", "an `expect` message about a std call"),
+    (
+        "Region",
+        "the `Debug` text of the queues' internal memory region",
+    ),
 ];
 
 /// Names a file may use that are not qtrace's own: flags of another tool

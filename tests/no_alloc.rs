@@ -120,6 +120,7 @@ fn fixed_queue_logs_and_drops_without_allocating() {
     let tracer = tracer_with::<Fixed>(FixedParams {
         capacity: CAPACITY,
         file: None,
+        ring: Default::default(),
     });
     let c = log_counting(&tracer);
     assert_eq!(c.accepted, CAPACITY as u64);

@@ -9,6 +9,7 @@ mod analyze;
 mod convert;
 mod dump;
 mod plot;
+mod recover;
 mod recv;
 mod stats;
 mod text;
@@ -57,6 +58,15 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
+    /// Turn ring files (left by fixed and circular queues whose process died
+    /// without shutting down: SIGKILL, abort, a crash) into trace files.
+    ///
+    /// Prints one line per file: events recovered and lost, with the lost
+    /// split into dropped, overwritten and unreadable (slots being written
+    /// at the crash, marked in the trace). Exit status 2 when a file cannot
+    /// be read or is not a ring file (the others are still recovered); 1
+    /// when an output cannot be written.
+    Recover(recover::RecoverArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
     /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
     /// chrome://tracing).
@@ -127,6 +137,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
