@@ -8,7 +8,10 @@
 //! with its close run), cut short, or written before close runs existed; a reader never panics on bad bytes
 //! and never holds more than the header (at most
 //! [`MAX_HEADER_LEN`](crate::wire::header::MAX_HEADER_LEN) bytes) and one
-//! record in memory.
+//! 128 KiB read-ahead block in memory. Records are decoded from that block,
+//! thousands from one `read` call; the reader still waits for no more than
+//! one record, so a socket's events come out as they arrive, and an I/O
+//! error is reported after every whole record read before it.
 //!
 //! ```
 //! use std::ops::ControlFlow;
@@ -273,7 +276,21 @@ pub struct TraceReader<R = BufReader<File>> {
     records: u64,
     lost: u64,
     completeness: Option<Completeness>,
+    /// Bytes read ahead of `offset`: `block[pos..end]` are the next records
+    /// (many are decoded from one large read, none with a read of its own).
+    block: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    /// An I/O error met while reading ahead, reported once the bytes read
+    /// before it are used up (so every whole record before it is yielded).
+    read_error: Option<ReadError>,
+    /// The source said end of file.
+    eof: bool,
 }
+
+/// Bytes a [`TraceReader`] reads ahead in one call: 4096 records. Larger than
+/// the [`BufReader`] of [`TraceReader::open`], whose buffer such reads bypass.
+const BLOCK_LEN: usize = 128 * 1024;
 
 impl TraceReader<BufReader<File>> {
     /// Opens the trace file at `path` and checks its header.
@@ -324,6 +341,11 @@ impl<R: Read> TraceReader<R> {
             records: 0,
             lost: 0,
             completeness: None,
+            block: vec![0u8; BLOCK_LEN].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            read_error: None,
+            eof: false,
         })
     }
 
@@ -384,23 +406,61 @@ impl<R: Read> TraceReader<R> {
         self.path.as_deref()
     }
 
-    fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
-        let mut buf = [0u8; RECORD_LEN];
-        let n = read_full(&mut self.source, &mut buf, self.offset)?;
-        if n == 0 {
-            return Ok(None);
+    /// Reads ahead until a whole record is buffered, the source ends, or it
+    /// fails; one `read` call usually brings thousands of records. Like
+    /// `read_full` it waits for no more than one record, so a socket's
+    /// events are yielded as they arrive.
+    fn refill(&mut self) {
+        self.block.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
+        self.pos = 0;
+        while self.end < RECORD_LEN && !self.eof && self.read_error.is_none() {
+            match self.source.read(&mut self.block[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    self.read_error = Some(ReadError::Io {
+                        path: None,
+                        offset: self.offset + self.end as u64,
+                        source,
+                    });
+                }
+            }
         }
-        if n < RECORD_LEN {
+    }
+
+    fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
+        if self.end - self.pos < RECORD_LEN {
+            self.refill();
+        }
+        let available = self.end - self.pos;
+        if available < RECORD_LEN {
+            if let Some(e) = self.read_error.take() {
+                return Err(e);
+            }
+            if available == 0 {
+                return Ok(None);
+            }
             return Err(WireError::Truncated {
                 offset: self.offset,
                 needed: RECORD_LEN as u64,
-                available: n as u64,
+                available: available as u64,
                 what: "record",
             }
             .into());
         }
+        Ok(Some(self.decode()))
+    }
+
+    /// Decodes the buffered record at `pos` (`end - pos >= RECORD_LEN`).
+    #[inline]
+    fn decode(&mut self) -> Event {
+        let mut bytes = [0u8; RECORD_LEN];
+        bytes.copy_from_slice(&self.block[self.pos..self.pos + RECORD_LEN]);
+        self.pos += RECORD_LEN;
         self.offset += RECORD_LEN as u64;
-        Ok(Some(record::parse(&buf)))
+        record::parse(&bytes)
     }
 }
 
@@ -494,7 +554,35 @@ impl<R: Read> TraceReader<R> {
 impl<R: Read> Iterator for TraceReader<R> {
     type Item = Result<Event, ReadError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        // Fast path: a buffered record, nothing held or waiting, and not part
+        // of a close run: yield it straight away.
+        if self.end - self.pos >= RECORD_LEN && self.release.is_empty() && self.held.is_empty() {
+            let at = self.pos;
+            let mut bytes = [0u8; RECORD_LEN];
+            bytes.copy_from_slice(&self.block[at..at + RECORD_LEN]);
+            let e = record::parse(&bytes);
+            if !(self.header.closes() && close_part(&e).is_some()) {
+                self.pos += RECORD_LEN;
+                self.offset += RECORD_LEN as u64;
+                self.records += 1;
+                if let Some(n) = hoops_lost(&e) {
+                    self.lost = self.lost.saturating_add(n);
+                }
+                return Some(Ok(e));
+            }
+        }
+        self.next_slow()
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// [`Iterator::next`] past its fast path: reads ahead, holds close-run
+    /// candidates, ends the file. Kept out of line so the fast path inlines.
+    #[cold]
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<Event, ReadError>> {
         loop {
             if let Some(e) = self.yield_released() {
                 return Some(Ok(e));

@@ -338,20 +338,24 @@ pub type FileEnd = (Completeness, u64);
 pub struct Rebased<R: Read> {
     reader: TraceReader<R>,
     shift: u64,
+    /// The file's ticks are nanoseconds already (no division per event).
+    in_ns: bool,
     end: EndSlot,
 }
 
 impl<R: Read> Iterator for Rebased<R> {
     type Item = Result<Event, ReadError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self.reader.next() {
             Some(r) => Some(r.map(|mut e| {
-                e.time = self
-                    .reader
-                    .header()
-                    .ticks_to_ns(e.time)
-                    .saturating_add(self.shift);
+                let ns = if self.in_ns {
+                    e.time
+                } else {
+                    self.reader.header().ticks_to_ns(e.time)
+                };
+                e.time = ns.saturating_add(self.shift);
                 e
             })),
             None => {
@@ -370,7 +374,13 @@ impl<R: Read> Iterator for Rebased<R> {
 /// `end` when it ends.
 pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Rebased<R> {
     let shift = reader.header().clock_origin_unix_ns().saturating_sub(base);
-    Rebased { reader, shift, end }
+    let in_ns = reader.header().ticks_per_second() == qtrace::wire::header::NANOS_PER_SECOND;
+    Rebased {
+        reader,
+        shift,
+        in_ns,
+        end,
+    }
 }
 
 /// The exit status when a file is cut short (no close record, or one that
