@@ -172,3 +172,50 @@ fn a_cut_record_is_reported_at_its_offset_after_the_whole_ones() {
     assert_eq!(err.offset(), (h + 4999 * 32) as u64);
     assert!(err.to_string().contains("record"), "{err}");
 }
+
+#[test]
+fn next_buffered_then_next_gives_what_next_alone_gives() {
+    let (events, bytes) = trace(10_000);
+    let h = header_len(&bytes);
+    // Whole, cut inside a record, and failing mid-file.
+    for (len, fail_at) in [
+        (bytes.len(), usize::MAX),
+        (h + 9000 * 32 + 3, usize::MAX),
+        (bytes.len(), h + 5000 * 32 + 7),
+    ] {
+        for chunk in [7, 4096, usize::MAX] {
+            let source = || {
+                let mut s = Source::new(bytes[..len].to_vec(), chunk);
+                s.fail_at = fail_at;
+                s
+            };
+            let mut plain = TraceReader::new(source()).unwrap();
+            let want: Vec<Result<Event, String>> = plain
+                .by_ref()
+                .map(|e| e.map_err(|e| e.to_string()))
+                .collect();
+            let mut fast = TraceReader::new(source()).unwrap();
+            let mut got = Vec::new();
+            loop {
+                if let Some(e) = fast.next_buffered() {
+                    got.push(Ok(e));
+                    continue;
+                }
+                match fast.next() {
+                    Some(e) => got.push(e.map_err(|e| e.to_string())),
+                    None => break,
+                }
+            }
+            assert!(
+                got == want,
+                "len {len}, fail at {fail_at}, reads of {chunk}"
+            );
+            assert_eq!(fast.completeness(), plain.completeness());
+            assert_eq!(
+                (fast.records_read(), fast.lost_read(), fast.offset()),
+                (plain.records_read(), plain.lost_read(), plain.offset())
+            );
+            assert!(want.len() > 5000 && want.len() <= events.len() + 1);
+        }
+    }
+}

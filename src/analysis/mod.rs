@@ -339,11 +339,9 @@ impl Analyzer {
     }
 
     /// Ends the pending interrupt of `source` at `t` at the latest.
+    #[inline(never)]
     fn close_irq(&mut self, source: u32, t: u64) {
         let listed = &self.irq_sources[..self.irq_listed];
-        if self.irq_listed == self.pending_irqs && !listed.contains(&source) {
-            return;
-        }
         let cap = self.options.interrupt_max_ns;
         if let Some(cpu) = self.cpus.get_mut(&source) {
             if let Some((irq, start)) = cpu.irq.take() {
@@ -364,6 +362,7 @@ impl Analyzer {
 
     /// Analyses one event (events must come in time order; one earlier than
     /// the previous is taken at the previous one's time).
+    #[inline]
     pub fn push(&mut self, e: &Event) {
         if !self.started {
             self.started = true;
@@ -379,7 +378,37 @@ impl Analyzer {
             return;
         }
         self.report.events += 1;
-        self.close_irq(e.source, t);
+        // The common event (a user event, no interrupt pending on its source)
+        // costs a few compares here; the work is out of line.
+        if self.irq_listed != self.pending_irqs
+            || self.irq_sources[..self.irq_listed].contains(&e.source)
+        {
+            self.close_irq(e.source, t);
+        }
+        if matches!(
+            e.id,
+            system::SCHEDULE
+                | system::ACTIVATE
+                | system::ENDCYCLE
+                | system::DELAY
+                | system::SLEEP
+                | system::DISABLE
+                | system::DESTROY
+                | semaphore::WAIT
+                | semaphore::SIGNAL
+                | semaphore::WAITNB
+                | lowlevel::INTERRUPT
+        ) {
+            self.measure(e, t);
+        }
+        if self.options.latency.is_some() {
+            self.latency(e, t);
+        }
+    }
+
+    /// The measures of the system, semaphore and interrupt events.
+    #[inline(never)]
+    fn measure(&mut self, e: &Event, t: u64) {
         let task = e.args[0];
         match e.id {
             system::SCHEDULE => {
@@ -476,7 +505,6 @@ impl Analyzer {
             }
             _ => {}
         }
-        self.latency(e, t);
     }
 
     fn latency(&mut self, e: &Event, t: u64) {
