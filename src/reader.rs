@@ -8,7 +8,7 @@
 //! with its close run), cut short, or written before close runs existed; a reader never panics on bad bytes
 //! and never holds more than the header (at most
 //! [`MAX_HEADER_LEN`](crate::wire::header::MAX_HEADER_LEN) bytes) and one
-//! 128 KiB read-ahead block in memory. Records are decoded from that block,
+//! 64 KiB read-ahead block in memory. Records are decoded from that block,
 //! thousands from one `read` call; the reader still waits for no more than
 //! one record, so a socket's events come out as they arrive, and an I/O
 //! error is reported after every whole record read before it.
@@ -288,9 +288,14 @@ pub struct TraceReader<R = BufReader<File>> {
     eof: bool,
 }
 
-/// Bytes a [`TraceReader`] reads ahead in one call: 4096 records. Larger than
-/// the [`BufReader`] of [`TraceReader::open`], whose buffer such reads bypass.
-const BLOCK_LEN: usize = 128 * 1024;
+/// Bytes a [`TraceReader`] reads ahead in one call: 2048 records. Larger than
+/// the [`BufReader`] of [`TraceReader::open`] (which only serves the header),
+/// so such reads bypass its buffer: a reader holds about 72 KiB, as the
+/// 64 KiB `BufReader` alone did before.
+const BLOCK_LEN: usize = 64 * 1024;
+
+/// The [`BufReader`] of [`TraceReader::open`]: reads of [`BLOCK_LEN`] bypass it.
+const OPEN_BUFFER_LEN: usize = 8 * 1024;
 
 impl TraceReader<BufReader<File>> {
     /// Opens the trace file at `path` and checks its header.
@@ -301,7 +306,7 @@ impl TraceReader<BufReader<File>> {
             path: path.to_path_buf(),
             source,
         })?;
-        let mut reader = TraceReader::new(BufReader::with_capacity(64 * 1024, file))
+        let mut reader = TraceReader::new(BufReader::with_capacity(OPEN_BUFFER_LEN, file))
             .map_err(|e| e.with_path(&p))?;
         reader.path = p;
         Ok(reader)

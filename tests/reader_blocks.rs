@@ -87,7 +87,7 @@ impl Read for Source {
 
 #[test]
 fn every_read_size_yields_the_same_events_and_completeness() {
-    // 10 000 records: more than two read-ahead blocks of 4096.
+    // 10 000 records: several read-ahead blocks of 2048.
     let (events, bytes) = trace(10_000);
     for chunk in [1, 7, 31, 32, 33, 4096, 128 * 1024, 1 << 30] {
         let mut r = TraceReader::new(Source::new(bytes.clone(), chunk)).unwrap();
