@@ -6,8 +6,9 @@ trace processor needs a download and is not used) and checks it:
 - every packet parses as perfetto.protos.TracePacket;
 - timestamps: the incremental clock 64 (deltas) and absolute BOOTTIME packets;
 - interned names, categories and argument names resolve;
-- every track event names a declared track and sets SEQ_NEEDS_INCREMENTAL_STATE
-  (it uses interned names and the incremental clock);
+- the first packet clears the sequence's incremental state (until then
+  Perfetto's trace processor ignores interned data and may skip packets);
+  every track event names a declared track;
 - slices nest on every track once sorted by time (as the trace processor
   sorts), every end closes an open slice no earlier than its begin, and none
   is left open.
@@ -63,6 +64,8 @@ def main():
             fail(f"packet {order}: sequence {p.trusted_packet_sequence_id}, expected 1")
         if p.sequence_flags & 1:
             names.clear(), cats.clear(), ann_names.clear()
+        elif order == 1:
+            fail("the first packet does not clear the incremental state (SEQ_INCREMENTAL_STATE_CLEARED)")
         if p.HasField("trace_packet_defaults"):
             default_clock = p.trace_packet_defaults.timestamp_clock_id
         if p.HasField("clock_snapshot"):
@@ -91,8 +94,6 @@ def main():
             continue
         if not p.HasField("timestamp"):
             fail(f"packet {order}: track event without a timestamp")
-        if not p.sequence_flags & 2:
-            fail(f"packet {order}: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE")
         clock_id = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else default_clock
         if clock_id == INCREMENTAL_CLOCK:
             if clock is None:

@@ -333,3 +333,53 @@ fn extreme_values_do_not_panic() {
     assert_eq!((r.events, r.hoops, r.lost), (6, 2, m));
     assert_eq!(r.latency.unwrap().lossy, 1);
 }
+
+/// Interrupts pending on many sources at once (more than the analyzer lists
+/// apart from its map), then on few again: every handler ends at the next
+/// event of its own source, whatever the other sources do in between.
+#[test]
+fn interrupts_pending_on_many_sources_end_at_their_own_source() {
+    let catalog = Catalog::builtin();
+    let mut a = Analyzer::new(
+        &catalog,
+        AnalysisOptions {
+            interrupt_max_ns: 1_000_000,
+            latency: None,
+        },
+    );
+    let mut want = std::collections::BTreeMap::new();
+    let mut t = 0;
+    // Rounds of 20, 3 and 12 sources: irq s*100 + round on source s, then an
+    // event of a source with nothing pending, then each source's next event
+    // in reverse order.
+    for (round, n) in [(0u64, 20u32), (1, 3), (2, 12)] {
+        let start = t;
+        for s in 0..n {
+            t += 10;
+            a.push(&Event::new(
+                t,
+                lowlevel::INTERRUPT,
+                s,
+                [u64::from(s) * 100 + round, 0],
+            ));
+        }
+        t += 5;
+        a.push(&Event::new(t, system::ACTIVATE, 999, [7, 0]));
+        for s in (0..n).rev() {
+            t += 3;
+            a.push(&Event::new(t, system::ACTIVATE, s, [7, 0]));
+            let irq_at = start + 10 * (u64::from(s) + 1);
+            want.insert(u64::from(s) * 100 + round, t - irq_at);
+        }
+    }
+    let r = a.finish();
+    assert_eq!(r.interrupts.len(), want.len());
+    for (irq, handled) in want {
+        let got = r.interrupts[&irq].handler.summary();
+        assert_eq!(
+            (r.interrupts[&irq].count, got.count, got.min, got.max),
+            (1, 1, handled, handled),
+            "irq {irq}"
+        );
+    }
+}

@@ -63,6 +63,10 @@ use crate::{Event, EventId};
 /// from the trace, so a hostile trace could make a map slow, never wrong.
 type BuildIdHasher = rustc_hash::FxBuildHasher;
 
+/// Most sources with a pending interrupt that [`Analyzer`] lists apart from
+/// its map of sources (see `Analyzer::irq_sources`).
+const IRQ_LIST: usize = 8;
+
 /// Most activations waiting for their `endcycle`, per task (past this the
 /// oldest is dropped and counted in [`TaskReport::unmatched`]).
 const MAX_PENDING: usize = 4096;
@@ -253,6 +257,13 @@ pub struct Analyzer {
     /// Hoops records seen so far: an interval touched by a loss is one whose
     /// start saw fewer than its end.
     losses: u64,
+    /// Sources with a pending interrupt.
+    pending_irqs: usize,
+    /// Some of those sources (`irq_sources[..irq_listed]`); all of them when
+    /// `irq_listed == pending_irqs`, and then an event of a source not listed
+    /// costs a scan of at most [`IRQ_LIST`] numbers instead of a map lookup.
+    irq_sources: [u32; IRQ_LIST],
+    irq_listed: usize,
     started: bool,
     /// Open latency starts per key: (time, loss count).
     open: HashMap<u64, VecDeque<(u64, u64)>>,
@@ -274,6 +285,9 @@ impl Analyzer {
             cpus: HashMap::default(),
             interrupts: HashMap::default(),
             losses: 0,
+            pending_irqs: 0,
+            irq_sources: [0; IRQ_LIST],
+            irq_listed: 0,
             started: false,
             open: HashMap::new(),
         }
@@ -325,10 +339,17 @@ impl Analyzer {
     }
 
     /// Ends the pending interrupt of `source` at `t` at the latest.
+    #[inline(never)]
     fn close_irq(&mut self, source: u32, t: u64) {
+        let listed = &self.irq_sources[..self.irq_listed];
         let cap = self.options.interrupt_max_ns;
         if let Some(cpu) = self.cpus.get_mut(&source) {
             if let Some((irq, start)) = cpu.irq.take() {
+                self.pending_irqs -= 1;
+                if let Some(i) = listed.iter().position(|&s| s == source) {
+                    self.irq_listed -= 1;
+                    self.irq_sources[i] = self.irq_sources[self.irq_listed];
+                }
                 let end = t.min(start.saturating_add(cap));
                 self.interrupts
                     .entry(irq)
@@ -341,6 +362,7 @@ impl Analyzer {
 
     /// Analyses one event (events must come in time order; one earlier than
     /// the previous is taken at the previous one's time).
+    #[inline]
     pub fn push(&mut self, e: &Event) {
         if !self.started {
             self.started = true;
@@ -356,7 +378,37 @@ impl Analyzer {
             return;
         }
         self.report.events += 1;
-        self.close_irq(e.source, t);
+        // The common event (a user event, no interrupt pending on its source)
+        // costs a few compares here; the work is out of line.
+        if self.irq_listed != self.pending_irqs
+            || self.irq_sources[..self.irq_listed].contains(&e.source)
+        {
+            self.close_irq(e.source, t);
+        }
+        if matches!(
+            e.id,
+            system::SCHEDULE
+                | system::ACTIVATE
+                | system::ENDCYCLE
+                | system::DELAY
+                | system::SLEEP
+                | system::DISABLE
+                | system::DESTROY
+                | semaphore::WAIT
+                | semaphore::SIGNAL
+                | semaphore::WAITNB
+                | lowlevel::INTERRUPT
+        ) {
+            self.measure(e, t);
+        }
+        if self.options.latency.is_some() {
+            self.latency(e, t);
+        }
+    }
+
+    /// The measures of the system, semaphore and interrupt events.
+    #[inline(never)]
+    fn measure(&mut self, e: &Event, t: u64) {
         let task = e.args[0];
         match e.id {
             system::SCHEDULE => {
@@ -442,12 +494,17 @@ impl Analyzer {
                     since: first,
                     ..CpuState::default()
                 });
-                cpu.irq = Some((task, t));
+                if cpu.irq.replace((task, t)).is_none() {
+                    if self.irq_listed == self.pending_irqs && self.irq_listed < IRQ_LIST {
+                        self.irq_sources[self.irq_listed] = e.source;
+                        self.irq_listed += 1;
+                    }
+                    self.pending_irqs += 1;
+                }
                 self.interrupts.entry(task).or_default().count += 1;
             }
             _ => {}
         }
-        self.latency(e, t);
     }
 
     fn latency(&mut self, e: &Event, t: u64) {

@@ -6,9 +6,20 @@
 //! A `perfetto.protos.Trace`: a sequence of `TracePacket`s, all on one packet
 //! sequence (`trusted_packet_sequence_id` 1).
 //!
-//! - **Sequence.** Every track-event packet sets `SEQ_NEEDS_INCREMENTAL_STATE`
-//!   (it uses interned names and the incremental clock), as Perfetto's
-//!   documentation asks of packets that use interned data.
+//! - **Sequence.** Every packet names sequence 1 (Perfetto's trace processor
+//!   refuses interned data, packet defaults and sequence-scoped clocks on a
+//!   packet without `trusted_packet_sequence_id`). Only the first packet sets
+//!   `sequence_flags` (`SEQ_INCREMENTAL_STATE_CLEARED |
+//!   SEQ_NEEDS_INCREMENTAL_STATE`). The proto's comment on
+//!   `trace_packet_defaults` asks every later packet for
+//!   `SEQ_NEEDS_INCREMENTAL_STATE` too, but the trace processor only uses that flag
+//!   to *skip* a packet while the sequence's incremental state is invalid
+//!   (from the start of a sequence until a packet clears it, or after a
+//!   packet loss its writer reports); in a file written in one go, whose first
+//!   packet clears the state, it never is, so the flag would change nothing
+//!   and cost 2 bytes a packet. (Perfetto at `ec5d16b1`:
+//!   `src/trace_processor/importers/proto/proto_trace_reader.cc` lines
+//!   340-347 and 397-425, `packet_sequence_state_builder.h` lines 54-74.)
 //! - **Time.** The first packet clears the sequence's incremental state, makes
 //!   clock 64 (a sequence-scoped, *incremental* clock in nanoseconds) the
 //!   default of every later packet, and maps it with a `ClockSnapshot` to
@@ -451,10 +462,14 @@ impl<W: Write> PerfettoWriter<W> {
             put_uint(p, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
             put_uint(p, field::TIMESTAMP, t);
         }
+        // No `sequence_flags` here (see "Sequence" in the module docs): the
+        // trace processor reads SEQ_NEEDS_INCREMENTAL_STATE only to skip a
+        // packet while its sequence's incremental state is invalid
+        // (proto_trace_reader.cc:397-425), which it never is after our first
+        // packet cleared it. `trusted_packet_sequence_id` stays: without it
+        // interned data and the sequence's clock are refused
+        // (proto_trace_reader.cc:691-695, 521-527; track_event_tokenizer.cc:430-433).
         put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-        // Interned names and the incremental clock are sequence state: say so
-        // on every packet that uses them, as Perfetto's documentation asks.
-        put_uint(p, field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         if !self.interned.is_empty() {
             put_bytes(p, field::INTERNED_DATA, &self.interned);
             self.interned.clear();

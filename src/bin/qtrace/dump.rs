@@ -341,22 +341,38 @@ pub type FileEnd = (Completeness, u64);
 pub struct Rebased<R: Read> {
     reader: TraceReader<R>,
     shift: u64,
+    /// The file's ticks are nanoseconds already (no division per event).
+    in_ns: bool,
     end: EndSlot,
+}
+
+impl<R: Read> Rebased<R> {
+    #[inline]
+    fn rebase(&self, mut e: Event) -> Event {
+        let ns = if self.in_ns {
+            e.time
+        } else {
+            self.reader.header().ticks_to_ns(e.time)
+        };
+        e.time = ns.saturating_add(self.shift);
+        e
+    }
+
+    /// [`TraceReader::next_buffered`], rebased.
+    #[inline]
+    pub fn next_buffered(&mut self) -> Option<Event> {
+        let e = self.reader.next_buffered()?;
+        Some(self.rebase(e))
+    }
 }
 
 impl<R: Read> Iterator for Rebased<R> {
     type Item = Result<Event, ReadError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self.reader.next() {
-            Some(r) => Some(r.map(|mut e| {
-                e.time = self
-                    .reader
-                    .header()
-                    .ticks_to_ns(e.time)
-                    .saturating_add(self.shift);
-                e
-            })),
+            Some(r) => Some(r.map(|e| self.rebase(e))),
             None => {
                 if let Some(c) = self.reader.completeness() {
                     self.end.set(Some((c, self.shift)));
@@ -373,7 +389,13 @@ impl<R: Read> Iterator for Rebased<R> {
 /// `end` when it ends.
 pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Rebased<R> {
     let shift = reader.header().clock_origin_unix_ns().saturating_sub(base);
-    Rebased { reader, shift, end }
+    let in_ns = reader.header().ticks_per_second() == qtrace::wire::header::NANOS_PER_SECOND;
+    Rebased {
+        reader,
+        shift,
+        in_ns,
+        end,
+    }
 }
 
 /// The exit status when a file is cut short (no close record, or one that
@@ -460,13 +482,20 @@ pub fn merge(
     if inputs.len() == 1 {
         // One file: nothing to merge, no heap per event.
         for (input, slot) in inputs.into_iter().zip(&slots) {
-            for item in rebased(input.reader, base, Rc::clone(slot)) {
-                match item {
-                    Ok(e) => f(0, &e)?,
-                    Err(err) => {
+            let mut events = rebased(input.reader, base, Rc::clone(slot));
+            loop {
+                // Read-ahead events first: no Result per event.
+                if let Some(e) = events.next_buffered() {
+                    f(0, &e)?;
+                    continue;
+                }
+                match events.next() {
+                    Some(Ok(e)) => f(0, &e)?,
+                    Some(Err(err)) => {
                         eprintln!("qtrace: {err}");
                         clean = false;
                     }
+                    None => break,
                 }
             }
         }
