@@ -33,9 +33,10 @@ fn main() {
     let every: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let clock = Clock::fast();
     println!(
-        "clock {} (rate {:?} ticks/s), {seconds} s, report every {every} s",
+        "clock {} (rate {:?} ticks/s, calibration bound {:?} ppb), {seconds} s, report every {every} s",
         clock.kind().name(),
-        clock.tsc_ticks_per_second()
+        clock.tsc_ticks_per_second(),
+        clock.tsc_rate_bound_ppb()
     );
     let (c0, m0) = pair(&clock);
     let mut worst: i64 = 0;
@@ -58,9 +59,8 @@ fn main() {
             worst_ppm_after_10s = ppm;
         }
         println!(
-            "elapsed {:>10.3} s  deviation {dev:>+10} ns  {ppm:>+9.4} ppm  worst {worst:>+10} ns  rate {:?}",
+            "elapsed {:>10.3} s  deviation {dev:>+10} ns  {ppm:>+9.4} ppm  worst {worst:>+10} ns",
             mono as f64 / 1e9,
-            clock.tsc_ticks_per_second()
         );
         if k * every >= seconds {
             println!(

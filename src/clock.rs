@@ -7,9 +7,10 @@
 //!   [`Clock::monotonic`]. Reading the TSC costs about 12 ns against 30 ns for
 //!   `Instant::now()` on the machine qtrace is measured on (see
 //!   BENCHMARKS.md).
-//! - [`Clock::tsc`]: the TSC, on a time line that a background thread keeps
-//!   within measurement noise of CLOCK_MONOTONIC (rate and offset; see
-//!   RELIABILITY.md, "Clocks"), so it holds 1 ppm over hours.
+//! - [`Clock::tsc`]: the TSC, scaled with a rate measured once per process
+//!   against CLOCK_MONOTONIC to within 0.25 ppm (paired readings, see
+//!   RELIABILITY.md, "Clocks"), so it holds 1 ppm of CLOCK_MONOTONIC over
+//!   hours while CLOCK_MONOTONIC's own rate holds.
 //! - [`Clock::monotonic`]: `std::time::Instant`, correct everywhere.
 //! - [`Clock::manual`]: a clock that only moves when told, for deterministic
 //!   tests.
@@ -41,8 +42,7 @@ mod tsc;
 /// Which source a [`Clock`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClockKind {
-    /// The CPU's time-stamp counter, scaled to nanoseconds and disciplined to
-    /// CLOCK_MONOTONIC.
+    /// The CPU's time-stamp counter, scaled to nanoseconds.
     Tsc,
     /// The operating system's monotonic clock (`Instant`).
     Monotonic,
@@ -70,8 +70,7 @@ pub struct Clock {
 
 #[derive(Clone, Debug)]
 enum Source {
-    /// The process's TSC time line (`tsc.rs`); all TSC clocks share it.
-    Tsc,
+    Tsc(tsc::TscScale),
     Monotonic(Instant),
     Manual(Arc<AtomicU64>),
 }
@@ -123,13 +122,11 @@ impl Clock {
         Clock::tsc().unwrap_or_else(|_| Clock::monotonic())
     }
 
-    /// The CPU's time-stamp counter, on the process's time line: every TSC
-    /// clock of a process shares it, and its time 0 is when the first one was
-    /// built. The first call calibrates the counter for 20 ms and starts the
-    /// background thread `qtrace-clock`, which measures the counter against
-    /// CLOCK_MONOTONIC 0.25 s, 0.5 s, 1 s, … 64 s later and then every 64 s,
-    /// and corrects the conversion's rate and offset without ever making time
-    /// go back. Ignores `QTRACE_NO_TSC`.
+    /// The CPU's time-stamp counter, origin now. The first call in a process
+    /// measures the counter's rate against CLOCK_MONOTONIC until the
+    /// measurement's error bound is under 0.25 ppm (20–80 ms here, at most
+    /// about 320 ms; the thread sleeps meanwhile); later calls reuse it.
+    /// Ignores `QTRACE_NO_TSC`.
     ///
     /// # Errors
     ///
@@ -144,10 +141,10 @@ impl Clock {
     /// }
     /// ```
     pub fn tsc() -> Result<Clock, Error> {
-        match tsc::timeline() {
-            Ok(origin_unix_ns) => Ok(Clock {
-                source: Source::Tsc,
-                origin_unix_ns,
+        match tsc::calibration() {
+            Ok(c) => Ok(Clock {
+                source: Source::Tsc(tsc::TscScale::new(tsc::read(), c.ticks_per_second)),
+                origin_unix_ns: unix_now_ns(),
             }),
             Err(reason) => Err(Error::ClockUnavailable {
                 kind: ClockKind::Tsc.name(),
@@ -201,13 +198,13 @@ impl Clock {
 
     /// Nanoseconds since the origin.
     ///
-    /// The TSC case is inline (one compare of the source, a load of the
-    /// current conversion's address, `rdtsc`, a subtraction that saturates at
-    /// 0 and a 64x64-bit multiply); the other sources are a call.
+    /// The TSC case is inline (one compare of the source, `rdtsc`, a
+    /// subtraction that saturates at 0 and a 64x64-bit multiply); the other
+    /// sources are a call.
     #[inline(always)]
     pub fn now(&self) -> u64 {
-        if let Source::Tsc = &self.source {
-            tsc::now()
+        if let Source::Tsc(s) = &self.source {
+            s.now()
         } else {
             self.now_slow()
         }
@@ -216,7 +213,7 @@ impl Clock {
     #[inline(never)]
     fn now_slow(&self) -> u64 {
         match &self.source {
-            Source::Tsc => tsc::now(),
+            Source::Tsc(s) => s.now(),
             Source::Monotonic(origin) => origin.elapsed().as_nanos() as u64,
             Source::Manual(t) => t.load(Ordering::Relaxed),
         }
@@ -225,7 +222,7 @@ impl Clock {
     /// Which source this clock reads.
     pub fn kind(&self) -> ClockKind {
         match self.source {
-            Source::Tsc => ClockKind::Tsc,
+            Source::Tsc(_) => ClockKind::Tsc,
             Source::Monotonic(_) => ClockKind::Monotonic,
             Source::Manual(_) => ClockKind::Manual,
         }
@@ -237,11 +234,20 @@ impl Clock {
         self.origin_unix_ns
     }
 
-    /// The TSC rate as last measured by the background thread, when this
-    /// clock reads the TSC.
+    /// The measured TSC rate, when this clock reads the TSC.
     pub fn tsc_ticks_per_second(&self) -> Option<u64> {
         match self.source {
-            Source::Tsc => Some(tsc::ticks_per_second()),
+            Source::Tsc(s) => Some(s.ticks_per_second),
+            _ => None,
+        }
+    }
+
+    /// The error bound of the TSC rate's measurement, in parts per billion
+    /// (at most 250 unless the machine was too busy to reach it in 320 ms),
+    /// when this clock reads the TSC.
+    pub fn tsc_rate_bound_ppb(&self) -> Option<u64> {
+        match self.source {
+            Source::Tsc(_) => tsc::calibration().ok().map(|c| c.bound_ppb),
             _ => None,
         }
     }
