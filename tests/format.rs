@@ -914,7 +914,7 @@ fn check_example(name: &str, produced: &[u8]) {
     );
 }
 
-/// The rows of FORMAT.md 1.7's table: a change to the file of 1.6 (the
+/// The rows of FORMAT.md 1.7's table: a change to the file of 1.7 (the
 /// first byte changed, the new bytes) and the exact error message it gives.
 const FILE_PATCHES: &[(usize, &[u8], &str)] = &[
     (0x09, &[2], "format version 2 at byte 8 is not supported: this reader accepts versions [1]; use a newer qtrace"),
@@ -1064,7 +1064,7 @@ fn datagram_error_examples_are_exact() {
     check_example("catalog-fragment-past-end", &past);
     assert_eq!(
         dgram_err(&past).to_string(),
-        "corrupt at byte 44: catalog fragment: bytes 150..174 do not lie within the 152-byte catalog"
+        "corrupt at byte 44: catalog fragment: bytes 150 to 173 do not lie within the 152-byte catalog"
     );
 }
 
@@ -1103,7 +1103,7 @@ fn receiver_loss_before_any_event_and_a_zero_record_datagram() {
     );
 }
 
-/// The datagrams of FORMAT.md 3.3, in arrival order.
+/// The datagrams of FORMAT.md 3.5, in arrival order.
 fn stream_example() -> Vec<Vec<u8>> {
     let header = udp_header().to_bytes();
     let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
@@ -1145,13 +1145,41 @@ fn receiver_writes_the_stream_example_byte_for_byte() {
     stopper.stop();
     let (summary, path) = run.join().unwrap().unwrap();
     let file = std::fs::read(&path).unwrap();
-    let header = udp_header().to_bytes();
+    // FORMAT.md 3.5: the sender's header with flag bit 0 set and its length
+    // field saying 65,536 (`ReceiverConfig::header_room`), zero bytes up to
+    // there, then the records and the close run.
+    let room = qtrace::receiver::ReceiverConfig::default().header_room;
+    assert_eq!(room, 0x10000);
+    let mut header = udp_header().with_close_run(true).to_bytes();
+    assert_eq!(header.len(), 152);
     assert_eq!(
-        file[..header.len()],
-        header[..],
-        "the sender's header, verbatim"
+        header[14..16],
+        [0, 1],
+        "flag bit 0: a close run ends the file"
     );
-    check_example("recv-stream-records", &file[header.len()..]);
+    header[16..20].copy_from_slice(&(room as u32).to_be_bytes());
+    header.resize(room, 0);
+    assert_eq!(
+        file[..room],
+        header[..],
+        "the sender's header, flag bit 0 set, padded to the header room"
+    );
+    check_example("recv-stream-records", &file[room..]);
+    let (events, error, completeness) = completeness_of(&file);
+    assert_eq!(events.len(), 6);
+    assert!(error.is_none(), "{error:?}");
+    let close = CloseRecord::new(
+        7000,
+        QueueTotals {
+            accepted: 4,
+            dropped: 7,
+            overwritten: 0,
+            delivered: 4,
+        },
+        6,
+        7,
+    );
+    assert_eq!(completeness, Completeness::Complete(close));
     let s = &summary.senders[0];
     assert_eq!(
         (
