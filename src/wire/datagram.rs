@@ -207,7 +207,7 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             return Err(WireError::BadMagic { what: "datagram" });
         }
         // The version as soon as its two bytes are there: a later version
-        // may have another header (FORMAT.md 2.4).
+        // may have another header (FORMAT.md 4.3).
         if len < field::VERSION + 2 {
             return Err(truncated(0, HEADER_LEN, len, "datagram header"));
         }

@@ -72,7 +72,7 @@ pub enum WireError {
 
 impl WireError {
     /// The byte offset the error refers to: the first byte of the field at
-    /// fault (FORMAT.md, "Error offsets"). 0 for a wrong magic, 10 for the
+    /// fault (FORMAT.md 4.4). 0 for a wrong magic, 10 for the
     /// byte-order mark, 12 for the record size.
     pub fn offset(&self) -> u64 {
         match self {

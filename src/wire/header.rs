@@ -74,7 +74,7 @@ mod field {
 /// [`FIXED_LEN`] bytes) and returns the header length: how many bytes from
 /// the start of the file the whole header takes.
 ///
-/// Checks, in order (FORMAT.md 1.5): magic, version (as soon as its two
+/// Checks, in order (FORMAT.md 4.1): magic, version (as soon as its two
 /// bytes are there: a later version may have another fixed part), length of
 /// the fixed part, byte order, record size, header length, clock rate.
 pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
