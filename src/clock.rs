@@ -1,14 +1,25 @@
 //! Clock sources. Timestamps are 64-bit nanoseconds since the clock's origin:
 //! they wrap after 584 years, not after S.Ha.R.K.'s 71 minutes.
 //!
-//! - [`Clock::fast`] (the default): the CPU's time-stamp counter scaled to
-//!   nanoseconds when the TSC is invariant and the kernel itself trusts it as its
-//!   clock source; otherwise [`Clock::monotonic`]. Reading the TSC costs
-//!   about 12 ns against 30 ns for `Instant::now()` on the machine qtrace is
-//!   measured on (see BENCHMARKS.md). `QTRACE_NO_TSC=1` forces the fallback.
+//! - [`Clock::fast`] (the default): [`Clock::tsc`] when the CPU's time-stamp
+//!   counter is usable (invariant, and the kernel itself trusts it as its
+//!   clock source) and `QTRACE_NO_TSC` does not forbid it; otherwise
+//!   [`Clock::monotonic`]. Reading the TSC costs about 12 ns against 30 ns for
+//!   `Instant::now()` on the machine qtrace is measured on (see
+//!   BENCHMARKS.md).
+//! - [`Clock::tsc`]: the TSC, scaled with a rate measured once per process
+//!   against CLOCK_MONOTONIC to within 0.25 ppm (paired readings, see
+//!   RELIABILITY.md, "Clocks"), so it holds 1 ppm of CLOCK_MONOTONIC over
+//!   hours while CLOCK_MONOTONIC's own rate holds.
 //! - [`Clock::monotonic`]: `std::time::Instant`, correct everywhere.
 //! - [`Clock::manual`]: a clock that only moves when told, for deterministic
 //!   tests.
+//!
+//! `QTRACE_NO_TSC` (read by [`Clock::fast`] each time it is called): unset,
+//! empty, `0`, `false`, `no` or `off` (any case, surrounding blanks ignored)
+//! leave the choice to the machine; any other value (`1`, `true`, `yes`, …)
+//! forces the monotonic clock. It does not affect [`Clock::tsc`] or
+//! [`Clock::of_kind`], which a program calls to ask for one kind explicitly.
 //!
 //! ```
 //! use qtrace::clock::{Clock, ManualClock};
@@ -19,9 +30,14 @@
 //! assert_eq!(clock.now(), 105);
 //! ```
 
+use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::error::Error;
+
+mod tsc;
 
 /// Which source a [`Clock`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,45 +70,9 @@ pub struct Clock {
 
 #[derive(Clone, Debug)]
 enum Source {
-    Tsc(TscScale),
+    Tsc(tsc::TscScale),
     Monotonic(Instant),
     Manual(Arc<AtomicU64>),
-}
-
-/// Fixed-point conversion from TSC ticks to nanoseconds:
-/// `ns = (ticks - origin) * mult >> 32`.
-#[derive(Clone, Copy, Debug)]
-struct TscScale {
-    origin: u64,
-    mult: u64,
-    ticks_per_second: u64,
-}
-
-impl TscScale {
-    /// Counter value `origin` is time 0; the counter runs at
-    /// `ticks_per_second` (at least 1).
-    fn new(origin: u64, ticks_per_second: u64) -> Self {
-        let tps = ticks_per_second.max(1);
-        TscScale {
-            origin,
-            mult: ((1_000_000_000u128 << 32) / tps as u128) as u64,
-            ticks_per_second: tps,
-        }
-    }
-
-    /// Nanoseconds since the origin at counter value `tsc`.
-    #[inline(always)]
-    fn ns(&self, tsc: u64) -> u64 {
-        // Saturating: a CPU whose counter reads a little behind the one the
-        // origin was taken on gives 0, never a time 584 years ahead.
-        let ticks = tsc.saturating_sub(self.origin);
-        ((ticks as u128 * self.mult as u128) >> 32) as u64
-    }
-
-    #[inline(always)]
-    fn now(&self) -> u64 {
-        self.ns(tsc::read())
-    }
 }
 
 impl Default for Clock {
@@ -108,16 +88,68 @@ fn unix_now_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// Whether a value of `QTRACE_NO_TSC` forces the monotonic clock: unset,
+/// empty, `0`, `false`, `no` and `off` (any case, blanks around ignored) do
+/// not; every other value does.
+///
+/// ```
+/// use qtrace::clock::no_tsc_requested;
+/// use std::ffi::OsStr;
+/// assert!(!no_tsc_requested(None));
+/// assert!(!no_tsc_requested(Some(OsStr::new("0"))));
+/// assert!(!no_tsc_requested(Some(OsStr::new(" Off "))));
+/// assert!(no_tsc_requested(Some(OsStr::new("1"))));
+/// assert!(no_tsc_requested(Some(OsStr::new("true"))));
+/// ```
+pub fn no_tsc_requested(value: Option<&OsStr>) -> bool {
+    match value {
+        None => false,
+        Some(v) => {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            !matches!(v.as_str(), "" | "0" | "false" | "no" | "off")
+        }
+    }
+}
+
 impl Clock {
-    /// The fastest correct clock on this machine: the TSC when it is usable
-    /// (invariant, and the kernel's own clock source), otherwise `Instant`.
+    /// The fastest correct clock on this machine: [`Clock::tsc`] when the TSC
+    /// is usable and `QTRACE_NO_TSC` does not forbid it (see the module
+    /// docs), otherwise [`Clock::monotonic`].
     pub fn fast() -> Clock {
-        match tsc::ticks_per_second() {
-            Some(tps) => Clock {
-                source: Source::Tsc(TscScale::new(tsc::read(), tps)),
+        if no_tsc_requested(std::env::var_os("QTRACE_NO_TSC").as_deref()) {
+            return Clock::monotonic();
+        }
+        Clock::tsc().unwrap_or_else(|_| Clock::monotonic())
+    }
+
+    /// The CPU's time-stamp counter, origin now. The first call in a process
+    /// measures the counter's rate against CLOCK_MONOTONIC until the
+    /// measurement's error bound is under 0.25 ppm (20–80 ms here, at most
+    /// about 320 ms; the thread sleeps meanwhile); later calls reuse it.
+    /// Ignores `QTRACE_NO_TSC`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClockUnavailable`] when the counter must not be used for time:
+    /// not x86_64, not invariant, or not the kernel's own clock source.
+    ///
+    /// ```
+    /// use qtrace::clock::{Clock, ClockKind};
+    /// match Clock::tsc() {
+    ///     Ok(clock) => assert_eq!(clock.kind(), ClockKind::Tsc),
+    ///     Err(e) => println!("{e}"), // e.g. not x86_64
+    /// }
+    /// ```
+    pub fn tsc() -> Result<Clock, Error> {
+        match tsc::calibration() {
+            Ok(c) => Ok(Clock {
+                source: Source::Tsc(tsc::TscScale::new(tsc::read(), c.ticks_per_second)),
                 origin_unix_ns: unix_now_ns(),
-            },
-            None => Clock::monotonic(),
+            }),
+            Err(reason) => Err(Error::ClockUnavailable {
+                kind: ClockKind::Tsc.name(),
+                reason: reason.to_string(),
+            }),
         }
     }
 
@@ -126,6 +158,33 @@ impl Clock {
         Clock {
             source: Source::Monotonic(Instant::now()),
             origin_unix_ns: unix_now_ns(),
+        }
+    }
+
+    /// A clock of `kind`: [`Clock::tsc`] or [`Clock::monotonic`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClockUnavailable`] for [`ClockKind::Manual`] (a manual clock
+    /// needs the [`ManualClock`] that moves it: use [`Clock::manual`]) and
+    /// for [`ClockKind::Tsc`] where [`Clock::tsc`] fails.
+    ///
+    /// ```
+    /// use qtrace::clock::{Clock, ClockKind};
+    /// let clock = Clock::of_kind(ClockKind::Monotonic).unwrap();
+    /// assert_eq!(clock.kind(), ClockKind::Monotonic);
+    /// assert!(Clock::of_kind(ClockKind::Manual).is_err());
+    /// ```
+    pub fn of_kind(kind: ClockKind) -> Result<Clock, Error> {
+        match kind {
+            ClockKind::Tsc => Clock::tsc(),
+            ClockKind::Monotonic => Ok(Clock::monotonic()),
+            ClockKind::Manual => Err(Error::ClockUnavailable {
+                kind: kind.name(),
+                reason: "a manual clock moves only through its ManualClock: build it with \
+                         Clock::manual(&manual) and pass it to Config::with_clock"
+                    .to_string(),
+            }),
         }
     }
 
@@ -182,6 +241,16 @@ impl Clock {
             _ => None,
         }
     }
+
+    /// The error bound of the TSC rate's measurement, in parts per billion
+    /// (at most 250 unless the machine was too busy to reach it in 320 ms),
+    /// when this clock reads the TSC.
+    pub fn tsc_rate_bound_ppb(&self) -> Option<u64> {
+        match self.source {
+            Source::Tsc(_) => tsc::calibration().ok().map(|c| c.bound_ppb),
+            _ => None,
+        }
+    }
 }
 
 /// A clock that moves only when told to. Clones share the same time.
@@ -210,80 +279,10 @@ impl ManualClock {
     }
 }
 
-mod tsc {
-    use super::*;
-
-    /// Reads the time-stamp counter (0 where there is none; never called then).
-    #[inline(always)]
-    pub(super) fn read() -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            // SAFETY: RDTSC has no preconditions on x86_64; it reads a counter
-            // register and cannot fault in user mode on Linux (CR4.TSD is clear,
-            // which `usable()` confirms before any clock uses this path).
-            unsafe { core::arch::x86_64::_rdtsc() }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            0
-        }
-    }
-
-    /// The TSC's rate in ticks per second, measured once per process; `None`
-    /// when the TSC must not be used for time.
-    pub(super) fn ticks_per_second() -> Option<u64> {
-        static RATE: OnceLock<Option<u64>> = OnceLock::new();
-        *RATE.get_or_init(|| if usable() { Some(calibrate()) } else { None })
-    }
-
-    /// Invariant TSC (CPUID 0x8000_0007 EDX bit 8) and the kernel's clock
-    /// source is `tsc` (so the kernel found it synchronised across CPUs).
-    fn usable() -> bool {
-        if std::env::var_os("QTRACE_NO_TSC").is_some() {
-            return false;
-        }
-        // Miri cannot execute CPUID or RDTSC: `Clock::fast` falls back to
-        // `Instant` there, so the tracer's tests run under Miri unchanged.
-        if cfg!(miri) {
-            return false;
-        }
-        #[cfg(target_arch = "x86_64")]
-        {
-            let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-            if max_ext < 0x8000_0007 {
-                return false;
-            }
-            let invariant = core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0;
-            let kernel_uses_tsc = std::fs::read_to_string(
-                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-            )
-            .map(|s| s.trim() == "tsc")
-            .unwrap_or(false);
-            invariant && kernel_uses_tsc
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    }
-
-    /// Measures ticks per second against `Instant` over 20 ms.
-    fn calibrate() -> u64 {
-        let t0 = Instant::now();
-        let c0 = read();
-        let span = Duration::from_millis(20);
-        while t0.elapsed() < span {
-            std::hint::spin_loop();
-        }
-        let c1 = read();
-        let ns = t0.elapsed().as_nanos() as u64;
-        ((c1.wrapping_sub(c0) as u128 * 1_000_000_000) / ns.max(1) as u128).max(1) as u64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn fast_clock_tracks_wall_time() {
@@ -297,32 +296,6 @@ mod tests {
             "{:?} clock measured {elapsed} ns for a 30 ms sleep",
             clock.kind()
         );
-    }
-
-    #[test]
-    fn tsc_scale_converts_ticks_to_ns() {
-        let s = TscScale::new(1_000, 2_500_000_000);
-        assert_eq!(s.ns(1_000), 0);
-        // One second of ticks is one second, to within the 32.32 fixed
-        // point's rounding (a few ns per second).
-        let second = s.ns(1_000 + 2_500_000_000);
-        assert!((999_999_990..=1_000_000_000).contains(&second), "{second}");
-        // 25 ticks are 10 ns; the multiplier is rounded down, and so is
-        // the product: 9 (never more than the true time).
-        assert_eq!(s.ns(1_000 + 25), 9);
-        assert_eq!(s.ns(1_000 + 2_500), 999);
-        // Ten years of ticks do not overflow.
-        let years = s.ns(1_000 + 2_500_000_000 * 86_400 * 3_650);
-        assert!(years > 315_000_000_000_000_000, "{years}");
-    }
-
-    #[test]
-    fn tsc_scale_saturates_before_its_origin() {
-        // A counter that reads behind the origin (another CPU's TSC a little
-        // behind) gives 0, not a time centuries ahead.
-        let s = TscScale::new(1_000, 3_000_000_000);
-        assert_eq!(s.ns(999), 0);
-        assert_eq!(s.ns(0), 0);
     }
 
     #[test]

@@ -121,6 +121,14 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
+    /// A clock of the requested kind cannot be built on this machine
+    /// (`Clock::of_kind`, `Config::with_clock_kind`).
+    ClockUnavailable {
+        /// The kind asked for (`ClockKind::name`).
+        kind: &'static str,
+        /// Why, and what to use instead.
+        reason: String,
+    },
     /// A queue's `activate` or `terminate` hook failed or panicked.
     Hook {
         /// The queue.
@@ -243,6 +251,9 @@ impl fmt::Display for Error {
             InconsistentCatalog { reason } => write!(f, "inconsistent class/event table: {reason}"),
             InvalidParameter { queue_type, reason } => {
                 write!(f, "invalid parameter for a `{queue_type}` queue: {reason}")
+            }
+            ClockUnavailable { kind, reason } => {
+                write!(f, "a `{kind}` clock is not available: {reason}")
             }
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")

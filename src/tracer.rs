@@ -59,6 +59,27 @@ impl Config {
         self
     }
 
+    /// Uses a clock of `kind` ([`Clock::of_kind`]): the way to ask for the
+    /// monotonic clock, or to insist on the TSC, whatever `QTRACE_NO_TSC`
+    /// says (which only steers the default, [`Clock::fast`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClockUnavailable`] for [`ClockKind::Manual`](crate::clock::ClockKind::Manual)
+    /// (use [`Config::with_clock`] with [`Clock::manual`]) or a TSC this
+    /// machine cannot use for time.
+    ///
+    /// ```
+    /// use qtrace::clock::ClockKind;
+    /// use qtrace::Config;
+    /// let config = Config::default().with_clock_kind(ClockKind::Monotonic).unwrap();
+    /// assert_eq!(config.clock.kind(), ClockKind::Monotonic);
+    /// ```
+    pub fn with_clock_kind(mut self, kind: crate::clock::ClockKind) -> Result<Self, Error> {
+        self.clock = Clock::of_kind(kind)?;
+        Ok(self)
+    }
+
     /// Puts files in `dir`.
     pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.output_dir = dir.into();

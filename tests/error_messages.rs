@@ -203,6 +203,9 @@ fn api_names() -> BTreeSet<&'static str> {
         "high_water_percent" => |p: &qtrace::queues::OnlineParams| p.high_water_percent,
         "sender_id" => |p: &qtrace::queues::UdpParams| p.sender_id,
         "Limit" => qtrace::queues::DatagramsPerPeriod::Limit,
+        "Clock::manual" => qtrace::clock::Clock::manual,
+        "Config::with_clock" => |c: qtrace::Config| c.with_clock(qtrace::clock::Clock::monotonic()),
+        "ClockKind::Monotonic" => qtrace::clock::ClockKind::Monotonic,
         "RingStorage::FileAt" => qtrace::queues::RingStorage::FileAt,
         "RingStorage::Memory" => qtrace::queues::RingStorage::Memory,
         "Config::with_output_dir" => |c: qtrace::Config| c.with_output_dir("d"),
@@ -221,6 +224,7 @@ const NOT_API: &[(&str, &str)] = &[
         "Region",
         "the `Debug` text of the queues' internal memory region",
     ),
+    ("x86_64", "a CPU architecture, in the TSC clock's refusal"),
 ];
 
 /// Names a file may use that are not qtrace's own: flags of another tool

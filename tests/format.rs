@@ -240,6 +240,7 @@ fn a_future_version_is_refused_with_the_supported_list() {
     assert_eq!(
         e,
         WireError::UnsupportedVersion {
+            offset: 8,
             version: 2,
             supported: &[1]
         }
@@ -321,7 +322,7 @@ fn oversized_tables_are_errors_not_allocations() {
         }
     ));
     // A name running past the header's end: corrupt (the whole header is
-    // there), not truncated.
+    // there), not truncated; reported at the name's length field.
     let mut file = example_file();
     file[0x87..0x89].copy_from_slice(&[0, 60]);
     let e = open_err(&file);
@@ -329,7 +330,7 @@ fn oversized_tables_are_errors_not_allocations() {
         matches!(
             e,
             WireError::Invalid {
-                offset: 0x89,
+                offset: 0x87,
                 what: "event",
                 ..
             }
@@ -876,4 +877,321 @@ proptest! {
         prop_assert_eq!(reader.records_read(), n);
         prop_assert!(c.is_complete().is_some());
     }
+}
+
+// ---------------------------------------------------------------------------
+// FORMAT.md v2: the worked examples of the error cases (1.7, 2.5) and of the
+// receiver's behaviours (3.x). Each dump is read from FORMAT.md by its
+// `<!-- example:NAME -->` marker; set QTRACE_PRINT_EXAMPLES=1 to print what
+// the code produces (to write a new example).
+
+fn hex_dump(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, chunk) in bytes.chunks(16).enumerate() {
+        s.push_str(&format!("{:04x}:", i * 16));
+        for b in chunk {
+            s.push_str(&format!(" {b:02x}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Compares `produced` with FORMAT.md's example `name` (printing it when
+/// asked).
+fn check_example(name: &str, produced: &[u8]) {
+    if std::env::var_os("QTRACE_PRINT_EXAMPLES").is_some() {
+        println!(
+            "<!-- example:{name} -->\n```text\n{}```",
+            hex_dump(produced)
+        );
+        return;
+    }
+    assert_eq!(
+        hex_dump(&format_md_example(name)),
+        hex_dump(produced),
+        "FORMAT.md example {name}"
+    );
+}
+
+/// The rows of FORMAT.md 1.7's table: a change to the file of 1.7 (the
+/// first byte changed, the new bytes) and the exact error message it gives.
+const FILE_PATCHES: &[(usize, &[u8], &str)] = &[
+    (0x09, &[2], "format version 2 at byte 8 is not supported: this reader accepts versions [1]; use a newer qtrace"),
+    (0x0a, &[2], "byte-order mark 0x0202 at byte 10 is not the big-endian mark 0x0102: the file is corrupt"),
+    (0x0d, &[64], "record size 64 at byte 12 is impossible: qtrace records are 32 bytes; the file is corrupt"),
+    (0x10, &[1], "corrupt at byte 16: the header claims 16777368 bytes, more than the 4194304 allowed"),
+    (0x13, &[0x28], "corrupt at byte 16: header length: 40 is shorter than the fixed part (44 bytes)"),
+    (0x24, &[0, 0, 0, 0], "corrupt at byte 32: clock rate: zero ticks per second"),
+    (0x13, &[0x66], "corrupt at byte 99: description: it runs past the end of the header (102 bytes, as its length field at byte 16 says)"),
+    (0x13, &[0xe0], "truncated at byte 0: the header needs 224 bytes but only 216 remain (the file was cut short or is still being written)"),
+    (0x33, b"X", "accepted"),
+    (0x2e, &[0x20], "corrupt at byte 44: clock kind: clock kind name \" anual\" is invalid: use 1 to 64 characters from A-Z a-z 0-9 _ . -"),
+    (0x2e, &[0xff], "corrupt at byte 46: clock kind: not valid UTF-8"),
+    (0x36, &[0x7f], "corrupt at byte 52: host name: empty or has control characters"),
+    (0x28, &[0xff, 0xff], "corrupt at byte 58: queue type name: present without a queue handle, or missing with one"),
+    (0x3c, b"/", "corrupt at byte 58: queue type name: queue type name \"/ixed\" is invalid: use 1 to 64 characters from A-Z a-z 0-9 _ . -"),
+    (0x42, &[0x00], "corrupt at byte 65: class count: 0 classes (a table has 1 to 256)"),
+    (0x4e, &[0x00], "corrupt at byte 77: event count: class \"tracer\" claims 0 events; a class has at least 1 and the table at most 4096 in all"),
+    (0x65, &[0x09], "accepted"),
+    (0x69, &[0x0a], "corrupt at byte 99: description: it holds a line break (CR or LF): a description is one line"),
+    (0x70, &[0x03], "corrupt at byte 112: argument count: 3 arguments (at most 2)"),
+    (0x89, b" ", "corrupt at byte 135: event: event name \" ick\" is invalid: use 1 to 64 characters from A-Z a-z 0-9 _ . -"),
+];
+
+#[test]
+fn file_error_examples_are_exact() {
+    let file = example_file();
+    for &(at, value, message) in FILE_PATCHES {
+        let mut bytes = file.clone();
+        bytes[at..at + value.len()].copy_from_slice(value);
+        let got = match TraceReader::new(&bytes[..]) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => e.to_string(),
+        };
+        if std::env::var_os("QTRACE_PRINT_EXAMPLES").is_some() {
+            println!("{at:#04x} -> {value:02x?}: {got}");
+            continue;
+        }
+        assert_eq!(got, message, "bytes at {at:#x} set to {value:02x?}");
+    }
+    // The two dumped examples: a short file of a later version, a short
+    // file of this version.
+    let later = [&file[..9], &[2, 1, 2]].concat();
+    check_example("file-short-later-version", &later);
+    assert_eq!(
+        open_err(&later),
+        WireError::UnsupportedVersion {
+            offset: 8,
+            version: 2,
+            supported: &[1]
+        }
+    );
+    let short = file[..20].to_vec();
+    assert_eq!(
+        open_err(&short),
+        WireError::Truncated {
+            offset: 0,
+            needed: 44,
+            available: 20,
+            what: "header"
+        }
+    );
+    // The file cut inside its second record: the first, then the error.
+    let (_, events, error) = read_all(&file[..194]).unwrap();
+    assert_eq!(events, example_events()[..1]);
+    assert_eq!(
+        error.unwrap().to_string(),
+        "truncated at byte 184: the record needs 32 bytes but only 10 remain (the file was cut short or is still being written)"
+    );
+}
+
+#[test]
+fn duplicate_names_are_refused_at_the_name() {
+    // Two classes, events or arguments of the same name: corrupt, at the
+    // first byte of the second name's length field.
+    let bytes = example_file();
+    let header_end = 0x93;
+    let table = &bytes[0x41..header_end];
+    // The hoops event's second argument "queue" renamed to "lost": a
+    // duplicate argument name, reported at the second name (file byte 0x77).
+    let (from, to) = (&b"\x00\x05queue"[..], &b"\x00\x04lost"[..]);
+    let mut t = table.to_vec();
+    let pos = t.windows(from.len()).position(|w| w == from).unwrap();
+    t.splice(pos..pos + from.len(), to.iter().copied());
+    match qtrace::wire::catalog::parse(&t) {
+        Err(WireError::Invalid {
+            offset,
+            what,
+            reason,
+        }) => {
+            assert_eq!((what, offset as usize + 0x41), ("argument", 0x77));
+            assert_eq!(
+                reason,
+                "argument name \"lost\" appears twice in event \"hoops\""
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut c = Catalog::builtin();
+    assert!(c
+        .define(ClassSpec::new("app", "").event("e", "", &["a", "a"]))
+        .is_err());
+}
+
+fn udp_header() -> TraceHeader {
+    example_header().with_queue(QueueHandle(0), "udp").unwrap()
+}
+
+fn events_datagram(seq: u64, dropped: u64, first: u64, events: &[Event]) -> Vec<u8> {
+    let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
+    let (len, n) = datagram::encode_events(&mut buf, 0x2a, seq, dropped, first, events).unwrap();
+    assert_eq!(n, events.len());
+    buf[..len].to_vec()
+}
+
+fn tick(time: u64, n: u64) -> Event {
+    Event::new(time, EventId(2), 0, [n, 0])
+}
+
+#[test]
+fn datagram_error_examples_are_exact() {
+    let later = b"QTRU\x00\x02".to_vec();
+    check_example("datagram-short-later-version", &later);
+    assert_eq!(
+        dgram_err(&later).to_string(),
+        "format version 2 at byte 4 is not supported: this reader accepts versions [1]; use a newer qtrace"
+    );
+    // The 2.3 example with a count of 2: one record is missing.
+    let mut two = events_datagram(5, 3, 120, &[tick(1000, 7)]);
+    two[13] = 2;
+    check_example("datagram-count-too-big", &two);
+    assert_eq!(
+        dgram_err(&two),
+        WireError::Truncated {
+            offset: 0,
+            needed: 104,
+            available: 72,
+            what: "datagram (its count claims more than arrived)"
+        }
+    );
+    // A catalog fragment past the end of its catalog.
+    let header = udp_header().to_bytes();
+    let mut buf = [0u8; 72];
+    let (len, _) = datagram::encode_catalog_fragment(&mut buf, 0x2a, 0, 0, 0, &header, 0).unwrap();
+    let mut past = buf[..len].to_vec();
+    past[44..48].copy_from_slice(&150u32.to_be_bytes());
+    check_example("catalog-fragment-past-end", &past);
+    assert_eq!(
+        dgram_err(&past).to_string(),
+        "corrupt at byte 44: catalog fragment: bytes 150 to 173 do not lie within the 152-byte catalog"
+    );
+}
+
+fn loopback() -> std::net::SocketAddr {
+    "127.0.0.1:9".parse().unwrap()
+}
+
+#[test]
+fn receiver_loss_before_any_event_and_a_zero_record_datagram() {
+    use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    // Datagram 0 (2 events) is lost; datagram 1 holds no record and says the
+    // sender has dropped 5 events.
+    let d1 = events_datagram(1, 5, 2, &[]);
+    check_example("recv-zero-record-in", &d1);
+    let mut core = ReceiverCore::new(ReceiverConfig::default());
+    let mut out = Vec::new();
+    core.handle(loopback(), &d1, &mut |e| out.push(*e));
+    assert!(out.is_empty(), "held: datagram 0 may still come");
+    core.finish(&mut |e| out.push(*e));
+    let mut bytes = vec![0u8; out.len() * 32];
+    for (e, c) in out.iter().zip(bytes.chunks_exact_mut(32)) {
+        qtrace::wire::record::emit(e, c.try_into().unwrap());
+    }
+    check_example("recv-zero-record-out", &bytes);
+    assert_eq!(
+        out,
+        [
+            Event::new(0, EventId(1), u32::MAX, [2, 0xffff]),
+            Event::new(0, EventId(1), u32::MAX, [5, 0xffff]),
+        ]
+    );
+    let s = &core.summary().senders[0];
+    assert_eq!(
+        (s.events, s.lost_datagrams, s.lost_events, s.sender_dropped),
+        (0, 1, 2, 5)
+    );
+}
+
+/// The datagrams of FORMAT.md 3.5, in arrival order.
+fn stream_example() -> Vec<Vec<u8>> {
+    let header = udp_header().to_bytes();
+    let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
+    let (len, n) = datagram::encode_catalog_fragment(&mut buf, 0x2a, 0, 0, 0, &header, 0).unwrap();
+    assert_eq!(n, header.len());
+    vec![
+        buf[..len].to_vec(),
+        events_datagram(1, 0, 0, &[tick(1000, 1), tick(2000, 2)]),
+        // 2 (first event 2, 3 events) is lost.
+        events_datagram(4, 4, 6, &[tick(7000, 7)]),
+        events_datagram(3, 4, 5, &[tick(6000, 6)]),
+        events_datagram(1, 0, 0, &[tick(1000, 1), tick(2000, 2)]),
+    ]
+}
+
+#[test]
+fn receiver_writes_the_stream_example_byte_for_byte() {
+    use qtrace::receiver::{Receiver, RunLimit};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("received.qtr");
+    let receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let to = receiver.local_addr();
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let stream = stream_example();
+    let stopper = receiver.stopper();
+    let run = std::thread::spawn(move || {
+        receiver
+            .run(
+                &path,
+                RunLimit::duration(std::time::Duration::from_secs(10)),
+            )
+            .map(|s| (s, path))
+    });
+    for d in &stream {
+        sender.send_to(d, to).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stopper.stop();
+    let (summary, path) = run.join().unwrap().unwrap();
+    let file = std::fs::read(&path).unwrap();
+    // FORMAT.md 3.5: the sender's header with flag bit 0 set and its length
+    // field saying 65,536 (`ReceiverConfig::header_room`), zero bytes up to
+    // there, then the records and the close run.
+    let room = qtrace::receiver::ReceiverConfig::default().header_room;
+    assert_eq!(room, 0x10000);
+    let mut header = udp_header().with_close_run(true).to_bytes();
+    assert_eq!(header.len(), 152);
+    assert_eq!(
+        header[14..16],
+        [0, 1],
+        "flag bit 0: a close run ends the file"
+    );
+    header[16..20].copy_from_slice(&(room as u32).to_be_bytes());
+    header.resize(room, 0);
+    assert_eq!(
+        file[..room],
+        header[..],
+        "the sender's header, flag bit 0 set, padded to the header room"
+    );
+    check_example("recv-stream-records", &file[room..]);
+    let (events, error, completeness) = completeness_of(&file);
+    assert_eq!(events.len(), 6);
+    assert!(error.is_none(), "{error:?}");
+    let close = CloseRecord::new(
+        7000,
+        QueueTotals {
+            accepted: 4,
+            dropped: 7,
+            overwritten: 0,
+            delivered: 4,
+        },
+        6,
+        7,
+    );
+    assert_eq!(completeness, Completeness::Complete(close));
+    let s = &summary.senders[0];
+    assert_eq!(
+        (
+            s.datagrams,
+            s.events,
+            s.lost_datagrams,
+            s.lost_events,
+            s.sender_dropped,
+            s.duplicates,
+            s.reordered
+        ),
+        (4, 4, 1, 3, 4, 1, 1)
+    );
+    assert_eq!(s.queue, Some((0, "udp".to_string())));
 }

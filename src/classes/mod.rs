@@ -401,8 +401,14 @@ impl Catalog {
                     max: MAX_ARGS,
                 });
             }
-            for a in args {
+            for (k, a) in args.iter().enumerate() {
                 validate_name("argument", a)?;
+                if args[..k].contains(a) {
+                    return Err(Error::DuplicateName {
+                        what: "argument",
+                        name: a.clone(),
+                    });
+                }
             }
         }
         let id = ClassId(self.classes.len() as u16);

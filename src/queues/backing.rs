@@ -1,5 +1,5 @@
 //! The memory a fixed or circular queue keeps its rings in: zeroed memory
-//! on the heap, or a shared mapping of a *ring file* (FORMAT.md section 3)
+//! on the heap, or a shared mapping of a *ring file* (FORMAT.md section 6)
 //! that outlives the process.
 //!
 //! Both kinds hold the same layout ([`super::ring_file`]) and the same ring

@@ -165,7 +165,7 @@ const RING_MASK: u64 = (1 << RING_BITS) - 1;
 
 /// A single-producer ring and the thread that owns it. `repr(C)`: placed
 /// in the queue's region (a ring file: the owner at byte 0, the ring's
-/// indices at byte 128; FORMAT.md section 3).
+/// indices at byte 128; FORMAT.md section 6).
 #[derive(Debug)]
 #[repr(C)]
 struct Shard {

@@ -110,7 +110,7 @@ impl QueueType for Fixed {
 }
 
 /// The fixed queue's control block, placed in its region (a ring file: the
-/// ticket counter at byte 0; FORMAT.md section 3).
+/// ticket counter at byte 0; FORMAT.md section 6).
 #[derive(Debug)]
 #[repr(C)]
 struct Control {

@@ -72,7 +72,7 @@ impl<T> std::ops::Deref for Padded<T> {
 /// One record's storage: a sequence word and the record as four words, in one
 /// 64-byte cache line.
 /// `repr(C)`: the layout is part of the ring file format (FORMAT.md
-/// section 3: the sequence word first, then the record's words).
+/// section 6: the sequence word first, then the record's words).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Slot {
@@ -287,7 +287,7 @@ pub struct Ticketed {
 ///
 /// Its layout is fixed (`repr(C)`: the ticket counter at byte 0, the drop
 /// counter at byte 128), because a circular queue may place it in a ring
-/// file (FORMAT.md section 3) together with its slots.
+/// file (FORMAT.md section 6) together with its slots.
 #[derive(Debug)]
 #[repr(C)]
 pub struct OverwriteRing {

@@ -1,4 +1,4 @@
-//! The ring file's layout (FORMAT.md section 3): where a fixed or circular
+//! The ring file's layout (FORMAT.md section 6): where a fixed or circular
 //! queue keeps its rings when they must outlive the process, and the
 //! checked parse of such a file after a crash.
 //!

@@ -53,7 +53,7 @@ struct Indices {
 
 /// A single-producer overwrite ring (see the module docs). `repr(C)`: a
 /// circular queue places it in its region (a ring file, FORMAT.md section
-/// 3), the indices first.
+/// 6), the indices first.
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct ShardRing {

@@ -127,8 +127,13 @@ fn name<'a>(cur: &mut Cursor<'a>, what: &'static str) -> Result<&'a str, WireErr
 fn description<'a>(cur: &mut Cursor<'a>) -> Result<&'a str, WireError> {
     let at = cur.pos();
     let s = cur.str("description", MAX_DESCRIPTION_LEN)?;
-    validate_description("description", s)
-        .map_err(|e| invalid(at, "description", e.to_string()))?;
+    validate_description("description", s).map_err(|_| {
+        invalid(
+            at,
+            "description",
+            "it holds a line break (CR or LF): a description is one line",
+        )
+    })?;
     Ok(s)
 }
 
@@ -148,11 +153,12 @@ pub(crate) fn parse_from(cur: &mut Cursor<'_>) -> Result<Catalog, WireError> {
     let mut classes: Vec<ClassInfo> = Vec::with_capacity(class_count);
     let mut events: Vec<EventInfo> = Vec::new();
     for c in 0..class_count {
+        let class_at = cur.pos();
         let class_name = name(cur, "class")?;
         let class_description = description(cur)?;
         if classes.iter().any(|k| k.name == class_name) {
             return Err(invalid(
-                cur.pos(),
+                class_at,
                 "class",
                 format!("class name {class_name:?} appears twice"),
             ));
@@ -183,9 +189,18 @@ pub(crate) fn parse_from(cur: &mut Cursor<'_>) -> Result<Catalog, WireError> {
                     format!("{argc} arguments (at most {MAX_ARGS})"),
                 ));
             }
-            let mut args = Vec::with_capacity(argc);
+            let mut args: Vec<String> = Vec::with_capacity(argc);
             for _ in 0..argc {
-                args.push(name(cur, "argument")?.to_string());
+                let arg_at = cur.pos();
+                let arg = name(cur, "argument")?;
+                if args.iter().any(|a| a == arg) {
+                    return Err(invalid(
+                        arg_at,
+                        "argument",
+                        format!("argument name {arg:?} appears twice in event {event_name:?}"),
+                    ));
+                }
+                args.push(arg.to_string());
             }
             if events[first_event.0 as usize..]
                 .iter()

@@ -68,7 +68,19 @@ impl<'a> Cursor<'a> {
                 max: max as u64,
             });
         }
-        let bytes = self.take(len, what)?;
+        // A string cut short is reported where it starts (its length field),
+        // like every other incomplete item (FORMAT.md 4.4).
+        let bytes = self.take(len, what).map_err(|e| match e {
+            WireError::Truncated {
+                needed, available, ..
+            } => WireError::Truncated {
+                offset: at,
+                needed: needed + 2,
+                available: available + 2,
+                what,
+            },
+            other => other,
+        })?;
         std::str::from_utf8(bytes).map_err(|_| WireError::Invalid {
             offset: at + 2,
             what,

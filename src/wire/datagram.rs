@@ -206,6 +206,19 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             }
             return Err(WireError::BadMagic { what: "datagram" });
         }
+        // The version as soon as its two bytes are there: a later version
+        // may have another header (FORMAT.md 4.3).
+        if len < field::VERSION + 2 {
+            return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+        }
+        let version = be16(b, field::VERSION);
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Err(WireError::UnsupportedVersion {
+                offset: field::VERSION as u64,
+                version,
+                supported: SUPPORTED_VERSIONS,
+            });
+        }
         if len < HEADER_LEN {
             return Err(truncated(0, HEADER_LEN, len, "datagram header"));
         }
@@ -215,13 +228,6 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 what: "datagram",
                 len: len as u64,
                 max: MAX_DATAGRAM_LEN as u64,
-            });
-        }
-        let version = be16(b, field::VERSION);
-        if !SUPPORTED_VERSIONS.contains(&version) {
-            return Err(WireError::UnsupportedVersion {
-                version,
-                supported: SUPPORTED_VERSIONS,
             });
         }
         let count = be16(b, field::COUNT) as usize;

@@ -31,6 +31,8 @@ pub enum WireError {
     },
     /// A format version this reader does not know.
     UnsupportedVersion {
+        /// Where the version field is: 8 in a trace file, 4 in a datagram.
+        offset: u64,
         /// The version found.
         version: u16,
         /// The versions this reader accepts.
@@ -69,15 +71,16 @@ pub enum WireError {
 }
 
 impl WireError {
-    /// The byte offset the error refers to (0 for errors about the magic,
-    /// version, byte order or record size, which sit in the first bytes).
+    /// The byte offset the error refers to: the first byte of the field at
+    /// fault (FORMAT.md 4.4). 0 for a wrong magic, 10 for the
+    /// byte-order mark, 12 for the record size.
     pub fn offset(&self) -> u64 {
         match self {
             WireError::Truncated { offset, .. }
             | WireError::TooLarge { offset, .. }
-            | WireError::Invalid { offset, .. } => *offset,
+            | WireError::Invalid { offset, .. }
+            | WireError::UnsupportedVersion { offset, .. } => *offset,
             WireError::BadMagic { .. } => 0,
-            WireError::UnsupportedVersion { .. } => 8,
             WireError::BadByteOrder { .. } => 10,
             WireError::BadRecordSize { .. } => 12,
         }
@@ -145,9 +148,13 @@ impl fmt::Display for WireError {
                 f,
                 "not a qtrace {what}: the magic number at byte 0 is wrong"
             ),
-            WireError::UnsupportedVersion { version, supported } => write!(
+            WireError::UnsupportedVersion {
+                offset,
+                version,
+                supported,
+            } => write!(
                 f,
-                "format version {version} at byte 8 is not supported: this reader accepts versions {supported:?}; use a newer qtrace"
+                "format version {version} at byte {offset} is not supported: this reader accepts versions {supported:?}; use a newer qtrace"
             ),
             WireError::BadByteOrder { found } => write!(
                 f,

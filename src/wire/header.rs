@@ -74,8 +74,9 @@ mod field {
 /// [`FIXED_LEN`] bytes) and returns the header length: how many bytes from
 /// the start of the file the whole header takes.
 ///
-/// Checks, in order: length, magic, version, byte order, record size, header
-/// length.
+/// Checks, in order (FORMAT.md 4.1): magic, version (as soon as its two
+/// bytes are there: a later version may have another fixed part), length of
+/// the fixed part, byte order, record size, header length, clock rate.
 pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
     if prefix.len() < field::MAGIC.end || prefix[field::MAGIC] != MAGIC {
         if prefix.len() < field::MAGIC.end && MAGIC.starts_with(prefix) {
@@ -88,20 +89,25 @@ pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
         }
         return Err(WireError::BadMagic { what: "trace file" });
     }
-    if prefix.len() < FIXED_LEN {
-        return Err(WireError::Truncated {
-            offset: 0,
-            needed: FIXED_LEN as u64,
-            available: prefix.len() as u64,
-            what: "header",
-        });
+    let truncated = || WireError::Truncated {
+        offset: 0,
+        needed: FIXED_LEN as u64,
+        available: prefix.len() as u64,
+        what: "header",
+    };
+    if prefix.len() < field::VERSION + 2 {
+        return Err(truncated());
     }
     let version = be16(prefix, field::VERSION);
     if !SUPPORTED_VERSIONS.contains(&version) {
         return Err(WireError::UnsupportedVersion {
+            offset: field::VERSION as u64,
             version,
             supported: SUPPORTED_VERSIONS,
         });
+    }
+    if prefix.len() < FIXED_LEN {
+        return Err(truncated());
     }
     let bom = be16(prefix, field::BYTE_ORDER);
     if bom != BYTE_ORDER_MARK {
