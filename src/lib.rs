@@ -54,6 +54,7 @@
 
 pub mod classes;
 pub mod clock;
+pub mod combine;
 pub mod error;
 pub mod event;
 pub mod export;

@@ -20,6 +20,9 @@ use crate::event::Event;
 use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use enum_dispatch::enum_dispatch;
 
+#[allow(unused_imports)] // used by the code enum_dispatch generates
+use crate::combine::Run;
+
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};

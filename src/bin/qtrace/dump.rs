@@ -10,7 +10,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Args;
+
+use crate::payload;
 use qtrace::classes::{tracer, Catalog};
+use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::MergeByTime;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::close::close_part;
@@ -211,20 +214,13 @@ fn named_args<'a>(catalog: &'a Catalog, event: &Event) -> Vec<(&'a str, u64)> {
         .collect()
 }
 
-fn source_text(source: u32) -> String {
-    if source == u32::MAX {
-        "tracer".to_string()
-    } else {
-        source.to_string()
-    }
-}
-
 /// Formats one event as a text line.
 fn text_line(
     out: &mut String,
     label: Option<(&str, usize)>,
     time: u128,
     catalog: &Catalog,
+    names: &Names,
     e: &Event,
 ) {
     if let Some((l, width)) = label {
@@ -247,7 +243,12 @@ fn text_line(
         .class_of(e.id)
         .and_then(|c| catalog.class(c))
         .map_or("?", |c| c.name.as_str());
-    let _ = write!(out, "{:>6}  {:<10} ", source_text(e.source), class);
+    let _ = write!(
+        out,
+        "{:>6}  {:<10} ",
+        payload::source_text(names, e.source),
+        class
+    );
     match catalog.event_name(e.id) {
         Some(n) => {
             let _ = write!(out, "{n:<14}");
@@ -506,30 +507,58 @@ pub fn run(args: DumpArgs) -> ExitCode {
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
+    // Combine runs are reassembled per file; names apply to the lines after
+    // them.
+    let mut assemblers: Vec<Assembler> = inputs.iter().map(|_| Assembler::new()).collect();
+    let mut names: Vec<Names> = inputs.iter().map(|_| Names::new()).collect();
+    let mut items: Vec<Item> = Vec::new();
     crate::with_stdout(|out| {
-        let (clean, ends) = merge(inputs, |i, e| {
-            let e_time = e.time as u128;
+        let mut show = |i: usize, item: Item, line: &mut String| -> io::Result<()> {
+            let (time, id) = match &item {
+                Item::Event(e) => (e.time, e.id),
+                Item::Payload(p) => (p.time, p.id),
+            };
+            let e_time = time as u128;
+            let is_name = match &item {
+                Item::Payload(p) => names[i].learn(p).is_some(),
+                Item::Event(_) => false,
+            };
             if e_time < from || e_time > to {
                 return Ok(());
             }
-            if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
+            if id != tracer::HOOPS && !is_name && !filters[i].passes(id) {
                 return Ok(());
             }
             line.clear();
-            if args.json {
-                json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
-            } else {
-                text_line(
-                    &mut line,
-                    several.then_some((labels[i].as_str(), width)),
-                    e_time,
-                    &catalogs[i],
-                    e,
-                );
+            let label = several.then_some((labels[i].as_str(), width));
+            match (&item, args.json) {
+                (Item::Event(e), true) => json_line(line, &labels[i], e_time, &catalogs[i], e),
+                (Item::Event(e), false) => {
+                    text_line(line, label, e_time, &catalogs[i], &names[i], e)
+                }
+                (Item::Payload(p), true) => payload::json_line(line, &labels[i], &catalogs[i], p),
+                (Item::Payload(p), false) => {
+                    payload::time_column(line, label, e_time);
+                    payload::text_line(line, &catalogs[i], &names[i], p);
+                }
             }
             line.push('\n');
             out.write_all(line.as_bytes())
+        };
+        let (clean, ends) = merge(inputs, |i, e| {
+            assemblers[i].push(*e, &mut |item| items.push(item));
+            for item in items.drain(..) {
+                show(i, item, &mut line)?;
+            }
+            Ok(())
         })?;
+        // Runs still open at the end of a file were cut by it.
+        for (i, a) in assemblers.iter_mut().enumerate() {
+            a.finish(&mut |item| items.push(item));
+            for item in items.drain(..) {
+                show(i, item, &mut line)?;
+            }
+        }
         // One END line per file, after its events: complete (with the
         // queue's final counters), cut short, damaged or unknown.
         for (i, end) in ends.iter().enumerate() {

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod convert;
 mod dump;
+mod payload;
 mod recv;
 mod stats;
 
