@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
 use qtrace::combine::{self, Assembler, Item, Payload, PayloadState, MAX_PAYLOAD};
+use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter};
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Dummy, Fixed, FixedParams, Online, OnlineParams,
     Udp, UdpParams,
@@ -136,6 +137,110 @@ fn every_length_through_a_fixed_queue_the_reader_and_dump() {
             String::from_utf8(payload(len)).unwrap()
         );
         assert!(line.ends_with(&want), "{line:?} does not end with {want:?}");
+    }
+
+    // Chrome JSON: one instant per payload, the text in `args.text`.
+    let events = read_file(file);
+    let catalog = qtrace::classes::Catalog::builtin();
+    let mut json = Vec::new();
+    let stats = export::convert(
+        ChromeWriter::new(&catalog, 0, &mut json).unwrap(),
+        events.clone(),
+    )
+    .unwrap();
+    assert_eq!(stats.events, all_records());
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let instants: Vec<&serde_json::Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
+        .collect();
+    assert_eq!(instants.len(), MAX_PAYLOAD + 1);
+    for (len, e) in instants.iter().enumerate() {
+        assert_eq!(e["name"], "user1");
+        assert_eq!(e["args"]["value"], len as u64);
+        assert_eq!(
+            e["args"]["text"].as_str().unwrap().as_bytes(),
+            payload(len).as_slice()
+        );
+        assert!(e["args"].get("partial").is_none());
+    }
+
+    // CTF, read by babeltrace2: one `qtrace:payload` event per payload.
+    let ctf = d.join("ctf");
+    export::convert(CtfWriter::create(&ctf, &catalog, 0).unwrap(), events).unwrap();
+    match std::process::Command::new("babeltrace2").arg(&ctf).output() {
+        Ok(out) => {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let text = String::from_utf8(out.stdout).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), MAX_PAYLOAD + 1);
+            for (len, line) in lines.iter().enumerate() {
+                let want = format!(
+                    "}}, {{ event_id = 12, arg = {len}, state = 0, received = 0, expected = 0, logged_len = {len}, encoding = 0, text = \"{}\" }}",
+                    String::from_utf8(payload(len)).unwrap()
+                );
+                assert!(line.ends_with(&want), "{line}\n does not end with\n{want}");
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => eprintln!(
+            "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to check the CTF output"
+        ),
+        Err(e) => panic!("cannot run babeltrace2: {e}"),
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn chrome_and_ctf_show_names_and_cut_runs() {
+    let catalog = qtrace::classes::Catalog::builtin();
+    let name = combine::Run::name(1_000, 5, combine::NAME_SOURCE, 5, b"worker-5");
+    let task = combine::Run::name(1_000, 5, combine::NAME_TASK, 3, b"idle");
+    let text = combine::Run::new(2_000, user::USER1, 5, 0, b"0123456789abcdef-cut");
+    let mut events: Vec<Event> = (0..name.len()).map(|i| name.record(i)).collect();
+    events.extend((0..task.len()).map(|i| task.record(i)));
+    events.push(Event::new(
+        1_500,
+        qtrace::classes::system::SCHEDULE,
+        5,
+        [3, 0],
+    ));
+    events.extend((0..2).map(|i| text.record(i))); // its last record lost
+    let mut json = Vec::new();
+    export::convert(
+        ChromeWriter::new(&catalog, 0, &mut json).unwrap(),
+        events.clone(),
+    )
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let all = doc["traceEvents"].as_array().unwrap();
+    let thread_names: Vec<&str> = all
+        .iter()
+        .filter(|e| e["name"] == "thread_name" && e["tid"] == 5)
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(thread_names, ["5 worker-5"]);
+    assert!(all
+        .iter()
+        .any(|e| e["ph"] == "B" && e["name"] == "task 3 idle"));
+    let cut = all.iter().find(|e| e["name"] == "user1").unwrap();
+    assert_eq!(cut["args"]["text"], "0123456789abcdef");
+    assert_eq!(cut["args"]["partial"], "2 records of 3");
+
+    let d = dir("ctf-names");
+    export::convert(CtfWriter::create(&d, &catalog, 0).unwrap(), events).unwrap();
+    match std::process::Command::new("babeltrace2").arg(&d).output() {
+        Ok(out) => {
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert!(text.contains("qtrace:name: { source = 5 }, { kind = 1, subject = 5, encoding = 0, name = \"worker-5\" }"), "{text}");
+            assert!(text.contains("qtrace:name: { source = 5 }, { kind = 2, subject = 3, encoding = 0, name = \"idle\" }"), "{text}");
+            assert!(text.contains("qtrace:payload: { source = 5 }, { event_id = 12, arg = 0, state = 1, received = 2, expected = 3, logged_len = 20, encoding = 0, text = \"0123456789abcdef\" }"), "{text}");
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => eprintln!(
+            "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to check the CTF output"
+        ),
+        Err(e) => panic!("cannot run babeltrace2: {e}"),
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -158,3 +158,39 @@ fn global_tracer_logs_without_allocating() {
     let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
     assert_eq!(c.accepted, 2 + EVENTS);
 }
+
+/// `log_str` and `log_event_str` (combine runs) allocate nothing either, in
+/// every built-in in-memory queue: the records are built in place.
+#[test]
+fn strings_log_without_allocating() {
+    let text = "x".repeat(300);
+    for tracer in [
+        tracer_with::<Dummy>(()),
+        tracer_with::<Fixed>(FixedParams {
+            capacity: CAPACITY,
+            file: None,
+        }),
+        tracer_with::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            ..Default::default()
+        }),
+        tracer_with::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            shards: 0,
+        }),
+    ] {
+        tracer.log_str(user::USER0, "warm-up");
+        let allocations = allocations_in(|| {
+            for i in 0..EVENTS / 100 {
+                tracer.log_str(user::USER0, &text[..(i % 300) as usize]);
+                tracer.log_event_str(user::USER1, i, "request");
+                tracer.log_bytes(system::SCHEDULE, b"masked out");
+            }
+        });
+        assert_eq!(allocations, 0, "log_str allocated");
+        let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
+        assert!(c.accepted + c.dropped > EVENTS / 100);
+    }
+}

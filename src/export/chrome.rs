@@ -58,6 +58,7 @@ use std::io::{BufWriter, Write};
 
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::error::Error;
 use crate::Event;
 
@@ -145,6 +146,10 @@ pub struct ChromeWriter<W: Write> {
     first: bool,
     stats: ConvertStats,
     finished: bool,
+    /// Combine runs being reassembled, and the names learned from them.
+    runs: Assembler,
+    run_names: RunNames,
+    ready: Vec<Item>,
 }
 
 fn esc(s: &str) -> String {
@@ -226,6 +231,9 @@ impl<W: Write> ChromeWriter<W> {
             first: true,
             stats: ConvertStats::default(),
             finished: false,
+            runs: Assembler::new(),
+            run_names: RunNames::new(),
+            ready: Vec::new(),
         };
         write!(
             w.out,
@@ -332,6 +340,85 @@ impl<W: Write> ChromeWriter<W> {
         r.map_err(io_err)
     }
 
+    /// `N` or `N name` for task `N`, with its name when a name record gave
+    /// one.
+    fn task_suffix(&self, task: u64) -> String {
+        match self.run_names.task(task) {
+            Some(name) => format!("{task} {}", esc(name)),
+            None => task.to_string(),
+        }
+    }
+
+    /// Writes the reassembled runs waiting in `ready`.
+    fn write_ready(&mut self) -> Result<(), Error> {
+        let items = std::mem::take(&mut self.ready);
+        for item in &items {
+            match item {
+                Item::Payload(p) => self.payload(p)?,
+                Item::Event(e) => self.instant(e)?,
+            }
+        }
+        self.ready = items;
+        self.ready.clear();
+        Ok(())
+    }
+
+    /// A reassembled run: a name renames its source's thread; any other is
+    /// an instant on its source's thread with the payload in `args.text`
+    /// (or `args.bytes`, hexadecimal, when it is not UTF-8) and, when it is
+    /// not whole, `args.partial` or `args.corrupt`.
+    fn payload(&mut self, p: &Payload) -> Result<(), Error> {
+        if let Some((kind, subject)) = self.run_names.learn(p) {
+            if kind == combine::NAME_SOURCE && p.state == PayloadState::Complete {
+                let name = esc(&p.text());
+                if self.sources.contains_key(&(subject as u32)) {
+                    self.thread_name(SOURCES_PID, subject, format_args!("{subject} {name}"))?;
+                }
+            }
+            return Ok(());
+        }
+        self.source_state(p.source)?;
+        let (name, class, arg) = match self.names.get(p.id.0 as usize) {
+            Some(n) => (
+                n.name.clone(),
+                n.class.clone(),
+                n.args.first().cloned().unwrap_or_else(|| "arg0".into()),
+            ),
+            None => ("unknown".into(), "unknown".into(), "arg0".into()),
+        };
+        let mut args = String::new();
+        if let Some(a) = p.arg {
+            args.push_str(&format!("\"{arg}\":{},", Num(a)));
+        }
+        match std::str::from_utf8(&p.bytes) {
+            Ok(s) => args.push_str(&format!("\"text\":\"{}\"", esc(s))),
+            Err(_) => {
+                args.push_str("\"bytes\":\"");
+                for b in &p.bytes {
+                    args.push_str(&format!("{b:02x}"));
+                }
+                args.push('"');
+            }
+        }
+        match p.state {
+            PayloadState::Complete => {}
+            PayloadState::Cut { received, expected } => {
+                let of =
+                    expected.map_or("the begin record lost".to_string(), |n| format!("of {n}"));
+                args.push_str(&format!(",\"partial\":\"{received} records {of}\""));
+            }
+            PayloadState::Mismatch => args.push_str(",\"corrupt\":true"),
+        }
+        if p.truncated_at_logging() {
+            args.push_str(&format!(",\"logged_len\":{}", p.logged_len.unwrap_or(0)));
+        }
+        self.line(format_args!(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{name}\",\"cat\":\"{class}\",\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{},\"args\":{{{args}}}}}",
+            Ts(p.time),
+            p.source
+        ))
+    }
+
     /// Ends the pending interrupt slice of `source` at `t` at the latest.
     fn close_irq(&mut self, source: u32, t: u64) -> Result<(), Error> {
         let cap = self.options.interrupt_max_ns;
@@ -365,7 +452,7 @@ impl<W: Write> ChromeWriter<W> {
             source as u64,
             ts,
             "task",
-            format_args!("task {task}"),
+            format_args!("task {}", self.task_suffix(task)),
         )
     }
 
@@ -380,6 +467,9 @@ impl<W: Write> ChromeWriter<W> {
         self.stats.sources += 1;
         if source == u32::MAX {
             self.thread_name(SOURCES_PID, source as u64, format_args!("tracer"))?;
+        } else if let Some(name) = self.run_names.source(source) {
+            let name = esc(name);
+            self.thread_name(SOURCES_PID, source as u64, format_args!("{source} {name}"))?;
         } else {
             self.thread_name(SOURCES_PID, source as u64, format_args!("source {source}"))?;
         }
@@ -467,6 +557,11 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         if e.id.0 as usize >= self.names.len() {
             self.stats.unknown += 1;
         }
+        if combine::is_combine(e) {
+            let ready = &mut self.ready;
+            self.runs.push(*e, &mut |item| ready.push(item));
+            return self.write_ready();
+        }
         let tracked = self.source_state(e.source)?;
         if tracked {
             self.close_irq(e.source, e.time)?;
@@ -483,7 +578,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                         e.source as u64,
                         ts,
                         "task",
-                        format_args!("task {}", e.args[0]),
+                        format_args!("task {}", self.task_suffix(e.args[0])),
                         ("task", e.args[0]),
                     )?;
                 }
@@ -515,6 +610,9 @@ impl<W: Write> EventSink for ChromeWriter<W> {
             return Ok(self.stats);
         }
         self.finished = true;
+        let ready = &mut self.ready;
+        self.runs.finish(&mut |item| ready.push(item));
+        self.write_ready()?;
         let end = self.end;
         let sources: Vec<u32> = self.sources.keys().copied().collect();
         for s in sources {
