@@ -556,6 +556,7 @@ mod tests {
         let r = run_records(5, 2, b"0123456789abcdefXY");
         assert_eq!(r.len(), 3);
         let sum = checksum(b"0123456789abcdefXY") as u64;
+        assert_eq!(sum, 0x8240_856d); // FORMAT.md §1.8's worked example
         assert_eq!(r[0].flags, 0x6000);
         assert_eq!(r[0].args, [sum << 32 | 18, 9]);
         assert_eq!(r[1].flags, 0x4001);
