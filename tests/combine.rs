@@ -591,3 +591,64 @@ fn names_go_to_every_queue_and_dump_shows_them() {
     let _ = q1;
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_file_cut_inside_a_run_shows_the_run_partial() {
+    let d = dir("crash");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = tracer
+        .create_queue::<Fixed>(FixedParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER1, q).unwrap();
+    tracer.activate().unwrap();
+    tracer.log_event_str(user::USER1, 1, "whole");
+    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
+    let report = tracer.shutdown().unwrap();
+    let file = &report.queues[0].status.files[0];
+    // A crash while the file was written: it ends 2 records into the
+    // second run.
+    let bytes = std::fs::read(file).unwrap();
+    let records_at = bytes.len() - 32 * (2 + 5 + 3);
+    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    let mut reader = TraceReader::open(file).unwrap();
+    let events: Vec<Event> = reader.by_ref().filter_map(Result::ok).collect();
+    assert!(matches!(
+        reader.completeness(),
+        Some(Completeness::Cut { records: 4, .. })
+    ));
+    let items = assemble(events);
+    let ps = payloads(&items);
+    assert_eq!(ps.len(), 2);
+    assert_eq!(
+        (ps[0].bytes.as_slice(), ps[0].state),
+        (&b"whole"[..], PayloadState::Complete)
+    );
+    assert_eq!(ps[1].arg, Some(2));
+    assert_eq!(ps[1].bytes, "y".repeat(16).as_bytes());
+    assert_eq!(
+        ps[1].state,
+        PayloadState::Cut {
+            received: 2,
+            expected: Some(5)
+        }
+    );
+    // dump says so too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3)); // cut short
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "value=2 text={:?} [PARTIAL: 2 of 5 records, the rest lost]",
+            "y".repeat(16)
+        )),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
