@@ -83,6 +83,10 @@ pub const NAME_SOURCE: u8 = 1;
 /// subject = the task id.
 pub const NAME_TASK: u8 = 2;
 
+/// Name kind: a run-time name of an event id (the `tracing` bridge's
+/// callsites); subject = the event id.
+pub const NAME_EVENT_ID: u8 = 3;
+
 /// Whether `e` is a record of a combine run (bit 14 set, bit 15 clear).
 #[inline]
 pub const fn is_combine(e: &Event) -> bool {
@@ -470,6 +474,7 @@ fn close_cut(mut p: Pending) -> Payload {
 pub struct Names {
     sources: std::collections::HashMap<u32, String>,
     tasks: std::collections::HashMap<u64, String>,
+    events: std::collections::HashMap<u16, String>,
     /// Names ignored because a table was full.
     pub ignored: u64,
 }
@@ -493,6 +498,7 @@ impl Names {
             let full = match kind {
                 NAME_SOURCE => insert(&mut self.sources, subject as u32, name),
                 NAME_TASK => insert(&mut self.tasks, subject, name),
+                NAME_EVENT_ID => insert(&mut self.events, subject as u16, name),
                 _ => false,
             };
             self.ignored += full as u64;
@@ -500,9 +506,33 @@ impl Names {
         Some((kind, subject))
     }
 
+    /// Every name the name records among `records` carry (a first pass over
+    /// a trace, for a reader that needs names before the records they name).
+    pub fn gather(records: impl IntoIterator<Item = Event>) -> Self {
+        let mut names = Names::new();
+        let mut asm = Assembler::new();
+        let mut learn = |item: Item| {
+            if let Item::Payload(p) = item {
+                names.learn(&p);
+            }
+        };
+        for e in records {
+            if is_combine(&e) && e.id == NAME_EVENT {
+                asm.push(e, &mut learn);
+            }
+        }
+        asm.finish(&mut learn);
+        names
+    }
+
     /// The name of `source`, if one was learned.
     pub fn source(&self, source: u32) -> Option<&str> {
         self.sources.get(&source).map(String::as_str)
+    }
+
+    /// The run-time name of event `id`, if one was learned.
+    pub fn event(&self, id: EventId) -> Option<&str> {
+        self.events.get(&id.0).map(String::as_str)
     }
 
     /// The name of task `task`, if one was learned.

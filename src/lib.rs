@@ -52,6 +52,8 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[cfg(feature = "tracing")]
+pub mod bridge;
 pub mod classes;
 pub mod clock;
 pub mod combine;

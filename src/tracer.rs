@@ -318,6 +318,22 @@ impl Tracer {
         self.record_name(crate::source::current(), combine::NAME_TASK, task, name)
     }
 
+    /// Names an event id at run time ([`combine::NAME_EVENT_ID`]): readers
+    /// show `name` for the records of `id` (the `tracing` bridge names its
+    /// callsite events so). See [`Tracer::name_source`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AfterShutdown`] once the tracer is shut down.
+    pub fn name_event(&self, id: EventId, name: &str) -> Result<(), Error> {
+        self.record_name(
+            crate::source::current(),
+            combine::NAME_EVENT_ID,
+            id.0 as u64,
+            name,
+        )
+    }
+
     fn record_name(&self, source: u32, kind: u8, subject: u64, name: &str) -> Result<(), Error> {
         let r = self.registry.lock();
         r.require_running("record a name")?;

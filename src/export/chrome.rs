@@ -60,7 +60,7 @@ use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::error::Error;
-use crate::Event;
+use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
 pub const SOURCES_PID: u32 = 1;
@@ -150,6 +150,9 @@ pub struct ChromeWriter<W: Write> {
     runs: Assembler,
     run_names: RunNames,
     ready: Vec<Item>,
+    /// `tracing:span_begin` and `tracing:span_end` (the `tracing` bridge's
+    /// span events), when the catalog has them.
+    span_events: Option<(EventId, EventId)>,
 }
 
 fn esc(s: &str) -> String {
@@ -234,6 +237,10 @@ impl<W: Write> ChromeWriter<W> {
             runs: Assembler::new(),
             run_names: RunNames::new(),
             ready: Vec::new(),
+            span_events: catalog
+                .event_by_name("tracing:span_begin")
+                .zip(catalog.event_by_name("tracing:span_end"))
+                .map(|(b, e)| (b.id, e.id)),
         };
         write!(
             w.out,
@@ -249,6 +256,16 @@ impl<W: Write> ChromeWriter<W> {
             ))?;
         }
         Ok(w)
+    }
+
+    /// Names known in advance ([`crate::combine::Names`] gathered by a
+    /// first pass over the trace), for traces whose name records come after
+    /// the events they name — a circular queue's snapshot, where early name
+    /// records were overwritten and recorded again later. Name records met
+    /// while converting still add to them.
+    pub fn with_names(mut self, names: RunNames) -> Self {
+        self.run_names = names;
+        self
     }
 
     /// Writes one trace event (with the separator before it).
@@ -316,10 +333,14 @@ impl<W: Write> ChromeWriter<W> {
                 Num(e.args[1])
             )
         } else if let Some(n) = self.names.get(e.id.0 as usize) {
+            let name = match self.run_names.event(e.id) {
+                Some(run_time) => std::borrow::Cow::Owned(esc(run_time)),
+                None => std::borrow::Cow::Borrowed(n.name.as_str()),
+            };
             write!(
                 out,
                 "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{",
-                n.name, n.class
+                name, n.class
             )
             .and_then(|()| {
                 for (i, a) in n.args.iter().enumerate() {
@@ -338,6 +359,14 @@ impl<W: Write> ChromeWriter<W> {
             )
         };
         r.map_err(io_err)
+    }
+
+    /// A span's slice name: its callsite's run-time name, else `span`.
+    fn span_name(&self, callsite: u64) -> String {
+        u16::try_from(callsite)
+            .ok()
+            .and_then(|id| self.run_names.event(EventId(id)))
+            .map_or_else(|| "span".to_string(), esc)
     }
 
     /// `N` or `N name` for task `N`, with its name when a name record gave
@@ -380,7 +409,9 @@ impl<W: Write> ChromeWriter<W> {
         self.source_state(p.source)?;
         let (name, class, arg) = match self.names.get(p.id.0 as usize) {
             Some(n) => (
-                n.name.clone(),
+                self.run_names
+                    .event(p.id)
+                    .map_or_else(|| n.name.clone(), esc),
                 n.class.clone(),
                 n.args.first().cloned().unwrap_or_else(|| "arg0".into()),
             ),
@@ -594,6 +625,33 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                         "interrupt",
                         format_args!("irq {}", e.args[0]),
                         ("irq", e.args[0]),
+                    )?;
+                }
+            }
+            id if self.span_events.is_some_and(|(b, _)| b == id) && tracked => {
+                let name = self.span_name(e.args[1]);
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    let ts = st.track.at(e.time);
+                    self.begin(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "span",
+                        format_args!("{name}"),
+                        ("span", e.args[0]),
+                    )?;
+                }
+            }
+            id if self.span_events.is_some_and(|(_, end)| end == id) && tracked => {
+                let name = self.span_name(e.args[1]);
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    let ts = st.track.at(e.time);
+                    self.end_slice(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "span",
+                        format_args!("{name}"),
                     )?;
                 }
             }

@@ -249,7 +249,7 @@ fn text_line(
         payload::source_text(names, e.source),
         class
     );
-    match catalog.event_name(e.id) {
+    match names.event(e.id).or_else(|| catalog.event_name(e.id)) {
         Some(n) => {
             let _ = write!(out, "{n:<14}");
         }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use qtrace::classes::Catalog;
-use qtrace::combine::{Names, Payload, PayloadState, NAME_SOURCE, NAME_TASK};
+use qtrace::combine::{Names, Payload, PayloadState, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
 
 use crate::dump::{fmt_time, json_str};
 
@@ -69,9 +69,14 @@ pub fn text_line(out: &mut String, catalog: &Catalog, names: &Names, p: &Payload
         let what = match kind {
             NAME_SOURCE => "source",
             NAME_TASK => "task",
+            NAME_EVENT_ID => "event",
             _ => "unknown-kind",
         };
-        let _ = write!(out, "[NAME {what} {subject} ");
+        if kind == NAME_EVENT_ID {
+            let _ = write!(out, "[NAME {what} {:#06x} ", subject);
+        } else {
+            let _ = write!(out, "[NAME {what} {subject} ");
+        }
         body(out, p);
         out.push(']');
         out.push_str(&state_text(p));
@@ -82,7 +87,7 @@ pub fn text_line(out: &mut String, catalog: &Catalog, names: &Names, p: &Payload
         .and_then(|c| catalog.class(c))
         .map_or("?", |c| c.name.as_str());
     let _ = write!(out, "{:>6}  {:<10} ", source_text(names, p.source), class);
-    match catalog.event_name(p.id) {
+    match names.event(p.id).or_else(|| catalog.event_name(p.id)) {
         Some(n) => {
             let _ = write!(out, "{n:<14}");
         }
@@ -112,10 +117,11 @@ pub fn json_line(out: &mut String, label: &str, catalog: &Catalog, p: &Payload) 
         p.time, p.source, p.id.0
     );
     if let Some((kind, subject)) = p.name_of() {
-        let what = if kind == NAME_SOURCE {
-            "source"
-        } else {
-            "task"
+        let what = match kind {
+            NAME_SOURCE => "source",
+            NAME_TASK => "task",
+            NAME_EVENT_ID => "event",
+            _ => "unknown",
         };
         let _ = write!(out, ",\"name_of\":\"{what}\",\"subject\":{subject}");
     } else {
