@@ -652,3 +652,50 @@ fn a_file_cut_inside_a_run_shows_the_run_partial() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn qtrace_convert_names_threads_whose_name_records_come_last() {
+    let d = dir("convert-names");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER0, q).unwrap();
+    tracer.activate().unwrap();
+    qtrace::source::set_current(11);
+    tracer.log_event(user::USER0, [1, 0]);
+    tracer.name_thread("late-name").unwrap(); // after the event it names
+    let file = d.join("snap.qtr");
+    tracer
+        .queue(q)
+        .unwrap()
+        .as_circular()
+        .unwrap()
+        .snapshot(&file)
+        .unwrap();
+    let json = d.join("out.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "chrome", "-o"])
+        .arg(&json)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name" && e["tid"] == 11)
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["11 late-name"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -397,10 +397,17 @@ impl<W: Write> ChromeWriter<W> {
     /// (or `args.bytes`, hexadecimal, when it is not UTF-8) and, when it is
     /// not whole, `args.partial` or `args.corrupt`.
     fn payload(&mut self, p: &Payload) -> Result<(), Error> {
+        let before = p
+            .name_of()
+            .and_then(|(_, s)| self.run_names.source(s as u32))
+            .map(str::to_string);
         if let Some((kind, subject)) = self.run_names.learn(p) {
             if kind == combine::NAME_SOURCE && p.state == PayloadState::Complete {
                 let name = esc(&p.text());
-                if self.sources.contains_key(&(subject as u32)) {
+                // A thread already shown gets its new name (not the same
+                // name twice).
+                let renamed = before.as_deref() != Some(&*p.text());
+                if renamed && self.sources.contains_key(&(subject as u32)) {
                     self.thread_name(SOURCES_PID, subject, format_args!("{subject} {name}"))?;
                 }
             }

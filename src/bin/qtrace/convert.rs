@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
+use qtrace::combine::Names;
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::{ConvertStats, EventSink, MergeByTime};
@@ -209,7 +210,16 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         }
         Format::Chrome => {
             let file = File::create(&args.out).map_err(|e| Error::io("create", &args.out, e))?;
-            let mut w = ChromeWriter::new(&catalog, base, file)?;
+            // Names first (a circular queue's snapshot may hold its name
+            // records after the events they name): one pass over the name
+            // records of every file.
+            let names = Names::gather(
+                args.files
+                    .iter()
+                    .filter_map(|p| TraceReader::open(p).ok())
+                    .flat_map(|r| r.filter_map(Result::ok)),
+            );
+            let mut w = ChromeWriter::new(&catalog, base, file)?.with_names(names);
             pump(&mut w, merged, &bar)?
         }
     };
