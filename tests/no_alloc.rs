@@ -194,3 +194,41 @@ fn strings_log_without_allocating() {
         assert!(c.accepted + c.dropped > EVENTS / 100);
     }
 }
+
+/// A `tracing` event through qtrace's layer, numbers and strings, allocates
+/// nothing once its callsite is interned (the text is formatted on the
+/// stack).
+#[cfg(feature = "tracing")]
+#[test]
+fn tracing_events_through_the_layer_do_not_allocate() {
+    use std::sync::Arc;
+    use tracing_subscriber::layer::SubscriberExt;
+    let tracer = Arc::new(Tracer::new());
+    let layer = qtrace::bridge::QtraceLayer::new(Arc::clone(&tracer), 4).unwrap();
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_class(layer.class(), q).unwrap();
+    tracer.activate().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let log = |i: u64| {
+            tracing::info!(a = i, b = 7u64);
+            tracing::info!(a = i, name = "worker", "message {}", i);
+        };
+        log(0); // interns both callsites (allocates, once)
+        let allocations = allocations_in(|| {
+            for i in 0..EVENTS / 100 {
+                log(i);
+            }
+        });
+        assert_eq!(allocations, 0, "the tracing layer allocated");
+    });
+    let c = tracer.counters(q).unwrap();
+    assert_eq!(c.dropped, 0);
+    assert!(c.accepted > 2 * EVENTS / 100);
+}
