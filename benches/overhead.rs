@@ -137,6 +137,7 @@ fn log_event(c: &mut Criterion) {
         FixedParams {
             capacity: CAPACITY,
             file: None,
+            ring: qtrace::queues::RingStorage::Memory,
         },
         true,
     );

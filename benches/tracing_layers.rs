@@ -14,7 +14,7 @@
 //! Wall-clock time (criterion's default), not thread CPU time: a peer's
 //! work on another thread (tracing-chrome's writer) must count.
 //!
-//! Run: `cargo bench --features tracing --bench tracing_layers -- --warm-up-time 1 --measurement-time 2`
+//! Run: `cargo bench -p qtrace-benches --features tracing --bench tracing_layers -- --warm-up-time 1 --measurement-time 2`
 
 use std::sync::Arc;
 

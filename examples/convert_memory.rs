@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example convert_memory -- ctf 1000000 /tmp/qtrace-ctf
 //! cargo run --release --example convert_memory -- chrome 1000000 /tmp/qtrace.json
+//! cargo run --release --example convert_memory -- perfetto 1000000 /tmp/qtrace.pftrace
 //! ```
 //!
 //! `qtr` instead of a format writes the same workload as a qtrace trace file,
@@ -20,7 +21,7 @@ use std::time::Instant;
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter};
+use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter, perfetto::PerfettoWriter};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::Event;
 
@@ -51,10 +52,21 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Size of the output: a file's, or the sum of a directory's files (CTF).
+fn out_bytes(path: &std::path::Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(dir) => dir
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum(),
+        Err(_) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {
-        eprintln!("usage: convert_memory ctf|chrome|qtr EVENTS OUT");
+        eprintln!("usage: convert_memory ctf|chrome|perfetto|qtr EVENTS OUT");
         std::process::exit(2);
     }
     let n: u64 = args[2].parse()?;
@@ -65,6 +77,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ctf" => export::convert(CtfWriter::create(out, &catalog, 0)?, workload(n))?,
         "chrome" => export::convert(
             ChromeWriter::new(&catalog, 0, File::create(out)?)?,
+            workload(n),
+        )?,
+        "perfetto" => export::convert(
+            PerfettoWriter::new(&catalog, 0, File::create(out)?)?,
             workload(n),
         )?,
         "qtr" => {
@@ -81,14 +97,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             w.finish()?;
             stats
         }
-        other => return Err(format!("unknown format {other}: use ctf, chrome or qtr").into()),
+        other => {
+            return Err(format!("unknown format {other}: use ctf, chrome, perfetto or qtr").into())
+        }
     };
+    let bytes = out_bytes(out);
     println!(
-        "{} {} events ({} lost) in {:.2?}; peak RSS {} KiB",
+        "{} {} events ({} lost) in {:.2?}; {} bytes ({:.1} bytes an event); peak RSS {} KiB",
         args[1],
         stats.events,
         stats.lost,
         start.elapsed(),
+        bytes,
+        bytes as f64 / (stats.events + stats.hoops).max(1) as f64,
         peak_rss_kib().map_or("?".to_string(), |k| k.to_string())
     );
     Ok(())

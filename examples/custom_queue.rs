@@ -30,6 +30,15 @@ struct HistogramQueue {
     out_of_range: AtomicU64,
 }
 
+impl HistogramQueue {
+    /// How many times `id` was logged into this queue.
+    fn count(&self, id: qtrace::EventId) -> u64 {
+        self.counts
+            .get(id.0 as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
 impl QueueType for Histogram {
     type Params = HistogramParams;
     const NAME: &'static str = "histogram";
@@ -150,6 +159,16 @@ fn main() -> Result<(), Error> {
         q.type_name,
         q.counters.accepted,
         q.counters.lost()
+    );
+    // The queue outlives shutdown: `as_custom` gives it back as its own type.
+    let histogram = tracer
+        .queue(hist)?
+        .as_custom::<HistogramQueue>()
+        .expect("queue `hist` is a histogram");
+    println!(
+        "after shutdown: {} rx, {} tx",
+        histogram.count(rx),
+        histogram.count(tx)
     );
     Ok(())
 }

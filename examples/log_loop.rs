@@ -134,7 +134,8 @@ fn log(tracer: Tracer, n: u64) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: log_loop <events> <circular|fixed|disabled|dummy|clock|floor|rtrb>";
+    let usage =
+        "usage: log_loop <events> <circular|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -155,11 +156,24 @@ fn main() -> ExitCode {
             ),
             n,
         ),
+        "circular_mem" => log(
+            tracer_with::<Circular>(
+                CircularParams {
+                    capacity: CAPACITY,
+                    file: None,
+                    ring: qtrace::queues::RingStorage::Memory,
+                    ..Default::default()
+                },
+                true,
+            ),
+            n,
+        ),
         "fixed" => log(
             tracer_with::<Fixed>(
                 FixedParams {
                     capacity: CAPACITY,
                     file: None,
+                    ..Default::default()
                 },
                 true,
             ),

@@ -91,4 +91,22 @@ assert instants == int(sys.argv[2]), (instants, sys.argv[2])
 assert markers == int(sys.argv[3]), (markers, sys.argv[3])
 print(f"check-export: chrome JSON: {instants} events, {markers} loss markers, B/E nested")
 PY
+# Perfetto protobuf, decoded with Perfetto's own schema (scripts/check-perfetto.py).
+if python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+    "$qtrace" convert --to perfetto "${files[@]}" --out "$work/trace.pftrace" 2>>"$work/convert.log"
+    scripts/check-perfetto.py "$work/trace.pftrace" >"$work/perfetto.json"
+    python3 - "$work/perfetto.json" "$work/trace.pftrace" "$events" "$hoops" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+events, hoops = int(sys.argv[3]), int(sys.argv[4])
+markers = d["instants"].get("tracer:hoops", 0)
+assert d["instant_total"] - markers == events, (d["instant_total"], events)
+assert markers == hoops, (markers, hoops)
+size = os.path.getsize(sys.argv[2])
+print(f"check-export: perfetto: {events} events, {markers} loss markers, slices nested, "
+      f"{size} bytes ({size / max(1, events + hoops):.1f} bytes an event)")
+PY
+else
+    echo "check-export: perfetto SKIPPED: the PyPI package perfetto is missing (python3 -m pip install perfetto)"
+fi
 echo "check-export: ok"

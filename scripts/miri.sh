@@ -13,6 +13,11 @@
 #     unchecked slot indexing), src/queues/producer_cache.rs unit tests (the
 #     per-thread shard cache: order, keys, the busy rule, per-thread) and
 #     src/event.rs (record packing);
+#   - src/queues/backing.rs (the region the fixed and circular rings are
+#     placed in: placement, bounds, page touching; Miri cannot map a file, so
+#     there the ring file falls back to heap memory and the same ring code
+#     runs on it), src/queues/ring_file.rs and src/queues/recover.rs (the
+#     ring file's parse and the recovery, safe code on bytes);
 #   - tests/circular_cache.rs, the two tests whose failure would be a
 #     dangling cached pointer (a dropped tracer then a new one; two live
 #     tracers with the same routes);
@@ -38,7 +43,8 @@ fi
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 start=$(date +%s)
 cargo +nightly miri setup >/dev/null
-cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: queues::producer_cache:: event::
+cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: queues::producer_cache:: event:: \
+    queues::backing:: queues::ring_file:: queues::recover::
 # The cache tests whose failure would be a dangling pointer (a tracer takes
 # about 25 s to create under Miri, so not the whole file).
 cargo +nightly miri test --test circular_cache -- a_new_tracer two_live

@@ -22,6 +22,19 @@ if ((${#missing[@]})) && [[ -z "${QTRACE_SKIP_INSTALL:-}" ]]; then
     fi
 fi
 
+# Python package the Perfetto tests use: `perfetto` from PyPI (its protobuf
+# bindings decode qtrace's Perfetto output with Perfetto's own schema).
+if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+    if [[ -z "${QTRACE_SKIP_INSTALL:-}" ]] && command -v python3 >/dev/null 2>&1; then
+        echo "scripts/test.sh: installing the PyPI package perfetto"
+        # (A distribution's own python refuses plain pip installs: PEP 668.)
+        python3 -m pip install --quiet --disable-pip-version-check perfetto ||
+            python3 -m pip install --quiet --disable-pip-version-check --break-system-packages perfetto
+    else
+        echo "scripts/test.sh: the PyPI package perfetto is missing; the Perfetto decoding tests are skipped (install: python3 -m pip install perfetto)"
+    fi
+fi
+
 echo "== cargo test (unit, integration, doc tests)"
 cargo test --all-features
 

@@ -525,6 +525,11 @@ impl Names {
         names
     }
 
+    /// Whether no name was learned.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty() && self.tasks.is_empty() && self.events.is_empty()
+    }
+
     /// The name of `source`, if one was learned.
     pub fn source(&self, source: u32) -> Option<&str> {
         self.sources.get(&source).map(String::as_str)

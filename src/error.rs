@@ -15,8 +15,11 @@ use crate::EventId;
 pub enum Error {
     /// A queue was created with a type that was never registered.
     UnknownQueueType {
-        /// The type's name.
+        /// The type's name ([`QueueType::NAME`](crate::QueueType::NAME)).
         name: &'static str,
+        /// The Rust type ([`std::any::type_name`] of the type passed to
+        /// `create_queue`), so the message can say what to register.
+        rust_type: &'static str,
     },
     /// A queue type was registered twice.
     QueueTypeAlreadyRegistered {
@@ -27,7 +30,7 @@ pub enum Error {
     BadQueueHandle {
         /// The handle passed.
         handle: QueueHandle,
-        /// How many queues exist (valid handles are `0..queues`).
+        /// How many queues exist (valid handles are 0 to `queues - 1`).
         queues: usize,
     },
     /// More queues than the tracer can route to.
@@ -39,14 +42,14 @@ pub enum Error {
     EventOutOfRange {
         /// The event passed.
         id: EventId,
-        /// How many events are defined (valid ids are `0..defined`).
+        /// How many events are defined (valid ids are 0 to `defined - 1`).
         defined: usize,
     },
     /// A class number that the tracer's catalog does not define.
     ClassOutOfRange {
         /// The class passed.
         id: ClassId,
-        /// How many classes are defined.
+        /// How many classes are defined (valid ids are 0 to `defined - 1`).
         defined: usize,
     },
     /// A configuration call after `shutdown`.
@@ -169,33 +172,35 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use Error::*;
         match self {
-            UnknownQueueType { name } => write!(
-                f,
-                "queue type `{name}` is not registered: call register_queue_type::<{name}>() in phase 1 before creating queues of it"
-            ),
+            UnknownQueueType { name, rust_type } => {
+                let short = short_type_name(rust_type);
+                write!(
+                    f,
+                    "queue type `{name}` (Rust type `{short}`) is not registered: in phase 1, before creating queues of it, register a value of that type, as in tracer.register_queue_type({short})"
+                )
+            }
             QueueTypeAlreadyRegistered { name } => write!(
                 f,
                 "queue type `{name}` is already registered: register each type once (built-in types are registered by Tracer::new)"
             ),
-            BadQueueHandle { handle, queues } => {
-                if *queues == 0 {
-                    write!(f, "queue handle {handle} does not exist: no queue has been created yet; create one with create_queue first")
-                } else {
-                    write!(f, "queue handle {handle} does not exist: valid handles are 0..={} (the values create_queue returned)", queues - 1)
-                }
-            }
+            BadQueueHandle { handle, queues } => match queues {
+                0 => write!(f, "queue handle {handle} does not exist: no queue has been created yet; create one with Tracer::create_queue first"),
+                1 => write!(f, "queue handle {handle} does not exist: the only queue is 0 (the value Tracer::create_queue returned)"),
+                _ => write!(f, "queue handle {handle} does not exist: valid handles are 0 to {} (the values Tracer::create_queue returned)", queues - 1),
+            },
             TooManyQueues { max } => write!(
                 f,
                 "a tracer routes to at most {max} queues: route more events to each queue instead of creating more"
             ),
             EventOutOfRange { id, defined } => write!(
                 f,
-                "event {id} is not defined: this tracer knows events 0x0000..{:#06x}; define new events with define_class in phase 1",
-                defined
+                "event {id} is not defined: this tracer knows events 0x0000 to {:#06x}; define new events with Tracer::define_class in phase 1",
+                defined.saturating_sub(1)
             ),
             ClassOutOfRange { id, defined } => write!(
                 f,
-                "class {id} is not defined: this tracer knows classes 0..{defined}; define new classes with define_class in phase 1"
+                "class {id} is not defined: this tracer knows classes 0 to {}; define new classes with Tracer::define_class in phase 1",
+                defined.saturating_sub(1)
             ),
             AfterShutdown { operation } => write!(
                 f,
@@ -203,7 +208,7 @@ impl fmt::Display for Error {
             ),
             AfterPhase2 { operation } => write!(
                 f,
-                "cannot {operation} after phase 2: do it in phase 1, before activate()/phase2()"
+                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate (init::phase2)"
             ),
             Phase2Twice => write!(
                 f,
@@ -211,7 +216,7 @@ impl fmt::Display for Error {
             ),
             GlobalAlreadyInstalled => write!(
                 f,
-                "the process-wide tracer is already installed: install once at start-up and use qtrace::global() afterwards"
+                "the process-wide tracer is already installed: install once at start-up, then reach it with qtrace::global::get() (or keep the reference install returned)"
             ),
             InvalidName { what, name } => write!(
                 f,
@@ -258,6 +263,15 @@ impl fmt::Display for Error {
             },
         }
     }
+}
+
+/// `my_crate::queues::Refuser` → `Refuser`; `a::Wrap<b::Inner>` →
+/// `Wrap<b::Inner>` (the path of the outer type is dropped, its generic
+/// arguments are kept).
+fn short_type_name(full: &str) -> &str {
+    let outer_end = full.find('<').unwrap_or(full.len());
+    let start = full[..outer_end].rfind("::").map_or(0, |i| i + 2);
+    &full[start..]
 }
 
 impl std::error::Error for Error {

@@ -7,6 +7,27 @@ use std::fmt;
 ///
 /// Built-in events keep the S.Ha.R.K. numbering (`0x00`–`0x16`); events of
 /// user-defined classes are numbered after them, from [`EventId::FIRST_USER_DEFINED`].
+///
+/// # An id belongs to no tracer
+///
+/// An `EventId` is a plain number: it does not remember which tracer's
+/// catalog defined it, and no call checks that. Built-in ids mean the same
+/// event in every tracer. An id that one tracer's
+/// [`define_class`](crate::Tracer::define_class) handed out means, in
+/// another tracer, whatever event has that number there: the same event if
+/// both tracers defined the same classes in the same order, another event
+/// (of another class) if not. Configuration calls
+/// ([`assign_event`](crate::Tracer::assign_event),
+/// [`trace_event`](crate::Tracer::trace_event), …) refuse a number past the
+/// end of the tracer's catalog with
+/// [`Error::EventOutOfRange`](crate::Error::EventOutOfRange);
+/// [`log_event`](crate::Tracer::log_event) does not look the id up (one
+/// load, no check: the hot path) and records nothing for a number no event
+/// of this tracer has, since no route leads anywhere from it. Keep the ids
+/// of each tracer with that tracer: take them from the
+/// [`DefinedClass`](crate::classes::DefinedClass) its `define_class`
+/// returned, or look them up by name in its catalog
+/// ([`Tracer::catalog`](crate::Tracer::catalog)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[repr(transparent)]
 pub struct EventId(pub u16);

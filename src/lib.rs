@@ -52,6 +52,7 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod analysis;
 #[cfg(feature = "tracing")]
 pub mod bridge;
 pub mod classes;
@@ -62,6 +63,7 @@ pub mod event;
 pub mod export;
 pub mod global;
 pub mod init;
+mod panic_save;
 pub mod queue;
 pub mod queues;
 pub mod reader;

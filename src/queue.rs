@@ -44,8 +44,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use enum_dispatch::enum_dispatch;
-
 use crate::classes::Catalog;
 use crate::clock::Clock;
 use crate::combine::Run;
@@ -236,7 +234,6 @@ pub struct QueueContext {
 /// `get` and `post` are the hot path: bounded time, no blocking, no
 /// allocation, callable from many threads at once. The hooks run on the
 /// configuration path and may block, allocate and fail.
-#[enum_dispatch]
 pub trait Queue: Send + Sync {
     /// Reserves room for one event, or returns `None` at once when there is
     /// none. A queue that returns `None` counts the event as dropped (for a
@@ -307,8 +304,23 @@ pub trait QueueType: Send + Sync + 'static {
     fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, Error>;
 }
 
+/// A [`Queue`] that can also be seen as [`Any`](std::any::Any), so that
+/// [`AnyQueue::as_custom`] can give a user-defined queue back as its own type.
+/// Every `Queue + 'static` type implements it: there is nothing to write.
+pub trait CustomQueue: Queue + std::any::Any {
+    /// `self`, to downcast with `<dyn Any>::downcast_ref`.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: Queue + std::any::Any> CustomQueue for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// A user-defined queue behind one virtual call, with the tracer's own
-/// count of the events its `get` refused.
+/// count of the events its `get` refused (build it with [`AnyQueue::custom`];
+/// get the concrete type back with [`AnyQueue::as_custom`]).
 ///
 /// A `None` from a user queue's [`Queue::get`] is a lost event whatever the
 /// queue counts itself: the tracer counts it here (only this path pays; the
@@ -336,7 +348,7 @@ pub trait QueueType: Send + Sync + 'static {
 /// assert!(!q.status().is_healthy());
 /// ```
 pub struct DynQueue {
-    inner: Box<dyn Queue>,
+    inner: Box<dyn CustomQueue>,
     refused: AtomicU64,
 }
 
@@ -356,7 +368,7 @@ impl DynQueue {
     }
 
     /// The user's queue.
-    pub fn inner(&self) -> &dyn Queue {
+    pub fn inner(&self) -> &dyn CustomQueue {
         &*self.inner
     }
 }

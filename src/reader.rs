@@ -257,6 +257,37 @@ impl fmt::Display for Completeness {
 /// event, [`TraceReader::completeness`] says whether the file was complete.
 /// A record with id 0 and flag bit 15 that is not part of a well-formed
 /// final close run is yielded as it is (a stray control record).
+///
+/// # Items
+///
+/// `TraceReader` is an [`Iterator`] of **`Result<Event, ReadError>`**, one
+/// item per record in file order (hoops records, which say how many events
+/// were lost at that point, included: id [`tracer::HOOPS`](crate::classes::tracer::HOOPS)). After the last
+/// record it yields `None`. A damaged or cut-short file yields every event
+/// before the damage, then one `Err` naming the byte offset, then `None`
+/// (the iterator is fused). So `for e in reader { let e = e?; … }` reads a
+/// whole file, and `reader.collect::<Result<Vec<Event>, _>>()` gets every
+/// event or the first error.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::reader::{ReadError, TraceReader};
+/// use qtrace::wire::{create_trace_file, TraceHeader};
+/// use qtrace::Event;
+///
+/// let path = std::env::temp_dir().join(format!("qtrace-items-doc-{}.qtr", std::process::id()));
+/// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+/// let mut w = create_trace_file(&path, &header)?;
+/// w.write_event(&Event::new(5, system::SCHEDULE, 0, [3, 0]))?;
+/// w.finish()?;
+///
+/// let reader = TraceReader::open(&path)?;
+/// let events: Vec<Event> = reader.collect::<Result<_, ReadError>>()?;
+/// assert_eq!(events, [Event::new(5, system::SCHEDULE, 0, [3, 0])]);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct TraceReader<R = BufReader<File>> {
     source: R,

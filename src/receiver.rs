@@ -72,8 +72,10 @@
 //!   for its last drops, all with the time of its last event.
 //! - *Refused senders*: when the receiver stops, one hoops record (`args =
 //!   [events, 0xffff]`) per source address whose datagrams were refused and
-//!   whose sender id never got a slot (a sender that got one later accounts
-//!   for them itself: they are a gap in its numbering).
+//!   whose sender (that address and id) never got a slot. A sender that got
+//!   one (before or after) accounts for them itself: a gap in its numbering,
+//!   or — for those after its last datagram that got in — a hoops record of
+//!   its own (its queue, the time of its last event) when its stream ends.
 //!
 //! ```no_run
 //! use qtrace::receiver::{Receiver, RunLimit};
@@ -221,9 +223,13 @@ pub struct SenderSummary {
     pub datagrams: u64,
     /// Event records received and written.
     pub events: u64,
-    /// Datagrams never received (sequence numbers skipped and not filled in).
+    /// Datagrams never received (sequence numbers skipped and not filled in,
+    /// and those after its last datagram that got in when the receiver
+    /// refused some of them).
     pub lost_datagrams: u64,
-    /// Events those datagrams held, exactly (as many hoops records say).
+    /// Events those datagrams held, exactly (as many hoops records say),
+    /// plus the events of its datagrams the receiver refused (sender table
+    /// full) after its last datagram that got in.
     pub lost_events: u64,
     /// Datagrams received twice (discarded).
     pub duplicates: u64,
@@ -430,6 +436,17 @@ struct SenderState {
     last_time: u64,
     /// The core's datagram count at this sender's last datagram.
     last_seen: u64,
+    /// The end (first event + events) of the furthest datagram of this
+    /// stream refused while it had no slot; if its numbering never reaches
+    /// there, the rest is marked lost when the stream ends
+    /// ([`SenderState::mark_refused`]).
+    refused_end: u64,
+    /// The number after the furthest such datagram.
+    refused_next: u64,
+    /// Events of refused datagrams marked lost that way, and the datagrams
+    /// (numbers never released) they were in.
+    refused_lost: u64,
+    refused_lost_datagrams: u64,
 }
 
 impl SenderState {
@@ -450,6 +467,10 @@ impl SenderState {
             closed: None,
             last_time: 0,
             last_seen: clock,
+            refused_end: 0,
+            refused_next: 0,
+            refused_lost: 0,
+            refused_lost_datagrams: 0,
         }
     }
 
@@ -567,6 +588,23 @@ impl SenderState {
         }
     }
 
+    /// At the end of the stream: the events of datagrams refused while it
+    /// had no slot that no gap of its numbering counted (they came after
+    /// its last datagram released) are lost: one hoops record.
+    fn mark_refused(&mut self, cx: &mut Context<'_>) {
+        let accounted = self.seq.events_accounted();
+        if self.refused_end > accounted {
+            let lost = self.refused_end - accounted;
+            self.refused_end = 0;
+            self.refused_lost = self.refused_lost.saturating_add(lost);
+            self.refused_lost_datagrams = self
+                .refused_lost_datagrams
+                .saturating_add(self.refused_next.saturating_sub(self.seq.next_expected()));
+            cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
+            cx.out.event(&self.hoops(lost));
+        }
+    }
+
     fn summary(&self) -> SenderSummary {
         let c = self.seq.counts();
         SenderSummary {
@@ -579,8 +617,8 @@ impl SenderState {
                 .map(|(q, t)| (q.0, t.to_string())),
             datagrams: self.datagrams,
             events: self.events,
-            lost_datagrams: self.seq.lost(),
-            lost_events: c.lost_events,
+            lost_datagrams: self.seq.lost().saturating_add(self.refused_lost_datagrams),
+            lost_events: c.lost_events.saturating_add(self.refused_lost),
             duplicates: c.duplicates,
             reordered: c.reordered,
             late: c.too_late,
@@ -663,6 +701,21 @@ struct Context<'a> {
     max_catalog: usize,
 }
 
+/// The [`Context`] of a [`ReceiverCore`] (`$core`) writing to `$out`: a
+/// macro, not a method, so that the core's sender table stays free to
+/// borrow at the same time.
+macro_rules! context {
+    ($core:expr, $out:expr) => {
+        Context {
+            out: $out,
+            progress: &$core.progress,
+            first_header: &mut $core.first_header,
+            header_gen: &mut $core.header_gen,
+            max_catalog: $core.config.max_catalog_len,
+        }
+    };
+}
+
 /// A sink that hands every record to a closure as an [`Event`].
 struct EachEvent<'a>(&'a mut dyn FnMut(&Event));
 
@@ -692,6 +745,10 @@ pub struct ReceiverCore {
     retired: Vec<(u64, SenderSummary)>,
     retired_uncounted: u64,
     refused: Vec<RefusedSource>,
+    /// Per entry of `refused`: events not yet claimed by a stream that got
+    /// a slot later, and the end (first event + events) of its furthest
+    /// refused datagram.
+    refused_unclaimed: Vec<(u64, u64)>,
     /// The first sender header that arrived, for the received file.
     first_header: Option<TraceHeader>,
     /// Changes whenever [`ReceiverCore::trace_header`] would change.
@@ -714,6 +771,7 @@ impl ReceiverCore {
             retired: Vec::new(),
             retired_uncounted: 0,
             refused: Vec::new(),
+            refused_unclaimed: Vec::new(),
             first_header: None,
             header_gen: 0,
             senders_seen: 0,
@@ -750,18 +808,13 @@ impl ReceiverCore {
         SenderState::new(from, sender, ordinal, self.clock, self.config.reorder)
     }
 
-    /// Ends a stream for good: what it held is written, its account kept.
+    /// Ends a stream for good: what it held is written, the events of its
+    /// refused datagrams that no gap counted are marked lost, its account
+    /// kept.
     fn retire(&mut self, mut old: SenderState, out: &mut dyn Sink) {
-        old.release_held(
-            true,
-            &mut Context {
-                out,
-                progress: &self.progress,
-                first_header: &mut self.first_header,
-                header_gen: &mut self.header_gen,
-                max_catalog: self.config.max_catalog_len,
-            },
-        );
+        let mut cx = context!(self, out);
+        old.release_held(true, &mut cx);
+        old.mark_refused(&mut cx);
         if self.retired.len() < MAX_RETIRED {
             self.retired.push((old.ordinal, old.summary()));
         } else {
@@ -775,16 +828,7 @@ impl ReceiverCore {
         if old.closed.is_some() {
             return self.retire(old, out);
         }
-        old.release_held(
-            true,
-            &mut Context {
-                out,
-                progress: &self.progress,
-                first_header: &mut self.first_header,
-                header_gen: &mut self.header_gen,
-                max_catalog: self.config.max_catalog_len,
-            },
-        );
+        old.release_held(true, &mut context!(self, out));
         old.assembler = CatalogAssembler::new();
         if self.parked.len() >= MAX_RETIRED {
             let oldest = self.parked.remove(0);
@@ -820,24 +864,40 @@ impl ReceiverCore {
         Ok(i)
     }
 
-    /// Counts a refused datagram against its source address.
-    fn refuse(&mut self, from: SocketAddr, sender: u32, events: u64) {
+    /// Counts a refused datagram against its source address. `end` is the
+    /// end of its events in the sender's numbering; `claimed`: a stream
+    /// state (parked) accounts for them, else they wait for one that gets
+    /// a slot later or are marked lost when the receiver stops.
+    fn refuse(&mut self, from: SocketAddr, sender: u32, events: u64, end: u64, claimed: bool) {
         self.invalid.too_many_senders += 1;
         self.progress.invalid.fetch_add(1, Ordering::Relaxed);
-        if let Some(r) = self
+        let i = match self
             .refused
-            .iter_mut()
-            .find(|r| r.addr == from && r.sender == sender)
+            .iter()
+            .position(|r| r.addr == from && r.sender == sender)
         {
-            r.datagrams += 1;
-            r.events = r.events.saturating_add(events);
-        } else if self.refused.len() < MAX_RETIRED {
-            self.refused.push(RefusedSource {
-                addr: from,
-                sender,
-                datagrams: 1,
-                events,
-            });
+            Some(i) => {
+                let r = &mut self.refused[i];
+                r.datagrams += 1;
+                r.events = r.events.saturating_add(events);
+                i
+            }
+            None if self.refused.len() < MAX_RETIRED => {
+                self.refused.push(RefusedSource {
+                    addr: from,
+                    sender,
+                    datagrams: 1,
+                    events,
+                });
+                self.refused_unclaimed.push((0, 0));
+                self.refused.len() - 1
+            }
+            None => return,
+        };
+        if !claimed {
+            let (unclaimed, furthest) = &mut self.refused_unclaimed[i];
+            *unclaimed = unclaimed.saturating_add(events);
+            *furthest = (*furthest).max(end);
         }
     }
 
@@ -878,19 +938,28 @@ impl ReceiverCore {
             }
         };
         let new = state.ordinal == 0;
+        let end = header.first_event.saturating_add(events);
         match self.admit(state, out) {
             Ok(i) => {
                 if new {
                     self.senders[i].ordinal = self.count_stream();
+                    claim_refused(
+                        &self.refused,
+                        &mut self.refused_unclaimed,
+                        &mut self.senders[i],
+                    );
                 }
                 Some(i)
             }
-            Err(state) => {
+            Err(mut state) => {
                 if !new {
-                    // A parked sender that could not resume stays parked.
+                    // A parked sender that could not resume stays parked,
+                    // and accounts for the refused events itself.
+                    state.refused_end = state.refused_end.max(end);
+                    state.refused_next = state.refused_next.max(header.sequence.saturating_add(1));
                     self.parked.push(*state);
                 }
-                self.refuse(from, header.sender, events);
+                self.refuse(from, header.sender, events, end, !new);
                 None
             }
         }
@@ -926,16 +995,7 @@ impl ReceiverCore {
                 s.datagrams += 1;
                 self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
                 if s.closed.is_none() {
-                    s.release_held(
-                        true,
-                        &mut Context {
-                            out,
-                            progress: &self.progress,
-                            first_header: &mut self.first_header,
-                            header_gen: &mut self.header_gen,
-                            max_catalog: self.config.max_catalog_len,
-                        },
-                    );
+                    s.release_held(true, &mut context!(self, out));
                 }
                 return;
             }
@@ -955,13 +1015,7 @@ impl ReceiverCore {
         }
         s.datagrams += 1;
         self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
-        let mut cx = Context {
-            out,
-            progress: &self.progress,
-            first_header: &mut self.first_header,
-            header_gen: &mut self.header_gen,
-            max_catalog: self.config.max_catalog_len,
-        };
+        let mut cx = context!(self, out);
         if let Some(gap) = now {
             s.release(gap, bytes, &mut cx);
         }
@@ -969,42 +1023,36 @@ impl ReceiverCore {
     }
 
     /// Ends every sender's stream: held datagrams are written, and datagrams
-    /// still missing before them are lost (their hoops records go to `out`);
-    /// then one hoops record per refused source address whose sender never
-    /// got a slot.
+    /// still missing before them are lost (their hoops records go to `out`),
+    /// as are the events of a sender's refused datagrams that came after its
+    /// last one that got in (a hoops record of its queue); then one hoops
+    /// record per refused source address whose sender never got a slot.
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
         self.finish_into(&mut EachEvent(out))
     }
 
     fn finish_into(&mut self, out: &mut dyn Sink) {
-        let mut cx = Context {
-            out,
-            progress: &self.progress,
-            first_header: &mut self.first_header,
-            header_gen: &mut self.header_gen,
-            max_catalog: self.config.max_catalog_len,
-        };
+        let mut cx = context!(self, out);
         let mut time = 0;
         for s in &mut self.senders {
             s.release_held(true, &mut cx);
+            s.mark_refused(&mut cx);
             time = time.max(s.last_time);
         }
-        for s in &self.parked {
+        for s in &mut self.parked {
+            s.mark_refused(&mut cx);
             time = time.max(s.last_time);
         }
-        let known = |id: u32| {
-            self.senders.iter().any(|s| s.sender == id)
-                || self.parked.iter().any(|s| s.sender == id)
-                || self.retired.iter().any(|(_, s)| s.sender == id)
-        };
-        for r in &self.refused {
-            if r.events > 0 && !known(r.sender) {
+        // Refused events no stream claimed: their sender never got a slot.
+        for (events, _) in &mut self.refused_unclaimed {
+            if *events > 0 {
                 cx.out.event(&Event::new(
                     time,
                     HOOPS,
                     u32::MAX,
-                    [r.events, NO_QUEUE as u64],
+                    [*events, NO_QUEUE as u64],
                 ));
+                *events = 0;
             }
         }
     }
@@ -1057,6 +1105,18 @@ impl ReceiverCore {
     /// A number that changes whenever [`ReceiverCore::trace_header`] would.
     pub fn header_generation(&self) -> u64 {
         self.header_gen
+    }
+}
+
+/// A stream that got a slot after datagrams from its address and id were
+/// refused accounts for them itself (a gap in its numbering, or marked lost
+/// at its end by [`SenderState::mark_refused`]).
+fn claim_refused(refused: &[RefusedSource], unclaimed: &mut [(u64, u64)], state: &mut SenderState) {
+    for (r, (events, furthest)) in refused.iter().zip(unclaimed) {
+        if r.addr == state.addr && r.sender == state.sender && *events > 0 {
+            state.refused_end = state.refused_end.max(*furthest);
+            *events = 0;
+        }
     }
 }
 

@@ -97,7 +97,10 @@ impl Registry {
         let (_, any) = self
             .types
             .get(&TypeId::of::<T>())
-            .ok_or(Error::UnknownQueueType { name: T::NAME })?;
+            .ok_or(Error::UnknownQueueType {
+                name: T::NAME,
+                rust_type: std::any::type_name::<T>(),
+            })?;
         Ok(Arc::clone(any).downcast::<T>().expect("keyed by TypeId"))
     }
 

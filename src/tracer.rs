@@ -27,6 +27,12 @@ pub struct Config {
     pub clock: Clock,
     /// Where queues put their files unless told otherwise.
     pub output_dir: PathBuf,
+    /// Whether a panic in any thread saves this tracer's fixed and circular
+    /// queues whose rings are on the heap
+    /// ([`crate::queues::RingStorage::Memory`]) to their trace files, from a
+    /// panic hook installed at phase 2 (chained before the hook that was
+    /// there). Default `true`.
+    pub save_on_panic: bool,
 }
 
 impl Default for Config {
@@ -36,6 +42,7 @@ impl Default for Config {
             output_dir: std::env::var_os("QTRACE_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("qtrace-out")),
+            save_on_panic: true,
         }
     }
 }
@@ -44,6 +51,12 @@ impl Config {
     /// Uses `clock`.
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Turns the panic hook's save on or off (see [`Config::save_on_panic`]).
+    pub fn with_save_on_panic(mut self, on: bool) -> Self {
+        self.save_on_panic = on;
         self
     }
 
@@ -124,7 +137,28 @@ pub struct Tracer {
     /// (`queues::producer_cache`). 0 when the serial does not fit in 32 bits:
     /// then the cache is not used.
     key_base: u64,
+    /// [`Config::save_on_panic`].
+    save_on_panic: bool,
 }
+
+/// A tracer dropped without [`Tracer::shutdown`] shuts down as
+/// `shutdown()` would (every queue saves or flushes what it holds, files
+/// are written, ring files of a clean save are removed); the report is
+/// discarded. Call `shutdown()` to see it and its errors.
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        crate::panic_save::deregister(&self.queues);
+        let phase = self.registry.lock().phase;
+        if phase != Phase::ShutDown {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+// The queue table's stride is a power of two: indexing it is one shift on
+// the hot path (see `AnyQueue`'s alignment).
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<OnceLock<AnyQueue>>().is_power_of_two());
 
 /// The next tracer's serial number.
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -169,6 +203,7 @@ impl Tracer {
                 // Four billion tracers later: correct, just uncached.
                 _ => 0,
             },
+            save_on_panic: config.save_on_panic,
         };
         crate::queues::register_builtin_types(&tracer).expect("fresh tracer");
         tracer
@@ -618,6 +653,9 @@ impl Tracer {
             r.activated[i] = true;
         }
         r.phase = Phase::Active;
+        if self.save_on_panic {
+            crate::panic_save::register(&self.queues);
+        }
         Ok(())
     }
 
@@ -626,10 +664,15 @@ impl Tracer {
     /// Logging afterwards is a no-op; configuration calls are
     /// [`Error::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.
+    ///
+    /// A tracer dropped without this call runs it from its `Drop` (for every
+    /// queue type alike) and discards the report.
     pub fn shutdown(&self) -> Result<ShutdownReport, Error> {
         let mut r = self.registry.lock();
         r.require_running("shut down")?;
         r.phase = Phase::ShutDown;
+        // No panic hook writes the files while terminate does.
+        crate::panic_save::deregister(&self.queues);
         self.publish_all(&r);
         let mut report = ShutdownReport::default();
         for i in 0..r.queue_types.len() {

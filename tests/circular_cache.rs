@@ -19,6 +19,7 @@ fn circular(t: &Tracer, capacity: usize, shards: usize) -> QueueHandle {
         capacity,
         shards,
         file: None,
+        ring: Default::default(),
     })
     .unwrap()
 }

@@ -43,6 +43,7 @@ fn a_signal_handler_logging_into_another_queue_never_misroutes_events() {
                 capacity: 64,
                 shards: 1,
                 file: None,
+                ring: Default::default(),
             })
             .unwrap()
         })

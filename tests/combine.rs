@@ -254,6 +254,7 @@ fn every_length_through_circular_queues_with_and_without_shards() {
                 capacity: 1 << 14,
                 shards,
                 file: None,
+                ..Default::default()
             })
             .unwrap();
         tracer.assign_event(user::USER1, q).unwrap();
@@ -460,10 +461,11 @@ fn a_full_online_queue_drops_whole_runs_and_counts_every_record() {
         )
         .unwrap();
     tracer.assign_event(user::USER1, q).unwrap();
-    tracer.log_str(user::USER1, &"a".repeat(80)); // 6 records
-    tracer.log_str(user::USER1, &"b".repeat(48)); // 4 records: no room for all
-                                                  // 2 records would fit, but the online queue latches when full (refuses
-                                                  // everything until its task has emptied it).
+    // 6 records, then 4 that do not all fit.
+    tracer.log_str(user::USER1, &"a".repeat(80));
+    tracer.log_str(user::USER1, &"b".repeat(48));
+    // 2 records would fit, but the online queue latches when full
+    // (refuses everything until its task has emptied it).
     tracer.log_str(user::USER1, "c");
     let c = tracer.counters(q).unwrap();
     assert_eq!((c.accepted, c.dropped), (6, 6));

@@ -31,6 +31,7 @@ proptest! {
             capacity: 1 << capacity_log,
             shards,
             file: None,
+            ..Default::default()
         }).unwrap();
         tracer.assign_event(user::USER2, q).unwrap();
         tracer.activate().unwrap();

@@ -70,6 +70,7 @@ fn fixed_circular_snapshot_and_online_files_end_with_their_final_counters() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 4,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     let circ = t
@@ -171,6 +172,7 @@ fn the_cli_tells_complete_cut_and_unknown_files_apart() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 3,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     t.assign_event(user::USER0, q).unwrap();
@@ -364,8 +366,14 @@ fn a_bad_directory_fails_phase_2_for_fixed_and_circular_queues() {
     for kind in ["fixed", "circular", "online"] {
         let t = Tracer::with_config(Config::default().with_output_dir(blocker.join("out")));
         let q = match kind {
-            "fixed" => t.create_queue::<Fixed>(FixedParams::default()),
-            "circular" => t.create_queue::<Circular>(CircularParams::default()),
+            "fixed" => t.create_queue::<Fixed>(FixedParams {
+                ring: qtrace::queues::RingStorage::Memory,
+                ..Default::default()
+            }),
+            "circular" => t.create_queue::<Circular>(CircularParams {
+                ring: qtrace::queues::RingStorage::Memory,
+                ..Default::default()
+            }),
             _ => t.create_queue::<Online>(OnlineParams::default()),
         }
         .unwrap();

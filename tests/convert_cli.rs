@@ -260,3 +260,97 @@ fn a_damaged_file_converts_up_to_the_damage_and_fails() {
         .collect();
     assert_eq!(names, ["schedule", "user1", "hoops (9 lost)", "user1"]);
 }
+
+#[test]
+fn split_writes_time_slices_that_each_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_files(dir.path());
+    let json = dir.path().join("out.json");
+    // Events at 100, 200, 300 (hoops), 400, 500 ns: slices of 250 ns.
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "chrome".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--out".as_ref(),
+        json.as_os_str(),
+        "--split".as_ref(),
+        "250ns".as_ref(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!json.exists());
+    let mut names = Vec::new();
+    for part in ["out-0000.json", "out-0001.json", "out-0002.json"] {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(part)).unwrap()).unwrap();
+        let instants: Vec<String> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "i")
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect();
+        names.push(instants);
+    }
+    assert_eq!(
+        names,
+        [
+            vec!["schedule", "user1"],
+            vec!["hoops (9 lost)", "user1"],
+            vec!["schedule"]
+        ]
+    );
+    // CTF cannot be split: a clear error, status 1.
+    let ctf = qtrace(&[
+        "--to".as_ref(),
+        "ctf".as_ref(),
+        a.as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("ctf").as_os_str(),
+        "--split".as_ref(),
+        "1s".as_ref(),
+    ]);
+    assert_eq!(ctf.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&ctf.stderr).contains("--split applies to --to chrome"));
+}
+
+#[test]
+fn big_chrome_output_warns_and_names_the_ways_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.qtr");
+    let events: Vec<Event> = (0..1_000_001u64)
+        .map(|i| Event::new(i, user::USER0, 0, [i, 0]))
+        .collect();
+    write_trace(&path, ORIGIN, &events);
+    let json = dir.path().join("big.json");
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "chrome".as_ref(),
+        path.as_os_str(),
+        "--out".as_ref(),
+        json.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("qtrace convert: warning: 1000001 events")
+            && stderr.contains("use --to perfetto")
+            && stderr.contains("--split TIME"),
+        "{stderr}"
+    );
+    // A small one: no warning.
+    let at_limit = dir.path().join("small.qtr");
+    write_trace(&at_limit, ORIGIN, &events[..1_000]);
+    let out = qtrace(&[
+        "--to".as_ref(),
+        "chrome".as_ref(),
+        at_limit.as_os_str(),
+        "--out".as_ref(),
+        json.as_os_str(),
+    ]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}

@@ -150,6 +150,7 @@ fn a_full_disk_fails_phase_2_for_circular_and_fixed_queues() {
             tracer.create_queue::<Fixed>(FixedParams {
                 capacity: 16,
                 file: Some("/dev/full".into()),
+                ring: Default::default(),
             })
         } else {
             tracer.create_queue::<Circular>(CircularParams {
@@ -179,6 +180,7 @@ fn a_failed_save_of_circular_and_fixed_queues_is_reported_and_nothing_counts_del
         .create_queue::<Fixed>(FixedParams {
             capacity: 16,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     tracer.assign_event(user::USER0, c).unwrap();
@@ -350,6 +352,7 @@ fn a_clock_going_backwards_is_recorded_as_read_and_read_back_unchanged() {
             capacity: 4,
             file: None,
             shards: 0,
+            ring: Default::default(),
         })
         .unwrap();
     let o = tracer

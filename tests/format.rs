@@ -142,6 +142,27 @@ fn datagram_is_byte_exact_with_format_md() {
 }
 
 #[test]
+fn close_datagram_is_byte_exact_with_format_md() {
+    let expected = format_md_example("close");
+    let counts = datagram::CloseCounts {
+        logged: 263,
+        unsent: 3,
+    };
+    let mut buf = [0u8; 56];
+    let len = datagram::encode_close(&mut buf, 9, 5, 4, 256, counts).unwrap();
+    assert_eq!(&buf[..len], &expected[..]);
+    let v = DatagramView::new_checked(&expected[..]).unwrap();
+    let h = v.header();
+    assert_eq!(
+        (h.kind, h.sender, h.sequence, h.dropped, h.first_event),
+        (DatagramKind::Close, 9, 5, 4, 256)
+    );
+    assert_eq!(v.close(), Some(counts));
+    // The example is a consistent sender: logged = first event + dropped + unsent.
+    assert_eq!(counts.logged, h.first_event + h.dropped + counts.unsent);
+}
+
+#[test]
 fn supported_versions_are_listed() {
     assert_eq!(SUPPORTED_VERSIONS, &[1]);
     assert_eq!(datagram::SUPPORTED_VERSIONS, &[1]);

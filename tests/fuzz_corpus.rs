@@ -143,3 +143,69 @@ fn seed_corpus() {
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
+
+/// Seeds for the `ring_file` target: the ring files of a circular queue
+/// (shared ring and one shard) and a fixed queue, left by a tracer that
+/// never shut down (each under 16 KiB, the fuzzer's input limit).
+#[test]
+fn ring_file_seeds() {
+    use qtrace::queue::Queue;
+    use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
+    // Not `out_dir()` when it is temporary: `seed_corpus` removes that one
+    // when it ends, perhaps while this test runs.
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = match std::env::var_os("QTRACE_FUZZ_CORPUS") {
+        Some(_) => out_dir().join("ring_file"),
+        None => scratch.path().join("ring_file"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(0);
+    let t: &'static qtrace::Tracer = Box::leak(Box::new(qtrace::Tracer::with_config(
+        qtrace::Config::default()
+            .with_output_dir(work.path())
+            .with_clock(Clock::manual(&clock)),
+    )));
+    let queues = [
+        t.create_queue::<Circular>(CircularParams {
+            capacity: 8,
+            shards: 0,
+            ..Default::default()
+        })
+        .unwrap(),
+        t.create_queue::<Circular>(CircularParams {
+            capacity: 8,
+            shards: 1,
+            ..Default::default()
+        })
+        .unwrap(),
+        t.create_queue::<Fixed>(FixedParams {
+            capacity: 16,
+            ..Default::default()
+        })
+        .unwrap(),
+    ];
+    for (q, id) in queues.iter().zip([user::USER0, user::USER1, user::USER2]) {
+        t.assign_event(id, *q).unwrap();
+    }
+    t.activate().unwrap();
+    for i in 0..11 {
+        clock.advance(7);
+        for id in [user::USER0, user::USER1, user::USER2] {
+            t.log_event(id, [i, i * 3]);
+        }
+    }
+    for q in queues {
+        let _unposted = t.queue(q).unwrap().get(); // a slot being written
+    }
+    for (n, name) in ["queue0-circular", "queue1-circular", "queue2-fixed"]
+        .iter()
+        .enumerate()
+    {
+        let bytes = std::fs::read(work.path().join(format!("{name}.ring"))).unwrap();
+        assert!(bytes.len() <= 16384, "{name}: {} bytes", bytes.len());
+        let rec = qtrace::queues::recover::recover_bytes(&bytes).unwrap();
+        assert_eq!(rec.counts.unreadable, 1);
+        std::fs::write(dir.join(format!("seed-ring-{n}")), &bytes).unwrap();
+    }
+}

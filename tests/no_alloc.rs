@@ -120,6 +120,7 @@ fn fixed_queue_logs_and_drops_without_allocating() {
     let tracer = tracer_with::<Fixed>(FixedParams {
         capacity: CAPACITY,
         file: None,
+        ring: Default::default(),
     });
     let c = log_counting(&tracer);
     assert_eq!(c.accepted, CAPACITY as u64);
@@ -169,6 +170,7 @@ fn strings_log_without_allocating() {
         tracer_with::<Fixed>(FixedParams {
             capacity: CAPACITY,
             file: None,
+            ring: Default::default(),
         }),
         tracer_with::<Circular>(CircularParams {
             capacity: CAPACITY,
@@ -179,6 +181,7 @@ fn strings_log_without_allocating() {
             capacity: CAPACITY,
             file: None,
             shards: 0,
+            ..Default::default()
         }),
     ] {
         tracer.log_str(user::USER0, "warm-up");

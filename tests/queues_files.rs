@@ -111,6 +111,7 @@ fn explicit_file_and_no_loss_means_no_hoops() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 10,
             file: Some(path.clone()),
+            ring: Default::default(),
         })
         .unwrap();
     assert_eq!(t.queue(q).unwrap().as_fixed().unwrap().file(), path);
@@ -212,6 +213,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 0,
             file: None,
+            ring: Default::default(),
         })
         .unwrap_err();
     assert!(matches!(
@@ -226,6 +228,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
     t.create_queue::<Fixed>(FixedParams {
         capacity: 1000,
         file: None,
+        ring: Default::default(),
     })
     .unwrap();
 }
@@ -250,6 +253,7 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 4,
             file: Some(bad.clone()),
+            ring: Default::default(),
         })
         .unwrap();
     t.assign_event(user::USER0, c).unwrap();

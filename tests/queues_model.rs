@@ -189,7 +189,7 @@ proptest! {
     fn fixed_matches_model(cap in 1usize..40, ops in ops()) {
         let dir = scratch("model-fixed");
         let ctx = context(HANDLE, "fixed", &dir, NOW);
-        let q = Fixed.create(FixedParams { capacity: cap, file: None }, &ctx).unwrap();
+        let q = Fixed.create(FixedParams { capacity: cap, file: None, ring: Default::default() }, &ctx).unwrap();
         run(q, Model { cap, circular: false, ..Model::default() }, ops, ctx);
     }
 }

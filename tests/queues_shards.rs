@@ -53,6 +53,7 @@ fn circular(capacity: usize, shards: usize, tag: &str) -> (AnyQueue, qtrace::que
                 capacity,
                 shards,
                 file: None,
+                ring: Default::default(),
             },
             &ctx,
         )

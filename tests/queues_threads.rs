@@ -26,6 +26,7 @@ fn config(dir: &std::path::Path) -> Config {
         Config {
             clock: Clock::monotonic(),
             output_dir: dir.to_path_buf(),
+            ..Config::default()
         }
     } else {
         Config::default().with_output_dir(dir)
@@ -80,6 +81,7 @@ fn two_threads_into_small_circular_and_fixed_queues() {
         .create_queue::<Fixed>(FixedParams {
             capacity: FIXED_CAP,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();
@@ -182,6 +184,7 @@ fn shutdown_while_two_threads_log() {
         .create_queue::<Fixed>(FixedParams {
             capacity: 100_000,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();

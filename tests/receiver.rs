@@ -861,3 +861,60 @@ fn a_parked_sender_resumes_where_it_stopped() {
     );
     assert_eq!(r.values(), [0, 100, 1]);
 }
+
+#[test]
+fn a_parked_sender_refused_after_its_last_datagram_has_its_loss_marked() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 1,
+        idle_datagrams: 2,
+        ..ReceiverConfig::default()
+    });
+    r.feed(addr(1), &dgram(1, 0, 0, 0, 0, 1));
+    r.feed(addr(9), b"not a qtrace datagram"); // the receiver's clock moves on
+    r.feed(addr(2), &dgram(2, 0, 0, 0, 100, 1)); // sender 1 idle: parked
+    r.feed(addr(1), &dgram(1, 1, 0, 1, 1, 5)); // sender 2 is not idle: refused
+    r.finish();
+    let s = r.core.summary();
+    assert_eq!(
+        s.refused,
+        [RefusedSource {
+            addr: addr(1),
+            sender: 1,
+            datagrams: 1,
+            events: 5
+        }]
+    );
+    // The 5 refused events came after sender 1's last datagram: no gap of
+    // its numbering will ever count them, so its own hoops record does.
+    assert_eq!(r.stream(), [E(0), E(100), L(5)]);
+    assert_eq!(
+        s.senders
+            .iter()
+            .map(|x| (
+                x.sender,
+                x.events,
+                x.lost_events,
+                x.lost_datagrams,
+                x.accounted()
+            ))
+            .collect::<Vec<_>>(),
+        [(1, 1, 5, 1, 6), (2, 1, 0, 0, 1)]
+    );
+}
+
+#[test]
+fn a_refused_sender_that_gets_a_slot_later_counts_its_refused_events_once() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 1,
+        idle_datagrams: 2,
+        ..ReceiverConfig::default()
+    });
+    r.feed(addr(1), &dgram(1, 0, 0, 0, 0, 1));
+    r.feed(addr(2), &dgram(2, 0, 0, 0, 100, 3)); // refused: sender 1 not idle
+    r.feed(addr(9), b"not a qtrace datagram");
+    r.feed(addr(2), &dgram(2, 1, 0, 3, 103, 1)); // sender 1 idle: takes the slot
+    r.finish();
+    // The refused datagram is the gap before sender 2's first one: one
+    // hoops record of 3, not a second one at the end.
+    assert_eq!(r.stream(), [E(0), L(3), E(103)]);
+}

@@ -301,3 +301,27 @@ fn ctrl_c_stops_cleanly_and_writes_the_file() {
     assert_eq!(TraceReader::open(&out).unwrap().count(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_duration_too_large_for_a_duration_is_refused_not_a_panic() {
+    for bad in ["1e30", "-1", "nan", "inf", "0"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args([
+                "recv",
+                "--listen",
+                "127.0.0.1:0",
+                "--out",
+                "/nonexistent/x.qtr",
+            ])
+            .arg(format!("--duration={bad}"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--duration {bad}: {stderr}");
+        assert_eq!(
+            stderr, "qtrace: --duration must be a positive number of seconds, at most 1e18\n",
+            "--duration {bad}"
+        );
+    }
+}

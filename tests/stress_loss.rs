@@ -152,6 +152,7 @@ fn fixed_keeps_each_threads_first_events_and_accounts_for_the_rest() {
         .create_queue::<Fixed>(FixedParams {
             capacity: cap,
             file: None,
+            ring: Default::default(),
         })
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();

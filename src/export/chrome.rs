@@ -11,7 +11,8 @@
 //!   source number; the tracer's own source `u32::MAX` is named "tracer").
 //! - Every record is an instant event (`"ph":"i"`) on its source's thread, named
 //!   after the event, with the class as category and the named arguments as
-//!   `args`. Arguments above 2^53 (which JavaScript numbers cannot hold) are
+//!   `args` — every argument `qtrace dump` shows, named as it names them
+//!   (see [`args`](super::args)). Arguments above 2^53 (which JavaScript numbers cannot hold) are
 //!   written as hexadecimal strings.
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
@@ -56,6 +57,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufWriter, Write};
 
+use super::args::UNNAMED;
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
@@ -343,9 +345,18 @@ impl<W: Write> ChromeWriter<W> {
                 name, n.class
             )
             .and_then(|()| {
-                for (i, a) in n.args.iter().enumerate() {
-                    let comma = if i > 0 { "," } else { "" };
-                    write!(out, "{comma}\"{a}\":{}", Num(e.args[i]))?;
+                // Every argument `qtrace dump` shows (see `export::args`): the
+                // declared ones, and an undeclared slot when it is non-zero.
+                let mut first = true;
+                for (i, (&value, unnamed)) in e.args.iter().zip(UNNAMED).enumerate() {
+                    let name = match n.args.get(i) {
+                        Some(a) => a.as_str(),
+                        None if value != 0 => unnamed,
+                        None => continue,
+                    };
+                    let comma = if first { "" } else { "," };
+                    first = false;
+                    write!(out, "{comma}\"{name}\":{}", Num(value))?;
                 }
                 out.write_all(b"}}")
             })

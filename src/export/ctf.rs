@@ -10,7 +10,12 @@
 //!   (`system:schedule`), whose payload has one `uint64` field per named
 //!   argument (`task`), plus an `unknown` class (id = the catalog's event
 //!   count) for records whose number the catalog lacks, which keeps the raw
-//!   number and both arguments.
+//!   number and both arguments. An event that declares fewer than two
+//!   arguments also has *variant* classes of the same name (ids after
+//!   `unknown`: `count + 1 + 3 × id + mask − 1`) that add the undeclared
+//!   slots, `arg0`/`arg1`; a record whose undeclared slot is non-zero uses
+//!   one, so every argument `qtrace dump` shows is in the trace
+//!   (`system:schedule: { task = 0, arg1 = 2 }`).
 //! - `stream-<source>` (`stream-tracer` for the tracer's own source
 //!   `u32::MAX`): a sequence of packets. Each packet is a header (`magic`,
 //!   `stream_id` = 0, `stream_instance_id` = the source) and a context
@@ -290,7 +295,7 @@ impl CtfWriter {
             Some((kind, subject)) => {
                 body.push(kind);
                 body.extend_from_slice(&subject.to_be_bytes());
-                self.unknown_id + 2
+                name_class_id(self.unknown_id)
             }
             None => {
                 let (state, received, expected) = match p.state {
@@ -306,7 +311,7 @@ impl CtfWriter {
                 body.extend_from_slice(&received.to_be_bytes());
                 body.extend_from_slice(&expected.to_be_bytes());
                 body.extend_from_slice(&p.logged_len.unwrap_or(0).to_be_bytes());
-                self.unknown_id + 1
+                payload_class_id(self.unknown_id)
             }
         };
         body.push(encoding);
@@ -379,13 +384,28 @@ impl EventSink for CtfWriter {
             return self.write_ready();
         }
         let known = (e.id.0 as usize) < self.arg_counts.len();
-        let (class_id, nargs) = if known {
-            (e.id.0, self.arg_counts[e.id.0 as usize] as usize)
+        // The argument slots written: the declared ones, plus an undeclared
+        // slot that is non-zero (as `qtrace dump` shows it), through the
+        // event's variant class (see `variant_id`).
+        let (class_id, slots) = if known {
+            let declared = self.arg_counts[e.id.0 as usize] as usize;
+            let mask = undeclared_mask(declared, &e.args);
+            let all = (1u8 << declared) - 1;
+            if mask == 0 {
+                (e.id.0, all)
+            } else {
+                (variant_id(self.unknown_id, e.id.0, mask), all | mask)
+            }
         } else {
             self.stats.unknown += 1;
-            (self.unknown_id, 2)
+            (self.unknown_id, 0)
         };
-        let size = EVENT_HEADER + if known { 8 * nargs } else { 2 + 16 };
+        let size = EVENT_HEADER
+            + if known {
+                8 * slots.count_ones() as usize
+            } else {
+                2 + 16
+            };
 
         let dir = &self.dir;
         let stats = &mut self.stats;
@@ -437,8 +457,10 @@ impl EventSink for CtfWriter {
         stream.buf.extend_from_slice(&class_id.to_be_bytes());
         stream.buf.extend_from_slice(&time.to_be_bytes());
         if known {
-            for a in &e.args[..nargs] {
-                stream.buf.extend_from_slice(&a.to_be_bytes());
+            for (i, a) in e.args.iter().enumerate() {
+                if slots & (1 << i) != 0 {
+                    stream.buf.extend_from_slice(&a.to_be_bytes());
+                }
             }
         } else {
             stream.buf.extend_from_slice(&e.id.0.to_be_bytes());
@@ -510,6 +532,49 @@ pub fn field_identifier(name: &str) -> String {
     } else {
         id
     }
+}
+
+/// The slots (bit i = `args[i]`) past the `declared` ones that are non-zero.
+fn undeclared_mask(declared: usize, args: &[u64; 2]) -> u8 {
+    let mut mask = 0;
+    for (i, a) in args.iter().enumerate().skip(declared) {
+        if *a != 0 {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+/// The id of the event class that carries event `id`'s declared arguments
+/// plus the undeclared slots in `mask` (1 to 3): after the `unknown` class,
+/// three per catalog event.
+fn variant_id(unknown_id: u16, id: u16, mask: u8) -> u16 {
+    unknown_id + 1 + id * 3 + u16::from(mask - 1)
+}
+
+/// Writes the `fields` struct of an event class: the declared arguments,
+/// then the undeclared slots in `extra` named `arg0`/`arg1`.
+fn fields(w: &mut String, declared: &[String], extra: u8) {
+    let mut names: Vec<&str> = declared.iter().map(String::as_str).collect();
+    for (i, n) in super::args::UNNAMED.iter().enumerate() {
+        if extra & (1 << i) != 0 {
+            names.push(n);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let _ = writeln!(w, "\tfields := struct {{");
+    let mut used: Vec<String> = Vec::new();
+    for (i, a) in names.iter().enumerate() {
+        let mut id = field_identifier(a);
+        if used.contains(&id) {
+            id = format!("{id}_{i}");
+        }
+        let _ = writeln!(w, "\t\tuint64_t {id};");
+        used.push(id);
+    }
+    let _ = writeln!(w, "\t}};");
 }
 
 fn quoted(s: &str) -> String {
@@ -602,20 +667,23 @@ stream {{
             quoted(&format!("{class}:{}", e.name)),
             e.id.0
         );
-        if !e.args.is_empty() {
-            let _ = writeln!(w, "\tfields := struct {{");
-            let mut used: Vec<String> = Vec::new();
-            for (i, a) in e.args.iter().enumerate() {
-                let mut id = field_identifier(a);
-                if used.contains(&id) {
-                    id = format!("{id}_{i}");
-                }
-                let _ = writeln!(w, "\t\tuint64_t {id};");
-                used.push(id);
-            }
-            let _ = writeln!(w, "\t}};");
-        }
+        fields(w, &e.args, 0);
         let _ = writeln!(w, "}};");
+        // Variants that also carry undeclared non-zero slots (`arg0`, `arg1`).
+        let declared = e.args.len().min(2);
+        for mask in 1u8..4 {
+            if mask & ((1 << declared) - 1) != 0 {
+                continue;
+            }
+            let _ = write!(
+                w,
+                "\nevent {{\n\tname = {};\n\tid = {};\n\tstream_id = 0;\n",
+                quoted(&format!("{class}:{}", e.name)),
+                variant_id(catalog.event_count() as u16, e.id.0, mask)
+            );
+            fields(w, &e.args, mask);
+            let _ = writeln!(w, "}};");
+        }
     }
     let _ = write!(
         w,
@@ -626,12 +694,12 @@ stream {{
     let _ = write!(
         w,
         "\nevent {{\n\tname = \"qtrace:payload\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\tuint16_t event_id;\n\t\tuint64_t arg;\n\t\t{U8} state;\n\t\tuint32_t received;\n\t\tuint32_t expected;\n\t\tuint32_t logged_len;\n\t\t{U8} encoding;\n\t\tstring text;\n\t}};\n}};\n",
-        catalog.event_count() + 1
+        payload_class_id(catalog.event_count() as u16)
     );
     let _ = write!(
         w,
         "\nevent {{\n\tname = \"qtrace:name\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\t{U8} kind;\n\t\tuint64_t subject;\n\t\t{U8} encoding;\n\t\tstring name;\n\t}};\n}};\n",
-        catalog.event_count() + 2
+        name_class_id(catalog.event_count() as u16)
     );
     m
 }
@@ -654,6 +722,17 @@ fn new_stream(dir: &Path, source: u32, stats: &mut ConvertStats) -> Stream {
         seq: 0,
         discarded: 0,
     }
+}
+
+/// The `qtrace:payload` class: after `unknown` and the three variants of
+/// every catalog event ([`variant_id`]).
+fn payload_class_id(unknown_id: u16) -> u16 {
+    unknown_id + 1 + unknown_id * 3
+}
+
+/// The `qtrace:name` class, after `qtrace:payload`.
+fn name_class_id(unknown_id: u16) -> u16 {
+    payload_class_id(unknown_id) + 1
 }
 
 /// An unsigned byte in TSDL.
@@ -945,8 +1024,17 @@ mod tests {
                 w.push(e).unwrap();
             }
             let stats = w.finish().unwrap();
+            let declared = |id: u16| catalog.event(EventId(id)).unwrap().args.len();
             let payload_len = |id: u16| {
-                if id == unknown { 18 } else { 8 * catalog.event(EventId(id)).unwrap().args.len() }
+                if id == unknown {
+                    18
+                } else if id > unknown {
+                    // A variant class: declared arguments plus the slots in its mask.
+                    let (event, mask) = ((id - unknown - 1) / 3, (id - unknown - 1) % 3 + 1);
+                    8 * (declared(event) + mask.count_ones() as usize)
+                } else {
+                    8 * declared(id)
+                }
             };
             let mut sources: Vec<u32> = events.iter().map(|e| e.source).collect();
             sources.sort();
@@ -974,8 +1062,16 @@ mod tests {
                     .filter(|e| e.source == src && e.id != tracer::HOOPS)
                     .map(|e| {
                         if e.id.0 < unknown {
-                            let n = payload_len(e.id.0) / 8;
-                            (e.id.0, e.time, e.args[..n].iter().flat_map(|a| a.to_be_bytes()).collect())
+                            // Written: the declared slots, and the others when non-zero
+                            // (through a variant class).
+                            let n = declared(e.id.0);
+                            let mask = (n..2).filter(|&i| e.args[i] != 0).fold(0u16, |m, i| m | 1 << i);
+                            let id = if mask == 0 { e.id.0 } else { unknown + 1 + e.id.0 * 3 + mask - 1 };
+                            let bytes = (0..2)
+                                .filter(|&i| i < n || e.args[i] != 0)
+                                .flat_map(|i| e.args[i].to_be_bytes())
+                                .collect();
+                            (id, e.time, bytes)
                         } else {
                             let mut p = e.id.0.to_be_bytes().to_vec();
                             p.extend(e.args[0].to_be_bytes());

@@ -1,8 +1,12 @@
 //! Converting traces into the formats that existing viewers read:
-//! [CTF 1.8](ctf) for babeltrace2 and Trace Compass, and
-//! [Chrome Trace Event JSON](chrome) for Perfetto and `chrome://tracing`.
+//! [CTF 1.8](ctf) for babeltrace2 and Trace Compass,
+//! [Perfetto's protobuf trace](perfetto) and
+//! [Chrome Trace Event JSON](chrome) for Perfetto and `chrome://tracing`, and
+//! an [SVG timeline](svg) for any browser. Every converter carries the
+//! arguments `qtrace dump` shows, by the same names ([`args`]);
+//! [`split::SplitByTime`] cuts a conversion into standalone time slices.
 //!
-//! Both converters are *streaming*: they take events one at a time
+//! The converters are *streaming*: they take events one at a time
 //! ([`EventSink::push`]) and keep only a bounded amount of state (one packet
 //! buffer per CTF stream; the open intervals of the Chrome timeline), so a
 //! trace larger than memory converts fine. What a converter needs besides the
@@ -12,7 +16,9 @@
 //! Loss records are in-band, as everywhere in qtrace: an event with
 //! `id == classes::tracer::HOOPS` says that `args[0]` events were lost at that
 //! point. CTF expresses them as the packet context's `events_discarded`
-//! counter, Chrome JSON as global instant markers.
+//! counter, Chrome JSON as global instant markers, Perfetto as `hoops`
+//! instants plus a `lost events` counter track, the SVG timeline as red
+//! lines across every row.
 //!
 //! Several trace files of one run (one per queue) are merged in time order by
 //! [`MergeByTime`].
@@ -37,8 +43,13 @@
 //!
 //! [`Catalog`]: crate::classes::Catalog
 
+pub mod args;
 pub mod chrome;
 pub mod ctf;
+pub mod perfetto;
+mod protobuf;
+pub mod split;
+pub mod svg;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -56,7 +67,8 @@ pub struct ConvertStats {
     pub hoops: u64,
     /// Events lost according to those records (the sum of their `args[0]`).
     pub lost: u64,
-    /// Distinct sources (CTF streams, Chrome threads) that carried events.
+    /// Distinct sources (CTF streams, Chrome threads, Perfetto source tracks)
+    /// that carried events.
     pub sources: u64,
     /// Records whose event number the catalog does not define (converted as
     /// `unknown` events that keep the raw number).
@@ -68,17 +80,21 @@ pub struct ConvertStats {
     /// time), or later than readers can place and was lowered to
     /// [`ctf::max_timestamp`].
     pub clamped: u64,
-    /// Chrome: duration events (task, semaphore and interrupt intervals) written.
+    /// Chrome and Perfetto: duration events (task, semaphore and interrupt
+    /// slices) written; SVG: running and blocked spans drawn.
     pub slices: u64,
-    /// Chrome: begin/end events that found no partner, or that exceeded the
-    /// bounded state, and were shown as instants only.
+    /// Chrome and Perfetto: begin/end events that found no partner, or that
+    /// exceeded the bounded state, and were shown as instants only; SVG: rows
+    /// past the row limit.
     pub unpaired: u64,
 }
 
 /// A streaming converter: feed it events in time order, then finish it.
 ///
-/// Implemented by [`ctf::CtfWriter`] and [`chrome::ChromeWriter`]. Memory use
-/// does not grow with the number of events pushed.
+/// Implemented by [`ctf::CtfWriter`], [`chrome::ChromeWriter`],
+/// [`perfetto::PerfettoWriter`], [`svg::SvgTimeline`] and
+/// [`split::SplitByTime`]. Memory use does not grow with the number of events
+/// pushed.
 pub trait EventSink {
     /// Converts one event.
     fn push(&mut self, event: &Event) -> Result<(), Error>;
@@ -86,6 +102,18 @@ pub trait EventSink {
     /// Flushes everything, closes what is open and returns the counts. Pushing
     /// after `finish` is an error.
     fn finish(&mut self) -> Result<ConvertStats, Error>;
+}
+
+/// A sink borrowed mutably is a sink, so that it can be converted into and
+/// still be looked at afterwards (`export::convert(&mut split, events)`).
+impl<T: EventSink + ?Sized> EventSink for &mut T {
+    fn push(&mut self, event: &Event) -> Result<(), Error> {
+        (**self).push(event)
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        (**self).finish()
+    }
 }
 
 /// Feeds every event of `events` to `sink` and finishes it.

@@ -34,16 +34,18 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ring::{OverwriteRing, Padded, Ticketed};
+use super::backing::{Backing, Placed, Region};
+use super::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
+use super::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
 use super::save::{create_at_activate, default_path, hoops, write_trace, StatusCell};
-use super::shard::ShardRing;
+use super::shard::{Record, ShardRing};
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
 };
 use crate::sync::{AtomicU64, Ordering};
-use crate::wire::QueueTotals;
+use crate::wire::{QueueTotals, TraceHeader};
 
 /// The circular queue type (`"circular"`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,6 +66,10 @@ pub struct CircularParams {
     pub shards: usize,
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-circular.qtr`.
     pub file: Option<PathBuf>,
+    /// Where the rings live while the program runs: by default a ring file
+    /// `<output_dir>/queue<handle>-circular.ring` that survives a crash (see
+    /// [`RingStorage`]).
+    pub ring: RingStorage,
 }
 
 /// The largest number of shards of a circular queue.
@@ -78,6 +84,7 @@ impl Default for CircularParams {
             capacity: 8192,
             shards: DEFAULT_SHARDS,
             file: None,
+            ring: RingStorage::File,
         }
     }
 }
@@ -97,41 +104,43 @@ impl QueueType for Circular {
                 params.shards
             )));
         }
-        let mp = OverwriteRing::new(params.capacity).map_err(|e| bad(e.to_string()))?;
-        let shard_ring = |capacity: usize| {
-            ShardRing::new(capacity).ok_or_else(|| {
-                bad(format!(
-                    "cannot allocate a shard of {capacity} events ({} bytes): choose a smaller capacity or fewer shards",
-                    capacity.saturating_mul(32)
-                ))
-            })
-        };
-        let shards = if params.shards == 0 {
-            // One shard that no thread can own: every event takes the shared
-            // ring, and the hot path needs no separate "no shards" branch.
-            vec![Shard {
-                owner: Padded(AtomicU64::new(NEVER)),
-                ring: shard_ring(1)?,
-            }]
+        check_capacity(params.capacity).map_err(|e| bad(e.to_string()))?;
+        // A queue without shards still has one placeholder shard that no
+        // thread can own: every event takes the shared ring, and the hot
+        // path needs no separate "no shards" branch.
+        let (blocks, shard_capacity) = if params.shards == 0 {
+            (1, 1)
         } else {
-            let mut v = Vec::new();
-            v.try_reserve_exact(params.shards).map_err(|_| {
-                bad(format!(
-                    "cannot allocate {} shards: use fewer",
-                    params.shards
-                ))
-            })?;
-            for _ in 0..params.shards {
-                v.push(Shard {
-                    owner: Padded(AtomicU64::new(FREE)),
-                    ring: shard_ring(params.capacity)?,
-                });
-            }
-            v
+            (params.shards, params.capacity)
         };
+        let header = TraceHeader::for_queue(ctx).to_bytes();
+        let layout = RingLayout::circular(
+            header.len(),
+            params.capacity as u64,
+            blocks as u64,
+            shard_capacity as u64,
+        )
+        .ok_or_else(|| bad(format!("capacity {} is too large", params.capacity)))?;
+        let mut mem = params.ring.allocate(ctx, &layout, &header, Self::NAME)?;
+        let mp_slots = mem.place_slice(layout.slots_at as usize, params.capacity, |_| Slot::new(0));
+        let mp = mem.place(
+            layout.header_len as usize,
+            OverwriteRing::with_slots(mp_slots, None),
+        );
+        let mut records = (0..blocks)
+            .map(|s| {
+                let at = layout.records_at as usize + s * shard_capacity * RECORD_BYTES;
+                Some(mem.place_slice(at, shard_capacity, |_| Record::new()))
+            })
+            .collect::<Vec<_>>();
+        let owner = if params.shards == 0 { NEVER } else { FREE };
+        let shards = mem.place_slice(layout.shards_at as usize, blocks, |s| Shard {
+            owner: Padded(AtomicU64::new(owner)),
+            ring: ShardRing::with_records(records[s].take().expect("one region per shard")),
+        });
         Ok(AnyQueue::CircularQueue(CircularQueue {
-            shard_mask: shards.len() as u64 - 1,
-            shards: shards.into_boxed_slice(),
+            shard_mask: blocks as u64 - 1,
+            shards,
             mp,
             capacity: params.capacity,
             delivered: AtomicU64::new(0),
@@ -139,6 +148,7 @@ impl QueueType for Circular {
             ctx: ctx.clone(),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
+            mem,
         }))
     }
 }
@@ -153,14 +163,25 @@ const NEVER: u64 = u64::MAX;
 const RING_BITS: u32 = 9;
 const RING_MASK: u64 = (1 << RING_BITS) - 1;
 
-/// A single-producer ring and the thread that owns it.
+/// A single-producer ring and the thread that owns it. `repr(C)`: placed
+/// in the queue's region (a ring file: the owner at byte 0, the ring's
+/// indices at byte 128; FORMAT.md section 3).
 #[derive(Debug)]
+#[repr(C)]
 struct Shard {
     /// The owning thread's [`crate::source::thread_token`], [`FREE`] or
     /// [`NEVER`]. Set once, by compare-and-swap, and never changed again.
     owner: Padded<AtomicU64>,
     ring: ShardRing,
 }
+
+#[cfg(not(loom))]
+const _: () = {
+    use super::ring_file::{CLAIMED_AT, OWNER_AT, SHARD_BYTES};
+    assert!(std::mem::offset_of!(Shard, owner) == OWNER_AT);
+    assert!(std::mem::offset_of!(Shard, ring) == CLAIMED_AT);
+    assert!(std::mem::size_of::<Shard>() == SHARD_BYTES);
+};
 
 impl Shard {
     /// Whether a reader must look at this shard (someone owns it, so it may
@@ -221,9 +242,9 @@ impl Shard {
 /// unreliable.
 #[derive(Debug)]
 pub struct CircularQueue {
-    shards: Box<[Shard]>,
+    shards: Region<Shard>,
     shard_mask: u64,
-    mp: OverwriteRing,
+    mp: Placed<OverwriteRing>,
     capacity: usize,
     /// Events saved by `terminate` (the rings' own `delivered` counts also
     /// the records consumed but left out as older than the newest `capacity`).
@@ -234,9 +255,29 @@ pub struct CircularQueue {
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
     saved: std::sync::atomic::AtomicBool,
+    /// The memory `shards` and `mp` are placed in: a ring file or the heap.
+    mem: Backing,
+}
+
+impl Drop for CircularQueue {
+    fn drop(&mut self) {
+        // SAFETY: placed in `mem` by `create`, dropped once here, before
+        // `mem` (a field dropped after this body), and never used again.
+        unsafe {
+            self.shards.drop_in_place();
+            self.mp.drop_in_place();
+        }
+    }
 }
 
 impl CircularQueue {
+    /// The ring file the rings live in (recoverable after a crash with
+    /// [`crate::queues::recover`]), or `None` when they are on the heap
+    /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
+    pub fn ring_file(&self) -> Option<&Path> {
+        self.mem.path()
+    }
+
     /// The number of events kept.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -496,6 +537,10 @@ impl Queue for CircularQueue {
     /// bad directory is an error of phase 2. Until the save, the file reads
     /// as cut short.
     fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        self.mp.fault_in();
+        for shard in self.shards.iter() {
+            shard.ring.fault_in();
+        }
         create_at_activate(&self.file, ctx)
     }
 
@@ -532,6 +577,12 @@ impl Queue for CircularQueue {
         } else {
             self.delivered.fetch_add(kept, Ordering::Relaxed);
             self.saved.store(true, std::sync::atomic::Ordering::Release);
+            // The trace file now holds everything: the ring file is no
+            // longer needed to recover (a left-over one means the process
+            // did not shut down). Best effort: a ring file that cannot be
+            // removed is recovered as a duplicate of the trace, never as a
+            // loss.
+            let _ = self.mem.remove_file();
         }
         self.status.record(&self.file, result)
     }
@@ -584,6 +635,7 @@ mod tests {
             capacity: 4,
             shards,
             file: None,
+            ring: RingStorage::Memory,
         };
         match Circular.create(params, &ctx).unwrap() {
             AnyQueue::CircularQueue(q) => q,

@@ -26,7 +26,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ring::{slots, Padded, Slot, Ticketed, MAX_CAPACITY};
+use super::backing::{Backing, Placed, Region};
+use super::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
+use super::ring_file::{RingLayout, RingStorage};
 use super::save::{create_at_activate, default_path, with_hoops, write_trace, StatusCell};
 use crate::combine::Run;
 use crate::error::Error;
@@ -35,6 +37,7 @@ use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueStatus, QueueType, Reservation,
 };
 use crate::sync::{AtomicU64, Ordering};
+use crate::wire::TraceHeader;
 
 /// The fixed queue type (`"fixed"`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -47,6 +50,10 @@ pub struct FixedParams {
     pub capacity: usize,
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-fixed.qtr`.
     pub file: Option<PathBuf>,
+    /// Where the ring lives while the program runs: by default a ring file
+    /// `<output_dir>/queue<handle>-fixed.ring` that survives a crash (see
+    /// [`RingStorage`]).
+    pub ring: RingStorage,
 }
 
 impl Default for FixedParams {
@@ -54,6 +61,7 @@ impl Default for FixedParams {
         FixedParams {
             capacity: 8192,
             file: None,
+            ring: RingStorage::File,
         }
     }
 }
@@ -72,20 +80,49 @@ impl QueueType for Fixed {
                 ),
             });
         }
+        let bad = |reason: String| Error::InvalidParameter {
+            queue_type: Self::NAME,
+            reason,
+        };
+        let header = TraceHeader::for_queue(ctx).to_bytes();
+        let layout = RingLayout::fixed(header.len(), params.capacity as u64)
+            .ok_or_else(|| bad(format!("capacity {} is too large", params.capacity)))?;
+        let mut mem = params.ring.allocate(ctx, &layout, &header, Self::NAME)?;
+        let slots = mem.place_slice(layout.slots_at as usize, params.capacity, |_| {
+            Slot::new(EMPTY)
+        });
+        let ctl = mem.place(
+            layout.header_len as usize,
+            Control {
+                tail: Padded(AtomicU64::new(0)),
+            },
+        );
         Ok(AnyQueue::FixedQueue(FixedQueue {
-            tail: Padded(AtomicU64::new(0)),
+            ctl,
             delivered: AtomicU64::new(0),
-            slots: slots(params.capacity, |_| EMPTY).map_err(|e| Error::InvalidParameter {
-                queue_type: Self::NAME,
-                reason: e.to_string(),
-            })?,
+            slots,
             file: params.file.unwrap_or_else(|| default_path(ctx)),
             ctx: ctx.clone(),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
+            mem,
         }))
     }
 }
+
+/// The fixed queue's control block, placed in its region (a ring file: the
+/// ticket counter at byte 0; FORMAT.md section 3).
+#[derive(Debug)]
+#[repr(C)]
+struct Control {
+    tail: Padded<AtomicU64>,
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::offset_of!(Control, tail) == super::ring_file::TAIL_AT);
+    assert!(std::mem::size_of::<Control>() <= super::ring_file::CTL_BYTES);
+};
 
 // Slot states: each slot is written once, by the producer holding its ticket.
 const EMPTY: u64 = 0;
@@ -94,23 +131,44 @@ const SAVED: u64 = 2;
 
 /// A queue that keeps the first `capacity` events and drops the rest.
 ///
-/// Hot path: one `fetch_add` on the ticket counter (which therefore counts
+/// Hot path: one `fetch_add` on the ticket counter (kept in the queue's
+/// region, so that a ring file holds it: one pointer load away; it counts
 /// every attempt: `accepted = min(tickets, capacity)`, `dropped = tickets -
 /// accepted`, no other atomic add), four relaxed stores and one release store.
 #[derive(Debug)]
 pub struct FixedQueue {
-    tail: Padded<AtomicU64>,
+    ctl: Placed<Control>,
     delivered: AtomicU64,
-    slots: Box<[Slot]>,
+    slots: Region<Slot>,
     file: PathBuf,
     ctx: QueueContext,
     status: StatusCell,
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
     saved: std::sync::atomic::AtomicBool,
+    /// The memory `ctl` and `slots` are placed in: a ring file or the heap.
+    mem: Backing,
+}
+
+impl Drop for FixedQueue {
+    fn drop(&mut self) {
+        // SAFETY: placed in `mem` by `create`, dropped once here, before
+        // `mem` (a field dropped after this body), and never used again.
+        unsafe {
+            self.slots.drop_in_place();
+            self.ctl.drop_in_place();
+        }
+    }
 }
 
 impl FixedQueue {
+    /// The ring file the events live in (recoverable after a crash with
+    /// [`crate::queues::recover`]), or `None` when they are on the heap
+    /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
+    pub fn ring_file(&self) -> Option<&Path> {
+        self.mem.path()
+    }
+
     /// The number of events kept.
     pub fn capacity(&self) -> usize {
         self.slots.len()
@@ -124,7 +182,7 @@ impl FixedQueue {
     /// The committed records not yet saved, by ticket; and the number of
     /// tickets handed out before the scan ended.
     fn records(&self, state: u64, mark: Option<u64>) -> (Vec<Ticketed>, u64) {
-        let filled = (self.tail.load(Ordering::Relaxed) as usize).min(self.slots.len());
+        let filled = (self.ctl.tail.load(Ordering::Relaxed) as usize).min(self.slots.len());
         let mut out = Vec::with_capacity(filled);
         for (i, slot) in self.slots[..filled].iter().enumerate() {
             if slot.seq.load(Ordering::Acquire) != state {
@@ -139,7 +197,7 @@ impl FixedQueue {
                 event,
             });
         }
-        (out, self.tail.load(Ordering::Relaxed))
+        (out, self.ctl.tail.load(Ordering::Relaxed))
     }
 
     /// The events kept so far, in order, followed by a hoops record for the
@@ -148,12 +206,28 @@ impl FixedQueue {
         let (records, end) = self.records(COMMITTED, None);
         with_hoops(&records, end, self.ctx.handle, || self.ctx.clock.now())
     }
+
+    /// Writes [`FixedQueue::snapshot_events`] to `path` as a trace file
+    /// while producers keep logging. Returns the number of records written
+    /// (events and hoops). The queue's counters do not change.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the path (also counted in [`Queue::status`]).
+    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, Error> {
+        let path = path.as_ref();
+        let events = self.snapshot_events();
+        // The close run carries the counters at the moment of the snapshot.
+        let totals = self.counters().into();
+        let result = write_trace(path, &self.ctx, &events, totals).map(|()| events.len() as u64);
+        self.status.record(path, result)
+    }
 }
 
 impl Queue for FixedQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {
-        let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.ctl.tail.fetch_add(1, Ordering::Relaxed);
         if ticket < self.slots.len() as u64 {
             Some(Reservation::new(ticket))
         } else {
@@ -173,7 +247,7 @@ impl Queue for FixedQueue {
     /// records that do are kept (a cut run) and the rest count as dropped.
     fn post_run(&self, run: &Run<'_>) -> usize {
         let n = run.len() as u64;
-        let first = self.tail.fetch_add(n, Ordering::Relaxed);
+        let first = self.ctl.tail.fetch_add(n, Ordering::Relaxed);
         let mut accepted = 0;
         for i in 0..n {
             if let Some(slot) = self.slots.get((first + i) as usize) {
@@ -193,6 +267,9 @@ impl Queue for FixedQueue {
     /// bad directory is an error of phase 2. Until the save, the file reads
     /// as cut short.
     fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+        self.slots.fault_in(|s| {
+            s.seq.fetch_add(0, Ordering::Relaxed);
+        });
         create_at_activate(&self.file, ctx)
     }
 
@@ -217,12 +294,14 @@ impl Queue for FixedQueue {
                 .fetch_sub(records.len() as u64, Ordering::Relaxed);
         } else {
             self.saved.store(true, std::sync::atomic::Ordering::Release);
+            // The trace file holds everything now (see `CircularQueue`).
+            let _ = self.mem.remove_file();
         }
         self.status.record(&self.file, result)
     }
 
     fn counters(&self) -> QueueCounters {
-        let tickets = self.tail.load(Ordering::Relaxed);
+        let tickets = self.ctl.tail.load(Ordering::Relaxed);
         let accepted = tickets.min(self.slots.len() as u64);
         let delivered = self.delivered.load(Ordering::Relaxed);
         QueueCounters {
@@ -267,6 +346,7 @@ mod loom_tests {
                 FixedParams {
                     capacity: 3,
                     file: None,
+                    ring: RingStorage::Memory,
                 },
                 &ctx,
             ) {

@@ -627,22 +627,38 @@ impl Drainer {
     }
 
     /// The file was deleted or replaced: what was written to it is lost with
-    /// its inode. Re-creates it (header, reserved room) and queues a hoops
-    /// record for those events and the losses the old file stated; counts
-    /// the events as overwritten and says so in the status. Called between
-    /// batches (nothing pending). If the file cannot be re-created, the
-    /// error is counted and the next round tries again.
+    /// its inode. Re-creates it with its header and, in the same write, a
+    /// hoops record for those events and the losses the old file stated;
+    /// counts the events as overwritten and says so in the status. Called
+    /// between batches (nothing pending). If the file cannot be re-created,
+    /// nothing is counted yet: the error is, and the next round tries again.
     fn recreate(&mut self) {
         let Some(path) = self.path.clone() else {
             return;
         };
+        let lost_events = self.in_file;
+        let lost = lost_events.saturating_add(self.lost);
+        // The hoops record goes with the header, not through `pending`: a
+        // batch written in part must hold events only (see `credit`).
+        let mut head = self.header.clone();
+        if lost > 0 {
+            let hoops = Event::new(
+                self.last_time,
+                HOOPS,
+                u32::MAX,
+                [lost, self.handle.0 as u64],
+            );
+            let mut rec = [0u8; RECORD_LEN];
+            record::emit(&hoops, &mut rec);
+            head.extend_from_slice(&rec);
+        }
         let opened = (|| -> io::Result<File> {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)?;
             }
             let mut f = File::create(&path)?;
-            reserve(&f, self.header.len() as u64, RESERVE_LEN)?;
-            f.write_all(&self.header)?;
+            reserve(&f, head.len() as u64, RESERVE_LEN)?;
+            f.write_all(&head)?;
             Ok(f)
         })();
         let f = match opened.and_then(|f| Ok((f.try_clone()?, f))) {
@@ -662,27 +678,14 @@ impl Drainer {
             }
         };
         self.sink = Box::new(f);
-        self.file_len = self.header.len() as u64;
+        self.file_len = head.len() as u64;
         self.reserved_to = self.file_len + RESERVE_LEN;
-        let lost_events = self.in_file;
-        let stated = self.lost;
         self.shared
             .lost_with_file
             .fetch_add(lost_events, Ordering::Relaxed);
         self.in_file = 0;
-        self.records = 0;
-        self.lost = 0;
-        let lost = lost_events.saturating_add(stated);
-        if lost > 0 {
-            let hoops = Event::new(
-                self.last_time,
-                HOOPS,
-                u32::MAX,
-                [lost, self.handle.0 as u64],
-            );
-            self.push_record(&hoops);
-            self.pending_hoops += lost;
-        }
+        self.records = u64::from(lost > 0);
+        self.lost = lost;
         let mut io = self.shared.io.lock();
         io.io_errors += 1;
         io.files_replaced += 1;

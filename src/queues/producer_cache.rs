@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn hits_only_the_key_it_was_filled_with_newest_first() {
-        let rings: Vec<ShardRing> = (0..6).map(|_| ShardRing::new(4).unwrap()).collect();
+        let (rings, _mem): (Vec<ShardRing>, Vec<_>) = (0..6).map(|_| ShardRing::on_heap(4)).unzip();
         let k = |q: u64| 7 << 32 | 0x8000_0000 | q;
         assert!(hit(k(0)).is_none());
         for q in 0..4 {
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn keys_without_a_serial_are_never_stored() {
-        let a = ShardRing::new(4).unwrap();
+        let (a, _mem) = ShardRing::on_heap(4);
         fill(0x8000_0001, &a);
         assert_eq!(stored(), [0; WAYS]);
         // Nor keys without the live bit (so never the empty key 0).
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn a_handler_that_interrupted_a_rewrite_leaves_the_cache_alone() {
-        let rings: Vec<ShardRing> = (0..2).map(|_| ShardRing::new(4).unwrap()).collect();
+        let (rings, _mem): (Vec<ShardRing>, Vec<_>) = (0..2).map(|_| ShardRing::on_heap(4)).unzip();
         let k = |q: u64| 11 << 32 | 0x8000_0000 | q;
         fill(k(0), &rings[0]);
         fill(k(1), &rings[1]);
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn entries_are_per_thread() {
-        let a = ShardRing::new(4).unwrap();
+        let (a, _mem) = ShardRing::on_heap(4);
         let k = 9 << 32 | 0x8000_0003;
         fill(k, &a);
         std::thread::scope(|s| {

@@ -51,6 +51,7 @@
 //! assert!(ring.is_empty());
 //! ```
 
+use super::backing::{Backing, Region};
 use crate::event::Event;
 use crate::sync::{fence, AtomicU64, Ordering};
 
@@ -70,8 +71,10 @@ impl<T> std::ops::Deref for Padded<T> {
 
 /// One record's storage: a sequence word and the record as four words, in one
 /// 64-byte cache line.
+/// `repr(C)`: the layout is part of the ring file format (FORMAT.md
+/// section 3: the sequence word first, then the record's words).
 #[derive(Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub(crate) struct Slot {
     pub(crate) seq: AtomicU64,
     pub(crate) words: [AtomicU64; 4],
@@ -281,7 +284,12 @@ pub struct Ticketed {
 /// let c = ring.counters();
 /// assert_eq!((c.accepted, c.dropped, c.overwritten, c.queued), (6, 0, 2, 4));
 /// ```
+///
+/// Its layout is fixed (`repr(C)`: the ticket counter at byte 0, the drop
+/// counter at byte 128), because a circular queue may place it in a ring
+/// file (FORMAT.md section 3) together with its slots.
 #[derive(Debug)]
+#[repr(C)]
 pub struct OverwriteRing {
     /// Tickets handed out: every attempt.
     tail: Padded<AtomicU64>,
@@ -290,8 +298,31 @@ pub struct OverwriteRing {
     /// Records marked delivered by `consume`.
     delivered: AtomicU64,
     mask: u64,
-    slots: Box<[Slot]>,
+    slots: Region<Slot>,
+    /// The memory of `slots` when the ring owns it ([`OverwriteRing::new`]);
+    /// `None` when it was placed in a queue's region, which owns it.
+    own: Option<Backing>,
 }
+
+impl Drop for OverwriteRing {
+    fn drop(&mut self) {
+        if self.own.is_some() {
+            // SAFETY: the slots live in `own`, which is dropped right after
+            // this; they are not used again.
+            unsafe { self.slots.drop_in_place() };
+        }
+    }
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::offset_of!(OverwriteRing, tail) == crate::queues::ring_file::TAIL_AT);
+    assert!(std::mem::offset_of!(OverwriteRing, dropped) == crate::queues::ring_file::DROPPED_AT);
+    assert!(std::mem::size_of::<OverwriteRing>() <= crate::queues::ring_file::CTL_BYTES);
+    assert!(std::mem::size_of::<Slot>() == crate::queues::ring_file::SLOT_BYTES);
+    assert!(std::mem::offset_of!(Slot, seq) == 0);
+    assert!(std::mem::offset_of!(Slot, words) == 8);
+};
 
 /// An [`OverwriteRing`]'s or [`DropRing`]'s counters (see
 /// [`crate::queue::QueueCounters`] for the invariants).
@@ -315,13 +346,32 @@ impl OverwriteRing {
     /// A ring of `capacity` slots (a power of two).
     pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity(capacity)?;
-        Ok(OverwriteRing {
+        let bytes = capacity.saturating_mul(std::mem::size_of::<Slot>());
+        let mut own = Backing::heap(bytes).ok_or(RingError::OutOfMemory { capacity, bytes })?;
+        let slots = own.place_slice(0, capacity, |_| Slot::new(0));
+        Ok(OverwriteRing::with_slots(slots, Some(own)))
+    }
+
+    /// A ring over `slots` (placed, all with sequence word 0), owning their
+    /// memory if `own` is given.
+    pub(crate) fn with_slots(slots: Region<Slot>, own: Option<Backing>) -> Self {
+        debug_assert!(slots.len().is_power_of_two());
+        OverwriteRing {
             tail: Padded(AtomicU64::new(0)),
             dropped: Padded(AtomicU64::new(0)),
             delivered: AtomicU64::new(0),
-            mask: capacity as u64 - 1,
-            slots: slots(capacity, |_| 0)?,
-        })
+            mask: slots.len() as u64 - 1,
+            slots,
+            own,
+        }
+    }
+
+    /// Touches every page of the slots (phase 2; see
+    /// [`Region::fault_in`]).
+    pub(crate) fn fault_in(&self) {
+        self.slots.fault_in(|s| {
+            s.seq.fetch_add(0, Ordering::Relaxed);
+        });
     }
 
     /// The number of slots.

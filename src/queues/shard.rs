@@ -19,6 +19,7 @@
 //! Delivered records are tracked by a watermark (`consumed`): a consume
 //! takes every valid record below `committed` and moves the watermark there.
 
+use super::backing::Region;
 use super::ring::{Padded, Ticketed};
 use crate::event::Event;
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -28,9 +29,21 @@ use crate::sync::{fence, AtomicU64, Ordering};
 #[repr(align(32))]
 pub(crate) struct Record([AtomicU64; 4]);
 
+impl Record {
+    pub(crate) fn new() -> Self {
+        Record([
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+        ])
+    }
+}
+
 /// The producer's indices, together in one line (only the producer writes
 /// them).
 #[derive(Debug)]
+#[repr(C)]
 struct Indices {
     /// Tickets the producer has started writing (every attempt).
     claimed: AtomicU64,
@@ -38,39 +51,57 @@ struct Indices {
     committed: AtomicU64,
 }
 
-/// A single-producer overwrite ring (see the module docs).
+/// A single-producer overwrite ring (see the module docs). `repr(C)`: a
+/// circular queue places it in its region (a ring file, FORMAT.md section
+/// 3), the indices first.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct ShardRing {
     idx: Padded<Indices>,
     /// Tickets below this were consumed (saved) or given up.
     consumed: AtomicU64,
     mask: u64,
-    records: Box<[Record]>,
+    /// Placed in the queue's region, which the queue keeps alive.
+    records: Region<Record>,
 }
 
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::size_of::<Record>() == crate::queues::ring_file::RECORD_BYTES);
+    assert!(std::mem::offset_of!(ShardRing, idx) == 0);
+    assert!(std::mem::offset_of!(Indices, committed) == 8);
+};
+
 impl ShardRing {
-    /// A ring of `capacity` records (a power of two, already checked).
-    pub(crate) fn new(capacity: usize) -> Option<Self> {
-        debug_assert!(capacity.is_power_of_two());
-        let mut v = Vec::new();
-        v.try_reserve_exact(capacity).ok()?;
-        v.extend((0..capacity).map(|_| {
-            Record([
-                AtomicU64::new(0),
-                AtomicU64::new(0),
-                AtomicU64::new(0),
-                AtomicU64::new(0),
-            ])
-        }));
-        Some(ShardRing {
+    /// A ring over `records` (placed, zeroed; a power of two of them).
+    pub(crate) fn with_records(records: Region<Record>) -> Self {
+        debug_assert!(records.len().is_power_of_two());
+        ShardRing {
             idx: Padded(Indices {
                 claimed: AtomicU64::new(0),
                 committed: AtomicU64::new(0),
             }),
             consumed: AtomicU64::new(0),
-            mask: capacity as u64 - 1,
-            records: v.into_boxed_slice(),
-        })
+            mask: records.len() as u64 - 1,
+            records,
+        }
+    }
+
+    /// A ring of `n` records on the heap, and the region holding them
+    /// (which must outlive the ring).
+    #[cfg(test)]
+    pub(crate) fn on_heap(n: usize) -> (ShardRing, super::backing::Backing) {
+        let mut b = super::backing::Backing::heap(n * 64).expect("test memory");
+        let records = b.place_slice(0, n, |_| Record::new());
+        (ShardRing::with_records(records), b)
+    }
+
+    /// Touches every page of the records (phase 2; see
+    /// [`Region::fault_in`]).
+    pub(crate) fn fault_in(&self) {
+        self.records.fault_in(|r| {
+            r.0[0].fetch_add(0, Ordering::Relaxed);
+        });
     }
 
     #[inline(always)]
@@ -217,6 +248,10 @@ mod tests {
         Event::new(i, EventId(0x0b), 7, [i, !i])
     }
 
+    fn ring(n: usize) -> (ShardRing, crate::queues::backing::Backing) {
+        ShardRing::on_heap(n)
+    }
+
     fn push(ring: &ShardRing, e: &Event) {
         let (r, t) = ring.claim();
         ring.commit(r, t, e);
@@ -224,7 +259,7 @@ mod tests {
 
     #[test]
     fn keeps_the_last_capacity_and_consumes_by_watermark() {
-        let ring = ShardRing::new(4).unwrap();
+        let (ring, _mem) = ring(4);
         for i in 0..6 {
             push(&ring, &ev(i));
         }
@@ -251,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_record_being_written_is_left_out_and_its_slot_too() {
-        let ring = ShardRing::new(2).unwrap();
+        let (ring, _mem) = ring(2);
         push(&ring, &ev(0));
         push(&ring, &ev(1));
         let (r, t) = ring.claim(); // ticket 2 overwrites slot 0
@@ -289,7 +324,8 @@ mod loom_tests {
     #[test]
     fn loom_shard_producer_with_snapshot_and_consume() {
         loom::model(|| {
-            let ring = Arc::new(ShardRing::new(2).unwrap());
+            let (ring, _mem) = ShardRing::on_heap(2);
+            let ring = Arc::new(ring);
             let producer = {
                 let ring = Arc::clone(&ring);
                 thread::spawn(move || {

@@ -544,28 +544,13 @@ impl Streamer {
             let sent = match self.socket.send(&self.buf[p.start..end]) {
                 SendOutcome::Sent => true,
                 SendOutcome::SentAfterRefusal => {
-                    stats.refused.fetch_add(1, Ordering::Relaxed);
-                    stats
-                        .refused_events
-                        .fetch_add(self.last_sent_events, Ordering::Relaxed);
-                    self.note(format!(
-                        "{} refused datagrams (port unreachable): is a receiver listening there?",
-                        self.socket.remote_addr()
-                    ));
+                    count_refusal(&self.shared, 1, &mut self.last_sent_events, &self.socket);
                     true
                 }
                 SendOutcome::Refused => {
                     // Refused twice in a row: this one was not sent either.
                     // Keep it for the next round; the stream never waits.
-                    stats.refused.fetch_add(2, Ordering::Relaxed);
-                    stats
-                        .refused_events
-                        .fetch_add(self.last_sent_events, Ordering::Relaxed);
-                    self.last_sent_events = 0;
-                    self.note(format!(
-                        "{} refused datagrams (port unreachable): is a receiver listening there?",
-                        self.socket.remote_addr()
-                    ));
+                    count_refusal(&self.shared, 2, &mut self.last_sent_events, &self.socket);
                     false
                 }
                 SendOutcome::Failed(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -802,6 +787,21 @@ impl Work for Streamer {
     }
 }
 
+/// Counts `reports` "port unreachable" answers to the sends before this
+/// one: the events of the last send that went out (`last_sent_events`, then
+/// reset) were not received.
+fn count_refusal(shared: &Shared, reports: u64, last_sent_events: &mut u64, socket: &UdpSender) {
+    let stats = &shared.stats;
+    stats.refused.fetch_add(reports, Ordering::Relaxed);
+    stats
+        .refused_events
+        .fetch_add(std::mem::take(last_sent_events), Ordering::Relaxed);
+    *shared.last_error.lock() = Some(format!(
+        "{} refused datagrams (port unreachable): is a receiver listening there?",
+        socket.remote_addr()
+    ));
+}
+
 /// How many times the close datagram is sent, and the pause between copies.
 const CLOSE_COPIES: u32 = 3;
 const CLOSE_SPACING: Duration = Duration::from_millis(2);
@@ -836,17 +836,10 @@ impl Streamer {
                 match self.socket.send(&buf[..len]) {
                     SendOutcome::Sent => {}
                     SendOutcome::SentAfterRefusal => {
-                        stats.refused.fetch_add(1, Ordering::Relaxed);
-                        stats
-                            .refused_events
-                            .fetch_add(self.last_sent_events, Ordering::Relaxed);
+                        count_refusal(&self.shared, 1, &mut self.last_sent_events, &self.socket)
                     }
                     SendOutcome::Refused => {
-                        stats.refused.fetch_add(2, Ordering::Relaxed);
-                        stats
-                            .refused_events
-                            .fetch_add(self.last_sent_events, Ordering::Relaxed);
-                        self.last_sent_events = 0;
+                        count_refusal(&self.shared, 2, &mut self.last_sent_events, &self.socket);
                         break;
                     }
                     SendOutcome::Failed(_) => {

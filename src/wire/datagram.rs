@@ -260,10 +260,14 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                     return Err(WireError::Invalid {
                         offset: field::FRAGMENT_OFFSET as u64,
                         what: "catalog fragment",
-                        reason: format!(
-                            "bytes {offset}..{} do not lie within the {total}-byte catalog",
-                            offset + count
-                        ),
+                        reason: if count == 0 {
+                            "the fragment is empty".to_string()
+                        } else {
+                            format!(
+                                "bytes {offset} to {} do not lie within the {total}-byte catalog",
+                                offset + count - 1
+                            )
+                        },
                     });
                 }
                 HEADER_LEN + FRAGMENT_PREFIX_LEN + count
@@ -793,7 +797,7 @@ mod tests {
     fn close_datagram_exact_bytes_and_checks() {
         let mut buf = [0u8; 64];
         let counts = CloseCounts {
-            logged: 0x0102,
+            logged: 0x0107,
             unsent: 3,
         };
         let len = encode_close(&mut buf, 9, 5, 4, 0x0100, counts).unwrap();
@@ -802,7 +806,7 @@ mod tests {
             &buf[..56],
             &[
                 b'Q', b'T', b'R', b'U', 0, 1, 3, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5,
-                0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 7, 0, 0, 0, 0,
                 0, 0, 0, 3
             ]
         );
@@ -828,6 +832,30 @@ mod tests {
         assert!(encode_close(&mut [0u8; 55], 1, 1, 1, 1, counts)
             .unwrap_err()
             .is_truncated());
+    }
+
+    #[test]
+    fn fragment_outside_the_catalog_is_an_error_in_one_range_notation() {
+        let bytes = [7u8; 100];
+        let mut buf = [0u8; 256];
+        let (len, n) = encode_catalog_fragment(&mut buf, 5, 0, 0, 0, &bytes, 90).unwrap();
+        assert_eq!((len, n), (58, 10));
+        // Claim a 95-byte catalog: bytes 90 to 99 stick out.
+        buf[field::FRAGMENT_TOTAL..field::FRAGMENT_OFFSET].copy_from_slice(&95u32.to_be_bytes());
+        let e = DatagramView::new_checked(&buf[..len]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "corrupt at byte 44: catalog fragment: bytes 90 to 99 do not lie within the 95-byte catalog"
+        );
+        // A fragment that carries nothing.
+        let (len, _) = encode_catalog_fragment(&mut buf, 5, 0, 0, 0, &bytes, 0).unwrap();
+        buf[12..14].copy_from_slice(&0u16.to_be_bytes());
+        let e = DatagramView::new_checked(&buf[..HEADER_LEN + FRAGMENT_PREFIX_LEN]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "corrupt at byte 44: catalog fragment: the fragment is empty"
+        );
+        assert!(len > HEADER_LEN + FRAGMENT_PREFIX_LEN);
     }
 
     #[test]

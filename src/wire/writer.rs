@@ -139,7 +139,14 @@ impl<W: Write> TraceWriter<W> {
         &mut self.sink
     }
 
-    /// Flushes and hands back the sink.
+    /// Flushes and hands back the sink, without a close run: if the header
+    /// has [`TraceHeader::closes`] set (as [`TraceHeader::for_queue`] and a
+    /// header decoded from a closed file do), readers report the file as cut
+    /// short; end it with [`TraceWriter::finish_with_close`] instead, or
+    /// clear the flag with [`TraceHeader::with_close_run`]`(false)`.
+    ///
+    /// # Errors
+    /// The sink's error from flushing.
     pub fn finish(mut self) -> io::Result<W> {
         self.sink.flush()?;
         Ok(self.sink)

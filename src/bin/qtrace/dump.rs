@@ -14,6 +14,9 @@ use clap::Args;
 use crate::payload;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::combine::{Assembler, Item, Names};
+use qtrace::export::args::event_args;
+
+use crate::text::TextFormat;
 use qtrace::export::MergeByTime;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::close::close_part;
@@ -194,26 +197,6 @@ pub fn fmt_time(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The names of an event's arguments (`arg0`, `arg1` where the table names none).
-fn arg_names(catalog: &Catalog, id: EventId) -> [&str; 2] {
-    let mut names = ["arg0", "arg1"];
-    if let Some(e) = catalog.event(id) {
-        for (slot, n) in names.iter_mut().zip(&e.args) {
-            *slot = n.as_str();
-        }
-    }
-    names
-}
-
-fn named_args<'a>(catalog: &'a Catalog, event: &Event) -> Vec<(&'a str, u64)> {
-    let declared = catalog.event(event.id).map_or(0, |e| e.args.len());
-    let names = arg_names(catalog, event.id);
-    (0..2)
-        .filter(|&i| i < declared || event.args[i] != 0)
-        .map(|i| (names[i], event.args[i]))
-        .collect()
-}
-
 /// Formats one event as a text line.
 fn text_line(
     out: &mut String,
@@ -229,6 +212,9 @@ fn text_line(
     let _ = write!(out, "{:>20}  ", fmt_time(time));
     if e.id == tracer::HOOPS {
         let _ = write!(out, "[LOST {} EVENTS] (queue {})", e.args[0], e.args[1]);
+        if e.flags & qtrace::queues::recover::UNREADABLE != 0 {
+            let _ = write!(out, " unreadable: being written at the crash");
+        }
         return;
     }
     if close_part(e).is_some() {
@@ -257,7 +243,7 @@ fn text_line(
             let _ = write!(out, "{:<14}", format!("unknown({})", e.id));
         }
     }
-    for (name, v) in named_args(catalog, e) {
+    for (name, v) in event_args(catalog, e) {
         let _ = write!(out, " {name}={v}");
     }
     if e.flags != 0 {
@@ -325,7 +311,7 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
         None => out.push_str("null"),
     }
     let _ = write!(out, ",\"flags\":{},\"args\":{{", e.flags);
-    for (i, (name, v)) in named_args(catalog, e).into_iter().enumerate() {
+    for (i, (name, v)) in event_args(catalog, e).enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -400,6 +386,29 @@ pub fn is_cut(c: Option<Completeness>) -> bool {
     c.is_some_and(|c| c.is_complete() == Some(false))
 }
 
+/// The exit status of a command that read `files` through [`merge`]: 2 when
+/// one was damaged, [`EXIT_CUT`] when one was cut short (each reported on
+/// stderr after `command`), 0 otherwise.
+pub fn read_status(
+    command: &str,
+    files: &[std::path::PathBuf],
+    clean: bool,
+    ends: &[Option<FileEnd>],
+) -> ExitCode {
+    for (path, end) in files.iter().zip(ends) {
+        if let Some((c, _)) = end.filter(|(c, _)| is_cut(Some(*c))) {
+            eprintln!("{command}: {}: {c}", path.display());
+        }
+    }
+    if !clean {
+        ExitCode::from(2)
+    } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) {
+        ExitCode::from(EXIT_CUT)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// The `[END: …]` text of a file's completeness.
 pub fn end_text(c: &Completeness) -> String {
     match c {
@@ -448,6 +457,22 @@ pub fn merge(
 ) -> io::Result<(bool, Vec<Option<FileEnd>>)> {
     let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
     let slots: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
+    let mut clean = true;
+    if inputs.len() == 1 {
+        // One file: nothing to merge, no heap per event.
+        for (input, slot) in inputs.into_iter().zip(&slots) {
+            for item in rebased(input.reader, base, Rc::clone(slot)) {
+                match item {
+                    Ok(e) => f(0, &e)?,
+                    Err(err) => {
+                        eprintln!("qtrace: {err}");
+                        clean = false;
+                    }
+                }
+            }
+        }
+        return Ok((clean, slots.iter().map(|s| s.get()).collect()));
+    }
     let mut merged = MergeByTime::new(
         inputs
             .into_iter()
@@ -455,7 +480,6 @@ pub fn merge(
             .map(|(i, slot)| rebased(i.reader, base, Rc::clone(slot)))
             .collect(),
     );
-    let mut clean = true;
     while let Some((i, item)) = merged.next_with_input() {
         match item {
             Ok(e) => f(i, &e)?,
@@ -503,6 +527,9 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let several = inputs.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let mut line = String::with_capacity(256);
+    let formats: Vec<TextFormat> = catalogs.iter().map(TextFormat::new).collect();
+    // Lines are gathered in a large buffer and written in blocks.
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let (from, to) = (
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
@@ -513,42 +540,63 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let mut names: Vec<Names> = inputs.iter().map(|_| Names::new()).collect();
     let mut items: Vec<Item> = Vec::new();
     crate::with_stdout(|out| {
-        let mut show = |i: usize, item: Item, line: &mut String| -> io::Result<()> {
-            let (time, id) = match &item {
-                Item::Event(e) => (e.time, e.id),
-                Item::Payload(p) => (p.time, p.id),
-            };
-            let e_time = time as u128;
-            let is_name = match &item {
-                Item::Payload(p) => names[i].learn(p).is_some(),
-                Item::Event(_) => false,
-            };
-            if e_time < from || e_time > to {
-                return Ok(());
-            }
-            if id != tracer::HOOPS && !is_name && !filters[i].passes(id) {
-                return Ok(());
-            }
-            line.clear();
-            let label = several.then_some((labels[i].as_str(), width));
-            match (&item, args.json) {
-                (Item::Event(e), true) => json_line(line, &labels[i], e_time, &catalogs[i], e),
-                (Item::Event(e), false) => {
-                    text_line(line, label, e_time, &catalogs[i], &names[i], e)
+        let mut show =
+            |i: usize, item: Item, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
+                let (time, id) = match &item {
+                    Item::Event(e) => (e.time, e.id),
+                    Item::Payload(p) => (p.time, p.id),
+                };
+                let e_time = time as u128;
+                let is_name = match &item {
+                    Item::Payload(p) => names[i].learn(p).is_some(),
+                    Item::Event(_) => false,
+                };
+                if e_time < from || e_time > to {
+                    return Ok(());
                 }
-                (Item::Payload(p), true) => payload::json_line(line, &labels[i], &catalogs[i], p),
-                (Item::Payload(p), false) => {
-                    payload::time_column(line, label, e_time);
-                    payload::text_line(line, &catalogs[i], &names[i], p);
+                if id != tracer::HOOPS && !is_name && !filters[i].passes(id) {
+                    return Ok(());
                 }
-            }
-            line.push('\n');
-            out.write_all(line.as_bytes())
-        };
+                let label = several.then_some((labels[i].as_str(), width));
+                match &item {
+                    Item::Event(e) => {
+                        // The fast formatter knows no run-time names: once a
+                        // file has taught some, its lines take the general one.
+                        if args.json
+                            || !names[i].is_empty()
+                            || !formats[i].line(buf, label, e.time, e)
+                        {
+                            line.clear();
+                            if args.json {
+                                json_line(line, &labels[i], e_time, &catalogs[i], e);
+                            } else {
+                                text_line(line, label, e_time, &catalogs[i], &names[i], e);
+                            }
+                            buf.extend_from_slice(line.as_bytes());
+                        }
+                    }
+                    Item::Payload(p) => {
+                        line.clear();
+                        if args.json {
+                            payload::json_line(line, &labels[i], &catalogs[i], p);
+                        } else {
+                            payload::time_column(line, label, e_time);
+                            payload::text_line(line, &catalogs[i], &names[i], p);
+                        }
+                        buf.extend_from_slice(line.as_bytes());
+                    }
+                }
+                buf.push(b'\n');
+                if buf.len() >= 1 << 16 {
+                    out.write_all(buf)?;
+                    buf.clear();
+                }
+                Ok(())
+            };
         let (clean, ends) = merge(inputs, |i, e| {
             assemblers[i].push(*e, &mut |item| items.push(item));
             for item in items.drain(..) {
-                show(i, item, &mut line)?;
+                show(i, item, &mut line, &mut buf)?;
             }
             Ok(())
         })?;
@@ -556,9 +604,10 @@ pub fn run(args: DumpArgs) -> ExitCode {
         for (i, a) in assemblers.iter_mut().enumerate() {
             a.finish(&mut |item| items.push(item));
             for item in items.drain(..) {
-                show(i, item, &mut line)?;
+                show(i, item, &mut line, &mut buf)?;
             }
         }
+        out.write_all(&buf)?;
         // One END line per file, after its events: complete (with the
         // queue's final counters), cut short, damaged or unknown.
         for (i, end) in ends.iter().enumerate() {
@@ -608,6 +657,82 @@ pub fn run(args: DumpArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_text_lines_equal_the_general_formatter() {
+        let catalog = Catalog::builtin();
+        let fast = TextFormat::new(&catalog);
+        let mut checked = 0;
+        for id in 0..catalog.event_count() as u16 + 2 {
+            for args in [[0, 0], [5, 0], [0, 7], [u64::MAX, 3]] {
+                for source in [0, 7, 123_456, 4_000_000_000, u32::MAX] {
+                    for time in [0, 999, 1_234_567_890_123, u64::MAX] {
+                        for label in [None, Some(("a.qtr", 10)), Some(("émoji.qtr", 4))] {
+                            for flags in [0, 0x10] {
+                                let mut e = Event::new(time, EventId(id), source, args);
+                                e.flags = flags;
+                                let mut want = String::new();
+                                text_line(
+                                    &mut want,
+                                    label,
+                                    time as u128,
+                                    &catalog,
+                                    &Names::new(),
+                                    &e,
+                                );
+                                let mut got = Vec::new();
+                                if fast.line(&mut got, label, time, &e) {
+                                    assert_eq!(String::from_utf8(got).unwrap(), want);
+                                    checked += 1;
+                                } else {
+                                    assert!(got.is_empty());
+                                    assert!(flags != 0 || id as usize >= catalog.event_count());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 23 * 4 * 5 * 4 * 3);
+    }
+
+    #[test]
+    fn names_and_labels_past_the_fixed_sizes_take_the_general_path() {
+        let mut catalog = Catalog::builtin();
+        let long = "a_class_name_longer_than_the_ten_columns_of_the_text_table";
+        let class = catalog
+            .define(qtrace::classes::ClassSpec::new(long, "x").event(
+                "an_event_name_of_more_than_forty_eight_bytes_in_all",
+                "x",
+                &["an_argument_name_longer_than_twenty_four", "b"],
+            ))
+            .unwrap();
+        let short = catalog
+            .define(qtrace::classes::ClassSpec::new("c", "x").event("e", "x", &["v"]))
+            .unwrap();
+        let fast = TextFormat::new(&catalog);
+        let id = class
+            .event("an_event_name_of_more_than_forty_eight_bytes_in_all")
+            .unwrap();
+        let e = Event::new(5, id, 0, [1, 2]);
+        assert!(!fast.line(&mut Vec::new(), None, 5, &e));
+        let e = Event::new(5, short.event("e").unwrap(), 0, [1, 2]);
+        let long_label = "x".repeat(70);
+        assert!(!fast.line(&mut Vec::new(), Some((&long_label, 70)), 5, &e));
+        let mut got = Vec::new();
+        assert!(fast.line(&mut got, Some(("f.qtr", 60)), 5, &e));
+        let mut want = String::new();
+        text_line(
+            &mut want,
+            Some(("f.qtr", 60)),
+            5,
+            &catalog,
+            &Names::new(),
+            &e,
+        );
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
 
     #[test]
     fn times_parse_with_units() {

@@ -5,11 +5,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod convert;
 mod dump;
 mod payload;
+mod plot;
+mod recover;
 mod recv;
 mod stats;
+mod text;
 
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
@@ -33,11 +37,13 @@ enum Command {
     /// Each line: time (s since the clock origin), source (CPU or thread),
     /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
     /// shown whatever the class and event filters (a loss may hide any event);
-    /// several --class/--event filters show the union. After each file's
-    /// events, one `[END: …]` line says whether the file is complete (with
-    /// its queue's final counters), CUT SHORT (no close record: the writer
-    /// died or the disk filled; what is known lost before the cut is given),
-    /// or of unknown completeness (written before close records).
+    /// several --class/--event filters show the union. After the events, one
+    /// `[END: …]` line per file says whether it is complete (with its
+    /// queue's final counters), CUT SHORT (no close record: the writer died
+    /// or the disk filled; what is known lost before the cut is given), or
+    /// DAMAGED (its close record disagrees with it). A file written before
+    /// close records gets no END line (`qtrace stats` says "completeness
+    /// unknown").
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
     /// events before the damage are printed); otherwise 3 when a file is cut
@@ -53,14 +59,38 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),
-    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass) or Chrome
-    /// Trace Event JSON (Perfetto, chrome://tracing).
+    /// Turn ring files (left by fixed and circular queues whose process died
+    /// without shutting down: SIGKILL, abort, a crash) into trace files.
+    ///
+    /// Prints one line per file: events recovered and lost, with the lost
+    /// split into dropped, overwritten and unreadable (slots being written
+    /// at the crash, marked in the trace). Exit status 2 when a file cannot
+    /// be read or is not a ring file (the others are still recovered); 1
+    /// when an output cannot be written.
+    Recover(recover::RecoverArgs),
+    /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
+    /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
     /// complete); 3 when a file is cut short (no close record; its events are
     /// converted); 1 when the output cannot be written.
     Convert(convert::Args),
+    /// What the scheduler did: per task, per CPU, per interrupt, latencies.
+    ///
+    /// Per task: activations, CPU time, response times, preemptions, time
+    /// blocked on semaphores; per CPU: utilisation and idle; interrupts: rate
+    /// and handler time; `--from EVENT --to EVENT`: a latency histogram. Measures during which events were lost are left
+    /// out and counted apart. Exit status 2 when a file is damaged (the
+    /// events before the damage are analysed).
+    Analyze(analyze::AnalyzeArgs),
+    /// Draw a self-contained SVG timeline of the schedule.
+    ///
+    /// A row per source (CPU) and per task with running, blocked and
+    /// interrupt spans, activations, loss markers and a time axis. Open the
+    /// file in a browser.
+    Plot(plot::PlotArgs),
 }
 
 /// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
@@ -108,7 +138,10 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Convert(args) => convert::run(&args),
+        Command::Analyze(args) => analyze::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::Events => with_stdout(list_events),
     }
 }

@@ -27,7 +27,8 @@ pub struct RecvArgs {
     /// Trace file to write (its directory is created).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Stop after this many seconds (with --count: whichever comes first).
+    /// Stop after this many seconds (with --count: whichever comes first;
+    /// positive, at most 1e18).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
     /// Stop once this many events are accounted for: received, or marked
@@ -79,12 +80,19 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     }
 }
 
+/// The longest `--duration` (seconds): far beyond any run, well inside what
+/// a `Duration` holds.
+const MAX_DURATION_S: f64 = 1e18;
+
 /// Runs `qtrace recv`.
 pub fn run(args: RecvArgs) -> ExitCode {
     let mut limit = RunLimit::default();
     if let Some(s) = args.duration {
-        if !(s.is_finite() && s > 0.0) {
-            eprintln!("qtrace: --duration must be a positive number of seconds");
+        // `Duration::from_secs_f64` panics above about 1.8e19 s: bound it.
+        if !(s.is_finite() && s > 0.0 && s <= MAX_DURATION_S) {
+            eprintln!(
+                "qtrace: --duration must be a positive number of seconds, at most {MAX_DURATION_S:e}"
+            );
             return ExitCode::from(2);
         }
         limit.duration = Some(Duration::from_secs_f64(s));

@@ -1,0 +1,110 @@
+//! Samples of a duration and their summary: count, min, mean, p99, max, and a
+//! power-of-two histogram.
+
+/// Durations (nanoseconds) collected for one measure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Samples {
+    values: Vec<u64>,
+}
+
+/// What a set of samples says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// How many samples.
+    pub count: u64,
+    /// The smallest, in ns (0 when there is none).
+    pub min: u64,
+    /// The mean, in ns, rounded down.
+    pub mean: u64,
+    /// The 99th percentile, in ns (nearest rank: the smallest value that at
+    /// least 99% of the samples do not exceed).
+    pub p99: u64,
+    /// The largest, in ns.
+    pub max: u64,
+    /// Their sum, in ns.
+    pub total: u128,
+}
+
+impl Samples {
+    /// Adds one sample.
+    pub fn push(&mut self, ns: u64) {
+        self.values.push(ns);
+    }
+
+    /// How many samples.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Count, min, mean, p99 and max.
+    ///
+    /// ```
+    /// use qtrace::analysis::Samples;
+    ///
+    /// let mut s = Samples::default();
+    /// for v in 1..=100 {
+    ///     s.push(v);
+    /// }
+    /// let sum = s.summary();
+    /// assert_eq!((sum.count, sum.min, sum.mean, sum.p99, sum.max), (100, 1, 50, 99, 100));
+    /// ```
+    pub fn summary(&self) -> Summary {
+        if self.values.is_empty() {
+            return Summary::default();
+        }
+        let mut v = self.values.clone();
+        v.sort_unstable();
+        let n = v.len();
+        let total: u128 = v.iter().map(|&x| u128::from(x)).sum();
+        // Nearest rank: ceil(0.99 n), 1-based.
+        let rank = (n * 99).div_ceil(100).max(1);
+        Summary {
+            count: n as u64,
+            min: v[0],
+            mean: (total / n as u128) as u64,
+            p99: v[rank - 1],
+            max: v[n - 1],
+            total,
+        }
+    }
+
+    /// Counts per power-of-two bucket: `(upper bound in ns, count)`, bucket
+    /// `b` holding the samples in `[2^(b-1), 2^b)` (bucket 0: the zeros), from
+    /// the first non-empty bucket to the last.
+    ///
+    /// ```
+    /// use qtrace::analysis::Samples;
+    ///
+    /// let mut s = Samples::default();
+    /// for v in [0, 1, 5, 6, 7] {
+    ///     s.push(v);
+    /// }
+    /// assert_eq!(s.histogram(), [(1, 1), (2, 1), (4, 0), (8, 3)]);
+    /// ```
+    pub fn histogram(&self) -> Vec<(u64, u64)> {
+        let mut counts = [0u64; 65];
+        for &v in &self.values {
+            let b = if v == 0 {
+                0
+            } else {
+                64 - v.leading_zeros() as usize
+            };
+            counts[b] += 1;
+        }
+        let Some(first) = counts.iter().position(|&c| c > 0) else {
+            return Vec::new();
+        };
+        let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+        (first..=last)
+            .map(|b| {
+                let upper = if b >= 64 { u64::MAX } else { 1u64 << b };
+                (upper, counts[b])
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,408 @@
+//! `qtrace analyze`: what the scheduler did, as text tables or JSON; a thin
+//! client of `qtrace::analysis`.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use qtrace::analysis::{
+    AnalysisOptions, Analyzer, LatencySpec, MatchKey, Report, Samples, Summary,
+};
+use qtrace::classes::Catalog;
+use qtrace::EventId;
+
+use crate::dump::{json_str, open_all, parse_time};
+
+/// Arguments of `qtrace analyze`.
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Trace files of one run; merged in time order.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Also measure the latency from each of these events (`name`,
+    /// `class:name` or a number such as 0x03)…
+    #[arg(long, value_name = "EVENT", requires = "to")]
+    pub from: Option<String>,
+    /// …to the next of these with the same `--by` value.
+    #[arg(long, value_name = "EVENT", requires = "from")]
+    pub to: Option<String>,
+    /// What a latency's two events share: `source`, an argument name of both
+    /// (`task`), or `any`. Default: `task` when both events have it, else
+    /// `source`.
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
+    /// Longest interrupt handler (it ends earlier at the next event of the
+    /// same source).
+    #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us")]
+    pub irq_max: u64,
+    /// One JSON document instead of text tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn find_event(catalog: &Catalog, name: &str) -> Result<EventId, String> {
+    let number = match name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) {
+        Some(hex) => u16::from_str_radix(hex, 16).ok(),
+        None => name.parse().ok(),
+    };
+    number
+        .map(EventId)
+        .or_else(|| catalog.event_by_name(name).map(|e| e.id))
+        .ok_or_else(|| format!("no event {name:?} in the trace: `qtrace events` lists the built-in ones, `qtrace stats FILE` a file's"))
+}
+
+fn latency_spec(catalog: &Catalog, args: &AnalyzeArgs) -> Result<Option<LatencySpec>, String> {
+    let (Some(from), Some(to)) = (&args.from, &args.to) else {
+        return Ok(None);
+    };
+    let (from, to) = (find_event(catalog, from)?, find_event(catalog, to)?);
+    let arg_slot = |id: EventId, name: &str| {
+        catalog
+            .event(id)
+            .and_then(|e| e.args.iter().position(|a| a == name))
+    };
+    let key = match args.by.as_deref() {
+        Some("source") => MatchKey::Source,
+        Some("any") => MatchKey::Any,
+        Some(name) => match (arg_slot(from, name), arg_slot(to, name)) {
+            (Some(a), Some(b)) if a == b => MatchKey::Arg(a),
+            _ => {
+                return Err(format!(
+                    "--by {name}: both events must have an argument {name:?} in the same place (or use --by source / --by any)"
+                ))
+            }
+        },
+        None => match (arg_slot(from, "task"), arg_slot(to, "task")) {
+            (Some(a), Some(b)) if a == b => MatchKey::Arg(a),
+            _ => MatchKey::Source,
+        },
+    };
+    Ok(Some(LatencySpec { from, to, key }))
+}
+
+/// Runs `qtrace analyze`.
+pub fn run(args: AnalyzeArgs) -> ExitCode {
+    let inputs = match open_all(&args.files) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let catalog = inputs
+        .first()
+        .map(|i| i.reader.catalog().clone())
+        .unwrap_or_default();
+    let latency = match latency_spec(&catalog, &args) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("qtrace analyze: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let label = latency.as_ref().map(|l| {
+        let name = |id: EventId| {
+            catalog
+                .event_name(id)
+                .map_or_else(|| id.to_string(), str::to_string)
+        };
+        let by = match l.key {
+            MatchKey::Source => "source".to_string(),
+            MatchKey::Any => "any".to_string(),
+            MatchKey::Arg(i) => catalog
+                .event(l.from)
+                .and_then(|e| e.args.get(i).cloned())
+                .unwrap_or_else(|| format!("arg{i}")),
+        };
+        (name(l.from), name(l.to), by)
+    });
+    let mut analyzer = Analyzer::new(
+        &catalog,
+        AnalysisOptions {
+            interrupt_max_ns: args.irq_max,
+            latency,
+        },
+    );
+    let (clean, ends) = match crate::dump::merge(inputs, |_, e| {
+        analyzer.push(e);
+        Ok(())
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("qtrace analyze: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = analyzer.finish();
+    crate::with_stdout(|out| {
+        if args.json {
+            json(out, &report, label.as_ref())?;
+        } else {
+            text(out, &report, label.as_ref())?;
+        }
+        Ok(crate::dump::read_status(
+            "qtrace analyze",
+            &args.files,
+            clean,
+            &ends,
+        ))
+    })
+}
+
+/// Nanoseconds as text with a readable unit.
+fn dur(ns: u64) -> String {
+    match ns {
+        0..=9_999 => format!("{ns}ns"),
+        10_000..=9_999_999 => format!("{:.1}us", ns as f64 / 1e3),
+        10_000_000..=9_999_999_999 => format!("{:.1}ms", ns as f64 / 1e6),
+        _ => format!("{:.2}s", ns as f64 / 1e9),
+    }
+}
+
+fn summary_text(s: &Summary) -> String {
+    if s.count == 0 {
+        return format!("{:>8} {:>8} {:>8} {:>8}", "-", "-", "-", "-");
+    }
+    format!(
+        "{:>8} {:>8} {:>8} {:>8}",
+        dur(s.min),
+        dur(s.mean),
+        dur(s.p99),
+        dur(s.max)
+    )
+}
+
+fn lossy_note(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("  ({n} left out: events lost during them)")
+    }
+}
+
+fn text(
+    out: &mut dyn Write,
+    r: &Report,
+    label: Option<&(String, String, String)>,
+) -> io::Result<()> {
+    let span = r.span_ns();
+    writeln!(
+        out,
+        "span {} ({} events, {} lost in {} hoops records)",
+        dur(span),
+        r.events,
+        r.lost,
+        r.hoops
+    )?;
+    if r.lost > 0 {
+        writeln!(
+            out,
+            "  measures during which events were lost are left out of the figures and counted in the 'lossy' columns"
+        )?;
+    }
+    writeln!(out, "\ntasks")?;
+    writeln!(
+        out,
+        "{:>6} {:>6} {:>6} {:>9} {:>5} {:>6} {:>8} {:>8} {:>8} {:>8} {:>5} {:>7} {:>9} {:>5}",
+        "task",
+        "activ",
+        "disp",
+        "cpu",
+        "lossy",
+        "jobs",
+        "resp min",
+        "mean",
+        "p99",
+        "max",
+        "lossy",
+        "preempt",
+        "blocked",
+        "lossy"
+    )?;
+    for (id, t) in &r.tasks {
+        let s = t.response.summary();
+        writeln!(
+            out,
+            "{:>6} {:>6} {:>6} {:>9} {:>5} {:>6} {} {:>5} {:>7} {:>9} {:>5}",
+            id,
+            t.activations,
+            t.dispatches,
+            dur(t.cpu_ns),
+            t.cpu_lossy,
+            s.count,
+            summary_text(&s),
+            t.response_lossy,
+            t.preemptions,
+            dur(t.blocked_ns),
+            t.blocked_lossy
+        )?;
+    }
+    writeln!(out, "\ncpus")?;
+    writeln!(
+        out,
+        "{:>6} {:>6} {:>10} {:>10} {:>10} {:>7}",
+        "source", "disp", "busy", "idle", "lossy", "util"
+    )?;
+    for (id, c) in &r.cpus {
+        writeln!(
+            out,
+            "{:>6} {:>6} {:>10} {:>10} {:>10} {:>6.1}%",
+            id,
+            c.dispatches,
+            dur(c.busy_ns),
+            dur(c.idle_ns),
+            dur(c.lossy_ns),
+            c.utilisation()
+        )?;
+    }
+    writeln!(out, "\ninterrupts")?;
+    writeln!(
+        out,
+        "{:>6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}",
+        "irq", "count", "rate/s", "min", "mean", "p99", "max"
+    )?;
+    for (irq, i) in &r.interrupts {
+        let rate = if span == 0 {
+            0.0
+        } else {
+            i.count as f64 * 1e9 / span as f64
+        };
+        writeln!(
+            out,
+            "{:>6} {:>8} {:>10.1} {}",
+            irq,
+            i.count,
+            rate,
+            summary_text(&i.handler.summary())
+        )?;
+    }
+    if let (Some(l), Some((from, to, by))) = (&r.latency, label) {
+        let s = l.samples.summary();
+        writeln!(out, "\nlatency {from} -> {to} (by {by})")?;
+        writeln!(
+            out,
+            "  {} intervals: min {} mean {} p99 {} max {}{}",
+            s.count,
+            dur(s.min),
+            dur(s.mean),
+            dur(s.p99),
+            dur(s.max),
+            lossy_note(l.lossy)
+        )?;
+        if l.unmatched_ends + l.open_starts > 0 {
+            writeln!(
+                out,
+                "  {} ends without a start, {} starts without an end",
+                l.unmatched_ends, l.open_starts
+            )?;
+        }
+        histogram(out, &l.samples)?;
+    }
+    Ok(())
+}
+
+fn histogram(out: &mut dyn Write, samples: &Samples) -> io::Result<()> {
+    let h = samples.histogram();
+    let most = h.iter().map(|&(_, c)| c).max().unwrap_or(0).max(1);
+    let mut lower = 0;
+    for (upper, count) in h {
+        let bar = "#".repeat(((count * 40).div_ceil(most)) as usize);
+        writeln!(
+            out,
+            "  {:>9} .. {:<9} {:>9} {bar}",
+            dur(lower),
+            dur(upper),
+            count
+        )?;
+        lower = upper;
+    }
+    Ok(())
+}
+
+fn summary_json(s: &mut String, sum: &Summary) {
+    let _ = write!(
+        s,
+        "{{\"count\":{},\"min_ns\":{},\"mean_ns\":{},\"p99_ns\":{},\"max_ns\":{}}}",
+        sum.count, sum.min, sum.mean, sum.p99, sum.max
+    );
+}
+
+fn json(
+    out: &mut dyn Write,
+    r: &Report,
+    label: Option<&(String, String, String)>,
+) -> io::Result<()> {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "{{\"events\":{},\"hoops\":{},\"lost\":{},\"first_ns\":{},\"last_ns\":{},\"tasks\":[",
+        r.events, r.hoops, r.lost, r.first_ns, r.last_ns
+    );
+    for (i, (id, t)) in r.tasks.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(
+            s,
+            "{{\"task\":{id},\"activations\":{},\"dispatches\":{},\"cpu_ns\":{},\"cpu_lossy\":{},\"response\":",
+            t.activations, t.dispatches, t.cpu_ns, t.cpu_lossy
+        );
+        summary_json(&mut s, &t.response.summary());
+        let _ = write!(
+            s,
+            ",\"response_lossy\":{},\"unmatched\":{},\"preemptions\":{},\"blocked_waits\":{},\"blocked_ns\":{},\"blocked_lossy\":{}}}",
+            t.response_lossy, t.unmatched, t.preemptions, t.blocked_waits, t.blocked_ns, t.blocked_lossy
+        );
+    }
+    s.push_str("],\"cpus\":[");
+    for (i, (id, c)) in r.cpus.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(
+            s,
+            "{{\"source\":{id},\"dispatches\":{},\"busy_ns\":{},\"idle_ns\":{},\"lossy_ns\":{},\"utilisation_pct\":{:.3}}}",
+            c.dispatches,
+            c.busy_ns,
+            c.idle_ns,
+            c.lossy_ns,
+            c.utilisation()
+        );
+    }
+    s.push_str("],\"interrupts\":[");
+    for (i, (irq, v)) in r.interrupts.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{{\"irq\":{irq},\"count\":{},\"handler\":", v.count);
+        summary_json(&mut s, &v.handler.summary());
+        s.push('}');
+    }
+    s.push(']');
+    if let (Some(l), Some((from, to, by))) = (&r.latency, label) {
+        s.push_str(",\"latency\":{\"from\":");
+        json_str(&mut s, from);
+        s.push_str(",\"to\":");
+        json_str(&mut s, to);
+        s.push_str(",\"by\":");
+        json_str(&mut s, by);
+        s.push_str(",\"summary\":");
+        summary_json(&mut s, &l.samples.summary());
+        let _ = write!(
+            s,
+            ",\"lossy\":{},\"unmatched_ends\":{},\"open_starts\":{},\"histogram\":[",
+            l.lossy, l.unmatched_ends, l.open_starts
+        );
+        for (i, (upper, count)) in l.samples.histogram().into_iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(s, "{{\"below_ns\":{upper},\"count\":{count}}}");
+        }
+        s.push_str("]}");
+    }
+    s.push_str("}\n");
+    out.write_all(s.as_bytes())
+}

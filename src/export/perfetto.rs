@@ -1,0 +1,949 @@
+//! Perfetto's native protobuf trace (`TracePacket`s of `TrackEvent`s), for
+//! Perfetto's UI (<https://ui.perfetto.dev>) and its trace processor.
+//!
+//! # What is written
+//!
+//! A `perfetto.protos.Trace`: a sequence of `TracePacket`s, all on one packet
+//! sequence (`trusted_packet_sequence_id` 1).
+//!
+//! - **Sequence.** Every track-event packet sets `SEQ_NEEDS_INCREMENTAL_STATE`
+//!   (it uses interned names and the incremental clock), as Perfetto's
+//!   documentation asks of packets that use interned data.
+//! - **Time.** The first packet clears the sequence's incremental state, makes
+//!   clock 64 (a sequence-scoped, *incremental* clock in nanoseconds) the
+//!   default of every later packet, and maps it with a `ClockSnapshot` to
+//!   `BOOTTIME` 0 and to `REALTIME` = the trace's clock origin (Unix ns). Each
+//!   later packet's `timestamp` is then the delta from the previous one, a
+//!   one- or two-byte varint for a busy trace. A packet earlier than the
+//!   previous one (an interrupt slice's end, a semaphore slice's begin, input
+//!   that goes back in time) names `BOOTTIME` (clock 6) itself and carries an
+//!   absolute time instead; the trace processor sorts packets by time.
+//! - **Interning.** Event names, categories (class names) and argument names
+//!   are written once, in the `interned_data` of the packet that first uses
+//!   them, and referred to by number after that. So are the names of slices
+//!   (`task 3`, `irq 9`, `sem 1`), up to [`PerfettoOptions::max_interned`]
+//!   names; past that, names are written in full.
+//! - **Tracks.** One track per source (`source N`, or `tracer` for the
+//!   tracer's own source `u32::MAX`); one per task that an event names
+//!   (`task N`, from the system and semaphore classes); under a task's track,
+//!   one per task/semaphore pair (`task T sem S`); and a counter track
+//!   `lost events`.
+//! - **Instants.** Every record is an instant (`TYPE_INSTANT`) on its source's
+//!   track, named after the event, with the class as category and every
+//!   argument that `qtrace dump` shows (see [`args`](super::args)) as a debug
+//!   annotation (`uint_value`). An event the catalog does not define is an
+//!   instant `unknown` of category `unknown` with `id`, `arg0` and `arg1`.
+//! - **Slices**, as the [Chrome](super::chrome) export draws them:
+//!   - `task N` (category `task`) on the source's track from a
+//!     `system:schedule` to the next `system:schedule` on that source (or the
+//!     end of the trace), and the same span as `source S` on the task's track;
+//!   - `irq N` (category `interrupt`) on the source's track from a
+//!     `lowlevel:interrupt` to the next event of the same source, at most
+//!     [`PerfettoOptions::interrupt_max_ns`] long, so it nests in the task
+//!     slice it interrupted;
+//!   - `sem S` (category `semaphore`) on the pair's track from a
+//!     `semaphore:wait` or `semaphore:waitnb` to the `semaphore:signal` of
+//!     the same task and semaphore (last in, first out); written at the
+//!     signal, because a `waitnb` may have failed: one never signalled is
+//!     dropped (counted in [`ConvertStats::unpaired`]), a blocking `wait`
+//!     never signalled is shown held until the end of the trace.
+//!
+//!   Slice times never go back on a track (a time earlier than the track's
+//!   previous one is raised to it), so slices nest on every track.
+//! - **Losses.** A hoops record is an instant `hoops` (category `tracer`,
+//!   arguments `lost` and `queue`) on the tracer's track, and a step of the
+//!   `lost events` counter track, which counts the events lost so far.
+//!
+//! # Memory
+//!
+//! Per source: its track, open task and pending interrupt; per task: its track
+//! and the source it runs on; per task/semaphore pair: its track and open
+//! waits; and the interning tables. Each is bounded by
+//! [`PerfettoOptions::max_tracks`], [`PerfettoOptions::max_open_waits`] and
+//! [`PerfettoOptions::max_interned`]; past those limits events are still
+//! written as instants (on their source's track, or a shared `other sources`
+//! track) and counted in [`ConvertStats::unpaired`].
+//!
+//! # Encoder
+//!
+//! Written with the crate's own small protobuf encoder (see
+//! `src/export/protobuf.rs` for why no protobuf crate).
+//!
+//! ```
+//! use qtrace::classes::{system, Catalog};
+//! use qtrace::export::{self, perfetto::PerfettoWriter};
+//! use qtrace::Event;
+//!
+//! let catalog = Catalog::builtin();
+//! let events = vec![
+//!     Event::new(1_000, system::SCHEDULE, 0, [3, 0]),
+//!     Event::new(5_000, system::SCHEDULE, 0, [4, 0]),
+//! ];
+//! let mut trace = Vec::new();
+//! let stats = export::convert(PerfettoWriter::new(&catalog, 0, &mut trace)?, events)?;
+//! assert_eq!((stats.events, stats.slices), (2, 4)); // task 3 and 4, on the CPU and task tracks
+//! assert_eq!(trace[0], 0x0a); // Trace.packet (field 1, length-delimited), then the packet
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+
+use super::args::UNNAMED;
+use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+use super::{ConvertStats, EventSink};
+use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::error::Error;
+use crate::Event;
+
+/// The packet sequence every packet is written on.
+pub const SEQUENCE_ID: u64 = 1;
+/// The sequence-scoped incremental clock (nanoseconds) of packet timestamps.
+pub const INCREMENTAL_CLOCK: u64 = 64;
+/// Perfetto's `BUILTIN_CLOCK_BOOTTIME`: time 0 is the trace's clock origin.
+pub const BOOTTIME_CLOCK: u64 = 6;
+/// Perfetto's `BUILTIN_CLOCK_REALTIME` (Unix time).
+pub const REALTIME_CLOCK: u64 = 1;
+
+// Field numbers of perfetto.protos messages (protos/perfetto/trace/…).
+mod field {
+    pub const TRACE_PACKET: u32 = 1;
+    // TracePacket
+    pub const TIMESTAMP: u32 = 8;
+    pub const TIMESTAMP_CLOCK_ID: u32 = 58;
+    pub const TRUSTED_SEQUENCE_ID: u32 = 10;
+    pub const SEQUENCE_FLAGS: u32 = 13;
+    pub const TRACK_EVENT: u32 = 11;
+    pub const TRACK_DESCRIPTOR: u32 = 60;
+    pub const CLOCK_SNAPSHOT: u32 = 6;
+    pub const INTERNED_DATA: u32 = 12;
+    pub const TRACE_PACKET_DEFAULTS: u32 = 59;
+    // TracePacketDefaults
+    pub const DEFAULT_TIMESTAMP_CLOCK_ID: u32 = 58;
+    // ClockSnapshot / Clock
+    pub const CLOCKS: u32 = 1;
+    pub const CLOCK_ID: u32 = 1;
+    pub const CLOCK_TIMESTAMP: u32 = 2;
+    pub const CLOCK_IS_INCREMENTAL: u32 = 3;
+    // InternedData
+    pub const EVENT_CATEGORIES: u32 = 1;
+    pub const EVENT_NAMES: u32 = 2;
+    pub const DEBUG_ANNOTATION_NAMES: u32 = 3;
+    pub const IID: u32 = 1;
+    pub const INTERNED_NAME: u32 = 2;
+    // TrackDescriptor
+    pub const UUID: u32 = 1;
+    pub const PARENT_UUID: u32 = 5;
+    pub const TRACK_NAME: u32 = 2;
+    pub const COUNTER: u32 = 8;
+    pub const COUNTER_UNIT: u32 = 3;
+    // TrackEvent
+    pub const TYPE: u32 = 9;
+    pub const TRACK_UUID: u32 = 11;
+    pub const NAME_IID: u32 = 10;
+    pub const NAME: u32 = 23;
+    pub const CATEGORY_IIDS: u32 = 3;
+    pub const DEBUG_ANNOTATIONS: u32 = 4;
+    pub const COUNTER_VALUE: u32 = 30;
+    // DebugAnnotation
+    pub const ANNOTATION_NAME_IID: u32 = 1;
+    pub const UINT_VALUE: u32 = 3;
+}
+
+/// `TrackEvent.Type`.
+const SLICE_BEGIN: u64 = 1;
+const SLICE_END: u64 = 2;
+const INSTANT: u64 = 3;
+const COUNTER: u64 = 4;
+/// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
+const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+/// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// `CounterDescriptor.Unit.UNIT_COUNT`.
+const UNIT_COUNT: u64 = 2;
+
+/// Tuning of [`PerfettoWriter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfettoOptions {
+    /// Longest interrupt slice, in nanoseconds (it ends earlier if the same
+    /// source logs another event). Default 1 µs, as the Chrome export.
+    pub interrupt_max_ns: u64,
+    /// Most sources, most tasks and most task/semaphore pairs that get a
+    /// track of their own. Default 65 536 each.
+    pub max_tracks: usize,
+    /// Most open (unsignalled) waits per task/semaphore pair. Default 1024.
+    pub max_open_waits: usize,
+    /// Most slice names (`task N`, `irq N`, …) interned; later ones are
+    /// written in full. Default 65 536.
+    pub max_interned: usize,
+}
+
+impl Default for PerfettoOptions {
+    fn default() -> Self {
+        PerfettoOptions {
+            interrupt_max_ns: 1_000,
+            max_tracks: 65_536,
+            max_open_waits: 1_024,
+            max_interned: 65_536,
+        }
+    }
+}
+
+/// Times on one track never go back, so its slices nest.
+#[derive(Debug, Default)]
+struct Clamp(u64);
+
+impl Clamp {
+    fn at(&mut self, t: u64) -> u64 {
+        self.0 = self.0.max(t);
+        self.0
+    }
+}
+
+#[derive(Debug)]
+struct SourceTrack {
+    uuid: u64,
+    clamp: Clamp,
+    /// The task whose slice is open.
+    task: Option<u64>,
+    /// The pending interrupt: (start, irq).
+    irq: Option<(u64, u64)>,
+}
+
+#[derive(Debug)]
+struct TaskTrack {
+    uuid: u64,
+    clamp: Clamp,
+    /// The source whose `source S` slice is open on this track.
+    on: Option<u32>,
+}
+
+#[derive(Debug)]
+struct PairTrack {
+    uuid: u64,
+    clamp: Clamp,
+    /// Open waits, innermost last: (time, blocking `wait` rather than `waitnb`).
+    open: VecDeque<(u64, bool)>,
+}
+
+/// Interned strings of one kind.
+#[derive(Debug, Default)]
+struct Interner {
+    ids: HashMap<String, u64>,
+}
+
+/// Writes a Perfetto protobuf trace, one event at a time (see the [module
+/// documentation](self)).
+#[derive(Debug)]
+pub struct PerfettoWriter<W: Write> {
+    out: BufWriter<W>,
+    options: PerfettoOptions,
+    /// Per catalog event: its name, category (class) name and argument names.
+    events: Vec<(String, String, Vec<String>)>,
+    /// Per catalog event: interned iids of its name and category (0: not yet).
+    event_iids: Vec<(u64, u64)>,
+    /// Per catalog event: interned iids of its two argument names (0: not yet).
+    arg_iids: Vec<[u64; 2]>,
+    names: Interner,
+    categories: Interner,
+    annotation_names: Interner,
+    /// Slice names interned so far (at most `max_interned`).
+    slice_names: usize,
+    sources: BTreeMap<u32, SourceTrack>,
+    tasks: BTreeMap<u64, TaskTrack>,
+    pairs: BTreeMap<(u64, u64), PairTrack>,
+    /// The shared track of sources past `max_tracks`, once made.
+    overflow_track: Option<u64>,
+    /// The `lost events` counter track, once made.
+    loss_track: Option<u64>,
+    next_uuid: u64,
+    /// Time of the incremental clock (the latest delta-encoded packet).
+    clock: u64,
+    /// Latest event time seen (where open slices end at `finish`).
+    end: u64,
+    /// Encoding buffers, reused: the packet, its track event, its interned
+    /// data, and a scratch buffer for nested messages.
+    packet: Vec<u8>,
+    event: Vec<u8>,
+    interned: Vec<u8>,
+    scratch: Vec<u8>,
+    scratch2: Vec<u8>,
+    text: String,
+    stats: ConvertStats,
+    finished: bool,
+}
+
+fn io_err(e: std::io::Error) -> Error {
+    Error::Io {
+        path: None,
+        action: "write the Perfetto trace",
+        source: e,
+    }
+}
+
+/// Appends an interned-string entry (`{iid, name}`) to `interned`.
+fn put_interned(interned: &mut Vec<u8>, scratch: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
+    put_message(interned, kind, scratch, |m| {
+        put_uint(m, field::IID, iid);
+        put_bytes(m, field::INTERNED_NAME, name.as_bytes());
+    });
+}
+
+impl Interner {
+    /// The iid of `name`, interning it (into `interned`) if new and `allow_new`;
+    /// `None` for a new name that may not be interned.
+    fn get(
+        &mut self,
+        name: &str,
+        allow_new: bool,
+        kind: u32,
+        interned: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Option<u64> {
+        if let Some(&iid) = self.ids.get(name) {
+            return Some(iid);
+        }
+        if !allow_new {
+            return None;
+        }
+        let iid = self.ids.len() as u64 + 1;
+        self.ids.insert(name.to_string(), iid);
+        put_interned(interned, scratch, kind, iid, name);
+        Some(iid)
+    }
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// Starts the trace on `out` with default options; `origin_unix_ns` is the
+    /// Unix time of the trace's time zero.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `out` cannot be written.
+    pub fn new(catalog: &Catalog, origin_unix_ns: u64, out: W) -> Result<Self, Error> {
+        Self::with_options(catalog, origin_unix_ns, out, PerfettoOptions::default())
+    }
+
+    /// As [`PerfettoWriter::new`], with explicit options.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `out` cannot be written; [`Error::InvalidExportOption`]
+    /// if `max_tracks` or `max_interned` is 0.
+    pub fn with_options(
+        catalog: &Catalog,
+        origin_unix_ns: u64,
+        out: W,
+        options: PerfettoOptions,
+    ) -> Result<Self, Error> {
+        for (option, value) in [
+            ("PerfettoOptions::max_tracks", options.max_tracks),
+            ("PerfettoOptions::max_interned", options.max_interned),
+        ] {
+            if value == 0 {
+                return Err(Error::InvalidExportOption {
+                    option,
+                    reason: "must be at least 1".to_string(),
+                });
+            }
+        }
+        let events: Vec<(String, String, Vec<String>)> = catalog
+            .events()
+            .iter()
+            .map(|e| {
+                let class = catalog
+                    .class(e.class)
+                    .map_or("unknown", |c| c.name.as_str());
+                (e.name.clone(), class.to_string(), e.args.clone())
+            })
+            .collect();
+        let n = events.len();
+        let mut w = PerfettoWriter {
+            out: BufWriter::with_capacity(64 * 1024, out),
+            options,
+            events,
+            event_iids: vec![(0, 0); n],
+            arg_iids: vec![[0, 0]; n],
+            names: Interner::default(),
+            categories: Interner::default(),
+            annotation_names: Interner::default(),
+            slice_names: 0,
+            sources: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            overflow_track: None,
+            loss_track: None,
+            next_uuid: 1,
+            clock: 0,
+            end: 0,
+            packet: Vec::with_capacity(256),
+            event: Vec::with_capacity(256),
+            interned: Vec::with_capacity(256),
+            scratch: Vec::with_capacity(256),
+            scratch2: Vec::with_capacity(256),
+            text: String::new(),
+            stats: ConvertStats::default(),
+            finished: false,
+        };
+        w.start(origin_unix_ns)?;
+        Ok(w)
+    }
+
+    /// The first packet: clears the incremental state, sets the default clock
+    /// and maps it to BOOTTIME and REALTIME.
+    fn start(&mut self, origin_unix_ns: u64) -> Result<(), Error> {
+        let p = &mut self.packet;
+        p.clear();
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        put_uint(
+            p,
+            field::SEQUENCE_FLAGS,
+            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        put_message(p, field::TRACE_PACKET_DEFAULTS, &mut self.scratch, |m| {
+            put_uint(m, field::DEFAULT_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK);
+        });
+        let scratch2 = &mut self.scratch2;
+        put_message(p, field::CLOCK_SNAPSHOT, &mut self.scratch, |m| {
+            put_message(m, field::CLOCKS, scratch2, |c| {
+                put_uint(c, field::CLOCK_ID, INCREMENTAL_CLOCK);
+                put_uint(c, field::CLOCK_TIMESTAMP, 0);
+                put_uint(c, field::CLOCK_IS_INCREMENTAL, 1);
+            });
+            put_message(m, field::CLOCKS, scratch2, |c| {
+                put_uint(c, field::CLOCK_ID, BOOTTIME_CLOCK);
+                put_uint(c, field::CLOCK_TIMESTAMP, 0);
+            });
+            put_message(m, field::CLOCKS, scratch2, |c| {
+                put_uint(c, field::CLOCK_ID, REALTIME_CLOCK);
+                put_uint(c, field::CLOCK_TIMESTAMP, origin_unix_ns);
+            });
+        });
+        self.flush_packet()
+    }
+
+    /// Writes `self.packet` as one `Trace.packet`.
+    fn flush_packet(&mut self) -> Result<(), Error> {
+        let mut head = [0u8; 11];
+        let mut n = 0;
+        head[n] = (field::TRACE_PACKET << 3 | 2) as u8;
+        n += 1;
+        let mut len = self.packet.len() as u64;
+        while len >= 0x80 {
+            head[n] = (len as u8) | 0x80;
+            len >>= 7;
+            n += 1;
+        }
+        head[n] = len as u8;
+        n += 1;
+        self.out.write_all(&head[..n]).map_err(io_err)?;
+        self.out.write_all(&self.packet).map_err(io_err)
+    }
+
+    /// Writes a packet holding the track event in `self.event` (and the
+    /// interned data in `self.interned`) at time `t`.
+    fn emit(&mut self, t: u64) -> Result<(), Error> {
+        let p = &mut self.packet;
+        p.clear();
+        if t >= self.clock {
+            put_uint(p, field::TIMESTAMP, t - self.clock);
+            self.clock = t;
+        } else {
+            put_uint(p, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
+            put_uint(p, field::TIMESTAMP, t);
+        }
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        // Interned names and the incremental clock are sequence state: say so
+        // on every packet that uses them, as Perfetto's documentation asks.
+        put_uint(p, field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        if !self.interned.is_empty() {
+            put_bytes(p, field::INTERNED_DATA, &self.interned);
+            self.interned.clear();
+        }
+        put_bytes(p, field::TRACK_EVENT, &self.event);
+        self.flush_packet()
+    }
+
+    /// Writes a track descriptor and returns the new track's uuid.
+    fn new_track(
+        &mut self,
+        parent: Option<u64>,
+        name: std::fmt::Arguments<'_>,
+        counter: bool,
+    ) -> Result<u64, Error> {
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
+        self.text.clear();
+        let _ = self.text.write_fmt(name);
+        let p = &mut self.packet;
+        p.clear();
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        let (text, scratch2) = (&self.text, &mut self.scratch2);
+        put_message(p, field::TRACK_DESCRIPTOR, &mut self.scratch, |d| {
+            put_uint(d, field::UUID, uuid);
+            if let Some(parent) = parent {
+                put_uint(d, field::PARENT_UUID, parent);
+            }
+            put_bytes(d, field::TRACK_NAME, text.as_bytes());
+            if counter {
+                put_message(d, field::COUNTER, scratch2, |c| {
+                    put_uint(c, field::COUNTER_UNIT, UNIT_COUNT);
+                });
+            }
+        });
+        self.flush_packet()?;
+        Ok(uuid)
+    }
+
+    /// The track of `source`, made on first use; `None` past `max_tracks`.
+    fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
+        if let Some(s) = self.sources.get(&source) {
+            return Ok(Some(s.uuid));
+        }
+        if self.sources.len() >= self.options.max_tracks {
+            return Ok(None);
+        }
+        let uuid = if source == u32::MAX {
+            self.new_track(None, format_args!("tracer"), false)?
+        } else {
+            self.new_track(None, format_args!("source {source}"), false)?
+        };
+        self.stats.sources += 1;
+        self.sources.insert(
+            source,
+            SourceTrack {
+                uuid,
+                clamp: Clamp::default(),
+                task: None,
+                irq: None,
+            },
+        );
+        Ok(Some(uuid))
+    }
+
+    /// The track of `task`, made on first use; `None` past `max_tracks`.
+    fn task_track(&mut self, task: u64) -> Result<Option<u64>, Error> {
+        if let Some(t) = self.tasks.get(&task) {
+            return Ok(Some(t.uuid));
+        }
+        if self.tasks.len() >= self.options.max_tracks {
+            return Ok(None);
+        }
+        let uuid = self.new_track(None, format_args!("task {task}"), false)?;
+        self.tasks.insert(
+            task,
+            TaskTrack {
+                uuid,
+                clamp: Clamp::default(),
+                on: None,
+            },
+        );
+        Ok(Some(uuid))
+    }
+
+    /// Interns a slice name made by `name` (formatted into a reused string).
+    fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
+        self.text.clear();
+        let _ = self.text.write_fmt(name);
+        let before = self.names.ids.len();
+        let iid = self.names.get(
+            &self.text,
+            self.slice_names < self.options.max_interned,
+            field::EVENT_NAMES,
+            &mut self.interned,
+            &mut self.scratch,
+        );
+        if self.names.ids.len() > before {
+            self.slice_names += 1;
+        }
+        iid
+    }
+
+    /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
+    fn category(&mut self, name: &str) -> u64 {
+        self.categories
+            .get(
+                name,
+                true,
+                field::EVENT_CATEGORIES,
+                &mut self.interned,
+                &mut self.scratch,
+            )
+            .unwrap_or(0)
+    }
+
+    /// Writes a slice begin named `name` (category `cat`) on `track` at `t`.
+    fn begin(
+        &mut self,
+        t: u64,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+    ) -> Result<(), Error> {
+        self.stats.slices += 1;
+        let iid = self.slice_name(name);
+        let cat_iid = self.category(cat);
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, SLICE_BEGIN);
+        put_uint(e, field::TRACK_UUID, track);
+        match iid {
+            Some(iid) => put_uint(e, field::NAME_IID, iid),
+            None => put_bytes(e, field::NAME, self.text.as_bytes()),
+        }
+        put_uint(e, field::CATEGORY_IIDS, cat_iid);
+        self.emit(t)
+    }
+
+    /// Writes the end of the innermost open slice on `track` at `t`.
+    fn end_slice(&mut self, t: u64, track: u64) -> Result<(), Error> {
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, SLICE_END);
+        put_uint(e, field::TRACK_UUID, track);
+        self.emit(t)
+    }
+
+    /// Ends the pending interrupt slice of `source` at `t` at the latest.
+    fn close_irq(&mut self, source: u32, t: u64) -> Result<(), Error> {
+        let cap = self.options.interrupt_max_ns;
+        let Some(st) = self.sources.get_mut(&source) else {
+            return Ok(());
+        };
+        let Some((start, _)) = st.irq.take() else {
+            return Ok(());
+        };
+        let ts = st.clamp.at(t.min(start.saturating_add(cap)));
+        let uuid = st.uuid;
+        self.end_slice(ts, uuid)
+    }
+
+    /// Ends the open task slice of `source` (and the task's `source S` slice).
+    fn close_task(&mut self, source: u32, t: u64) -> Result<(), Error> {
+        let Some(st) = self.sources.get_mut(&source) else {
+            return Ok(());
+        };
+        let Some(task) = st.task.take() else {
+            return Ok(());
+        };
+        let (ts, uuid) = (st.clamp.at(t), st.uuid);
+        self.end_slice(ts, uuid)?;
+        if let Some(tt) = self.tasks.get_mut(&task) {
+            if tt.on == Some(source) {
+                tt.on = None;
+                let (ts, uuid) = (tt.clamp.at(t), tt.uuid);
+                self.end_slice(ts, uuid)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, e: &Event, source_uuid: u64) -> Result<(), Error> {
+        let task = e.args[0];
+        self.close_task(e.source, e.time)?;
+        let Some(st) = self.sources.get_mut(&e.source) else {
+            return Ok(());
+        };
+        st.task = Some(task);
+        let ts = st.clamp.at(e.time);
+        self.begin(ts, source_uuid, "task", format_args!("task {task}"))?;
+        let Some(task_uuid) = self.task_track(task)? else {
+            self.stats.unpaired += 1;
+            return Ok(());
+        };
+        let Some(tt) = self.tasks.get_mut(&task) else {
+            return Ok(());
+        };
+        let previous = tt.on.replace(e.source);
+        let ts = tt.clamp.at(e.time);
+        if previous.is_some() {
+            // The events said it still ran elsewhere: end that span here.
+            self.end_slice(ts, task_uuid)?;
+        }
+        let source = e.source;
+        if source == u32::MAX {
+            self.begin(ts, task_uuid, "task", format_args!("tracer"))
+        } else {
+            self.begin(ts, task_uuid, "task", format_args!("source {source}"))
+        }
+    }
+
+    fn wait(&mut self, e: &Event, blocking: bool) -> Result<(), Error> {
+        let key = (e.args[0], e.args[1]);
+        if !self.pairs.contains_key(&key) {
+            let parent = self.task_track(key.0)?;
+            if parent.is_none() || self.pairs.len() >= self.options.max_tracks {
+                self.stats.unpaired += 1;
+                return Ok(());
+            }
+            let uuid =
+                self.new_track(parent, format_args!("task {} sem {}", key.0, key.1), false)?;
+            self.pairs.insert(
+                key,
+                PairTrack {
+                    uuid,
+                    clamp: Clamp::default(),
+                    open: VecDeque::new(),
+                },
+            );
+        }
+        let max_open = self.options.max_open_waits.max(1);
+        if let Some(p) = self.pairs.get_mut(&key) {
+            if p.open.len() >= max_open {
+                // Forget the oldest open wait (most likely a failed waitnb).
+                p.open.pop_front();
+                self.stats.unpaired += 1;
+            }
+            let begin = p.clamp.at(e.time);
+            p.open.push_back((begin, blocking));
+        }
+        Ok(())
+    }
+
+    /// Writes the slice of semaphore `key.1` held by task `key.0`.
+    fn held(&mut self, key: (u64, u64), uuid: u64, begin: u64, end: u64) -> Result<(), Error> {
+        self.begin(begin, uuid, "semaphore", format_args!("sem {}", key.1))?;
+        self.end_slice(end, uuid)
+    }
+
+    fn signal(&mut self, e: &Event) -> Result<(), Error> {
+        let key = (e.args[0], e.args[1]);
+        let open = self.pairs.get_mut(&key).and_then(|p| {
+            let (begin, _) = p.open.pop_back()?;
+            Some((p.uuid, begin, p.clamp.at(e.time)))
+        });
+        match open {
+            Some((uuid, begin, end)) => self.held(key, uuid, begin, end),
+            None => {
+                self.stats.unpaired += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// The track that instants of `source` go on.
+    fn instant_track(&mut self, tracked: Option<u64>) -> Result<u64, Error> {
+        if let Some(uuid) = tracked {
+            return Ok(uuid);
+        }
+        if let Some(uuid) = self.overflow_track {
+            return Ok(uuid);
+        }
+        let uuid = self.new_track(None, format_args!("other sources"), false)?;
+        self.overflow_track = Some(uuid);
+        Ok(uuid)
+    }
+
+    /// Writes the instant of `e` on `track`.
+    fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
+        let idx = e.id.0 as usize;
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, INSTANT);
+        put_uint(ev, field::TRACK_UUID, track);
+        if idx < self.events.len() {
+            let (mut name, mut cat) = self.event_iids[idx];
+            if name == 0 {
+                let (n, c, _) = &self.events[idx];
+                // Catalog names are bounded by the catalog: always interned.
+                name = self
+                    .names
+                    .get(
+                        n,
+                        true,
+                        field::EVENT_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                cat = self
+                    .categories
+                    .get(
+                        c,
+                        true,
+                        field::EVENT_CATEGORIES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                self.event_iids[idx] = (name, cat);
+            }
+            let ev = &mut self.event;
+            put_uint(ev, field::NAME_IID, name);
+            put_uint(ev, field::CATEGORY_IIDS, cat);
+            let declared = self.events[idx].2.len();
+            for (slot, (&value, unnamed)) in e.args.iter().zip(UNNAMED).enumerate() {
+                if slot >= declared && value == 0 {
+                    continue;
+                }
+                let mut iid = self.arg_iids[idx][slot];
+                if iid == 0 {
+                    let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
+                    iid = self
+                        .annotation_names
+                        .get(
+                            arg_name,
+                            true,
+                            field::DEBUG_ANNOTATION_NAMES,
+                            &mut self.interned,
+                            &mut self.scratch,
+                        )
+                        .unwrap_or(0);
+                    self.arg_iids[idx][slot] = iid;
+                }
+                put_message(
+                    &mut self.event,
+                    field::DEBUG_ANNOTATIONS,
+                    &mut self.scratch,
+                    |a| {
+                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                        put_uint(a, field::UINT_VALUE, value);
+                    },
+                );
+            }
+        } else {
+            self.stats.unknown += 1;
+            let name = self
+                .names
+                .get(
+                    "unknown",
+                    true,
+                    field::EVENT_NAMES,
+                    &mut self.interned,
+                    &mut self.scratch,
+                )
+                .unwrap_or(0);
+            let cat = self.category("unknown");
+            let ev = &mut self.event;
+            put_uint(ev, field::NAME_IID, name);
+            put_uint(ev, field::CATEGORY_IIDS, cat);
+            for (arg, value) in [
+                ("id", u64::from(e.id.0)),
+                ("arg0", e.args[0]),
+                ("arg1", e.args[1]),
+            ] {
+                let iid = self
+                    .annotation_names
+                    .get(
+                        arg,
+                        true,
+                        field::DEBUG_ANNOTATION_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                put_message(
+                    &mut self.event,
+                    field::DEBUG_ANNOTATIONS,
+                    &mut self.scratch,
+                    |a| {
+                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                        put_uint(a, field::UINT_VALUE, value);
+                    },
+                );
+            }
+        }
+        self.emit(e.time)
+    }
+
+    /// Steps the `lost events` counter to the total lost so far.
+    fn loss_counter(&mut self, t: u64) -> Result<(), Error> {
+        let uuid = match self.loss_track {
+            Some(u) => u,
+            None => {
+                let u = self.new_track(None, format_args!("lost events"), true)?;
+                self.loss_track = Some(u);
+                u
+            }
+        };
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, COUNTER);
+        put_uint(e, field::TRACK_UUID, uuid);
+        put_int(
+            e,
+            field::COUNTER_VALUE,
+            self.stats.lost.min(i64::MAX as u64) as i64,
+        );
+        self.emit(t)
+    }
+}
+
+impl<W: Write> EventSink for PerfettoWriter<W> {
+    fn push(&mut self, e: &Event) -> Result<(), Error> {
+        if self.finished {
+            return Err(Error::ConverterFinished);
+        }
+        self.end = self.end.max(e.time);
+        if e.id == tracer::HOOPS {
+            self.stats.hoops += 1;
+            self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
+        } else {
+            self.stats.events += 1;
+        }
+        let tracked = self.source_track(e.source)?;
+        if tracked.is_some() {
+            self.close_irq(e.source, e.time)?;
+        }
+        match (e.id, tracked) {
+            (system::SCHEDULE | lowlevel::INTERRUPT, None) => self.stats.unpaired += 1,
+            (system::SCHEDULE, Some(uuid)) => self.schedule(e, uuid)?,
+            (lowlevel::INTERRUPT, Some(uuid)) => {
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    st.irq = Some((e.time, e.args[0]));
+                    let ts = st.clamp.at(e.time);
+                    let irq = e.args[0];
+                    self.begin(ts, uuid, "interrupt", format_args!("irq {irq}"))?;
+                }
+            }
+            (semaphore::WAIT, _) => self.wait(e, true)?,
+            (semaphore::WAITNB, _) => self.wait(e, false)?,
+            (semaphore::SIGNAL, _) => self.signal(e)?,
+            _ => {}
+        }
+        // Every system event names a task: give it its track.
+        // (A schedule's task track is made, or counted, above.)
+        if e.id != system::SCHEDULE
+            && (system::CREATE.0..=system::DISABLE.0).contains(&e.id.0)
+            && self.task_track(e.args[0])?.is_none()
+        {
+            self.stats.unpaired += 1;
+        }
+        let track = self.instant_track(tracked)?;
+        self.instant(e, track)?;
+        if e.id == tracer::HOOPS {
+            self.loss_counter(e.time)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        if self.finished {
+            return Ok(self.stats);
+        }
+        self.finished = true;
+        let end = self.end;
+        let sources: Vec<u32> = self.sources.keys().copied().collect();
+        for s in sources {
+            self.close_irq(s, end)?;
+            self.close_task(s, end)?;
+        }
+        let pairs: Vec<(u64, u64)> = self.pairs.keys().copied().collect();
+        for key in pairs {
+            // A blocking wait never signalled held the semaphore to the end; a
+            // waitnb never signalled most likely failed.
+            while let Some((uuid, (begin, blocking))) = self
+                .pairs
+                .get_mut(&key)
+                .and_then(|p| p.open.pop_back().map(|o| (p.uuid, o)))
+            {
+                if blocking {
+                    self.held(key, uuid, begin, end.max(begin))?;
+                } else {
+                    self.stats.unpaired += 1;
+                }
+            }
+        }
+        self.out.flush().map_err(io_err)?;
+        Ok(self.stats)
+    }
+}

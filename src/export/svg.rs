@@ -1,0 +1,644 @@
+//! A self-contained SVG timeline of a trace, in the spirit of S.Ha.R.K.'s
+//! JTracer: a row per source (CPU) and per task, what ran when, interrupts,
+//! semaphore blocking, losses, and a time axis.
+//!
+//! # What is drawn
+//!
+//! - **Source rows** (`source N`): a bar per running span of a task (from its
+//!   `system:schedule` to the next `schedule` on that source, or to the task's
+//!   own `endcycle`/`delay`/`sleep`/`disable`/`destroy`), coloured by task and
+//!   labelled `task N` where it is wide enough; interrupts as short red bars
+//!   over the bottom third (from `lowlevel:interrupt` to the next event of the
+//!   source, at most [`SvgOptions::interrupt_max_ns`], and at least one pixel
+//!   wide so that each shows).
+//! - **Task rows** (`task N`): its running spans (same colour), spans blocked
+//!   on a semaphore (orange: from `semaphore:wait` until it is scheduled again,
+//!   when it lost its source in between), and activations as small ticks.
+//! - **Losses**: a red dashed line across every row at each hoops record,
+//!   with the number of events lost (records within one pixel share a line
+//!   and their sum).
+//! - **Axis**: ticks at 1, 2 or 5 × 10^k ns, labelled in ns, µs, ms or s since
+//!   the trace's time zero.
+//!
+//! Each drawn element has a `class` (`run`, `irq`, `blocked`, `activate`,
+//! `loss`, `row`, `tick`) and a `<title>` (a tooltip in browsers) for the
+//! spans, so that tests and tools can read the picture back.
+//!
+//! # Memory and size
+//!
+//! The timeline is [`SvgOptions::width_px`] pixels wide over a time range
+//! given up front. Spans are merged per row when they fall in the same pixel
+//! (a merged bar is grey, class `run mixed`), so a row holds at most about
+//! two bars per pixel whatever the number of events; rows are bounded by
+//! [`SvgOptions::max_rows`] (further sources and tasks are counted in
+//! [`ConvertStats::unpaired`] and not drawn). The picture is written at
+//! [`EventSink::finish`].
+//!
+//! ```
+//! use qtrace::classes::{system, Catalog};
+//! use qtrace::export::{self, svg::{SvgOptions, SvgTimeline}};
+//! use qtrace::Event;
+//!
+//! let events = [
+//!     Event::new(0, system::SCHEDULE, 0, [1, 0]),
+//!     Event::new(600, system::SCHEDULE, 0, [2, 0]),
+//!     Event::new(1_000, system::ENDCYCLE, 0, [2, 0]),
+//! ];
+//! let mut svg = Vec::new();
+//! let timeline = SvgTimeline::new(&mut svg, (0, 1_000), SvgOptions::default());
+//! let stats = export::convert(timeline, events)?;
+//! let text = String::from_utf8(svg).unwrap();
+//! assert!(text.starts_with("<svg") && text.contains("task 2"));
+//! assert_eq!(stats.slices, 4); // two runs, drawn on the source row and on the task rows
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+
+use super::{ConvertStats, EventSink};
+use crate::classes::{lowlevel, semaphore, system, tracer};
+use crate::error::Error;
+use crate::Event;
+
+/// The narrowest time area drawn, in pixels.
+pub const MIN_WIDTH_PX: u32 = 100;
+/// The widest time area drawn, in pixels (what bounds the picture's size).
+pub const MAX_WIDTH_PX: u32 = 100_000;
+
+/// Tuning of [`SvgTimeline`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SvgOptions {
+    /// Width of the time area, in pixels, kept within
+    /// [`MIN_WIDTH_PX`]..=[`MAX_WIDTH_PX`]. Default 1600.
+    pub width_px: u32,
+    /// Most rows (sources plus tasks). Default 200.
+    pub max_rows: usize,
+    /// Longest interrupt bar, in ns. Default 1 µs, as the exports.
+    pub interrupt_max_ns: u64,
+}
+
+impl Default for SvgOptions {
+    fn default() -> Self {
+        SvgOptions {
+            width_px: 1600,
+            max_rows: 200,
+            interrupt_max_ns: 1_000,
+        }
+    }
+}
+
+/// Row key: sources sort before tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum RowKey {
+    Source(u32),
+    Task(u64),
+}
+
+/// What a bar shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Run(u64),
+    Blocked,
+    Irq(u64),
+    Mixed,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bar {
+    x0: f64,
+    x1: f64,
+    kind: Kind,
+    /// Spans merged into it.
+    spans: u32,
+    t0: u64,
+    t1: u64,
+}
+
+#[derive(Debug, Default)]
+struct Row {
+    /// Finished bars (run and blocked: the row's main band).
+    bars: Vec<Bar>,
+    /// The bar being extended.
+    pending: Option<Bar>,
+    /// Interrupt bars (their own band).
+    irqs: Vec<Bar>,
+    irq_pending: Option<Bar>,
+    /// Activation ticks (x), one per pixel at most.
+    ticks: Vec<f64>,
+}
+
+#[derive(Debug, Default)]
+struct SourceState {
+    /// Running task and since when.
+    running: Option<(u64, u64)>,
+    /// Pending interrupt: (irq, start).
+    irq: Option<(u64, u64)>,
+}
+
+#[derive(Debug, Default)]
+struct TaskState {
+    on: Option<u32>,
+    /// A semaphore wait: (since, lost its source since).
+    waiting: Option<(u64, bool)>,
+}
+
+/// Draws an SVG timeline of events pushed in time order (see the [module
+/// documentation](self)).
+#[derive(Debug)]
+pub struct SvgTimeline<W: Write> {
+    out: W,
+    options: SvgOptions,
+    range: (u64, u64),
+    rows: BTreeMap<RowKey, Row>,
+    sources: BTreeMap<u32, SourceState>,
+    tasks: BTreeMap<u64, TaskState>,
+    losses: Vec<(f64, u64, u64)>,
+    end: u64,
+    stats: ConvertStats,
+    finished: bool,
+}
+
+/// A colour per task: hues spread by the golden angle.
+fn task_colour(task: u64) -> String {
+    let hue = (task.wrapping_mul(137) % 360) as u32;
+    format!("hsl({hue},55%,55%)")
+}
+
+fn time_label(ns: u64, step: u64) -> String {
+    if step >= 1_000_000_000 {
+        format!("{}s", ns as f64 / 1e9)
+    } else if step >= 1_000_000 {
+        format!("{}ms", ns as f64 / 1e6)
+    } else if step >= 1_000 {
+        format!("{}µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+impl<W: Write> SvgTimeline<W> {
+    /// A timeline of the time range `[range.0, range.1]` (ns since the
+    /// trace's time zero; events outside it are clipped), written to `out`
+    /// when finished.
+    pub fn new(out: W, range: (u64, u64), options: SvgOptions) -> Self {
+        SvgTimeline {
+            out,
+            options: SvgOptions {
+                width_px: options.width_px.clamp(MIN_WIDTH_PX, MAX_WIDTH_PX),
+                ..options
+            },
+            range: (range.0, range.1.max(range.0.saturating_add(1))),
+            rows: BTreeMap::new(),
+            sources: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            losses: Vec::new(),
+            end: 0,
+            stats: ConvertStats::default(),
+            finished: false,
+        }
+    }
+
+    fn x(&self, t: u64) -> f64 {
+        let (a, b) = self.range;
+        let t = t.clamp(a, b);
+        (t - a) as f64 * f64::from(self.options.width_px) / (b - a) as f64
+    }
+
+    /// The row of `key`, made if there is room.
+    fn row(&mut self, key: RowKey) -> Option<&mut Row> {
+        if !self.rows.contains_key(&key) {
+            if self.rows.len() >= self.options.max_rows {
+                self.stats.unpaired += 1;
+                return None;
+            }
+            self.rows.insert(key, Row::default());
+        }
+        self.rows.get_mut(&key)
+    }
+
+    /// Adds a span to a row's main band (or its interrupt band).
+    fn span(&mut self, key: RowKey, t0: u64, t1: u64, kind: Kind) {
+        let (x0, mut x1) = (self.x(t0), self.x(t1));
+        let irq = matches!(kind, Kind::Irq(_));
+        if irq {
+            x1 = x1.max(x0 + 1.0);
+        }
+        if t1 < self.range.0 || t0 > self.range.1 {
+            return;
+        }
+        if !irq {
+            self.stats.slices += 1;
+        }
+        let Some(row) = self.row(key) else {
+            return;
+        };
+        let (done, pending) = if irq {
+            (&mut row.irqs, &mut row.irq_pending)
+        } else {
+            (&mut row.bars, &mut row.pending)
+        };
+        let bar = Bar {
+            x0,
+            x1,
+            kind,
+            spans: 1,
+            t0,
+            t1,
+        };
+        match pending {
+            Some(p) if p.kind == kind && x0 <= p.x1 + 0.5 => {
+                p.x1 = p.x1.max(x1);
+                p.t1 = t1;
+                p.spans += 1;
+            }
+            Some(p) if x1 - p.x0 < 1.0 => {
+                // Too small to tell apart: one grey bar.
+                p.x1 = p.x1.max(x1);
+                p.t1 = t1;
+                p.spans += 1;
+                p.kind = Kind::Mixed;
+            }
+            _ => {
+                if let Some(p) = pending.replace(bar) {
+                    done.push(p);
+                }
+            }
+        }
+    }
+
+    /// Ends the running span of `source` at `t`.
+    fn stop(&mut self, source: u32, t: u64) {
+        let Some((task, since)) = self.sources.get_mut(&source).and_then(|s| s.running.take())
+        else {
+            return;
+        };
+        self.span(RowKey::Source(source), since, t, Kind::Run(task));
+        self.span(RowKey::Task(task), since, t, Kind::Run(task));
+        if let Some(ts) = self.tasks.get_mut(&task) {
+            if ts.on == Some(source) {
+                ts.on = None;
+                if let Some((_, lost)) = &mut ts.waiting {
+                    *lost = true;
+                }
+            }
+        }
+    }
+
+    fn close_irq(&mut self, source: u32, t: u64) {
+        let cap = self.options.interrupt_max_ns;
+        if let Some((irq, start)) = self.sources.get_mut(&source).and_then(|s| s.irq.take()) {
+            self.span(
+                RowKey::Source(source),
+                start,
+                t.min(start.saturating_add(cap)),
+                Kind::Irq(irq),
+            );
+        }
+    }
+
+    fn render(&mut self) -> std::io::Result<()> {
+        const LEFT: f64 = 90.0;
+        const ROW_H: f64 = 22.0;
+        const TOP: f64 = 30.0;
+        let width = f64::from(self.options.width_px);
+        let rows: Vec<(RowKey, Row)> = std::mem::take(&mut self.rows).into_iter().collect();
+        let height = TOP + ROW_H * rows.len() as f64 + 40.0;
+        let mut s = String::with_capacity(64 * 1024);
+        let _ = write!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" viewBox=\"0 0 {w} {height}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+             <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+            w = LEFT + width + 20.0
+        );
+        // Axis: a step of 1, 2 or 5 × 10^k ns giving about 10 ticks.
+        let (a, b) = self.range;
+        let raw = ((b - a) / 10).max(1);
+        // (`step` stays at most `raw` × 10, so it cannot overflow.)
+        let mut step = 1u64;
+        while step.saturating_mul(10) <= raw {
+            step *= 10;
+        }
+        for m in [1, 2, 5, 10] {
+            if step * m >= raw {
+                step *= m;
+                break;
+            }
+        }
+        let axis_y = TOP + ROW_H * rows.len() as f64;
+        let mut t = a.div_ceil(step).saturating_mul(step);
+        while t <= b {
+            let x = LEFT + self.x(t);
+            let _ = writeln!(
+                s,
+                "<line class=\"tick\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                axis_y + 4.0,
+                axis_y + 16.0,
+                esc(&time_label(t, step))
+            );
+            t = match t.checked_add(step) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+        for (i, (key, row)) in rows.iter().enumerate() {
+            let y = TOP + ROW_H * i as f64;
+            let name = match key {
+                RowKey::Source(u32::MAX) => "tracer".to_string(),
+                RowKey::Source(n) => format!("source {n}"),
+                RowKey::Task(n) => format!("task {n}"),
+            };
+            let shade = if matches!(key, RowKey::Source(_)) {
+                "#f4f4f8"
+            } else {
+                "#fbfbfb"
+            };
+            let _ = writeln!(
+                s,
+                "<g class=\"row\"><rect x=\"{LEFT}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"{shade}\"/><text x=\"4\" y=\"{:.1}\">{}</text>",
+                ROW_H - 2.0,
+                y + ROW_H * 0.65,
+                esc(&name)
+            );
+            for bar in row.bars.iter().chain(&row.pending) {
+                let (class, fill, title) = match bar.kind {
+                    Kind::Run(task) => ("run", task_colour(task), format!("task {task}")),
+                    Kind::Blocked => (
+                        "blocked",
+                        "orange".to_string(),
+                        "blocked on a semaphore".to_string(),
+                    ),
+                    Kind::Mixed => (
+                        "run mixed",
+                        "#999".to_string(),
+                        format!("{} spans", bar.spans),
+                    ),
+                    Kind::Irq(_) => continue,
+                };
+                let w = (bar.x1 - bar.x0).max(0.5);
+                let _ = write!(
+                    s,
+                    "<rect class=\"{class}\" x=\"{:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{:.1}\" fill=\"{fill}\"><title>{} {}..{} ns</title></rect>",
+                    LEFT + bar.x0,
+                    y + 2.0,
+                    ROW_H - 6.0,
+                    esc(&title),
+                    bar.t0,
+                    bar.t1
+                );
+                if let (Kind::Run(task), true) = (bar.kind, w > 44.0) {
+                    let _ = write!(
+                        s,
+                        "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"black\">task {task}</text>",
+                        LEFT + bar.x0 + 3.0,
+                        y + ROW_H * 0.6
+                    );
+                }
+                s.push('\n');
+            }
+            for bar in row.irqs.iter().chain(&row.irq_pending) {
+                let title = match bar.kind {
+                    Kind::Irq(n) => format!("irq {n}"),
+                    _ => format!("{} interrupts", bar.spans),
+                };
+                let _ = writeln!(
+                    s,
+                    "<rect class=\"irq\" x=\"{:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"crimson\"><title>{} {}..{} ns</title></rect>",
+                    LEFT + bar.x0,
+                    y + ROW_H * 0.55,
+                    (bar.x1 - bar.x0).max(1.0),
+                    ROW_H * 0.3,
+                    esc(&title),
+                    bar.t0,
+                    bar.t1
+                );
+            }
+            for x in &row.ticks {
+                let _ = writeln!(
+                    s,
+                    "<path class=\"activate\" d=\"M{:.1} {:.1} l-3 -5 h6 z\" fill=\"#333\"/>",
+                    LEFT + x,
+                    y + 6.0
+                );
+            }
+            s.push_str("</g>\n");
+            self.out.write_all(s.as_bytes())?;
+            s.clear();
+        }
+        for (x, t, lost) in &self.losses {
+            let lx = LEFT + x;
+            let _ = writeln!(
+                s,
+                "<g class=\"loss\"><line x1=\"{lx:.1}\" y1=\"{:.1}\" x2=\"{lx:.1}\" y2=\"{axis_y:.1}\" stroke=\"red\" stroke-dasharray=\"4 2\"/><text x=\"{lx:.1}\" y=\"{:.1}\" fill=\"red\" text-anchor=\"middle\">{lost} lost</text><title>{lost} events lost at {t} ns</title></g>",
+                TOP - 4.0,
+                TOP - 8.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{LEFT}\" y=\"{:.1}\" fill=\"#555\">qtrace timeline: {}..{} ns since the trace's time zero</text>\n</svg>",
+            axis_y + 32.0,
+            a,
+            b
+        );
+        self.out.write_all(s.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+impl<W: Write> EventSink for SvgTimeline<W> {
+    fn push(&mut self, e: &Event) -> Result<(), Error> {
+        if self.finished {
+            return Err(Error::ConverterFinished);
+        }
+        let t = e.time.max(self.end);
+        self.end = t;
+        if e.id == tracer::HOOPS {
+            self.stats.hoops += 1;
+            self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
+            if (self.range.0..=self.range.1).contains(&t) {
+                let x = self.x(t);
+                // Losses within one pixel share one marker (their sum).
+                match self.losses.last_mut() {
+                    Some((lx, _, n)) if x - *lx < 1.0 => *n = n.saturating_add(e.args[0]),
+                    _ => self.losses.push((x, t, e.args[0])),
+                }
+            }
+            return Ok(());
+        }
+        self.stats.events += 1;
+        if !self.sources.contains_key(&e.source) {
+            self.stats.sources += 1;
+            self.sources.insert(e.source, SourceState::default());
+        }
+        self.close_irq(e.source, t);
+        let task = e.args[0];
+        match e.id {
+            system::SCHEDULE => {
+                self.stop(e.source, t);
+                if let Some(old) = self.tasks.get(&task).and_then(|s| s.on) {
+                    self.stop(old, t);
+                }
+                let ts = self.tasks.entry(task).or_default();
+                ts.on = Some(e.source);
+                if let Some((since, true)) = ts.waiting.take() {
+                    self.span(RowKey::Task(task), since, t, Kind::Blocked);
+                }
+                // Rows appear in first-use order within their kind.
+                let _ = self.row(RowKey::Source(e.source));
+                if let Some(s) = self.sources.get_mut(&e.source) {
+                    s.running = Some((task, t));
+                }
+            }
+            system::ENDCYCLE
+            | system::DELAY
+            | system::SLEEP
+            | system::DISABLE
+            | system::DESTROY => {
+                if let Some(source) = self.tasks.get(&task).and_then(|s| s.on) {
+                    let runs = self
+                        .sources
+                        .get(&source)
+                        .and_then(|s| s.running)
+                        .map(|r| r.0);
+                    if runs == Some(task) {
+                        self.stop(source, t);
+                    }
+                }
+            }
+            system::ACTIVATE => {
+                let x = self.x(t);
+                if (self.range.0..=self.range.1).contains(&t) {
+                    if let Some(row) = self.row(RowKey::Task(task)) {
+                        if row.ticks.last().map_or(true, |&l| x - l >= 1.0) {
+                            row.ticks.push(x);
+                        }
+                    }
+                }
+            }
+            semaphore::WAIT => {
+                self.tasks.entry(task).or_default().waiting = Some((t, false));
+            }
+            semaphore::SIGNAL | semaphore::WAITNB => {
+                let ts = self.tasks.entry(task).or_default();
+                if matches!(ts.waiting, Some((_, false))) {
+                    ts.waiting = None;
+                }
+            }
+            lowlevel::INTERRUPT => {
+                if let Some(s) = self.sources.get_mut(&e.source) {
+                    s.irq = Some((task, t));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        if self.finished {
+            return Ok(self.stats);
+        }
+        self.finished = true;
+        let end = self.end.min(self.range.1).max(self.range.0);
+        let sources: Vec<u32> = self.sources.keys().copied().collect();
+        for s in sources {
+            self.close_irq(s, end);
+            self.stop(s, end);
+        }
+        self.render().map_err(|e| Error::Io {
+            path: None,
+            action: "write the SVG timeline",
+            source: e,
+        })?;
+        Ok(self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::Catalog;
+
+    #[test]
+    fn sub_pixel_spans_merge_into_one_grey_bar() {
+        let _ = Catalog::builtin();
+        let mut out = Vec::new();
+        let mut t = SvgTimeline::new(
+            &mut out,
+            (1, 1_000_000),
+            SvgOptions {
+                width_px: 100,
+                ..SvgOptions::default()
+            },
+        );
+        // A loss before the range is not drawn (nor moved into it).
+        t.push(&Event::new(0, tracer::HOOPS, u32::MAX, [3, 0]))
+            .unwrap();
+        // 1000 context switches in the first 10 µs = the first pixel.
+        for i in 0..1000u64 {
+            t.push(&Event::new(i * 10, system::SCHEDULE, 0, [i % 2, 0]))
+                .unwrap();
+        }
+        t.push(&Event::new(1_000_000, system::ENDCYCLE, 0, [1, 0]))
+            .unwrap();
+        let stats = t.finish().unwrap();
+        assert_eq!((stats.events, stats.lost), (1001, 3));
+        let svg = String::from_utf8(out).unwrap();
+        assert!(!svg.contains("class=\"loss\""));
+        // On the source row: one grey bar for the first 999 spans, then task 1's
+        // long run; the task rows likewise.
+        let source_row = svg.split("<g class=\"row\">").nth(1).unwrap();
+        assert_eq!(source_row.matches("class=\"run mixed\"").count(), 1);
+        assert_eq!(source_row.matches("<rect class=").count(), 2);
+    }
+
+    #[test]
+    fn extreme_ranges_and_widths_do_not_panic() {
+        for (range, width) in [
+            ((u64::MAX - 5, u64::MAX), 1),
+            ((0, u64::MAX), u32::MAX),
+            ((u64::MAX, u64::MAX), 1600),
+            ((7, 3), 1600),
+        ] {
+            let mut out = Vec::new();
+            let mut t = SvgTimeline::new(
+                &mut out,
+                range,
+                SvgOptions {
+                    width_px: width,
+                    ..SvgOptions::default()
+                },
+            );
+            for time in [0, 5, u64::MAX - 1, u64::MAX] {
+                t.push(&Event::new(time, system::SCHEDULE, 0, [time, 0]))
+                    .unwrap();
+                t.push(&Event::new(time, lowlevel::INTERRUPT, 0, [1, 0]))
+                    .unwrap();
+                t.push(&Event::new(time, tracer::HOOPS, u32::MAX, [u64::MAX, 0]))
+                    .unwrap();
+            }
+            t.finish().unwrap();
+            let svg = String::from_utf8(out).unwrap();
+            assert!(svg.trim_end().ends_with("</svg>"));
+            // The width is clamped: at most MAX_WIDTH_PX plus the margins.
+            let w: f64 = svg
+                .split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(w <= f64::from(MAX_WIDTH_PX) + 200.0, "{w}");
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! The Perfetto export decoded with Perfetto's own schema: `scripts/check-perfetto.py`
+//! (the PyPI `perfetto` package's protobuf bindings) replays the trace — clock,
+//! interning, tracks, slice nesting — and prints what it found; these tests
+//! compare that with exact expectations. Skipped with a message when python3
+//! or the `perfetto` package is missing, unless `QTRACE_REQUIRE_PERFETTO` is set
+//! (CI: `scripts/test.sh` installs the package).
+
+use std::path::Path;
+use std::process::Command;
+
+use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::export::perfetto::{PerfettoOptions, PerfettoWriter};
+use qtrace::export::{self, ConvertStats};
+use qtrace::wire::{create_trace_file, TraceHeader};
+use qtrace::{Event, EventId};
+use serde_json::{json, Value};
+
+/// Runs the check script; `None` (after saying why) when it cannot run here.
+fn decode(trace: &Path, events: bool) -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-perfetto.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script).arg(trace);
+    if events {
+        cmd.arg("--events");
+    }
+    let skip = |msg: &str| {
+        assert!(
+            std::env::var_os("QTRACE_REQUIRE_PERFETTO").is_none(),
+            "{msg} (QTRACE_REQUIRE_PERFETTO is set)"
+        );
+        eprintln!("SKIPPED: {msg}");
+    };
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            skip("python3 is not on PATH");
+            return None;
+        }
+        Err(e) => panic!("cannot run python3: {e}"),
+    };
+    if out.status.code() == Some(3) {
+        skip("the PyPI package `perfetto` is missing (pip install perfetto; scripts/test.sh installs it)");
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "check-perfetto failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the script prints JSON"))
+}
+
+fn convert(events: &[Event], options: PerfettoOptions) -> (ConvertStats, tempfile::TempPath) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let w = PerfettoWriter::with_options(
+        &Catalog::builtin(),
+        1_700_000_000_000_000_000,
+        file.reopen().unwrap(),
+        options,
+    )
+    .unwrap();
+    let stats = export::convert(w, events.iter().copied()).unwrap();
+    (stats, file.into_temp_path())
+}
+
+/// Two CPUs: tasks scheduled, an interrupt inside a task, a semaphore held,
+/// a loss, an unknown event, and an event back in time.
+fn small_trace() -> Vec<Event> {
+    vec![
+        Event::new(1_000, system::SCHEDULE, 0, [3, 0]),
+        Event::new(1_500, system::ACTIVATE, 1, [4, 0]),
+        Event::new(2_000, lowlevel::INTERRUPT, 0, [9, 0]),
+        Event::new(2_400, user::USER0, 0, [77, 5]), // ends irq 9 at 2.4 µs
+        Event::new(3_000, semaphore::WAIT, 1, [4, 2]),
+        Event::new(3_500, system::SCHEDULE, 1, [4, 7]), // second argument shown as arg1
+        Event::new(4_000, tracer::HOOPS, u32::MAX, [12, 0]),
+        Event::new(4_200, EventId(0x0777), 1, [1, 2]),
+        Event::new(4_100, semaphore::SIGNAL, 1, [4, 2]), // back in time: absolute
+        Event::new(6_000, system::SCHEDULE, 0, [4, 0]),  // task 4 moves to CPU 0
+        Event::new(7_000, tracer::HOOPS, u32::MAX, [3, 0]),
+    ]
+}
+
+#[test]
+fn every_event_name_track_and_nesting_decodes() {
+    let (stats, path) = convert(&small_trace(), PerfettoOptions::default());
+    assert_eq!(
+        (stats.events, stats.hoops, stats.lost, stats.unknown),
+        (9, 2, 15, 1)
+    );
+    // task 3, 4 (CPU 1), 4 (CPU 0) on sources and tasks; irq 9; sem 2.
+    assert_eq!((stats.slices, stats.unpaired), (8, 0));
+    let Some(got) = decode(&path, true) else {
+        return;
+    };
+    assert_eq!(
+        got["instants"],
+        json!({
+            "system:schedule": 3, "system:activate": 1, "lowlevel:interrupt": 1,
+            "user:user0": 1, "semaphore:wait": 1, "semaphore:signal": 1,
+            "tracer:hoops": 2, "unknown:unknown": 1,
+        })
+    );
+    assert_eq!(
+        got["slices"],
+        json!({"task": 6, "interrupt": 1, "semaphore": 1})
+    );
+    assert_eq!(
+        got["tracks"],
+        json!([
+            "lost events",
+            "source 0",
+            "source 1",
+            "task 3",
+            "task 4",
+            "task 4 sem 2",
+            "tracer"
+        ])
+    );
+    assert_eq!(got["task_tracks"], 2);
+    assert_eq!(got["max_depth"], 2); // irq 9 inside task 3
+    assert_eq!(
+        got["counters"],
+        json!([[4000, "lost events", 12], [7000, "lost events", 15]])
+    );
+    assert_eq!(got["realtime_origin"], json!(1_700_000_000_000_000_000u64));
+    let ev = |t: u64, track: &str, cat: &str, name: &str, args: Value| {
+        json!([t, track, cat, name, args])
+    };
+    assert_eq!(
+        got["events"],
+        json!([
+            ev(1_000, "source 0", "system", "schedule", json!({"task": 3})),
+            ev(1_500, "source 1", "system", "activate", json!({"task": 4})),
+            ev(
+                2_000,
+                "source 0",
+                "lowlevel",
+                "interrupt",
+                json!({"irq": 9})
+            ),
+            ev(
+                2_400,
+                "source 0",
+                "user",
+                "user0",
+                json!({"value": 77, "arg1": 5})
+            ),
+            ev(
+                3_000,
+                "source 1",
+                "semaphore",
+                "wait",
+                json!({"task": 4, "sem": 2})
+            ),
+            ev(
+                3_500,
+                "source 1",
+                "system",
+                "schedule",
+                json!({"task": 4, "arg1": 7})
+            ),
+            ev(
+                4_000,
+                "tracer",
+                "tracer",
+                "hoops",
+                json!({"lost": 12, "queue": 0})
+            ),
+            ev(
+                4_200,
+                "source 1",
+                "unknown",
+                "unknown",
+                json!({"id": 0x777, "arg0": 1, "arg1": 2})
+            ),
+            ev(
+                4_100,
+                "source 1",
+                "semaphore",
+                "signal",
+                json!({"task": 4, "sem": 2})
+            ),
+            ev(6_000, "source 0", "system", "schedule", json!({"task": 4})),
+            ev(
+                7_000,
+                "tracer",
+                "tracer",
+                "hoops",
+                json!({"lost": 3, "queue": 0})
+            ),
+        ])
+    );
+}
+
+#[test]
+fn limits_keep_instants_and_count_what_loses_its_slice() {
+    let options = PerfettoOptions {
+        max_tracks: 1,
+        max_interned: 1,
+        ..PerfettoOptions::default()
+    };
+    let events = [
+        Event::new(1, system::SCHEDULE, 0, [1, 0]),
+        Event::new(2, system::SCHEDULE, 1, [2, 0]), // second source: no track
+        Event::new(3, system::SCHEDULE, 0, [2, 0]), // second task: no task track
+        Event::new(4, semaphore::WAIT, 0, [1, 1]),
+        Event::new(5, semaphore::WAIT, 0, [2, 2]), // task 2 has no track: no pair
+    ];
+    let (stats, path) = convert(&events, options);
+    assert_eq!((stats.unpaired, stats.sources), (3, 1));
+    // task 1 on source 0 and its task track, task 2 on source 0, sem 1 held to the end.
+    assert_eq!(stats.slices, 4);
+    let Some(got) = decode(&path, false) else {
+        return;
+    };
+    assert_eq!(got["instant_total"], 5);
+    assert_eq!(
+        got["tracks"],
+        json!(["other sources", "source 0", "task 1", "task 1 sem 1"])
+    );
+    assert_eq!(got["slices"], json!({"task": 3, "semaphore": 1}));
+}
+
+#[test]
+fn zero_limits_are_typed_errors() {
+    let options = PerfettoOptions {
+        max_tracks: 0,
+        ..PerfettoOptions::default()
+    };
+    let err =
+        PerfettoWriter::with_options(&Catalog::builtin(), 0, Vec::new(), options).unwrap_err();
+    assert!(
+        err.to_string().contains("PerfettoOptions::max_tracks"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_converts_merged_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, origin: u64, events: &[Event]| {
+        let path = dir.path().join(name);
+        let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+            .with_clock("manual", 1_000_000_000, origin)
+            .unwrap();
+        let mut w = create_trace_file(&path, &header).unwrap();
+        w.write_events(events).unwrap();
+        w.finish().unwrap();
+        path
+    };
+    let origin = 1_700_000_000_000_000_000;
+    let a = write(
+        "a.qtr",
+        origin,
+        &[
+            Event::new(100, system::SCHEDULE, 0, [1, 0]),
+            Event::new(300, tracer::HOOPS, u32::MAX, [9, 0]),
+        ],
+    );
+    let b = write(
+        "b.qtr",
+        origin + 100,
+        &[Event::new(100, user::USER1, 1, [11, 0])],
+    );
+    let out = dir.path().join("out.pftrace");
+    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "perfetto"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "qtrace convert: 2 events (9 lost, in 1 hoops records) from 3 sources into {}",
+            out.display()
+        )
+    );
+    let Some(got) = decode(&out, true) else {
+        return;
+    };
+    let times: Vec<u64> = got["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(times, [100, 200, 300]);
+    assert_eq!(got["realtime_origin"], json!(origin));
+
+    // --split: one standalone trace per 150 ns slice (events at 100, 200, 300).
+    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "perfetto", "--split", "150ns"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut instants = Vec::new();
+    for part in ["out-0000.pftrace", "out-0001.pftrace", "out-0002.pftrace"] {
+        let bytes = std::fs::read(dir.path().join(part)).unwrap();
+        instants.push(decode_slices(&bytes).1);
+    }
+    assert_eq!(instants, [1, 1, 1]);
+}
+
+/// A decoder of just the fields the writer uses, independent of the writer's
+/// encoder, for the property test (the Python check is too slow per case).
+mod mini {
+    pub fn varint(b: &[u8], at: &mut usize) -> u64 {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = b[*at];
+            *at += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    /// (field, wire type, varint value or the bytes of a length-delimited field).
+    pub fn fields(b: &[u8]) -> Vec<(u64, u64, u64, &[u8])> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while at < b.len() {
+            let key = varint(b, &mut at);
+            let (field, wt) = (key >> 3, key & 7);
+            match wt {
+                0 => {
+                    let v = varint(b, &mut at);
+                    out.push((field, wt, v, &b[..0]));
+                }
+                2 => {
+                    let n = varint(b, &mut at) as usize;
+                    out.push((field, wt, 0, &b[at..at + n]));
+                    at += n;
+                }
+                _ => panic!("unexpected wire type {wt}"),
+            }
+        }
+        out
+    }
+}
+
+/// (time, file order, track, type) of the slice begins and ends, the number
+/// of instants, and the set of declared tracks.
+/// A slice begin or end: (time, file order, track, type).
+type SliceEdge = (u64, usize, u64, u64);
+
+fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
+    let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
+    for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
+        assert_eq!(field, 1);
+        let fields = mini::fields(packet);
+        let get = |f: u64| fields.iter().find(|x| x.0 == f);
+        if let Some(d) = get(60) {
+            tracks.push(mini::fields(d.3).iter().find(|x| x.0 == 1).unwrap().2);
+            continue;
+        }
+        let Some(te) = get(11) else { continue };
+        let ts = get(8).expect("a timestamp").2;
+        let t = match get(58) {
+            Some(c) => {
+                assert_eq!(c.2, 6, "absolute times are BOOTTIME");
+                ts
+            }
+            None => {
+                clock += ts;
+                clock
+            }
+        };
+        let te = mini::fields(te.3);
+        let ty = te.iter().find(|x| x.0 == 9).unwrap().2;
+        let track = te.iter().find(|x| x.0 == 11).unwrap().2;
+        assert!(
+            tracks.contains(&track),
+            "track {track} used before it is declared"
+        );
+        match ty {
+            1 | 2 => slices.push((t, order, track, ty)),
+            3 => instants += 1,
+            4 => {}
+            other => panic!("type {other}"),
+        }
+    }
+    (slices, instants, tracks)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the events (ids, sources, unsorted times), every record is one
+    /// instant and, sorted by time as the trace processor sorts, every slice
+    /// end closes an open slice of its track no earlier than its begin.
+    #[test]
+    fn perfetto_always_nests(raw in proptest::collection::vec(
+        (0u64..100, 0u16..0x19, 0u32..3, 0u64..3, 0u64..3), 0..60)
+    ) {
+        let events: Vec<Event> = raw
+            .iter()
+            .map(|&(t, id, src, a0, a1)| {
+                let src = if EventId(id) == tracer::HOOPS { u32::MAX } else { src };
+                Event::new(t * 100, EventId(id), src, [a0, a1])
+            })
+            .collect();
+        let mut out = Vec::new();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out).unwrap();
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        let (mut slices, instants, _) = decode_slices(&out);
+        proptest::prop_assert_eq!(instants, events.len());
+        proptest::prop_assert_eq!(stats.events + stats.hoops, events.len() as u64);
+        slices.sort_by_key(|s| (s.0, s.1));
+        let mut stacks: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        let mut begins = 0u64;
+        for (t, _, track, ty) in slices {
+            let stack = stacks.entry(track).or_default();
+            if ty == 1 {
+                stack.push(t);
+                begins += 1;
+            } else {
+                let begin = stack.pop();
+                proptest::prop_assert!(begin.is_some_and(|b| b <= t), "end at {} on track {}", t, track);
+            }
+        }
+        proptest::prop_assert!(stacks.values().all(|s| s.is_empty()));
+        proptest::prop_assert_eq!(begins, stats.slices);
+    }
+}
+
+#[test]
+fn extreme_values_decode_and_nest() {
+    let m = u64::MAX;
+    let events = [
+        Event::new(m, system::SCHEDULE, u32::MAX, [m, m]),
+        Event::new(m, lowlevel::INTERRUPT, u32::MAX, [m, 0]),
+        Event::new(0, semaphore::WAIT, 0, [m, m]), // back in time: absolute
+        Event::new(5, semaphore::SIGNAL, 0, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(m, tracer::HOOPS, u32::MAX, [m, m]),
+        Event::new(1, EventId(u16::MAX), 7, [m, m]),
+    ];
+    let mut out = Vec::new();
+    let w = PerfettoWriter::new(&Catalog::builtin(), m, &mut out).unwrap();
+    let stats = export::convert(w, events.iter().copied()).unwrap();
+    assert_eq!(
+        (stats.events, stats.hoops, stats.lost, stats.unknown),
+        (5, 2, m, 1)
+    );
+    let (slices, instants, _) = decode_slices(&out);
+    assert_eq!(instants, events.len());
+    assert_eq!(slices.len() as u64, 2 * stats.slices);
+}
