@@ -53,8 +53,11 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod analysis;
+#[cfg(feature = "tracing")]
+pub mod bridge;
 pub mod classes;
 pub mod clock;
+pub mod combine;
 pub mod error;
 pub mod event;
 pub mod export;

@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use crate::classes::Catalog;
 use crate::clock::Clock;
+use crate::combine::Run;
 use crate::error::Error;
 use crate::event::Event;
 
@@ -242,6 +243,28 @@ pub trait Queue: Send + Sync {
     /// Publishes `event` into the room `reservation` holds.
     fn post(&self, reservation: Reservation, event: &Event);
 
+    /// Records a combine run ([`crate::combine`]): its `run.len()` records,
+    /// reserved together so they are consecutive in the queue, and returns
+    /// how many were accepted (the rest are counted dropped). Not the
+    /// fixed-size hot path: [`crate::Tracer::log_str`] and friends call it.
+    ///
+    /// The built-in queues reserve the whole run at once (a queue that has
+    /// no room for all of it keeps the records that fit, and readers show
+    /// the run as cut). This default, for user-defined queues, reserves and
+    /// posts the records one by one with [`Queue::get`] and [`Queue::post`]:
+    /// records of runs logged at once by several threads may then
+    /// interleave, which readers handle (they reassemble per source).
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        let mut accepted = 0;
+        for i in 0..run.len() {
+            if let Some(r) = self.get() {
+                self.post(r, &run.record(i));
+                accepted += 1;
+            }
+        }
+        accepted
+    }
+
     /// Phase 2: start tasks, open files and sockets. Events may already have
     /// been posted (they were logged between phase 1 and phase 2).
     fn activate(&self, _ctx: &QueueContext) -> Result<(), Error> {
@@ -370,6 +393,16 @@ impl Queue for DynQueue {
     #[inline]
     fn post(&self, reservation: Reservation, event: &Event) {
         self.inner.post(reservation, event)
+    }
+    /// The user queue's own `post_run`; records it did not accept count
+    /// as refused.
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        let accepted = self.inner.post_run(run);
+        if accepted < run.len() {
+            self.refused
+                .fetch_add((run.len() - accepted) as u64, Ordering::Relaxed);
+        }
+        accepted
     }
     fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
         self.inner.activate(ctx)

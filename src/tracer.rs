@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use crate::classes::{Catalog, ClassId, ClassSpec, DefinedClass};
 use crate::clock::Clock;
+use crate::combine::{self, Run};
 use crate::error::Error;
 use crate::event::{Event, EventId};
 use crate::queue::{
@@ -264,6 +265,142 @@ impl Tracer {
     #[inline(always)]
     pub fn is_enabled(&self, id: EventId) -> bool {
         self.routes[id.0 as usize].load(Ordering::Relaxed) & LIVE != 0
+    }
+
+    // ----- variable payloads (combine runs) ----------------------------------
+
+    /// Records `text` attached to event `id` (argument 0), as a combine run
+    /// ([`crate::combine`]): `1 + ⌈len / 16⌉` consecutive records reserved
+    /// together in the event's queue. Up to [`combine::MAX_PAYLOAD`] (4096)
+    /// bytes are stored; a longer text is cut there, and readers show the
+    /// cut and the length logged. Never blocks and never allocates; a
+    /// masked-out event costs one relaxed load and a branch, as for
+    /// [`Tracer::log_event`]. Queues count each record of the run (a run
+    /// with no room is dropped and counted record by record).
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::combine::{Assembler, Item};
+    /// use qtrace::queues::{Fixed, FixedParams};
+    /// use qtrace::Tracer;
+    ///
+    /// let tracer = Tracer::new();
+    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 64, ..Default::default() })?;
+    /// tracer.assign_event(user::USER0, q)?;
+    /// tracer.log_str(user::USER0, "worker-3 took request 42");
+    /// let records = tracer.queue(q)?.as_fixed().unwrap().snapshot_events();
+    /// assert_eq!(records.len(), 3); // 24 bytes: the begin record and two more
+    /// let mut texts = Vec::new();
+    /// let mut asm = Assembler::new();
+    /// for e in records {
+    ///     asm.push(e, &mut |item| if let Item::Payload(p) = item { texts.push(p.text().into_owned()) });
+    /// }
+    /// assert_eq!(texts, ["worker-3 took request 42"]);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    #[inline]
+    pub fn log_str(&self, id: EventId, text: &str) {
+        self.log_event_bytes(id, 0, text.as_bytes());
+    }
+
+    /// Records `bytes` attached to event `id`: [`Tracer::log_str`] for
+    /// bytes that need not be text.
+    #[inline]
+    pub fn log_bytes(&self, id: EventId, bytes: &[u8]) {
+        self.log_event_bytes(id, 0, bytes);
+    }
+
+    /// Records event `id` with its first argument `arg` and `text` attached
+    /// (a fixed-size event with a string): one combine run whose begin
+    /// record carries `arg`. See [`Tracer::log_str`].
+    #[inline]
+    pub fn log_event_str(&self, id: EventId, arg: u64, text: &str) {
+        self.log_event_bytes(id, arg, text.as_bytes());
+    }
+
+    /// [`Tracer::log_event_str`] with bytes.
+    #[inline]
+    pub fn log_event_bytes(&self, id: EventId, arg: u64, bytes: &[u8]) {
+        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if word & LIVE == 0 {
+            return;
+        }
+        self.record_run(word, id, arg, bytes);
+    }
+
+    #[inline(never)]
+    fn record_run(&self, word: u32, id: EventId, arg: u64, bytes: &[u8]) {
+        if let Some(queue) = self.queues[(word & QUEUE_MASK) as usize].get() {
+            let source = crate::source::current();
+            queue.post_run(&Run::new(self.clock.now(), id, source, arg, bytes));
+        }
+    }
+
+    /// Names a source (a thread or CPU number, the records' `source`):
+    /// `dump`, CTF and Chrome exports show the name. The name is recorded
+    /// into every queue of the tracer now (a name record,
+    /// [`combine::NAME_SOURCE`]), so each file carries it; a circular queue
+    /// may later overwrite it like any record — name again after a long
+    /// time if that matters. Recorded even while the tracer is suspended
+    /// (names are not events). A name longer than
+    /// [`combine::MAX_PAYLOAD`] bytes is cut.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AfterShutdown`] once the tracer is shut down.
+    pub fn name_source(&self, source: u32, name: &str) -> Result<(), Error> {
+        self.record_name(source, combine::NAME_SOURCE, source as u64, name)
+    }
+
+    /// Names this thread's source ([`crate::source::current`]) and returns
+    /// its number; see [`Tracer::name_source`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AfterShutdown`] once the tracer is shut down.
+    pub fn name_thread(&self, name: &str) -> Result<u32, Error> {
+        let source = crate::source::current();
+        self.name_source(source, name).map(|()| source)
+    }
+
+    /// Names a task id (the task argument of the system class's events,
+    /// S.Ha.R.K.'s task numbers, or any task number of the program); see
+    /// [`Tracer::name_source`]. The id is kept to 56 bits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AfterShutdown`] once the tracer is shut down.
+    pub fn name_task(&self, task: u64, name: &str) -> Result<(), Error> {
+        self.record_name(crate::source::current(), combine::NAME_TASK, task, name)
+    }
+
+    /// Names an event id at run time ([`combine::NAME_EVENT_ID`]): readers
+    /// show `name` for the records of `id` (the `tracing` bridge names its
+    /// callsite events so). See [`Tracer::name_source`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AfterShutdown`] once the tracer is shut down.
+    pub fn name_event(&self, id: EventId, name: &str) -> Result<(), Error> {
+        self.record_name(
+            crate::source::current(),
+            combine::NAME_EVENT_ID,
+            id.0 as u64,
+            name,
+        )
+    }
+
+    fn record_name(&self, source: u32, kind: u8, subject: u64, name: &str) -> Result<(), Error> {
+        let r = self.registry.lock();
+        r.require_running("record a name")?;
+        let run = Run::name(self.clock.now(), source, kind, subject, name.as_bytes());
+        for queue in self.queues[..r.queue_types.len()]
+            .iter()
+            .filter_map(|q| q.get())
+        {
+            queue.post_run(&run);
+        }
+        Ok(())
     }
 
     /// Records an event routed by `word`; `source` is `None` for this

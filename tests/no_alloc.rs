@@ -159,3 +159,79 @@ fn global_tracer_logs_without_allocating() {
     let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
     assert_eq!(c.accepted, 2 + EVENTS);
 }
+
+/// `log_str` and `log_event_str` (combine runs) allocate nothing either, in
+/// every built-in in-memory queue: the records are built in place.
+#[test]
+fn strings_log_without_allocating() {
+    let text = "x".repeat(300);
+    for tracer in [
+        tracer_with::<Dummy>(()),
+        tracer_with::<Fixed>(FixedParams {
+            capacity: CAPACITY,
+            file: None,
+            ring: Default::default(),
+        }),
+        tracer_with::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            ..Default::default()
+        }),
+        tracer_with::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            shards: 0,
+            ..Default::default()
+        }),
+    ] {
+        tracer.log_str(user::USER0, "warm-up");
+        let allocations = allocations_in(|| {
+            for i in 0..EVENTS / 100 {
+                tracer.log_str(user::USER0, &text[..(i % 300) as usize]);
+                tracer.log_event_str(user::USER1, i, "request");
+                tracer.log_bytes(system::SCHEDULE, b"masked out");
+            }
+        });
+        assert_eq!(allocations, 0, "log_str allocated");
+        let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
+        assert!(c.accepted + c.dropped > EVENTS / 100);
+    }
+}
+
+/// A `tracing` event through qtrace's layer, numbers and strings, allocates
+/// nothing once its callsite is interned (the text is formatted on the
+/// stack).
+#[cfg(feature = "tracing")]
+#[test]
+fn tracing_events_through_the_layer_do_not_allocate() {
+    use std::sync::Arc;
+    use tracing_subscriber::layer::SubscriberExt;
+    let tracer = Arc::new(Tracer::new());
+    let layer = qtrace::bridge::QtraceLayer::new(Arc::clone(&tracer), 4).unwrap();
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: CAPACITY,
+            file: None,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_class(layer.class(), q).unwrap();
+    tracer.activate().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let log = |i: u64| {
+            tracing::info!(a = i, b = 7u64);
+            tracing::info!(a = i, name = "worker", "message {}", i);
+        };
+        log(0); // interns both callsites (allocates, once)
+        let allocations = allocations_in(|| {
+            for i in 0..EVENTS / 100 {
+                log(i);
+            }
+        });
+        assert_eq!(allocations, 0, "the tracing layer allocated");
+    });
+    let c = tracer.counters(q).unwrap();
+    assert_eq!(c.dropped, 0);
+    assert!(c.accepted > 2 * EVENTS / 100);
+}

@@ -60,8 +60,9 @@ use std::io::{BufWriter, Write};
 use super::args::UNNAMED;
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::error::Error;
-use crate::Event;
+use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
 pub const SOURCES_PID: u32 = 1;
@@ -147,6 +148,13 @@ pub struct ChromeWriter<W: Write> {
     first: bool,
     stats: ConvertStats,
     finished: bool,
+    /// Combine runs being reassembled, and the names learned from them.
+    runs: Assembler,
+    run_names: RunNames,
+    ready: Vec<Item>,
+    /// `tracing:span_begin` and `tracing:span_end` (the `tracing` bridge's
+    /// span events), when the catalog has them.
+    span_events: Option<(EventId, EventId)>,
 }
 
 fn esc(s: &str) -> String {
@@ -228,6 +236,13 @@ impl<W: Write> ChromeWriter<W> {
             first: true,
             stats: ConvertStats::default(),
             finished: false,
+            runs: Assembler::new(),
+            run_names: RunNames::new(),
+            ready: Vec::new(),
+            span_events: catalog
+                .event_by_name("tracing:span_begin")
+                .zip(catalog.event_by_name("tracing:span_end"))
+                .map(|(b, e)| (b.id, e.id)),
         };
         write!(
             w.out,
@@ -243,6 +258,16 @@ impl<W: Write> ChromeWriter<W> {
             ))?;
         }
         Ok(w)
+    }
+
+    /// Names known in advance ([`crate::combine::Names`] gathered by a
+    /// first pass over the trace), for traces whose name records come after
+    /// the events they name — a circular queue's snapshot, where early name
+    /// records were overwritten and recorded again later. Name records met
+    /// while converting still add to them.
+    pub fn with_names(mut self, names: RunNames) -> Self {
+        self.run_names = names;
+        self
     }
 
     /// Writes one trace event (with the separator before it).
@@ -310,10 +335,14 @@ impl<W: Write> ChromeWriter<W> {
                 Num(e.args[1])
             )
         } else if let Some(n) = self.names.get(e.id.0 as usize) {
+            let name = match self.run_names.event(e.id) {
+                Some(run_time) => std::borrow::Cow::Owned(esc(run_time)),
+                None => std::borrow::Cow::Borrowed(n.name.as_str()),
+            };
             write!(
                 out,
                 "{sep}{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{tid},\"args\":{{",
-                n.name, n.class
+                name, n.class
             )
             .and_then(|()| {
                 // Every argument `qtrace dump` shows (see `export::args`): the
@@ -341,6 +370,102 @@ impl<W: Write> ChromeWriter<W> {
             )
         };
         r.map_err(io_err)
+    }
+
+    /// A span's slice name: its callsite's run-time name, else `span`.
+    fn span_name(&self, callsite: u64) -> String {
+        u16::try_from(callsite)
+            .ok()
+            .and_then(|id| self.run_names.event(EventId(id)))
+            .map_or_else(|| "span".to_string(), esc)
+    }
+
+    /// `N` or `N name` for task `N`, with its name when a name record gave
+    /// one.
+    fn task_suffix(&self, task: u64) -> String {
+        match self.run_names.task(task) {
+            Some(name) => format!("{task} {}", esc(name)),
+            None => task.to_string(),
+        }
+    }
+
+    /// Writes the reassembled runs waiting in `ready`.
+    fn write_ready(&mut self) -> Result<(), Error> {
+        let items = std::mem::take(&mut self.ready);
+        for item in &items {
+            match item {
+                Item::Payload(p) => self.payload(p)?,
+                Item::Event(e) => self.instant(e)?,
+            }
+        }
+        self.ready = items;
+        self.ready.clear();
+        Ok(())
+    }
+
+    /// A reassembled run: a name renames its source's thread; any other is
+    /// an instant on its source's thread with the payload in `args.text`
+    /// (or `args.bytes`, hexadecimal, when it is not UTF-8) and, when it is
+    /// not whole, `args.partial` or `args.corrupt`.
+    fn payload(&mut self, p: &Payload) -> Result<(), Error> {
+        let before = p
+            .name_of()
+            .and_then(|(_, s)| self.run_names.source(s as u32))
+            .map(str::to_string);
+        if let Some((kind, subject)) = self.run_names.learn(p) {
+            if kind == combine::NAME_SOURCE && p.state == PayloadState::Complete {
+                let name = esc(&p.text());
+                // A thread already shown gets its new name (not the same
+                // name twice).
+                let renamed = before.as_deref() != Some(&*p.text());
+                if renamed && self.sources.contains_key(&(subject as u32)) {
+                    self.thread_name(SOURCES_PID, subject, format_args!("{subject} {name}"))?;
+                }
+            }
+            return Ok(());
+        }
+        self.source_state(p.source)?;
+        let (name, class, arg) = match self.names.get(p.id.0 as usize) {
+            Some(n) => (
+                self.run_names
+                    .event(p.id)
+                    .map_or_else(|| n.name.clone(), esc),
+                n.class.clone(),
+                n.args.first().cloned().unwrap_or_else(|| "arg0".into()),
+            ),
+            None => ("unknown".into(), "unknown".into(), "arg0".into()),
+        };
+        let mut args = String::new();
+        if let Some(a) = p.arg {
+            args.push_str(&format!("\"{arg}\":{},", Num(a)));
+        }
+        match std::str::from_utf8(&p.bytes) {
+            Ok(s) => args.push_str(&format!("\"text\":\"{}\"", esc(s))),
+            Err(_) => {
+                args.push_str("\"bytes\":\"");
+                for b in &p.bytes {
+                    args.push_str(&format!("{b:02x}"));
+                }
+                args.push('"');
+            }
+        }
+        match p.state {
+            PayloadState::Complete => {}
+            PayloadState::Cut { received, expected } => {
+                let of =
+                    expected.map_or("the begin record lost".to_string(), |n| format!("of {n}"));
+                args.push_str(&format!(",\"partial\":\"{received} records {of}\""));
+            }
+            PayloadState::Mismatch => args.push_str(",\"corrupt\":true"),
+        }
+        if p.truncated_at_logging() {
+            args.push_str(&format!(",\"logged_len\":{}", p.logged_len.unwrap_or(0)));
+        }
+        self.line(format_args!(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{name}\",\"cat\":\"{class}\",\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{},\"args\":{{{args}}}}}",
+            Ts(p.time),
+            p.source
+        ))
     }
 
     /// Ends the pending interrupt slice of `source` at `t` at the latest.
@@ -376,7 +501,7 @@ impl<W: Write> ChromeWriter<W> {
             source as u64,
             ts,
             "task",
-            format_args!("task {task}"),
+            format_args!("task {}", self.task_suffix(task)),
         )
     }
 
@@ -391,6 +516,9 @@ impl<W: Write> ChromeWriter<W> {
         self.stats.sources += 1;
         if source == u32::MAX {
             self.thread_name(SOURCES_PID, source as u64, format_args!("tracer"))?;
+        } else if let Some(name) = self.run_names.source(source) {
+            let name = esc(name);
+            self.thread_name(SOURCES_PID, source as u64, format_args!("{source} {name}"))?;
         } else {
             self.thread_name(SOURCES_PID, source as u64, format_args!("source {source}"))?;
         }
@@ -478,6 +606,11 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         if e.id.0 as usize >= self.names.len() {
             self.stats.unknown += 1;
         }
+        if combine::is_combine(e) {
+            let ready = &mut self.ready;
+            self.runs.push(*e, &mut |item| ready.push(item));
+            return self.write_ready();
+        }
         let tracked = self.source_state(e.source)?;
         if tracked {
             self.close_irq(e.source, e.time)?;
@@ -494,7 +627,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                         e.source as u64,
                         ts,
                         "task",
-                        format_args!("task {}", e.args[0]),
+                        format_args!("task {}", self.task_suffix(e.args[0])),
                         ("task", e.args[0]),
                     )?;
                 }
@@ -513,6 +646,33 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                     )?;
                 }
             }
+            id if self.span_events.is_some_and(|(b, _)| b == id) && tracked => {
+                let name = self.span_name(e.args[1]);
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    let ts = st.track.at(e.time);
+                    self.begin(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "span",
+                        format_args!("{name}"),
+                        ("span", e.args[0]),
+                    )?;
+                }
+            }
+            id if self.span_events.is_some_and(|(_, end)| end == id) && tracked => {
+                let name = self.span_name(e.args[1]);
+                if let Some(st) = self.sources.get_mut(&e.source) {
+                    let ts = st.track.at(e.time);
+                    self.end_slice(
+                        SOURCES_PID,
+                        e.source as u64,
+                        ts,
+                        "span",
+                        format_args!("{name}"),
+                    )?;
+                }
+            }
             semaphore::WAIT => self.wait(e, true)?,
             semaphore::WAITNB => self.wait(e, false)?,
             semaphore::SIGNAL => self.signal(e)?,
@@ -526,6 +686,9 @@ impl<W: Write> EventSink for ChromeWriter<W> {
             return Ok(self.stats);
         }
         self.finished = true;
+        let ready = &mut self.ready;
+        self.runs.finish(&mut |item| ready.push(item));
+        self.write_ready()?;
         let end = self.end;
         let sources: Vec<u32> = self.sources.keys().copied().collect();
         for s in sources {

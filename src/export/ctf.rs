@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 
 use super::{identifier_chars, ConvertStats, EventSink};
 use crate::classes::{tracer, Catalog};
+use crate::combine::{self, Assembler, Item, Payload, PayloadState};
 use crate::error::Error;
 use crate::Event;
 
@@ -141,6 +142,9 @@ pub struct CtfWriter {
     max_time: u64,
     stats: ConvertStats,
     finished: bool,
+    /// Combine runs being reassembled.
+    runs: Assembler,
+    ready: Vec<Item>,
 }
 
 /// The latest timestamp a reader can place for a trace whose clock starts
@@ -214,6 +218,8 @@ impl CtfWriter {
             max_time: max_timestamp(origin_unix_ns),
             stats: ConvertStats::default(),
             finished: false,
+            runs: Assembler::new(),
+            ready: Vec::new(),
         })
     }
 
@@ -267,6 +273,94 @@ impl CtfWriter {
     }
 
     /// Flushes every stream and releases its buffer.
+    /// Writes the reassembled runs waiting in `ready`: names as
+    /// `qtrace:name` events, other payloads as `qtrace:payload` events, on
+    /// their source's stream (records that are not runs never wait here).
+    fn write_ready(&mut self) -> Result<(), Error> {
+        let items = std::mem::take(&mut self.ready);
+        for item in &items {
+            if let Item::Payload(p) = item {
+                self.write_payload(p)?;
+            }
+        }
+        self.ready = items;
+        self.ready.clear();
+        Ok(())
+    }
+
+    fn write_payload(&mut self, p: &Payload) -> Result<(), Error> {
+        let mut body = Vec::with_capacity(32 + p.bytes.len());
+        let (encoding, text) = ctf_text(&p.bytes);
+        let class_id = match p.name_of() {
+            Some((kind, subject)) => {
+                body.push(kind);
+                body.extend_from_slice(&subject.to_be_bytes());
+                name_class_id(self.unknown_id)
+            }
+            None => {
+                let (state, received, expected) = match p.state {
+                    PayloadState::Complete => (0u8, 0, 0),
+                    PayloadState::Cut { received, expected } => {
+                        (1, received, expected.unwrap_or(0))
+                    }
+                    PayloadState::Mismatch => (2, 0, 0),
+                };
+                body.extend_from_slice(&p.id.0.to_be_bytes());
+                body.extend_from_slice(&p.arg.unwrap_or(0).to_be_bytes());
+                body.push(state);
+                body.extend_from_slice(&received.to_be_bytes());
+                body.extend_from_slice(&expected.to_be_bytes());
+                body.extend_from_slice(&p.logged_len.unwrap_or(0).to_be_bytes());
+                payload_class_id(self.unknown_id)
+            }
+        };
+        body.push(encoding);
+        body.extend_from_slice(&text);
+        body.push(0);
+        self.append(p.source, p.time, class_id, &body)
+    }
+
+    /// Appends one event of class `class_id` with payload bytes `body` to
+    /// `source`'s stream (the path of [`EventSink::push`] for an ordinary
+    /// record, with any payload).
+    fn append(&mut self, source: u32, time: u64, class_id: u16, body: &[u8]) -> Result<(), Error> {
+        let size = EVENT_HEADER + body.len();
+        let dir = &self.dir;
+        let stats = &mut self.stats;
+        let stream = self
+            .streams
+            .entry(source)
+            .or_insert_with(|| new_stream(dir, source, stats));
+        let time = if time < stream.last {
+            stats.clamped += 1;
+            stream.last
+        } else if time > self.max_time {
+            stats.clamped += 1;
+            self.max_time
+        } else {
+            time
+        };
+        if !stream.buf.is_empty()
+            && PACKET_PREAMBLE + stream.buf.len() + size > self.options.packet_bytes
+        {
+            Self::flush_stream(stream, stats)?;
+        }
+        if stream.buf.is_empty() {
+            stream.begin = time;
+        }
+        let capacity_before = stream.buf.capacity();
+        stream.buf.reserve(size);
+        stream.last = time;
+        stream.buf.extend_from_slice(&class_id.to_be_bytes());
+        stream.buf.extend_from_slice(&time.to_be_bytes());
+        stream.buf.extend_from_slice(body);
+        self.buffered += stream.buf.capacity() - capacity_before;
+        if self.buffered > self.options.buffer_budget {
+            self.flush_all()?;
+        }
+        Ok(())
+    }
+
     fn flush_all(&mut self) -> Result<(), Error> {
         for stream in self.streams.values_mut() {
             Self::flush_stream(stream, &mut self.stats)?;
@@ -281,6 +375,13 @@ impl EventSink for CtfWriter {
     fn push(&mut self, e: &Event) -> Result<(), Error> {
         if self.finished {
             return Err(Error::ConverterFinished);
+        }
+        if combine::is_combine(e) {
+            // Counted as records, like `qtrace stats`; written once whole.
+            self.stats.events += 1;
+            let ready = &mut self.ready;
+            self.runs.push(*e, &mut |item| ready.push(item));
+            return self.write_ready();
         }
         let known = (e.id.0 as usize) < self.arg_counts.len();
         // The argument slots written: the declared ones, plus an undeclared
@@ -308,24 +409,10 @@ impl EventSink for CtfWriter {
 
         let dir = &self.dir;
         let stats = &mut self.stats;
-        let stream = self.streams.entry(e.source).or_insert_with(|| {
-            stats.sources += 1;
-            let name = if e.source == u32::MAX {
-                "stream-tracer".to_string()
-            } else {
-                format!("stream-{}", e.source)
-            };
-            Stream {
-                path: dir.join(name),
-                source: e.source,
-                created: false,
-                buf: Vec::new(),
-                begin: 0,
-                last: 0,
-                seq: 0,
-                discarded: 0,
-            }
-        });
+        let stream = self
+            .streams
+            .entry(e.source)
+            .or_insert_with(|| new_stream(dir, e.source, stats));
         let time = if e.time < stream.last {
             stats.clamped += 1;
             stream.last
@@ -390,6 +477,9 @@ impl EventSink for CtfWriter {
 
     fn finish(&mut self) -> Result<ConvertStats, Error> {
         if !self.finished {
+            let ready = &mut self.ready;
+            self.runs.finish(&mut |item| ready.push(item));
+            self.write_ready()?;
             self.flush_all()?;
             self.finished = true;
         }
@@ -600,7 +690,67 @@ stream {{
         "\nevent {{\n\tname = \"unknown\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\tuint16_t raw_id;\n\t\tuint64_t arg0;\n\t\tuint64_t arg1;\n\t}};\n}};\n",
         catalog.event_count()
     );
+    // Combine runs (`crate::combine`), reassembled: see `CtfWriter`.
+    let _ = write!(
+        w,
+        "\nevent {{\n\tname = \"qtrace:payload\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\tuint16_t event_id;\n\t\tuint64_t arg;\n\t\t{U8} state;\n\t\tuint32_t received;\n\t\tuint32_t expected;\n\t\tuint32_t logged_len;\n\t\t{U8} encoding;\n\t\tstring text;\n\t}};\n}};\n",
+        payload_class_id(catalog.event_count() as u16)
+    );
+    let _ = write!(
+        w,
+        "\nevent {{\n\tname = \"qtrace:name\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\t{U8} kind;\n\t\tuint64_t subject;\n\t\t{U8} encoding;\n\t\tstring name;\n\t}};\n}};\n",
+        name_class_id(catalog.event_count() as u16)
+    );
     m
+}
+
+/// A new stream for `source`, counted in `stats`.
+fn new_stream(dir: &Path, source: u32, stats: &mut ConvertStats) -> Stream {
+    stats.sources += 1;
+    let name = if source == u32::MAX {
+        "stream-tracer".to_string()
+    } else {
+        format!("stream-{source}")
+    };
+    Stream {
+        path: dir.join(name),
+        source,
+        created: false,
+        buf: Vec::new(),
+        begin: 0,
+        last: 0,
+        seq: 0,
+        discarded: 0,
+    }
+}
+
+/// The `qtrace:payload` class: after `unknown` and the three variants of
+/// every catalog event ([`variant_id`]).
+fn payload_class_id(unknown_id: u16) -> u16 {
+    unknown_id + 1 + unknown_id * 3
+}
+
+/// The `qtrace:name` class, after `qtrace:payload`.
+fn name_class_id(unknown_id: u16) -> u16 {
+    payload_class_id(unknown_id) + 1
+}
+
+/// An unsigned byte in TSDL.
+const U8: &str = "integer { size = 8; align = 8; signed = false; }";
+
+/// A payload as a CTF string: `(encoding, text)` with encoding 0 = the
+/// UTF-8 bytes (no NUL inside), 1 = lowercase hexadecimal of the bytes.
+fn ctf_text(bytes: &[u8]) -> (u8, Vec<u8>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.contains('\0') => (0, bytes.to_vec()),
+        _ => (
+            1,
+            bytes
+                .iter()
+                .flat_map(|b| format!("{b:02x}").into_bytes())
+                .collect(),
+        ),
+    }
 }
 
 #[cfg(test)]

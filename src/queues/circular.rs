@@ -512,6 +512,22 @@ impl Queue for CircularQueue {
         self.commit(reservation.ticket(), event);
     }
 
+    /// The run goes into this thread's shard (consecutive: the thread is its
+    /// only producer) or the shared ring (consecutive tickets; a slot still
+    /// being written drops that record, a gap readers mark). A run longer
+    /// than the capacity overwrites its own head: readers show it cut.
+    fn post_run(&self, run: &crate::combine::Run<'_>) -> usize {
+        match self.producer_shard() {
+            Some(ring) => {
+                for i in 0..run.len() {
+                    ring.push_with(|| run.record(i));
+                }
+                run.len()
+            }
+            None => self.mp.push_run(run.len(), |i| run.record(i)),
+        }
+    }
+
     /// Saves the events oldest-first (all rings merged by time, the newest
     /// `capacity`), with hoops records for the lost ones. On failure the
     /// events stay in the queue (counted as queued, not delivered) and the

@@ -1,6 +1,7 @@
 //! The dummy queue: discards every event and counts it (S.Ha.R.K.'s `qdummy`,
 //! the template for new policies).
 
+use crate::combine::Run;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
@@ -35,6 +36,11 @@ impl Queue for DummyQueue {
     #[inline]
     fn post(&self, _reservation: Reservation, _event: &Event) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        self.accepted.fetch_add(run.len() as u64, Ordering::Relaxed);
+        run.len()
     }
 
     fn counters(&self) -> QueueCounters {

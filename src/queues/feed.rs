@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::ring::DropRing;
 use super::task::{high_water_events, TaskControl};
+use crate::combine::Run;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{QueueCounters, Reservation};
@@ -97,6 +98,24 @@ impl Feed {
         if pos == self.wake_at.load(Ordering::Relaxed) {
             self.control.request_wake();
         }
+    }
+
+    /// Records a combine run: its records in consecutive positions
+    /// ([`DropRing::claim_run`]), or none of them (counted dropped) when
+    /// they do not all fit.
+    pub(crate) fn post_run(&self, run: &Run<'_>) -> usize {
+        let n = run.len();
+        let Some(first) = self.ring.claim_run(n) else {
+            return 0;
+        };
+        let wake = self.wake_at.load(Ordering::Relaxed);
+        for i in 0..n {
+            self.ring.commit(first + i as u64, &run.record(i));
+        }
+        if (first..first + n as u64).contains(&wake) {
+            self.control.request_wake();
+        }
+        n
     }
 
     /// After a drain round: arms the next wake-up and, if the queue is

@@ -30,6 +30,7 @@ use super::backing::{Backing, Placed, Region};
 use super::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
 use super::ring_file::{RingLayout, RingStorage};
 use super::save::{create_at_activate, default_path, with_hoops, write_trace, StatusCell};
+use crate::combine::Run;
 use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{
@@ -240,6 +241,22 @@ impl Queue for FixedQueue {
             slot.write(event);
             slot.seq.store(COMMITTED, Ordering::Release);
         }
+    }
+
+    /// One `fetch_add` reserves the whole run; when it does not fit, the
+    /// records that do are kept (a cut run) and the rest count as dropped.
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        let n = run.len() as u64;
+        let first = self.ctl.tail.fetch_add(n, Ordering::Relaxed);
+        let mut accepted = 0;
+        for i in 0..n {
+            if let Some(slot) = self.slots.get((first + i) as usize) {
+                slot.write(&run.record(i as usize));
+                slot.seq.store(COMMITTED, Ordering::Release);
+                accepted += 1;
+            }
+        }
+        accepted
     }
 
     /// Saves the events kept, in order, then a hoops record for the drops. On

@@ -22,6 +22,8 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 
+use crate::combine::Run;
+
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
@@ -57,6 +59,9 @@ macro_rules! any_queue {
             #[inline]
             fn post(&self, reservation: Reservation, event: &Event) {
                 match self { $(AnyQueue::$variant(q) => q.post(reservation, event),)* }
+            }
+            fn post_run(&self, run: &Run<'_>) -> usize {
+                match self { $(AnyQueue::$variant(q) => q.post_run(run),)* }
             }
             fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
                 match self { $(AnyQueue::$variant(q) => q.activate(ctx),)* }

@@ -370,6 +370,12 @@ impl Queue for OnlineQueue {
         self.shared.feed.post(reservation, event)
     }
 
+    /// The whole run in consecutive positions, or none of it (dropped and
+    /// counted, and marked in the file like any drop).
+    fn post_run(&self, run: &crate::combine::Run<'_>) -> usize {
+        self.shared.feed.post_run(run)
+    }
+
     fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
         let mut state = self.state.lock();
         let target = match std::mem::replace(&mut *state, State::Done) {

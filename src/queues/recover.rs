@@ -6,7 +6,7 @@
 //! merged by time, the newest `capacity`; a fixed queue's first
 //! `capacity`), a hoops record wherever events are missing, and for every
 //! slot that was being written at the moment the process stopped a hoops
-//! record of 1 lost event marked [`UNREADABLE`] (bit 14 of its flags)
+//! record of 1 lost event marked [`UNREADABLE`] (bit 0 of its flags)
 //! instead of the torn record. Its counters ([`RecoveryCounts`]) satisfy the
 //! queues' equations exactly, and the written trace ends with the close run
 //! that carries them ([`write_trace`]).
@@ -31,7 +31,9 @@ use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
 
 /// Flag bit of a hoops record standing for a slot that was being written
 /// when the process stopped (its record would be torn, so it is not shown).
-pub const UNREADABLE: u16 = 0x4000;
+/// Bit 0, not a high bit: bit 15 marks control records and bit 14 combine
+/// runs (FORMAT.md 1.4), and a plain record's low bits are free.
+pub const UNREADABLE: u16 = 0x0001;
 
 /// The counters of a recovered queue, as the queue would have reported
 /// them at the moment it stopped.
@@ -275,6 +277,14 @@ mod tests {
 
     fn ev(t: u64) -> Event {
         Event::new(t * 10, EventId(0x0b), 1, [t, 0])
+    }
+
+    #[test]
+    fn an_unreadable_mark_is_neither_a_combine_record_nor_a_control_record() {
+        let mut mark = Event::new(5, HOOPS, u32::MAX, [1, 0]);
+        mark.flags = UNREADABLE;
+        assert!(!crate::combine::is_combine(&mark));
+        assert!(crate::wire::close::close_part(&mark).is_none());
     }
 
     fn lost(events: &[Event]) -> u64 {

@@ -855,6 +855,71 @@ impl DropRing {
     }
 }
 
+// ----- combine runs (`crate::combine`): several records reserved together --
+
+impl OverwriteRing {
+    /// Records the `n` records `record(0..n)` as one run: one `fetch_add`
+    /// takes `n` consecutive tickets, then each slot is claimed as by
+    /// [`OverwriteRing::claim`]; a slot that cannot be claimed drops (and
+    /// counts) that record only, which leaves a gap readers mark. Returns
+    /// the records stored.
+    pub(crate) fn push_run(&self, n: usize, record: impl Fn(usize) -> Event) -> usize {
+        let first = self.tail.fetch_add(n as u64, Ordering::Relaxed);
+        let mut stored = 0;
+        for i in 0..n {
+            if let Some(ticket) = self.claim_ticket(first + i as u64) {
+                self.commit(ticket, &record(i));
+                stored += 1;
+            }
+        }
+        stored
+    }
+}
+
+impl DropRing {
+    /// Claims `n` consecutive positions at once and returns the first, or
+    /// returns `None` and counts `n` drops when they are not all free (the
+    /// ring is too full, latched, or `n` exceeds its capacity).
+    pub(crate) fn claim_run(&self, n: usize) -> Option<u64> {
+        let n = n as u64;
+        if n == 0 {
+            return Some(self.tail.load(Ordering::Relaxed));
+        }
+        if n <= self.mask + 1
+            && !(self.latching && self.dropped.load(Ordering::Relaxed) & LATCHED != 0)
+        {
+            let mut pos = self.tail.load(Ordering::Relaxed);
+            loop {
+                // Every slot of the run must be free for this lap (the
+                // first that is not decides, as in `claim`).
+                let diff = (pos..pos + n)
+                    .map(|p| self.slot(p).seq.load(Ordering::Acquire).wrapping_sub(p) as i64)
+                    .find(|d| *d != 0)
+                    .unwrap_or(0);
+                if diff == 0 {
+                    match self.tail.compare_exchange_weak(
+                        pos,
+                        pos + n,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Some(pos),
+                        Err(now) => pos = now,
+                    }
+                } else if diff < 0 {
+                    break;
+                } else {
+                    pos = self.tail.load(Ordering::Relaxed);
+                }
+            }
+        }
+        for _ in 0..n {
+            self.refuse();
+        }
+        None
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -1013,6 +1078,36 @@ mod tests {
         assert_eq!(ring.read().len(), 1);
         ring.commit(t, &ev(1));
         assert_eq!(ring.read().len(), 2);
+    }
+
+    #[test]
+    fn runs_claim_consecutive_slots_or_none() {
+        let ring = DropRing::new(8).unwrap();
+        assert_eq!(ring.claim_run(5), Some(0));
+        for p in 0..5 {
+            ring.commit(p, &ev(p));
+        }
+        assert_eq!(ring.claim_run(4), None); // 3 free
+        assert_eq!(ring.dropped(), 4);
+        assert_eq!(ring.claim_run(9), None); // more than the capacity
+        assert_eq!(ring.dropped(), 13);
+        assert_eq!(ring.pop().unwrap().time, 0);
+        assert_eq!(ring.claim_run(4), Some(5));
+        assert_eq!(ring.accepted(), 9);
+        let latched = DropRing::new_latching(4).unwrap();
+        assert_eq!(latched.claim_run(5), None);
+        assert_eq!(latched.claim_run(1), None); // latched shut
+        assert_eq!(latched.dropped(), 6);
+
+        let ring = OverwriteRing::new(4).unwrap();
+        assert_eq!(ring.push_run(3, ev_at), 3);
+        assert_eq!(ring.push_run(3, |i| ev_at(10 + i)), 3);
+        let kept: Vec<u64> = ring.read().iter().map(|r| r.event.time).collect();
+        assert_eq!(kept, [2, 10, 11, 12]);
+    }
+
+    fn ev_at(i: usize) -> Event {
+        ev(i as u64)
     }
 
     #[test]

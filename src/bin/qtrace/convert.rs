@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
+use qtrace::combine::Names;
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
@@ -245,7 +246,16 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
             pump(&mut w, merged, &bar)?
         }
         (Format::Chrome, None) => {
-            let mut w = ChromeWriter::new(&catalog, base, create(&args.out)?)?;
+            // Names first (a circular queue's snapshot may hold its name
+            // records after the events they name): one pass over the name
+            // records of every file.
+            let names = Names::gather(
+                args.files
+                    .iter()
+                    .filter_map(|p| TraceReader::open(p).ok())
+                    .flat_map(|r| r.filter_map(Result::ok)),
+            );
+            let mut w = ChromeWriter::new(&catalog, base, create(&args.out)?)?.with_names(names);
             pump(&mut w, merged, &bar)?
         }
         (Format::Perfetto, None) => {

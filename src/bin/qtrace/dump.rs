@@ -10,7 +10,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use clap::Args;
+
+use crate::payload;
 use qtrace::classes::{tracer, Catalog};
+use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::args::event_args;
 
 use crate::text::TextFormat;
@@ -194,20 +197,13 @@ pub fn fmt_time(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-fn source_text(source: u32) -> String {
-    if source == u32::MAX {
-        "tracer".to_string()
-    } else {
-        source.to_string()
-    }
-}
-
 /// Formats one event as a text line.
 fn text_line(
     out: &mut String,
     label: Option<(&str, usize)>,
     time: u128,
     catalog: &Catalog,
+    names: &Names,
     e: &Event,
 ) {
     if let Some((l, width)) = label {
@@ -233,8 +229,13 @@ fn text_line(
         .class_of(e.id)
         .and_then(|c| catalog.class(c))
         .map_or("?", |c| c.name.as_str());
-    let _ = write!(out, "{:>6}  {:<10} ", source_text(e.source), class);
-    match catalog.event_name(e.id) {
+    let _ = write!(
+        out,
+        "{:>6}  {:<10} ",
+        payload::source_text(names, e.source),
+        class
+    );
+    match names.event(e.id).or_else(|| catalog.event_name(e.id)) {
         Some(n) => {
             let _ = write!(out, "{n:<14}");
         }
@@ -562,32 +563,79 @@ pub fn run(args: DumpArgs) -> ExitCode {
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
+    // Combine runs are reassembled per file; names apply to the lines after
+    // them.
+    let mut assemblers: Vec<Assembler> = inputs.iter().map(|_| Assembler::new()).collect();
+    let mut names: Vec<Names> = inputs.iter().map(|_| Names::new()).collect();
+    let mut items: Vec<Item> = Vec::new();
     crate::with_stdout(|out| {
-        let (clean, ends) = merge(inputs, |i, e| {
-            let e_time = e.time as u128;
-            if e_time < from || e_time > to {
-                return Ok(());
-            }
-            if e.id != tracer::HOOPS && !filters[i].passes(e.id) {
-                return Ok(());
-            }
-            let label = several.then_some((labels[i].as_str(), width));
-            if args.json || !formats[i].line(&mut buf, label, e.time, e) {
-                line.clear();
-                if args.json {
-                    json_line(&mut line, &labels[i], e_time, &catalogs[i], e);
-                } else {
-                    text_line(&mut line, label, e_time, &catalogs[i], e);
+        let mut show =
+            |i: usize, item: Item, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
+                let (time, id) = match &item {
+                    Item::Event(e) => (e.time, e.id),
+                    Item::Payload(p) => (p.time, p.id),
+                };
+                let e_time = time as u128;
+                let is_name = match &item {
+                    Item::Payload(p) => names[i].learn(p).is_some(),
+                    Item::Event(_) => false,
+                };
+                if e_time < from || e_time > to {
+                    return Ok(());
                 }
-                buf.extend_from_slice(line.as_bytes());
-            }
-            buf.push(b'\n');
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
+                if id != tracer::HOOPS && !is_name && !filters[i].passes(id) {
+                    return Ok(());
+                }
+                let label = several.then_some((labels[i].as_str(), width));
+                match &item {
+                    Item::Event(e) => {
+                        // The fast formatter knows no run-time names: once a
+                        // file has taught some, its lines take the general one.
+                        if args.json
+                            || !names[i].is_empty()
+                            || !formats[i].line(buf, label, e.time, e)
+                        {
+                            line.clear();
+                            if args.json {
+                                json_line(line, &labels[i], e_time, &catalogs[i], e);
+                            } else {
+                                text_line(line, label, e_time, &catalogs[i], &names[i], e);
+                            }
+                            buf.extend_from_slice(line.as_bytes());
+                        }
+                    }
+                    Item::Payload(p) => {
+                        line.clear();
+                        if args.json {
+                            payload::json_line(line, &labels[i], &catalogs[i], p);
+                        } else {
+                            payload::time_column(line, label, e_time);
+                            payload::text_line(line, &catalogs[i], &names[i], p);
+                        }
+                        buf.extend_from_slice(line.as_bytes());
+                    }
+                }
+                buf.push(b'\n');
+                if buf.len() >= 1 << 16 {
+                    out.write_all(buf)?;
+                    buf.clear();
+                }
+                Ok(())
+            };
+        let (clean, ends) = merge(inputs, |i, e| {
+            assemblers[i].push(*e, &mut |item| items.push(item));
+            for item in items.drain(..) {
+                show(i, item, &mut line, &mut buf)?;
             }
             Ok(())
         })?;
+        // Runs still open at the end of a file were cut by it.
+        for (i, a) in assemblers.iter_mut().enumerate() {
+            a.finish(&mut |item| items.push(item));
+            for item in items.drain(..) {
+                show(i, item, &mut line, &mut buf)?;
+            }
+        }
         out.write_all(&buf)?;
         // One END line per file, after its events: complete (with the
         // queue's final counters), cut short, damaged or unknown.
@@ -653,7 +701,14 @@ mod tests {
                                 let mut e = Event::new(time, EventId(id), source, args);
                                 e.flags = flags;
                                 let mut want = String::new();
-                                text_line(&mut want, label, time as u128, &catalog, &e);
+                                text_line(
+                                    &mut want,
+                                    label,
+                                    time as u128,
+                                    &catalog,
+                                    &Names::new(),
+                                    &e,
+                                );
                                 let mut got = Vec::new();
                                 if fast.line(&mut got, label, time, &e) {
                                     assert_eq!(String::from_utf8(got).unwrap(), want);
@@ -697,7 +752,14 @@ mod tests {
         let mut got = Vec::new();
         assert!(fast.line(&mut got, Some(("f.qtr", 60)), 5, &e));
         let mut want = String::new();
-        text_line(&mut want, Some(("f.qtr", 60)), 5, &catalog, &e);
+        text_line(
+            &mut want,
+            Some(("f.qtr", 60)),
+            5,
+            &catalog,
+            &Names::new(),
+            &e,
+        );
         assert_eq!(String::from_utf8(got).unwrap(), want);
     }
 

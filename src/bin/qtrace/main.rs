@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod analyze;
 mod convert;
 mod dump;
+mod payload;
 mod plot;
 mod recover;
 mod recv;
