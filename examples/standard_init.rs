@@ -400,8 +400,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  cargo run --release -- dump {}", files.join(" "));
     println!("  cargo run --release -- stats {}", files.join(" "));
     println!(
-        "  cargo run --release -- convert --to chrome --out {} {}   # for Perfetto",
-        dir.join("trace.json").display(),
+        "  cargo run --release -- convert --to perfetto --out {} {}   # ui.perfetto.dev",
+        dir.join("trace.perfetto").display(),
+        files.join(" ")
+    );
+    println!("  cargo run --release -- analyze {}", files.join(" "));
+    println!(
+        "  cargo run --release -- plot --out {} {}   # an SVG timeline",
+        dir.join("schedule.svg").display(),
         files.join(" ")
     );
     if !report.is_clean() {
