@@ -857,10 +857,24 @@ impl Work for Drainer {
         // holds the drain up: give it a moment. A failing writer gets a few
         // more tries, then what it could not take stays counted as queued.
         let mut failures = 0;
+        let mut quiet = 0;
         for _ in 0..1000 {
             match self.round(usize::MAX) {
-                Round::Empty => break,
-                Round::Busy => std::thread::sleep(Duration::from_millis(1)),
+                Round::Empty => {
+                    // A producer that read its route before shutdown masked
+                    // it may still be about to claim a slot (preempted in
+                    // between): the drain ends only once the queue has stayed
+                    // empty for 2 ms.
+                    quiet += 1;
+                    if quiet >= 2 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Round::Busy => {
+                    quiet = 0;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 Round::Failed => {
                     failures += 1;
                     if failures >= 3 {
@@ -905,8 +919,14 @@ impl Work for Drainer {
             } else {
                 String::new()
             };
+            let cause = if why.is_empty() {
+                "no write failed: they were logged during shutdown, after the last drain"
+                    .to_string()
+            } else {
+                format!("last error: {why}")
+            };
             io.last_error = Some(format!(
-                "{unwritten} events and the hoops record of {unwritten_hoops} lost events could not be written to {} at shutdown{marked}; last error: {why}",
+                "{unwritten} events and the hoops record of {unwritten_hoops} lost events could not be written to {} at shutdown{marked}; {cause}",
                 self.name
             ));
         }

@@ -763,12 +763,22 @@ impl Work for Streamer {
         // Send everything left. A full send buffer or a producer caught
         // between claim and commit gets a moment; an error a few retries.
         let deadline = Instant::now() + Duration::from_secs(2);
+        let mut quiet = 0;
         loop {
             let done = self.round(u64::MAX);
             let ring = &self.shared.feed.ring;
             if done && ring.is_empty() && self.sent_dropped == ring.dropped() {
-                break;
+                // A producer that read its route before shutdown masked it
+                // may still be about to claim a slot: stop only once the
+                // queue has stayed empty for 2 ms.
+                quiet += 1;
+                if quiet >= 2 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
             }
+            quiet = 0;
             if Instant::now() >= deadline {
                 let left = self.shared.feed.ring.len() as u64 + self.pending_events();
                 self.note(format!(
