@@ -100,7 +100,8 @@ import json, os, sys
 d = json.load(open(sys.argv[1]))
 events, hoops = int(sys.argv[3]), int(sys.argv[4])
 markers = d["instants"].get("tracer:hoops", 0)
-assert d["instant_total"] - markers == events, (d["instant_total"], events)
+# Every event is an instant or (a schedule or interrupt) its slice's begin.
+assert d["event_total"] - markers == events, (d["event_total"], d["drawn"], events)
 assert markers == hoops, (markers, hoops)
 size = os.path.getsize(sys.argv[2])
 print(f"check-export: perfetto: {events} events, {markers} loss markers, slices nested, "

@@ -14,8 +14,12 @@ trace processor needs a download and is not used) and checks it:
   is left open.
 
 Prints a JSON summary on stdout (counts of instants by category and name,
+events drawn as a slice begin by category and name (a `system:schedule` is
+the `task N` begin on its source's track, a `lowlevel:interrupt` the `irq N`
+begin, their first argument in the name and the others as annotations),
 slices by category, tracks, the loss counter's values; with --events, every
-instant as [time, track, category, name, {args}]) for tests to compare with
+event, instant or slice begin, as [time, track, category, name, {args}] in
+file order) for tests to compare with
 exact expectations; exits 1 with a message on stderr when a check fails, and
 3 when the `perfetto` package is missing (pip install perfetto).
 
@@ -54,7 +58,8 @@ def main():
     clock = None  # time of the incremental clock
     realtime_origin = None
     instants = {}
-    instant_list = []
+    drawn = {}  # events written as a slice begin, by category:name
+    instant_list = []  # every event, instant or slice begin, in file order
     slice_events = []  # (time, file order, uuid, type, name, category)
     counters = []
     order = 0
@@ -136,6 +141,24 @@ def main():
             counters.append([t, track_name, e.counter_value])
         else:
             slice_events.append((t, order, e.track_uuid, kind, name, cat))
+            # A schedule or interrupt is its slice's begin on its source's
+            # track (`task N` / `irq N`): the name carries the first argument,
+            # debug annotations the others.
+            event = None
+            if kind == "B" and cat == "task" and not track_name.startswith("task "):
+                event = ("system", "schedule", "task", "task ")
+            elif kind == "B" and cat == "interrupt":
+                event = ("lowlevel", "interrupt", "irq", "irq ")
+            if event is not None:
+                ecat, ename, first, prefix = event
+                if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+                    fail(f"packet {order}: {cat} slice named {name!r}, expected {prefix}N")
+                key = f"{ecat}:{ename}"
+                drawn[key] = drawn.get(key, 0) + 1
+                if want_events:
+                    instant_list.append([t, track_name, ecat, ename, {first: int(name[len(prefix):]), **args}])
+            elif args:
+                fail(f"packet {order}: annotations on a slice {kind} that stands for no event")
 
     # The trace processor sorts by time; ties keep file order.
     slice_events.sort(key=lambda s: (s[0], s[1]))
@@ -162,6 +185,8 @@ def main():
     summary = {
         "instants": instants,
         "instant_total": sum(instants.values()),
+        "drawn": drawn,
+        "event_total": sum(instants.values()) + sum(drawn.values()),
         "slices": slices,
         "max_depth": depth,
         "tracks": sorted(name for name, _, _ in tracks.values()),

@@ -97,11 +97,16 @@ fn every_event_name_track_and_nesting_decodes() {
     assert_eq!(
         got["instants"],
         json!({
-            "system:schedule": 3, "system:activate": 1, "lowlevel:interrupt": 1,
-            "user:user0": 1, "semaphore:wait": 1, "semaphore:signal": 1,
-            "tracer:hoops": 2, "unknown:unknown": 1,
+            "system:activate": 1, "user:user0": 1, "semaphore:wait": 1,
+            "semaphore:signal": 1, "tracer:hoops": 2, "unknown:unknown": 1,
         })
     );
+    // Drawn as their slice's begin on the source's track, not as instants too.
+    assert_eq!(
+        got["drawn"],
+        json!({"system:schedule": 3, "lowlevel:interrupt": 1})
+    );
+    assert_eq!(got["event_total"], small_trace().len());
     assert_eq!(
         got["slices"],
         json!({"task": 6, "interrupt": 1, "semaphore": 1})
@@ -215,7 +220,11 @@ fn limits_keep_instants_and_count_what_loses_its_slice() {
     let Some(got) = decode(&path, false) else {
         return;
     };
-    assert_eq!(got["instant_total"], 5);
+    // The schedule of the untracked source 1 is an instant on `other
+    // sources`; the two of source 0 are their `task N` begins.
+    assert_eq!(got["instant_total"], 3);
+    assert_eq!(got["drawn"], json!({"system:schedule": 2}));
+    assert_eq!(got["instants"]["system:schedule"], 1);
     assert_eq!(
         got["tracks"],
         json!(["other sources", "source 0", "task 1", "task 1 sem 1"])
@@ -308,12 +317,16 @@ fn cli_converts_merged_files() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let mut instants = Vec::new();
+    // (slice begins, instants) per part: the schedule at 100 is the begin of
+    // `task 1` on source 0 (with `source 0` on task 1's track), the others
+    // are instants.
+    let mut parts = Vec::new();
     for part in ["out-0000.pftrace", "out-0001.pftrace", "out-0002.pftrace"] {
         let bytes = std::fs::read(dir.path().join(part)).unwrap();
-        instants.push(decode_slices(&bytes).1);
+        let (slices, instants, _) = decode_slices(&bytes);
+        parts.push((slices.iter().filter(|s| s.3 == 1).count(), instants));
     }
-    assert_eq!(instants, [1, 1, 1]);
+    assert_eq!(parts, [(2, 0), (0, 1), (0, 1)]);
 }
 
 /// A decoder of just the fields the writer uses, independent of the writer's
@@ -404,7 +417,7 @@ fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
     /// Whatever the events (ids, sources, unsorted times), every record is one
-    /// instant and, sorted by time as the trace processor sorts, every slice
+    /// instant or (a schedule or interrupt) one slice begin and, sorted by time as the trace processor sorts, every slice
     /// end closes an open slice of its track no earlier than its begin.
     #[test]
     fn perfetto_always_nests(raw in proptest::collection::vec(
@@ -421,7 +434,13 @@ proptest::proptest! {
         let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out).unwrap();
         let stats = export::convert(w, events.iter().copied()).unwrap();
         let (mut slices, instants, _) = decode_slices(&out);
-        proptest::prop_assert_eq!(instants, events.len());
+        // Every source here has a track: each schedule and interrupt is its
+        // slice's begin, every other record one instant.
+        let drawn = events
+            .iter()
+            .filter(|e| e.id == system::SCHEDULE || e.id == lowlevel::INTERRUPT)
+            .count();
+        proptest::prop_assert_eq!(instants, events.len() - drawn);
         proptest::prop_assert_eq!(stats.events + stats.hoops, events.len() as u64);
         slices.sort_by_key(|s| (s.0, s.1));
         let mut stacks: std::collections::HashMap<u64, Vec<u64>> = Default::default();
@@ -461,6 +480,6 @@ fn extreme_values_decode_and_nest() {
         (5, 2, m, 1)
     );
     let (slices, instants, _) = decode_slices(&out);
-    assert_eq!(instants, events.len());
+    assert_eq!(instants, events.len() - 2); // the schedule and interrupt are slice begins
     assert_eq!(slices.len() as u64, 2 * stats.slices);
 }

@@ -39,11 +39,21 @@
 //!   (`task N`, from the system and semaphore classes); under a task's track,
 //!   one per task/semaphore pair (`task T sem S`); and a counter track
 //!   `lost events`.
-//! - **Instants.** Every record is an instant (`TYPE_INSTANT`) on its source's
-//!   track, named after the event, with the class as category and every
-//!   argument that `qtrace dump` shows (see [`args`](super::args)) as a debug
-//!   annotation (`uint_value`). An event the catalog does not define is an
-//!   instant `unknown` of category `unknown` with `id`, `arg0` and `arg1`.
+//! - **Events.** Every record is written once: as a slice begin if the
+//!   export draws it as one, else as an instant.
+//!   - A `system:schedule` on a source with a track *is* the begin of its
+//!     `task N` slice on that track (N = its `task` argument), and a
+//!     `lowlevel:interrupt` the begin of its `irq N` slice; their other
+//!     arguments that `qtrace dump` shows (a schedule's non-zero `arg1`) are
+//!     debug annotations of the begin. Its time is the slice's, so raised to
+//!     the track's latest time if the input goes back in time there.
+//!   - Every other record is an instant (`TYPE_INSTANT`) on its source's
+//!     track, named after the event, with the class as category and every
+//!     argument that `qtrace dump` shows (see [`args`](super::args)) as a
+//!     debug annotation (`uint_value`). An event the catalog does not define
+//!     is an instant `unknown` of category `unknown` with `id`, `arg0` and
+//!     `arg1`. Semaphore events stay instants: their slice is written at the
+//!     signal and a `waitnb` that is never signalled draws none.
 //! - **Slices**, as the [Chrome](super::chrome) export draws them:
 //!   - `task N` (category `task`) on the source's track from a
 //!     `system:schedule` to the next `system:schedule` on that source (or the
@@ -73,7 +83,8 @@
 //! [`PerfettoOptions::max_tracks`], [`PerfettoOptions::max_open_waits`] and
 //! [`PerfettoOptions::max_interned`]; past those limits events are still
 //! written as instants (on their source's track, or a shared `other sources`
-//! track) and counted in [`ConvertStats::unpaired`].
+//! track, where a schedule or interrupt is an instant too) and counted in
+//! [`ConvertStats::unpaired`].
 //!
 //! # Encoder
 //!
@@ -594,6 +605,20 @@ impl<W: Write> PerfettoWriter<W> {
         cat: &str,
         name: std::fmt::Arguments<'_>,
     ) -> Result<(), Error> {
+        self.begin_for(t, track, cat, name, None)
+    }
+
+    /// As [`begin`](Self::begin); with `Some(e)`, the begin stands for the
+    /// event `e` (no instant is written for it) and carries `e`'s arguments
+    /// after the first (which the slice's name shows) as debug annotations.
+    fn begin_for(
+        &mut self,
+        t: u64,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+        of: Option<&Event>,
+    ) -> Result<(), Error> {
         self.stats.slices += 1;
         let iid = self.slice_name(name);
         let cat_iid = self.category(cat);
@@ -606,6 +631,9 @@ impl<W: Write> PerfettoWriter<W> {
             None => put_bytes(e, field::NAME, self.text.as_bytes()),
         }
         put_uint(e, field::CATEGORY_IIDS, cat_iid);
+        if let Some(ev) = of {
+            self.put_args(ev, 1);
+        }
         self.emit(t)
     }
 
@@ -660,7 +688,13 @@ impl<W: Write> PerfettoWriter<W> {
         };
         st.task = Some(task);
         let ts = st.clamp.at(e.time);
-        self.begin(ts, source_uuid, "task", format_args!("task {task}"))?;
+        self.begin_for(
+            ts,
+            source_uuid,
+            "task",
+            format_args!("task {task}"),
+            Some(e),
+        )?;
         let Some(task_uuid) = self.task_track(task)? else {
             self.stats.unpaired += 1;
             return Ok(());
@@ -748,6 +782,46 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(uuid)
     }
 
+    /// Appends the arguments of catalog event `e` from slot `from` on as debug
+    /// annotations to `self.event` (as `qtrace dump` shows them: declared
+    /// arguments always, undeclared ones when not 0).
+    fn put_args(&mut self, e: &Event, from: usize) {
+        let idx = e.id.0 as usize;
+        if idx >= self.events.len() {
+            return;
+        }
+        let declared = self.events[idx].2.len();
+        for (slot, (&value, unnamed)) in e.args.iter().zip(UNNAMED).enumerate() {
+            if slot < from || (slot >= declared && value == 0) {
+                continue;
+            }
+            let mut iid = self.arg_iids[idx][slot];
+            if iid == 0 {
+                let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
+                iid = self
+                    .annotation_names
+                    .get(
+                        arg_name,
+                        true,
+                        field::DEBUG_ANNOTATION_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                self.arg_iids[idx][slot] = iid;
+            }
+            put_message(
+                &mut self.event,
+                field::DEBUG_ANNOTATIONS,
+                &mut self.scratch,
+                |a| {
+                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                    put_uint(a, field::UINT_VALUE, value);
+                },
+            );
+        }
+    }
+
     /// Writes the instant of `e` on `track`.
     fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
         let idx = e.id.0 as usize;
@@ -785,36 +859,7 @@ impl<W: Write> PerfettoWriter<W> {
             let ev = &mut self.event;
             put_uint(ev, field::NAME_IID, name);
             put_uint(ev, field::CATEGORY_IIDS, cat);
-            let declared = self.events[idx].2.len();
-            for (slot, (&value, unnamed)) in e.args.iter().zip(UNNAMED).enumerate() {
-                if slot >= declared && value == 0 {
-                    continue;
-                }
-                let mut iid = self.arg_iids[idx][slot];
-                if iid == 0 {
-                    let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
-                    iid = self
-                        .annotation_names
-                        .get(
-                            arg_name,
-                            true,
-                            field::DEBUG_ANNOTATION_NAMES,
-                            &mut self.interned,
-                            &mut self.scratch,
-                        )
-                        .unwrap_or(0);
-                    self.arg_iids[idx][slot] = iid;
-                }
-                put_message(
-                    &mut self.event,
-                    field::DEBUG_ANNOTATIONS,
-                    &mut self.scratch,
-                    |a| {
-                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                        put_uint(a, field::UINT_VALUE, value);
-                    },
-                );
-            }
+            self.put_args(e, 0);
         } else {
             self.stats.unknown += 1;
             let name = self
@@ -907,7 +952,7 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
                     st.irq = Some((e.time, e.args[0]));
                     let ts = st.clamp.at(e.time);
                     let irq = e.args[0];
-                    self.begin(ts, uuid, "interrupt", format_args!("irq {irq}"))?;
+                    self.begin_for(ts, uuid, "interrupt", format_args!("irq {irq}"), Some(e))?;
                 }
             }
             (semaphore::WAIT, _) => self.wait(e, true)?,
@@ -923,8 +968,13 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         {
             self.stats.unpaired += 1;
         }
-        let track = self.instant_track(tracked)?;
-        self.instant(e, track)?;
+        // A schedule or interrupt with a track of its own is its slice's
+        // begin (written above); every other event is an instant.
+        let drawn = tracked.is_some() && matches!(e.id, system::SCHEDULE | lowlevel::INTERRUPT);
+        if !drawn {
+            let track = self.instant_track(tracked)?;
+            self.instant(e, track)?;
+        }
         if e.id == tracer::HOOPS {
             self.loss_counter(e.time)?;
         }
