@@ -104,6 +104,7 @@ use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
+use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
     CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
     MAX_DATAGRAM_LEN,
@@ -447,6 +448,9 @@ struct SenderState {
     /// (numbers never released) they were in.
     refused_lost: u64,
     refused_lost_datagrams: u64,
+    /// Whether the unclosed-stream mark was written
+    /// ([`SenderState::mark_unclosed`]).
+    unclosed_marked: bool,
 }
 
 impl SenderState {
@@ -471,6 +475,7 @@ impl SenderState {
             refused_next: 0,
             refused_lost: 0,
             refused_lost_datagrams: 0,
+            unclosed_marked: false,
         }
     }
 
@@ -603,6 +608,20 @@ impl SenderState {
             cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
             cx.out.event(&self.hoops(lost));
         }
+    }
+
+    /// At the end of the stream, after everything else of it was written:
+    /// if no close datagram was released, the unclosed-stream mark
+    /// (FORMAT.md 1.5, 3.3 item 6) — the events the sender logged after its
+    /// last datagram that arrived are lost without a count. Written once.
+    fn mark_unclosed(&mut self, cx: &mut Context<'_>) {
+        if self.closed.is_some() || self.unclosed_marked {
+            return;
+        }
+        self.unclosed_marked = true;
+        let accounted = self.summary().accounted();
+        cx.out
+            .event(&unclosed_mark(self.last_time, self.sender, accounted));
     }
 
     fn summary(&self) -> SenderSummary {
@@ -815,6 +834,7 @@ impl ReceiverCore {
         let mut cx = context!(self, out);
         old.release_held(true, &mut cx);
         old.mark_refused(&mut cx);
+        old.mark_unclosed(&mut cx);
         if self.retired.len() < MAX_RETIRED {
             self.retired.push((old.ordinal, old.summary()));
         } else {
@@ -1037,10 +1057,12 @@ impl ReceiverCore {
         for s in &mut self.senders {
             s.release_held(true, &mut cx);
             s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
             time = time.max(s.last_time);
         }
         for s in &mut self.parked {
             s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
             time = time.max(s.last_time);
         }
         // Refused events no stream claimed: their sender never got a slot.
