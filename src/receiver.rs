@@ -42,7 +42,10 @@
 //!   its last drops as lost (hoops records), so for a closed stream
 //!   `logged = received + lost` exactly ([`SenderSummary::logged`]). A stream
 //!   that ends without a close is reported as such
-//!   ([`SenderSummary::closed`]). A datagram that arrives after it was given
+//!   ([`SenderSummary::closed`]) and marked in the trace: after its last
+//!   record, one unclosed-stream mark
+//!   ([`unclosed_mark`](crate::wire::close::unclosed_mark), FORMAT.md 1.5),
+//!   written when it is replaced for good or the receiver stops. A datagram that arrives after it was given
 //!   up on is counted *late* ([`SenderSummary::late`]) and discarded.
 //!
 //! # Hoops records in the received trace
@@ -1045,8 +1048,11 @@ impl ReceiverCore {
     /// Ends every sender's stream: held datagrams are written, and datagrams
     /// still missing before them are lost (their hoops records go to `out`),
     /// as are the events of a sender's refused datagrams that came after its
-    /// last one that got in (a hoops record of its queue); then one hoops
-    /// record per refused source address whose sender never got a slot.
+    /// last one that got in (a hoops record of its queue); each stream
+    /// (tracked or parked) that ended without its close datagram then gets
+    /// its unclosed-stream mark (FORMAT.md 1.5, 3.3 item 6; once per
+    /// stream); then one hoops record per refused source address whose
+    /// sender never got a slot.
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
         self.finish_into(&mut EachEvent(out))
     }
