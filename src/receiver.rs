@@ -44,7 +44,7 @@
 //!   that ends without a close is reported as such
 //!   ([`SenderSummary::closed`]) and marked in the trace: after its last
 //!   record, one unclosed-stream mark
-//!   ([`unclosed_mark`](crate::wire::close::unclosed_mark), FORMAT.md 1.5),
+//!   ([`unclosed_mark`], FORMAT.md 1.5),
 //!   written when it is replaced for good or the receiver stops. A datagram that arrives after it was given
 //!   up on is counted *late* ([`SenderSummary::late`]) and discarded.
 //!
