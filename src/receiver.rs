@@ -42,7 +42,10 @@
 //!   its last drops as lost (hoops records), so for a closed stream
 //!   `logged = received + lost` exactly ([`SenderSummary::logged`]). A stream
 //!   that ends without a close is reported as such
-//!   ([`SenderSummary::closed`]). A datagram that arrives after it was given
+//!   ([`SenderSummary::closed`]) and marked in the trace: after its last
+//!   record, one unclosed-stream mark
+//!   ([`unclosed_mark`], FORMAT.md 1.5),
+//!   written when it is replaced for good or the receiver stops. A datagram that arrives after it was given
 //!   up on is counted *late* ([`SenderSummary::late`]) and discarded.
 //!
 //! # Hoops records in the received trace
@@ -104,6 +107,7 @@ use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::event::Event;
+use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
     CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
     MAX_DATAGRAM_LEN,
@@ -447,6 +451,9 @@ struct SenderState {
     /// (numbers never released) they were in.
     refused_lost: u64,
     refused_lost_datagrams: u64,
+    /// Whether the unclosed-stream mark was written
+    /// ([`SenderState::mark_unclosed`]).
+    unclosed_marked: bool,
 }
 
 impl SenderState {
@@ -471,6 +478,7 @@ impl SenderState {
             refused_next: 0,
             refused_lost: 0,
             refused_lost_datagrams: 0,
+            unclosed_marked: false,
         }
     }
 
@@ -603,6 +611,20 @@ impl SenderState {
             cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
             cx.out.event(&self.hoops(lost));
         }
+    }
+
+    /// At the end of the stream, after everything else of it was written:
+    /// if no close datagram was released, the unclosed-stream mark
+    /// (FORMAT.md 1.5, 3.3 item 6) — the events the sender logged after its
+    /// last datagram that arrived are lost without a count. Written once.
+    fn mark_unclosed(&mut self, cx: &mut Context<'_>) {
+        if self.closed.is_some() || self.unclosed_marked {
+            return;
+        }
+        self.unclosed_marked = true;
+        let accounted = self.summary().accounted();
+        cx.out
+            .event(&unclosed_mark(self.last_time, self.sender, accounted));
     }
 
     fn summary(&self) -> SenderSummary {
@@ -815,6 +837,7 @@ impl ReceiverCore {
         let mut cx = context!(self, out);
         old.release_held(true, &mut cx);
         old.mark_refused(&mut cx);
+        old.mark_unclosed(&mut cx);
         if self.retired.len() < MAX_RETIRED {
             self.retired.push((old.ordinal, old.summary()));
         } else {
@@ -1025,8 +1048,11 @@ impl ReceiverCore {
     /// Ends every sender's stream: held datagrams are written, and datagrams
     /// still missing before them are lost (their hoops records go to `out`),
     /// as are the events of a sender's refused datagrams that came after its
-    /// last one that got in (a hoops record of its queue); then one hoops
-    /// record per refused source address whose sender never got a slot.
+    /// last one that got in (a hoops record of its queue); each stream
+    /// (tracked or parked) that ended without its close datagram then gets
+    /// its unclosed-stream mark (FORMAT.md 1.5, 3.3 item 6; once per
+    /// stream); then one hoops record per refused source address whose
+    /// sender never got a slot.
     pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
         self.finish_into(&mut EachEvent(out))
     }
@@ -1037,10 +1063,12 @@ impl ReceiverCore {
         for s in &mut self.senders {
             s.release_held(true, &mut cx);
             s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
             time = time.max(s.last_time);
         }
         for s in &mut self.parked {
             s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
             time = time.max(s.last_time);
         }
         // Refused events no stream claimed: their sender never got a slot.

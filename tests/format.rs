@@ -1094,6 +1094,7 @@ fn receiver_loss_before_any_event_and_a_zero_record_datagram() {
         [
             Event::new(0, EventId(1), u32::MAX, [2, 0xffff]),
             Event::new(0, EventId(1), u32::MAX, [5, 0xffff]),
+            qtrace::wire::close::unclosed_mark(0, 0x2a, 7),
         ]
     );
     let s = &core.summary().senders[0];
@@ -1166,8 +1167,25 @@ fn receiver_writes_the_stream_example_byte_for_byte() {
     );
     check_example("recv-stream-records", &file[room..]);
     let (events, error, completeness) = completeness_of(&file);
-    assert_eq!(events.len(), 6);
+    assert_eq!(events.len(), 7);
     assert!(error.is_none(), "{error:?}");
+    // The stream ended without a close: its mark is the last record, a
+    // record the reader yields (not part of the close run): sender 0x2a,
+    // 4 received + 3 lost in transit + 4 dropped, at the last event's time.
+    assert_eq!(
+        events[6],
+        Event {
+            time: 7000,
+            id: EventId(0),
+            flags: 0x8004,
+            source: u32::MAX,
+            args: [0x2a, 11],
+        }
+    );
+    assert_eq!(
+        qtrace::wire::close::unclosed_stream(&events[6]),
+        Some((0x2a, 11))
+    );
     let close = CloseRecord::new(
         7000,
         QueueTotals {
@@ -1176,7 +1194,7 @@ fn receiver_writes_the_stream_example_byte_for_byte() {
             overwritten: 0,
             delivered: 4,
         },
-        6,
+        7,
         7,
     );
     assert_eq!(completeness, Completeness::Complete(close));

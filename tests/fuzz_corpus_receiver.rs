@@ -137,11 +137,17 @@ fn seed_receiver_corpus() {
         // The receiver takes them as intended (same logic as the target).
         let mut core = ReceiverCore::new(ReceiverConfig::default());
         let mut records = 0u64;
+        let mut marks = 0u64;
+        let mut count = |e: &qtrace::Event| {
+            records += 1;
+            marks += u64::from(qtrace::wire::close::unclosed_stream(e).is_some());
+        };
         for (who, g) in &parts {
             let from = SocketAddr::from(([127, 0, 0, 1], 40_000 + *who as u16));
-            core.handle(from, g, &mut |_| records += 1);
+            core.handle(from, g, &mut count);
         }
-        core.finish(&mut |_| records += 1);
+        core.finish(&mut count);
+        assert_eq!(marks, 0, "{name}: every stream closed, none is marked");
         let s = core.summary();
         assert_eq!(s.invalid.total(), 0, "{name}");
         assert_eq!(s.lost_datagrams(), lost, "{name}");

@@ -11,6 +11,7 @@ use qtrace::classes::{tracer::HOOPS, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::receiver::sequence::{Limits, WINDOW};
 use qtrace::receiver::{ReceiverConfig, ReceiverCore, RefusedSource};
+use qtrace::wire::close::{close_part, unclosed_stream, UNCLOSED_FLAGS};
 use qtrace::wire::datagram::{
     encode_catalog_fragment, encode_close, encode_events, CloseCounts, DEFAULT_MAX_DATAGRAM_LEN,
 };
@@ -44,7 +45,11 @@ fn dgram(sender: u32, seq: u64, dropped: u64, index: u64, value: u64, n: u64) ->
 
 struct Run {
     core: ReceiverCore,
+    /// Events and hoops records, in order.
     out: Vec<Event>,
+    /// Unclosed-stream marks, each with the length of `out` when it came
+    /// (it follows `out[..n]`).
+    marks: Vec<(usize, Event)>,
 }
 
 impl Run {
@@ -55,15 +60,26 @@ impl Run {
         Run {
             core: ReceiverCore::new(config),
             out: Vec::new(),
+            marks: Vec::new(),
         }
     }
     fn feed(&mut self, from: SocketAddr, bytes: &[u8]) {
-        let out = &mut self.out;
-        self.core.handle(from, bytes, &mut |e| out.push(*e));
+        let (out, marks) = (&mut self.out, &mut self.marks);
+        self.core.handle(from, bytes, &mut |e| split(out, marks, e));
     }
     fn finish(&mut self) {
-        let out = &mut self.out;
-        self.core.finish(&mut |e| out.push(*e));
+        let (out, marks) = (&mut self.out, &mut self.marks);
+        self.core.finish(&mut |e| split(out, marks, e));
+    }
+    /// The unclosed-stream marks as (sender, events accounted, time).
+    fn unclosed(&self) -> Vec<(u32, u64, u64)> {
+        self.marks
+            .iter()
+            .map(|(_, e)| {
+                let (sender, n) = unclosed_stream(e).expect("a well-formed mark");
+                (sender, n, e.time)
+            })
+            .collect()
     }
     fn values(&self) -> Vec<u64> {
         self.out
@@ -94,6 +110,16 @@ impl Run {
                 }
             })
             .collect()
+    }
+}
+
+/// Puts a record the receiver wrote in `out`, or in `marks` when it is a
+/// control record (id 0, flag bit 15).
+fn split(out: &mut Vec<Event>, marks: &mut Vec<(usize, Event)>, e: &Event) {
+    if close_part(e).is_some() {
+        marks.push((out.len(), *e));
+    } else {
+        out.push(*e);
     }
 }
 
@@ -777,6 +803,78 @@ fn a_stream_without_a_close_says_so() {
     assert!(!s.senders[0].closed);
     assert_eq!(s.senders[0].logged, None);
     assert!(s.to_string().contains("ended without a close"), "{s}");
+}
+
+#[test]
+fn a_stream_without_a_close_ends_with_one_unclosed_mark() {
+    let mut r = Run::new();
+    // Sender 42: events 0, 1; datagram 1 (events 2..5) lost; events 5, 6
+    // with 2 drops reported. No close.
+    r.feed(addr(1), &events_dgram(42, 0, 0, 0, 2));
+    r.feed(addr(1), &events_dgram(42, 2, 2, 5, 2));
+    assert!(r.marks.is_empty(), "the stream is not over yet");
+    r.finish();
+    assert_eq!(r.stream(), [E(0), E(1), L(3), E(5), E(6), L(2)]);
+    // One mark, after every record of the stream: 4 received + 3 lost in
+    // transit + 2 dropped = 9, at the time of event 6 (100 + 6).
+    assert_eq!(r.unclosed(), [(42, 9, 106)]);
+    let (at, mark) = r.marks[0];
+    assert_eq!(at, r.out.len());
+    assert_eq!(
+        (mark.flags, mark.source, mark.id.0),
+        (UNCLOSED_FLAGS, u32::MAX, 0)
+    );
+    assert_eq!(r.core.summary().senders[0].accounted(), 9);
+    // Finishing again writes no second mark.
+    r.finish();
+    assert_eq!(r.marks.len(), 1);
+}
+
+#[test]
+fn a_closed_stream_has_no_unclosed_mark() {
+    let mut r = Run::new();
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 2));
+    r.feed(addr(1), &close_dgram(1, 1, 0, 2, 2, 0));
+    r.finish();
+    assert_eq!(r.stream(), [E(0), E(1)]);
+    assert!(r.marks.is_empty(), "{:?}", r.marks);
+}
+
+#[test]
+fn a_restart_marks_the_earlier_unclosed_incarnation_where_it_ends() {
+    let mut r = Run::new();
+    r.feed(addr(1), &events_dgram(7, 0, 0, 0, 3));
+    // Sender 7 again from a new port: its first stream ended without a
+    // close, and is marked before the new stream's records.
+    r.feed(addr(2), &dgram(7, 0, 0, 0, 50, 1));
+    assert_eq!(r.unclosed(), [(7, 3, 102)]);
+    assert_eq!(r.marks[0].0, 3);
+    r.feed(addr(2), &close_dgram(7, 1, 0, 1, 1, 0));
+    r.finish();
+    assert_eq!(r.values(), [0, 1, 2, 50]);
+    assert_eq!(
+        r.unclosed(),
+        [(7, 3, 102)],
+        "the closed second stream has none"
+    );
+}
+
+#[test]
+fn a_parked_sender_that_never_resumes_is_marked_when_the_receiver_stops() {
+    let mut r = Run::with(ReceiverConfig {
+        max_senders: 1,
+        idle_datagrams: 1,
+        ..ReceiverConfig::default()
+    });
+    r.feed(addr(1), &events_dgram(1, 0, 0, 0, 1));
+    r.feed(addr(1), &events_dgram(1, 1, 0, 1, 1));
+    // Sender 2 takes the idle slot; sender 1 is parked, not yet marked.
+    r.feed(addr(2), &dgram(2, 0, 0, 0, 20, 1));
+    assert!(r.marks.is_empty());
+    r.finish();
+    let mut got = r.unclosed();
+    got.sort();
+    assert_eq!(got, [(1, 2, 101), (2, 1, 120)]);
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::TraceReader;
-use qtrace::Tracer;
+use qtrace::wire::close::unclosed_stream;
+use qtrace::{Event, Tracer};
 
 fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
@@ -81,8 +82,71 @@ fn recv_writes_the_stream_and_prints_a_summary() {
     );
     assert!(stdout.contains("not qtrace"), "{stdout}");
     let reader = TraceReader::open(&out).unwrap();
-    let values: Vec<u64> = reader.map(|e| e.unwrap().args[0]).collect();
+    let records: Vec<Event> = reader.map(|e| e.unwrap()).collect();
+    let values: Vec<u64> = records[..500].iter().map(|e| e.args[0]).collect();
     assert_eq!(values, (0..500).collect::<Vec<_>>());
+    // It stopped at the count, before the sender's close: the stream ends
+    // with its unclosed-stream mark (FORMAT.md 1.5), the file's last record.
+    assert_eq!(records.len(), 501);
+    let (sender, n) = unclosed_stream(&records[500]).expect("an unclosed-stream mark");
+    assert_eq!(n, 500);
+    assert_eq!(records[500].time, records[499].time);
+    // `dump` and `stats` say so, in words and JSON, and exit 3.
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(args)
+            .arg(&out)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let words = format!(
+        "[STREAM OF SENDER {sender} ENDED WITHOUT A CLOSE after 500 events: events after its last datagram lost without a count]"
+    );
+    let (code, stdout, stderr) = run(&["dump"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 502, "500 events, the mark, the END line");
+    assert!(lines[500].ends_with(&words), "{}", lines[500]);
+    assert!(lines[501].contains("[END: complete"), "{}", lines[501]);
+    assert!(
+        stderr.contains("1 sender stream ended without a close"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(&["dump", "--json"]);
+    assert_eq!(code, Some(3));
+    let mark_line = stdout.lines().nth(500).unwrap();
+    assert!(
+        mark_line.contains(&format!(
+            "\"unclosed_stream\":{{\"sender\":{sender},\"events\":500}}"
+        )),
+        "{mark_line}"
+    );
+    let (code, stdout, stderr) = run(&["stats"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stdout.contains("  events: 500\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  unclosed streams: 1 sender stream ended without a close (events after the last datagram of each lost without a count)"
+        ),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(&["stats", "--json"]);
+    assert_eq!(code, Some(3));
+    assert!(
+        stdout.contains(
+            "\"events\":500,\"lost\":0,\"hoops\":0,\"unclosed_streams\":1,\"complete\":true"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"unclosed_streams\":1,\"complete\":1,"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -247,7 +311,13 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
         stdout.contains("received 300 events from 1 sender(s)"),
         "{stdout}"
     );
-    assert_eq!(TraceReader::open(&out).unwrap().count(), 300);
+    // 300 events, then the unclosed-stream mark (stopped before the close).
+    let records: Vec<Event> = TraceReader::open(&out)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(records.len(), 301);
+    assert_eq!(unclosed_stream(&records[300]).map(|(_, n)| n), Some(300));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

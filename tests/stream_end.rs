@@ -23,6 +23,7 @@ use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::sequence::Limits;
 use qtrace::receiver::{Receiver, ReceiverConfig, RunLimit};
+use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
 use qtrace::{Config, Event, Tracer};
 
@@ -63,7 +64,11 @@ fn assert_complete(events: &[Event], end: Completeness) {
     match end {
         Completeness::Complete(close) => {
             assert_eq!((close.records, close.lost), (events.len() as u64, lost));
-            let received = events.iter().filter(|e| e.id != HOOPS).count() as u64;
+            // Unclosed-stream marks (FORMAT.md 1.5) are records, not events.
+            let received = events
+                .iter()
+                .filter(|e| e.id != HOOPS && unclosed_stream(e).is_none())
+                .count() as u64;
             assert_eq!(
                 (
                     close.totals.accepted,
@@ -168,6 +173,11 @@ fn sixteen_single_datagrams_from_sixteen_ports_then_a_real_sender() {
     assert_eq!(summary.events(), 16 + real.events);
     let (_, events, end) = read_all(&path);
     assert_complete(&events, end);
+    // The 16 quiet streams ended without a close: one mark each (1 event
+    // accounted); the real sender's closed stream has none.
+    let mut marks: Vec<(u32, u64)> = events.iter().filter_map(unclosed_stream).collect();
+    marks.sort();
+    assert_eq!(marks, (0..16).map(|i| (0x1000 + i, 1)).collect::<Vec<_>>());
     let received: Vec<u64> = events
         .iter()
         .filter(|e| e.id == user::USER0)

@@ -14,6 +14,7 @@ use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
+use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::TraceHeader;
 use qtrace::{Config, Event, Tracer};
 
@@ -31,16 +32,23 @@ fn out_file(name: &str) -> PathBuf {
 
 /// The header and records of a received file, which must be complete: it
 /// ends with a close run (not returned) that agrees with its records.
-fn read_trace(path: &PathBuf) -> (TraceHeader, Vec<Event>) {
+/// The file's header, its events and hoops records, and its unclosed-stream
+/// marks as (sender, events accounted) (FORMAT.md 1.5), checking that it is
+/// complete.
+fn read_trace(path: &PathBuf) -> (TraceHeader, Vec<Event>, Vec<(u32, u64)>) {
     let mut reader = TraceReader::open(path).unwrap();
     let header = reader.header().clone();
-    let events: Vec<Event> = reader.by_ref().map(|e| e.unwrap()).collect();
+    let (marks, events): (Vec<Event>, Vec<Event>) = reader
+        .by_ref()
+        .map(|e| e.unwrap())
+        .partition(|e| unclosed_stream(e).is_some());
+    let marks = marks.iter().filter_map(unclosed_stream).collect();
     assert!(
         matches!(reader.completeness(), Some(Completeness::Complete(_))),
         "{:?}",
         reader.completeness()
     );
-    (header, events)
+    (header, events, marks)
 }
 
 fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
@@ -134,7 +142,11 @@ fn stream_keeping_up(name: &str, total: u64, offload: bool) {
     );
     assert!(s.has_catalog);
     assert_eq!(summary.invalid.total(), 0);
-    let (header, events) = read_trace(&path);
+    let (header, events, marks) = read_trace(&path);
+    // The receiver stopped at the count, before the sender's close: the
+    // stream is marked unclosed, with every event accounted.
+    assert!(!s.closed);
+    assert_eq!(marks, [(s.sender, total)]);
     assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((0, "udp")));
     assert_eq!(events.len() as u64, total);
     assert!(events.iter().all(|e| e.id == user::USER0));
@@ -209,7 +221,8 @@ fn an_overloaded_sender_reports_its_losses_exactly() {
     assert_eq!(s.sender_dropped, c.dropped);
     assert_eq!((s.lost_datagrams, s.lost_events), (0, 0));
     // The file holds the events and hoops records adding up to the drops.
-    let (_, events) = read_trace(&path);
+    let (_, events, marks) = read_trace(&path);
+    assert_eq!(marks, [], "the stream closed");
     let hoops: u64 = events
         .iter()
         .filter(|e| e.id == HOOPS)
@@ -315,7 +328,9 @@ fn ipv6_user_classes_and_the_catalog_reach_the_receiver() {
     assert_eq!(s.sender, 0xfeed);
     assert!(s.addr.is_ipv6());
     assert_eq!(s.events, 10);
-    let (header, events) = read_trace(&path);
+    let (header, events, marks) = read_trace(&path);
+    // The receiver stopped at 10 events, before the sender's close.
+    assert_eq!(marks, [(0xfeed, 10)]);
     assert_eq!(header.catalog().event_name(rx_event), Some("rx"));
     assert_eq!(
         events.iter().map(|e| e.args[1]).collect::<Vec<_>>(),
@@ -396,7 +411,18 @@ fn two_senders_at_once_are_kept_apart_and_in_order() {
             (per_sender, 0, 0)
         );
     }
-    let (header, events) = read_trace(&path);
+    let (header, events, marks) = read_trace(&path);
+    let closed: Vec<bool> = summary.senders.iter().map(|s| s.closed).collect();
+    assert_eq!(
+        marks,
+        summary
+            .senders
+            .iter()
+            .filter(|s| !s.closed)
+            .map(|s| (s.sender, s.accounted()))
+            .collect::<Vec<_>>(),
+        "one mark per stream that ended without a close ({closed:?})"
+    );
     // Two senders: the merged file is not tied to one queue.
     assert_eq!(header.queue(), None);
     for s in 0..2 {

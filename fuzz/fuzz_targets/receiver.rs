@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use libfuzzer_sys::fuzz_target;
 use qtrace::classes::tracer::HOOPS;
 use qtrace::receiver::{ReceiverConfig, ReceiverCore, MAX_RETIRED};
+use qtrace::wire::close::unclosed_stream;
 
 const MAX_SENDERS: usize = 3;
 
@@ -32,6 +33,8 @@ fuzz_target!(|data: &[u8]| {
     let mut fed = 0u64;
     let mut records = 0u64;
     let mut hoops = 0u64;
+    // Unclosed-stream marks (FORMAT.md 1.5), not counted in `records`.
+    let mut marks = 0u64;
     let mut rest = data;
     while !rest.is_empty() {
         let who = rest[0] & 3;
@@ -45,6 +48,10 @@ fuzz_target!(|data: &[u8]| {
         rest = &rest[end..];
         let from = SocketAddr::from(([127, 0, 0, 1], 40_000 + who as u16));
         core.handle(from, body, &mut |e| {
+            if unclosed_stream(e).is_some() {
+                marks += 1;
+                return;
+            }
             records += 1;
             if e.id == HOOPS && e.source == u32::MAX {
                 hoops += 1;
@@ -74,12 +81,24 @@ fuzz_target!(|data: &[u8]| {
     // The end writes the datagrams still held, each after the exact loss
     // before it.
     core.finish(&mut |e| {
+        if unclosed_stream(e).is_some() {
+            marks += 1;
+            return;
+        }
         records += 1;
         if e.id == HOOPS && e.source == u32::MAX {
             hoops += 1;
         }
     });
     let s = core.summary();
+    // Exactly one unclosed-stream mark per stream that ended without a
+    // close, none for a closed one.
+    if s.retired_uncounted == 0 {
+        assert_eq!(
+            marks,
+            s.senders.iter().filter(|s| !s.closed).count() as u64
+        );
+    }
     // Records out = events received + the hoops records the receiver wrote
     // (at most three per accepted datagram: the events lost in transit
     // before it, a close's unsent events, the sender's drops it reports;

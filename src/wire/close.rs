@@ -91,6 +91,46 @@ pub fn close_part(event: &Event) -> Option<u16> {
     }
 }
 
+/// Record flags of the receiver's *unclosed-stream mark* (FORMAT.md 1.5):
+/// `0x8000 | 4`, a tracer control record that is not part of a close run.
+pub const UNCLOSED_FLAGS: u16 = CLOSE_RECORD_FLAG | 4;
+
+/// The receiver's mark that a sender's stream ended without its close
+/// datagram (FORMAT.md 1.5 and 3.3): id 0, source `0xffffffff`, flags
+/// [`UNCLOSED_FLAGS`], `arg0` = the sender id, `arg1` = the events of that
+/// stream received or marked lost; its time is the last event time written
+/// for the stream. Events the sender logged after its last datagram that
+/// arrived are lost without a count.
+///
+/// ```
+/// use qtrace::wire::close::{unclosed_mark, unclosed_stream, UNCLOSED_FLAGS};
+///
+/// let mark = unclosed_mark(7000, 42, 9);
+/// assert_eq!(mark.flags, UNCLOSED_FLAGS);
+/// assert_eq!(unclosed_stream(&mark), Some((42, 9)));
+/// ```
+pub fn unclosed_mark(time: u64, sender: u32, events: u64) -> Event {
+    Event {
+        time,
+        id: CLOSE_ID,
+        flags: UNCLOSED_FLAGS,
+        source: CLOSE_SOURCE,
+        args: [u64::from(sender), events],
+    }
+}
+
+/// Whether `event` is an unclosed-stream mark ([`unclosed_mark`]: id 0,
+/// source `0xffffffff`, flags exactly [`UNCLOSED_FLAGS`], a sender id that
+/// fits 32 bits); if so, the sender id and the events accounted for.
+pub fn unclosed_stream(event: &Event) -> Option<(u32, u64)> {
+    if event.id == CLOSE_ID && event.flags == UNCLOSED_FLAGS && event.source == CLOSE_SOURCE {
+        let sender = u32::try_from(event.args[0]).ok()?;
+        Some((sender, event.args[1]))
+    } else {
+        None
+    }
+}
+
 /// Whether `event` is a hoops record, and if so how many events it says were
 /// lost.
 pub fn hoops_lost(event: &Event) -> Option<u64> {

@@ -19,7 +19,7 @@ use qtrace::export::args::event_args;
 use crate::text::TextFormat;
 use qtrace::export::MergeByTime;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
-use qtrace::wire::close::close_part;
+use qtrace::wire::close::{close_part, unclosed_stream};
 use qtrace::{Event, EventId};
 
 /// Arguments of `qtrace dump`.
@@ -217,6 +217,10 @@ fn text_line(
         }
         return;
     }
+    if let Some((sender, n)) = unclosed_stream(e) {
+        let _ = write!(out, "{}", unclosed_text(sender, n));
+        return;
+    }
     if close_part(e).is_some() {
         let _ = write!(
             out,
@@ -322,7 +326,12 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
     if e.id == tracer::HOOPS {
         let _ = write!(out, ",\"lost\":{},\"queue\":{}", e.args[0], e.args[1]);
     }
-    if close_part(e).is_some() {
+    if let Some((sender, n)) = unclosed_stream(e) {
+        let _ = write!(
+            out,
+            ",\"unclosed_stream\":{{\"sender\":{sender},\"events\":{n}}}"
+        );
+    } else if close_part(e).is_some() {
         // Id 0 with flag bit 15 outside a final close run: corrupt or unknown.
         out.push_str(",\"control\":true");
     }
@@ -399,9 +408,28 @@ pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Reba
     }
 }
 
+/// The line of a receiver's unclosed-stream mark (FORMAT.md 1.5): sender
+/// `sender`'s stream ended without a close after `n` events received or
+/// marked lost.
+pub fn unclosed_text(sender: u32, n: u64) -> String {
+    format!(
+        "[STREAM OF SENDER {sender} ENDED WITHOUT A CLOSE after {n} events: events after its last datagram lost without a count]"
+    )
+}
+
 /// The exit status when a file is cut short (no close record, or one that
-/// disagrees with the file) and none is damaged: 3. Damage (2) wins.
+/// disagrees with the file) or holds a receiver's unclosed-stream mark (a
+/// sender's stream was cut: events after it are lost without a count), and
+/// none is damaged: 3. Damage (2) wins.
 pub const EXIT_CUT: u8 = 3;
+
+/// What `n` (> 0) unclosed-stream marks in a file mean, in words.
+pub fn unclosed_words(n: u64) -> String {
+    let streams = if n == 1 { "stream" } else { "streams" };
+    format!(
+        "{n} sender {streams} ended without a close (events after the last datagram of each lost without a count)"
+    )
+}
 
 /// Whether `c` makes the exit status [`EXIT_CUT`].
 pub fn is_cut(c: Option<Completeness>) -> bool {
@@ -568,6 +596,8 @@ pub fn run(args: DumpArgs) -> ExitCode {
     let mut assemblers: Vec<Assembler> = inputs.iter().map(|_| Assembler::new()).collect();
     let mut names: Vec<Names> = inputs.iter().map(|_| Names::new()).collect();
     let mut items: Vec<Item> = Vec::new();
+    // Files holding an unclosed-stream mark (FORMAT.md 1.5), by index.
+    let mut unclosed: Vec<u64> = inputs.iter().map(|_| 0).collect();
     crate::with_stdout(|out| {
         let mut show =
             |i: usize, item: Item, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
@@ -583,7 +613,11 @@ pub fn run(args: DumpArgs) -> ExitCode {
                 if e_time < from || e_time > to {
                     return Ok(());
                 }
-                if id != tracer::HOOPS && !is_name && !filters[i].passes(id) {
+                let is_mark = matches!(&item, Item::Event(e) if unclosed_stream(e).is_some());
+                if is_mark {
+                    unclosed[i] += 1;
+                }
+                if id != tracer::HOOPS && !is_name && !is_mark && !filters[i].passes(id) {
                     return Ok(());
                 }
                 let label = several.then_some((labels[i].as_str(), width));
@@ -673,9 +707,15 @@ pub fn run(args: DumpArgs) -> ExitCode {
                 eprintln!("qtrace: {}: {c}", labels[i]);
             }
         }
+        for (label, &n) in labels.iter().zip(&unclosed) {
+            if n > 0 {
+                eprintln!("qtrace: {label}: {}", unclosed_words(n));
+            }
+        }
         Ok(if !clean {
             ExitCode::from(2)
-        } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) {
+        } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) || unclosed.iter().any(|&n| n > 0)
+        {
             ExitCode::from(EXIT_CUT)
         } else {
             ExitCode::SUCCESS

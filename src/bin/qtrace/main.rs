@@ -47,15 +47,20 @@ enum Command {
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
     /// events before the damage are printed); otherwise 3 when a file is cut
-    /// short or its close record disagrees with it; 0 otherwise.
+    /// short or its close record disagrees with it, or when it holds a
+    /// `[STREAM OF SENDER … ENDED WITHOUT A CLOSE …]` line (written by `qtrace
+    /// recv`: that sender's events after its last datagram are lost without
+    /// a count); 0 otherwise.
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span,
     /// and whether each file is complete.
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged; otherwise
     /// 3 when a file is cut short (no close record) or its close record
-    /// disagrees with it; 0 otherwise (complete files, and old files whose
-    /// completeness is unknown).
+    /// disagrees with it, or when it holds unclosed streams (a sender's stream
+    /// that `qtrace recv` saw end without a close: its events after its last
+    /// datagram are lost without a count); 0 otherwise (complete files, and
+    /// old files whose completeness is unknown).
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
     Recv(recv::RecvArgs),

@@ -13,7 +13,10 @@ use std::fmt::Write as _;
 
 use qtrace::reader::Completeness;
 
-use crate::dump::{end_word, fmt_time, is_cut, json_str, open_all, Input, EXIT_CUT};
+use crate::dump::{
+    end_word, fmt_time, is_cut, json_str, open_all, unclosed_words, Input, EXIT_CUT,
+};
+use qtrace::wire::close::unclosed_stream;
 
 /// Arguments of `qtrace stats`.
 #[derive(Args, Debug)]
@@ -23,7 +26,8 @@ pub struct StatsArgs {
     pub files: Vec<PathBuf>,
     /// One JSON document instead of text: `{"files":[{"file", "events",
     /// "lost", "hoops", "complete" (true, false, or null when unknown),
-    /// "end", "close", "damaged", …}], "total":{…}}`.
+    /// "end", "close", "unclosed_streams" (streams `qtrace recv` saw end
+    /// without a close), "damaged", …}], "total":{…}}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -33,6 +37,8 @@ struct Totals {
     events: u64,
     hoops: u64,
     lost: u64,
+    /// Unclosed-stream marks (FORMAT.md 1.5): not events.
+    unclosed: u64,
     min: Option<u64>,
     max: Option<u64>,
 }
@@ -63,8 +69,8 @@ fn file_json(out: &mut String, f: &FileJson) {
     json_str(out, &f.label);
     let _ = write!(
         out,
-        ",\"events\":{},\"lost\":{},\"hoops\":{},\"complete\":",
-        f.t.events, f.t.lost, f.t.hoops
+        ",\"events\":{},\"lost\":{},\"hoops\":{},\"unclosed_streams\":{},\"complete\":",
+        f.t.events, f.t.lost, f.t.hoops, f.t.unclosed
     );
     match f.end.and_then(|c| c.is_complete()) {
         Some(b) => {
@@ -113,7 +119,8 @@ fn file_json(out: &mut String, f: &FileJson) {
 }
 
 /// Writes the summary of every input to `out`; returns the exit status (2
-/// when a file is damaged, else 3 when one is cut short).
+/// when a file is damaged, else 3 when one is cut short or holds unclosed
+/// streams).
 fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<ExitCode> {
     let mut damaged_any = false;
     let mut cut_any = false;
@@ -139,7 +146,9 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             let ns = h.ticks_to_ns(e.time);
             t.min = Some(t.min.map_or(ns, |m| m.min(ns)));
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
-            if e.id == tracer::HOOPS {
+            if unclosed_stream(&e).is_some() {
+                t.unclosed += 1;
+            } else if e.id == tracer::HOOPS {
                 t.hoops += 1;
                 // Counts come from the file: a corrupt one may claim up to
                 // u64::MAX per record, so the sum saturates.
@@ -155,7 +164,7 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             Some(false) => cut_n += 1,
             None => unknown_n += 1,
         }
-        cut_any |= is_cut(end);
+        cut_any |= is_cut(end) || t.unclosed > 0;
         let out: &mut dyn Write = &mut text;
         writeln!(out, "{}", input.label)?;
         let queue = h
@@ -179,6 +188,10 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         match &end {
             Some(c) => writeln!(out, "  end: {c}")?,
             None => writeln!(out, "  end: not reached (the file is damaged)")?,
+        }
+        if t.unclosed > 0 {
+            writeln!(out, "  unclosed streams: {}", unclosed_words(t.unclosed))?;
+            eprintln!("qtrace: {}: {}", input.label, unclosed_words(t.unclosed));
         }
         match (t.min, t.max) {
             (Some(a), Some(b)) => writeln!(
@@ -228,6 +241,7 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         grand.events += t.events;
         grand.hoops += t.hoops;
         grand.lost = grand.lost.saturating_add(t.lost);
+        grand.unclosed += t.unclosed;
         summaries.push(FileJson {
             label: input.label.clone(),
             t,
@@ -245,8 +259,8 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         }
         let _ = write!(
             s,
-            "],\"total\":{{\"files\":{files},\"events\":{},\"lost\":{},\"hoops\":{},\"complete\":{complete_n},\"cut\":{cut_n},\"unknown\":{unknown_n}}}}}",
-            grand.events, grand.lost, grand.hoops
+            "],\"total\":{{\"files\":{files},\"events\":{},\"lost\":{},\"hoops\":{},\"unclosed_streams\":{},\"complete\":{complete_n},\"cut\":{cut_n},\"unknown\":{unknown_n}}}}}",
+            grand.events, grand.lost, grand.hoops, grand.unclosed
         );
         writeln!(out, "{s}")?;
     } else {
