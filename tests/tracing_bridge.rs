@@ -12,7 +12,12 @@ use qtrace::{Event, Tracer};
 use tracing_subscriber::layer::SubscriberExt;
 
 fn traced(slots: u16, program: impl FnOnce()) -> (Arc<Tracer>, Vec<Event>, u64) {
-    let tracer = Arc::new(Tracer::new());
+    // A directory of its own: the tests run in parallel, and two live queues
+    // cannot share a ring file.
+    let dir = std::env::temp_dir().join(format!("qtrace-bridge-{}-{slots}", std::process::id()));
+    let tracer = Arc::new(Tracer::with_config(
+        qtrace::Config::default().with_output_dir(&dir),
+    ));
     let q = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: 4096,

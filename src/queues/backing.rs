@@ -77,20 +77,25 @@ impl Backing {
         })
     }
 
-    /// Creates (or truncates) `path`, sizes it to `len` bytes (rounded up to
-    /// a page, all zero) and maps it shared, read-write.
+    /// Creates `path`, which must not exist, sizes it to `len` bytes (rounded
+    /// up to a page, all zero) and maps it shared, read-write.
+    ///
+    /// # Errors
+    ///
+    /// `AlreadyExists` when `path` exists: it was created since the caller
+    /// moved a previous file aside, by another live queue using the same
+    /// path. Never truncating it means two queues never share one mapping.
     #[cfg(not(any(miri, loom)))]
     pub(crate) fn file(path: &Path, len: usize) -> std::io::Result<Backing> {
         let len = round_up(len.max(1), PAGE);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .open(path)?;
         file.set_len(len as u64)?;
-        // SAFETY: the file was just created or truncated by this process and
-        // is only ever accessed through this mapping (plain bytes before the
+        // SAFETY: the file was just created (not opened: `create_new`) by
+        // this process and is only ever accessed through this mapping (plain bytes before the
         // rings are placed, atomics after). Another process that truncates
         // it while mapped would make accesses fault (SIGBUS); a ring file is
         // private to the queue that made it, as documented in FORMAT.md.
@@ -370,6 +375,21 @@ mod tests {
     fn placement_past_the_end_panics() {
         let mut b = Backing::heap(PAGE).unwrap();
         b.place_slice(PAGE - 8, 2, |_| 0u64);
+    }
+
+    #[cfg(not(miri))]
+    #[test]
+    fn a_file_region_never_opens_an_existing_file() {
+        // Another live queue's ring file at the same path must not be
+        // truncated and shared: creating the region is refused instead.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.ring");
+        let first = Backing::file(&path, 10).unwrap();
+        let e = Backing::file(&path, 10)
+            .err()
+            .expect("a second region at the same path");
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), first.len as u64);
     }
 
     #[cfg(not(miri))]

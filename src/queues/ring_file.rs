@@ -124,6 +124,14 @@ impl RingStorage {
 
 /// `e` with what the user can do about a ring file that cannot be made.
 fn hint(e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::AlreadyExists {
+        return std::io::Error::new(
+            e.kind(),
+            format!(
+                "{e}: another live queue uses this ring file (two tracers with the same output directory and queue handles?); give each tracer its own directory (Config::with_output_dir) or the queue its own ring file (`ring: RingStorage::FileAt(path)`)"
+            ),
+        );
+    }
     std::io::Error::new(
         e.kind(),
         format!(
