@@ -385,9 +385,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.ring");
         let first = Backing::file(&path, 10).unwrap();
-        let e = Backing::file(&path, 10)
-            .err()
-            .expect("a second region at the same path");
+        let Err(e) = Backing::file(&path, 10) else {
+            panic!("a second region at the same path");
+        };
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), first.len as u64);
     }
