@@ -29,7 +29,12 @@ use qtrace::EventId;
 mod common;
 use common::{thread_cpu_time, CAPACITY, EVENTS};
 
-fn case(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, name: &str, tracer: &qtrace::Tracer, id: EventId) {
+fn case(
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    tracer: &qtrace::Tracer,
+    id: EventId,
+) {
     c.bench_function(name, |b| {
         let t = black_box(tracer);
         b.iter_custom(|iters| {
