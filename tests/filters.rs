@@ -5,16 +5,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use qtrace::classes::user;
-use qtrace::queues::{Filter, FilterQueue, Fixed, FixedParams};
-use qtrace::{Error, QueueCounters, QueueHandle, Tracer};
+use qtrace::queues::{Filter, FilterQueue, Fixed, FixedParams, RingStorage};
+use qtrace::{Config, Error, QueueCounters, QueueHandle, Tracer};
 
-fn fixed(tracer: &Tracer) -> QueueHandle {
+/// A tracer whose files go to a directory of its own (removed at exit)
+/// and that saves nothing on a panic.
+fn tracer() -> (Tracer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::default()
+        .with_output_dir(dir.path())
+        .with_save_on_panic(false);
+    (Tracer::with_config(config), dir)
+}
+
+/// A fixed queue of `capacity` records on the heap (no ring file).
+fn fixed_of(tracer: &Tracer, capacity: usize) -> QueueHandle {
     tracer
         .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
+            capacity,
+            ring: RingStorage::Memory,
             ..Default::default()
         })
         .unwrap()
+}
+
+fn fixed(tracer: &Tracer) -> QueueHandle {
+    fixed_of(tracer, 64)
 }
 
 /// (id, source, arg0) of every event in a fixed queue.
@@ -36,7 +52,7 @@ fn filter_queue(tracer: &Tracer, h: QueueHandle) -> &FilterQueue {
 
 #[test]
 fn source_filter_keeps_one_source() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_event(user::USER0, q).unwrap();
     let f = tracer
@@ -62,7 +78,7 @@ fn source_filter_keeps_one_source() {
 
 #[test]
 fn arg_filter_and_unfiltered_events_share_the_queue() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer
@@ -79,7 +95,7 @@ fn arg_filter_and_unfiltered_events_share_the_queue() {
 
 #[test]
 fn handler_filter_sees_each_event_and_can_be_removed() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_event(user::USER0, q).unwrap();
     let seen = Arc::new(AtomicU64::new(0));
@@ -110,7 +126,7 @@ fn handler_filter_sees_each_event_and_can_be_removed() {
 
 #[test]
 fn reassigning_removes_the_filter() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q0 = fixed(&tracer);
     let q1 = fixed(&tracer);
     tracer.assign_event(user::USER0, q0).unwrap();
@@ -131,7 +147,7 @@ fn reassigning_removes_the_filter() {
 
 #[test]
 fn class_filter_one_filter_queue_per_target() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q0 = fixed(&tracer);
     let q1 = fixed(&tracer);
     tracer.assign_class(user::CLASS, q0).unwrap();
@@ -156,7 +172,7 @@ fn class_filter_one_filter_queue_per_target() {
 
 #[test]
 fn a_panicking_handler_rejects_the_event_and_is_reported() {
-    let tracer = Tracer::with_config(qtrace::Config::default().with_save_on_panic(false));
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_event(user::USER0, q).unwrap();
     let f = tracer
@@ -186,7 +202,7 @@ fn a_panicking_handler_rejects_the_event_and_is_reported() {
 
 #[test]
 fn strings_are_filtered_as_a_whole_run() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_event(user::USER0, q).unwrap();
     let f = tracer
@@ -203,7 +219,7 @@ fn strings_are_filtered_as_a_whole_run() {
 
 #[test]
 fn errors_name_what_to_do() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     let e = tracer
         .filter_event(user::USER0, Filter::source(0))
@@ -229,9 +245,7 @@ fn errors_name_what_to_do() {
 
 #[test]
 fn filters_work_after_phase_2() {
-    let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(
-        std::env::temp_dir().join(format!("qtrace-filters-{}", std::process::id())),
-    ));
+    let (tracer, _dir) = tracer();
     let q = tracer.create_queue::<qtrace::queues::Dummy>(()).unwrap();
     tracer.assign_event(user::USER0, q).unwrap();
     tracer.activate().unwrap();
@@ -245,7 +259,7 @@ fn filters_work_after_phase_2() {
 
 #[test]
 fn names_reach_the_target_once_not_through_the_filter() {
-    let tracer = Tracer::new();
+    let (tracer, _dir) = tracer();
     let q = fixed(&tracer);
     tracer.assign_event(user::USER0, q).unwrap();
     let f = tracer
@@ -255,4 +269,34 @@ fn names_reach_the_target_once_not_through_the_filter() {
     // One name run ("worker": a begin record and one of bytes), not two.
     assert_eq!(events(&tracer, q).len(), 2);
     assert_eq!(tracer.counters(f).unwrap(), QueueCounters::default());
+}
+
+#[test]
+fn threads_through_one_filter_exact_counts() {
+    let (tracer, _dir) = tracer();
+    let q = fixed_of(&tracer, 4096);
+    tracer.assign_event(user::USER0, q).unwrap();
+    let f = tracer
+        .filter_event(user::USER0, Filter::arg(0, 0..=499))
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let tracer = &tracer;
+            s.spawn(move || {
+                for a in 0..1000 {
+                    tracer.log_event_from(t, user::USER0, [a, 0]);
+                }
+            });
+        }
+    });
+    let mut kept = events(&tracer, q);
+    kept.sort_unstable();
+    let mut want: Vec<_> = (0..4u32)
+        .flat_map(|t| (0..500).map(move |a| (user::USER0.0, t, a)))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(kept, want);
+    let fq = filter_queue(&tracer, f);
+    assert_eq!((fq.passed(), fq.rejected()), (2000, 2000));
+    assert_eq!(tracer.counters(q).unwrap().accepted, 2000);
 }
