@@ -181,6 +181,13 @@ impl<'a> Run<'a> {
         1 + self.payload.len().div_ceil(BYTES_PER_RECORD)
     }
 
+    /// The event the run was logged as — its id, source and time, with
+    /// `[arg, 0]` for arguments — not one of its records: what a
+    /// [`Filter`](crate::queues::Filter) decides on.
+    pub fn logged_event(&self) -> Event {
+        Event::new(self.time, self.id, self.source, [self.arg, 0])
+    }
+
     /// The bytes the run stores (the payload cut to [`MAX_PAYLOAD`]).
     pub fn payload(&self) -> &'a [u8] {
         self.payload

@@ -52,6 +52,12 @@ pub enum Error {
         /// How many classes are defined (valid ids are 0 to `defined - 1`).
         defined: usize,
     },
+    /// A filter was asked for an event (or a class none of whose events)
+    /// is assigned to a queue: a filter forwards to the event's queue.
+    FilterWithoutRoute {
+        /// The event (the class's first event for `filter_class`).
+        id: EventId,
+    },
     /// A configuration call after `shutdown`.
     AfterShutdown {
         /// What was attempted.
@@ -209,6 +215,11 @@ impl fmt::Display for Error {
                 f,
                 "class {id} is not defined: this tracer knows classes 0 to {}; define new classes with Tracer::define_class in phase 1",
                 defined.saturating_sub(1)
+            ),
+            FilterWithoutRoute { id } => write!(
+                f,
+                "cannot filter event {}: it is assigned to no queue; call Tracer::assign_event or Tracer::assign_class first, then Tracer::filter_event or Tracer::filter_class",
+                id.0
             ),
             AfterShutdown { operation } => write!(
                 f,

@@ -38,6 +38,9 @@ pub(crate) struct Registry {
     pub(crate) queue_types: Vec<&'static str>,
     pub(crate) activated: Vec<bool>,
     event_queue: Vec<Option<QueueHandle>>,
+    /// The filter queue an event is routed through, if any (it forwards to
+    /// `event_queue`).
+    event_filter: Vec<Option<QueueHandle>>,
     event_on: Vec<bool>,
     class_on: Vec<bool>,
 }
@@ -52,6 +55,7 @@ impl Registry {
             queue_types: Vec::new(),
             activated: Vec::new(),
             event_queue: Vec::new(),
+            event_filter: Vec::new(),
             event_on: Vec::new(),
             class_on: Vec::new(),
         };
@@ -61,6 +65,7 @@ impl Registry {
 
     pub(crate) fn set_catalog(&mut self, catalog: Catalog) {
         self.event_queue.resize(catalog.event_count(), None);
+        self.event_filter.resize(catalog.event_count(), None);
         self.event_on.resize(catalog.event_count(), true);
         self.class_on.resize(catalog.classes().len(), true);
         self.catalog = Arc::new(catalog);
@@ -141,8 +146,20 @@ impl Registry {
         Ok(c.first_event.0..c.first_event.0 + c.event_count)
     }
 
+    /// Routes `id` to `queue`, removing its filter.
     pub(crate) fn assign(&mut self, id: EventId, queue: QueueHandle) {
         self.event_queue[id.0 as usize] = Some(queue);
+        self.event_filter[id.0 as usize] = None;
+    }
+
+    /// Routes `id` through the filter queue `filter` (or not, with `None`).
+    pub(crate) fn set_filter(&mut self, id: EventId, filter: Option<QueueHandle>) {
+        self.event_filter[id.0 as usize] = filter;
+    }
+
+    /// The filter queue an event is routed through.
+    pub(crate) fn filter_of(&self, id: EventId) -> Option<QueueHandle> {
+        self.event_filter.get(id.0 as usize).copied().flatten()
     }
 
     pub(crate) fn set_event_on(&mut self, id: EventId, on: bool) {
@@ -165,14 +182,14 @@ impl Registry {
         self.event_on[i] && self.class_on[class]
     }
 
-    /// The word the hot path reads for `id`: `LIVE | queue` when the event is
-    /// assigned, switched on, its class switched on, and the tracer is neither
+    /// The word the hot path reads for `id`: `LIVE | queue` (its filter
+    /// queue if it has one) when the event is assigned, switched on, its class switched on, and the tracer is neither
     /// suspended nor shut down; 0 otherwise.
     pub(crate) fn route_word(&self, id: EventId) -> u32 {
         if self.suspended || self.phase == Phase::ShutDown {
             return 0;
         }
-        match self.queue_of(id) {
+        match self.filter_of(id).or(self.queue_of(id)) {
             Some(q) if self.is_on(id) => LIVE | (q.0 as u32 & QUEUE_MASK),
             _ => 0,
         }

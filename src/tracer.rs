@@ -15,7 +15,7 @@ use crate::event::{Event, EventId};
 use crate::queue::{
     AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType,
 };
-use crate::queues::{producer_cache, CircularQueue};
+use crate::queues::{producer_cache, CircularQueue, Filter, FilterQueue};
 use crate::registry::{Phase, Registry, LIVE, QUEUE_MASK};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -397,6 +397,8 @@ impl Tracer {
         for queue in self.queues[..r.queue_types.len()]
             .iter()
             .filter_map(|q| q.get())
+            // A filter queue forwards to a queue that gets the name itself.
+            .filter(|q| q.as_custom::<FilterQueue>().is_none())
         {
             queue.post_run(&run);
         }
@@ -566,6 +568,164 @@ impl Tracer {
             self.publish(&r, EventId(id));
         }
         Ok(())
+    }
+
+    /// Routes `id` through a [`Filter`] that decides, per event, whether it
+    /// is recorded into the queue `id` is assigned to; returns the filter's
+    /// queue handle (a [`FilterQueue`], see [`crate::queues::filter`] for its
+    /// counters and what a panicking handler does). A filter takes a queue
+    /// slot of its own, for good (the tracer holds at most
+    /// [`QueueHandle::MAX_QUEUES`] queues). Events without a filter pay
+    /// nothing for filters. A second filter replaces the first;
+    /// [`Tracer::assign_event`] or [`Tracer::assign_class`] re-routes the
+    /// event and removes its filter; [`Tracer::unfilter_event`] removes it.
+    /// Any time before shutdown.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Filter, Fixed, FixedParams};
+    /// use qtrace::Tracer;
+    ///
+    /// let tracer = Tracer::new();
+    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+    /// tracer.assign_event(user::USER0, q)?;
+    /// tracer.filter_event(user::USER0, Filter::arg(0, 10..=19))?;
+    /// for a in [5, 12, 30, 19] {
+    ///     tracer.log_event(user::USER0, [a, 0]);
+    /// }
+    /// let kept: Vec<u64> = tracer.queue(q)?.as_fixed().unwrap()
+    ///     .snapshot_events().iter().map(|e| e.args[0]).collect();
+    /// assert_eq!(kept, [12, 19]);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::EventOutOfRange`]; [`Error::FilterWithoutRoute`] when `id`
+    /// is assigned to no queue; [`Error::InvalidParameter`] for
+    /// [`Filter::arg`] with an index other than 0 or 1;
+    /// [`Error::TooManyQueues`]; [`Error::AfterShutdown`].
+    pub fn filter_event(&self, id: EventId, filter: Filter) -> Result<QueueHandle, Error> {
+        let mut r = self.registry.lock();
+        r.require_running("filter an event")?;
+        r.check_event(id)?;
+        filter.validate()?;
+        let target = r.queue_of(id).ok_or(Error::FilterWithoutRoute { id })?;
+        let handle = self.create_filter(&mut r, filter, target)?;
+        r.set_filter(id, Some(handle));
+        self.publish(&r, id);
+        Ok(handle)
+    }
+
+    /// Routes every event of `class` that is assigned to a queue through
+    /// `filter` ([`Tracer::filter_event`] for each, sharing one filter queue
+    /// per queue the class's events go to); returns the filter queues'
+    /// handles, in the order of the events' queues' first appearance.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracer::filter_event`], with [`Error::ClassOutOfRange`], and
+    /// [`Error::FilterWithoutRoute`] (naming the class's first event) when
+    /// none of its events is assigned.
+    pub fn filter_class(&self, class: ClassId, filter: Filter) -> Result<Vec<QueueHandle>, Error> {
+        let mut r = self.registry.lock();
+        r.require_running("filter a class")?;
+        let events = r.class_events(class)?;
+        filter.validate()?;
+        let mut made: Vec<(QueueHandle, QueueHandle)> = Vec::new();
+        for id in events.clone().map(EventId) {
+            let Some(target) = r.queue_of(id) else {
+                continue;
+            };
+            let handle = match made.iter().find(|(t, _)| *t == target) {
+                Some(&(_, h)) => h,
+                None => {
+                    let h = self.create_filter(&mut r, filter.clone(), target)?;
+                    made.push((target, h));
+                    h
+                }
+            };
+            r.set_filter(id, Some(handle));
+            self.publish(&r, id);
+        }
+        if made.is_empty() {
+            return Err(Error::FilterWithoutRoute {
+                id: EventId(events.start),
+            });
+        }
+        Ok(made.into_iter().map(|(_, h)| h).collect())
+    }
+
+    /// Removes `id`'s filter: its events go straight to its queue again.
+    /// Removing no filter is harmless. The filter queue stays (with its
+    /// counters) and is reported at shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::EventOutOfRange`]; [`Error::AfterShutdown`].
+    pub fn unfilter_event(&self, id: EventId) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("unfilter an event")?;
+        r.check_event(id)?;
+        r.set_filter(id, None);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    /// Removes the filter of every event of `class`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClassOutOfRange`]; [`Error::AfterShutdown`].
+    pub fn unfilter_class(&self, class: ClassId) -> Result<(), Error> {
+        let mut r = self.registry.lock();
+        r.require_running("unfilter a class")?;
+        for id in r.class_events(class)? {
+            r.set_filter(EventId(id), None);
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// The filter queue an event is routed through, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::EventOutOfRange`].
+    pub fn filter_of(&self, id: EventId) -> Result<Option<QueueHandle>, Error> {
+        let r = self.registry.lock();
+        r.check_event(id)?;
+        Ok(r.filter_of(id))
+    }
+
+    /// Stores a new filter queue forwarding to `target`.
+    fn create_filter(
+        &self,
+        r: &mut Registry,
+        filter: Filter,
+        target: QueueHandle,
+    ) -> Result<QueueHandle, Error> {
+        let index = r.queue_types.len();
+        if index >= QueueHandle::MAX_QUEUES {
+            return Err(Error::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
+        // Filters forward to a real queue, never to another filter.
+        let target = self.queues[target.index()]
+            .get()
+            .expect("created queues are set");
+        // SAFETY: `target` is in `self.queues`, a box never moved whose
+        // slots are set once and never cleared; the filter queue goes into
+        // the same table, so it never outlives its target.
+        let queue = unsafe { FilterQueue::new(filter, target) };
+        if self.queues[index].set(AnyQueue::custom(queue)).is_err() {
+            unreachable!("queue slots are filled in order under the lock");
+        }
+        r.queue_types.push(FilterQueue::NAME);
+        // A filter has no activate hook.
+        r.activated.push(r.phase != Phase::Configuring);
+        Ok(QueueHandle(index as u16))
     }
 
     /// Switches one event on (S.Ha.R.K. `trc_trace_event`).

@@ -209,6 +209,11 @@ fn api_names() -> BTreeSet<&'static str> {
         "RingStorage::FileAt" => qtrace::queues::RingStorage::FileAt,
         "RingStorage::Memory" => qtrace::queues::RingStorage::Memory,
         "Config::with_output_dir" => |c: qtrace::Config| c.with_output_dir("d"),
+        "Tracer::assign_event" => Tracer::assign_event,
+        "Tracer::assign_class" => Tracer::assign_class,
+        "Tracer::filter_event" => Tracer::filter_event,
+        "Tracer::filter_class" => Tracer::filter_class,
+        "Filter::arg" => qtrace::queues::Filter::arg,
     }
 }
 

@@ -5,6 +5,7 @@ pub(crate) mod backing;
 pub mod circular;
 pub mod dummy;
 pub(crate) mod feed;
+pub mod filter;
 pub mod fixed;
 pub mod online;
 pub(crate) mod producer_cache;
@@ -26,6 +27,7 @@ use crate::combine::Run;
 
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
+pub use filter::{Filter, FilterQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use ring_file::RingStorage;
