@@ -12,7 +12,7 @@ use qtrace::combine::{self, Assembler, Item, Payload, PayloadState, MAX_PAYLOAD}
 use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter};
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Dummy, Fixed, FixedParams, Online, OnlineParams,
-    Udp, UdpParams,
+    RingStorage, Udp, UdpParams,
 };
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, RunLimit};
@@ -254,6 +254,7 @@ fn every_length_through_circular_queues_with_and_without_shards() {
                 capacity: 1 << 14,
                 shards,
                 file: None,
+                ring: RingStorage::Memory,
                 ..Default::default()
             })
             .unwrap();
@@ -421,6 +422,8 @@ fn a_full_fixed_queue_keeps_the_records_that_fit_and_marks_the_run_cut() {
     let q = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: 4,
+            // On the heap: tests run in parallel and share the default directory.
+            ring: RingStorage::Memory,
             ..Default::default()
         })
         .unwrap();
@@ -503,6 +506,7 @@ fn a_payload_longer_than_the_maximum_is_cut_at_logging_and_says_so() {
     let q = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: 1024,
+            ring: RingStorage::Memory,
             ..Default::default()
         })
         .unwrap();
