@@ -255,7 +255,6 @@ fn every_length_through_circular_queues_with_and_without_shards() {
                 shards,
                 file: None,
                 ring: RingStorage::Memory,
-                ..Default::default()
             })
             .unwrap();
         tracer.assign_event(user::USER1, q).unwrap();
