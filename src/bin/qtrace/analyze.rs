@@ -142,7 +142,7 @@ pub fn run(args: AnalyzeArgs) -> ExitCode {
         } else {
             text(out, &report, label.as_ref())?;
         }
-        Ok(crate::dump::read_status(
+        Ok(crate::dump::report_and_status(
             "qtrace analyze",
             &args.files,
             clean,

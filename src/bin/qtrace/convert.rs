@@ -20,7 +20,7 @@ use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::TraceHeader;
 use qtrace::{Error, Event};
 
-use crate::dump::{is_cut, rebased, EndSlot, EXIT_CUT};
+use crate::dump::{read_status, rebased, report_cuts, EndSlot};
 
 /// Any failure of the command: the message says what to do.
 type Failure = Box<dyn std::error::Error>;
@@ -168,11 +168,7 @@ pub fn run(args: &Args) -> ExitCode {
             for err in &damaged {
                 eprintln!("qtrace convert: {err}; the events before it were converted");
             }
-            for (path, end) in args.files.iter().zip(&ends) {
-                if let Some(c) = end.filter(|c| c.is_complete() == Some(false)) {
-                    eprintln!("qtrace convert: {}: {c}", path.display());
-                }
-            }
+            report_cuts("qtrace convert", &args.files, &ends);
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
                 stats.events,
@@ -181,13 +177,7 @@ pub fn run(args: &Args) -> ExitCode {
                 stats.sources,
                 args.out.display()
             );
-            if !damaged.is_empty() {
-                ExitCode::from(BAD_INPUT)
-            } else if ends.iter().any(|e| is_cut(*e)) {
-                ExitCode::from(EXIT_CUT)
-            } else {
-                ExitCode::SUCCESS
-            }
+            read_status(damaged.is_empty(), &ends)
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");

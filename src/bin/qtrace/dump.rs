@@ -436,27 +436,39 @@ pub fn is_cut(c: Option<Completeness>) -> bool {
     c.is_some_and(|c| c.is_complete() == Some(false))
 }
 
-/// The exit status of a command that read `files` through [`merge`]: 2 when
-/// one was damaged, [`EXIT_CUT`] when one was cut short (each reported on
-/// stderr after `command`), 0 otherwise.
-pub fn read_status(
+/// Reports each file of `files` that was cut short on stderr, after
+/// `command`: the one place `dump`'s siblings say it.
+pub fn report_cuts(command: &str, files: &[std::path::PathBuf], ends: &[Option<Completeness>]) {
+    for (path, end) in files.iter().zip(ends) {
+        if let Some(c) = end.filter(|c| is_cut(Some(*c))) {
+            eprintln!("{command}: {}: {c}", path.display());
+        }
+    }
+}
+
+/// The exit status of a command that read trace files: 2 when one was
+/// damaged (`clean` is false), [`EXIT_CUT`] when one was cut short, 0
+/// otherwise.
+pub fn read_status(clean: bool, ends: &[Option<Completeness>]) -> ExitCode {
+    if !clean {
+        ExitCode::from(2)
+    } else if ends.iter().any(|e| is_cut(*e)) {
+        ExitCode::from(EXIT_CUT)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// [`report_cuts`] then [`read_status`], for the files [`merge`] read.
+pub fn report_and_status(
     command: &str,
     files: &[std::path::PathBuf],
     clean: bool,
     ends: &[Option<FileEnd>],
 ) -> ExitCode {
-    for (path, end) in files.iter().zip(ends) {
-        if let Some((c, _)) = end.filter(|(c, _)| is_cut(Some(*c))) {
-            eprintln!("{command}: {}: {c}", path.display());
-        }
-    }
-    if !clean {
-        ExitCode::from(2)
-    } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) {
-        ExitCode::from(EXIT_CUT)
-    } else {
-        ExitCode::SUCCESS
-    }
+    let ends: Vec<Option<Completeness>> = ends.iter().map(|e| e.map(|(c, _)| c)).collect();
+    report_cuts(command, files, &ends);
+    read_status(clean, &ends)
 }
 
 /// The `[END: …]` text of a file's completeness.

@@ -44,7 +44,7 @@ pub fn run(args: PlotArgs) -> ExitCode {
                 stats.sources,
                 args.out.display()
             );
-            crate::dump::read_status("qtrace plot", &args.files, clean, &ends)
+            crate::dump::report_and_status("qtrace plot", &args.files, clean, &ends)
         }
         Err((msg, code)) => {
             eprintln!("qtrace plot: {msg}");
