@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use qtrace::classes::{lowlevel, semaphore, system, user, ClassSpec};
 use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
-use qtrace::{Error, Event, Tracer};
+use qtrace::{ConfigError, Error, Event, Tracer};
 
 /// The queue type: registered once, then queues are created from it.
 struct Histogram;
@@ -44,9 +44,13 @@ impl QueueType for Histogram {
     const NAME: &'static str = "histogram";
 
     // The create hook: allocate everything now, never on the hot path.
-    fn create(&self, params: HistogramParams, _ctx: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(
+        &self,
+        params: HistogramParams,
+        _ctx: &QueueContext,
+    ) -> Result<AnyQueue, ConfigError> {
         if params.max_events == 0 {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type: Self::NAME,
                 reason: "max_events must be at least 1".into(),
             });
@@ -71,7 +75,7 @@ impl Queue for HistogramQueue {
         };
     }
 
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         // The catalog at phase 2 is final: it includes user classes.
         println!(
             "histogram queue {} active ({} events known)",
@@ -82,7 +86,7 @@ impl Queue for HistogramQueue {
     }
 
     // The terminate hook: print what was seen.
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         println!("histogram queue {} saw:", ctx.handle);
         for (id, count) in self.counts.iter().enumerate() {
             let n = count.load(Ordering::Relaxed);

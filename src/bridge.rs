@@ -73,7 +73,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
 use crate::classes::{ClassId, ClassSpec};
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::EventId;
 use crate::tracer::Tracer;
 
@@ -115,11 +115,11 @@ impl QtraceLayer {
     ///
     /// # Errors
     ///
-    /// What [`Tracer::define_class`] returns: [`Error::AfterPhase2`] after
+    /// What [`Tracer::define_class`] returns: [`ConfigError::AfterPhase2`] after
     /// [`Tracer::activate`] (create the layer before it), a class `tracing`
     /// already defined, or too many events in the tracer (at most
     /// [`EventId::MAX_EVENTS`] in all: ask for fewer slots).
-    pub fn new(tracer: Arc<Tracer>, slots: u16) -> Result<Self, Error> {
+    pub fn new(tracer: Arc<Tracer>, slots: u16) -> Result<Self, ConfigError> {
         let mut spec = ClassSpec::new(CLASS_NAME, "events and spans of the tracing crate")
             .event("span_begin", "a span was entered", &["span", "callsite"])
             .event("span_end", "a span was exited", &["span", "callsite"]);
@@ -186,8 +186,8 @@ impl QtraceLayer {
     ///
     /// # Errors
     ///
-    /// [`Error::AfterShutdown`] once the tracer is shut down.
-    pub fn record_names(&self) -> Result<(), Error> {
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn record_names(&self) -> Result<(), ConfigError> {
         let described = self.described.lock();
         for (i, text) in described.iter().enumerate() {
             self.tracer

@@ -35,8 +35,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::Error;
-
 mod tsc;
 
 /// Which source a [`Clock`] reads.
@@ -111,6 +109,37 @@ pub fn no_tsc_requested(value: Option<&OsStr>) -> bool {
     }
 }
 
+/// A clock of the requested kind cannot be built on this machine
+/// ([`Clock::tsc`], [`Clock::of_kind`]). The clock's own error: `?` turns it
+/// into [`ConfigError::ClockUnavailable`](crate::ConfigError::ClockUnavailable)
+/// or the crate-level [`Error::Config`](crate::Error::Config).
+///
+/// ```
+/// use qtrace::clock::{Clock, ClockKind};
+/// let e = Clock::of_kind(ClockKind::Manual).unwrap_err();
+/// assert_eq!(e.kind, "manual");
+/// assert!(e.to_string().starts_with("a `manual` clock is not available: "));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClockUnavailable {
+    /// The kind asked for (`ClockKind::name`).
+    pub kind: &'static str,
+    /// Why, and what to use instead.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ClockUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a `{}` clock is not available: {}",
+            self.kind, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ClockUnavailable {}
+
 impl Clock {
     /// The fastest correct clock on this machine: [`Clock::tsc`] when the TSC
     /// is usable and `QTRACE_NO_TSC` does not forbid it (see the module
@@ -130,7 +159,7 @@ impl Clock {
     ///
     /// # Errors
     ///
-    /// [`Error::ClockUnavailable`] when the counter must not be used for time:
+    /// [`ClockUnavailable`] when the counter must not be used for time:
     /// not x86_64, not invariant, or not the kernel's own clock source.
     ///
     /// ```
@@ -140,13 +169,13 @@ impl Clock {
     ///     Err(e) => println!("{e}"), // e.g. not x86_64
     /// }
     /// ```
-    pub fn tsc() -> Result<Clock, Error> {
+    pub fn tsc() -> Result<Clock, ClockUnavailable> {
         match tsc::calibration() {
             Ok(c) => Ok(Clock {
                 source: Source::Tsc(tsc::TscScale::new(tsc::read(), c.ticks_per_second)),
                 origin_unix_ns: unix_now_ns(),
             }),
-            Err(reason) => Err(Error::ClockUnavailable {
+            Err(reason) => Err(ClockUnavailable {
                 kind: ClockKind::Tsc.name(),
                 reason: reason.to_string(),
             }),
@@ -165,7 +194,7 @@ impl Clock {
     ///
     /// # Errors
     ///
-    /// [`Error::ClockUnavailable`] for [`ClockKind::Manual`] (a manual clock
+    /// [`ClockUnavailable`] for [`ClockKind::Manual`] (a manual clock
     /// needs the [`ManualClock`] that moves it: use [`Clock::manual`]) and
     /// for [`ClockKind::Tsc`] where [`Clock::tsc`] fails.
     ///
@@ -175,11 +204,11 @@ impl Clock {
     /// assert_eq!(clock.kind(), ClockKind::Monotonic);
     /// assert!(Clock::of_kind(ClockKind::Manual).is_err());
     /// ```
-    pub fn of_kind(kind: ClockKind) -> Result<Clock, Error> {
+    pub fn of_kind(kind: ClockKind) -> Result<Clock, ClockUnavailable> {
         match kind {
             ClockKind::Tsc => Clock::tsc(),
             ClockKind::Monotonic => Ok(Clock::monotonic()),
-            ClockKind::Manual => Err(Error::ClockUnavailable {
+            ClockKind::Manual => Err(ClockUnavailable {
                 kind: kind.name(),
                 reason: "a manual clock moves only through its ManualClock: build it with \
                          Clock::manual(&manual) and pass it to Config::with_clock"

@@ -1,158 +1,70 @@
-//! The one error type of the configuration and I/O side of qtrace. The hot path
-//! (`log`) never returns an error: it records, or counts a loss.
+//! The crate-level error: one type that composes every layer's error with
+//! `From`, so `?` works in code that calls several layers.
+//!
+//! Each layer has its own error, next to the code that returns it, and no
+//! layer imports this module (it sits on top):
+//!
+//! | layer | error | returned by |
+//! |---|---|---|
+//! | model | [`CatalogError`] | class and catalog builders |
+//! | model | [`ClockUnavailable`] | [`Clock::tsc`](crate::clock::Clock::tsc), [`Clock::of_kind`](crate::clock::Clock::of_kind) |
+//! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::init), [`global`](crate::global), queue types |
+//! | wire | [`WireError`] | parsing headers, records, datagrams |
+//! | readers | [`ReadError`](crate::reader::ReadError), [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
+//! | export | [`ExportError`] | the converters of [`export`](crate::export) |
+//!
+//! An I/O failure is [`Error::Io`] whichever layer it came from; a wrapped
+//! layer error keeps its `Display` text and its `source()` chain
+//! (transparent wrapping).
+//!
+//! ```
+//! use qtrace::classes::ClassSpec;
+//! use qtrace::queues::Dummy;
+//! use qtrace::{ConfigError, Error, Tracer};
+//!
+//! fn setup(tracer: &Tracer) -> Result<(), Error> {
+//!     let q = tracer.create_queue::<Dummy>(())?; // ConfigError -> Error
+//!     let c = tracer.define_class(ClassSpec::new("net", "").event("rx", "", &[]))?;
+//!     tracer.assign_class(c.id, q)?;
+//!     Ok(())
+//! }
+//! let tracer = Tracer::new();
+//! setup(&tracer)?;
+//! tracer.activate()?;
+//! match setup(&tracer) {
+//!     Err(Error::Config(ConfigError::AfterPhase2 { .. })) => {}
+//!     other => panic!("{other:?}"),
+//! }
+//! # Ok::<(), Error>(())
+//! ```
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::classes::ClassId;
-use crate::queue::QueueHandle;
-use crate::EventId;
+pub use crate::classes::CatalogError;
+pub use crate::clock::ClockUnavailable;
+pub use crate::config_error::ConfigError;
+pub use crate::export::ExportError;
+pub use crate::io_error::IoError;
+pub use crate::wire::WireError;
 
-/// What went wrong, and what to do about it (the `Display` text says both).
+use crate::io_error::write_io;
+
+/// Any qtrace error: the error of the layer that failed (the `Display` text
+/// says what went wrong and what to do about it).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A queue was created with a type that was never registered.
-    UnknownQueueType {
-        /// The type's name ([`QueueType::NAME`](crate::QueueType::NAME)).
-        name: &'static str,
-        /// The Rust type ([`std::any::type_name`] of the type passed to
-        /// `create_queue`), so the message can say what to register.
-        rust_type: &'static str,
-    },
-    /// A queue type was registered twice.
-    QueueTypeAlreadyRegistered {
-        /// The type's name.
-        name: &'static str,
-    },
-    /// A queue handle that no `create_queue` returned.
-    BadQueueHandle {
-        /// The handle passed.
-        handle: QueueHandle,
-        /// How many queues exist (valid handles are 0 to `queues - 1`).
-        queues: usize,
-    },
-    /// More queues than the tracer can route to.
-    TooManyQueues {
-        /// The limit.
-        max: usize,
-    },
-    /// An event number that the tracer's catalog does not define.
-    EventOutOfRange {
-        /// The event passed.
-        id: EventId,
-        /// How many events are defined (valid ids are 0 to `defined - 1`).
-        defined: usize,
-    },
-    /// A class number that the tracer's catalog does not define.
-    ClassOutOfRange {
-        /// The class passed.
-        id: ClassId,
-        /// How many classes are defined (valid ids are 0 to `defined - 1`).
-        defined: usize,
-    },
-    /// A filter was asked for an event (or a class none of whose events)
-    /// is assigned to a queue: a filter forwards to the event's queue.
-    FilterWithoutRoute {
-        /// The event (the class's first event for `filter_class`).
-        id: EventId,
-    },
-    /// A configuration call after `shutdown`.
-    AfterShutdown {
-        /// What was attempted.
-        operation: &'static str,
-    },
-    /// A phase-1-only call (create a queue, define a class, register a type)
-    /// after phase 2.
-    AfterPhase2 {
-        /// What was attempted.
-        operation: &'static str,
-    },
-    /// Phase 2 was asked for a second time.
-    Phase2Twice,
-    /// The process-wide tracer is already installed.
-    GlobalAlreadyInstalled,
-    /// A class, event or argument name is empty, too long or has characters
-    /// outside `[A-Za-z0-9_.-]`.
-    InvalidName {
-        /// "class", "event" or "argument".
-        what: &'static str,
-        /// The name given.
-        name: String,
-    },
-    /// A description is longer than 256 bytes or spans several lines.
-    InvalidDescription {
-        /// The name of what it describes.
-        name: String,
-    },
-    /// Two classes, or two events of a class, share a name.
-    DuplicateName {
-        /// "class" or "event".
-        what: &'static str,
-        /// The name.
-        name: String,
-    },
-    /// A class with no events.
-    EmptyClass {
-        /// The class name.
-        name: String,
-    },
-    /// Too many classes.
-    TooManyClasses {
-        /// The limit.
-        max: usize,
-    },
-    /// Too many events.
-    TooManyEvents {
-        /// The limit.
-        max: usize,
-    },
-    /// An event with more named arguments than the record holds.
-    TooManyArgs {
-        /// The event name.
-        event: String,
-        /// The limit.
-        max: usize,
-    },
-    /// A class/event table (from a file) that contradicts itself.
-    InconsistentCatalog {
-        /// What is wrong.
-        reason: String,
-    },
-    /// A queue parameter is out of range.
-    InvalidParameter {
-        /// The queue type.
-        queue_type: &'static str,
-        /// What is wrong and what is allowed.
-        reason: String,
-    },
-    /// A clock of the requested kind cannot be built on this machine
-    /// (`Clock::of_kind`, `Config::with_clock_kind`).
-    ClockUnavailable {
-        /// The kind asked for (`ClockKind::name`).
-        kind: &'static str,
-        /// Why, and what to use instead.
-        reason: String,
-    },
-    /// A queue's `activate` or `terminate` hook failed or panicked.
-    Hook {
-        /// The queue.
-        queue: QueueHandle,
-        /// "activate" or "terminate".
-        hook: &'static str,
-        /// What the hook said.
-        message: String,
-    },
-    /// An event was pushed into a trace converter after `finish`.
-    ConverterFinished,
-    /// A trace converter's option is out of range.
-    InvalidExportOption {
-        /// The option, as `CtfOptions::packet_bytes`.
-        option: &'static str,
-        /// What is wrong and what is allowed.
-        reason: String,
-    },
+    /// Configuring or running the tracer failed: queue types, handles,
+    /// routing, phases, queue parameters, the clock, queue hooks.
+    Config(ConfigError),
+    /// A class, event or class/event table is invalid.
+    Catalog(CatalogError),
+    /// A trace converter failed.
+    Export(ExportError),
+    /// Bytes that are not a valid trace file or datagram.
+    Wire(WireError),
     /// A trace-header field holds a value the file format cannot carry.
     InvalidHeader {
         /// Which field.
@@ -182,125 +94,128 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use Error::*;
-        match self {
-            UnknownQueueType { name, rust_type } => {
-                let short = short_type_name(rust_type);
-                write!(
-                    f,
-                    "queue type `{name}` (Rust type `{short}`) is not registered: in phase 1, before creating queues of it, register a value of that type, as in tracer.register_queue_type({short})"
-                )
-            }
-            QueueTypeAlreadyRegistered { name } => write!(
-                f,
-                "queue type `{name}` is already registered: register each type once (built-in types are registered by Tracer::new)"
-            ),
-            BadQueueHandle { handle, queues } => match queues {
-                0 => write!(f, "queue handle {handle} does not exist: no queue has been created yet; create one with Tracer::create_queue first"),
-                1 => write!(f, "queue handle {handle} does not exist: the only queue is 0 (the value Tracer::create_queue returned)"),
-                _ => write!(f, "queue handle {handle} does not exist: valid handles are 0 to {} (the values Tracer::create_queue returned)", queues - 1),
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        match e {
+            ConfigError::Catalog(c) => Error::Catalog(c),
+            ConfigError::Io {
+                path,
+                action,
+                source,
+            } => Error::Io {
+                path,
+                action,
+                source,
             },
-            TooManyQueues { max } => write!(
-                f,
-                "a tracer routes to at most {max} queues: route more events to each queue instead of creating more"
-            ),
-            EventOutOfRange { id, defined } => write!(
-                f,
-                "event {id} is not defined: this tracer knows events 0x0000 to {:#06x}; define new events with Tracer::define_class in phase 1",
-                defined.saturating_sub(1)
-            ),
-            ClassOutOfRange { id, defined } => write!(
-                f,
-                "class {id} is not defined: this tracer knows classes 0 to {}; define new classes with Tracer::define_class in phase 1",
-                defined.saturating_sub(1)
-            ),
-            FilterWithoutRoute { id } => write!(
-                f,
-                "cannot filter event {}: it is assigned to no queue; call Tracer::assign_event or Tracer::assign_class first, then Tracer::filter_event or Tracer::filter_class",
-                id.0
-            ),
-            AfterShutdown { operation } => write!(
-                f,
-                "cannot {operation}: the tracer has been shut down; build a new Tracer to trace again"
-            ),
-            AfterPhase2 { operation } => write!(
-                f,
-                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate (init::phase2)"
-            ),
-            Phase2Twice => write!(
-                f,
-                "phase 2 has already run: queues are activated once; call it once per tracer"
-            ),
-            GlobalAlreadyInstalled => write!(
-                f,
-                "the process-wide tracer is already installed: install once at start-up, then reach it with qtrace::global::get() (or keep the reference install returned)"
-            ),
-            InvalidName { what, name } => write!(
-                f,
-                "{what} name {name:?} is invalid: use 1 to 64 characters from A-Z a-z 0-9 _ . -"
-            ),
-            InvalidDescription { name } => write!(
-                f,
-                "the description of {name:?} is invalid: use one line of at most 256 bytes"
-            ),
-            DuplicateName { what, name } => write!(
-                f,
-                "{what} name {name:?} is already used: pick a name that is unique within its scope"
-            ),
-            EmptyClass { name } => write!(
-                f,
-                "class {name:?} has no events: add at least one with ClassSpec::event"
-            ),
-            TooManyClasses { max } => write!(f, "at most {max} classes can be defined"),
-            TooManyEvents { max } => write!(f, "at most {max} events (built-in and user-defined) can be defined"),
-            TooManyArgs { event, max } => write!(
-                f,
-                "event {event:?} names more than {max} arguments: a record carries two 64-bit arguments"
-            ),
-            InconsistentCatalog { reason } => write!(f, "inconsistent class/event table: {reason}"),
-            InvalidParameter { queue_type, reason } => {
-                write!(f, "invalid parameter for a `{queue_type}` queue: {reason}")
-            }
-            ClockUnavailable { kind, reason } => {
-                write!(f, "a `{kind}` clock is not available: {reason}")
-            }
-            Hook { queue, hook, message } => {
-                write!(f, "the {hook} hook of queue {queue} failed: {message}")
-            }
-            ConverterFinished => write!(
-                f,
-                "this converter has already been finished: create a new writer for another trace"
-            ),
-            InvalidExportOption { option, reason } => {
-                write!(f, "invalid converter option {option}: {reason}")
-            }
-            InvalidHeader { field, reason } => {
-                write!(f, "invalid trace-header {field}: {reason}")
-            }
-            Io { path, action, source } => match path {
-                Some(p) => write!(f, "cannot {action} {}: {source}", p.display()),
-                None => write!(f, "cannot {action}: {source}"),
-            },
+            ConfigError::InvalidHeader { field, reason } => Error::InvalidHeader { field, reason },
+            other => Error::Config(other),
         }
     }
 }
 
-/// `my_crate::queues::Refuser` → `Refuser`; `a::Wrap<b::Inner>` →
-/// `Wrap<b::Inner>` (the path of the outer type is dropped, its generic
-/// arguments are kept).
-fn short_type_name(full: &str) -> &str {
-    let outer_end = full.find('<').unwrap_or(full.len());
-    let start = full[..outer_end].rfind("::").map_or(0, |i| i + 2);
-    &full[start..]
+impl From<CatalogError> for Error {
+    fn from(e: CatalogError) -> Self {
+        Error::Catalog(e)
+    }
+}
+
+impl From<ClockUnavailable> for Error {
+    fn from(e: ClockUnavailable) -> Self {
+        Error::Config(ConfigError::ClockUnavailable(e))
+    }
+}
+
+impl From<ExportError> for Error {
+    fn from(e: ExportError) -> Self {
+        match e {
+            ExportError::Io {
+                path,
+                action,
+                source,
+            } => Error::Io {
+                path,
+                action,
+                source,
+            },
+            // A crate-level error that went through a converter comes back
+            // as itself.
+            ExportError::Caller(caller) => match caller.downcast::<Error>() {
+                Ok(e) => *e,
+                Err(other) => Error::Export(ExportError::Caller(other)),
+            },
+            other => Error::Export(other),
+        }
+    }
+}
+
+/// For code that runs inside a converter (the sink factory of
+/// [`SplitByTime`](crate::export::split::SplitByTime)) and uses `?` on
+/// crate-level errors: an export or I/O error stays itself, any other is
+/// kept whole in [`ExportError::Caller`].
+impl From<Error> for ExportError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Export(e) => e,
+            Error::Io {
+                path,
+                action,
+                source,
+            } => ExportError::Io {
+                path,
+                action,
+                source,
+            },
+            other => ExportError::Caller(Box::new(other)),
+        }
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(e: WireError) -> Self {
+        Error::Wire(e)
+    }
+}
+
+impl From<IoError> for Error {
+    fn from(e: IoError) -> Self {
+        Error::Io {
+            path: e.path,
+            action: e.action,
+            source: e.source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(e) => write!(f, "{e}"),
+            Error::Catalog(e) => write!(f, "{e}"),
+            Error::Export(e) => write!(f, "{e}"),
+            Error::Wire(e) => write!(f, "{e}"),
+            Error::InvalidHeader { field, reason } => {
+                write!(f, "invalid trace-header {field}: {reason}")
+            }
+            Error::Io {
+                path,
+                action,
+                source,
+            } => write_io(f, path.as_deref(), action, source),
+        }
+    }
 }
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Layer errors are wrapped transparently: the text above is theirs,
+        // so the chain goes on with their own source.
         match self {
+            Error::Config(e) => e.source(),
+            Error::Catalog(e) => e.source(),
+            Error::Export(e) => e.source(),
+            Error::Wire(e) => e.source(),
+            Error::InvalidHeader { .. } => None,
             Error::Io { source, .. } => Some(source),
-            _ => None,
         }
     }
 }

@@ -20,7 +20,7 @@ use std::fmt;
 /// ([`assign_event`](crate::Tracer::assign_event),
 /// [`trace_event`](crate::Tracer::trace_event), …) refuse a number past the
 /// end of the tracer's catalog with
-/// [`Error::EventOutOfRange`](crate::Error::EventOutOfRange);
+/// [`ConfigError::EventOutOfRange`](crate::ConfigError::EventOutOfRange);
 /// [`log_event`](crate::Tracer::log_event) does not look the id up (one
 /// load, no check: the hot path) and records nothing for a number no event
 /// of this tracer has, since no route leads anywhere from it. Keep the ids

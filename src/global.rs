@@ -21,20 +21,20 @@
 
 use std::sync::OnceLock;
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::{EventId, Tracer};
 
 static GLOBAL: OnceLock<Tracer> = OnceLock::new();
 
 /// Installs `tracer` as the process-wide tracer and returns it. It lives until
 /// the process ends; call [`Tracer::shutdown`] on it to save its queues.
-/// A second install is [`Error::GlobalAlreadyInstalled`] (the tracer passed is
+/// A second install is [`ConfigError::GlobalAlreadyInstalled`] (the tracer passed is
 /// dropped).
-pub fn install(tracer: Tracer) -> Result<&'static Tracer, Error> {
+pub fn install(tracer: Tracer) -> Result<&'static Tracer, ConfigError> {
     let mut tracer = Some(tracer);
     let installed = GLOBAL.get_or_init(|| tracer.take().expect("taken once"));
     if tracer.is_some() {
-        Err(Error::GlobalAlreadyInstalled)
+        Err(ConfigError::GlobalAlreadyInstalled)
     } else {
         Ok(installed)
     }

@@ -7,7 +7,7 @@
 //!   events and classes on or off. This may allocate.
 //! - **Phase 2** ([`phase2`]) activates every queue: background tasks start,
 //!   files and sockets open. Run it once; a second run is
-//!   [`Error::Phase2Twice`].
+//!   [`ConfigError::Phase2Twice`].
 //! - **Shutdown** ([`shutdown`]) suspends the tracer, terminates every queue
 //!   so it saves or flushes, and reports every queue's counters.
 //!
@@ -75,8 +75,8 @@
 //! ```
 
 use crate::classes::system;
-use crate::error::Error;
-use crate::queue::QueueHandle;
+use crate::config_error::ConfigError;
+use crate::handle::QueueHandle;
 use crate::queues::{Circular, CircularParams, Fixed, FixedParams};
 use crate::tracer::{Config, ShutdownReport, Tracer};
 
@@ -86,12 +86,12 @@ pub fn phase1(config: Config) -> Tracer {
 }
 
 /// Phase 2: activates every queue ([`Tracer::activate`]).
-pub fn phase2(tracer: &Tracer) -> Result<(), Error> {
+pub fn phase2(tracer: &Tracer) -> Result<(), ConfigError> {
     tracer.activate()
 }
 
 /// Suspends, terminates every queue, and reports ([`Tracer::shutdown`]).
-pub fn shutdown(tracer: &Tracer) -> Result<ShutdownReport, Error> {
+pub fn shutdown(tracer: &Tracer) -> Result<ShutdownReport, ConfigError> {
     tracer.shutdown()
 }
 
@@ -105,7 +105,7 @@ pub const STANDARD_FIXED: QueueHandle = QueueHandle(1);
 /// `<output_dir>/queue0-circular.qtr` and `queue1-fixed.qtr` at shutdown) and
 /// the whole system class routed to queue 0. Assign other classes before
 /// [`standard_phase2`] or later (see the [module documentation](self)).
-pub fn standard_phase1(config: Config) -> Result<Tracer, Error> {
+pub fn standard_phase1(config: Config) -> Result<Tracer, ConfigError> {
     let tracer = phase1(config);
     let circular = tracer.create_queue::<Circular>(CircularParams::default())?;
     let fixed = tracer.create_queue::<Fixed>(FixedParams::default())?;
@@ -116,7 +116,7 @@ pub fn standard_phase1(config: Config) -> Result<Tracer, Error> {
 
 /// The standard preset, phase 2 (S.Ha.R.K. `TRC_init_phase2_standard`):
 /// activates every queue, including any created after [`standard_phase1`].
-pub fn standard_phase2(tracer: &Tracer) -> Result<(), Error> {
+pub fn standard_phase2(tracer: &Tracer) -> Result<(), ConfigError> {
     phase2(tracer)
 }
 
@@ -143,7 +143,10 @@ mod tests {
             assert_eq!(tracer.route_of(id).unwrap(), None);
         }
         standard_phase2(&tracer).unwrap();
-        assert!(matches!(standard_phase2(&tracer), Err(Error::Phase2Twice)));
+        assert!(matches!(
+            standard_phase2(&tracer),
+            Err(ConfigError::Phase2Twice)
+        ));
         for i in 0..10_000u64 {
             tracer.log_event(system::SCHEDULE, [i, 0]);
         }

@@ -58,13 +58,16 @@ pub mod bridge;
 pub mod classes;
 pub mod clock;
 pub mod combine;
+mod config_error;
 pub mod error;
 pub mod event;
 pub mod export;
 pub mod global;
+mod handle;
 pub mod init;
+mod io_error;
 mod panic_save;
-pub mod queue;
+mod queue_trait;
 pub mod queues;
 pub mod reader;
 pub mod receiver;
@@ -74,7 +77,22 @@ mod sync;
 mod tracer;
 pub mod wire;
 
+/// The queue interface (S.Ha.R.K.'s `trc_queue_t { get, post }`): the
+/// [`Queue`] trait, [`QueueType`], counters, context and handles, with the
+/// enum [`AnyQueue`](crate::queues::AnyQueue) the tracer stores queues in.
+///
+/// A façade: the core's side lives in a module that knows no queue
+/// (counters, context, the trait), [`QueueType`] and [`AnyQueue`](crate::queues::AnyQueue) live with
+/// the built-in queues in [`crate::queues`]. See the module docs of the
+/// trait for an example.
+pub mod queue {
+    pub use crate::handle::QueueHandle;
+    pub use crate::queue_trait::*;
+    pub use crate::queues::{AnyQueue, QueueType};
+}
+
 pub use classes::ClassId;
+pub use config_error::ConfigError;
 pub use error::Error;
 pub use event::{Event, EventId};
 pub use global::log_event;

@@ -19,7 +19,7 @@ use std::sync::{Once, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::queue::AnyQueue;
+use crate::queues::AnyQueue;
 
 /// A registered tracer's queue table.
 struct Entry(*const [OnceLock<AnyQueue>; 256]);

@@ -105,8 +105,8 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
-use crate::error::Error;
 use crate::event::Event;
+use crate::io_error::IoError;
 use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
     CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
@@ -1216,13 +1216,13 @@ pub struct Receiver {
 impl Receiver {
     /// Binds to `addr` with the default limits. Port 0 lets the system choose
     /// (see [`Receiver::local_addr`]).
-    pub fn bind(addr: SocketAddr) -> Result<Self, Error> {
+    pub fn bind(addr: SocketAddr) -> Result<Self, IoError> {
         Receiver::bind_with(addr, ReceiverConfig::default())
     }
 
     /// Binds to `addr` with `config`'s limits.
-    pub fn bind_with(addr: SocketAddr, config: ReceiverConfig) -> Result<Self, Error> {
-        let io_err = |action: &'static str, e: io::Error| Error::Io {
+    pub fn bind_with(addr: SocketAddr, config: ReceiverConfig) -> Result<Self, IoError> {
+        let io_err = |action: &'static str, e: io::Error| IoError {
             path: None,
             action,
             source: io::Error::new(e.kind(), format!("{addr}: {e}{}", bind_hint(&e))),
@@ -1270,11 +1270,15 @@ impl Receiver {
         &mut self,
         limit: RunLimit,
         out: &mut dyn FnMut(&Event),
-    ) -> Result<ReceiverSummary, Error> {
+    ) -> Result<ReceiverSummary, IoError> {
         self.run_into(limit, &mut EachEvent(out))
     }
 
-    fn run_into(&mut self, limit: RunLimit, out: &mut dyn Sink) -> Result<ReceiverSummary, Error> {
+    fn run_into(
+        &mut self,
+        limit: RunLimit,
+        out: &mut dyn Sink,
+    ) -> Result<ReceiverSummary, IoError> {
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
         loop {
@@ -1302,7 +1306,7 @@ impl Receiver {
                             | io::ErrorKind::ConnectionReset
                     ) => {}
                 Err(e) => {
-                    return Err(Error::Io {
+                    return Err(IoError {
                         path: None,
                         action: "receive datagrams",
                         source: e,
@@ -1341,12 +1345,12 @@ impl Receiver {
     /// account is never lost.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be created or the socket fails.
+    /// [`IoError`] when the file cannot be created or the socket fails.
     pub fn run(
         mut self,
         path: impl AsRef<Path>,
         limit: RunLimit,
-    ) -> Result<ReceiverSummary, Error> {
+    ) -> Result<ReceiverSummary, IoError> {
         let path = path.as_ref();
         let header = self.core.trace_header();
         let live = LiveFile::create(path, &header, self.core.config.header_room)?;

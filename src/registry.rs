@@ -8,14 +8,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::classes::{Catalog, ClassId};
-use crate::error::Error;
-use crate::queue::{QueueHandle, QueueType};
+use crate::config_error::ConfigError;
+use crate::handle::{QueueHandle, LIVE, QUEUE_MASK};
+use crate::queues::QueueType;
 use crate::EventId;
-
-/// Bit of a route word: the event is recorded.
-pub(crate) const LIVE: u32 = 1 << 31;
-/// Bits of a route word: the queue index.
-pub(crate) const QUEUE_MASK: u32 = 0xff;
 
 /// The tracer's lifecycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,37 +68,37 @@ impl Registry {
     }
 
     /// Fails unless the tracer is still in phase 1.
-    pub(crate) fn require_phase1(&self, operation: &'static str) -> Result<(), Error> {
+    pub(crate) fn require_phase1(&self, operation: &'static str) -> Result<(), ConfigError> {
         match self.phase {
             Phase::Configuring => Ok(()),
-            Phase::Active => Err(Error::AfterPhase2 { operation }),
-            Phase::ShutDown => Err(Error::AfterShutdown { operation }),
+            Phase::Active => Err(ConfigError::AfterPhase2 { operation }),
+            Phase::ShutDown => Err(ConfigError::AfterShutdown { operation }),
         }
     }
 
     /// Fails once the tracer is shut down.
-    pub(crate) fn require_running(&self, operation: &'static str) -> Result<(), Error> {
+    pub(crate) fn require_running(&self, operation: &'static str) -> Result<(), ConfigError> {
         match self.phase {
-            Phase::ShutDown => Err(Error::AfterShutdown { operation }),
+            Phase::ShutDown => Err(ConfigError::AfterShutdown { operation }),
             _ => Ok(()),
         }
     }
 
-    pub(crate) fn register_type<T: QueueType>(&mut self, queue_type: T) -> Result<(), Error> {
+    pub(crate) fn register_type<T: QueueType>(&mut self, queue_type: T) -> Result<(), ConfigError> {
         self.require_phase1("register a queue type")?;
         let key = TypeId::of::<T>();
         if self.types.contains_key(&key) {
-            return Err(Error::QueueTypeAlreadyRegistered { name: T::NAME });
+            return Err(ConfigError::QueueTypeAlreadyRegistered { name: T::NAME });
         }
         self.types.insert(key, (T::NAME, Arc::new(queue_type)));
         Ok(())
     }
 
-    pub(crate) fn queue_type<T: QueueType>(&self) -> Result<Arc<T>, Error> {
+    pub(crate) fn queue_type<T: QueueType>(&self) -> Result<Arc<T>, ConfigError> {
         let (_, any) = self
             .types
             .get(&TypeId::of::<T>())
-            .ok_or(Error::UnknownQueueType {
+            .ok_or(ConfigError::UnknownQueueType {
                 name: T::NAME,
                 rust_type: std::any::type_name::<T>(),
             })?;
@@ -116,33 +112,36 @@ impl Registry {
         v
     }
 
-    pub(crate) fn check_queue(&self, handle: QueueHandle) -> Result<(), Error> {
+    pub(crate) fn check_queue(&self, handle: QueueHandle) -> Result<(), ConfigError> {
         if handle.index() < self.queue_types.len() {
             Ok(())
         } else {
-            Err(Error::BadQueueHandle {
+            Err(ConfigError::BadQueueHandle {
                 handle,
                 queues: self.queue_types.len(),
             })
         }
     }
 
-    pub(crate) fn check_event(&self, id: EventId) -> Result<(), Error> {
+    pub(crate) fn check_event(&self, id: EventId) -> Result<(), ConfigError> {
         if (id.0 as usize) < self.catalog.event_count() {
             Ok(())
         } else {
-            Err(Error::EventOutOfRange {
+            Err(ConfigError::EventOutOfRange {
                 id,
                 defined: self.catalog.event_count(),
             })
         }
     }
 
-    pub(crate) fn class_events(&self, class: ClassId) -> Result<std::ops::Range<u16>, Error> {
-        let c = self.catalog.class(class).ok_or(Error::ClassOutOfRange {
-            id: class,
-            defined: self.catalog.classes().len(),
-        })?;
+    pub(crate) fn class_events(&self, class: ClassId) -> Result<std::ops::Range<u16>, ConfigError> {
+        let c = self
+            .catalog
+            .class(class)
+            .ok_or(ConfigError::ClassOutOfRange {
+                id: class,
+                defined: self.catalog.classes().len(),
+            })?;
         Ok(c.first_event.0..c.first_event.0 + c.event_count)
     }
 

@@ -10,13 +10,13 @@ use parking_lot::Mutex;
 use crate::classes::{Catalog, ClassId, ClassSpec, DefinedClass};
 use crate::clock::Clock;
 use crate::combine::{self, Run};
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::{Event, EventId};
-use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType,
-};
-use crate::queues::{producer_cache, CircularQueue, Filter, FilterQueue};
-use crate::registry::{Phase, Registry, LIVE, QUEUE_MASK};
+use crate::handle::{QueueHandle, LIVE, QUEUE_MASK};
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus};
+use crate::queues::{producer_cache, AnyQueue, CircularQueue, Filter, FilterQueue, QueueType};
+use crate::queues::{Circular, Dummy, Fixed, Online, Udp};
+use crate::registry::{Phase, Registry};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// How a tracer is set up. `Default` gives the fast clock and the output
@@ -66,7 +66,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`Error::ClockUnavailable`] for [`ClockKind::Manual`](crate::clock::ClockKind::Manual)
+    /// [`ConfigError::ClockUnavailable`] for [`ClockKind::Manual`](crate::clock::ClockKind::Manual)
     /// (use [`Config::with_clock`] with [`Clock::manual`]) or a TSC this
     /// machine cannot use for time.
     ///
@@ -76,7 +76,7 @@ impl Config {
     /// let config = Config::default().with_clock_kind(ClockKind::Monotonic).unwrap();
     /// assert_eq!(config.clock.kind(), ClockKind::Monotonic);
     /// ```
-    pub fn with_clock_kind(mut self, kind: crate::clock::ClockKind) -> Result<Self, Error> {
+    pub fn with_clock_kind(mut self, kind: crate::clock::ClockKind) -> Result<Self, ConfigError> {
         self.clock = Clock::of_kind(kind)?;
         Ok(self)
     }
@@ -226,8 +226,19 @@ impl Tracer {
             },
             save_on_panic: config.save_on_panic,
         };
-        crate::queues::register_builtin_types(&tracer).expect("fresh tracer");
+        tracer.register_builtin_types().expect("fresh tracer");
         tracer
+    }
+
+    /// Registers every built-in queue type (the types [`AnyQueue`] has a
+    /// variant for).
+    fn register_builtin_types(&self) -> Result<(), ConfigError> {
+        self.register_queue_type(Dummy)?;
+        self.register_queue_type(Fixed)?;
+        self.register_queue_type(Circular)?;
+        self.register_queue_type(Online)?;
+        self.register_queue_type(Udp)?;
+        Ok(())
     }
 
     // ----- the hot path -------------------------------------------------------
@@ -347,8 +358,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::AfterShutdown`] once the tracer is shut down.
-    pub fn name_source(&self, source: u32, name: &str) -> Result<(), Error> {
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn name_source(&self, source: u32, name: &str) -> Result<(), ConfigError> {
         self.record_name(source, combine::NAME_SOURCE, source as u64, name)
     }
 
@@ -357,8 +368,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::AfterShutdown`] once the tracer is shut down.
-    pub fn name_thread(&self, name: &str) -> Result<u32, Error> {
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn name_thread(&self, name: &str) -> Result<u32, ConfigError> {
         let source = crate::source::current();
         self.name_source(source, name).map(|()| source)
     }
@@ -369,8 +380,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::AfterShutdown`] once the tracer is shut down.
-    pub fn name_task(&self, task: u64, name: &str) -> Result<(), Error> {
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn name_task(&self, task: u64, name: &str) -> Result<(), ConfigError> {
         self.record_name(crate::source::current(), combine::NAME_TASK, task, name)
     }
 
@@ -380,8 +391,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::AfterShutdown`] once the tracer is shut down.
-    pub fn name_event(&self, id: EventId, name: &str) -> Result<(), Error> {
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn name_event(&self, id: EventId, name: &str) -> Result<(), ConfigError> {
         self.record_name(
             crate::source::current(),
             combine::NAME_EVENT_ID,
@@ -390,7 +401,13 @@ impl Tracer {
         )
     }
 
-    fn record_name(&self, source: u32, kind: u8, subject: u64, name: &str) -> Result<(), Error> {
+    fn record_name(
+        &self,
+        source: u32,
+        kind: u8,
+        subject: u64,
+        name: &str,
+    ) -> Result<(), ConfigError> {
         let r = self.registry.lock();
         r.require_running("record a name")?;
         let run = Run::name(self.clock.now(), source, kind, subject, name.as_bytes());
@@ -494,7 +511,7 @@ impl Tracer {
     ///
     /// Hooks (create, activate, terminate) run with the tracer's configuration
     /// lock held: they must not call back into the tracer.
-    pub fn register_queue_type<T: QueueType>(&self, queue_type: T) -> Result<(), Error> {
+    pub fn register_queue_type<T: QueueType>(&self, queue_type: T) -> Result<(), ConfigError> {
         self.registry.lock().register_type(queue_type)
     }
 
@@ -505,20 +522,23 @@ impl Tracer {
 
     /// Creates a queue of the registered type `T` (S.Ha.R.K.
     /// `trc_create_queue`). Handles are 0, 1, 2, … in creation order.
-    pub fn create_queue<T: QueueType>(&self, params: T::Params) -> Result<QueueHandle, Error> {
+    pub fn create_queue<T: QueueType>(
+        &self,
+        params: T::Params,
+    ) -> Result<QueueHandle, ConfigError> {
         let mut r = self.registry.lock();
         r.require_phase1("create a queue")?;
         let queue_type = r.queue_type::<T>()?;
         let index = r.queue_types.len();
         if index >= QueueHandle::MAX_QUEUES {
-            return Err(Error::TooManyQueues {
+            return Err(ConfigError::TooManyQueues {
                 max: QueueHandle::MAX_QUEUES,
             });
         }
         let handle = QueueHandle(index as u16);
         let ctx = self.context(&r, handle, T::NAME);
         let queue = catch_unwind(AssertUnwindSafe(|| queue_type.create(params, &ctx))).map_err(
-            |panic| Error::Hook {
+            |panic| ConfigError::Hook {
                 queue: handle,
                 hook: "create",
                 message: panic_message(&panic),
@@ -534,7 +554,7 @@ impl Tracer {
 
     /// Defines a user class; its events are numbered after every event known
     /// so far. Phase 1 only, so every file a queue writes lists it.
-    pub fn define_class(&self, spec: ClassSpec) -> Result<DefinedClass, Error> {
+    pub fn define_class(&self, spec: ClassSpec) -> Result<DefinedClass, ConfigError> {
         let mut r = self.registry.lock();
         r.require_phase1("define a class")?;
         let mut catalog = (*r.catalog).clone();
@@ -546,7 +566,7 @@ impl Tracer {
     // ----- routing and masks (any time before shutdown) -------------------------
 
     /// Routes one event to a queue (S.Ha.R.K. `trc_assign_event_to_queue`).
-    pub fn assign_event(&self, id: EventId, queue: QueueHandle) -> Result<(), Error> {
+    pub fn assign_event(&self, id: EventId, queue: QueueHandle) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("assign an event")?;
         r.check_event(id)?;
@@ -558,7 +578,7 @@ impl Tracer {
 
     /// Routes every event of a class to a queue (S.Ha.R.K.
     /// `trc_assign_class_to_queue`); the same as assigning each of its events.
-    pub fn assign_class(&self, class: ClassId, queue: QueueHandle) -> Result<(), Error> {
+    pub fn assign_class(&self, class: ClassId, queue: QueueHandle) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("assign a class")?;
         let events = r.class_events(class)?;
@@ -601,16 +621,18 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::EventOutOfRange`]; [`Error::FilterWithoutRoute`] when `id`
-    /// is assigned to no queue; [`Error::InvalidParameter`] for
+    /// [`ConfigError::EventOutOfRange`]; [`ConfigError::FilterWithoutRoute`] when `id`
+    /// is assigned to no queue; [`ConfigError::InvalidParameter`] for
     /// [`Filter::arg`] with an index other than 0 or 1;
-    /// [`Error::TooManyQueues`]; [`Error::AfterShutdown`].
-    pub fn filter_event(&self, id: EventId, filter: Filter) -> Result<QueueHandle, Error> {
+    /// [`ConfigError::TooManyQueues`]; [`ConfigError::AfterShutdown`].
+    pub fn filter_event(&self, id: EventId, filter: Filter) -> Result<QueueHandle, ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("filter an event")?;
         r.check_event(id)?;
         filter.validate()?;
-        let target = r.queue_of(id).ok_or(Error::FilterWithoutRoute { id })?;
+        let target = r
+            .queue_of(id)
+            .ok_or(ConfigError::FilterWithoutRoute { id })?;
         let handle = self.create_filter(&mut r, filter, target)?;
         r.set_filter(id, Some(handle));
         self.publish(&r, id);
@@ -624,10 +646,14 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// As [`Tracer::filter_event`], with [`Error::ClassOutOfRange`], and
-    /// [`Error::FilterWithoutRoute`] (naming the class's first event) when
+    /// As [`Tracer::filter_event`], with [`ConfigError::ClassOutOfRange`], and
+    /// [`ConfigError::FilterWithoutRoute`] (naming the class's first event) when
     /// none of its events is assigned.
-    pub fn filter_class(&self, class: ClassId, filter: Filter) -> Result<Vec<QueueHandle>, Error> {
+    pub fn filter_class(
+        &self,
+        class: ClassId,
+        filter: Filter,
+    ) -> Result<Vec<QueueHandle>, ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("filter a class")?;
         let events = r.class_events(class)?;
@@ -649,7 +675,7 @@ impl Tracer {
             self.publish(&r, id);
         }
         if made.is_empty() {
-            return Err(Error::FilterWithoutRoute {
+            return Err(ConfigError::FilterWithoutRoute {
                 id: EventId(events.start),
             });
         }
@@ -662,8 +688,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::EventOutOfRange`]; [`Error::AfterShutdown`].
-    pub fn unfilter_event(&self, id: EventId) -> Result<(), Error> {
+    /// [`ConfigError::EventOutOfRange`]; [`ConfigError::AfterShutdown`].
+    pub fn unfilter_event(&self, id: EventId) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("unfilter an event")?;
         r.check_event(id)?;
@@ -676,8 +702,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::ClassOutOfRange`]; [`Error::AfterShutdown`].
-    pub fn unfilter_class(&self, class: ClassId) -> Result<(), Error> {
+    /// [`ConfigError::ClassOutOfRange`]; [`ConfigError::AfterShutdown`].
+    pub fn unfilter_class(&self, class: ClassId) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("unfilter a class")?;
         for id in r.class_events(class)? {
@@ -691,8 +717,8 @@ impl Tracer {
     ///
     /// # Errors
     ///
-    /// [`Error::EventOutOfRange`].
-    pub fn filter_of(&self, id: EventId) -> Result<Option<QueueHandle>, Error> {
+    /// [`ConfigError::EventOutOfRange`].
+    pub fn filter_of(&self, id: EventId) -> Result<Option<QueueHandle>, ConfigError> {
         let r = self.registry.lock();
         r.check_event(id)?;
         Ok(r.filter_of(id))
@@ -704,10 +730,10 @@ impl Tracer {
         r: &mut Registry,
         filter: Filter,
         target: QueueHandle,
-    ) -> Result<QueueHandle, Error> {
+    ) -> Result<QueueHandle, ConfigError> {
         let index = r.queue_types.len();
         if index >= QueueHandle::MAX_QUEUES {
-            return Err(Error::TooManyQueues {
+            return Err(ConfigError::TooManyQueues {
                 max: QueueHandle::MAX_QUEUES,
             });
         }
@@ -729,27 +755,27 @@ impl Tracer {
     }
 
     /// Switches one event on (S.Ha.R.K. `trc_trace_event`).
-    pub fn trace_event(&self, id: EventId) -> Result<(), Error> {
+    pub fn trace_event(&self, id: EventId) -> Result<(), ConfigError> {
         self.set_event(id, true)
     }
 
     /// Switches one event off (S.Ha.R.K. `trc_notrace_event`).
-    pub fn notrace_event(&self, id: EventId) -> Result<(), Error> {
+    pub fn notrace_event(&self, id: EventId) -> Result<(), ConfigError> {
         self.set_event(id, false)
     }
 
     /// Switches a class on (S.Ha.R.K. `trc_trace_class`). Events switched off
     /// one by one stay off.
-    pub fn trace_class(&self, class: ClassId) -> Result<(), Error> {
+    pub fn trace_class(&self, class: ClassId) -> Result<(), ConfigError> {
         self.set_class(class, true)
     }
 
     /// Switches a whole class off (S.Ha.R.K. `trc_notrace_class`).
-    pub fn notrace_class(&self, class: ClassId) -> Result<(), Error> {
+    pub fn notrace_class(&self, class: ClassId) -> Result<(), ConfigError> {
         self.set_class(class, false)
     }
 
-    fn set_event(&self, id: EventId, on: bool) -> Result<(), Error> {
+    fn set_event(&self, id: EventId, on: bool) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running(if on {
             "enable an event"
@@ -762,7 +788,7 @@ impl Tracer {
         Ok(())
     }
 
-    fn set_class(&self, class: ClassId, on: bool) -> Result<(), Error> {
+    fn set_class(&self, class: ClassId, on: bool) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running(if on {
             "enable a class"
@@ -779,7 +805,7 @@ impl Tracer {
 
     /// Stops recording everything (S.Ha.R.K. `trc_suspend`); routing and masks
     /// are kept. Suspending twice is harmless.
-    pub fn suspend(&self) -> Result<(), Error> {
+    pub fn suspend(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("suspend the tracer")?;
         r.suspended = true;
@@ -788,7 +814,7 @@ impl Tracer {
     }
 
     /// Records again after [`Tracer::suspend`] (S.Ha.R.K. `trc_resume`).
-    pub fn resume(&self) -> Result<(), Error> {
+    pub fn resume(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("resume the tracer")?;
         r.suspended = false;
@@ -809,16 +835,16 @@ impl Tracer {
     // ----- phase 2 and shutdown ----------------------------------------------
 
     /// Phase 2: activates every queue in handle order (starts tasks, opens
-    /// files and sockets). A second call is [`Error::Phase2Twice`]. If a
+    /// files and sockets). A second call is [`ConfigError::Phase2Twice`]. If a
     /// queue fails to activate, the error is returned, the queues before it stay
     /// active, and a later call activates the rest.
-    pub fn activate(&self) -> Result<(), Error> {
+    pub fn activate(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         match r.phase {
             Phase::Configuring => {}
-            Phase::Active => return Err(Error::Phase2Twice),
+            Phase::Active => return Err(ConfigError::Phase2Twice),
             Phase::ShutDown => {
-                return Err(Error::AfterShutdown {
+                return Err(ConfigError::AfterShutdown {
                     operation: "run phase 2",
                 })
             }
@@ -843,12 +869,12 @@ impl Tracer {
     /// Suspends the tracer, terminates every queue in handle order (so each
     /// saves or flushes what it holds) and reports every queue's counters.
     /// Logging afterwards is a no-op; configuration calls are
-    /// [`Error::AfterShutdown`]. A failing terminate hook is reported in its
+    /// [`ConfigError::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.
     ///
     /// A tracer dropped without this call runs it from its `Drop` (for every
     /// queue type alike) and discards the report.
-    pub fn shutdown(&self) -> Result<ShutdownReport, Error> {
+    pub fn shutdown(&self) -> Result<ShutdownReport, ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("shut down")?;
         r.phase = Phase::ShutDown;
@@ -917,14 +943,14 @@ impl Tracer {
     }
 
     /// The queue an event is routed to, if any.
-    pub fn route_of(&self, id: EventId) -> Result<Option<QueueHandle>, Error> {
+    pub fn route_of(&self, id: EventId) -> Result<Option<QueueHandle>, ConfigError> {
         let r = self.registry.lock();
         r.check_event(id)?;
         Ok(r.queue_of(id))
     }
 
     /// A queue, to call its own methods (a circular queue's snapshot, say).
-    pub fn queue(&self, handle: QueueHandle) -> Result<&AnyQueue, Error> {
+    pub fn queue(&self, handle: QueueHandle) -> Result<&AnyQueue, ConfigError> {
         self.registry.lock().check_queue(handle)?;
         Ok(self.queues[handle.index()]
             .get()
@@ -932,25 +958,25 @@ impl Tracer {
     }
 
     /// A queue's counters so far.
-    pub fn counters(&self, handle: QueueHandle) -> Result<QueueCounters, Error> {
+    pub fn counters(&self, handle: QueueHandle) -> Result<QueueCounters, ConfigError> {
         self.queue(handle).map(|q| q.counters())
     }
 
     /// A queue's health and files.
-    pub fn status(&self, handle: QueueHandle) -> Result<QueueStatus, Error> {
+    pub fn status(&self, handle: QueueHandle) -> Result<QueueStatus, ConfigError> {
         self.queue(handle).map(|q| q.status())
     }
 }
 
-/// Runs a hook; its own errors pass through, a panic becomes [`Error::Hook`].
+/// Runs a hook; its own errors pass through, a panic becomes [`ConfigError::Hook`].
 fn run_hook(
     handle: QueueHandle,
     hook: &'static str,
-    f: impl FnOnce() -> Result<(), Error>,
-) -> Result<(), Error> {
+    f: impl FnOnce() -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
-        Err(panic) => Err(Error::Hook {
+        Err(panic) => Err(ConfigError::Hook {
             queue: handle,
             hook,
             message: panic_message(&panic),

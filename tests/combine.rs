@@ -566,7 +566,7 @@ fn names_go_to_every_queue_and_dump_shows_them() {
     let report = tracer.shutdown().unwrap();
     assert!(matches!(
         tracer.name_thread("late"),
-        Err(qtrace::Error::AfterShutdown { .. })
+        Err(qtrace::ConfigError::AfterShutdown { .. })
     ));
     for (i, q) in report.queues.iter().enumerate() {
         // Each file: the two names, then its own event.

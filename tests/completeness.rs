@@ -15,7 +15,7 @@ use qtrace::queues::{
 };
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
-use qtrace::{Config, Error, Event, Tracer};
+use qtrace::{Config, ConfigError, Event, Tracer};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("qtrace-close-{name}-{}", std::process::id()));
@@ -323,7 +323,7 @@ struct ForgetfulType;
 impl QueueType for ForgetfulType {
     type Params = ();
     const NAME: &'static str = "forgetful";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(Forgetful {
             calls: Default::default(),
         }))
@@ -380,7 +380,7 @@ fn a_bad_directory_fails_phase_2_for_fixed_and_circular_queues() {
         t.assign_event(user::USER0, q).unwrap();
         let e = t.activate().unwrap_err();
         let msg = e.to_string();
-        assert!(matches!(e, Error::Io { .. }), "{kind}: {e:?}");
+        assert!(matches!(e, ConfigError::Io { .. }), "{kind}: {e:?}");
         assert!(msg.contains("not-a-dir"), "{kind}: {msg}");
         assert!(msg.contains("Config::with_output_dir"), "{kind}: {msg}");
         // No file appears, and no report lists one.

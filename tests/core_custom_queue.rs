@@ -7,7 +7,7 @@ use common::{log, Recorder, RecorderQueue};
 use qtrace::classes::user;
 use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
 use qtrace::queues::{Dummy, DummyQueue};
-use qtrace::{Error, Event, Tracer};
+use qtrace::{ConfigError, Event, Tracer};
 
 /// A queue that keeps only the last event's first argument.
 struct Last;
@@ -17,7 +17,7 @@ struct LastQueue(std::sync::atomic::AtomicU64);
 impl QueueType for Last {
     type Params = ();
     const NAME: &'static str = "last";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(LastQueue(Default::default())))
     }
 }

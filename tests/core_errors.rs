@@ -7,9 +7,9 @@ use common::{log, Recorder};
 use qtrace::classes::{system, ClassId, ClassSpec};
 use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
 use qtrace::queues::Dummy;
-use qtrace::{Error, Event, EventId, QueueHandle, Tracer};
+use qtrace::{ConfigError, Event, EventId, QueueHandle, Tracer};
 
-fn message(e: &Error) -> String {
+fn message(e: &ConfigError) -> String {
     let s = e.to_string();
     assert!(!s.is_empty());
     s
@@ -21,7 +21,7 @@ fn unknown_queue_type() {
     let e = t.create_queue::<Recorder>(log()).unwrap_err();
     assert!(matches!(
         e,
-        Error::UnknownQueueType {
+        ConfigError::UnknownQueueType {
             name: "recorder",
             ..
         }
@@ -36,12 +36,12 @@ fn queue_type_registered_twice() {
     let e = t.register_queue_type(Recorder).unwrap_err();
     assert!(matches!(
         e,
-        Error::QueueTypeAlreadyRegistered { name: "recorder" }
+        ConfigError::QueueTypeAlreadyRegistered { name: "recorder" }
     ));
     let e = t.register_queue_type(Dummy).unwrap_err();
     assert!(matches!(
         e,
-        Error::QueueTypeAlreadyRegistered { name: "dummy" }
+        ConfigError::QueueTypeAlreadyRegistered { name: "dummy" }
     ));
 }
 
@@ -49,13 +49,13 @@ fn queue_type_registered_twice() {
 fn bad_queue_handle() {
     let t = Tracer::new();
     let e = t.assign_event(system::CREATE, QueueHandle(0)).unwrap_err();
-    assert!(matches!(e, Error::BadQueueHandle { queues: 0, .. }));
+    assert!(matches!(e, ConfigError::BadQueueHandle { queues: 0, .. }));
     assert!(message(&e).contains("create_queue"), "{e}");
     t.create_queue::<Dummy>(()).unwrap();
     let e = t.assign_class(system::CLASS, QueueHandle(3)).unwrap_err();
     assert!(matches!(
         e,
-        Error::BadQueueHandle {
+        ConfigError::BadQueueHandle {
             handle: QueueHandle(3),
             queues: 1
         }
@@ -63,7 +63,7 @@ fn bad_queue_handle() {
     assert!(message(&e).contains("the only queue is 0"), "{e}");
     assert!(matches!(
         t.counters(QueueHandle(1)),
-        Err(Error::BadQueueHandle { .. })
+        Err(ConfigError::BadQueueHandle { .. })
     ));
 }
 
@@ -78,7 +78,7 @@ fn event_and_class_out_of_range() {
     ] {
         let e = result.unwrap_err();
         assert!(
-            matches!(e, Error::EventOutOfRange { defined: 0x17, .. }),
+            matches!(e, ConfigError::EventOutOfRange { defined: 0x17, .. }),
             "{e:?}"
         );
         assert!(message(&e).contains("define_class"), "{e}");
@@ -90,7 +90,7 @@ fn event_and_class_out_of_range() {
     ] {
         assert!(matches!(
             result.unwrap_err(),
-            Error::ClassOutOfRange { defined: 5, .. }
+            ConfigError::ClassOutOfRange { defined: 5, .. }
         ));
     }
 }
@@ -100,7 +100,7 @@ fn second_phase2() {
     let t = Tracer::new();
     t.activate().unwrap();
     let e = t.activate().unwrap_err();
-    assert!(matches!(e, Error::Phase2Twice));
+    assert!(matches!(e, ConfigError::Phase2Twice));
     assert!(message(&e).contains("once"), "{e}");
 }
 
@@ -111,7 +111,7 @@ fn phase1_only_operations_after_phase2() {
     let e = t.create_queue::<Dummy>(()).unwrap_err();
     assert!(matches!(
         e,
-        Error::AfterPhase2 {
+        ConfigError::AfterPhase2 {
             operation: "create a queue"
         }
     ));
@@ -119,9 +119,9 @@ fn phase1_only_operations_after_phase2() {
     let e = t
         .define_class(ClassSpec::new("late", "too late").event("x", "x", &[]))
         .unwrap_err();
-    assert!(matches!(e, Error::AfterPhase2 { .. }));
+    assert!(matches!(e, ConfigError::AfterPhase2 { .. }));
     let e = t.register_queue_type(Recorder).unwrap_err();
-    assert!(matches!(e, Error::AfterPhase2 { .. }));
+    assert!(matches!(e, ConfigError::AfterPhase2 { .. }));
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn everything_after_shutdown() {
     ];
     for r in results {
         let e = r.unwrap_err();
-        assert!(matches!(e, Error::AfterShutdown { .. }), "{e:?}");
+        assert!(matches!(e, ConfigError::AfterShutdown { .. }), "{e:?}");
         assert!(message(&e).contains("shut down"), "{e}");
     }
 }
@@ -162,7 +162,7 @@ struct FaultyQueue {
 impl QueueType for Faulty {
     type Params = ();
     const NAME: &'static str = "faulty";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(FaultyQueue {
             activate_panics: self.activate_panics,
         }))
@@ -174,14 +174,14 @@ impl Queue for FaultyQueue {
         None
     }
     fn post(&self, _: Reservation, _: &Event) {}
-    fn activate(&self, _: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, _: &QueueContext) -> Result<(), ConfigError> {
         if self.activate_panics {
             panic!("device not ready");
         }
         Ok(())
     }
-    fn terminate(&self, _: &QueueContext) -> Result<(), Error> {
-        Err(Error::InvalidParameter {
+    fn terminate(&self, _: &QueueContext) -> Result<(), ConfigError> {
+        Err(ConfigError::InvalidParameter {
             queue_type: "faulty",
             reason: "cannot save".into(),
         })
@@ -202,7 +202,7 @@ fn panicking_and_failing_hooks_are_reported_not_propagated() {
     let q1 = t.create_queue::<Faulty>(()).unwrap();
     let e = t.activate().unwrap_err();
     match &e {
-        Error::Hook {
+        ConfigError::Hook {
             queue,
             hook,
             message,
@@ -226,7 +226,7 @@ fn panicking_and_failing_hooks_are_reported_not_propagated() {
 
 #[test]
 fn errors_are_std_errors_with_sources() {
-    let e = Error::io(
+    let e = qtrace::Error::io(
         "create",
         "/nonexistent/x.qtr",
         std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),

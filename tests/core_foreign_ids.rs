@@ -5,7 +5,7 @@ mod common;
 
 use common::{ids, log, Recorder};
 use qtrace::classes::{user, ClassSpec};
-use qtrace::{Error, Tracer};
+use qtrace::{ConfigError, Tracer};
 
 #[test]
 fn a_foreign_id_is_its_number_here() {
@@ -36,7 +36,7 @@ fn a_foreign_id_is_its_number_here() {
     // A's "net rx" is past the end of B's catalog: configuration refuses it.
     let e = b.assign_event(rx_a, q).unwrap_err();
     assert!(
-        matches!(e, Error::EventOutOfRange { defined: 0x18, .. }),
+        matches!(e, ConfigError::EventOutOfRange { defined: 0x18, .. }),
         "{e:?}"
     );
     b.activate().unwrap();

@@ -3,7 +3,7 @@
 
 use qtrace::classes::user;
 use qtrace::queues::Dummy;
-use qtrace::{global, Error, Tracer};
+use qtrace::{global, ConfigError, Tracer};
 
 #[test]
 fn install_once() {
@@ -30,7 +30,7 @@ fn install_once() {
     assert_eq!(installed.counters(q).unwrap().accepted, 2000);
 
     let second = global::install(Tracer::new()).unwrap_err();
-    assert!(matches!(second, Error::GlobalAlreadyInstalled));
+    assert!(matches!(second, ConfigError::GlobalAlreadyInstalled));
     assert!(second.to_string().contains("already installed"));
     // The first tracer is still the one in place.
     assert!(std::ptr::eq(installed, global::get().unwrap()));

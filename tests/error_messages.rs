@@ -22,7 +22,7 @@ use qtrace::classes::{ClassId, ClassSpec};
 use qtrace::export::ctf::CtfOptions;
 use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
 use qtrace::queues::Dummy;
-use qtrace::{Error, Event, EventId, QueueHandle, Tracer};
+use qtrace::{ConfigError, Event, EventId, QueueHandle, Tracer};
 
 /// A queue type a test forgets to register.
 struct Refuser;
@@ -32,7 +32,7 @@ struct RefuserQueue;
 impl QueueType for Refuser {
     type Params = ();
     const NAME: &'static str = "refuser";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(RefuserQueue))
     }
 }
@@ -53,7 +53,7 @@ struct Wrapped<T>(T);
 impl<T: Send + Sync + 'static> QueueType for Wrapped<T> {
     type Params = ();
     const NAME: &'static str = "wrapped";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(RefuserQueue))
     }
 }
@@ -64,7 +64,7 @@ fn unregistered_type_names_the_real_call() {
     let e = t.create_queue::<Refuser>(()).unwrap_err();
     assert!(matches!(
         e,
-        Error::UnknownQueueType {
+        ConfigError::UnknownQueueType {
             name: "refuser",
             rust_type: "error_messages::Refuser"
         }
@@ -92,7 +92,7 @@ fn second_install_names_global_get() {
     // Built directly: installing a process-wide tracer here would leak into
     // the other tests of this binary (tests/core_global.rs installs one).
     assert_eq!(
-        Error::GlobalAlreadyInstalled.to_string(),
+        ConfigError::GlobalAlreadyInstalled.to_string(),
         "the process-wide tracer is already installed: install once at start-up, then reach it \
          with qtrace::global::get() (or keep the reference install returned)"
     );

@@ -28,7 +28,7 @@ use qtrace::queues::{
 };
 use qtrace::reader::TraceReader;
 use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
-use qtrace::{Config, Error, Event, Tracer};
+use qtrace::{Config, ConfigError, Event, Tracer};
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("qtrace-faults-{name}-{}", std::process::id()));
@@ -77,7 +77,7 @@ fn a_full_disk_under_the_online_queue_is_an_error_at_phase_2_and_in_the_report()
         tracer.log_event(user::USER0, [i, 0]);
     }
     let e = tracer.activate().unwrap_err();
-    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    assert!(matches!(e, ConfigError::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("/dev/full"), "{e}");
     // Phase 2 can be retried: the file is opened again, not skipped.
     let e = tracer.activate().unwrap_err();
@@ -501,7 +501,7 @@ struct FragileQueue {
 impl QueueType for Fragile {
     type Params = ();
     const NAME: &'static str = "fragile";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         if self.0 == PanicIn::Create {
             panic!("create hook exploded");
         }
@@ -525,7 +525,7 @@ impl Queue for FragileQueue {
         }
         self.accepted.fetch_add(1, Ordering::Relaxed);
     }
-    fn terminate(&self, _: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, _: &QueueContext) -> Result<(), ConfigError> {
         if self.at == PanicIn::Terminate {
             panic!("terminate hook exploded");
         }

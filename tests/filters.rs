@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use qtrace::classes::user;
 use qtrace::queues::{Filter, FilterQueue, Fixed, FixedParams, RingStorage};
-use qtrace::{Config, Error, QueueCounters, QueueHandle, Tracer};
+use qtrace::{Config, ConfigError, QueueCounters, QueueHandle, Tracer};
 
 /// A tracer whose files go to a directory of its own (removed at exit)
 /// and that saves nothing on a panic.
@@ -224,11 +224,11 @@ fn errors_name_what_to_do() {
     let e = tracer
         .filter_event(user::USER0, Filter::source(0))
         .unwrap_err();
-    assert!(matches!(e, Error::FilterWithoutRoute { .. }));
+    assert!(matches!(e, ConfigError::FilterWithoutRoute { .. }));
     assert!(e.to_string().contains("Tracer::assign_event"), "{e}");
     assert!(matches!(
         tracer.filter_class(user::CLASS, Filter::source(0)),
-        Err(Error::FilterWithoutRoute { .. })
+        Err(ConfigError::FilterWithoutRoute { .. })
     ));
     tracer.assign_event(user::USER0, q).unwrap();
     let e = tracer
@@ -239,7 +239,7 @@ fn errors_name_what_to_do() {
     tracer.shutdown().unwrap();
     assert!(matches!(
         tracer.filter_event(user::USER0, Filter::source(0)),
-        Err(Error::AfterShutdown { .. })
+        Err(ConfigError::AfterShutdown { .. })
     ));
 }
 

@@ -18,7 +18,7 @@ use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Res
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Online, OnlineParams, Udp, UdpParams,
 };
-use qtrace::{Config, Error, Event, Tracer};
+use qtrace::{Config, ConfigError, Event, Tracer};
 
 const EVENTS: u64 = if cfg!(miri) { 200 } else { 100_000 };
 const BOUND: Duration = Duration::from_secs(10);
@@ -164,7 +164,7 @@ struct BlockingQueue {
 impl QueueType for Blocking {
     type Params = ();
     const NAME: &'static str = "blocking";
-    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(BlockingQueue {
             latch: self.0.clone(),
             inside: Arc::clone(&self.1),

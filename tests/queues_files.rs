@@ -8,7 +8,7 @@ use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::{Queue, QueueHandle};
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
-use qtrace::{Config, Error, Event, Tracer};
+use qtrace::{Config, ConfigError, Event, Tracer};
 use queues_support::{hoops, read_trace, scratch};
 
 fn tracer(dir: &std::path::Path, clock: &ManualClock) -> Tracer {
@@ -192,7 +192,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         .unwrap_err();
     assert!(matches!(
         e,
-        Error::InvalidParameter {
+        ConfigError::InvalidParameter {
             queue_type: "circular",
             ..
         }
@@ -218,7 +218,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         .unwrap_err();
     assert!(matches!(
         e,
-        Error::InvalidParameter {
+        ConfigError::InvalidParameter {
             queue_type: "fixed",
             ..
         }
@@ -265,7 +265,7 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     let circular = t.queue(c).unwrap().as_circular().unwrap();
     let e = circular.snapshot(&bad).unwrap_err();
     assert!(
-        matches!(&e, Error::Io { path: Some(p), .. } if *p == bad),
+        matches!(&e, ConfigError::Io { path: Some(p), .. } if *p == bad),
         "{e:?}"
     );
     assert_eq!(circular.status().io_errors, 1);

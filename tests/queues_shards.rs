@@ -8,7 +8,7 @@ mod queues_support;
 use qtrace::classes::user;
 use qtrace::queue::{AnyQueue, Queue, QueueCounters, QueueType};
 use qtrace::queues::{Circular, CircularParams};
-use qtrace::{Error, Event};
+use qtrace::{ConfigError, Event};
 use queues_support::{context, hoops, read_trace, scratch};
 
 const HANDLE: u16 = 3;
@@ -163,7 +163,7 @@ fn shard_counts_must_be_zero_or_a_power_of_two() {
                 &ctx,
             )
             .unwrap_err();
-        assert!(matches!(e, Error::InvalidParameter { .. }), "{e:?}");
+        assert!(matches!(e, ConfigError::InvalidParameter { .. }), "{e:?}");
         assert!(
             e.to_string().contains(&format!(
                 "shards {bad} is not 0 or a power of two up to 256"

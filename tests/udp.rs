@@ -353,7 +353,10 @@ fn bad_udp_parameters_are_typed_errors() {
         UdpParams::to(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     ] {
         let e = tracer.create_queue::<Udp>(p).unwrap_err();
-        assert!(matches!(e, qtrace::Error::InvalidParameter { .. }), "{e}");
+        assert!(
+            matches!(e, qtrace::ConfigError::InvalidParameter { .. }),
+            "{e}"
+        );
     }
 }
 

@@ -31,9 +31,11 @@ pub mod system;
 pub mod tracer;
 pub mod user;
 
+mod error;
+pub use error::CatalogError;
+
 use std::fmt;
 
-use crate::error::Error;
 use crate::EventId;
 
 /// The number of a class. Built-ins are 0–4; user-defined classes follow.
@@ -215,7 +217,7 @@ impl DefinedClass {
 }
 
 /// Checks a name: non-empty, at most [`MAX_NAME_LEN`] bytes, `[A-Za-z0-9_.-]`.
-pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Error> {
+pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), CatalogError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name
@@ -224,7 +226,7 @@ pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Error>
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidName {
+        Err(CatalogError::InvalidName {
             what,
             name: name.to_string(),
         })
@@ -232,11 +234,11 @@ pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Error>
 }
 
 /// Checks a description: at most [`MAX_DESCRIPTION_LEN`] bytes, one line.
-pub(crate) fn validate_description(name: &str, text: &str) -> Result<(), Error> {
+pub(crate) fn validate_description(name: &str, text: &str) -> Result<(), CatalogError> {
     if text.len() <= MAX_DESCRIPTION_LEN && !text.contains(['\n', '\r']) {
         Ok(())
     } else {
-        Err(Error::InvalidDescription {
+        Err(CatalogError::InvalidDescription {
             name: name.to_string(),
         })
     }
@@ -320,11 +322,14 @@ impl Catalog {
     /// Builds a catalog from explicit tables (what a trace file's header holds),
     /// checking that it is consistent: classes numbered 0, 1, 2, …; each class's
     /// events consecutive, in class order, starting at event 0; names valid.
-    pub fn from_parts(classes: Vec<ClassInfo>, events: Vec<EventInfo>) -> Result<Self, Error> {
+    pub fn from_parts(
+        classes: Vec<ClassInfo>,
+        events: Vec<EventInfo>,
+    ) -> Result<Self, CatalogError> {
         let mut next_event = 0u32;
         for (i, c) in classes.iter().enumerate() {
             if c.id.0 as usize != i || c.first_event.0 as u32 != next_event {
-                return Err(Error::InconsistentCatalog {
+                return Err(CatalogError::InconsistentCatalog {
                     reason: format!("class {} ({}) is out of order", c.id, c.name),
                 });
             }
@@ -332,7 +337,7 @@ impl Catalog {
             next_event += c.event_count as u32;
         }
         if next_event as usize != events.len() || events.len() > EventId::MAX_EVENTS {
-            return Err(Error::InconsistentCatalog {
+            return Err(CatalogError::InconsistentCatalog {
                 reason: format!(
                     "the classes cover {next_event} events but the table lists {}",
                     events.len()
@@ -340,7 +345,7 @@ impl Catalog {
             });
         }
         if classes.len() > ClassId::MAX_CLASSES {
-            return Err(Error::InconsistentCatalog {
+            return Err(CatalogError::InconsistentCatalog {
                 reason: format!(
                     "{} classes (at most {})",
                     classes.len(),
@@ -353,7 +358,7 @@ impl Catalog {
                 .get(e.class.0 as usize)
                 .is_some_and(|c| c.contains(e.id));
             if e.id.0 as usize != i || !class_ok || e.args.len() > MAX_ARGS {
-                return Err(Error::InconsistentCatalog {
+                return Err(CatalogError::InconsistentCatalog {
                     reason: format!("event {} ({}) does not fit its class", e.id, e.name),
                 });
             }
@@ -364,25 +369,25 @@ impl Catalog {
 
     /// Adds a user-defined class; its events are numbered after every event
     /// defined so far.
-    pub fn define(&mut self, spec: ClassSpec) -> Result<DefinedClass, Error> {
+    pub fn define(&mut self, spec: ClassSpec) -> Result<DefinedClass, CatalogError> {
         validate_name("class", &spec.name)?;
         validate_description(&spec.name, &spec.description)?;
         if self.classes.iter().any(|c| c.name == spec.name) {
-            return Err(Error::DuplicateName {
+            return Err(CatalogError::DuplicateName {
                 what: "class",
                 name: spec.name,
             });
         }
         if spec.events.is_empty() {
-            return Err(Error::EmptyClass { name: spec.name });
+            return Err(CatalogError::EmptyClass { name: spec.name });
         }
         if self.classes.len() >= ClassId::MAX_CLASSES {
-            return Err(Error::TooManyClasses {
+            return Err(CatalogError::TooManyClasses {
                 max: ClassId::MAX_CLASSES,
             });
         }
         if self.events.len() + spec.events.len() > EventId::MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(CatalogError::TooManyEvents {
                 max: EventId::MAX_EVENTS,
             });
         }
@@ -390,13 +395,13 @@ impl Catalog {
             validate_name("event", name)?;
             validate_description(name, description)?;
             if spec.events[..i].iter().any(|(n, _, _)| n == name) {
-                return Err(Error::DuplicateName {
+                return Err(CatalogError::DuplicateName {
                     what: "event",
                     name: name.clone(),
                 });
             }
             if args.len() > MAX_ARGS {
-                return Err(Error::TooManyArgs {
+                return Err(CatalogError::TooManyArgs {
                     event: name.clone(),
                     max: MAX_ARGS,
                 });
@@ -404,7 +409,7 @@ impl Catalog {
             for (k, a) in args.iter().enumerate() {
                 validate_name("argument", a)?;
                 if args[..k].contains(a) {
-                    return Err(Error::DuplicateName {
+                    return Err(CatalogError::DuplicateName {
                         what: "argument",
                         name: a.clone(),
                     });
@@ -568,14 +573,14 @@ mod tests {
         let dup = c.define(ClassSpec::new("system", "again").event("x", "x", &[]));
         assert!(matches!(
             dup,
-            Err(Error::DuplicateName { what: "class", .. })
+            Err(CatalogError::DuplicateName { what: "class", .. })
         ));
         let empty = c.define(ClassSpec::new("e", "no events"));
-        assert!(matches!(empty, Err(Error::EmptyClass { .. })));
+        assert!(matches!(empty, Err(CatalogError::EmptyClass { .. })));
         let args = c.define(ClassSpec::new("t", "t").event("x", "x", &["a", "b", "c"]));
-        assert!(matches!(args, Err(Error::TooManyArgs { .. })));
+        assert!(matches!(args, Err(CatalogError::TooManyArgs { .. })));
         let name = c.define(ClassSpec::new("has space", "t").event("x", "x", &[]));
-        assert!(matches!(name, Err(Error::InvalidName { .. })));
+        assert!(matches!(name, Err(CatalogError::InvalidName { .. })));
         let dup_ev = c.define(
             ClassSpec::new("d", "t")
                 .event("x", "x", &[])
@@ -583,7 +588,7 @@ mod tests {
         );
         assert!(matches!(
             dup_ev,
-            Err(Error::DuplicateName { what: "event", .. })
+            Err(CatalogError::DuplicateName { what: "event", .. })
         ));
         // Nothing was added by the failed attempts.
         assert_eq!(c, Catalog::builtin());

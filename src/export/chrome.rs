@@ -58,10 +58,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
+use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
-use crate::error::Error;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.

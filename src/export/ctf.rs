@@ -75,7 +75,7 @@ use std::path::{Path, PathBuf};
 use super::{identifier_chars, ConvertStats, EventSink};
 use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Payload, PayloadState};
-use crate::error::Error;
+use crate::export::ExportError;
 use crate::Event;
 
 /// The CTF packet magic number.
@@ -167,7 +167,7 @@ fn clock_origin(origin_unix_ns: u64) -> u64 {
 impl CtfWriter {
     /// Creates `dir` (which must be new or empty) and writes its `metadata`,
     /// with default options.
-    pub fn create(dir: &Path, catalog: &Catalog, origin_unix_ns: u64) -> Result<Self, Error> {
+    pub fn create(dir: &Path, catalog: &Catalog, origin_unix_ns: u64) -> Result<Self, ExportError> {
         Self::with_options(dir, catalog, origin_unix_ns, CtfOptions::default())
     }
 
@@ -177,9 +177,9 @@ impl CtfWriter {
         catalog: &Catalog,
         origin_unix_ns: u64,
         options: CtfOptions,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ExportError> {
         if options.packet_bytes < PACKET_PREAMBLE + EVENT_HEADER + 16 {
-            return Err(Error::InvalidExportOption {
+            return Err(ExportError::InvalidExportOption {
                 option: "CtfOptions::packet_bytes",
                 reason: format!(
                     "packet_bytes is {}; use at least {} so a packet holds one event",
@@ -188,11 +188,11 @@ impl CtfWriter {
                 ),
             });
         }
-        fs::create_dir_all(dir).map_err(|e| Error::io("create the CTF directory", dir, e))?;
+        fs::create_dir_all(dir).map_err(|e| ExportError::io("create the CTF directory", dir, e))?;
         let mut entries =
-            fs::read_dir(dir).map_err(|e| Error::io("list the CTF directory", dir, e))?;
+            fs::read_dir(dir).map_err(|e| ExportError::io("list the CTF directory", dir, e))?;
         if entries.next().is_some() {
-            return Err(Error::io(
+            return Err(ExportError::io(
                 "write a CTF trace into",
                 dir,
                 std::io::Error::new(
@@ -203,7 +203,7 @@ impl CtfWriter {
         }
         let meta_path = dir.join("metadata");
         fs::write(&meta_path, metadata(catalog, origin_unix_ns))
-            .map_err(|e| Error::io("write", &meta_path, e))?;
+            .map_err(|e| ExportError::io("write", &meta_path, e))?;
         Ok(CtfWriter {
             dir: dir.to_path_buf(),
             options,
@@ -228,7 +228,7 @@ impl CtfWriter {
         &self.dir
     }
 
-    fn flush_stream(stream: &mut Stream, stats: &mut ConvertStats) -> Result<(), Error> {
+    fn flush_stream(stream: &mut Stream, stats: &mut ConvertStats) -> Result<(), ExportError> {
         if stream.buf.is_empty() {
             return Ok(());
         }
@@ -236,7 +236,7 @@ impl CtfWriter {
     }
 
     /// Writes the packet in `stream.buf` (possibly empty) and starts the next.
-    fn write_packet(stream: &mut Stream, stats: &mut ConvertStats) -> Result<(), Error> {
+    fn write_packet(stream: &mut Stream, stats: &mut ConvertStats) -> Result<(), ExportError> {
         let size = (PACKET_PREAMBLE + stream.buf.len()) as u64;
         let mut head = [0u8; PACKET_PREAMBLE];
         let mut w = &mut head[..];
@@ -261,11 +261,11 @@ impl CtfWriter {
         } else {
             File::create(&stream.path)
         }
-        .map_err(|e| Error::io("open", &stream.path, e))?;
+        .map_err(|e| ExportError::io("open", &stream.path, e))?;
         stream.created = true;
         file.write_all(&head)
             .and_then(|()| file.write_all(&stream.buf))
-            .map_err(|e| Error::io("write", &stream.path, e))?;
+            .map_err(|e| ExportError::io("write", &stream.path, e))?;
         stream.buf.clear();
         stream.seq += 1;
         stats.packets += 1;
@@ -276,7 +276,7 @@ impl CtfWriter {
     /// Writes the reassembled runs waiting in `ready`: names as
     /// `qtrace:name` events, other payloads as `qtrace:payload` events, on
     /// their source's stream (records that are not runs never wait here).
-    fn write_ready(&mut self) -> Result<(), Error> {
+    fn write_ready(&mut self) -> Result<(), ExportError> {
         let items = std::mem::take(&mut self.ready);
         for item in &items {
             if let Item::Payload(p) = item {
@@ -288,7 +288,7 @@ impl CtfWriter {
         Ok(())
     }
 
-    fn write_payload(&mut self, p: &Payload) -> Result<(), Error> {
+    fn write_payload(&mut self, p: &Payload) -> Result<(), ExportError> {
         let mut body = Vec::with_capacity(32 + p.bytes.len());
         let (encoding, text) = ctf_text(&p.bytes);
         let class_id = match p.name_of() {
@@ -323,7 +323,13 @@ impl CtfWriter {
     /// Appends one event of class `class_id` with payload bytes `body` to
     /// `source`'s stream (the path of [`EventSink::push`] for an ordinary
     /// record, with any payload).
-    fn append(&mut self, source: u32, time: u64, class_id: u16, body: &[u8]) -> Result<(), Error> {
+    fn append(
+        &mut self,
+        source: u32,
+        time: u64,
+        class_id: u16,
+        body: &[u8],
+    ) -> Result<(), ExportError> {
         let size = EVENT_HEADER + body.len();
         let dir = &self.dir;
         let stats = &mut self.stats;
@@ -361,7 +367,7 @@ impl CtfWriter {
         Ok(())
     }
 
-    fn flush_all(&mut self) -> Result<(), Error> {
+    fn flush_all(&mut self) -> Result<(), ExportError> {
         for stream in self.streams.values_mut() {
             Self::flush_stream(stream, &mut self.stats)?;
             stream.buf = Vec::new();
@@ -372,9 +378,9 @@ impl CtfWriter {
 }
 
 impl EventSink for CtfWriter {
-    fn push(&mut self, e: &Event) -> Result<(), Error> {
+    fn push(&mut self, e: &Event) -> Result<(), ExportError> {
         if self.finished {
-            return Err(Error::ConverterFinished);
+            return Err(ExportError::ConverterFinished);
         }
         if combine::is_combine(e) {
             // Counted as records, like `qtrace stats`; written once whole.
@@ -475,7 +481,7 @@ impl EventSink for CtfWriter {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
+    fn finish(&mut self) -> Result<ConvertStats, ExportError> {
         if !self.finished {
             let ready = &mut self.ready;
             self.runs.finish(&mut |item| ready.push(item));
@@ -947,7 +953,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                Error::InvalidExportOption {
+                ExportError::InvalidExportOption {
                     option: "CtfOptions::packet_bytes",
                     ..
                 }

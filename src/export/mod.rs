@@ -46,6 +46,7 @@
 pub mod args;
 pub mod chrome;
 pub mod ctf;
+mod error;
 pub mod perfetto;
 mod protobuf;
 pub mod split;
@@ -54,8 +55,8 @@ pub mod svg;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::error::Error;
 use crate::Event;
+pub use error::ExportError;
 
 /// What a conversion did, counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,21 +98,21 @@ pub struct ConvertStats {
 /// pushed.
 pub trait EventSink {
     /// Converts one event.
-    fn push(&mut self, event: &Event) -> Result<(), Error>;
+    fn push(&mut self, event: &Event) -> Result<(), ExportError>;
 
     /// Flushes everything, closes what is open and returns the counts. Pushing
     /// after `finish` is an error.
-    fn finish(&mut self) -> Result<ConvertStats, Error>;
+    fn finish(&mut self) -> Result<ConvertStats, ExportError>;
 }
 
 /// A sink borrowed mutably is a sink, so that it can be converted into and
 /// still be looked at afterwards (`export::convert(&mut split, events)`).
 impl<T: EventSink + ?Sized> EventSink for &mut T {
-    fn push(&mut self, event: &Event) -> Result<(), Error> {
+    fn push(&mut self, event: &Event) -> Result<(), ExportError> {
         (**self).push(event)
     }
 
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
+    fn finish(&mut self) -> Result<ConvertStats, ExportError> {
         (**self).finish()
     }
 }
@@ -120,7 +121,7 @@ impl<T: EventSink + ?Sized> EventSink for &mut T {
 pub fn convert<S: EventSink>(
     mut sink: S,
     events: impl IntoIterator<Item = Event>,
-) -> Result<ConvertStats, Error> {
+) -> Result<ConvertStats, ExportError> {
     for e in events {
         sink.push(&e)?;
     }

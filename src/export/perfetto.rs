@@ -114,9 +114,9 @@ use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
-use crate::error::Error;
 use crate::Event;
 
 /// The packet sequence every packet is written on.

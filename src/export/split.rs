@@ -30,7 +30,7 @@
 //! ```
 
 use super::{ConvertStats, EventSink};
-use crate::error::Error;
+use crate::export::ExportError;
 use crate::Event;
 
 /// Feeds each time window's events to a sink of its own (see the [module
@@ -47,16 +47,16 @@ pub struct SplitByTime<S, F> {
 impl<S, F> SplitByTime<S, F>
 where
     S: EventSink,
-    F: FnMut(u64, u64) -> Result<S, Error>,
+    F: FnMut(u64, u64) -> Result<S, ExportError>,
 {
     /// Splits into windows of `window_ns` nanoseconds; `make(k, start_ns)`
     /// creates the sink of window `k`, which starts at `start_ns`.
     ///
     /// # Errors
-    /// [`Error::InvalidExportOption`] if `window_ns` is 0.
-    pub fn new(window_ns: u64, make: F) -> Result<Self, Error> {
+    /// [`ExportError::InvalidExportOption`] if `window_ns` is 0.
+    pub fn new(window_ns: u64, make: F) -> Result<Self, ExportError> {
         if window_ns == 0 {
-            return Err(Error::InvalidExportOption {
+            return Err(ExportError::InvalidExportOption {
                 option: "SplitByTime window",
                 reason: "must be at least 1 ns".to_string(),
             });
@@ -76,7 +76,7 @@ where
         self.parts.iter().copied()
     }
 
-    fn close_current(&mut self) -> Result<(), Error> {
+    fn close_current(&mut self) -> Result<(), ExportError> {
         if let Some((_, mut sink)) = self.current.take() {
             let s = sink.finish()?;
             add(&mut self.total, &s);
@@ -101,11 +101,11 @@ fn add(total: &mut ConvertStats, s: &ConvertStats) {
 impl<S, F> EventSink for SplitByTime<S, F>
 where
     S: EventSink,
-    F: FnMut(u64, u64) -> Result<S, Error>,
+    F: FnMut(u64, u64) -> Result<S, ExportError>,
 {
-    fn push(&mut self, e: &Event) -> Result<(), Error> {
+    fn push(&mut self, e: &Event) -> Result<(), ExportError> {
         if self.finished {
-            return Err(Error::ConverterFinished);
+            return Err(ExportError::ConverterFinished);
         }
         let window = e.time / self.window_ns;
         let later = self.current.as_ref().map_or(true, |(w, _)| window > *w);
@@ -122,7 +122,7 @@ where
         }
     }
 
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
+    fn finish(&mut self) -> Result<ConvertStats, ExportError> {
         if !self.finished {
             self.finished = true;
             self.close_current()?;
@@ -197,7 +197,7 @@ mod tests {
         );
         assert!(matches!(
             SplitByTime::new(0, |_, _| ChromeWriter::new(&catalog, 0, Vec::new())),
-            Err(Error::InvalidExportOption { .. })
+            Err(ExportError::InvalidExportOption { .. })
         ));
     }
 }

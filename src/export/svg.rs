@@ -59,7 +59,7 @@ use std::io::Write;
 
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer};
-use crate::error::Error;
+use crate::export::ExportError;
 use crate::Event;
 
 /// The narrowest time area drawn, in pixels.
@@ -454,9 +454,9 @@ impl<W: Write> SvgTimeline<W> {
 }
 
 impl<W: Write> EventSink for SvgTimeline<W> {
-    fn push(&mut self, e: &Event) -> Result<(), Error> {
+    fn push(&mut self, e: &Event) -> Result<(), ExportError> {
         if self.finished {
-            return Err(Error::ConverterFinished);
+            return Err(ExportError::ConverterFinished);
         }
         let t = e.time.max(self.end);
         self.end = t;
@@ -542,7 +542,7 @@ impl<W: Write> EventSink for SvgTimeline<W> {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
+    fn finish(&mut self) -> Result<ConvertStats, ExportError> {
         if self.finished {
             return Ok(self.stats);
         }
@@ -553,7 +553,7 @@ impl<W: Write> EventSink for SvgTimeline<W> {
             self.close_irq(s, end);
             self.stop(s, end);
         }
-        self.render().map_err(|e| Error::Io {
+        self.render().map_err(|e| ExportError::Io {
             path: None,
             action: "write the SVG timeline",
             source: e,

@@ -39,11 +39,11 @@ use super::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
 use super::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
 use super::save::{create_at_activate, default_path, hoops, write_trace, StatusCell};
 use super::shard::{Record, ShardRing};
-use crate::error::Error;
+use super::{AnyQueue, QueueType};
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
-};
+use crate::handle::QueueHandle;
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
 
@@ -93,8 +93,8 @@ impl QueueType for Circular {
     type Params = CircularParams;
     const NAME: &'static str = "circular";
 
-    fn create(&self, params: CircularParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
-        let bad = |reason: String| Error::InvalidParameter {
+    fn create(&self, params: CircularParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
+        let bad = |reason: String| ConfigError::InvalidParameter {
             queue_type: Self::NAME,
             reason,
         };
@@ -169,7 +169,7 @@ const RING_MASK: u64 = (1 << RING_BITS) - 1;
 #[derive(Debug)]
 #[repr(C)]
 struct Shard {
-    /// The owning thread's [`crate::source::thread_token`], [`FREE`] or
+    /// The owning thread's [`super::thread_token::thread_token`], [`FREE`] or
     /// [`NEVER`]. Set once, by compare-and-swap, and never changed again.
     owner: Padded<AtomicU64>,
     ring: ShardRing,
@@ -327,7 +327,7 @@ impl CircularQueue {
     /// never changes from `Some(ring)` to anything else while it lives.
     #[inline]
     pub(crate) fn producer_shard(&self) -> Option<&ShardRing> {
-        self.owned_shard(crate::source::thread_token())
+        self.owned_shard(super::thread_token::thread_token())
             .map(|(_, shard)| &shard.ring)
     }
 
@@ -345,7 +345,7 @@ impl CircularQueue {
     /// thread and queue).
     #[inline(never)]
     fn acquire_shard(&self, shard: &Shard, token: u64) -> bool {
-        token != crate::source::EXITED_TOKEN
+        token != super::thread_token::EXITED_TOKEN
             && shard.owner.load(Ordering::Relaxed) == FREE
             && shard
                 .owner
@@ -364,7 +364,7 @@ impl CircularQueue {
 
     #[inline(always)]
     fn reserve(&self) -> Option<u64> {
-        self.reserve_as(crate::source::thread_token())
+        self.reserve_as(super::thread_token::thread_token())
     }
 
     /// A reservation for the thread with `token`: in its shard (ring
@@ -413,9 +413,9 @@ impl CircularQueue {
     /// of records written (events and hoops). The queue's counters do not
     /// change: the events stay in the queue.
     ///
-    /// Errors: [`Error::Io`] naming the path (also counted in
+    /// Errors: [`ConfigError::Io`] naming the path (also counted in
     /// [`Queue::status`]).
-    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, Error> {
+    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();
         let events = self.snapshot_events();
         // The close run carries the counters at the moment of the snapshot.
@@ -536,7 +536,7 @@ impl Queue for CircularQueue {
     /// Creates the file the queue saves to (directory and header), so a
     /// bad directory is an error of phase 2. Until the save, the file reads
     /// as cut short.
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         self.mp.fault_in();
         for shard in self.shards.iter() {
             shard.ring.fault_in();
@@ -544,7 +544,7 @@ impl Queue for CircularQueue {
         create_at_activate(&self.file, ctx)
     }
 
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         if self.saved.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(());
         }
@@ -681,7 +681,9 @@ mod tests {
     #[test]
     fn an_exiting_thread_never_becomes_an_owner() {
         let q = queue(1);
-        assert!(q.reserve_as(crate::source::EXITED_TOKEN).is_some());
+        assert!(q
+            .reserve_as(crate::queues::thread_token::EXITED_TOKEN)
+            .is_some());
         assert_eq!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
         assert_eq!(q.mp.attempts(), 1);
     }
@@ -699,7 +701,7 @@ mod tests {
     fn reservations_name_their_ring() {
         let q = queue(16);
         let r = q.get().unwrap(); // this thread's shard, ticket 0
-        let shard = crate::source::thread_token() & 15;
+        let shard = crate::queues::thread_token::thread_token() & 15;
         assert_eq!(r.ticket(), shard + 1);
         q.post(r, &Event::new(5, user::USER0, 0, [0, 0]));
         let r = q.get().unwrap();

@@ -1,10 +1,11 @@
 //! The dummy queue: discards every event and counts it (S.Ha.R.K.'s `qdummy`,
 //! the template for new policies).
 
+use super::{AnyQueue, QueueType};
 use crate::combine::Run;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, Reservation};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The dummy queue type. No parameters.
@@ -15,7 +16,7 @@ impl QueueType for Dummy {
     type Params = ();
     const NAME: &'static str = "dummy";
 
-    fn create(&self, _params: (), _ctx: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, _params: (), _ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::DummyQueue(DummyQueue::default()))
     }
 }

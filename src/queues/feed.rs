@@ -14,9 +14,9 @@ use std::sync::Arc;
 use super::ring::DropRing;
 use super::task::{high_water_events, TaskControl};
 use crate::combine::Run;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{QueueCounters, Reservation};
+use crate::queue_trait::{QueueCounters, Reservation};
 
 /// A drop-when-full ring and its task's wake-up.
 #[derive(Debug)]
@@ -37,9 +37,9 @@ impl Feed {
         capacity: usize,
         high_water_percent: u8,
         latching: bool,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         if !(1..=100).contains(&high_water_percent) {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type,
                 reason: format!(
                     "high-water mark {high_water_percent}% is out of range: use 1 to 100 (80 is the usual)"
@@ -51,7 +51,7 @@ impl Feed {
         } else {
             DropRing::new(capacity)
         };
-        let ring = ring.map_err(|e| Error::InvalidParameter {
+        let ring = ring.map_err(|e| ConfigError::InvalidParameter {
             queue_type,
             reason: format!("size: {e}"),
         })?;

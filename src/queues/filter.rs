@@ -31,10 +31,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::AnyQueue;
 use crate::combine::Run;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{AnyQueue, Queue, QueueCounters, QueueStatus, Reservation};
+use crate::queue_trait::{Queue, QueueCounters, QueueStatus, Reservation};
 
 type Handler = dyn Fn(&Event) -> bool + Send + Sync;
 
@@ -75,7 +76,7 @@ impl Filter {
 
     /// Keeps events whose argument `index` (0 or 1) is in `values`.
     /// [`Tracer::filter_event`](crate::Tracer::filter_event) refuses another
-    /// index with [`Error::InvalidParameter`].
+    /// index with [`ConfigError::InvalidParameter`].
     pub fn arg(index: usize, values: RangeInclusive<u64>) -> Self {
         Filter(Kind::Arg(index, values))
     }
@@ -100,9 +101,9 @@ impl Filter {
     }
 
     /// Checks the filter's parameters.
-    pub(crate) fn validate(&self) -> Result<(), Error> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         match &self.0 {
-            Kind::Arg(i, _) if *i > 1 => Err(Error::InvalidParameter {
+            Kind::Arg(i, _) if *i > 1 => Err(ConfigError::InvalidParameter {
                 queue_type: FilterQueue::NAME,
                 reason: format!(
                     "Filter::arg index {i}: events have two arguments, use index 0 or 1"

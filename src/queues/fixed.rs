@@ -30,12 +30,11 @@ use super::backing::{Backing, Placed, Region};
 use super::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
 use super::ring_file::{RingLayout, RingStorage};
 use super::save::{create_at_activate, default_path, with_hoops, write_trace, StatusCell};
+use super::{AnyQueue, QueueType};
 use crate::combine::Run;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueStatus, QueueType, Reservation,
-};
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::TraceHeader;
 
@@ -70,9 +69,9 @@ impl QueueType for Fixed {
     type Params = FixedParams;
     const NAME: &'static str = "fixed";
 
-    fn create(&self, params: FixedParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, params: FixedParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
         if params.capacity == 0 || params.capacity > MAX_CAPACITY {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type: Self::NAME,
                 reason: format!(
                     "capacity {} is out of range: use 1 to {MAX_CAPACITY} events",
@@ -80,7 +79,7 @@ impl QueueType for Fixed {
                 ),
             });
         }
-        let bad = |reason: String| Error::InvalidParameter {
+        let bad = |reason: String| ConfigError::InvalidParameter {
             queue_type: Self::NAME,
             reason,
         };
@@ -213,8 +212,8 @@ impl FixedQueue {
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] naming the path (also counted in [`Queue::status`]).
-    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, Error> {
+    /// [`ConfigError::Io`] naming the path (also counted in [`Queue::status`]).
+    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();
         let events = self.snapshot_events();
         // The close run carries the counters at the moment of the snapshot.
@@ -266,14 +265,14 @@ impl Queue for FixedQueue {
     /// Creates the file the queue saves to (directory and header), so a
     /// bad directory is an error of phase 2. Until the save, the file reads
     /// as cut short.
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         self.slots.fault_in(|s| {
             s.seq.fetch_add(0, Ordering::Relaxed);
         });
         create_at_activate(&self.file, ctx)
     }
 
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         if self.saved.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(());
         }
@@ -324,7 +323,7 @@ mod loom_tests {
     use super::*;
     use crate::classes::{user, Catalog};
     use crate::clock::{Clock, ManualClock};
-    use crate::queue::QueueHandle;
+    use crate::handle::QueueHandle;
     use loom::sync::Arc;
     use loom::thread;
 

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod fixed;
 pub mod online;
 pub(crate) mod producer_cache;
+mod queue_type;
 pub mod recover;
 mod reserve;
 pub mod ring;
@@ -17,11 +18,12 @@ mod save;
 pub(crate) mod sender;
 pub(crate) mod shard;
 pub(crate) mod task;
+pub(crate) mod thread_token;
 pub mod udp;
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::queue_trait::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 
 use crate::combine::Run;
 
@@ -30,6 +32,7 @@ pub use dummy::{Dummy, DummyQueue};
 pub use filter::{Filter, FilterQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
 pub use online::{Online, OnlineParams, OnlineQueue};
+pub use queue_type::QueueType;
 pub use ring_file::RingStorage;
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
@@ -65,10 +68,10 @@ macro_rules! any_queue {
             fn post_run(&self, run: &Run<'_>) -> usize {
                 match self { $(AnyQueue::$variant(q) => q.post_run(run),)* }
             }
-            fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+            fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
                 match self { $(AnyQueue::$variant(q) => q.activate(ctx),)* }
             }
-            fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+            fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
                 match self { $(AnyQueue::$variant(q) => q.terminate(ctx),)* }
             }
             fn counters(&self) -> QueueCounters {
@@ -157,7 +160,7 @@ impl AnyQueue {
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
-    /// use qtrace::{classes::user, Error, Event, Tracer};
+    /// use qtrace::{classes::user, ConfigError, Event, Tracer};
     ///
     /// /// Keeps the sum of every event's first argument.
     /// struct Summer;
@@ -172,7 +175,7 @@ impl AnyQueue {
     /// impl QueueType for Summer {
     ///     type Params = ();
     ///     const NAME: &'static str = "summer";
-    ///     fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, Error> {
+    ///     fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
     ///         Ok(AnyQueue::custom(SumQueue::default()))
     ///     }
     /// }
@@ -201,7 +204,7 @@ impl AnyQueue {
     /// assert_eq!(sum, 42);
     /// // Another type, or a built-in queue, gives None.
     /// assert!(tracer.queue(q)?.as_custom::<qtrace::queues::DummyQueue>().is_none());
-    /// # Ok::<(), Error>(())
+    /// # Ok::<(), ConfigError>(())
     /// ```
     pub fn as_custom<T: Queue + 'static>(&self) -> Option<&T> {
         match self {
@@ -228,14 +231,4 @@ impl std::fmt::Debug for AnyQueue {
             .field("counters", &self.counters())
             .finish()
     }
-}
-
-/// Registers every built-in queue type on a new tracer.
-pub(crate) fn register_builtin_types(tracer: &crate::Tracer) -> Result<(), Error> {
-    tracer.register_queue_type(Dummy)?;
-    tracer.register_queue_type(Fixed)?;
-    tracer.register_queue_type(Circular)?;
-    tracer.register_queue_type(Online)?;
-    tracer.register_queue_type(Udp)?;
-    Ok(())
 }

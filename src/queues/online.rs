@@ -76,13 +76,13 @@ use super::reserve::{release, reserve, Reserved, RESERVE_LEN};
 /// reservation costs one system call per MiB written.
 const RESERVE_CHUNK: u64 = 1 << 20;
 use super::task::{Task, Work};
+use super::{AnyQueue, QueueType};
 use crate::classes::tracer::HOOPS;
 use crate::clock::Clock;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus, QueueType, Reservation,
-};
+use crate::handle::QueueHandle;
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
@@ -183,9 +183,9 @@ impl QueueType for Online {
     type Params = OnlineParams;
     const NAME: &'static str = "online";
 
-    fn create(&self, params: OnlineParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, params: OnlineParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
         if params.period.is_zero() {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type: Self::NAME,
                 reason: "period is zero: give the drain task a period such as 500 ms".into(),
             });
@@ -299,7 +299,7 @@ impl OnlineQueue {
     }
 
     /// Opens the target and writes the header.
-    fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, Error> {
+    fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
         let header = TraceHeader::for_queue(ctx).to_bytes();
         let mut file_handle = None;
         let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
@@ -307,25 +307,26 @@ impl OnlineQueue {
             Target::Default | Target::File(_) => {
                 let path = self.path.clone().expect("file targets have a path");
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| Error::io("create the directory of trace file", &path, e))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        ConfigError::io("create the directory of trace file", &path, e)
+                    })?;
                 }
-                let file =
-                    File::create(&path).map_err(|e| Error::io("create trace file", &path, e))?;
+                let file = File::create(&path)
+                    .map_err(|e| ConfigError::io("create trace file", &path, e))?;
                 // Room for the final hoops record and close run, so a disk
                 // that fills up still takes them (see `reserve`).
-                reserve(&file, header.len() as u64, RESERVE_LEN)
-                    .map_err(|e| Error::io("reserve room at the end of trace file", &path, e))?;
+                reserve(&file, header.len() as u64, RESERVE_LEN).map_err(|e| {
+                    ConfigError::io("reserve room at the end of trace file", &path, e)
+                })?;
                 // A second handle to reserve room ahead of the writes, cut a
                 // torn last record and write the close run at shutdown.
-                file_handle = Some(
-                    file.try_clone()
-                        .map_err(|e| Error::io("open a second handle to trace file", &path, e))?,
-                );
+                file_handle = Some(file.try_clone().map_err(|e| {
+                    ConfigError::io("open a second handle to trace file", &path, e)
+                })?);
                 (Box::new(file), path.display().to_string())
             }
         };
-        sink.write_all(&header).map_err(|e| Error::Io {
+        sink.write_all(&header).map_err(|e| ConfigError::Io {
             path: self.path.clone(),
             action: "write the header of trace file",
             source: e,
@@ -376,7 +377,7 @@ impl Queue for OnlineQueue {
         self.shared.feed.post_run(run)
     }
 
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         let mut state = self.state.lock();
         let target = match std::mem::replace(&mut *state, State::Done) {
             State::Created(t) => t,
@@ -418,7 +419,7 @@ impl Queue for OnlineQueue {
         Ok(())
     }
 
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         let mut state = self.state.lock();
         match std::mem::replace(&mut *state, State::Done) {
             State::Running(mut task) => task.finish(

@@ -46,7 +46,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use super::shard::ShardRing;
-use crate::registry::LIVE;
+use crate::handle::LIVE;
 
 /// Entries per thread.
 pub(crate) const WAYS: usize = 4;

@@ -23,11 +23,12 @@
 use std::path::Path;
 
 use super::ring_file::{RingContents, RingFileError, RingImage, KIND_CIRCULAR};
+use super::save::create_trace_file;
 use super::save::hoops;
-use crate::error::Error;
 use crate::event::Event;
-use crate::queue::QueueHandle;
-use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
+use crate::handle::QueueHandle;
+use crate::io_error::IoError;
+use crate::wire::{QueueTotals, TraceHeader};
 
 /// Flag bit of a hoops record standing for a slot that was being written
 /// when the process stopped (its record would be torn, so it is not shown).
@@ -154,13 +155,13 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
 ///
 /// # Errors
 ///
-/// [`Error::Io`] naming the path.
-pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), Error> {
+/// [`IoError`] naming the path.
+pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), IoError> {
     let path = path.as_ref();
     let header = rec.header.clone().with_close_run(true);
     let mut w = create_trace_file(path, &header)?;
     w.write_events(&rec.events)
-        .map_err(|e| Error::io("write recovered trace", path, e))?;
+        .map_err(|e| IoError::new("write recovered trace", path, e))?;
     let c = rec.counts;
     let totals = QueueTotals {
         accepted: c.accepted,
@@ -171,7 +172,7 @@ pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), Error>
     let time = rec.events.iter().map(|e| e.time).max().unwrap_or(0);
     w.finish_with_close(time, totals)
         .map(|_| ())
-        .map_err(|e| Error::io("flush recovered trace", path, e))
+        .map_err(|e| IoError::new("flush recovered trace", path, e))
 }
 
 /// One record of a ring, or a mark for an unreadable one.

@@ -26,7 +26,7 @@
 //!   consumer pops events in the order their slots were claimed.
 //!
 //! Both split an insertion into a *claim* (`get`, before the timestamp is
-//! read) and a *commit* (`post`), matching [`crate::queue::Queue`].
+//! read) and a *commit* (`post`), matching [`crate::queue_trait::Queue`].
 //!
 //! Counters are exact: for [`OverwriteRing`], `attempts = accepted + dropped`
 //! always holds, and `accepted = delivered + overwritten + queued` holds
@@ -325,7 +325,7 @@ const _: () = {
 };
 
 /// An [`OverwriteRing`]'s or [`DropRing`]'s counters (see
-/// [`crate::queue::QueueCounters`] for the invariants).
+/// [`crate::queue_trait::QueueCounters`] for the invariants).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RingCounters {
     /// Claims that succeeded.

@@ -77,7 +77,10 @@ pub enum RingStorage {
 
 impl RingStorage {
     /// The ring file for the queue `ctx` describes, if any.
-    pub(crate) fn path(&self, ctx: &crate::queue::QueueContext) -> Option<std::path::PathBuf> {
+    pub(crate) fn path(
+        &self,
+        ctx: &crate::queue_trait::QueueContext,
+    ) -> Option<std::path::PathBuf> {
         match self {
             RingStorage::File => Some(
                 ctx.output_dir
@@ -92,15 +95,15 @@ impl RingStorage {
     /// `header`: a new ring file (or heap memory), the header written.
     pub(crate) fn allocate(
         &self,
-        ctx: &crate::queue::QueueContext,
+        ctx: &crate::queue_trait::QueueContext,
         layout: &RingLayout,
         header: &[u8],
         queue_type: &'static str,
-    ) -> Result<crate::queues::backing::Backing, crate::error::Error> {
+    ) -> Result<crate::queues::backing::Backing, crate::config_error::ConfigError> {
         use crate::queues::backing::Backing;
         let len = usize::try_from(layout.file_len).unwrap_or(usize::MAX);
         let mut mem = match self.path(ctx) {
-            None => Backing::heap(len).ok_or_else(|| crate::error::Error::InvalidParameter {
+            None => Backing::heap(len).ok_or_else(|| crate::config_error::ConfigError::InvalidParameter {
                 queue_type,
                 reason: format!(
                     "cannot allocate {len} bytes for the rings: choose a smaller capacity or fewer shards"
@@ -109,12 +112,12 @@ impl RingStorage {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|e| {
-                        crate::error::Error::io("create ring file directory", dir, hint(e))
+                        crate::config_error::ConfigError::io("create ring file directory", dir, hint(e))
                     })?;
                 }
                 keep_previous(&path)?;
                 Backing::file(&path, len)
-                    .map_err(|e| crate::error::Error::io("create ring file", &path, hint(e)))?
+                    .map_err(|e| crate::config_error::ConfigError::io("create ring file", &path, hint(e)))?
             }
         };
         mem.write_bytes(0, &layout.header_bytes(ctx.handle.0, header));
@@ -144,14 +147,14 @@ fn hint(e: std::io::Error) -> std::io::Error {
 /// down: it is the only record of that crash, so it is moved aside to
 /// `<stem>-pid<P>.ring` (`P` its writer's process id, from its header; a
 /// `-N` suffix if that name is taken), never overwritten.
-fn keep_previous(path: &std::path::Path) -> Result<(), crate::error::Error> {
+fn keep_previous(path: &std::path::Path) -> Result<(), crate::config_error::ConfigError> {
     use std::io::Read;
     let mut head = [0u8; HEADER_FIXED_LEN];
     let n = match std::fs::File::open(path) {
         Ok(mut f) => f.read(&mut head).unwrap_or(0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
-            return Err(crate::error::Error::io(
+            return Err(crate::config_error::ConfigError::io(
                 "open the previous ring file",
                 path,
                 e,
@@ -176,7 +179,9 @@ fn keep_previous(path: &std::path::Path) -> Result<(), crate::error::Error> {
     match std::fs::rename(path, &target) {
         // Moved aside meanwhile by another queue being created.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        r => r.map_err(|e| crate::error::Error::io("move the previous ring file aside", path, e)),
+        r => r.map_err(|e| {
+            crate::config_error::ConfigError::io("move the previous ring file aside", path, e)
+        }),
     }
 }
 

@@ -1,16 +1,20 @@
 //! What the in-memory queues share for saving: hoops records from ticket
 //! gaps, the default file name, writing a trace file, and the status cell.
 
+use std::fs::File;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
 use super::ring::Ticketed;
 use crate::classes::tracer::HOOPS;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{QueueContext, QueueHandle, QueueStatus};
-use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
+use crate::handle::QueueHandle;
+use crate::io_error::IoError;
+use crate::queue_trait::{QueueContext, QueueStatus};
+use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
 
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
 #[inline]
@@ -52,6 +56,27 @@ pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
         .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
 }
 
+/// Creates (or truncates) the trace file at `path`, creating missing parent
+/// directories, and writes `header` to it (what
+/// [`wire::create_trace_file`](crate::wire::create_trace_file) does, with
+/// the queues' own I/O error: the queue layer does not import the
+/// crate-level error that function returns).
+///
+/// # Errors
+/// [`IoError`] naming the path and what failed.
+pub(crate) fn create_trace_file(
+    path: &Path,
+    header: &TraceHeader,
+) -> Result<TraceWriter<BufWriter<File>>, IoError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
+    }
+    let file = File::create(path).map_err(|e| IoError::new("create trace file", path, e))?;
+    TraceWriter::new(BufWriter::with_capacity(64 * 1024, file), header)
+        .map_err(|e| IoError::new("write the header of trace file", path, e))
+}
+
 /// Writes a trace file: the queue's header, then `events`, then the close
 /// run (FORMAT.md 1.5) carrying `totals`, stamped with the clock's time.
 pub(crate) fn write_trace(
@@ -59,12 +84,12 @@ pub(crate) fn write_trace(
     ctx: &QueueContext,
     events: &[Event],
     totals: QueueTotals,
-) -> Result<(), Error> {
+) -> Result<(), ConfigError> {
     let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
     w.write_events(events)
-        .map_err(|e| Error::io("write trace file", path, e))?;
+        .map_err(|e| ConfigError::io("write trace file", path, e))?;
     w.finish_with_close(ctx.clock.now(), totals)
-        .map_err(|e| Error::io("close trace file", path, e))?;
+        .map_err(|e| ConfigError::io("close trace file", path, e))?;
     Ok(())
 }
 
@@ -76,22 +101,23 @@ pub(crate) fn write_trace(
 /// that dies before saving.
 ///
 /// # Errors
-/// [`Error::Io`] naming the path and saying what to do.
-pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), Error> {
-    let w = create_trace_file(path, &TraceHeader::for_queue(ctx)).map_err(with_hint)?;
+/// [`ConfigError::Io`] naming the path and saying what to do.
+pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), ConfigError> {
+    let w =
+        create_trace_file(path, &TraceHeader::for_queue(ctx)).map_err(|e| with_hint(e.into()))?;
     w.finish()
-        .map_err(|e| with_hint(Error::io("write the header of trace file", path, e)))?;
+        .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;
     Ok(())
 }
 
-/// Adds to an [`Error::Io`] about a trace file what the user can do.
-pub(crate) fn with_hint(e: Error) -> Error {
+/// Adds to an [`ConfigError::Io`] about a trace file what the user can do.
+pub(crate) fn with_hint(e: ConfigError) -> ConfigError {
     match e {
-        Error::Io {
+        ConfigError::Io {
             path,
             action,
             source,
-        } => Error::Io {
+        } => ConfigError::Io {
             path,
             action,
             source: std::io::Error::new(
@@ -111,7 +137,11 @@ pub(crate) struct StatusCell(Mutex<QueueStatus>);
 
 impl StatusCell {
     /// Records the outcome of writing `path`, passing the result through.
-    pub(crate) fn record<T>(&self, path: &Path, result: Result<T, Error>) -> Result<T, Error> {
+    pub(crate) fn record<T>(
+        &self,
+        path: &Path,
+        result: Result<T, ConfigError>,
+    ) -> Result<T, ConfigError> {
         let mut s = self.0.lock();
         match &result {
             Ok(_) => {

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 
 /// What happened to one datagram.
 #[derive(Debug)]
@@ -39,9 +39,9 @@ pub(crate) struct UdpSender {
 impl UdpSender {
     /// Binds to `local` and connects to `remote`. Both must be of the same
     /// family; port 0 in `local` lets the system choose.
-    pub(crate) fn open(local: SocketAddr, remote: SocketAddr) -> Result<Self, Error> {
+    pub(crate) fn open(local: SocketAddr, remote: SocketAddr) -> Result<Self, ConfigError> {
         if local.is_ipv4() != remote.is_ipv4() {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type: "udp",
                 reason: format!(
                     "local address {local} and remote address {remote} are of different IP versions: use two IPv4 or two IPv6 addresses"
@@ -49,12 +49,12 @@ impl UdpSender {
             });
         }
         if remote.port() == 0 {
-            return Err(Error::InvalidParameter {
+            return Err(ConfigError::InvalidParameter {
                 queue_type: "udp",
                 reason: format!("remote address {remote} has port 0: give the receiver's port"),
             });
         }
-        let io_err = |action: &'static str, addr: SocketAddr, e: io::Error| Error::Io {
+        let io_err = |action: &'static str, addr: SocketAddr, e: io::Error| ConfigError::Io {
             path: None,
             action,
             source: io::Error::new(e.kind(), format!("{addr}: {e}")),
@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn mixed_families_are_a_typed_error() {
         let e = UdpSender::open(SocketAddr::from((Ipv6Addr::LOCALHOST, 0)), v4(9)).unwrap_err();
-        assert!(matches!(e, Error::InvalidParameter { .. }), "{e}");
+        assert!(matches!(e, ConfigError::InvalidParameter { .. }), "{e}");
         assert!(e.to_string().contains("different IP versions"));
         let e = UdpSender::open(v4(0), v4(0)).unwrap_err();
         assert!(e.to_string().contains("port 0"));

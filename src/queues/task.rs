@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -135,15 +135,15 @@ impl Task {
     }
 
     /// [`Task::spawn`] for a queue: a thread that cannot start is an
-    /// [`Error::Io`] saying `action`.
+    /// [`ConfigError::Io`] saying `action`.
     pub(crate) fn start<W: Work>(
         action: &'static str,
         name: String,
         period: Duration,
         control: Arc<TaskControl>,
         work: W,
-    ) -> Result<Task, Error> {
-        Task::spawn(name, period, control, work).map_err(|source| Error::Io {
+    ) -> Result<Task, ConfigError> {
+        Task::spawn(name, period, control, work).map_err(|source| ConfigError::Io {
             path: None,
             action,
             source,
@@ -151,17 +151,17 @@ impl Task {
     }
 
     /// [`Task::stop`] for a queue's terminate hook: a task that panicked is an
-    /// [`Error::Io`] saying `action` (on `path`, if any) with `why`.
+    /// [`ConfigError::Io`] saying `action` (on `path`, if any) with `why`.
     pub(crate) fn finish(
         &mut self,
         action: &'static str,
         path: Option<PathBuf>,
         why: &'static str,
-    ) -> Result<(), Error> {
+    ) -> Result<(), ConfigError> {
         if self.stop() {
             Ok(())
         } else {
-            Err(Error::Io {
+            Err(ConfigError::Io {
                 path,
                 action,
                 source: std::io::Error::other(why),

@@ -85,11 +85,10 @@ use parking_lot::Mutex;
 use super::feed::Feed;
 use super::sender::{SendOutcome, UdpSender};
 use super::task::{Task, Work};
-use crate::error::Error;
+use super::{AnyQueue, QueueType};
+use crate::config_error::ConfigError;
 use crate::event::Event;
-use crate::queue::{
-    AnyQueue, Queue, QueueContext, QueueCounters, QueueStatus, QueueType, Reservation,
-};
+use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::receiver::DEFAULT_PORT;
 use crate::wire::datagram::{
     encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN,
@@ -287,8 +286,8 @@ impl QueueType for Udp {
     type Params = UdpParams;
     const NAME: &'static str = "udp";
 
-    fn create(&self, mut params: UdpParams, ctx: &QueueContext) -> Result<AnyQueue, Error> {
-        let bad = |reason: String| Error::InvalidParameter {
+    fn create(&self, mut params: UdpParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
+        let bad = |reason: String| ConfigError::InvalidParameter {
             queue_type: Self::NAME,
             reason,
         };
@@ -378,7 +377,7 @@ impl UdpQueue {
         &self.params
     }
 
-    fn streamer(&self, ctx: &QueueContext) -> Result<Streamer, Error> {
+    fn streamer(&self, ctx: &QueueContext) -> Result<Streamer, ConfigError> {
         let local = self.params.local.expect("filled in at create");
         let socket = UdpSender::open(local, self.params.remote)?;
         // A full events datagram: every datagram is at most this long, all
@@ -427,7 +426,7 @@ impl Queue for UdpQueue {
         self.shared.feed.post_run(run)
     }
 
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         let mut state = self.state.lock();
         if !matches!(*state, State::Created) {
             return Ok(());
@@ -444,7 +443,7 @@ impl Queue for UdpQueue {
         Ok(())
     }
 
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         let mut state = self.state.lock();
         match std::mem::replace(&mut *state, State::Done) {
             State::Running(mut task) => task.finish(

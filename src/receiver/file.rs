@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::classes::tracer::HOOPS;
-use crate::error::Error;
+use crate::io_error::IoError;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
@@ -96,10 +96,10 @@ pub(crate) struct LiveFile {
 impl LiveFile {
     /// Creates (or truncates) `path` with `header`, reserving `room` bytes
     /// for the header.
-    pub(crate) fn create(path: &Path, header: &TraceHeader, room: usize) -> Result<Self, Error> {
+    pub(crate) fn create(path: &Path, header: &TraceHeader, room: usize) -> Result<Self, IoError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
-                .map_err(|e| Error::io("create the directory of trace file", path, e))?;
+                .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
         }
         // Read and write: a rewrite copies the records from it.
         let mut file = OpenOptions::new()
@@ -108,12 +108,12 @@ impl LiveFile {
             .create(true)
             .truncate(true)
             .open(path)
-            .map_err(|e| Error::io("create trace file", path, e))?;
+            .map_err(|e| IoError::new("create trace file", path, e))?;
         let room = room_for(header, room);
         let bytes = padded_header(header, room)
             .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
         file.write_all(&bytes)
-            .map_err(|e| Error::io("write the header of trace file", path, e))?;
+            .map_err(|e| IoError::new("write the header of trace file", path, e))?;
         let mut f = LiveFile {
             path: path.to_path_buf(),
             file,

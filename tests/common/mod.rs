@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use qtrace::queue::{
     AnyQueue, AtomicCounters, Queue, QueueContext, QueueCounters, QueueType, Reservation,
 };
-use qtrace::{Error, Event};
+use qtrace::{ConfigError, Event};
 
 /// Where a recorder's events end up: shared with the test.
 pub type Log = Arc<Mutex<Vec<Event>>>;
@@ -22,7 +22,7 @@ pub struct Recorder;
 impl QueueType for Recorder {
     type Params = Log;
     const NAME: &'static str = "recorder";
-    fn create(&self, log: Log, _ctx: &QueueContext) -> Result<AnyQueue, Error> {
+    fn create(&self, log: Log, _ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
         Ok(AnyQueue::custom(RecorderQueue {
             log,
             counters: AtomicCounters::default(),

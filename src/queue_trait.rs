@@ -7,9 +7,16 @@
 //! drop) — then fills the record and calls [`Queue::post`] to publish it.
 //! Both run on the hot path, from any thread, and must never block or allocate.
 //!
-//! Built-in queues are dispatched statically through the [`AnyQueue`] enum; a
-//! user-defined queue (safe code is enough) is wrapped with
-//! [`AnyQueue::custom`] and reached through one virtual call.
+//! Built-in queues are dispatched statically through the
+//! [`AnyQueue`](crate::queues::AnyQueue) enum; a user-defined queue (safe
+//! code is enough) is wrapped with
+//! [`AnyQueue::custom`](crate::queues::AnyQueue::custom) and reached through
+//! one virtual call.
+//!
+//! This module is the core's side of a queue and imports no queue: the
+//! enum of built-in queues and the [`QueueType`](crate::queues::QueueType)
+//! trait whose `create` returns it live in [`crate::queues`]. Users reach
+//! everything at `qtrace::queue::*`, as before.
 //!
 //! ```
 //! use qtrace::queue::{AtomicCounters, Queue, QueueCounters, Reservation};
@@ -39,7 +46,6 @@
 //! }
 //! ```
 
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -47,32 +53,10 @@ use std::sync::Arc;
 use crate::classes::Catalog;
 use crate::clock::Clock;
 use crate::combine::Run;
-use crate::error::Error;
+use crate::config_error::ConfigError;
 use crate::event::Event;
 
-pub use crate::queues::AnyQueue;
-
-/// A queue's handle: 0, 1, 2, … in creation order, as in S.Ha.R.K.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(transparent)]
-pub struct QueueHandle(pub u16);
-
-impl QueueHandle {
-    /// The largest number of queues a tracer holds.
-    pub const MAX_QUEUES: usize = 256;
-
-    /// The handle as an index.
-    #[inline]
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl fmt::Display for QueueHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
+pub use crate::handle::QueueHandle;
 
 /// Room for one event, handed out by [`Queue::get`] and consumed by
 /// [`Queue::post`]. The number inside is the queue's own business (a slot
@@ -267,14 +251,14 @@ pub trait Queue: Send + Sync {
 
     /// Phase 2: start tasks, open files and sockets. Events may already have
     /// been posted (they were logged between phase 1 and phase 2).
-    fn activate(&self, _ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
         Ok(())
     }
 
     /// Shutdown: save, flush, stop tasks. Called once, after the tracer is
     /// suspended; late posts from threads still inside `log_event` must stay
     /// safe (and counted).
-    fn terminate(&self, _ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
         Ok(())
     }
 
@@ -287,25 +271,8 @@ pub trait Queue: Send + Sync {
     }
 }
 
-/// A queue type (S.Ha.R.K.'s `trc_register_queue_type`): a name, typed
-/// parameters and the `create` hook. The `activate` and `terminate` hooks are
-/// methods of the queue it creates.
-///
-/// A value of the type is registered with
-/// [`Tracer::register_queue_type`](crate::Tracer::register_queue_type), so a
-/// type may carry state its queues share (a channel, a directory).
-pub trait QueueType: Send + Sync + 'static {
-    /// Parameters of one queue; `Default` gives the documented defaults.
-    type Params;
-    /// The type's name, for reports and errors.
-    const NAME: &'static str;
-    /// The create hook: build a queue from parameters. Allocation happens here,
-    /// never on the hot path.
-    fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, Error>;
-}
-
 /// A [`Queue`] that can also be seen as [`Any`](std::any::Any), so that
-/// [`AnyQueue::as_custom`] can give a user-defined queue back as its own type.
+/// [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom) can give a user-defined queue back as its own type.
 /// Every `Queue + 'static` type implements it: there is nothing to write.
 pub trait CustomQueue: Queue + std::any::Any {
     /// `self`, to downcast with `<dyn Any>::downcast_ref`.
@@ -319,8 +286,8 @@ impl<T: Queue + std::any::Any> CustomQueue for T {
 }
 
 /// A user-defined queue behind one virtual call, with the tracer's own
-/// count of the events its `get` refused (build it with [`AnyQueue::custom`];
-/// get the concrete type back with [`AnyQueue::as_custom`]).
+/// count of the events its `get` refused (build it with [`AnyQueue::custom`](crate::queues::AnyQueue::custom);
+/// get the concrete type back with [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom)).
 ///
 /// A `None` from a user queue's [`Queue::get`] is a lost event whatever the
 /// queue counts itself: the tracer counts it here (only this path pays; the
@@ -404,10 +371,10 @@ impl Queue for DynQueue {
         }
         accepted
     }
-    fn activate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         self.inner.activate(ctx)
     }
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), Error> {
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         self.inner.terminate(ctx)
     }
     /// The queue's counters, with `dropped` at least what the tracer counted

@@ -1,0 +1,25 @@
+//! The queue-type trait: a name, typed parameters and the `create` hook
+//! that builds an [`AnyQueue`]. It lives with the queues because `create`
+//! returns the enum of built-in queues; the core's side of a queue (the
+//! [`Queue`](crate::queue_trait::Queue) trait, counters, context) knows no queue.
+
+use super::AnyQueue;
+use crate::config_error::ConfigError;
+use crate::queue_trait::QueueContext;
+
+/// A queue type (S.Ha.R.K.'s `trc_register_queue_type`): a name, typed
+/// parameters and the `create` hook. The `activate` and `terminate` hooks are
+/// methods of the queue it creates.
+///
+/// A value of the type is registered with
+/// [`Tracer::register_queue_type`](crate::Tracer::register_queue_type), so a
+/// type may carry state its queues share (a channel, a directory).
+pub trait QueueType: Send + Sync + 'static {
+    /// Parameters of one queue; `Default` gives the documented defaults.
+    type Params;
+    /// The type's name, for reports and errors.
+    const NAME: &'static str;
+    /// The create hook: build a queue from parameters. Allocation happens here,
+    /// never on the hot path.
+    fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, ConfigError>;
+}
