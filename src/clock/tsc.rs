@@ -157,8 +157,23 @@ fn usable() -> Result<(), &'static str> {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-        if max_ext < 0x8000_0007 || core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) == 0 {
+        // `__cpuid` is an unsafe function in Rust 1.80 (the MSRV, checked
+        // by scripts/msrv.sh) and a safe one in recent Rust, which calls
+        // this block unused.
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID exists on every x86_64 CPU, and leaves 0x8000_0000
+        // (the highest extended leaf) and 0x8000_0007 (read only when
+        // 0x8000_0000 says it exists) are defined by both vendors.
+        let (max_ext, power) = unsafe {
+            let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+            let power = if max_ext >= 0x8000_0007 {
+                core::arch::x86_64::__cpuid(0x8000_0007).edx
+            } else {
+                0
+            };
+            (max_ext, power)
+        };
+        if max_ext < 0x8000_0007 || power & (1 << 8) == 0 {
             return Err("the CPU's time-stamp counter is not invariant (CPUID 0x80000007 EDX bit 8); use ClockKind::Monotonic");
         }
         let kernel_uses_tsc = std::fs::read_to_string(
