@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use super::backing::{Backing, Placed, Region};
 use super::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
 use super::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
-use super::save::{create_at_activate, default_path, hoops, write_trace, StatusCell};
+use super::save::{create_at_activate, default_path, hoops, write_trace, FileContext, StatusCell};
 use super::shard::{Record, ShardRing};
 use super::{AnyQueue, QueueType};
 use crate::config_error::ConfigError;
@@ -145,7 +145,7 @@ impl QueueType for Circular {
             capacity: params.capacity,
             delivered: AtomicU64::new(0),
             file: params.file.unwrap_or_else(|| default_path(ctx)),
-            ctx: ctx.clone(),
+            ctx: FileContext::new(ctx),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
             mem,
@@ -250,7 +250,8 @@ pub struct CircularQueue {
     /// the records consumed but left out as older than the newest `capacity`).
     delivered: AtomicU64,
     file: PathBuf,
-    ctx: QueueContext,
+    /// The context snapshots are written with (updated at `activate`).
+    ctx: FileContext,
     status: StatusCell,
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
@@ -402,10 +403,8 @@ impl CircularQueue {
             .chain(self.shards_in_use().map(|r| r.read()))
             .map(|r| (r, None))
             .collect();
-        merge(rings, self.capacity, self.ctx.handle, || {
-            self.ctx.clock.now()
-        })
-        .0
+        let ctx = self.ctx.get();
+        merge(rings, self.capacity, ctx.handle, || ctx.clock.now()).0
     }
 
     /// Writes [`CircularQueue::snapshot_events`] to `path` as a trace file
@@ -420,7 +419,8 @@ impl CircularQueue {
         let events = self.snapshot_events();
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
-        let result = write_trace(path, &self.ctx, &events, totals).map(|()| events.len() as u64);
+        let result =
+            write_trace(path, &self.ctx.get(), &events, totals).map(|()| events.len() as u64);
         self.status.record(path, result)
     }
 }
@@ -541,6 +541,8 @@ impl Queue for CircularQueue {
         for shard in self.shards.iter() {
             shard.ring.fault_in();
         }
+        // From now on snapshots list every class defined in phase 1.
+        self.ctx.update(ctx);
         create_at_activate(&self.file, ctx)
     }
 

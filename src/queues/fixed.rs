@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use super::backing::{Backing, Placed, Region};
 use super::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
 use super::ring_file::{RingLayout, RingStorage};
-use super::save::{create_at_activate, default_path, with_hoops, write_trace, StatusCell};
+use super::save::{
+    create_at_activate, default_path, with_hoops, write_trace, FileContext, StatusCell,
+};
 use super::{AnyQueue, QueueType};
 use crate::combine::Run;
 use crate::config_error::ConfigError;
@@ -101,7 +103,7 @@ impl QueueType for Fixed {
             delivered: AtomicU64::new(0),
             slots,
             file: params.file.unwrap_or_else(|| default_path(ctx)),
-            ctx: ctx.clone(),
+            ctx: FileContext::new(ctx),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
             mem,
@@ -140,7 +142,8 @@ pub struct FixedQueue {
     delivered: AtomicU64,
     slots: Region<Slot>,
     file: PathBuf,
-    ctx: QueueContext,
+    /// The context snapshots are written with (updated at `activate`).
+    ctx: FileContext,
     status: StatusCell,
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
@@ -203,7 +206,8 @@ impl FixedQueue {
     /// drops so far (and one wherever a record is still being written).
     pub fn snapshot_events(&self) -> Vec<Event> {
         let (records, end) = self.records(COMMITTED, None);
-        with_hoops(&records, end, self.ctx.handle, || self.ctx.clock.now())
+        let ctx = self.ctx.get();
+        with_hoops(&records, end, ctx.handle, || ctx.clock.now())
     }
 
     /// Writes [`FixedQueue::snapshot_events`] to `path` as a trace file
@@ -218,7 +222,8 @@ impl FixedQueue {
         let events = self.snapshot_events();
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
-        let result = write_trace(path, &self.ctx, &events, totals).map(|()| events.len() as u64);
+        let result =
+            write_trace(path, &self.ctx.get(), &events, totals).map(|()| events.len() as u64);
         self.status.record(path, result)
     }
 }
@@ -269,6 +274,8 @@ impl Queue for FixedQueue {
         self.slots.fault_in(|s| {
             s.seq.fetch_add(0, Ordering::Relaxed);
         });
+        // From now on snapshots list every class defined in phase 1.
+        self.ctx.update(ctx);
         create_at_activate(&self.file, ctx)
     }
 

@@ -14,6 +14,7 @@ use crate::event::Event;
 use crate::handle::QueueHandle;
 use crate::io_error::IoError;
 use crate::queue_trait::{QueueContext, QueueStatus};
+
 use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
 
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
@@ -201,5 +202,32 @@ mod tests {
         assert_eq!(h.source, u32::MAX);
         assert_eq!(h.args, [7, 2]);
         assert_eq!(h.time, 5);
+    }
+}
+
+/// The context an in-memory queue writes its snapshots with (and the panic
+/// save, which snapshots): the one `create` got, replaced by the one each
+/// `activate` gets. The tracer's catalog is final at phase 2 (classes are
+/// defined in phase 1 only), so a snapshot taken once the queue is active
+/// lists every class, also those defined after the queue was created; one
+/// taken in phase 1 lists the classes defined when it was taken' s queue
+/// was created — see `FileContext::update`.
+#[derive(Debug)]
+pub(crate) struct FileContext(Mutex<QueueContext>);
+
+impl FileContext {
+    /// The context of `create`.
+    pub(crate) fn new(ctx: &QueueContext) -> Self {
+        FileContext(Mutex::new(ctx.clone()))
+    }
+
+    /// Takes the context of `activate` (the catalog frozen for phase 2).
+    pub(crate) fn update(&self, ctx: &QueueContext) {
+        *self.0.lock() = ctx.clone();
+    }
+
+    /// The current context (a clone: the lock is held only to copy it).
+    pub(crate) fn get(&self) -> QueueContext {
+        self.0.lock().clone()
     }
 }
