@@ -8,7 +8,7 @@
 # missing. Chosen to finish in a few minutes on 2 cores:
 #   - src/clock.rs (`unsafe` RDTSC/CPUID; under Miri `Clock::fast` falls
 #     back to `Instant`, so the tracer runs unchanged);
-#   - src/queues/ring.rs and src/queues/shard.rs unit tests (the lock-free
+#   - src/queues/ring/ (tests.rs) and src/queues/shard.rs unit tests (the lock-free
 #     rings, single-threaded edge cases: laps, busy slots, restore; the
 #     unchecked slot indexing), src/queues/producer_cache.rs unit tests (the
 #     per-thread shard cache: order, keys, the busy rule, per-thread) and

@@ -142,14 +142,13 @@ def main():
             for m in path_re.finditer(line):
                 parts = m.group(2).strip(":").split("::") if m.group(2) != "::{" else []
                 refs.append((m.group(1), [p for p in parts if p], lineno))
-        is_dir_mod = os.path.basename(path) in ("mod.rs", "lib.rs")
         for head, parts, lineno in refs:
             if head == "crate":
                 base = ()
             elif head == "self":
-                base = mod if is_dir_mod else mod[:-1]
-            else:  # super
-                base = mod[:-1] if is_dir_mod else mod[:-2]
+                base = mod
+            else:  # super: the parent module, whether this is a mod.rs or not
+                base = mod[:-1]
                 while parts and parts[0] == "super":
                     parts, base = parts[1:], base[:-1]
             target = resolve(base, parts)

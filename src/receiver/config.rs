@@ -1,0 +1,57 @@
+//! The receiver's limits and default address.
+
+use super::sequence::Limits;
+use std::net::SocketAddr;
+
+/// The port `qtrace recv` listens on and the UDP queue sends to by default.
+pub const DEFAULT_PORT: u16 = 5510;
+
+/// The address `qtrace recv` listens on by default: loopback only.
+pub fn default_listen_addr() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))
+}
+
+/// Limits that bound the receiver's memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceiverConfig {
+    /// Senders tracked at once: the size of the sender table (16). A new
+    /// sender beyond it takes the slot of a closed or idle one, or is
+    /// refused (counted per source address, [`ReceiverSummary::refused`](super::ReceiverSummary::refused)).
+    pub max_senders: usize,
+    /// The largest sender header (catalog) accepted, in bytes (1 MiB).
+    pub max_catalog_len: usize,
+    /// The socket receive buffer asked for (8 MiB; the kernel may cap it).
+    pub recv_buffer: usize,
+    /// The idle limit: when every slot is taken, a new sender replaces the
+    /// sender heard least recently if that one has sent nothing during the
+    /// last this many datagrams (16). 0 replaces it whatever it did.
+    pub idle_datagrams: u64,
+    /// Per sender, how many datagrams (256) and bytes (512 KiB) are held
+    /// while a missing datagram may still arrive (the reorder window); beyond
+    /// that it is given up on (counted lost).
+    pub reorder: Limits,
+    /// Bytes reserved for the header at the start of the file
+    /// [`Receiver::run`](super::Receiver::run) writes (64 KiB): the sender's header replaces the
+    /// provisional one in place when it fits, otherwise the file is
+    /// rewritten (to a temporary file renamed over it).
+    pub header_room: usize,
+}
+
+/// Accounts of replaced senders kept for the summary; beyond this many,
+/// replaced senders are only counted ([`ReceiverSummary::retired_uncounted`](super::ReceiverSummary::retired_uncounted)).
+/// Also the number of parked senders kept (see the module documentation)
+/// and of refusing source addresses counted one by one.
+pub const MAX_RETIRED: usize = 1024;
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            max_senders: 16,
+            max_catalog_len: 1 << 20,
+            recv_buffer: 8 << 20,
+            idle_datagrams: 16,
+            reorder: Limits::default(),
+            header_room: 64 << 10,
+        }
+    }
+}

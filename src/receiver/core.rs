@@ -1,0 +1,426 @@
+//! The receiver's logic without I/O: datagrams in, records out.
+
+use super::config::{ReceiverConfig, MAX_RETIRED};
+use super::progress::Progress;
+use super::sender::SenderState;
+use super::sequence::Span;
+use super::sink::{Context, EachEvent, Sink};
+use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
+use crate::classes::{tracer::HOOPS, Catalog};
+use crate::clock::Clock;
+use crate::event::Event;
+use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView};
+use crate::wire::header::NO_QUEUE;
+use crate::wire::{TraceHeader, WireError};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The [`Context`] of a [`ReceiverCore`] (`$core`) writing to `$out`: a
+/// macro, not a method, so that the core's sender table stays free to
+/// borrow at the same time.
+macro_rules! context {
+    ($core:expr, $out:expr) => {
+        Context {
+            out: $out,
+            progress: &$core.progress,
+            first_header: &mut $core.first_header,
+            header_gen: &mut $core.header_gen,
+            max_catalog: $core.config.max_catalog_len,
+        }
+    };
+}
+
+/// The receiver's logic without a socket: feed it datagrams with
+/// [`ReceiverCore::handle`], collect the records it hands out.
+#[derive(Debug)]
+pub struct ReceiverCore {
+    pub(super) config: ReceiverConfig,
+    senders: Vec<SenderState>,
+    /// Replaced senders that may resume (oldest first).
+    parked: Vec<SenderState>,
+    /// Finished streams (restarted senders' earlier incarnations, parked
+    /// senders pushed out): (ordinal, account).
+    retired: Vec<(u64, SenderSummary)>,
+    retired_uncounted: u64,
+    refused: Vec<RefusedSource>,
+    /// Per entry of `refused`: events not yet claimed by a stream that got
+    /// a slot later, and the end (first event + events) of its furthest
+    /// refused datagram.
+    refused_unclaimed: Vec<(u64, u64)>,
+    /// The first sender header that arrived, for the received file.
+    first_header: Option<TraceHeader>,
+    /// Changes whenever [`ReceiverCore::trace_header`] would change.
+    header_gen: u64,
+    /// Sender streams seen so far (tracked, parked, retired and uncounted).
+    senders_seen: u64,
+    /// Datagrams handled (a logical clock for idleness).
+    clock: u64,
+    invalid: InvalidCounts,
+    pub(super) progress: Arc<Progress>,
+}
+
+impl ReceiverCore {
+    /// A receiver core with `config`'s limits.
+    pub fn new(config: ReceiverConfig) -> Self {
+        ReceiverCore {
+            config,
+            senders: Vec::new(),
+            parked: Vec::new(),
+            retired: Vec::new(),
+            retired_uncounted: 0,
+            refused: Vec::new(),
+            refused_unclaimed: Vec::new(),
+            first_header: None,
+            header_gen: 0,
+            senders_seen: 0,
+            clock: 0,
+            invalid: InvalidCounts::default(),
+            progress: Arc::default(),
+        }
+    }
+
+    /// The live counters.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// Handles one datagram from `from`; every record to write (events, and
+    /// hoops records where losses are detected) goes to `out`, in order.
+    pub fn handle(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn FnMut(&Event)) {
+        self.handle_into(from, bytes, &mut EachEvent(out))
+    }
+
+    /// Counts a new stream; returns its ordinal.
+    fn count_stream(&mut self) -> u64 {
+        self.senders_seen += 1;
+        if self.senders_seen == 2 && self.first_header.is_some() {
+            // The file's header loses its queue: it is no longer one sender's.
+            self.header_gen += 1;
+        }
+        self.senders_seen
+    }
+
+    /// A new stream's state, counted as a sender seen.
+    fn fresh(&mut self, from: SocketAddr, sender: u32) -> SenderState {
+        let ordinal = self.count_stream();
+        SenderState::new(from, sender, ordinal, self.clock, self.config.reorder)
+    }
+
+    /// Ends a stream for good: what it held is written, the events of its
+    /// refused datagrams that no gap counted are marked lost, its account
+    /// kept.
+    fn retire(&mut self, mut old: SenderState, out: &mut dyn Sink) {
+        let mut cx = context!(self, out);
+        old.release_held(true, &mut cx);
+        old.mark_refused(&mut cx);
+        old.mark_unclosed(&mut cx);
+        if self.retired.len() < MAX_RETIRED {
+            self.retired.push((old.ordinal, old.summary()));
+        } else {
+            self.retired_uncounted += 1;
+        }
+    }
+
+    /// Parks a replaced sender: what it held is written; it resumes where it
+    /// stopped if it sends again.
+    fn park(&mut self, mut old: SenderState, out: &mut dyn Sink) {
+        if old.closed.is_some() {
+            return self.retire(old, out);
+        }
+        old.release_held(true, &mut context!(self, out));
+        old.assembler = CatalogAssembler::new();
+        if self.parked.len() >= MAX_RETIRED {
+            let oldest = self.parked.remove(0);
+            self.retire(oldest, out);
+        }
+        self.parked.push(old);
+    }
+
+    /// Puts `state` in the sender table, replacing a closed or idle sender
+    /// if the table is full; the state back if no slot can be had.
+    fn admit(&mut self, state: SenderState, out: &mut dyn Sink) -> Result<usize, Box<SenderState>> {
+        if self.senders.len() < self.config.max_senders {
+            self.senders.push(state);
+            return Ok(self.senders.len() - 1);
+        }
+        let closed = self
+            .senders
+            .iter()
+            .position(|s| s.closed.is_some() && s.seq.held() == 0);
+        let victim = closed.or_else(|| {
+            self.senders
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.last_seen)
+                .filter(|(_, s)| self.clock - s.last_seen >= self.config.idle_datagrams)
+                .map(|(i, _)| i)
+        });
+        let Some(i) = victim else {
+            return Err(Box::new(state));
+        };
+        let old = std::mem::replace(&mut self.senders[i], state);
+        self.park(old, out);
+        Ok(i)
+    }
+
+    /// Counts a refused datagram against its source address. `end` is the
+    /// end of its events in the sender's numbering; `claimed`: a stream
+    /// state (parked) accounts for them, else they wait for one that gets
+    /// a slot later or are marked lost when the receiver stops.
+    fn refuse(&mut self, from: SocketAddr, sender: u32, events: u64, end: u64, claimed: bool) {
+        self.invalid.too_many_senders += 1;
+        self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+        let i = match self
+            .refused
+            .iter()
+            .position(|r| r.addr == from && r.sender == sender)
+        {
+            Some(i) => {
+                let r = &mut self.refused[i];
+                r.datagrams += 1;
+                r.events = r.events.saturating_add(events);
+                i
+            }
+            None if self.refused.len() < MAX_RETIRED => {
+                self.refused.push(RefusedSource {
+                    addr: from,
+                    sender,
+                    datagrams: 1,
+                    events,
+                });
+                self.refused_unclaimed.push((0, 0));
+                self.refused.len() - 1
+            }
+            None => return,
+        };
+        if !claimed {
+            let (unclaimed, furthest) = &mut self.refused_unclaimed[i];
+            *unclaimed = unclaimed.saturating_add(events);
+            *furthest = (*furthest).max(end);
+        }
+    }
+
+    /// The table slot of the stream datagram `header` from `from` belongs
+    /// to, taking one if needed; `None` when it is refused.
+    fn slot(
+        &mut self,
+        from: SocketAddr,
+        header: &DatagramHeader,
+        events: u64,
+        out: &mut dyn Sink,
+    ) -> Option<usize> {
+        if let Some(i) = self.senders.iter().position(|s| s.sender == header.sender) {
+            let s = &self.senders[i];
+            if s.addr == from && !s.restarts(header) {
+                return Some(i);
+            }
+            // A restarted sender (new port, or numbering from 0 again):
+            // its earlier incarnation ends here, and it keeps the slot.
+            let fresh = self.fresh(from, header.sender);
+            let old = std::mem::replace(&mut self.senders[i], fresh);
+            self.retire(old, out);
+            return Some(i);
+        }
+        let state = match self.parked.iter().position(|s| s.sender == header.sender) {
+            Some(p) => {
+                let old = self.parked.remove(p);
+                if old.addr == from && !old.restarts(header) {
+                    old
+                } else {
+                    self.retire(old, out);
+                    self.fresh(from, header.sender)
+                }
+            }
+            None => {
+                // Not counted as seen until it gets a slot.
+                SenderState::new(from, header.sender, 0, self.clock, self.config.reorder)
+            }
+        };
+        let new = state.ordinal == 0;
+        let end = header.first_event.saturating_add(events);
+        match self.admit(state, out) {
+            Ok(i) => {
+                if new {
+                    self.senders[i].ordinal = self.count_stream();
+                    claim_refused(
+                        &self.refused,
+                        &mut self.refused_unclaimed,
+                        &mut self.senders[i],
+                    );
+                }
+                Some(i)
+            }
+            Err(mut state) => {
+                if !new {
+                    // A parked sender that could not resume stays parked,
+                    // and accounts for the refused events itself.
+                    state.refused_end = state.refused_end.max(end);
+                    state.refused_next = state.refused_next.max(header.sequence.saturating_add(1));
+                    self.parked.push(*state);
+                }
+                self.refuse(from, header.sender, events, end, !new);
+                None
+            }
+        }
+    }
+
+    pub(super) fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
+        self.clock += 1;
+        let view = match DatagramView::new_checked(bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                match e {
+                    WireError::BadMagic { .. } => self.invalid.not_qtrace += 1,
+                    WireError::Truncated { .. } => self.invalid.truncated += 1,
+                    WireError::UnsupportedVersion { .. } => self.invalid.unsupported_version += 1,
+                    _ => self.invalid.malformed += 1,
+                }
+                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
+        let header = view.header();
+        let events = view.record_count() as u64;
+        let Some(index) = self.slot(from, &header, events, out) else {
+            return;
+        };
+        let s = &mut self.senders[index];
+        s.last_seen = self.clock;
+        if header.kind == DatagramKind::Close {
+            if s.close_seq == Some(header.sequence) {
+                // A repeated close (sent 2 ms after the first): counted, and
+                // what is still missing before the close is given up on —
+                // the stream is over.
+                s.datagrams += 1;
+                self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
+                if s.closed.is_none() {
+                    s.release_held(true, &mut context!(self, out));
+                }
+                return;
+            }
+            if s.close_seq.is_none() {
+                s.close_seq = Some(header.sequence);
+            }
+        }
+        let span = Span {
+            first_event: header.first_event,
+            events,
+            bytes: bytes.len(),
+        };
+        let (verdict, now) = s.seq.observe(header.sequence, span, || bytes.into());
+        if !verdict.accepted() {
+            self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        s.datagrams += 1;
+        self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
+        let mut cx = context!(self, out);
+        if let Some(gap) = now {
+            s.release(gap, bytes, &mut cx);
+        }
+        s.release_held(false, &mut cx);
+    }
+
+    /// Ends every sender's stream: held datagrams are written, and datagrams
+    /// still missing before them are lost (their hoops records go to `out`),
+    /// as are the events of a sender's refused datagrams that came after its
+    /// last one that got in (a hoops record of its queue); each stream
+    /// (tracked or parked) that ended without its close datagram then gets
+    /// its unclosed-stream mark (FORMAT.md 1.5, 3.3 item 6; once per
+    /// stream); then one hoops record per refused source address whose
+    /// sender never got a slot.
+    pub fn finish(&mut self, out: &mut dyn FnMut(&Event)) {
+        self.finish_into(&mut EachEvent(out))
+    }
+
+    pub(super) fn finish_into(&mut self, out: &mut dyn Sink) {
+        let mut cx = context!(self, out);
+        let mut time = 0;
+        for s in &mut self.senders {
+            s.release_held(true, &mut cx);
+            s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
+            time = time.max(s.last_time);
+        }
+        for s in &mut self.parked {
+            s.mark_refused(&mut cx);
+            s.mark_unclosed(&mut cx);
+            time = time.max(s.last_time);
+        }
+        // Refused events no stream claimed: their sender never got a slot.
+        for (events, _) in &mut self.refused_unclaimed {
+            if *events > 0 {
+                cx.out.event(&Event::new(
+                    time,
+                    HOOPS,
+                    u32::MAX,
+                    [*events, NO_QUEUE as u64],
+                ));
+                *events = 0;
+            }
+        }
+    }
+
+    /// The account so far.
+    pub fn summary(&self) -> ReceiverSummary {
+        let mut senders: Vec<(u64, SenderSummary)> = self
+            .retired
+            .iter()
+            .cloned()
+            .chain(
+                self.parked
+                    .iter()
+                    .chain(self.senders.iter())
+                    .map(|s| (s.ordinal, s.summary())),
+            )
+            .collect();
+        senders.sort_by_key(|(n, _)| *n);
+        ReceiverSummary {
+            senders: senders.into_iter().map(|(_, s)| s).collect(),
+            retired_uncounted: self.retired_uncounted,
+            invalid: self.invalid,
+            refused: self.refused.clone(),
+            ..ReceiverSummary::default()
+        }
+    }
+
+    /// The header for the received trace: the sender's (its pid, clock,
+    /// host, queue and class table) when one sender was seen; the first
+    /// sender's without its queue when several were; the built-in classes
+    /// and this process's clock while no header has arrived.
+    pub fn trace_header(&self) -> TraceHeader {
+        match &self.first_header {
+            Some(h) if self.senders_seen == 1 => h.clone(),
+            Some(h) => h.clone().without_queue(),
+            None => TraceHeader::new(Catalog::builtin(), &Clock::monotonic()).without_queue(),
+        }
+    }
+
+    /// The latest event time written, all senders.
+    pub(super) fn last_time(&self) -> u64 {
+        self.senders
+            .iter()
+            .chain(self.parked.iter())
+            .map(|s| s.last_time)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A number that changes whenever [`ReceiverCore::trace_header`] would.
+    pub fn header_generation(&self) -> u64 {
+        self.header_gen
+    }
+}
+
+/// A stream that got a slot after datagrams from its address and id were
+/// refused accounts for them itself (a gap in its numbering, or marked lost
+/// at its end by [`SenderState::mark_refused`]).
+fn claim_refused(refused: &[RefusedSource], unclaimed: &mut [(u64, u64)], state: &mut SenderState) {
+    for (r, (events, furthest)) in refused.iter().zip(unclaimed) {
+        if r.addr == state.addr && r.sender == state.sender && *events > 0 {
+            state.refused_end = state.refused_end.max(*furthest);
+            *events = 0;
+        }
+    }
+}

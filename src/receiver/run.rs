@@ -1,0 +1,62 @@
+//! When a run stops: limits and the stopper.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// When [`Receiver::run`](super::Receiver::run) stops. With no limit at all it runs until
+/// [`Stopper::stop`] is called.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunLimit {
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Stop once this many events are accounted for: received, or marked
+    /// lost (in transit, dropped or never sent by their sender; see
+    /// [`Progress::accounted`](super::Progress::accounted)), so a lossy stream still reaches the count.
+    /// Events lost after a sender's last datagram count once its close
+    /// datagram arrives; add a duration so a stream that ends without one
+    /// cannot keep the receiver waiting.
+    pub events: Option<u64>,
+}
+
+impl RunLimit {
+    /// Run for `d`.
+    pub fn duration(d: Duration) -> Self {
+        RunLimit {
+            duration: Some(d),
+            events: None,
+        }
+    }
+    /// Run until `n` events are accounted for (received or marked lost).
+    pub fn events(n: u64) -> Self {
+        RunLimit {
+            duration: None,
+            events: Some(n),
+        }
+    }
+    /// Also stop after `d`: whichever comes first.
+    ///
+    /// ```
+    /// use qtrace::receiver::RunLimit;
+    /// use std::time::Duration;
+    ///
+    /// let limit = RunLimit::events(1000).or_after(Duration::from_secs(5));
+    /// assert_eq!((limit.events, limit.duration), (Some(1000), Some(Duration::from_secs(5))));
+    /// ```
+    pub fn or_after(mut self, d: Duration) -> Self {
+        self.duration = Some(d);
+        self
+    }
+}
+
+/// Stops a running [`Receiver`](super::Receiver) from another thread.
+#[derive(Clone, Debug, Default)]
+pub struct Stopper(pub(super) Arc<AtomicBool>);
+
+impl Stopper {
+    /// Asks the receiver to stop (within about 20 ms); it then writes its
+    /// file and returns its summary.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,261 @@
+//! One sender stream's state: its sequence window, held datagrams, header and counts.
+
+use super::sequence::{Gap, Limits, SequenceTracker};
+use super::sink::Context;
+use super::summary::SenderSummary;
+use crate::classes::tracer::HOOPS;
+use crate::event::Event;
+use crate::wire::close::unclosed_mark;
+use crate::wire::datagram::{
+    CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
+};
+use crate::wire::header::NO_QUEUE;
+use crate::wire::record::RECORD_LEN;
+use crate::wire::TraceHeader;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+/// One sender's state.
+#[derive(Debug)]
+pub(super) struct SenderState {
+    pub(super) addr: SocketAddr,
+    pub(super) sender: u32,
+    /// Order of first appearance (for the summary).
+    pub(super) ordinal: u64,
+    /// Sequence state; holds datagrams (their bytes) that arrived early.
+    pub(super) seq: SequenceTracker<Box<[u8]>>,
+    pub(super) assembler: CatalogAssembler,
+    header: Option<TraceHeader>,
+    pub(super) datagrams: u64,
+    events: u64,
+    invalid: u64,
+    dropped: u64,
+    unsent: u64,
+    /// The close datagram's number, once one arrived (repeats are counted,
+    /// not tracked).
+    pub(super) close_seq: Option<u64>,
+    /// The close datagram's counts, once it was released.
+    pub(super) closed: Option<CloseCounts>,
+    /// The time of the last event written (the time of a loss after it).
+    pub(super) last_time: u64,
+    /// The core's datagram count at this sender's last datagram.
+    pub(super) last_seen: u64,
+    /// The end (first event + events) of the furthest datagram of this
+    /// stream refused while it had no slot; if its numbering never reaches
+    /// there, the rest is marked lost when the stream ends
+    /// ([`SenderState::mark_refused`]).
+    pub(super) refused_end: u64,
+    /// The number after the furthest such datagram.
+    pub(super) refused_next: u64,
+    /// Events of refused datagrams marked lost that way, and the datagrams
+    /// (numbers never released) they were in.
+    refused_lost: u64,
+    refused_lost_datagrams: u64,
+    /// Whether the unclosed-stream mark was written
+    /// ([`SenderState::mark_unclosed`]).
+    unclosed_marked: bool,
+}
+
+impl SenderState {
+    pub(super) fn new(
+        addr: SocketAddr,
+        sender: u32,
+        ordinal: u64,
+        clock: u64,
+        limits: Limits,
+    ) -> Self {
+        SenderState {
+            addr,
+            sender,
+            ordinal,
+            seq: SequenceTracker::new(limits),
+            assembler: CatalogAssembler::new(),
+            header: None,
+            datagrams: 0,
+            events: 0,
+            invalid: 0,
+            dropped: 0,
+            unsent: 0,
+            close_seq: None,
+            closed: None,
+            last_time: 0,
+            last_seen: clock,
+            refused_end: 0,
+            refused_next: 0,
+            refused_lost: 0,
+            refused_lost_datagrams: 0,
+            unclosed_marked: false,
+        }
+    }
+
+    fn queue_handle(&self) -> u64 {
+        self.header
+            .as_ref()
+            .and_then(|h| h.queue())
+            .map_or(NO_QUEUE as u64, |(q, _)| q.0 as u64)
+    }
+
+    fn hoops(&self, lost: u64) -> Event {
+        Event::new(self.last_time, HOOPS, u32::MAX, [lost, self.queue_handle()])
+    }
+
+    /// Whether datagram `header` from this sender's address starts a new
+    /// incarnation (a sender restarted with the same id on the same port):
+    /// it has no event before it (first event 0), the stream is under way,
+    /// and either the stream's close was released (then any such datagram
+    /// but a copy of the close), or it is numbered 0 and the stream's close
+    /// arrived or the stream is more than [`sequence::WINDOW`] numbers
+    /// further.
+    pub(super) fn restarts(&self, header: &DatagramHeader) -> bool {
+        if header.first_event != 0 || self.seq.next_expected() == 0 {
+            return false;
+        }
+        if self.closed.is_some() {
+            return !(header.kind == DatagramKind::Close
+                && self.close_seq == Some(header.sequence));
+        }
+        header.sequence == 0
+            && (self.close_seq.is_some() || self.seq.next_expected() > super::sequence::WINDOW)
+    }
+
+    /// Writes one datagram released in sequence order: the hoops record for
+    /// the events lost just before it, its events or catalog fragment, then
+    /// a hoops record for drops it reports.
+    pub(super) fn release(&mut self, gap: Gap, bytes: &[u8], cx: &mut Context<'_>) {
+        if gap.events > 0 {
+            cx.progress
+                .lost_events
+                .fetch_add(gap.events, Ordering::Relaxed);
+            cx.out.event(&self.hoops(gap.events));
+        }
+        // Held datagrams were checked when they arrived.
+        let Ok(view) = DatagramView::new_checked(bytes) else {
+            return;
+        };
+        let header = view.header();
+        match header.kind {
+            DatagramKind::Events => {
+                let n = view.record_count() as u64;
+                // The view checked the length: exactly `n` records follow
+                // the header. They go on as they are (big-endian records).
+                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
+                for c in raw.chunks_exact(RECORD_LEN) {
+                    let mut t = [0u8; 8];
+                    t.copy_from_slice(&c[..8]);
+                    self.last_time = self.last_time.max(u64::from_be_bytes(t));
+                }
+                cx.out.records(raw);
+                self.events += n;
+                cx.progress.events.fetch_add(n, Ordering::Relaxed);
+            }
+            DatagramKind::Catalog => {
+                if let Some(fragment) = view.fragment() {
+                    if fragment.total_len as usize > cx.max_catalog {
+                        self.invalid += 1;
+                    } else {
+                        match self.assembler.push(&fragment) {
+                            Ok(Some(h)) => {
+                                if cx.first_header.is_none() {
+                                    *cx.first_header = Some(h.clone());
+                                    *cx.header_gen += 1;
+                                }
+                                self.header = Some(h);
+                            }
+                            Ok(None) => {}
+                            Err(_) => self.invalid += 1,
+                        }
+                    }
+                }
+            }
+            DatagramKind::Close => {
+                if let Some(counts) = view.close() {
+                    if counts.unsent > 0 {
+                        self.unsent = counts.unsent;
+                        cx.progress
+                            .unsent
+                            .fetch_add(counts.unsent, Ordering::Relaxed);
+                        cx.out.event(&self.hoops(counts.unsent));
+                    }
+                    self.closed = Some(counts);
+                }
+            }
+        }
+        if header.dropped > self.dropped {
+            let new = header.dropped - self.dropped;
+            self.dropped = header.dropped;
+            // Saturating, as the summary: the count comes from the network.
+            // Only the receiving thread writes it (`handle` takes `&mut`), so
+            // a load and a store suffice (no deprecated `fetch_update`).
+            let p = &cx.progress.sender_dropped;
+            p.store(
+                p.load(Ordering::Relaxed).saturating_add(new),
+                Ordering::Relaxed,
+            );
+            cx.out.event(&self.hoops(new));
+        }
+    }
+
+    /// Releases the held datagrams that can go (all of them if `flush`).
+    pub(super) fn release_held(&mut self, flush: bool, cx: &mut Context<'_>) {
+        while let Some((gap, bytes)) = self.seq.pop(flush) {
+            self.release(gap, &bytes, cx);
+        }
+    }
+
+    /// At the end of the stream: the events of datagrams refused while it
+    /// had no slot that no gap of its numbering counted (they came after
+    /// its last datagram released) are lost: one hoops record.
+    pub(super) fn mark_refused(&mut self, cx: &mut Context<'_>) {
+        let accounted = self.seq.events_accounted();
+        if self.refused_end > accounted {
+            let lost = self.refused_end - accounted;
+            self.refused_end = 0;
+            self.refused_lost = self.refused_lost.saturating_add(lost);
+            self.refused_lost_datagrams = self
+                .refused_lost_datagrams
+                .saturating_add(self.refused_next.saturating_sub(self.seq.next_expected()));
+            cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
+            cx.out.event(&self.hoops(lost));
+        }
+    }
+
+    /// At the end of the stream, after everything else of it was written:
+    /// if no close datagram was released, the unclosed-stream mark
+    /// (FORMAT.md 1.5, 3.3 item 6) — the events the sender logged after its
+    /// last datagram that arrived are lost without a count. Written once.
+    pub(super) fn mark_unclosed(&mut self, cx: &mut Context<'_>) {
+        if self.closed.is_some() || self.unclosed_marked {
+            return;
+        }
+        self.unclosed_marked = true;
+        let accounted = self.summary().accounted();
+        cx.out
+            .event(&unclosed_mark(self.last_time, self.sender, accounted));
+    }
+
+    pub(super) fn summary(&self) -> SenderSummary {
+        let c = self.seq.counts();
+        SenderSummary {
+            addr: self.addr,
+            sender: self.sender,
+            queue: self
+                .header
+                .as_ref()
+                .and_then(|h| h.queue())
+                .map(|(q, t)| (q.0, t.to_string())),
+            datagrams: self.datagrams,
+            events: self.events,
+            lost_datagrams: self.seq.lost().saturating_add(self.refused_lost_datagrams),
+            lost_events: c.lost_events.saturating_add(self.refused_lost),
+            duplicates: c.duplicates,
+            reordered: c.reordered,
+            late: c.too_late,
+            invalid: self.invalid + c.implausible,
+            sender_dropped: self.dropped,
+            unsent: self.unsent,
+            has_catalog: self.header.is_some(),
+            closed: self.closed.is_some(),
+            logged: self.closed.map(|c| c.logged),
+        }
+    }
+}

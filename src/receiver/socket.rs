@@ -1,0 +1,231 @@
+//! The receiver on a UDP socket: binds, receives, feeds the core.
+
+use super::config::ReceiverConfig;
+use super::core::ReceiverCore;
+use super::file::LiveFile;
+use super::progress::Progress;
+use super::run::{RunLimit, Stopper};
+use super::sink::{EachEvent, Sink};
+use super::spool::FileSink;
+use super::summary::ReceiverSummary;
+use crate::event::Event;
+use crate::io_error::IoError;
+use crate::wire::datagram::MAX_DATAGRAM_LEN;
+use crate::wire::QueueTotals;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A bound UDP socket and a [`ReceiverCore`].
+#[derive(Debug)]
+pub struct Receiver {
+    socket: UdpSocket,
+    core: ReceiverCore,
+    stop: Stopper,
+}
+
+impl Receiver {
+    /// Binds to `addr` with the default limits. Port 0 lets the system choose
+    /// (see [`Receiver::local_addr`]).
+    pub fn bind(addr: SocketAddr) -> Result<Self, IoError> {
+        Receiver::bind_with(addr, ReceiverConfig::default())
+    }
+
+    /// Binds to `addr` with `config`'s limits.
+    pub fn bind_with(addr: SocketAddr, config: ReceiverConfig) -> Result<Self, IoError> {
+        let io_err = |action: &'static str, e: io::Error| IoError {
+            path: None,
+            action,
+            source: io::Error::new(e.kind(), format!("{addr}: {e}{}", bind_hint(&e))),
+        };
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|e| io_err("open a UDP socket to receive on", e))?;
+        if addr.is_ipv6() {
+            let _ = socket.set_only_v6(true);
+        }
+        let _ = socket.set_recv_buffer_size(config.recv_buffer);
+        socket
+            .bind(&SockAddr::from(addr))
+            .map_err(|e| io_err("bind the receiver to", e))?;
+        let socket: UdpSocket = socket.into();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .map_err(|e| io_err("configure the receiver socket", e))?;
+        Ok(Receiver {
+            socket,
+            core: ReceiverCore::new(config),
+            stop: Stopper::default(),
+        })
+    }
+
+    /// The address the receiver listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket
+            .local_addr()
+            .expect("a bound socket has an address")
+    }
+
+    /// A handle that stops [`Receiver::run`] from another thread.
+    pub fn stopper(&self) -> Stopper {
+        self.stop.clone()
+    }
+
+    /// Live counters, readable while [`Receiver::run`] runs.
+    pub fn progress(&self) -> Arc<Progress> {
+        self.core.progress()
+    }
+
+    /// Receives until `limit` (or the [`Stopper`]) says stop, handing every
+    /// record to `out`. Returns the account.
+    pub fn run_with(
+        &mut self,
+        limit: RunLimit,
+        out: &mut dyn FnMut(&Event),
+    ) -> Result<ReceiverSummary, IoError> {
+        self.run_into(limit, &mut EachEvent(out))
+    }
+
+    fn run_into(
+        &mut self,
+        limit: RunLimit,
+        out: &mut dyn Sink,
+    ) -> Result<ReceiverSummary, IoError> {
+        let start = Instant::now();
+        let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
+        loop {
+            if self.stop.0.load(Ordering::Acquire) {
+                break;
+            }
+            if limit.duration.is_some_and(|d| start.elapsed() >= d) {
+                break;
+            }
+            if limit
+                .events
+                .is_some_and(|n| self.core.progress.accounted() >= n)
+            {
+                break;
+            }
+            match self.socket.recv_from(&mut buf) {
+                Ok((n, from)) => self.core.handle_into(from, &buf[..n], out),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionRefused
+                            | io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    return Err(IoError {
+                        path: None,
+                        action: "receive datagrams",
+                        source: e,
+                    })
+                }
+            }
+            if !out.tick(self.core.header_generation(), &|| self.core.trace_header()) {
+                break;
+            }
+        }
+        self.core.finish_into(out);
+        out.tick(self.core.header_generation(), &|| self.core.trace_header());
+        let mut summary = self.core.summary();
+        summary.elapsed = start.elapsed();
+        Ok(summary)
+    }
+
+    /// Receives until `limit` (or the [`Stopper`]) says stop, writing what
+    /// arrives to the trace file `path` as it arrives, then returns the
+    /// account.
+    ///
+    /// The file is a valid trace at every moment: it starts with a
+    /// provisional header whose length reserves
+    /// [`ReceiverConfig::header_room`] bytes; the sender's header (its pid,
+    /// clock, host, queue and classes) replaces it in place, in one write,
+    /// when its catalog arrives (or the file is rewritten to a copy renamed
+    /// over it when the header does not fit). Records are written in whole
+    /// records at least every 50 ms, so after a crash of the receiver (even
+    /// SIGKILL) the file reads as a trace of every record written, cut
+    /// short. On Linux 256 KiB stay allocated past the end of the file, so
+    /// a full disk is seen before a write fails and the end still fits.
+    ///
+    /// A full disk or another write error stops the receiver early: the
+    /// file keeps every whole record written, and the summary says why
+    /// ([`ReceiverSummary::file_error`]); this is not an `Err`, so the
+    /// account is never lost.
+    ///
+    /// # Errors
+    /// [`IoError`] when the file cannot be created or the socket fails.
+    pub fn run(
+        mut self,
+        path: impl AsRef<Path>,
+        limit: RunLimit,
+    ) -> Result<ReceiverSummary, IoError> {
+        let path = path.as_ref();
+        let header = self.core.trace_header();
+        let live = LiveFile::create(path, &header, self.core.config.header_room)?;
+        let mut out = FileSink {
+            file: live,
+            header_gen: self.core.header_generation(),
+        };
+        let mut summary = self.run_into(limit, &mut out)?;
+        let FileSink { file: mut live, .. } = out;
+        let received = summary.events();
+        let totals = QueueTotals {
+            accepted: received,
+            dropped: live.lost(),
+            overwritten: 0,
+            delivered: received,
+        };
+        live.finish(self.core.last_time(), totals);
+        summary.records_written = live.records_written();
+        summary.file_error = live.failure().map(str::to_string);
+        summary.file = Some(path.to_path_buf());
+        Ok(summary)
+    }
+}
+
+/// What to do about a failed bind, by error: placed after the address and
+/// the system's message.
+pub(super) fn bind_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => {
+            " (address in use: is another receiver running there? pick another port)"
+        }
+        io::ErrorKind::AddrNotAvailable => {
+            " (address not available: that IP address is not one of this machine's; \
+             listen on one of its addresses, 0.0.0.0 or [::])"
+        }
+        io::ErrorKind::PermissionDenied => {
+            " (permission denied: ports below 1024 need privileges; pick a port of 1024 or more)"
+        }
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn each_bind_error_has_its_own_hint() {
+        let hint = |kind| bind_hint(&io::Error::from(kind));
+        assert_eq!(
+            hint(io::ErrorKind::AddrInUse),
+            " (address in use: is another receiver running there? pick another port)"
+        );
+        assert_eq!(
+            hint(io::ErrorKind::AddrNotAvailable),
+            " (address not available: that IP address is not one of this machine's; \
+             listen on one of its addresses, 0.0.0.0 or [::])"
+        );
+        assert!(hint(io::ErrorKind::PermissionDenied).contains("ports below 1024"));
+        assert_eq!(hint(io::ErrorKind::Other), "");
+    }
+}

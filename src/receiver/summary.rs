@@ -1,0 +1,250 @@
+//! What a receiver run accounts for: per sender and in total (the summary `qtrace recv` prints).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Datagrams that were skipped before they could be tied to a sender's
+/// stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InvalidCounts {
+    /// Not a qtrace datagram (wrong magic).
+    pub not_qtrace: u64,
+    /// Shorter than their header or count says.
+    pub truncated: u64,
+    /// From a format version this receiver does not read.
+    pub unsupported_version: u64,
+    /// Any other validation failure (bad kind, bad lengths, bad fragment).
+    pub malformed: u64,
+    /// Refused: from a sender beyond [`ReceiverConfig::max_senders`](super::ReceiverConfig::max_senders) while
+    /// no tracked sender was closed or idle (per source address:
+    /// [`ReceiverSummary::refused`]).
+    pub too_many_senders: u64,
+}
+
+impl InvalidCounts {
+    /// All skipped datagrams.
+    pub fn total(&self) -> u64 {
+        self.not_qtrace
+            + self.truncated
+            + self.unsupported_version
+            + self.malformed
+            + self.too_many_senders
+    }
+}
+
+/// Datagrams refused from one source address (the sender table was full).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedSource {
+    /// Where they came from.
+    pub addr: SocketAddr,
+    /// The sender id in the first of them.
+    pub sender: u32,
+    /// Datagrams refused.
+    pub datagrams: u64,
+    /// Events those datagrams held.
+    pub events: u64,
+}
+
+/// What the receiver saw from one sender.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SenderSummary {
+    /// Where its datagrams came from.
+    pub addr: SocketAddr,
+    /// The sender id in its datagrams.
+    pub sender: u32,
+    /// Its queue handle and type, from its header, once received.
+    pub queue: Option<(u16, String)>,
+    /// Datagrams accepted (events, catalog and close; repeated close
+    /// datagrams included).
+    pub datagrams: u64,
+    /// Event records received and written.
+    pub events: u64,
+    /// Datagrams never received (sequence numbers skipped and not filled in,
+    /// and those after its last datagram that got in when the receiver
+    /// refused some of them).
+    pub lost_datagrams: u64,
+    /// Events those datagrams held, exactly (as many hoops records say),
+    /// plus the events of its datagrams the receiver refused (sender table
+    /// full) after its last datagram that got in.
+    pub lost_events: u64,
+    /// Datagrams received twice (discarded).
+    pub duplicates: u64,
+    /// Datagrams that arrived after a later one (accepted).
+    pub reordered: u64,
+    /// Datagrams that arrived after they were given up on (beyond the
+    /// reorder window), discarded: their events were counted lost.
+    pub late: u64,
+    /// Datagrams with an impossible sequence number, and catalog datagrams
+    /// that did not decode (discarded).
+    pub invalid: u64,
+    /// Events the sender reported it dropped (its queue was full).
+    pub sender_dropped: u64,
+    /// Events the sender accepted but never sent (from its close datagram).
+    pub unsent: u64,
+    /// Whether its header (clock, host, class table) arrived.
+    pub has_catalog: bool,
+    /// Whether its close datagram arrived and was released: the stream
+    /// ended honestly and [`SenderSummary::logged`] is known. `false`: the
+    /// stream ended without a close (events after its last datagram that
+    /// arrived are unknown).
+    pub closed: bool,
+    /// Every event the sender logged, from its close datagram.
+    pub logged: Option<u64>,
+}
+
+impl SenderSummary {
+    /// Every event the sender logged up to its last datagram that arrived:
+    /// received, dropped by the sender, never sent, or lost in transit —
+    /// each exactly. Equals [`SenderSummary::logged`] for a closed stream.
+    pub fn accounted(&self) -> u64 {
+        // Counts come from the network: saturate rather than overflow.
+        self.events
+            .saturating_add(self.sender_dropped)
+            .saturating_add(self.lost_events)
+            .saturating_add(self.unsent)
+    }
+
+    /// Events lost, all causes: dropped by the sender, never sent, lost in
+    /// transit (each marked by hoops records in the trace).
+    pub fn lost(&self) -> u64 {
+        self.sender_dropped
+            .saturating_add(self.lost_events)
+            .saturating_add(self.unsent)
+    }
+}
+
+/// The receiver's account.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverSummary {
+    /// One entry per sender stream (a restarted sender has one per
+    /// incarnation), in order of first appearance.
+    pub senders: Vec<SenderSummary>,
+    /// Replaced senders whose accounts did not fit ([`MAX_RETIRED`](super::MAX_RETIRED)).
+    pub retired_uncounted: u64,
+    /// Datagrams skipped before reaching a sender's stream.
+    pub invalid: InvalidCounts,
+    /// Refused datagrams per source address (the first [`MAX_RETIRED`](super::MAX_RETIRED)
+    /// addresses; the rest are in [`InvalidCounts::too_many_senders`] only).
+    pub refused: Vec<RefusedSource>,
+    /// Records written to the trace file (events and hoops), before the
+    /// end records.
+    pub records_written: u64,
+    /// The trace file, if one was written.
+    pub file: Option<PathBuf>,
+    /// Why the trace file was not written to the end (a full disk, an I/O
+    /// error): the receiver stopped early, the file is valid up to there.
+    pub file_error: Option<String>,
+    /// How long the receiver ran.
+    pub elapsed: Duration,
+}
+
+impl ReceiverSummary {
+    /// Events received from every sender.
+    pub fn events(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.events))
+    }
+    /// Events every sender reported dropped.
+    pub fn sender_dropped(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.sender_dropped))
+    }
+    /// Datagrams lost on the way, all senders.
+    pub fn lost_datagrams(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.lost_datagrams))
+    }
+    /// Events lost on the way (in lost datagrams), all senders, exactly.
+    pub fn lost_events(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.lost_events))
+    }
+}
+
+impl fmt::Display for ReceiverSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        writeln!(
+            f,
+            "received {} events from {} sender(s) in {:.3} s ({:.0} events/s)",
+            self.events(),
+            self.senders.len(),
+            secs,
+            if secs > 0.0 {
+                self.events() as f64 / secs
+            } else {
+                0.0
+            }
+        )?;
+        for s in &self.senders {
+            let queue = match &s.queue {
+                Some((h, t)) => format!("queue {h} ({t})"),
+                None => "queue unknown (no header yet)".to_string(),
+            };
+            let end = match s.logged {
+                Some(n) if s.closed => format!("closed: {n} events logged"),
+                _ => "ended without a close (loss after its last datagram unknown)".to_string(),
+            };
+            writeln!(
+                f,
+                "  sender {:#010x} at {}, {}: {} datagrams, {} events, {} dropped by the sender, \
+                 {} unsent, {} lost in transit ({} datagrams), {} duplicates, {} reordered, \
+                 {} late, {} invalid; {end}",
+                s.sender,
+                s.addr,
+                queue,
+                s.datagrams,
+                s.events,
+                s.sender_dropped,
+                s.unsent,
+                s.lost_events,
+                s.lost_datagrams,
+                s.duplicates,
+                s.reordered,
+                s.late,
+                s.invalid
+            )?;
+        }
+        if self.retired_uncounted > 0 {
+            writeln!(
+                f,
+                "  {} more replaced senders (accounts not kept)",
+                self.retired_uncounted
+            )?;
+        }
+        for r in &self.refused {
+            writeln!(
+                f,
+                "  refused {} datagrams ({} events) from {} (sender {:#010x}): the sender table was full",
+                r.datagrams, r.events, r.addr, r.sender
+            )?;
+        }
+        let i = &self.invalid;
+        write!(
+            f,
+            "  skipped datagrams: {} not qtrace, {} truncated, {} unsupported version, {} malformed, {} refused (sender table full)",
+            i.not_qtrace, i.truncated, i.unsupported_version, i.malformed, i.too_many_senders
+        )?;
+        if let Some(p) = &self.file {
+            write!(
+                f,
+                "\n  wrote {} records to {}",
+                self.records_written,
+                p.display()
+            )?;
+        }
+        if let Some(e) = &self.file_error {
+            write!(
+                f,
+                "\n  stopped early: {e}; the file is valid up to there and reads as cut short"
+            )?;
+        }
+        Ok(())
+    }
+}
