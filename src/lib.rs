@@ -49,6 +49,38 @@
 //! assert_eq!(report.queues[0].counters.accepted, 2);
 //! # Ok::<(), qtrace::Error>(())
 //! ```
+//!
+//! # Layers
+//!
+//! The crate is built in layers, and a lower layer never imports a higher
+//! one (no two modules import each other: `scripts/module-cycles.py`
+//! checks it in CI):
+//!
+//! | layer | modules | what |
+//! |---|---|---|
+//! | model | [`event`], [`classes`], [`clock`], [`combine`], queue handles | records, ids, the catalog, clocks, strings as record runs |
+//! | core | the [`queue`] trait, [`ConfigError`] | what a queue is; knows no queue |
+//! | queues | [`queues`] | the built-in policies and their lock-free rings |
+//! | router | [`Tracer`], the registry, [`source`] | routing, masks, the hot path |
+//! | init | [`init`], [`global`], `bridge` | phases and presets, the process-wide tracer, `tracing` |
+//! | wire | [`wire`] | byte formats of files and datagrams; knows no queue |
+//! | readers | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
+//! | views | [`export`], [`analysis`] | converters and scheduler analysis |
+//!
+//! The router sits above the built-in queues: [`Tracer::log_event`] reaches
+//! them through the [`AnyQueue`](queues::AnyQueue) enum (one `match`, no
+//! virtual call), while the queues see only the core's trait, counters and
+//! context.
+//!
+//! Each layer has its own error type next to its code
+//! ([`CatalogError`](classes::CatalogError),
+//! [`ClockUnavailable`](clock::ClockUnavailable), [`ConfigError`],
+//! [`WireError`](wire::WireError), [`ReadError`](reader::ReadError),
+//! [`ExportError`](export::ExportError), [`IoError`](error::IoError)), and
+//! [`Error`] on top composes them with `From`, so `?` works across layers
+//! in your code while no layer depends on another's errors. This crate root
+//! is a façade: [`queue`] and the root re-exports keep every public path
+//! where it was.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
