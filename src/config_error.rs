@@ -119,14 +119,6 @@ pub enum ConfigError {
         /// What the hook said.
         message: String,
     },
-    /// A trace-header field (host name, queue type name) that a queue's
-    /// file header cannot carry.
-    InvalidHeader {
-        /// Which field.
-        field: &'static str,
-        /// What is wrong and what is allowed.
-        reason: String,
-    },
     /// A class specification that cannot be defined
     /// ([`Tracer::define_class`](crate::Tracer::define_class)).
     Catalog(CatalogError),
@@ -235,9 +227,6 @@ impl fmt::Display for ConfigError {
             ClockUnavailable(e) => write!(f, "{e}"),
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")
-            }
-            InvalidHeader { field, reason } => {
-                write!(f, "invalid trace-header {field}: {reason}")
             }
             Catalog(e) => write!(f, "{e}"),
             Io { path, action, source } => write_io(f, path.as_deref(), action, source),

@@ -107,7 +107,6 @@ impl From<ConfigError> for Error {
                 action,
                 source,
             },
-            ConfigError::InvalidHeader { field, reason } => Error::InvalidHeader { field, reason },
             other => Error::Config(other),
         }
     }
