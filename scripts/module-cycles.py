@@ -20,7 +20,8 @@ Prints every cycle found (one per line, `a -> b -> a`) with, for each edge, one
 file and line that makes it, and exits 1 if there is any; prints
 `module-cycles: N modules, M edges, no cycle` and exits 0 otherwise.
 
-Usage: scripts/module-cycles.py [-v] [SRC_DIR]   (default: src next to this script;
+Usage: scripts/module-cycles.py [-v] [--graph] [SRC_DIR]
+       scripts/module-cycles.py --self-test   (three small trees, with and without cycles)   (default: src next to this script;
 -v lists every edge inside each cycle's strongly connected set; --graph prints
 every module's outgoing edges first)
 """
@@ -30,7 +31,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ARGS = [a for a in sys.argv[1:] if a not in ("-v", "--graph")]
+ARGS = [a for a in sys.argv[1:] if a not in ("-v", "--graph", "--self-test")]
 SRC = ARGS[0] if ARGS else os.path.join(HERE, "..", "src")
 SRC = os.path.normpath(SRC)
 
@@ -243,5 +244,45 @@ def main():
     return 1
 
 
+def self_test():
+    """Runs the checker on small trees: a cycle through a façade re-export,
+    a sibling cycle inside a folder, and an acyclic tree (a unit test may
+    import anything)."""
+    import subprocess
+    import tempfile
+
+    cases = {
+        "facade cycle": (1, "cycle: a -> b -> a", {
+            "lib.rs": "pub mod a;\nmod b;\npub mod f {\n    pub use crate::b::*;\n}\n",
+            "a.rs": "use crate::f::Thing;\n",
+            "b.rs": "use crate::a::Other;\npub struct Thing;\n",
+        }),
+        "sibling cycle": (1, "cycle: q::x -> q::y -> q::x", {
+            "lib.rs": "mod q;\n",
+            "q/mod.rs": "mod x;\nmod y;\n",
+            "q/x.rs": "use super::y::Y;\npub struct X;\n",
+            "q/y.rs": "use super::{x::X, z};\npub struct Y;\n",
+        }),
+        "acyclic": (0, "no cycle", {
+            "lib.rs": "mod a;\nmod b;\n",
+            "a.rs": "use crate::b::B;\n",
+            "b.rs": "pub struct B;\n#[cfg(test)]\nmod tests {\n    use crate::a::*;\n}\n",
+        }),
+    }
+    failed = 0
+    for name, (want_rc, want_text, files) in cases.items():
+        with tempfile.TemporaryDirectory() as d:
+            for rel, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+                open(os.path.join(d, rel), "w").write(text)
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), d],
+                               capture_output=True, text=True)
+            ok = r.returncode == want_rc and want_text in r.stdout
+            failed += not ok
+            print(f"self-test {name}: {'ok' if ok else 'FAILED'}"
+                  + ("" if ok else f" (exit {r.returncode}):\n{r.stdout}"))
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if "--self-test" in sys.argv[1:] else main())
