@@ -1,7 +1,8 @@
 //! The receiver's limits and default address.
 
-use super::sequence::Limits;
 use std::net::SocketAddr;
+
+use super::sequence::Limits;
 
 /// The port `qtrace recv` listens on and the UDP queue sends to by default.
 pub const DEFAULT_PORT: u16 = 5510;

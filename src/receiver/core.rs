@@ -1,5 +1,9 @@
 //! The receiver's logic without I/O: datagrams in, records out.
 
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use super::config::{ReceiverConfig, MAX_RETIRED};
 use super::progress::Progress;
 use super::sender::SenderState;
@@ -12,9 +16,6 @@ use crate::event::Event;
 use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::{TraceHeader, WireError};
-use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// The [`Context`] of a [`ReceiverCore`] (`$core`) writing to `$out`: a
 /// macro, not a method, so that the core's sender table stays free to

@@ -1,5 +1,8 @@
 //! One sender stream's state: its sequence window, held datagrams, header and counts.
 
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
 use super::sequence::{Gap, Limits, SequenceTracker};
 use super::sink::Context;
 use super::summary::SenderSummary;
@@ -12,8 +15,6 @@ use crate::wire::datagram::{
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::RECORD_LEN;
 use crate::wire::TraceHeader;
-use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 
 /// One sender's state.
 #[derive(Debug)]

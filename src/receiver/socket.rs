@@ -1,5 +1,14 @@
 //! The receiver on a UDP socket: binds, receives, feeds the core.
 
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
 use super::config::ReceiverConfig;
 use super::core::ReceiverCore;
 use super::file::LiveFile;
@@ -12,13 +21,6 @@ use crate::event::Event;
 use crate::io_error::IoError;
 use crate::wire::datagram::MAX_DATAGRAM_LEN;
 use crate::wire::QueueTotals;
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::io;
-use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// A bound UDP socket and a [`ReceiverCore`].
 #[derive(Debug)]
