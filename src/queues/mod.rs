@@ -17,6 +17,7 @@ mod save;
 pub(crate) mod sender;
 pub(crate) mod shard;
 pub(crate) mod task;
+mod trace_header;
 pub mod udp;
 
 use crate::error::Error;

@@ -176,7 +176,7 @@ mod tests {
     use super::*;
     use crate::classes::{system, Catalog, ClassSpec};
     use crate::clock::{Clock, ManualClock};
-    use crate::queue::QueueHandle;
+    use crate::wire::QueueHandle;
     use crate::EventId;
 
     fn header() -> TraceHeader {
