@@ -98,7 +98,10 @@ python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$run/trace.json" || 
 echo "== size of the firmware"
 if command -v nm >/dev/null && command -v size >/dev/null; then
     text=$(size -A "$firmware" | awk '$1 == ".text" { print $2 }')
-    core=$(nm -S -C "$firmware" | awk '/ [tT] / && /qtrace_core::/ { s += strtonum("0x" $2) } END { print s + 0 }')
+    core=$(nm -S -C "$firmware" | python3 -c '
+import sys
+print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
+          if len(f) == 4 and f[2] in "tT" and "qtrace_core::" in f[3]))')
     echo "firmware .text: $text bytes; in qtrace_core's own functions: $core bytes (log_event and the dump are also inlined into SysTick and main)"
 fi
 echo "qemu: $events events, dump ok"
