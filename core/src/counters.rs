@@ -75,3 +75,69 @@ impl QueueCounters {
         self.accepted == self.delivered + self.overwritten + self.queued
     }
 }
+
+/// Counters for lock-free queue implementations: relaxed atomic adds,
+/// summed on demand. Only on targets with 64-bit atomics (not thumbv6m or
+/// thumbv7m, whose static rings count inside their critical section).
+#[cfg(target_has_atomic = "64")]
+#[derive(Debug, Default)]
+pub struct AtomicCounters {
+    accepted: core::sync::atomic::AtomicU64,
+    dropped: core::sync::atomic::AtomicU64,
+    overwritten: core::sync::atomic::AtomicU64,
+    delivered: core::sync::atomic::AtomicU64,
+}
+
+#[cfg(target_has_atomic = "64")]
+impl AtomicCounters {
+    /// Counts `n` accepted events.
+    #[inline]
+    pub fn add_accepted(&self, n: u64) {
+        self.accepted
+            .fetch_add(n, core::sync::atomic::Ordering::Relaxed);
+    }
+    /// Counts `n` dropped events.
+    #[inline]
+    pub fn add_dropped(&self, n: u64) {
+        self.dropped
+            .fetch_add(n, core::sync::atomic::Ordering::Relaxed);
+    }
+    /// Counts `n` overwritten events.
+    #[inline]
+    pub fn add_overwritten(&self, n: u64) {
+        self.overwritten
+            .fetch_add(n, core::sync::atomic::Ordering::Relaxed);
+    }
+    /// Counts `n` delivered events.
+    #[inline]
+    pub fn add_delivered(&self, n: u64) {
+        self.delivered
+            .fetch_add(n, core::sync::atomic::Ordering::Relaxed);
+    }
+    /// The current values, with `queued = accepted - delivered - overwritten`.
+    ///
+    /// ```
+    /// let c = qtrace_core::AtomicCounters::default();
+    /// c.add_accepted(5);
+    /// c.add_dropped(1);
+    /// c.add_overwritten(2);
+    /// c.add_delivered(1);
+    /// let s = c.snapshot();
+    /// assert_eq!((s.accepted, s.dropped, s.overwritten, s.delivered, s.queued), (5, 1, 2, 1, 2));
+    /// assert!(s.is_consistent());
+    /// ```
+    pub fn snapshot(&self) -> QueueCounters {
+        use core::sync::atomic::Ordering::Relaxed;
+        let accepted = self.accepted.load(Relaxed);
+        let dropped = self.dropped.load(Relaxed);
+        let overwritten = self.overwritten.load(Relaxed);
+        let delivered = self.delivered.load(Relaxed);
+        QueueCounters {
+            accepted,
+            dropped,
+            overwritten,
+            delivered,
+            queued: accepted.saturating_sub(delivered + overwritten),
+        }
+    }
+}

@@ -64,6 +64,8 @@ mod routing;
 mod tracer;
 
 pub use classes::ClassId;
+#[cfg(target_has_atomic = "64")]
+pub use counters::AtomicCounters;
 pub use counters::{QueueCounters, Reservation};
 pub use dump::{dump_ring, DumpSummary};
 pub use encode::catalog::{CatalogSource, StaticCatalog};
