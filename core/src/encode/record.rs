@@ -51,6 +51,8 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 }))]
+
         #[test]
         fn round_trip(time: u64, id: u16, flags: u16, source: u32, a: u64, b: u64) {
             let e = Event { time, id: EventId(id), flags, source, args: [a, b] };
