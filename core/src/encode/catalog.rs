@@ -155,6 +155,37 @@ pub const fn is_name(name: &str) -> bool {
     true
 }
 
+/// Whether `text` is a description: at most 256 bytes, no CR, no LF.
+pub const fn is_description(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() > MAX_DESCRIPTION_LEN {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\r' || b[i] == b'\n' {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 impl StaticCatalog {
     /// The built-in classes only.
     pub const BUILTIN: StaticCatalog = StaticCatalog { user: &[] };
@@ -166,9 +197,14 @@ impl StaticCatalog {
     /// not numbered from [`ClassId::FIRST_USER_DEFINED`](crate::ClassId::FIRST_USER_DEFINED)
     /// on, their events not consecutively from
     /// [`EventId::FIRST_USER_DEFINED`](crate::EventId::FIRST_USER_DEFINED)
-    /// on, a class has no event or more than two arguments, or a name is not
-    /// 1–64 bytes of `[A-Za-z0-9_.-]`.
+    /// on, a class has no event, an event has more than two arguments, a name is not
+    /// 1–64 bytes of `[A-Za-z0-9_.-]`, a description is not one line of at
+    /// most 256 bytes, or a class name (built-in ones included), an event
+    /// name within its class or an argument name within its event repeats:
+    /// everything FORMAT.md 1.3 requires of a class table, so the file a dump
+    /// writes always reads back.
     pub const fn new(user: &'static [BuiltinClass]) -> Self {
+        let builtin = &crate::classes::BUILTIN;
         let mut next_event = crate::EventId::FIRST_USER_DEFINED.0;
         let mut c = 0;
         while c < user.len() {
@@ -181,6 +217,20 @@ impl StaticCatalog {
                 is_name(class.name),
                 "a class name is 1-64 bytes of [A-Za-z0-9_.-]"
             );
+            assert!(
+                is_description(class.description),
+                "a description is one line (no CR, no LF) of at most 256 bytes"
+            );
+            let mut k = 0;
+            while k < builtin.len() + c {
+                let other = if k < builtin.len() {
+                    builtin[k].name
+                } else {
+                    user[k - builtin.len()].name
+                };
+                assert!(!str_eq(other, class.name), "class names are unique");
+                k += 1;
+            }
             assert!(!class.events.is_empty(), "a class has at least one event");
             let mut e = 0;
             while e < class.events.len() {
@@ -194,9 +244,37 @@ impl StaticCatalog {
                     "an event name is 1-64 bytes of [A-Za-z0-9_.-]"
                 );
                 assert!(
+                    is_description(ev.description),
+                    "a description is one line (no CR, no LF) of at most 256 bytes"
+                );
+                let mut k = 0;
+                while k < e {
+                    assert!(
+                        !str_eq(class.events[k].name, ev.name),
+                        "event names are unique within their class"
+                    );
+                    k += 1;
+                }
+                assert!(
                     ev.args.len() <= MAX_ARGS,
                     "an event has at most two arguments"
                 );
+                let mut a = 0;
+                while a < ev.args.len() {
+                    assert!(
+                        is_name(ev.args[a]),
+                        "an argument name is 1-64 bytes of [A-Za-z0-9_.-]"
+                    );
+                    let mut k = 0;
+                    while k < a {
+                        assert!(
+                            !str_eq(ev.args[k], ev.args[a]),
+                            "argument names are unique within their event"
+                        );
+                        k += 1;
+                    }
+                    a += 1;
+                }
                 next_event += 1;
                 e += 1;
             }
@@ -205,6 +283,10 @@ impl StaticCatalog {
         assert!(
             next_event as usize <= crate::EventId::MAX_EVENTS,
             "at most 4096 events"
+        );
+        assert!(
+            builtin.len() + user.len() <= crate::ClassId::MAX_CLASSES,
+            "at most 256 classes"
         );
         StaticCatalog { user }
     }
