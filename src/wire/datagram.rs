@@ -80,7 +80,7 @@ pub const MAX_DATAGRAM_LEN: usize = 65507;
 /// The smallest useful datagram: a header and one record.
 pub const MIN_DATAGRAM_LEN: usize = HEADER_LEN + RECORD_LEN;
 
-/// The field offsets: the core's table, which its header encoder writes at.
+// The field offsets: the core's table, which its header encoder writes at.
 use qtrace_core::layout::datagram as field;
 
 /// How many records an events datagram of at most `max_len` bytes carries

@@ -46,8 +46,8 @@ const _: () = assert!(
         <= MAX_HEADER_LEN
 );
 
-/// The field offsets of the fixed part: the core's table, which its encoder
-/// writes at too.
+// The field offsets of the fixed part: the core's table, which its encoder
+// writes at too.
 use qtrace_core::layout::header as field;
 
 /// Validates the fixed part at the start of `prefix` (at least
