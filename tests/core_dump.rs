@@ -155,6 +155,50 @@ fn fixed_dump_states_its_drops_after_the_last_kept_event() {
 }
 
 #[test]
+fn a_slot_reserved_but_never_posted_is_stated_lost_not_silently_missing() {
+    clock!(now);
+    static RING: CircularRing<8> = CircularRing::new();
+    static TRACER: Tracer<1> = Tracer::new(&CATALOG, [&RING], now);
+    TRACER.assign_class(ClassId::SYSTEM, 0).unwrap();
+    TRACER.log_event(system::ACTIVATE, 1, [1, 0]); // time 10
+                                                   // A logger interrupted between get and post (by the dump, say).
+    let stuck = RING.get().unwrap();
+    TRACER.log_event(system::SCHEDULE, 1, [1, 0]); // time 20
+    let mut file = Vec::new();
+    TRACER
+        .dump(0, &spec(), &mut |b: &[u8]| file.extend_from_slice(b))
+        .unwrap();
+    // Its late post changes nothing now.
+    RING.post(stuck, &Event::new(15, system::DELAY, 1, [1, 0]));
+    let (r, events) = read(&file);
+    assert_eq!(
+        events,
+        vec![
+            Event::new(10, system::ACTIVATE, 1, [1, 0]),
+            Event::new(20, HOOPS, TRACER_SOURCE, [1, 0]),
+            Event::new(20, system::SCHEDULE, 1, [1, 0]),
+        ]
+    );
+    match r.completeness().unwrap() {
+        Completeness::Complete(close) => {
+            assert_eq!(
+                close.totals,
+                QueueTotals {
+                    accepted: 3,
+                    dropped: 0,
+                    overwritten: 1,
+                    delivered: 2
+                }
+            );
+            assert_eq!((close.records, close.lost), (3, 1));
+        }
+        other => panic!("not complete: {other:?}"),
+    }
+    let c = RING.counters();
+    assert_eq!((c.queued, c.overwritten), (0, 1));
+}
+
+#[test]
 fn the_core_header_encoder_is_the_std_one() {
     // The std TraceHeader and a firmware's HeaderSpec go through one
     // encoder: the same values give the same bytes.

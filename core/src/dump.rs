@@ -32,11 +32,16 @@ pub struct DumpSummary {
 /// event and placed before it, and one for the events it dropped after the
 /// last kept one (stamped with that event's time); then the close run with
 /// the ring's counters, stamped `clock()`. A hoops record with no kept event
-/// to stand by is stamped `clock()` too. FORMAT.md 1.4 and 1.5.
+/// to stand by is stamped `clock()` too. Slots reserved but not posted when
+/// the dump reaches them (a logger the dump interrupted) are given up
+/// ([`Ring::abandon_reserved`]): counted overwritten and stated by a hoops
+/// record at their place, as the std circular queue states an event claimed
+/// but never committed. FORMAT.md 1.4 and 1.5.
 ///
 /// Events logged while the dump runs may be included or not; the counters
 /// in the close run are read after the last event is taken, so they always
-/// satisfy `accepted = delivered + overwritten + queued`.
+/// satisfy `accepted = delivered + overwritten + queued`, and every event
+/// the ring accepted before the dump is in the file or in a hoops record.
 ///
 /// ```
 /// use qtrace_core::classes::system;
@@ -105,6 +110,12 @@ pub fn dump_ring<C: CatalogSource + ?Sized>(
             last_time = Some(e.time);
         }
         if taken.events == 0 {
+            // Slots reserved and never posted (a logger this dump
+            // interrupted) would hold back everything behind them: give them
+            // up, and the next take states them as overwritten.
+            if ring.abandon_reserved() > 0 {
+                continue;
+            }
             break;
         }
     }

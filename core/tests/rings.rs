@@ -22,6 +22,8 @@ enum Op {
     Post(usize),
     /// `take` into a buffer of this many events.
     Take(usize),
+    /// `abandon_reserved`.
+    Abandon,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -30,6 +32,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Get),
         2 => (0usize..8).prop_map(Op::Post),
         1 => (0usize..6).prop_map(Op::Take),
+        1 => Just(Op::Abandon),
     ]
 }
 
@@ -90,6 +93,17 @@ impl Model {
         (out, taken)
     }
 
+    fn abandon(&mut self) -> u64 {
+        let mut n = 0;
+        while let Some((_, None)) = self.slots.front() {
+            self.slots.pop_front();
+            self.c.overwritten += 1;
+            self.overwritten_since += 1;
+            n += 1;
+        }
+        n
+    }
+
     fn counters(&self) -> QueueCounters {
         QueueCounters {
             queued: self.slots.len() as u64,
@@ -142,6 +156,9 @@ fn run(ring: &dyn Ring, circular: bool, ops: &[Op]) -> Result<(), TestCaseError>
                 let (want, want_taken) = model.take(*max);
                 prop_assert_eq!(taken, want_taken);
                 prop_assert_eq!(&buf[..taken.events], &want[..]);
+            }
+            Op::Abandon => {
+                prop_assert_eq!(ring.abandon_reserved(), model.abandon());
             }
         }
         let c = ring.counters();

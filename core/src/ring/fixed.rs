@@ -77,4 +77,8 @@ impl<const N: usize> Ring for FixedRing<N> {
     fn take(&self, out: &mut [Event]) -> Taken {
         critical_section::with(|cs| self.state.borrow_ref_mut(cs).take(out))
     }
+
+    fn abandon_reserved(&self) -> u64 {
+        critical_section::with(|cs| self.state.borrow_ref_mut(cs).abandon_reserved())
+    }
 }

@@ -58,6 +58,13 @@ pub trait Ring: Sync {
     /// reserved but not yet posted), counts them delivered and frees their
     /// slots.
     fn take(&self, out: &mut [Event]) -> Taken;
+    /// Gives up the oldest queued slots that are reserved but not posted
+    /// (a logger interrupted between `get` and `post`, or one that never
+    /// posts), up to the first posted one, so that `take` can go on past
+    /// them: they count as overwritten (the next `take` reports them, a
+    /// dump states them in a hoops record) and their late `post` is
+    /// ignored. Returns how many.
+    fn abandon_reserved(&self) -> u64;
 
     /// `get` then `post`: logs `event` unless the ring refuses it.
     #[inline]

@@ -82,6 +82,23 @@ impl<const N: usize> State<N> {
         }
     }
 
+    /// Gives up the oldest queued tickets that were reserved but not
+    /// posted (up to the first posted one): counted overwritten, so a later
+    /// `post` for them is ignored. Returns how many.
+    pub(super) fn abandon_reserved(&mut self) -> u64 {
+        let mut n = 0;
+        while self.tail < self.head {
+            let i = (self.tail % N as u64) as usize;
+            if self.posted[i] == self.tail + 1 {
+                break;
+            }
+            self.tail += 1;
+            self.overwritten += 1;
+            n += 1;
+        }
+        n
+    }
+
     pub(super) fn take(&mut self, out: &mut [Event]) -> Taken {
         let mut n = 0;
         while n < out.len() && self.tail < self.head {
