@@ -27,6 +27,11 @@
 #     emulation see the hot path, the slot protocol and the file save. (Each
 #     test costs Miri about 40 s of CPU, mostly the tracer's set-up: the
 #     dummy queue's test adds nothing the others do not cover.)
+#   - the no_std core (qtrace-core: its static rings against a reference
+#     model, the encoders, the firmware tracer's routing and dump; safe code
+#     on a critical section, checked here for UB in its dependencies and
+#     for the rings' index arithmetic), and tests/core_dump.rs (the core's
+#     dump read back by the std reader).
 # The online and UDP queues need sockets or blocking threads that Miri runs
 # too slowly; their ring is the DropRing covered above and by scripts/loom.sh.
 set -euo pipefail
@@ -49,4 +54,6 @@ cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: qu
 # about 25 s to create under Miri, so not the whole file).
 cargo +nightly miri test --test circular_cache -- a_new_tracer two_live
 cargo +nightly miri test --test stress_loss -- fixed circular
+cargo +nightly miri test -p qtrace-core
+cargo +nightly miri test --test core_dump
 echo "miri: all chosen tests passed in $(( $(date +%s) - start )) s"

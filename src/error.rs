@@ -47,7 +47,7 @@ pub use crate::clock::ClockUnavailable;
 pub use crate::config_error::ConfigError;
 pub use crate::export::ExportError;
 pub use crate::io_error::IoError;
-pub use crate::wire::WireError;
+pub use crate::wire::{HeaderFieldError, WireError};
 
 use crate::io_error::write_io;
 
@@ -172,6 +172,15 @@ impl From<Error> for ExportError {
 impl From<WireError> for Error {
     fn from(e: WireError) -> Self {
         Error::Wire(e)
+    }
+}
+
+impl From<HeaderFieldError> for Error {
+    fn from(e: HeaderFieldError) -> Self {
+        Error::InvalidHeader {
+            field: e.field,
+            reason: e.reason,
+        }
     }
 }
 

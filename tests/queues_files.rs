@@ -54,7 +54,7 @@ fn default_files_hold_exactly_what_was_kept() {
 
     let circular_file = dir.join("queue0-circular.qtr");
     let (header, events) = read_trace(&circular_file);
-    assert_eq!(header.queue(), Some((QueueHandle(0), "circular")));
+    assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((0, "circular")));
     assert_eq!(
         events,
         vec![
@@ -80,7 +80,7 @@ fn default_files_hold_exactly_what_was_kept() {
 
     let fixed_file = dir.join("queue1-fixed.qtr");
     let (header, events) = read_trace(&fixed_file);
-    assert_eq!(header.queue(), Some((QueueHandle(1), "fixed")));
+    assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((1, "fixed")));
     let kept: Vec<Event> = (0..3)
         .map(|i| Event::new(100 + i * 10, user::USER1, 3, [i, 1]))
         .collect();

@@ -1,17 +1,7 @@
 //! The low-level class (`0x13`): interrupts. Payload: `args[0]` = the interrupt
 //! number.
+//!
+//! Defined in the `no_std` core ([`qtrace_core::classes::lowlevel`]) and
+//! re-exported here.
 
-use super::{BuiltinEvent, ClassId};
-use crate::EventId;
-
-/// The class id.
-pub const CLASS: ClassId = ClassId::LOWLEVEL;
-/// An interrupt request was served.
-pub const INTERRUPT: EventId = EventId(0x13);
-
-pub(super) const EVENTS: &[BuiltinEvent] = &[BuiltinEvent::new(
-    INTERRUPT,
-    "interrupt",
-    "an interrupt request was served",
-    &["irq"],
-)];
+pub use qtrace_core::classes::lowlevel::*;

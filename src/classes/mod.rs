@@ -34,86 +34,11 @@ pub mod user;
 mod error;
 pub use error::CatalogError;
 
-use std::fmt;
-
 use crate::EventId;
 
-/// The number of a class. Built-ins are 0–4; user-defined classes follow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(transparent)]
-pub struct ClassId(pub u16);
-
-impl ClassId {
-    /// The tracer's own events (reserved, hoops).
-    pub const TRACER: ClassId = ClassId(0);
-    /// Task events from the kernel or scheduler.
-    pub const SYSTEM: ClassId = ClassId(1);
-    /// The eight application events.
-    pub const USER: ClassId = ClassId(2);
-    /// Interrupts.
-    pub const LOWLEVEL: ClassId = ClassId(3);
-    /// Semaphore events.
-    pub const SEMAPHORE: ClassId = ClassId(4);
-    /// The first id handed to a user-defined class.
-    pub const FIRST_USER_DEFINED: ClassId = ClassId(5);
-    /// The largest number of classes a tracer knows.
-    pub const MAX_CLASSES: usize = 256;
-}
-
-impl fmt::Display for ClassId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-/// The largest number of arguments an event has (the record has two 64-bit slots).
-pub const MAX_ARGS: usize = 2;
-/// The longest class or event name, in bytes.
-pub const MAX_NAME_LEN: usize = 64;
-/// The longest description, in bytes.
-pub const MAX_DESCRIPTION_LEN: usize = 256;
-
-/// A built-in event's static description (used to build [`Catalog::builtin`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BuiltinEvent {
-    id: EventId,
-    name: &'static str,
-    description: &'static str,
-    args: &'static [&'static str],
-}
-
-impl BuiltinEvent {
-    pub(crate) const fn new(
-        id: EventId,
-        name: &'static str,
-        description: &'static str,
-        args: &'static [&'static str],
-    ) -> Self {
-        BuiltinEvent {
-            id,
-            name,
-            description,
-            args,
-        }
-    }
-}
-
-/// The class of a built-in event, without a catalog; `None` past the built-ins.
-///
-/// ```
-/// use qtrace::classes::{builtin_class_of, semaphore, ClassId};
-/// assert_eq!(builtin_class_of(semaphore::SIGNAL), Some(ClassId::SEMAPHORE));
-/// ```
-pub const fn builtin_class_of(id: EventId) -> Option<ClassId> {
-    match id.0 {
-        0x00..=0x01 => Some(ClassId::TRACER),
-        0x02..=0x0a => Some(ClassId::SYSTEM),
-        0x0b..=0x12 => Some(ClassId::USER),
-        0x13 => Some(ClassId::LOWLEVEL),
-        0x14..=0x16 => Some(ClassId::SEMAPHORE),
-        _ => None,
-    }
-}
+pub use qtrace_core::classes::{
+    builtin_class_of, ClassId, MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
+};
 
 /// One event's description: number, class, name, one line of text, and the
 /// names of the arguments it uses (0 to 2).
@@ -265,43 +190,12 @@ impl Catalog {
             classes: Vec::new(),
             events: Vec::new(),
         };
-        let builtin: [(ClassId, &str, &str, &[BuiltinEvent]); 5] = [
-            (
-                ClassId::TRACER,
-                "tracer",
-                "events written by the tracer itself",
-                tracer::EVENTS,
-            ),
-            (
-                ClassId::SYSTEM,
-                "system",
-                "task events from the kernel or scheduler",
-                system::EVENTS,
-            ),
-            (
-                ClassId::USER,
-                "user",
-                "events for the application's own use",
-                user::EVENTS,
-            ),
-            (
-                ClassId::LOWLEVEL,
-                "lowlevel",
-                "interrupts",
-                lowlevel::EVENTS,
-            ),
-            (
-                ClassId::SEMAPHORE,
-                "semaphore",
-                "semaphore waits and signals",
-                semaphore::EVENTS,
-            ),
-        ];
-        for (id, name, description, events) in builtin {
+        for class in &qtrace_core::classes::BUILTIN {
+            let (id, events) = (class.id, class.events);
             catalog.classes.push(ClassInfo {
                 id,
-                name: name.to_string(),
-                description: description.to_string(),
+                name: class.name.to_string(),
+                description: class.description.to_string(),
                 first_event: events[0].id,
                 event_count: events.len() as u16,
             });

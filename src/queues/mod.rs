@@ -19,6 +19,7 @@ pub(crate) mod sender;
 pub(crate) mod shard;
 pub(crate) mod task;
 pub(crate) mod thread_token;
+mod trace_header;
 pub mod udp;
 
 use crate::config_error::ConfigError;

@@ -23,11 +23,11 @@
 use std::path::Path;
 
 use super::ring_file::{RingContents, RingFileError, RingImage, KIND_CIRCULAR};
-use super::save::create_trace_file;
 use super::save::hoops;
 use crate::event::Event;
 use crate::handle::QueueHandle;
 use crate::io_error::IoError;
+use crate::wire::create_trace_file;
 use crate::wire::{QueueTotals, TraceHeader};
 
 /// Flag bit of a hoops record standing for a slot that was being written

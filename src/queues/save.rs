@@ -1,8 +1,6 @@
 //! What the in-memory queues share for saving: hoops records from ticket
 //! gaps, the default file name, writing a trace file, and the status cell.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -12,10 +10,9 @@ use crate::classes::tracer::HOOPS;
 use crate::config_error::ConfigError;
 use crate::event::Event;
 use crate::handle::QueueHandle;
-use crate::io_error::IoError;
 use crate::queue_trait::{QueueContext, QueueStatus};
 
-use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
+use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
 
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
 #[inline]
@@ -55,27 +52,6 @@ pub(crate) fn with_hoops(
 pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
     ctx.output_dir
         .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
-}
-
-/// Creates (or truncates) the trace file at `path`, creating missing parent
-/// directories, and writes `header` to it (what
-/// [`wire::create_trace_file`](crate::wire::create_trace_file) does, with
-/// the queues' own I/O error: the queue layer does not import the
-/// crate-level error that function returns).
-///
-/// # Errors
-/// [`IoError`] naming the path and what failed.
-pub(crate) fn create_trace_file(
-    path: &Path,
-    header: &TraceHeader,
-) -> Result<TraceWriter<BufWriter<File>>, IoError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
-    }
-    let file = File::create(path).map_err(|e| IoError::new("create trace file", path, e))?;
-    TraceWriter::new(BufWriter::with_capacity(64 * 1024, file), header)
-        .map_err(|e| IoError::new("write the header of trace file", path, e))
 }
 
 /// Writes a trace file: the queue's header, then `events`, then the close

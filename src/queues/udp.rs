@@ -89,12 +89,12 @@ use super::{AnyQueue, QueueType};
 use crate::config_error::ConfigError;
 use crate::event::Event;
 use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
-use crate::receiver::DEFAULT_PORT;
 use crate::wire::datagram::{
     encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN,
     MAX_DATAGRAM_LEN, MIN_DATAGRAM_LEN,
 };
 use crate::wire::TraceHeader;
+use crate::wire::DEFAULT_PORT;
 
 /// Datagrams handed to the kernel in one call with segmentation offload
 /// (the kernel's limit, `UDP_MAX_SEGMENTS`).

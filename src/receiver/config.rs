@@ -4,8 +4,9 @@ use std::net::SocketAddr;
 
 use super::sequence::Limits;
 
-/// The port `qtrace recv` listens on and the UDP queue sends to by default.
-pub const DEFAULT_PORT: u16 = 5510;
+/// The port the receiver listens on and the UDP queue sends to by default
+/// (defined by the wire layer).
+pub use crate::wire::DEFAULT_PORT;
 
 /// The address `qtrace recv` listens on by default: loopback only.
 pub fn default_listen_addr() -> SocketAddr {

@@ -31,13 +31,14 @@
 //! assert_eq!((back, used), (c, bytes.len()));
 //! ```
 
-use super::cursor::{put_str, str_len, Cursor};
+use super::cursor::Cursor;
 use super::WireError;
 use crate::classes::{
     validate_description, validate_name, Catalog, ClassId, ClassInfo, EventInfo, MAX_ARGS,
     MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
 };
 use crate::EventId;
+use qtrace_core::encode::catalog::{CatalogSource, ClassEntry, EventEntry};
 
 /// The largest encoded catalog: 256 classes and 4096 events with every name
 /// and description at its longest.
@@ -46,52 +47,52 @@ pub const MAX_CATALOG_LEN: usize = 2
     + EventId::MAX_EVENTS
         * (2 + MAX_NAME_LEN + 2 + MAX_DESCRIPTION_LEN + 1 + MAX_ARGS * (2 + MAX_NAME_LEN));
 
-/// The number of bytes [`emit`] writes for `catalog`.
-pub fn buffer_len(catalog: &Catalog) -> usize {
-    let mut n = 2;
-    for class in catalog.classes() {
-        n += str_len(&class.name, MAX_NAME_LEN) + str_len(&class.description, MAX_DESCRIPTION_LEN);
-        n += 2;
-        for id in class.events() {
-            if let Some(e) = catalog.event(id) {
-                n += str_len(&e.name, MAX_NAME_LEN)
-                    + str_len(&e.description, MAX_DESCRIPTION_LEN)
-                    + 1;
-                n += e
-                    .args
-                    .iter()
-                    .take(MAX_ARGS)
-                    .map(|a| str_len(a, MAX_NAME_LEN))
-                    .sum::<usize>();
-            }
+/// The std catalog as the core's encoder walks it: the same encoder
+/// writes a firmware's [`StaticCatalog`](qtrace_core::StaticCatalog).
+impl CatalogSource for Catalog {
+    fn class_count(&self) -> usize {
+        self.classes().len()
+    }
+
+    fn class(&self, index: usize) -> ClassEntry<'_> {
+        let c = &self.classes()[index];
+        ClassEntry {
+            name: &c.name,
+            description: &c.description,
+            event_count: c.event_count,
         }
     }
-    n
+
+    fn event(&self, class: usize, n: usize) -> Option<EventEntry<'_>> {
+        let c = &self.classes()[class];
+        let e = Catalog::event(self, EventId(c.first_event.0.checked_add(n as u16)?))?;
+        let mut args = [""; MAX_ARGS];
+        let argc = e.args.len().min(MAX_ARGS);
+        for (slot, a) in args.iter_mut().zip(&e.args) {
+            *slot = a;
+        }
+        Some(EventEntry {
+            name: &e.name,
+            description: &e.description,
+            args,
+            arg_count: argc,
+        })
+    }
 }
 
-/// Appends the encoding of `catalog` to `out`.
+/// The number of bytes [`emit`] writes for `catalog`.
+pub fn buffer_len(catalog: &Catalog) -> usize {
+    qtrace_core::encode::catalog::buffer_len(catalog)
+}
+
+/// Appends the encoding of `catalog` to `out` (the core's encoder,
+/// [`qtrace_core::encode::catalog::emit`]).
 ///
 /// Strings longer than the format allows (possible only in a catalog built
 /// with [`Catalog::from_parts`], never with [`Catalog::define`]) are cut at
 /// the limit.
 pub fn emit(catalog: &Catalog, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(catalog.classes().len() as u16).to_be_bytes());
-    for class in catalog.classes() {
-        put_str(out, &class.name, MAX_NAME_LEN);
-        put_str(out, &class.description, MAX_DESCRIPTION_LEN);
-        out.extend_from_slice(&class.event_count.to_be_bytes());
-        for id in class.events() {
-            if let Some(e) = catalog.event(id) {
-                put_str(out, &e.name, MAX_NAME_LEN);
-                put_str(out, &e.description, MAX_DESCRIPTION_LEN);
-                let args = &e.args[..e.args.len().min(MAX_ARGS)];
-                out.push(args.len() as u8);
-                for a in args {
-                    put_str(out, a, MAX_NAME_LEN);
-                }
-            }
-        }
-    }
+    qtrace_core::encode::catalog::emit(catalog, &mut |b: &[u8]| out.extend_from_slice(b));
 }
 
 /// The encoding of `catalog` as a new vector.

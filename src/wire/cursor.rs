@@ -89,30 +89,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Appends big-endian fields to a vector.
-pub(crate) fn put_str(out: &mut Vec<u8>, s: &str, max: usize) {
-    let s = truncate_str(s, max.min(u16::MAX as usize));
-    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// The encoded size of a string field.
-pub(crate) fn str_len(s: &str, max: usize) -> usize {
-    2 + truncate_str(s, max.min(u16::MAX as usize)).len()
-}
-
-/// `s` cut to at most `max` bytes, on a character boundary.
-pub(crate) fn truncate_str(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 /// Reads a big-endian u16 at `at` of a slice known to be long enough.
 pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
     let mut a = [0u8; 2];

@@ -62,19 +62,15 @@ use super::header::MAX_HEADER_LEN;
 use super::record::{self, RecordView, RECORD_LEN};
 use super::{TraceHeader, WireError};
 use crate::Event;
+use qtrace_core::encode::datagram::{emit_header, HeaderFields};
 
 /// The first 4 bytes of every datagram.
-pub const MAGIC: [u8; 4] = *b"QTRU";
+pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
 /// The datagram format version this crate writes.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = field::VERSION_VALUE;
 /// Every datagram format version this crate reads.
 pub const SUPPORTED_VERSIONS: &[u16] = &[1];
-/// The size of the datagram header.
-pub const HEADER_LEN: usize = 40;
-/// The size of a catalog fragment's `total | offset` prefix.
-pub const FRAGMENT_PREFIX_LEN: usize = 8;
-/// The size of a close datagram's payload (`logged | unsent`).
-pub const CLOSE_PAYLOAD_LEN: usize = 16;
+pub use qtrace_core::layout::datagram::{CLOSE_PAYLOAD_LEN, FRAGMENT_PREFIX_LEN, HEADER_LEN};
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
 /// datagram).
@@ -84,20 +80,8 @@ pub const MAX_DATAGRAM_LEN: usize = 65507;
 /// The smallest useful datagram: a header and one record.
 pub const MIN_DATAGRAM_LEN: usize = HEADER_LEN + RECORD_LEN;
 
-mod field {
-    pub const VERSION: usize = 4;
-    pub const KIND: usize = 6;
-    pub const FLAGS: usize = 7;
-    pub const SENDER: usize = 8;
-    pub const COUNT: usize = 12;
-    pub const SEQUENCE: usize = 16;
-    pub const DROPPED: usize = 24;
-    pub const FIRST_EVENT: usize = 32;
-    pub const FRAGMENT_TOTAL: usize = 40;
-    pub const FRAGMENT_OFFSET: usize = 44;
-    pub const CLOSE_LOGGED: usize = 40;
-    pub const CLOSE_UNSENT: usize = 48;
-}
+// The field offsets: the core's table, which its header encoder writes at.
+use qtrace_core::layout::datagram as field;
 
 /// How many records an events datagram of at most `max_len` bytes carries
 /// (`max_len` is clamped to `MIN_DATAGRAM_LEN..=MAX_DATAGRAM_LEN`).
@@ -173,17 +157,23 @@ pub struct DatagramHeader {
 }
 
 impl DatagramHeader {
+    /// Writes the header (the core's encoder) into the first 40 bytes of
+    /// `buf` (the callers checked its length).
     fn emit(&self, count: u16, buf: &mut [u8]) {
-        buf[0..4].copy_from_slice(&MAGIC);
-        buf[4..6].copy_from_slice(&VERSION.to_be_bytes());
-        buf[6] = self.kind as u8;
-        buf[7] = 0;
-        buf[8..12].copy_from_slice(&self.sender.to_be_bytes());
-        buf[12..14].copy_from_slice(&count.to_be_bytes());
-        buf[14..16].copy_from_slice(&[0, 0]);
-        buf[16..24].copy_from_slice(&self.sequence.to_be_bytes());
-        buf[24..32].copy_from_slice(&self.dropped.to_be_bytes());
-        buf[32..40].copy_from_slice(&self.first_event.to_be_bytes());
+        let out: &mut [u8; HEADER_LEN] = (&mut buf[..HEADER_LEN])
+            .try_into()
+            .expect("a 40-byte slice is a 40-byte array");
+        emit_header(
+            &HeaderFields {
+                kind: self.kind as u8,
+                sender: self.sender,
+                count,
+                sequence: self.sequence,
+                dropped: self.dropped,
+                first_event: self.first_event,
+            },
+            out,
+        );
     }
 }
 

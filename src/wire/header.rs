@@ -20,26 +20,23 @@
 //! ```
 
 use super::catalog;
-use super::cursor::{be16, be32, be64, put_str, str_len, Cursor};
+use super::cursor::{be16, be32, be64, Cursor};
+use super::header_error::HeaderFieldError;
 use super::WireError;
 use crate::classes::{validate_name, Catalog, MAX_NAME_LEN};
 use crate::clock::Clock;
-use crate::error::Error;
-use crate::queue::{QueueContext, QueueHandle};
+use qtrace_core::encode::header::HeaderSpec;
+pub use qtrace_core::QueueHandle;
 
+pub use qtrace_core::layout::header::{
+    BYTE_ORDER_MARK, FIXED_LEN, FORMAT_VERSION, MAX_HOST_LEN, NANOS_PER_SECOND, NO_QUEUE,
+    RECORD_SIZE,
+};
 /// The first 8 bytes of every trace file: `QTRC` then CR LF SUB LF, so a file
 /// mangled by a text-mode transfer is detected.
-pub const MAGIC: [u8; 8] = *b"QTRC\r\n\x1a\n";
-/// The format version this crate writes.
-pub const FORMAT_VERSION: u16 = 1;
+pub const MAGIC: [u8; 8] = qtrace_core::layout::header::MAGIC_BYTES;
 /// Every format version this crate reads.
 pub const SUPPORTED_VERSIONS: &[u16] = &[1];
-/// The byte-order mark: `01 02` in the file means big-endian.
-pub const BYTE_ORDER_MARK: u16 = 0x0102;
-/// The size of one record.
-pub const RECORD_SIZE: u16 = 32;
-/// The size of the fixed part of the header.
-pub const FIXED_LEN: usize = 44;
 /// The largest header a reader accepts (a larger claim is corrupt, not an
 /// allocation).
 pub const MAX_HEADER_LEN: usize = 4 << 20;
@@ -49,26 +46,9 @@ const _: () = assert!(
         <= MAX_HEADER_LEN
 );
 
-/// The queue-handle value meaning "no queue".
-pub const NO_QUEUE: u16 = 0xffff;
-/// Longest host name carried.
-pub const MAX_HOST_LEN: usize = 255;
-/// Timestamps in nanoseconds: the ticks-per-second value qtrace writes.
-pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
-
-mod field {
-    use std::ops::Range;
-    pub const MAGIC: Range<usize> = 0..8;
-    pub const VERSION: usize = 8;
-    pub const BYTE_ORDER: usize = 10;
-    pub const RECORD_SIZE: usize = 12;
-    pub const FLAGS: usize = 14;
-    pub const HEADER_LEN: usize = 16;
-    pub const PROCESS_ID: usize = 20;
-    pub const CLOCK_ORIGIN: usize = 24;
-    pub const TICKS_PER_SECOND: usize = 32;
-    pub const QUEUE: usize = 40;
-}
+// The field offsets of the fixed part: the core's table, which its encoder
+// writes at too.
+use qtrace_core::layout::header as field;
 
 /// Validates the fixed part at the start of `prefix` (at least
 /// [`FIXED_LEN`] bytes) and returns the header length: how many bytes from
@@ -113,7 +93,7 @@ pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
     if bom != BYTE_ORDER_MARK {
         return Err(WireError::BadByteOrder { found: bom });
     }
-    let record_size = be16(prefix, field::RECORD_SIZE);
+    let record_size = be16(prefix, field::RECORD_SIZE_AT);
     if record_size != RECORD_SIZE {
         return Err(WireError::BadRecordSize { found: record_size });
     }
@@ -233,8 +213,8 @@ pub struct TraceHeader {
     closes: bool,
 }
 
-fn bad(field: &'static str, reason: impl Into<String>) -> Error {
-    Error::InvalidHeader {
+fn bad(field: &'static str, reason: impl Into<String>) -> HeaderFieldError {
+    HeaderFieldError {
         field,
         reason: reason.into(),
     }
@@ -275,18 +255,6 @@ impl TraceHeader {
         }
     }
 
-    /// The header of the file a queue writes: the tracer's catalog and clock,
-    /// and the queue's handle and type.
-    pub fn for_queue(ctx: &QueueContext) -> Self {
-        let mut h = TraceHeader::new((*ctx.catalog).clone(), &ctx.clock);
-        let name = super::cursor::truncate_str(ctx.type_name, MAX_NAME_LEN);
-        if validate_name("queue type", name).is_ok() && ctx.handle.0 != NO_QUEUE {
-            h.queue = Some((ctx.handle, name.to_string()));
-        }
-        h.closes = true;
-        h
-    }
-
     /// Sets the clock description: a kind name (`[A-Za-z0-9_.-]`, 1–64
     /// bytes), the timestamp rate (non-zero; qtrace clocks count
     /// nanoseconds, 1,000,000,000 per second) and the wall-clock time of
@@ -296,7 +264,7 @@ impl TraceHeader {
         kind: &str,
         ticks_per_second: u64,
         origin_unix_ns: u64,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, HeaderFieldError> {
         validate_name("clock kind", kind).map_err(|e| bad("clock kind", e.to_string()))?;
         if ticks_per_second == 0 {
             return Err(bad("clock rate", "ticks per second must not be zero"));
@@ -308,7 +276,7 @@ impl TraceHeader {
     }
 
     /// Sets the host name (1–255 bytes, no control characters).
-    pub fn with_host(mut self, host: &str) -> Result<Self, Error> {
+    pub fn with_host(mut self, host: &str) -> Result<Self, HeaderFieldError> {
         if !valid_host(host) {
             return Err(bad(
                 "host",
@@ -327,7 +295,12 @@ impl TraceHeader {
 
     /// Names the queue that produced the file (handle below 65535, type name
     /// as a class name).
-    pub fn with_queue(mut self, handle: QueueHandle, type_name: &str) -> Result<Self, Error> {
+    pub fn with_queue(
+        mut self,
+        handle: impl Into<QueueHandle>,
+        type_name: &str,
+    ) -> Result<Self, HeaderFieldError> {
+        let handle = handle.into();
         validate_name("queue type", type_name).map_err(|e| bad("queue type", e.to_string()))?;
         if handle.0 == NO_QUEUE {
             return Err(bad("queue handle", "65535 is reserved for \"no queue\""));
@@ -414,47 +387,30 @@ impl TraceHeader {
         &self.catalog
     }
 
-    /// The number of bytes [`TraceHeader::emit`] writes (a multiple of 8).
-    pub fn buffer_len(&self) -> usize {
-        let unpadded = FIXED_LEN
-            + str_len(&self.clock_kind, MAX_NAME_LEN)
-            + str_len(&self.host, MAX_HOST_LEN)
-            + str_len(self.queue.as_ref().map_or("", |q| &q.1), MAX_NAME_LEN)
-            + catalog::buffer_len(&self.catalog);
-        unpadded.div_ceil(8) * 8
+    /// The header as the core's encoder takes it.
+    fn spec(&self) -> HeaderSpec<'_> {
+        HeaderSpec {
+            closes: self.closes,
+            process_id: self.process_id,
+            clock_origin_unix_ns: self.clock_origin_unix_ns,
+            ticks_per_second: self.ticks_per_second,
+            clock_kind: &self.clock_kind,
+            host: &self.host,
+            queue: self.queue.as_ref().map(|(h, n)| (h.0, n.as_str())),
+        }
     }
 
-    /// The encoded header.
+    /// The number of bytes [`TraceHeader::emit`] writes (a multiple of 8).
+    pub fn buffer_len(&self) -> usize {
+        self.spec().buffer_len(&self.catalog)
+    }
+
+    /// The encoded header (the core's encoder,
+    /// [`qtrace_core::encode::header::HeaderSpec::emit`]).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let len = self.buffer_len();
-        let mut out = Vec::with_capacity(len);
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
-        out.extend_from_slice(&BYTE_ORDER_MARK.to_be_bytes());
-        out.extend_from_slice(&RECORD_SIZE.to_be_bytes());
-        let flags = if self.closes {
-            super::close::CLOSES_FLAG
-        } else {
-            0
-        };
-        out.extend_from_slice(&flags.to_be_bytes());
-        out.extend_from_slice(&(len as u32).to_be_bytes());
-        out.extend_from_slice(&self.process_id.to_be_bytes());
-        out.extend_from_slice(&self.clock_origin_unix_ns.to_be_bytes());
-        out.extend_from_slice(&self.ticks_per_second.to_be_bytes());
-        let handle = self.queue.as_ref().map_or(NO_QUEUE, |q| q.0 .0);
-        out.extend_from_slice(&handle.to_be_bytes());
-        out.extend_from_slice(&0u16.to_be_bytes());
-        debug_assert_eq!(out.len(), FIXED_LEN);
-        put_str(&mut out, &self.clock_kind, MAX_NAME_LEN);
-        put_str(&mut out, &self.host, MAX_HOST_LEN);
-        put_str(
-            &mut out,
-            self.queue.as_ref().map_or("", |q| &q.1),
-            MAX_NAME_LEN,
-        );
-        catalog::emit(&self.catalog, &mut out);
-        out.resize(len, 0);
+        let mut out = Vec::with_capacity(self.buffer_len());
+        self.spec()
+            .emit(&self.catalog, &mut |b: &[u8]| out.extend_from_slice(b));
         out
     }
 

@@ -12,6 +12,12 @@
 //! - [`TraceWriter`] and [`create_trace_file`] write trace files; the
 //!   [reader](crate::reader) reads them.
 //!
+//! The layouts' field offsets and the encoders are the `no_std` core's
+//! ([`qtrace_core::layout`], [`qtrace_core::encode`]): this module adds the
+//! checked parsers, which read at the same offsets, and the `std` writers.
+//! Wire knows no queue and no registry: a header carries a queue handle as a
+//! number and a type name.
+//!
 //! Decoding treats bytes as untrusted: no panic, no allocation larger than the
 //! format's stated limits, and a typed [`WireError`] naming the byte offset.
 #![forbid(unsafe_code)]
@@ -22,10 +28,15 @@ mod cursor;
 pub mod datagram;
 mod error;
 pub mod header;
+mod header_error;
 pub mod record;
 mod writer;
 
 pub use close::{CloseRecord, QueueTotals};
 pub use error::WireError;
-pub use header::{HeaderView, TraceHeader, FORMAT_VERSION, SUPPORTED_VERSIONS};
+pub use header::{HeaderView, QueueHandle, TraceHeader, FORMAT_VERSION, SUPPORTED_VERSIONS};
+pub use header_error::HeaderFieldError;
 pub use writer::{create_trace_file, TraceWriter};
+
+/// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).
+pub const DEFAULT_PORT: u16 = qtrace_core::layout::DEFAULT_UDP_PORT;

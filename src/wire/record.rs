@@ -1,4 +1,6 @@
 //! The 32-byte big-endian event record, shared by trace files and datagrams.
+//! The offsets are the core's ([`qtrace_core::layout::record`]); [`emit`]
+//! and [`parse`] are the core's encoder and decoder, re-exported.
 //!
 //! | offset | size | field    |
 //! |--------|------|----------|
@@ -28,18 +30,9 @@
 use super::cursor::{be16, be32, be64};
 use super::WireError;
 use crate::{Event, EventId};
+use qtrace_core::layout::record as field;
 
-/// The size of one record, in bytes.
-pub const RECORD_LEN: usize = 32;
-
-mod field {
-    pub const TIME: usize = 0;
-    pub const ID: usize = 8;
-    pub const FLAGS: usize = 10;
-    pub const SOURCE: usize = 12;
-    pub const ARG0: usize = 16;
-    pub const ARG1: usize = 24;
-}
+pub use qtrace_core::encode::record::{emit, parse, RECORD_LEN};
 
 /// A checked view of one record: [`RecordView::new_checked`] checks the
 /// length once; the accessors cannot panic after that.
@@ -103,39 +96,6 @@ impl<T: AsRef<[u8]>> RecordView<T> {
             source: self.source(),
             args: [self.arg0(), self.arg1()],
         }
-    }
-}
-
-/// Encodes `event` into 32 bytes.
-#[inline]
-pub fn emit(event: &Event, out: &mut [u8; RECORD_LEN]) {
-    out[0..8].copy_from_slice(&event.time.to_be_bytes());
-    out[8..10].copy_from_slice(&event.id.0.to_be_bytes());
-    out[10..12].copy_from_slice(&event.flags.to_be_bytes());
-    out[12..16].copy_from_slice(&event.source.to_be_bytes());
-    out[16..24].copy_from_slice(&event.args[0].to_be_bytes());
-    out[24..32].copy_from_slice(&event.args[1].to_be_bytes());
-}
-
-/// Decodes 32 bytes (every pattern is a valid record).
-#[inline]
-pub fn parse(bytes: &[u8; RECORD_LEN]) -> Event {
-    // Fixed offsets into a fixed-size array: no bounds check is left at run
-    // time (through `RecordView`'s slice this took ~88 instructions a record).
-    fn at<const N: usize>(b: &[u8; RECORD_LEN], from: usize) -> [u8; N] {
-        let mut a = [0u8; N];
-        a.copy_from_slice(&b[from..from + N]);
-        a
-    }
-    Event {
-        time: u64::from_be_bytes(at(bytes, field::TIME)),
-        id: EventId(u16::from_be_bytes(at(bytes, field::ID))),
-        flags: u16::from_be_bytes(at(bytes, field::FLAGS)),
-        source: u32::from_be_bytes(at(bytes, field::SOURCE)),
-        args: [
-            u64::from_be_bytes(at(bytes, field::ARG0)),
-            u64::from_be_bytes(at(bytes, field::ARG1)),
-        ],
     }
 }
 

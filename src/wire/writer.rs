@@ -7,7 +7,7 @@ use std::path::Path;
 use super::close::{hoops_lost, CloseRecord, QueueTotals, CLOSE_RUN_LEN};
 use super::record::{self, RECORD_LEN};
 use super::TraceHeader;
-use crate::error::Error;
+use crate::io_error::IoError;
 use crate::Event;
 
 /// Records encoded per `write` call by [`TraceWriter::write_events`].
@@ -156,19 +156,22 @@ impl<W: Write> TraceWriter<W> {
 /// Creates (or truncates) the trace file at `path`, creating missing parent
 /// directories, and writes `header` to it.
 ///
-/// Errors are [`Error::Io`] naming the path.
+/// # Errors
+///
+/// [`IoError`] naming the path and what failed (the crate-level error
+/// turns it into [`Error::Io`](crate::Error::Io)).
 pub fn create_trace_file(
     path: impl AsRef<Path>,
     header: &TraceHeader,
-) -> Result<TraceWriter<BufWriter<File>>, Error> {
+) -> Result<TraceWriter<BufWriter<File>>, IoError> {
     let path = path.as_ref();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io("create the directory of trace file", path, e))?;
+            .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
     }
-    let file = File::create(path).map_err(|e| Error::io("create trace file", path, e))?;
+    let file = File::create(path).map_err(|e| IoError::new("create trace file", path, e))?;
     TraceWriter::new(BufWriter::with_capacity(64 * 1024, file), header)
-        .map_err(|e| Error::io("write the header of trace file", path, e))
+        .map_err(|e| IoError::new("write the header of trace file", path, e))
 }
 
 #[cfg(test)]
@@ -176,7 +179,7 @@ mod tests {
     use super::*;
     use crate::classes::{system, Catalog, ClassSpec};
     use crate::clock::{Clock, ManualClock};
-    use crate::queue::QueueHandle;
+    use crate::wire::QueueHandle;
     use crate::EventId;
 
     fn header() -> TraceHeader {
@@ -230,7 +233,7 @@ mod tests {
         // A path under a regular file cannot be created.
         let bad = path.join("x.qtr");
         let err = create_trace_file(&bad, &header()).unwrap_err();
-        assert!(matches!(err, Error::Io { .. }));
+        assert_eq!(err.action, "create the directory of trace file");
         assert!(err.to_string().contains("x.qtr"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

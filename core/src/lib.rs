@@ -1,0 +1,75 @@
+//! The `no_std`, allocation-free core of [qtrace](https://docs.rs/qtrace):
+//! what a tracer needs where there is no operating system — firmware,
+//! kernels, RTOSes — and the single source of truth the std crate
+//! re-exports:
+//!
+//! - the event record ([`Event`], [`EventId`], [`TRACER_SOURCE`]) and the
+//!   built-in S.Ha.R.K. classes ([`classes`]: numbering, names, argument
+//!   names, as `const` tables);
+//! - the byte layouts of FORMAT.md as field-offset tables ([`layout`]) and
+//!   their encoders ([`encode`]: record, file header with its class table
+//!   from any [`CatalogSource`], close run, datagram header) — the std
+//!   crate's checked parsers read at the same offsets;
+//! - queue counters and reservations ([`QueueCounters`], [`Reservation`]);
+//! - static rings in caller-provided memory ([`ring::FixedRing`],
+//!   [`ring::CircularRing`]), a routing table with per-event and per-class
+//!   masks, and a firmware [`Tracer`] whose [`dump`](Tracer::dump) writes a
+//!   complete standard trace file into any `FnMut(&[u8])` sink.
+//!
+//! # Without std (firmware, kernels)
+//!
+//! The rings take one critical section per operation ([`critical_section`]):
+//! interrupts off for a few dozen instructions on a single-core
+//! microcontroller, which needs no compare-and-swap, so thumbv6m works as
+//! well as thumbv7m. The firmware provides the implementation (for
+//! Cortex-M, `cortex-m`'s `critical-section-single-core` feature).
+//!
+//! ```
+//! use qtrace_core::classes::{lowlevel, system, ClassId};
+//! use qtrace_core::encode::header::HeaderSpec;
+//! use qtrace_core::ring::CircularRing;
+//! use qtrace_core::{StaticCatalog, Tracer};
+//!
+//! // A 1 MHz tick counter in a real firmware.
+//! fn ticks() -> u64 { 42 }
+//!
+//! static RING: CircularRing<1024> = CircularRing::new();
+//! static TRACER: Tracer<1> = Tracer::new(&StaticCatalog::BUILTIN, [&RING], ticks);
+//!
+//! TRACER.assign_class(ClassId::SYSTEM, 0).unwrap();
+//! TRACER.assign_class(ClassId::LOWLEVEL, 0).unwrap();
+//! TRACER.log_event(lowlevel::INTERRUPT, 0, [15, 0]); // from an interrupt handler
+//! TRACER.log_event(system::SCHEDULE, 0, [2, 0]);     // from the scheduler
+//!
+//! // At the end: a standard trace file, piece by piece, into any sink
+//! // (semihosting, a UART, flash).
+//! let spec = HeaderSpec { ticks_per_second: 1_000_000, clock_kind: "tick", ..HeaderSpec::default() };
+//! let mut file = Vec::new();
+//! let summary = TRACER.dump(0, &spec, &mut |b: &[u8]| file.extend_from_slice(b)).unwrap();
+//! assert_eq!(summary.events, 2);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod classes;
+mod counters;
+mod dump;
+pub mod encode;
+mod event;
+pub mod layout;
+mod queue_handle;
+pub mod ring;
+mod routing;
+mod tracer;
+
+pub use classes::ClassId;
+#[cfg(target_has_atomic = "64")]
+pub use counters::AtomicCounters;
+pub use counters::{QueueCounters, Reservation};
+pub use dump::{dump_ring, DumpSummary};
+pub use encode::catalog::{CatalogSource, StaticCatalog};
+pub use event::{Event, EventId, TRACER_SOURCE};
+pub use queue_handle::QueueHandle;
+pub use routing::{RouteError, MAX_CLASSES, MAX_QUEUES};
+pub use tracer::Tracer;

@@ -1,0 +1,83 @@
+//! The circular ring: keeps the last `N` events, overwriting (and counting)
+//! the oldest.
+
+use core::cell::RefCell;
+
+use critical_section::Mutex;
+
+use super::state::State;
+use super::{Ring, Taken};
+use crate::{Event, QueueCounters, Reservation};
+
+/// Keeps the last `N` events logged into it: a new event evicts the oldest
+/// queued one, counted as overwritten. It never refuses an event.
+///
+/// ```
+/// use qtrace_core::ring::{CircularRing, Ring};
+/// use qtrace_core::{Event, EventId};
+///
+/// static RING: CircularRing<2> = CircularRing::new();
+/// for t in 0..3 {
+///     RING.push(&Event::new(t, EventId(0x04), 0, [0, 0]));
+/// }
+/// let mut out = [Event::ZERO; 4];
+/// let taken = RING.take(&mut out);
+/// assert_eq!((taken.events, taken.overwritten), (2, 1));
+/// assert_eq!((out[0].time, out[1].time), (1, 2));
+/// ```
+pub struct CircularRing<const N: usize> {
+    state: Mutex<RefCell<State<N>>>,
+}
+
+impl<const N: usize> CircularRing<N> {
+    /// An empty ring (a `const fn`: place it in a `static`).
+    pub const fn new() -> Self {
+        CircularRing {
+            state: Mutex::new(RefCell::new(State::new())),
+        }
+    }
+}
+
+impl<const N: usize> Default for CircularRing<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Ring for CircularRing<N> {
+    fn type_name(&self) -> &'static str {
+        "circular"
+    }
+
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        critical_section::with(|cs| {
+            let mut s = self.state.borrow_ref_mut(cs);
+            if s.head - s.tail >= N as u64 {
+                s.evict_oldest();
+            }
+            Some(Reservation::new(s.claim()))
+        })
+    }
+
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        critical_section::with(|cs| {
+            self.state
+                .borrow_ref_mut(cs)
+                .post(reservation.ticket(), event)
+        })
+    }
+
+    fn counters(&self) -> QueueCounters {
+        critical_section::with(|cs| self.state.borrow_ref(cs).counters())
+    }
+
+    fn take(&self, out: &mut [Event]) -> Taken {
+        critical_section::with(|cs| self.state.borrow_ref_mut(cs).take(out))
+    }
+
+    fn abandon_reserved(&self) -> u64 {
+        critical_section::with(|cs| self.state.borrow_ref_mut(cs).abandon_reserved())
+    }
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Runs the Cortex-M firmware example (examples/firmware-cortex-m) under QEMU
+# and checks the trace it writes: the no_std core traced for real.
+#
+#   scripts/qemu.sh
+#
+# 1. Installs what is missing: qemu-system-arm (Debian package
+#    qemu-system-arm, through apt-get) and the rustup target
+#    thumbv7m-none-eabi.
+# 2. Builds the firmware (release) and the qtrace command.
+# 3. Runs the firmware on QEMU's mps2-an385 board (Cortex-M3, 25 MHz; its
+#    SysTick ticks, unlike lm3s6965evb's) with semihosting, under a 60 s
+#    timeout. SysTick (every 1 ms) and the main loop log 7 events a tick for
+#    100 ticks (700 events) into a static 512-slot circular ring, which the
+#    firmware then writes over semihosting as a standard trace file,
+#    target/qemu/qtrace-firmware.qtr, and exits with status 0.
+# 4. Reads the file with `qtrace dump`, `qtrace stats --json` and
+#    `qtrace convert --to chrome`, and checks: exit status 0 (a complete
+#    file), exactly 512 events and one hoops record of 188 lost events, the
+#    close run's counters (accepted 700, overwritten 188, delivered 512),
+#    every event name the firmware logs, times that never go back.
+# 5. Prints the firmware's .text size and the part of it in qtrace_core's
+#    own (not inlined) functions, then, on its last line,
+#    `qemu: N events, dump ok`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+export CARGO_TERM_COLOR=never
+
+if ! command -v qemu-system-arm >/dev/null 2>&1; then
+    echo "qemu.sh: installing qemu-system-arm"
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq qemu-system-arm >/dev/null
+fi
+if ! rustup target list --installed | grep -qx thumbv7m-none-eabi; then
+    rustup target add thumbv7m-none-eabi
+fi
+
+echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
+(cd examples/firmware-cortex-m && cargo build --release --quiet)
+firmware=examples/firmware-cortex-m/target/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m
+cargo build --release --quiet --bin qtrace
+qtrace="$root/target/release/qtrace"
+
+run="$root/target/qemu"
+rm -rf "$run"
+mkdir -p "$run"
+trace="$run/qtrace-firmware.qtr"
+
+echo "== run on qemu-system-arm -machine mps2-an385"
+status=0
+(cd "$run" && timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
+    -semihosting-config enable=on,target=native \
+    -kernel "$root/$firmware") >"$run/console.txt" 2>&1 || status=$?
+cat "$run/console.txt"
+if [ "$status" -ne 0 ]; then
+    echo "qemu.sh: the firmware exited with status $status (124: timed out)" >&2
+    exit 1
+fi
+[ -s "$trace" ] || { echo "qemu.sh: no trace file $trace" >&2; exit 1; }
+
+fail() { echo "qemu.sh: $*" >&2; exit 1; }
+
+echo "== qtrace dump"
+"$qtrace" dump "$trace" >"$run/dump.txt" || fail "qtrace dump exited with status $? (0 = a complete file)"
+head -n 4 "$run/dump.txt"
+echo "…"
+tail -n 2 "$run/dump.txt"
+events=$(grep -vc '^ *[0-9.]* *\[' "$run/dump.txt" || true)
+[ "$events" -eq 512 ] || fail "dump shows $events events, expected 512 (the ring's 512 slots)"
+[ "$(grep -c '\[LOST 188 EVENTS\] (queue 0)' "$run/dump.txt")" -eq 1 ] \
+    || fail "dump lacks the one hoops record of 188 events"
+grep -q '\[END: complete; queue accepted 700, dropped 0, overwritten 188, delivered 512\]' "$run/dump.txt" \
+    || fail "dump lacks the complete close run with accepted 700, overwritten 188, delivered 512"
+for name in 'lowlevel +interrupt +irq=15' 'system +activate' 'system +schedule' \
+    'semaphore +wait +task=[0-9] sem=1' 'semaphore +signal' 'system +endcycle' 'app +job +task='; do
+    grep -Eq "$name" "$run/dump.txt" || fail "dump lacks an event matching '$name'"
+done
+# Times never go back (one source, one ring, logged in order).
+awk '$1 ~ /^[0-9.]+$/ { if ($1 < prev) { print "time goes back at line " NR; exit 1 } prev = $1 }' \
+    "$run/dump.txt" || fail "timestamps go back"
+
+echo "== qtrace stats --json"
+"$qtrace" stats --json "$trace" >"$run/stats.json" || fail "qtrace stats exited with status $?"
+python3 - "$run/stats.json" <<'PY' || fail "stats disagree"
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+assert (f["events"], f["lost"], f["hoops"], f["complete"]) == (512, 188, 1, True), f
+print(f"stats: {f['events']} events, {f['lost']} lost in {f['hoops']} hoops record, complete")
+PY
+
+echo "== qtrace convert --to chrome"
+"$qtrace" convert --to chrome --out "$run/trace.json" "$trace" || fail "qtrace convert exited with status $?"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$run/trace.json" || fail "convert wrote invalid JSON"
+
+echo "== size of the firmware"
+if command -v nm >/dev/null && command -v size >/dev/null; then
+    text=$(size -A "$firmware" | awk '$1 == ".text" { print $2 }')
+    core=$(nm -S -C "$firmware" | python3 -c '
+import sys
+print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
+          if len(f) == 4 and f[2] in "tT" and "qtrace_core::" in f[3]))')
+    echo "firmware .text: $text bytes; in qtrace_core's own functions: $core bytes (log_event and the dump are also inlined into SysTick and main)"
+fi
+echo "qemu: $events events, dump ok"
