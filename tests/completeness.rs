@@ -4,7 +4,6 @@
 //! directory fails phase 2.
 
 use std::path::{Path, PathBuf};
-
 use std::time::Duration;
 
 use qtrace::classes::{tracer::HOOPS, user};

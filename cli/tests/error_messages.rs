@@ -77,8 +77,8 @@ const NOT_API: &[(&str, &str)] = &[
 /// that a message tells the user to run, each with the file that names it.
 const ELSEWHERE: &[(&str, &str)] = &[
     // babeltrace2's own time-range flags, in `qtrace convert --split`'s hint.
-    ("cli/src/convert.rs", "--begin"),
-    ("cli/src/convert.rs", "--end"),
+    ("cli/src/commands/convert.rs", "--begin"),
+    ("cli/src/commands/convert.rs", "--end"),
 ];
 
 fn elsewhere(file: &str, name: &str) -> bool {

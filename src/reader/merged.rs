@@ -212,6 +212,48 @@ impl<R: Read> MergedReader<R> {
         self.inputs[input].reader.completeness()
     }
 
+    /// The next event and its input when it can be had without building a
+    /// `Result`: with one input, its reader's read-ahead event
+    /// ([`TraceReader::next_buffered`]), rebased. `None` means "call
+    /// [`MergedReader::next_with_input`]", not the end. A loop that tries
+    /// this first yields the same events in the same order as
+    /// `next_with_input` alone, faster on one file (no `Result` to build and
+    /// unpack per event).
+    ///
+    /// ```
+    /// # use qtrace::classes::{system, Catalog};
+    /// # use qtrace::clock::{Clock, ManualClock};
+    /// # use qtrace::reader::{MergedReader, TraceReader};
+    /// # use qtrace::wire::{TraceHeader, TraceWriter};
+    /// # use qtrace::Event;
+    /// # let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// # let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// # for t in 0..3 { w.write_event(&Event::new(t, system::SCHEDULE, 0, [t, 0]))?; }
+    /// # let bytes = w.finish()?;
+    /// let mut merged = MergedReader::new(vec![TraceReader::new(&bytes[..])?]);
+    /// let mut times = Vec::new();
+    /// loop {
+    ///     let (_input, e) = match merged.next_buffered() {
+    ///         Some(item) => item,
+    ///         None => match merged.next_with_input() {
+    ///             Some((input, e)) => (input, e?),
+    ///             None => break,
+    ///         },
+    ///     };
+    ///     times.push(e.time);
+    /// }
+    /// assert_eq!(times, [0, 1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn next_buffered(&mut self) -> Option<(usize, Event)> {
+        if let [only] = self.inputs.as_mut_slice() {
+            let e = only.reader.next_buffered()?;
+            return Some((0, only.rebase(e)));
+        }
+        None
+    }
+
     /// The next event in time order and the input it came from, or an
     /// input's error at the point it occurred; `None` once every input has
     /// ended.
@@ -416,6 +458,35 @@ mod tests {
         let got: Vec<Event> = m.by_ref().map(Result::unwrap).collect();
         assert_eq!(got, events);
         assert_eq!(m.completeness(0), Some(Completeness::Unknown));
+    }
+
+    #[test]
+    fn next_buffered_then_next_with_input_yields_what_next_with_input_alone_does() {
+        let times: Vec<u64> = (0..5_000).map(|t| t * 3).collect();
+        for files in [
+            vec![trace(1_000_000, 40, 0, &times)],
+            vec![
+                trace(1_000_000_000, 40, 0, &times),
+                trace(1_000_000_000, 41, 1, &times),
+            ],
+        ] {
+            let want = drain(&mut merged(&files));
+            let mut m = merged(&files);
+            let mut got = Vec::new();
+            loop {
+                if let Some((i, e)) = m.next_buffered() {
+                    got.push((i, e.time, e.source, e.args[0]));
+                    continue;
+                }
+                match m.next_with_input() {
+                    Some((i, Ok(e))) => got.push((i, e.time, e.source, e.args[0])),
+                    Some((_, Err(e))) => panic!("{e}"),
+                    None => break,
+                }
+            }
+            assert_eq!(got.len(), 5_000 * files.len());
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
