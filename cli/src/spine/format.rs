@@ -49,6 +49,7 @@ pub fn parse_time(s: &str) -> Result<u64, String> {
 }
 
 /// Appends `s` as a JSON string.
+#[inline]
 pub fn json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
@@ -68,6 +69,7 @@ pub fn json_str(out: &mut String, s: &str) {
 }
 
 /// `seconds.nanoseconds` with nine decimals.
+#[inline]
 pub fn fmt_time(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
