@@ -551,6 +551,52 @@ mod tests {
     }
 
     #[test]
+    fn try_for_each_yields_what_next_with_input_does_and_stops_at_the_first_error() {
+        let times: Vec<u64> = (0..3_000).map(|t| t * 2).collect();
+        let mut cut = trace(1_000_000_000, 0, 1, &[1, 2, 3]);
+        cut.truncate(cut.len() - 32 * 3 - 32 + 5);
+        for files in [
+            vec![trace(1_000_000, 9, 0, &times)],
+            vec![cut.clone()],
+            vec![trace(1_000_000_000, 0, 0, &times), cut.clone()],
+            vec![],
+        ] {
+            let want = drain(&mut merged(&files));
+            let mut m = merged(&files);
+            let mut got = Vec::new();
+            m.try_for_each_with_input(|i, item| {
+                got.push(match item {
+                    Ok(e) => (i, e.time, e.source, e.args[0]),
+                    Err(_) => (usize::MAX - i, 0, 0, 0),
+                });
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            assert_eq!(got, want);
+            assert!(m.next_with_input().is_none(), "every input read to its end");
+            for i in 0..files.len() {
+                assert!(m.completeness(i).is_some(), "input {i} ended");
+            }
+        }
+        // `f`'s error stops the loop where it is returned; the reader goes on
+        // from there.
+        let files = [trace(1_000_000_000, 0, 0, &[1, 2, 3, 4])];
+        let mut m = merged(&files);
+        let mut seen = 0;
+        let r = m.try_for_each_with_input(|_, item| {
+            seen += 1;
+            if item.map_err(drop)?.time == 2 {
+                Err(())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!((r, seen), (Err(()), 2));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.next().map(|e| e.unwrap().time), Some(3));
+    }
+
+    #[test]
     fn no_input_is_empty() {
         let mut m: MergedReader<&[u8]> = MergedReader::new(Vec::new());
         assert!(m.is_empty());
