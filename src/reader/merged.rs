@@ -472,6 +472,21 @@ mod tests {
     }
 
     #[test]
+    fn times_past_u64_max_ns_saturate() {
+        // One tick a second: u64::MAX ticks is past u64::MAX ns. And a shift
+        // of 5 ns added to u64::MAX - 1.
+        let files = [
+            trace(1, 100, 0, &[u64::MAX]),
+            trace(1_000_000_000, 105, 1, &[3, u64::MAX - 1]),
+        ];
+        let mut m = merged(&files);
+        assert_eq!(m.merged_time(0, u64::MAX), u64::MAX);
+        assert_eq!(m.merged_time(1, u64::MAX - 1), u64::MAX);
+        let got: Vec<(usize, u64)> = drain(&mut m).iter().map(|r| (r.0, r.1)).collect();
+        assert_eq!(got, [(1, 8), (0, u64::MAX), (1, u64::MAX)]);
+    }
+
+    #[test]
     fn a_damaged_input_yields_its_events_then_one_error_and_the_others_go_on() {
         let good = trace(1_000_000_000, 0, 0, &[1, 4, 6]);
         let mut bad = trace(1_000_000_000, 0, 1, &[2, 3, 5]);
