@@ -15,7 +15,8 @@ n=${1:-5000000}
 runs=${RUNS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cargo build --release -q --bin qtrace --example convert_memory
+cargo build --release -q -p qtrace-cli --bin qtrace
+cargo build --release -q --example convert_memory
 target=${CARGO_TARGET_DIR:-target}/release
 qtrace=$target/qtrace
 "$target/examples/convert_memory" qtr "$n" "$work/t.qtr" >/dev/null

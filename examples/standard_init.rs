@@ -397,16 +397,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\nread them with:");
-    println!("  cargo run --release -- dump {}", files.join(" "));
-    println!("  cargo run --release -- stats {}", files.join(" "));
     println!(
-        "  cargo run --release -- convert --to perfetto --out {} {}   # ui.perfetto.dev",
+        "  cargo run --release -p qtrace-cli -- dump {}",
+        files.join(" ")
+    );
+    println!(
+        "  cargo run --release -p qtrace-cli -- stats {}",
+        files.join(" ")
+    );
+    println!(
+        "  cargo run --release -p qtrace-cli -- convert --to perfetto --out {} {}   # ui.perfetto.dev",
         dir.join("trace.perfetto").display(),
         files.join(" ")
     );
-    println!("  cargo run --release -- analyze {}", files.join(" "));
     println!(
-        "  cargo run --release -- plot --out {} {}   # an SVG timeline",
+        "  cargo run --release -p qtrace-cli -- analyze {}",
+        files.join(" ")
+    );
+    println!(
+        "  cargo run --release -p qtrace-cli -- plot --out {} {}   # an SVG timeline",
         dir.join("schedule.svg").display(),
         files.join(" ")
     );

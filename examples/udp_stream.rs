@@ -6,7 +6,7 @@
 //! ```
 //!
 //! The receiver is the library form of `qtrace recv`; to receive in another
-//! terminal instead, run `cargo run --release -- recv --out received.qtr`
+//! terminal instead, run `cargo run --release -p qtrace-cli -- recv --out received.qtr`
 //! and point a UDP queue at `127.0.0.1:5510`.
 
 use std::net::SocketAddr;
@@ -99,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         summary.events() + summary.sender_dropped()
     );
     println!(
-        "\nread it with:\n  cargo run --release -- dump {}",
+        "\nread it with:\n  cargo run --release -p qtrace-cli -- dump {}",
         out.display()
     );
     Ok(())

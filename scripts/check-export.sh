@@ -20,7 +20,7 @@ done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cargo build --release -q --bin qtrace
+cargo build --release -q -p qtrace-cli --bin qtrace
 qtrace=${CARGO_TARGET_DIR:-target}/release/qtrace
 
 if [[ $# -ge 1 ]]; then

@@ -13,6 +13,9 @@
 //! one record, so a socket's events come out as they arrive, and an I/O
 //! error is reported after every whole record read before it.
 //!
+//! [`MergedReader`] reads several files as one, merged in time order on a
+//! common time line (nanoseconds since the earliest clock origin), streaming.
+//!
 //! ```
 //! use std::ops::ControlFlow;
 //! use qtrace::classes::{system, Catalog};
@@ -60,6 +63,9 @@ use crate::wire::{TraceHeader, WireError};
 use crate::{Event, EventId};
 
 pub use crate::wire::header::SUPPORTED_VERSIONS;
+
+mod merged;
+pub use merged::MergedReader;
 
 /// Why a trace could not be read (completely).
 #[derive(Debug)]

@@ -5,51 +5,15 @@
 //! or the `perfetto` package is missing, unless `QTRACE_REQUIRE_PERFETTO` is set
 //! (CI: `scripts/test.sh` installs the package).
 
-use std::path::Path;
-use std::process::Command;
-
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
-use qtrace::clock::{Clock, ManualClock};
 use qtrace::export::perfetto::{PerfettoOptions, PerfettoWriter};
 use qtrace::export::{self, ConvertStats};
-use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::{Event, EventId};
 use serde_json::{json, Value};
 
-/// Runs the check script; `None` (after saying why) when it cannot run here.
-fn decode(trace: &Path, events: bool) -> Option<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-perfetto.py");
-    let mut cmd = Command::new("python3");
-    cmd.arg(script).arg(trace);
-    if events {
-        cmd.arg("--events");
-    }
-    let skip = |msg: &str| {
-        assert!(
-            std::env::var_os("QTRACE_REQUIRE_PERFETTO").is_none(),
-            "{msg} (QTRACE_REQUIRE_PERFETTO is set)"
-        );
-        eprintln!("SKIPPED: {msg}");
-    };
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            skip("python3 is not on PATH");
-            return None;
-        }
-        Err(e) => panic!("cannot run python3: {e}"),
-    };
-    if out.status.code() == Some(3) {
-        skip("the PyPI package `perfetto` is missing (pip install perfetto; scripts/test.sh installs it)");
-        return None;
-    }
-    assert!(
-        out.status.success(),
-        "check-perfetto failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).expect("the script prints JSON"))
-}
+#[path = "common/perfetto_decode.rs"]
+mod perfetto_decode;
+use perfetto_decode::{decode, decode_slices};
 
 fn convert(events: &[Event], options: PerfettoOptions) -> (ConvertStats, tempfile::TempPath) {
     let file = tempfile::NamedTempFile::new().unwrap();
@@ -244,174 +208,6 @@ fn zero_limits_are_typed_errors() {
         err.to_string().contains("PerfettoOptions::max_tracks"),
         "{err}"
     );
-}
-
-#[test]
-fn cli_converts_merged_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, origin: u64, events: &[Event]| {
-        let path = dir.path().join(name);
-        let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
-            .with_clock("manual", 1_000_000_000, origin)
-            .unwrap();
-        let mut w = create_trace_file(&path, &header).unwrap();
-        w.write_events(events).unwrap();
-        w.finish().unwrap();
-        path
-    };
-    let origin = 1_700_000_000_000_000_000;
-    let a = write(
-        "a.qtr",
-        origin,
-        &[
-            Event::new(100, system::SCHEDULE, 0, [1, 0]),
-            Event::new(300, tracer::HOOPS, u32::MAX, [9, 0]),
-        ],
-    );
-    let b = write(
-        "b.qtr",
-        origin + 100,
-        &[Event::new(100, user::USER1, 1, [11, 0])],
-    );
-    let out = dir.path().join("out.pftrace");
-    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["convert", "--to", "perfetto"])
-        .arg(&a)
-        .arg(&b)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    assert_eq!(
-        stderr.trim(),
-        format!(
-            "qtrace convert: 2 events (9 lost, in 1 hoops records) from 3 sources into {}",
-            out.display()
-        )
-    );
-    let Some(got) = decode(&out, true) else {
-        return;
-    };
-    let times: Vec<u64> = got["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e[0].as_u64().unwrap())
-        .collect();
-    assert_eq!(times, [100, 200, 300]);
-    assert_eq!(got["realtime_origin"], json!(origin));
-
-    // --split: one standalone trace per 150 ns slice (events at 100, 200, 300).
-    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["convert", "--to", "perfetto", "--split", "150ns"])
-        .arg(&a)
-        .arg(&b)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    // (slice begins, instants) per part: the schedule at 100 is the begin of
-    // `task 1` on source 0 (with `source 0` on task 1's track), the others
-    // are instants.
-    let mut parts = Vec::new();
-    for part in ["out-0000.pftrace", "out-0001.pftrace", "out-0002.pftrace"] {
-        let bytes = std::fs::read(dir.path().join(part)).unwrap();
-        let (slices, instants, _) = decode_slices(&bytes);
-        parts.push((slices.iter().filter(|s| s.3 == 1).count(), instants));
-    }
-    assert_eq!(parts, [(2, 0), (0, 1), (0, 1)]);
-}
-
-/// A decoder of just the fields the writer uses, independent of the writer's
-/// encoder, for the property test (the Python check is too slow per case).
-mod mini {
-    pub fn varint(b: &[u8], at: &mut usize) -> u64 {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            let byte = b[*at];
-            *at += 1;
-            v |= u64::from(byte & 0x7f) << shift;
-            if byte < 0x80 {
-                return v;
-            }
-            shift += 7;
-        }
-    }
-
-    /// (field, wire type, varint value or the bytes of a length-delimited field).
-    pub fn fields(b: &[u8]) -> Vec<(u64, u64, u64, &[u8])> {
-        let mut at = 0;
-        let mut out = Vec::new();
-        while at < b.len() {
-            let key = varint(b, &mut at);
-            let (field, wt) = (key >> 3, key & 7);
-            match wt {
-                0 => {
-                    let v = varint(b, &mut at);
-                    out.push((field, wt, v, &b[..0]));
-                }
-                2 => {
-                    let n = varint(b, &mut at) as usize;
-                    out.push((field, wt, 0, &b[at..at + n]));
-                    at += n;
-                }
-                _ => panic!("unexpected wire type {wt}"),
-            }
-        }
-        out
-    }
-}
-
-/// (time, file order, track, type) of the slice begins and ends, the number
-/// of instants, and the set of declared tracks.
-/// A slice begin or end: (time, file order, track, type).
-type SliceEdge = (u64, usize, u64, u64);
-
-fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
-    let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
-    for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
-        assert_eq!(field, 1);
-        let fields = mini::fields(packet);
-        let get = |f: u64| fields.iter().find(|x| x.0 == f);
-        if let Some(d) = get(60) {
-            tracks.push(mini::fields(d.3).iter().find(|x| x.0 == 1).unwrap().2);
-            continue;
-        }
-        let Some(te) = get(11) else { continue };
-        let ts = get(8).expect("a timestamp").2;
-        let t = match get(58) {
-            Some(c) => {
-                assert_eq!(c.2, 6, "absolute times are BOOTTIME");
-                ts
-            }
-            None => {
-                clock += ts;
-                clock
-            }
-        };
-        let te = mini::fields(te.3);
-        let ty = te.iter().find(|x| x.0 == 9).unwrap().2;
-        let track = te.iter().find(|x| x.0 == 11).unwrap().2;
-        assert!(
-            tracks.contains(&track),
-            "track {track} used before it is declared"
-        );
-        match ty {
-            1 | 2 => slices.push((t, order, track, ty)),
-            3 => instants += 1,
-            4 => {}
-            other => panic!("type {other}"),
-        }
-    }
-    (slices, instants, tracks)
 }
 
 proptest::proptest! {

@@ -1,19 +1,18 @@
-//! The `qtrace` command-line tool. Each subcommand lives in its own module.
+//! The `qtrace` command-line tool (crate `qtrace-cli`). Each subcommand
+//! lives in its own module under `commands/`; what they share — the exit
+//! status, inputs, outputs, reporting — is the spine (`spine/`). Subcommands
+//! import the spine and the `qtrace` library's public API, never each other;
+//! `main` alone turns an [`Exit`] into the process's exit code.
 
-use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod analyze;
-mod convert;
-mod dump;
-mod payload;
-mod plot;
-mod recover;
-mod recv;
-mod stats;
-mod text;
+mod commands;
+mod spine;
+
+use commands::{analyze, convert, dump, events, plot, recover, recv, stats};
+use spine::Exit;
 
 /// Tools for qtrace traces.
 #[derive(Parser, Debug)]
@@ -98,48 +97,24 @@ enum Command {
     Plot(plot::PlotArgs),
 }
 
-/// Runs `write` on a buffered standard output and flushes it. Its `Ok` is
-/// the exit status; a reader that stops early (`qtrace stats f | head`) ends
-/// the command quietly with success; any other write error exits with 1.
-pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> ExitCode {
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    match write(&mut out).and_then(|status| out.flush().map(|()| status)) {
-        Ok(status) => status,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("qtrace: cannot write the output: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// `qtrace events`: the built-in classes and events.
-fn list_events(out: &mut dyn Write) -> io::Result<ExitCode> {
-    let catalog = qtrace::classes::Catalog::builtin();
-    for class in catalog.classes() {
-        writeln!(
-            out,
-            "class {} {:<10} {}",
-            class.id, class.name, class.description
-        )?;
-        for e in class.events().filter_map(|id| catalog.event(id)) {
-            writeln!(
-                out,
-                "  {} {:<14} {} [{}]",
-                e.id,
-                e.name,
-                e.description,
-                e.args.join(", ")
-            )?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Usage errors on stderr with status 2; --help and --version on
+            // stdout with status 0 (clap says which).
+            let _ = e.print();
+            return ExitCode::from(
+                if e.use_stderr() {
+                    Exit::BadInput
+                } else {
+                    Exit::Ok
+                }
+                .code(),
+            );
+        }
+    };
+    let status = match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
@@ -147,6 +122,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
-        Command::Events => with_stdout(list_events),
-    }
+        Command::Events => events::run(),
+    };
+    ExitCode::from(status.code())
 }

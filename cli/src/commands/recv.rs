@@ -10,11 +10,12 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
+
+use crate::spine::Exit;
 
 /// Arguments of `qtrace recv`.
 #[derive(Args, Debug)]
@@ -85,7 +86,7 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 const MAX_DURATION_S: f64 = 1e18;
 
 /// Runs `qtrace recv`.
-pub fn run(args: RecvArgs) -> ExitCode {
+pub fn run(args: RecvArgs) -> Exit {
     let mut limit = RunLimit::default();
     if let Some(s) = args.duration {
         // `Duration::from_secs_f64` panics above about 1.8e19 s: bound it.
@@ -93,20 +94,20 @@ pub fn run(args: RecvArgs) -> ExitCode {
             eprintln!(
                 "qtrace: --duration must be a positive number of seconds, at most {MAX_DURATION_S:e}"
             );
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
         limit.duration = Some(Duration::from_secs_f64(s));
     }
     limit.events = args.count;
     if args.max_senders == 0 {
         eprintln!("qtrace: --max-senders must be at least 1");
-        return ExitCode::from(2);
+        return Exit::BadInput;
     }
     let listen = match listen_addr(&args.listen) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("qtrace: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
     let config = ReceiverConfig {
@@ -118,7 +119,7 @@ pub fn run(args: RecvArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("qtrace: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
     let until = match (limit.duration, limit.events) {
@@ -164,14 +165,14 @@ pub fn run(args: RecvArgs) -> ExitCode {
             println!("{summary}");
             println!("read it with: qtrace dump {}", args.out.display());
             if summary.file_error.is_some() {
-                ExitCode::from(3)
+                Exit::Cut
             } else {
-                ExitCode::SUCCESS
+                Exit::Ok
             }
         }
         Err(e) => {
             eprintln!("qtrace: {e}");
-            ExitCode::FAILURE
+            Exit::Failed
         }
     }
 }

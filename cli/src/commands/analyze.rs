@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::analysis::{
@@ -13,7 +12,9 @@ use qtrace::analysis::{
 use qtrace::classes::Catalog;
 use qtrace::EventId;
 
-use crate::dump::{json_str, open_all, parse_time};
+use crate::spine::format::{json_str, parse_time};
+use crate::spine::io::{ends, open_merged, read_merged, report_and_status, with_stdout};
+use crate::spine::Exit;
 
 /// Arguments of `qtrace analyze`.
 #[derive(Args, Debug)]
@@ -83,23 +84,24 @@ fn latency_spec(catalog: &Catalog, args: &AnalyzeArgs) -> Result<Option<LatencyS
 }
 
 /// Runs `qtrace analyze`.
-pub fn run(args: AnalyzeArgs) -> ExitCode {
-    let inputs = match open_all(&args.files) {
-        Ok(i) => i,
+pub fn run(args: AnalyzeArgs) -> Exit {
+    let mut merged = match open_merged(&args.files) {
+        Ok(m) => m,
         Err(e) => {
             eprintln!("qtrace: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
-    let catalog = inputs
-        .first()
-        .map(|i| i.reader.catalog().clone())
+    let catalog = merged
+        .readers()
+        .next()
+        .map(|r| r.catalog().clone())
         .unwrap_or_default();
     let latency = match latency_spec(&catalog, &args) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("qtrace analyze: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
     let label = latency.as_ref().map(|l| {
@@ -125,24 +127,25 @@ pub fn run(args: AnalyzeArgs) -> ExitCode {
             latency,
         },
     );
-    let (clean, ends) = match crate::dump::merge(inputs, |_, e| {
+    let clean = match read_merged(&mut merged, |_, e| {
         analyzer.push(e);
         Ok(())
     }) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("qtrace analyze: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
+    let ends = ends(&merged);
     let report = analyzer.finish();
-    crate::with_stdout(|out| {
+    with_stdout(|out| {
         if args.json {
             json(out, &report, label.as_ref())?;
         } else {
             text(out, &report, label.as_ref())?;
         }
-        Ok(crate::dump::report_and_status(
+        Ok(report_and_status(
             "qtrace analyze",
             &args.files,
             clean,

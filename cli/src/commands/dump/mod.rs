@@ -1,26 +1,28 @@
 //! `qtrace dump FILE...`: one line per event, several files merged in time
 //! order, with filters and a JSON form.
 
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::io::{self, Read};
+use std::io;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::rc::Rc;
 
 use clap::Args;
-
-use crate::payload;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::args::event_args;
-
-use crate::text::TextFormat;
-use qtrace::export::MergeByTime;
-use qtrace::reader::{Completeness, ReadError, TraceReader};
+use qtrace::reader::Completeness;
 use qtrace::wire::close::{close_part, unclosed_stream};
 use qtrace::{Event, EventId};
+
+use crate::spine::format::{
+    end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
+};
+use crate::spine::io::{ends, is_cut, label, open_merged, read_merged, with_stdout};
+use crate::spine::Exit;
+use text::TextFormat;
+
+mod payload;
+mod text;
 
 /// Arguments of `qtrace dump`.
 ///
@@ -50,75 +52,6 @@ pub struct DumpArgs {
     /// object (none for files whose completeness is unknown).
     #[arg(long)]
     pub json: bool,
-}
-
-/// Parses a time: a number with an optional unit `ns` (default), `us`, `ms`, `s`.
-pub fn parse_time(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
-        (n, 1u128)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 1_000)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1_000_000)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1_000_000_000)
-    } else {
-        (s, 1)
-    };
-    let bad = || {
-        format!(
-            "{s:?} is not a time: use a number of ns or add a unit (ns, us, ms, s), as in 1.5ms"
-        )
-    };
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if int.is_empty() && frac.is_empty() {
-        return Err(bad());
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let int: u128 = if int.is_empty() {
-        0
-    } else {
-        int.parse().map_err(|_| bad())?
-    };
-    let mut value = int.checked_mul(scale).ok_or_else(bad)?;
-    let mut unit = scale;
-    for d in frac.bytes() {
-        unit /= 10;
-        value += (d - b'0') as u128 * unit;
-    }
-    u64::try_from(value).map_err(|_| bad())
-}
-
-/// One open input file and its next event.
-pub struct Input {
-    /// The label shown for the file (its file name).
-    pub label: String,
-    /// The reader.
-    pub reader: TraceReader,
-    /// Wall-clock ns of the file's timestamp 0.
-    pub origin: u64,
-}
-
-/// Opens every file, or returns the one-line error for the first bad one.
-pub fn open_all(files: &[PathBuf]) -> Result<Vec<Input>, String> {
-    let mut inputs = Vec::with_capacity(files.len());
-    for path in files {
-        let reader = TraceReader::open(path).map_err(|e| e.to_string())?;
-        let label = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
-        let origin = reader.header().clock_origin_unix_ns();
-        inputs.push(Input {
-            label,
-            reader,
-            origin,
-        });
-    }
-    Ok(inputs)
 }
 
 /// Which event ids of one file pass the `--class`/`--event` filters.
@@ -171,30 +104,6 @@ impl Filter {
     fn passes(&self, id: EventId) -> bool {
         self.all || self.ids.contains(&id.0)
     }
-}
-
-/// Appends `s` as a JSON string.
-pub fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// `seconds.nanoseconds` with nine decimals.
-pub fn fmt_time(ns: u128) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
 /// Formats one event as a text line.
@@ -256,11 +165,6 @@ fn text_line(
     while out.ends_with(' ') {
         out.pop();
     }
-}
-
-/// A file time in ticks as ns on the merged time line.
-fn catalogs_time(header: &qtrace::wire::TraceHeader, ticks: u64, shift: u64) -> u64 {
-    header.ticks_to_ns(ticks).saturating_add(shift)
 }
 
 /// Formats a file's end as a JSON object: `{"file":…,"end":"complete"|"cut"|
@@ -338,262 +242,30 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
     out.push('}');
 }
 
-/// Where a file's completeness is left once its reader has ended, with the
-/// shift of its times (ns) onto the merged time line.
-pub type EndSlot = Rc<Cell<Option<FileEnd>>>;
-
-/// A file's completeness and the shift (ns) of its times onto the merged
-/// time line.
-pub type FileEnd = (Completeness, u64);
-
-/// The events of a reader rebased (see [`rebased`]); leaves its
-/// completeness in its [`EndSlot`] when it ends.
-pub struct Rebased<R: Read> {
-    reader: TraceReader<R>,
-    shift: u64,
-    /// The file's ticks are nanoseconds already (no division per event).
-    in_ns: bool,
-    end: EndSlot,
-}
-
-impl<R: Read> Rebased<R> {
-    #[inline]
-    fn rebase(&self, mut e: Event) -> Event {
-        let ns = if self.in_ns {
-            e.time
-        } else {
-            self.reader.header().ticks_to_ns(e.time)
-        };
-        e.time = ns.saturating_add(self.shift);
-        e
-    }
-
-    /// [`TraceReader::next_buffered`], rebased.
-    #[inline]
-    pub fn next_buffered(&mut self) -> Option<Event> {
-        let e = self.reader.next_buffered()?;
-        Some(self.rebase(e))
-    }
-}
-
-impl<R: Read> Iterator for Rebased<R> {
-    type Item = Result<Event, ReadError>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.reader.next() {
-            Some(r) => Some(r.map(|e| self.rebase(e))),
-            None => {
-                if let Some(c) = self.reader.completeness() {
-                    self.end.set(Some((c, self.shift)));
-                }
-                None
-            }
-        }
-    }
-}
-
-/// The events of `reader` with their times in nanoseconds since `base`, the
-/// earliest clock origin of the files read together (at most this file's
-/// origin); times past `u64::MAX` ns saturate. Its completeness goes to
-/// `end` when it ends.
-pub fn rebased<R: Read>(reader: TraceReader<R>, base: u64, end: EndSlot) -> Rebased<R> {
-    let shift = reader.header().clock_origin_unix_ns().saturating_sub(base);
-    let in_ns = reader.header().ticks_per_second() == qtrace::wire::header::NANOS_PER_SECOND;
-    Rebased {
-        reader,
-        shift,
-        in_ns,
-        end,
-    }
-}
-
-/// The line of a receiver's unclosed-stream mark (FORMAT.md 1.5): sender
-/// `sender`'s stream ended without a close after `n` events received or
-/// marked lost.
-pub fn unclosed_text(sender: u32, n: u64) -> String {
-    format!(
-        "[STREAM OF SENDER {sender} ENDED WITHOUT A CLOSE after {n} events: events after its last datagram lost without a count]"
-    )
-}
-
-/// The exit status when a file is cut short (no close record, or one that
-/// disagrees with the file) or holds a receiver's unclosed-stream mark (a
-/// sender's stream was cut: events after it are lost without a count), and
-/// none is damaged: 3. Damage (2) wins.
-pub const EXIT_CUT: u8 = 3;
-
-/// What `n` (> 0) unclosed-stream marks in a file mean, in words.
-pub fn unclosed_words(n: u64) -> String {
-    let streams = if n == 1 { "stream" } else { "streams" };
-    format!(
-        "{n} sender {streams} ended without a close (events after the last datagram of each lost without a count)"
-    )
-}
-
-/// Whether `c` makes the exit status [`EXIT_CUT`].
-pub fn is_cut(c: Option<Completeness>) -> bool {
-    c.is_some_and(|c| c.is_complete() == Some(false))
-}
-
-/// Reports each file of `files` that was cut short on stderr, after
-/// `command`: the one place `dump`'s siblings say it.
-pub fn report_cuts(command: &str, files: &[std::path::PathBuf], ends: &[Option<Completeness>]) {
-    for (path, end) in files.iter().zip(ends) {
-        if let Some(c) = end.filter(|c| is_cut(Some(*c))) {
-            eprintln!("{command}: {}: {c}", path.display());
-        }
-    }
-}
-
-/// The exit status of a command that read trace files: 2 when one was
-/// damaged (`clean` is false), [`EXIT_CUT`] when one was cut short, 0
-/// otherwise.
-pub fn read_status(clean: bool, ends: &[Option<Completeness>]) -> ExitCode {
-    if !clean {
-        ExitCode::from(2)
-    } else if ends.iter().any(|e| is_cut(*e)) {
-        ExitCode::from(EXIT_CUT)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// [`report_cuts`] then [`read_status`], for the files [`merge`] read.
-pub fn report_and_status(
-    command: &str,
-    files: &[std::path::PathBuf],
-    clean: bool,
-    ends: &[Option<FileEnd>],
-) -> ExitCode {
-    let ends: Vec<Option<Completeness>> = ends.iter().map(|e| e.map(|(c, _)| c)).collect();
-    report_cuts(command, files, &ends);
-    read_status(clean, &ends)
-}
-
-/// The `[END: …]` text of a file's completeness.
-pub fn end_text(c: &Completeness) -> String {
-    match c {
-        Completeness::Complete(close) => format!(
-            "[END: complete; queue accepted {}, dropped {}, overwritten {}, delivered {}]",
-            close.totals.accepted,
-            close.totals.dropped,
-            close.totals.overwritten,
-            close.totals.delivered
-        ),
-        Completeness::Mismatch {
-            close,
-            records,
-            lost,
-        } => format!(
-            "[END: DAMAGED: the close record says {} records stating {} lost events, the file holds {records} records stating {lost}]",
-            close.records, close.lost
-        ),
-        Completeness::Cut { records, lost } => format!(
-            "[END: CUT SHORT after {records} records; {lost} events known lost before the cut, events after it lost without a count]"
-        ),
-        Completeness::Unknown => {
-            "[END: completeness unknown (written before close records)]".to_string()
-        }
-        _ => "[END: completeness not understood by this qtrace]".to_string(),
-    }
-}
-
-/// One word for a completeness: `complete`, `cut`, `damaged`, `unknown`.
-pub fn end_word(c: &Completeness) -> &'static str {
-    match c {
-        Completeness::Complete(_) => "complete",
-        Completeness::Cut { .. } => "cut",
-        Completeness::Mismatch { .. } => "damaged",
-        _ => "unknown",
-    }
-}
-
-/// Merges the inputs in time order, calling `f(input index, event)` with the
-/// event's time in ns since the earliest origin; reports each damaged file on
-/// stderr and returns whether every file was read to its end, and each
-/// file's completeness (with its time shift).
-pub fn merge(
-    inputs: Vec<Input>,
-    mut f: impl FnMut(usize, &Event) -> io::Result<()>,
-) -> io::Result<(bool, Vec<Option<FileEnd>>)> {
-    let base = inputs.iter().map(|i| i.origin).min().unwrap_or(0);
-    let slots: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
-    let mut clean = true;
-    if inputs.len() == 1 {
-        // One file: nothing to merge, no heap per event.
-        for (input, slot) in inputs.into_iter().zip(&slots) {
-            let mut events = rebased(input.reader, base, Rc::clone(slot));
-            loop {
-                // Read-ahead events first: no Result per event.
-                if let Some(e) = events.next_buffered() {
-                    f(0, &e)?;
-                    continue;
-                }
-                match events.next() {
-                    Some(Ok(e)) => f(0, &e)?,
-                    Some(Err(err)) => {
-                        eprintln!("qtrace: {err}");
-                        clean = false;
-                    }
-                    None => break,
-                }
-            }
-        }
-        return Ok((clean, slots.iter().map(|s| s.get()).collect()));
-    }
-    let mut merged = MergeByTime::new(
-        inputs
-            .into_iter()
-            .zip(&slots)
-            .map(|(i, slot)| rebased(i.reader, base, Rc::clone(slot)))
-            .collect(),
-    );
-    while let Some((i, item)) = merged.next_with_input() {
-        match item {
-            Ok(e) => f(i, &e)?,
-            Err(err) => {
-                eprintln!("qtrace: {err}");
-                clean = false;
-            }
-        }
-    }
-    Ok((clean, slots.iter().map(|s| s.get()).collect()))
-}
-
 /// Runs `qtrace dump`.
-pub fn run(args: DumpArgs) -> ExitCode {
-    let inputs = match open_all(&args.files) {
-        Ok(i) => i,
+pub fn run(args: DumpArgs) -> Exit {
+    let mut merged = match open_merged(&args.files) {
+        Ok(m) => m,
         Err(e) => {
             eprintln!("qtrace: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
     let mut matched = vec![false; args.classes.len() + args.events.len()];
-    let filters: Vec<Filter> = inputs
-        .iter()
-        .map(|i| {
-            Filter::new(
-                i.reader.catalog(),
-                &args.classes,
-                &args.events,
-                &mut matched,
-            )
-        })
+    let filters: Vec<Filter> = merged
+        .readers()
+        .map(|r| Filter::new(r.catalog(), &args.classes, &args.events, &mut matched))
         .collect();
     let names = args.classes.iter().chain(&args.events);
     if let Some((name, _)) = names.zip(&matched).find(|(_, m)| !**m) {
         eprintln!(
             "qtrace: no file defines a class or event {name:?}: `qtrace stats FILE` lists them"
         );
-        return ExitCode::from(2);
+        return Exit::BadInput;
     }
-    let catalogs: Vec<Catalog> = inputs.iter().map(|i| i.reader.catalog().clone()).collect();
-    let headers: Vec<qtrace::wire::TraceHeader> =
-        inputs.iter().map(|i| i.reader.header().clone()).collect();
-    let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
-    let several = inputs.len() > 1;
+    let catalogs: Vec<Catalog> = merged.readers().map(|r| r.catalog().clone()).collect();
+    let labels: Vec<String> = args.files.iter().map(|p| label(p)).collect();
+    let several = merged.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let mut line = String::with_capacity(256);
     let formats: Vec<TextFormat> = catalogs.iter().map(TextFormat::new).collect();
@@ -605,12 +277,12 @@ pub fn run(args: DumpArgs) -> ExitCode {
     );
     // Combine runs are reassembled per file; names apply to the lines after
     // them.
-    let mut assemblers: Vec<Assembler> = inputs.iter().map(|_| Assembler::new()).collect();
-    let mut names: Vec<Names> = inputs.iter().map(|_| Names::new()).collect();
+    let mut assemblers: Vec<Assembler> = labels.iter().map(|_| Assembler::new()).collect();
+    let mut names: Vec<Names> = labels.iter().map(|_| Names::new()).collect();
     let mut items: Vec<Item> = Vec::new();
     // Files holding an unclosed-stream mark (FORMAT.md 1.5), by index.
-    let mut unclosed: Vec<u64> = inputs.iter().map(|_| 0).collect();
-    crate::with_stdout(|out| {
+    let mut unclosed: Vec<u64> = labels.iter().map(|_| 0).collect();
+    with_stdout(|out| {
         let mut show =
             |i: usize, item: Item, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
                 let (time, id) = match &item {
@@ -668,7 +340,7 @@ pub fn run(args: DumpArgs) -> ExitCode {
                 }
                 Ok(())
             };
-        let (clean, ends) = merge(inputs, |i, e| {
+        let clean = read_merged(&mut merged, |i, e| {
             assemblers[i].push(*e, &mut |item| items.push(item));
             for item in items.drain(..) {
                 show(i, item, &mut line, &mut buf)?;
@@ -685,18 +357,17 @@ pub fn run(args: DumpArgs) -> ExitCode {
         out.write_all(&buf)?;
         // One END line per file, after its events: complete (with the
         // queue's final counters), cut short, damaged or unknown.
+        let ends = ends(&merged);
         for (i, end) in ends.iter().enumerate() {
             // Old files (completeness unknown) get no END line: their dump
             // is what it always was; `qtrace stats` says "unknown".
-            let Some((c, shift)) = end.filter(|(c, _)| c.is_complete().is_some()) else {
+            let Some(c) = end.filter(|c| c.is_complete().is_some()) else {
                 continue;
             };
             let c = &c;
             line.clear();
             let time = match c {
-                Completeness::Complete(close) => {
-                    Some((catalogs_time(&headers[i], close.time, shift)) as u128)
-                }
+                Completeness::Complete(close) => Some(merged.merged_time(i, close.time) as u128),
                 _ => None,
             };
             if args.json {
@@ -724,14 +395,14 @@ pub fn run(args: DumpArgs) -> ExitCode {
                 eprintln!("qtrace: {label}: {}", unclosed_words(n));
             }
         }
-        Ok(if !clean {
-            ExitCode::from(2)
-        } else if ends.iter().any(|e| is_cut(e.map(|(c, _)| c))) || unclosed.iter().any(|&n| n > 0)
-        {
-            ExitCode::from(EXIT_CUT)
-        } else {
-            ExitCode::SUCCESS
-        })
+        let damaged = if clean { Exit::Ok } else { Exit::BadInput };
+        Ok(
+            if ends.iter().any(|e| is_cut(*e)) || unclosed.iter().any(|&n| n > 0) {
+                damaged.and(Exit::Cut)
+            } else {
+                damaged
+            },
+        )
     })
 }
 
@@ -813,60 +484,5 @@ mod tests {
             &e,
         );
         assert_eq!(String::from_utf8(got).unwrap(), want);
-    }
-
-    #[test]
-    fn times_parse_with_units() {
-        assert_eq!(parse_time("1500"), Ok(1500));
-        assert_eq!(parse_time("1500ns"), Ok(1500));
-        assert_eq!(parse_time("20us"), Ok(20_000));
-        assert_eq!(parse_time("3ms"), Ok(3_000_000));
-        assert_eq!(parse_time("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_time(".25s"), Ok(250_000_000));
-        assert!(parse_time("").is_err());
-        assert!(parse_time("s").is_err());
-        assert!(parse_time("-1").is_err());
-        assert!(parse_time("1e3").is_err());
-        assert!(parse_time("99999999999999999999s").is_err());
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let mut s = String::new();
-        json_str(&mut s, "a\"b\\c\n\u{1}");
-        assert_eq!(s, r#""a\"b\\c\n\u0001""#);
-    }
-
-    #[test]
-    fn rebased_scales_ticks_and_shifts_to_the_earliest_origin() {
-        use qtrace::classes::{system, Catalog};
-        use qtrace::clock::{Clock, ManualClock};
-        use qtrace::wire::{TraceHeader, TraceWriter};
-        let times = |ticks_per_second, origin, base, time| -> u64 {
-            let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
-                .with_clock("manual", ticks_per_second, origin)
-                .unwrap();
-            let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
-            w.write_event(&Event::new(time, system::SCHEDULE, 0, [0, 0]))
-                .unwrap();
-            let bytes = w.finish().unwrap();
-            let reader = TraceReader::new(&bytes[..]).unwrap();
-            let got: Vec<u64> = rebased(reader, base, EndSlot::default())
-                .map(|e| e.unwrap().time)
-                .collect();
-            assert_eq!(got.len(), 1);
-            got[0]
-        };
-        assert_eq!(times(1_000_000_000, 100, 100, 5), 5);
-        assert_eq!(times(1_000_000, 110, 100, 5), 5_010);
-        assert_eq!(times(3_000_000_000, 101, 100, 3), 2);
-        assert_eq!(times(1, 0, 0, u64::MAX), u64::MAX);
-        assert_eq!(times(1_000_000_000, 105, 100, u64::MAX - 1), u64::MAX);
-    }
-
-    #[test]
-    fn time_has_nine_decimals() {
-        assert_eq!(fmt_time(1_000_000_005), "1.000000005");
-        assert_eq!(fmt_time(7), "0.000000007");
     }
 }

@@ -1,17 +1,17 @@
 //! `qtrace plot`: a self-contained SVG timeline (a row per source and per
 //! task), a thin client of `qtrace::export::svg`.
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::export::svg::{SvgOptions, SvgTimeline};
 use qtrace::export::EventSink;
-use qtrace::Error;
+use qtrace::reader::Completeness;
 
-use crate::dump::{merge, open_all, parse_time};
+use crate::spine::format::parse_time;
+use crate::spine::io::{create, ends, open_merged, read_merged, report_and_status};
+use crate::spine::Exit;
 
 /// Arguments of `qtrace plot`.
 #[derive(Args, Debug)]
@@ -34,7 +34,7 @@ pub struct PlotArgs {
 }
 
 /// Runs `qtrace plot`: one pass for the time range (unless given), one to draw.
-pub fn run(args: PlotArgs) -> ExitCode {
+pub fn run(args: PlotArgs) -> Exit {
     match plot(&args) {
         Ok((stats, (clean, ends))) => {
             eprintln!(
@@ -44,31 +44,32 @@ pub fn run(args: PlotArgs) -> ExitCode {
                 stats.sources,
                 args.out.display()
             );
-            crate::dump::report_and_status("qtrace plot", &args.files, clean, &ends)
+            report_and_status("qtrace plot", &args.files, clean, &ends)
         }
-        Err((msg, code)) => {
+        Err((msg, status)) => {
             eprintln!("qtrace plot: {msg}");
-            ExitCode::from(code)
+            status
         }
     }
 }
 
-type Failure = (String, u8);
+/// What went wrong, and the exit status it gives.
+type Failure = (String, Exit);
 
 /// Whether every input was read to its end, and each input's completeness.
-type ReadEnds = (bool, Vec<Option<crate::dump::FileEnd>>);
+type ReadEnds = (bool, Vec<Option<Completeness>>);
 
 fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Failure> {
-    let bad_input = |e: String| (e, 2);
+    let bad_input = |e: qtrace::reader::ReadError| (e.to_string(), Exit::BadInput);
     let (mut first, mut last) = (u64::MAX, 0u64);
     if args.from.is_none() || args.to.is_none() {
-        let inputs = open_all(&args.files).map_err(bad_input)?;
-        merge(inputs, |_, e| {
+        let mut merged = open_merged(&args.files).map_err(bad_input)?;
+        read_merged(&mut merged, |_, e| {
             first = first.min(e.time);
             last = last.max(e.time);
             Ok(())
         })
-        .map_err(|e| (e.to_string(), 2))?;
+        .map_err(|e| (e.to_string(), Exit::BadInput))?;
     }
     let range = (
         args.from
@@ -81,19 +82,18 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
                 "--to {} is before --from {}: give a later --to",
                 range.1, range.0
             ),
-            2,
+            Exit::BadInput,
         ));
     }
-    let inputs = open_all(&args.files).map_err(bad_input)?;
-    let file =
-        File::create(&args.out).map_err(|e| (Error::io("create", &args.out, e).to_string(), 1))?;
+    let mut merged = open_merged(&args.files).map_err(bad_input)?;
+    let file = create(&args.out).map_err(|e| (e.to_string(), Exit::Failed))?;
     let options = SvgOptions {
         width_px: args.width,
         ..SvgOptions::default()
     };
     let mut timeline = SvgTimeline::new(BufWriter::new(file), range, options);
     let mut failure = None;
-    let clean = merge(inputs, |_, e| {
+    let clean = read_merged(&mut merged, |_, e| {
         if e.time > range.1 && failure.is_none() {
             return Ok(());
         }
@@ -102,10 +102,12 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
         }
         Ok(())
     })
-    .map_err(|e| (e.to_string(), 1))?;
+    .map_err(|e| (e.to_string(), Exit::Failed))?;
     if let Some(err) = failure {
-        return Err((err.to_string(), 1));
+        return Err((err.to_string(), Exit::Failed));
     }
-    let stats = timeline.finish().map_err(|e| (e.to_string(), 1))?;
-    Ok((stats, clean))
+    let stats = timeline
+        .finish()
+        .map_err(|e| (e.to_string(), Exit::Failed))?;
+    Ok((stats, (clean, ends(&merged))))
 }

@@ -2,21 +2,18 @@
 //! event, losses, time span.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::classes::tracer;
-
-use std::fmt::Write as _;
-
 use qtrace::reader::Completeness;
-
-use crate::dump::{
-    end_word, fmt_time, is_cut, json_str, open_all, unclosed_words, Input, EXIT_CUT,
-};
 use qtrace::wire::close::unclosed_stream;
+
+use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
+use crate::spine::io::{is_cut, open_all, with_stdout, Input};
+use crate::spine::Exit;
 
 /// Arguments of `qtrace stats`.
 #[derive(Args, Debug)]
@@ -44,16 +41,16 @@ struct Totals {
 }
 
 /// Runs `qtrace stats`.
-pub fn run(args: StatsArgs) -> ExitCode {
+pub fn run(args: StatsArgs) -> Exit {
     let inputs = match open_all(&args.files) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("qtrace: {e}");
-            return ExitCode::from(2);
+            return Exit::BadInput;
         }
     };
     let json = args.json;
-    crate::with_stdout(|out| report(inputs, json, out))
+    with_stdout(|out| report(inputs, json, out))
 }
 
 /// One file's summary, for the JSON form.
@@ -121,7 +118,7 @@ fn file_json(out: &mut String, f: &FileJson) {
 /// Writes the summary of every input to `out`; returns the exit status (2
 /// when a file is damaged, else 3 when one is cut short or holds unclosed
 /// streams).
-fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<ExitCode> {
+fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exit> {
     let mut damaged_any = false;
     let mut cut_any = false;
     let mut grand = Totals::default();
@@ -273,11 +270,14 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             )?;
         }
     }
-    Ok(if damaged_any {
-        ExitCode::from(2)
-    } else if cut_any {
-        ExitCode::from(EXIT_CUT)
+    let damaged = if damaged_any {
+        Exit::BadInput
     } else {
-        ExitCode::SUCCESS
+        Exit::Ok
+    };
+    Ok(if cut_any {
+        damaged.and(Exit::Cut)
+    } else {
+        damaged
     })
 }

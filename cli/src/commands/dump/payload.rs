@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use qtrace::classes::Catalog;
 use qtrace::combine::{Names, Payload, PayloadState, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
 
-use crate::dump::{fmt_time, json_str};
+use crate::spine::format::{fmt_time, json_str};
 
 /// The payload as `text="…"` (valid UTF-8) or `bytes=hex`.
 fn body(out: &mut String, p: &Payload) {

@@ -2,10 +2,8 @@
 //! Perfetto's protobuf trace (Perfetto's UI and trace processor) or Chrome
 //! Trace Event JSON (Perfetto, chrome://tracing).
 
-use std::fs::File;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -15,12 +13,13 @@ use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
 use qtrace::export::split::SplitByTime;
-use qtrace::export::{ConvertStats, EventSink, MergeByTime};
-use qtrace::reader::{Completeness, ReadError, TraceReader};
-use qtrace::wire::TraceHeader;
-use qtrace::{Error, Event};
+use qtrace::export::{ConvertStats, EventSink};
+use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
+use qtrace::Event;
 
-use crate::dump::{read_status, rebased, report_cuts, EndSlot};
+use crate::spine::format::parse_time;
+use crate::spine::io::{create, ends, read_status, report_cuts};
+use crate::spine::Exit;
 
 /// Any failure of the command: the message says what to do.
 type Failure = Box<dyn std::error::Error>;
@@ -53,7 +52,7 @@ pub struct Args {
     /// Write one file per time slice of this length (`chrome` and
     /// `perfetto`): OUT's name plus `-0000`, `-0001`… (the slice's number
     /// since the clock origin) before its extension; each file opens on its own.
-    #[arg(long, value_name = "TIME", value_parser = crate::dump::parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub split: Option<u64>,
 }
 
@@ -74,28 +73,13 @@ fn part_path(out: &std::path::Path, part: u64) -> PathBuf {
     out.with_file_name(name)
 }
 
-/// Creates an output file, with an error that names it.
-fn create(path: &std::path::Path) -> Result<File, Error> {
-    File::create(path).map_err(|e| Error::io("create", path, e))
-}
-
-/// One opened input.
-struct Input {
-    header: TraceHeader,
-    records: TraceReader,
-}
-
-/// Opens a trace file; also returns how many records it holds.
-fn open(path: &PathBuf) -> Result<(Input, u64), Failure> {
+/// Opens a trace file; also returns how many records it holds (for the
+/// progress bar only: a file whose size cannot be read counts none).
+fn open(path: &PathBuf) -> Result<(TraceReader, u64), Failure> {
     let reader = TraceReader::open(path)?;
-    // Only the progress bar uses the size: a file it cannot measure shows none.
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let records = size.saturating_sub(reader.header_len()) / Event::SIZE as u64;
-    let input = Input {
-        header: reader.header().clone(),
-        records: reader,
-    };
-    Ok((input, records))
+    Ok((reader, records))
 }
 
 fn progress(total_records: u64) -> ProgressBar {
@@ -152,13 +136,12 @@ fn pump(
     })
 }
 
-/// The exit status when an input cannot be opened, is not a qtrace trace or
-/// is damaged: 2, as for `qtrace dump` and `qtrace stats`. Other failures
-/// (the output cannot be written) exit with 1.
-const BAD_INPUT: u8 = 2;
-
 /// Runs `qtrace convert` and reports on stderr.
-pub fn run(args: &Args) -> ExitCode {
+/// Exit status [`Exit::BadInput`] when an input cannot be opened, is not a
+/// qtrace trace or is damaged (as for `qtrace dump` and `qtrace stats`),
+/// [`Exit::Cut`] when one is cut short, [`Exit::Failed`] when the output
+/// cannot be written.
+pub fn run(args: &Args) -> Exit {
     match convert(args) {
         Ok(Outcome {
             stats,
@@ -182,9 +165,9 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => {
             eprintln!("qtrace convert: {e}");
             if e.is::<ReadError>() {
-                ExitCode::from(BAD_INPUT)
+                Exit::BadInput
             } else {
-                ExitCode::FAILURE
+                Exit::Failed
             }
         }
     }
@@ -192,13 +175,12 @@ pub fn run(args: &Args) -> ExitCode {
 
 /// Converts the files named in `args`.
 pub fn convert(args: &Args) -> Result<Outcome, Failure> {
-    let mut inputs = Vec::with_capacity(args.files.len());
+    let mut inputs: Vec<TraceReader> = Vec::with_capacity(args.files.len());
     let mut total = 0;
     for path in &args.files {
         let (input, records) = open(path)?;
         if let Some(first) = inputs.first() {
-            let first: &Input = first;
-            if first.header.catalog() != input.header.catalog() {
+            if first.catalog() != input.catalog() {
                 return Err(format!(
                     "{} names its events differently from {}: convert files of different tracers separately",
                     path.display(),
@@ -210,22 +192,13 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         total += records;
         inputs.push(input);
     }
-    let base = inputs
-        .iter()
-        .map(|i| i.header.clock_origin_unix_ns())
-        .min()
+    let mut merged = MergedReader::new(inputs);
+    let base = merged.base_unix_ns();
+    let catalog = merged
+        .readers()
+        .next()
+        .map(|r| r.catalog().clone())
         .unwrap_or_default();
-    let catalog = inputs
-        .first()
-        .map(|i| i.header.catalog().clone())
-        .unwrap_or_default();
-    let ends: Vec<EndSlot> = inputs.iter().map(|_| EndSlot::default()).collect();
-    let streams: Vec<_> = inputs
-        .into_iter()
-        .zip(&ends)
-        .map(|(i, end)| rebased(i.records, base, std::rc::Rc::clone(end)))
-        .collect();
-    let merged = MergeByTime::new(streams);
     let bar = progress(total);
     let outcome = match (args.to, args.split) {
         (Format::Ctf, Some(_)) => {
@@ -233,7 +206,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         }
         (Format::Ctf, None) => {
             let mut w = CtfWriter::create(&args.out, &catalog, base)?;
-            pump(&mut w, merged, &bar)?
+            pump(&mut w, &mut merged, &bar)?
         }
         (Format::Chrome, None) => {
             // Names first (a circular queue's snapshot may hold its name
@@ -246,23 +219,23 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
                     .flat_map(|r| r.filter_map(Result::ok)),
             );
             let mut w = ChromeWriter::new(&catalog, base, create(&args.out)?)?.with_names(names);
-            pump(&mut w, merged, &bar)?
+            pump(&mut w, &mut merged, &bar)?
         }
         (Format::Perfetto, None) => {
             let mut w = PerfettoWriter::new(&catalog, base, create(&args.out)?)?;
-            pump(&mut w, merged, &bar)?
+            pump(&mut w, &mut merged, &bar)?
         }
         (Format::Chrome, Some(window)) => {
             let mut w = SplitByTime::new(window, |part, _| {
                 ChromeWriter::new(&catalog, base, create(&part_path(&args.out, part))?)
             })?;
-            pump(&mut w, merged, &bar)?
+            pump(&mut w, &mut merged, &bar)?
         }
         (Format::Perfetto, Some(window)) => {
             let mut w = SplitByTime::new(window, |part, _| {
                 PerfettoWriter::new(&catalog, base, create(&part_path(&args.out, part))?)
             })?;
-            pump(&mut w, merged, &bar)?
+            pump(&mut w, &mut merged, &bar)?
         }
     };
     if args.to == Format::Chrome && args.split.is_none() {
@@ -277,6 +250,6 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     }
     bar.finish_and_clear();
     let mut outcome = outcome;
-    outcome.ends = ends.iter().map(|e| e.get().map(|(c, _)| c)).collect();
+    outcome.ends = ends(&merged);
     Ok(outcome)
 }

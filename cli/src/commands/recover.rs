@@ -4,10 +4,12 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Args;
 use qtrace::queues::recover;
+
+use crate::spine::io::with_stdout;
+use crate::spine::Exit;
 
 /// Arguments of `qtrace recover`.
 #[derive(Args, Debug)]
@@ -25,25 +27,25 @@ pub struct RecoverArgs {
 /// Runs `qtrace recover`: exit status 0 when every file was recovered, 2
 /// when one could not be read or is not a ring file (the others are still
 /// recovered), 1 when an output file cannot be written.
-pub fn run(args: RecoverArgs) -> ExitCode {
-    crate::with_stdout(|out| recover_all(&args, out))
+pub fn run(args: RecoverArgs) -> Exit {
+    with_stdout(|out| recover_all(&args, out))
 }
 
-fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<ExitCode> {
-    let mut status = 0u8;
+fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
+    let mut status = Exit::Ok;
     for file in &args.files {
         let rec = match recover::recover_file(file) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("qtrace: {}: {e}", file.display());
-                status = status.max(2);
+                status = status.and(Exit::BadInput);
                 continue;
             }
         };
         let target = args.out.join(output_name(file));
         if let Err(e) = recover::write_trace(&rec, &target) {
             eprintln!("qtrace: {e}");
-            status = status.max(1);
+            status = status.and(Exit::Failed);
             continue;
         }
         let c = rec.counts;
@@ -59,7 +61,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<ExitCode> 
             c.unreadable
         )?;
     }
-    Ok(ExitCode::from(status))
+    Ok(status)
 }
 
 /// `queue0-circular.ring` → `queue0-circular.qtr`.

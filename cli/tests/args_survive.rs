@@ -144,7 +144,7 @@ fn perfetto_carries_every_argument() {
     let trace = write_trace(dir.path());
     let pf = dir.path().join("t.pftrace");
     convert(&trace, "perfetto", &pf);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-perfetto.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/check-perfetto.py");
     let out = match Command::new("python3")
         .arg(script)
         .arg(&pf)

@@ -1,0 +1,11 @@
+//! The subcommands, one module each. None imports another: what two share
+//! is in the spine (`crate::spine`) or in the library.
+
+pub mod analyze;
+pub mod convert;
+pub mod dump;
+pub mod events;
+pub mod plot;
+pub mod recover;
+pub mod recv;
+pub mod stats;

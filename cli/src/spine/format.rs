@@ -1,0 +1,163 @@
+//! Text the subcommands share: times given as arguments and printed, JSON
+//! strings, and what a file's end (its completeness) and a receiver's
+//! unclosed-stream marks mean, in words.
+
+use std::fmt::Write as _;
+
+use qtrace::reader::Completeness;
+
+/// Parses a time: a number with an optional unit `ns` (default), `us`, `ms`,
+/// `s`, as in `1500`, `20us`, `1.5ms` (the `--from`, `--to` and `--split`
+/// values).
+pub fn parse_time(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1u128)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1_000)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else {
+        (s, 1)
+    };
+    let bad = || {
+        format!(
+            "{s:?} is not a time: use a number of ns or add a unit (ns, us, ms, s), as in 1.5ms"
+        )
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() {
+        return Err(bad());
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let int: u128 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let mut value = int.checked_mul(scale).ok_or_else(bad)?;
+    let mut unit = scale;
+    for d in frac.bytes() {
+        unit /= 10;
+        value += (d - b'0') as u128 * unit;
+    }
+    u64::try_from(value).map_err(|_| bad())
+}
+
+/// Appends `s` as a JSON string.
+#[inline]
+pub fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `seconds.nanoseconds` with nine decimals.
+#[inline]
+pub fn fmt_time(ns: u128) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The `[END: …]` text of a file's completeness.
+pub fn end_text(c: &Completeness) -> String {
+    match c {
+        Completeness::Complete(close) => format!(
+            "[END: complete; queue accepted {}, dropped {}, overwritten {}, delivered {}]",
+            close.totals.accepted,
+            close.totals.dropped,
+            close.totals.overwritten,
+            close.totals.delivered
+        ),
+        Completeness::Mismatch {
+            close,
+            records,
+            lost,
+        } => format!(
+            "[END: DAMAGED: the close record says {} records stating {} lost events, the file holds {records} records stating {lost}]",
+            close.records, close.lost
+        ),
+        Completeness::Cut { records, lost } => format!(
+            "[END: CUT SHORT after {records} records; {lost} events known lost before the cut, events after it lost without a count]"
+        ),
+        Completeness::Unknown => {
+            "[END: completeness unknown (written before close records)]".to_string()
+        }
+        _ => "[END: completeness not understood by this qtrace]".to_string(),
+    }
+}
+
+/// One word for a completeness: `complete`, `cut`, `damaged`, `unknown`.
+pub fn end_word(c: &Completeness) -> &'static str {
+    match c {
+        Completeness::Complete(_) => "complete",
+        Completeness::Cut { .. } => "cut",
+        Completeness::Mismatch { .. } => "damaged",
+        _ => "unknown",
+    }
+}
+
+/// The line of a receiver's unclosed-stream mark (FORMAT.md 1.5): sender
+/// `sender`'s stream ended without a close after `n` events received or
+/// marked lost.
+pub fn unclosed_text(sender: u32, n: u64) -> String {
+    format!(
+        "[STREAM OF SENDER {sender} ENDED WITHOUT A CLOSE after {n} events: events after its last datagram lost without a count]"
+    )
+}
+
+/// What `n` (> 0) unclosed-stream marks in a file mean, in words.
+pub fn unclosed_words(n: u64) -> String {
+    let streams = if n == 1 { "stream" } else { "streams" };
+    format!(
+        "{n} sender {streams} ended without a close (events after the last datagram of each lost without a count)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_with_units() {
+        assert_eq!(parse_time("1500"), Ok(1500));
+        assert_eq!(parse_time("1500ns"), Ok(1500));
+        assert_eq!(parse_time("20us"), Ok(20_000));
+        assert_eq!(parse_time("3ms"), Ok(3_000_000));
+        assert_eq!(parse_time("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_time(".25s"), Ok(250_000_000));
+        assert!(parse_time("").is_err());
+        assert!(parse_time("s").is_err());
+        assert!(parse_time("-1").is_err());
+        assert!(parse_time("1e3").is_err());
+        assert!(parse_time("99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut s = String::new();
+        json_str(&mut s, "a\"b\\c\n\u{1}");
+        assert_eq!(s, r#""a\"b\\c\n\u0001""#);
+    }
+
+    #[test]
+    fn time_has_nine_decimals() {
+        assert_eq!(fmt_time(1_000_000_005), "1.000000005");
+        assert_eq!(fmt_time(7), "0.000000007");
+    }
+}

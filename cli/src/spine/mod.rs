@@ -1,0 +1,11 @@
+//! The spine every subcommand stands on: the exit status ([`Exit`]), opening
+//! and reading inputs, writing outputs and reporting cut or damaged files
+//! ([`io`]), and the words and numbers the subcommands print the same way
+//! ([`mod@format`]). Subcommands import the spine and the library, never each
+//! other.
+
+pub mod exit;
+pub mod format;
+pub mod io;
+
+pub use exit::Exit;

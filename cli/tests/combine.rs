@@ -1,0 +1,210 @@
+//! `qtrace dump` and `qtrace convert` on combine runs (`qtrace::combine`):
+//! payloads of every length shown whole, names applied to the lines after
+//! them, a run cut by the end of a file shown partial, and names that come
+//! after the events they name (a circular queue's snapshot). The library's
+//! side of each case is in the library's `tests/combine.rs`.
+
+use std::path::PathBuf;
+
+use qtrace::classes::user;
+use qtrace::combine::MAX_PAYLOAD;
+use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
+use qtrace::{Config, Tracer};
+
+/// The payload logged for length `len`: distinct for every length (the same
+/// as the library's `tests/combine.rs`).
+fn payload(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| b'a' + ((i * 7 + len) % 26) as u8)
+        .collect()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qtrace-combine-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A fixed queue of `capacity` records taking `user1`, activated.
+fn fixed_tracer(d: &std::path::Path, capacity: usize) -> Tracer {
+    let tracer = Tracer::with_config(Config::default().with_output_dir(d));
+    let q = tracer
+        .create_queue::<Fixed>(FixedParams {
+            capacity,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER1, q).unwrap();
+    tracer.activate().unwrap();
+    tracer
+}
+
+#[test]
+fn dump_shows_every_length_whole() {
+    let d = dir("fixed");
+    let tracer = fixed_tracer(&d, 1 << 20);
+    for len in 0..=MAX_PAYLOAD {
+        tracer.log_event_bytes(user::USER1, len as u64, &payload(len));
+    }
+    let report = tracer.shutdown().unwrap();
+    let file = &report.queues[0].status.files[0];
+    // `qtrace dump` shows each payload whole, in order.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), MAX_PAYLOAD + 2); // and the END line
+    for (len, line) in lines.iter().take(MAX_PAYLOAD + 1).enumerate() {
+        let want = format!(
+            "user       user1          {}text={:?}",
+            if len == 0 {
+                String::new()
+            } else {
+                format!("value={len} ")
+            },
+            String::from_utf8(payload(len)).unwrap()
+        );
+        assert!(line.ends_with(&want), "{line:?} does not end with {want:?}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn dump_shows_names_on_the_lines_after_them() {
+    let d = dir("names");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q0 = tracer
+        .create_queue::<Fixed>(FixedParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    let q1 = tracer
+        .create_queue::<Fixed>(FixedParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER0, q0).unwrap();
+    tracer.assign_event(user::USER1, q1).unwrap();
+    tracer.activate().unwrap();
+    qtrace::source::set_current(7);
+    assert_eq!(tracer.name_thread("worker-7").unwrap(), 7);
+    tracer.name_task(3, "idle task").unwrap();
+    tracer.log_event(user::USER0, [1, 0]);
+    tracer.log_event(user::USER1, [2, 0]);
+    let report = tracer.shutdown().unwrap();
+    for (i, q) in report.queues.iter().enumerate() {
+        // Each file: the two names, then its own event.
+        let file = &q.status.files[0];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .arg("dump")
+            .arg(file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with("[NAME source 7 text=\"worker-7\"]"),
+            "{text}"
+        );
+        assert!(
+            lines[1].ends_with("[NAME task 3 text=\"idle task\"]"),
+            "{text}"
+        );
+        assert!(
+            lines[2].ends_with(&format!(
+                "7(worker-7)  user       user{i}          value={} arg1=0",
+                i + 1
+            )),
+            "{text}"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn dump_shows_a_run_cut_by_the_end_of_the_file_partial() {
+    let d = dir("crash");
+    let tracer = fixed_tracer(&d, 64);
+    tracer.log_event_str(user::USER1, 1, "whole");
+    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
+    let report = tracer.shutdown().unwrap();
+    let file = &report.queues[0].status.files[0];
+    // A crash while the file was written: it ends 2 records into the
+    // second run (the library's tests/combine.rs reads the same cut).
+    let bytes = std::fs::read(file).unwrap();
+    let records_at = bytes.len() - 32 * (2 + 5 + 3);
+    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    // dump says so too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3)); // cut short
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "value=2 text={:?} [PARTIAL: 2 of 5 records, the rest lost]",
+            "y".repeat(16)
+        )),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn qtrace_convert_names_threads_whose_name_records_come_last() {
+    let d = dir("convert-names");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER0, q).unwrap();
+    tracer.activate().unwrap();
+    qtrace::source::set_current(11);
+    tracer.log_event(user::USER0, [1, 0]);
+    tracer.name_thread("late-name").unwrap(); // after the event it names
+    let file = d.join("snap.qtr");
+    tracer
+        .queue(q)
+        .unwrap()
+        .as_circular()
+        .unwrap()
+        .snapshot(&file)
+        .unwrap();
+    let json = d.join("out.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "chrome", "-o"])
+        .arg(&json)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name" && e["tid"] == 11)
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["11 late-name"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
