@@ -75,6 +75,7 @@ use std::path::{Path, PathBuf};
 use super::{identifier_chars, ConvertStats, EventSink};
 use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Payload, PayloadState};
+use crate::event::TRACER_SOURCE;
 use crate::export::ExportError;
 use crate::Event;
 
@@ -713,7 +714,7 @@ stream {{
 /// A new stream for `source`, counted in `stats`.
 fn new_stream(dir: &Path, source: u32, stats: &mut ConvertStats) -> Stream {
     stats.sources += 1;
-    let name = if source == u32::MAX {
+    let name = if source == TRACER_SOURCE {
         "stream-tracer".to_string()
     } else {
         format!("stream-{source}")
@@ -814,10 +815,10 @@ mod tests {
         let catalog = Catalog::builtin();
         let events = [
             Event::new(10, system::SCHEDULE, 0, [1, 0]),
-            Event::new(20, tracer::HOOPS, u32::MAX, [5, 0]),
+            Event::new(20, tracer::HOOPS, TRACER_SOURCE, [5, 0]),
             Event::new(30, system::SCHEDULE, 0, [2, 0]),
-            Event::new(40, tracer::HOOPS, u32::MAX, [3, 1]),
-            Event::new(50, tracer::HOOPS, u32::MAX, [2, 0]),
+            Event::new(40, tracer::HOOPS, TRACER_SOURCE, [3, 1]),
+            Event::new(50, tracer::HOOPS, TRACER_SOURCE, [2, 0]),
         ];
         let stats =
             super::super::convert(CtfWriter::create(dir.path(), &catalog, 0).unwrap(), events)
@@ -844,7 +845,7 @@ mod tests {
         );
         let sizes: Vec<usize> = tracer.iter().map(|p| p.5.len()).collect();
         assert_eq!(sizes, [0, 0, 0, 0], "hoops records are empty packets");
-        assert!(tracer.iter().all(|p| p.4 == u32::MAX));
+        assert!(tracer.iter().all(|p| p.4 == TRACER_SOURCE));
         let s0 = parse(&fs::read(dir.path().join("stream-0")).unwrap(), &|_| 8);
         assert_eq!(s0.len(), 1);
         assert_eq!(
@@ -1019,7 +1020,7 @@ mod tests {
                 .iter()
                 .map(|&(dt, id, src, a, b)| {
                     t += dt;
-                    let src = if EventId(id) == tracer::HOOPS { u32::MAX } else { src };
+                    let src = if EventId(id) == tracer::HOOPS { TRACER_SOURCE } else { src };
                     Event::new(t, EventId(id), src, [a, b])
                 })
                 .collect();
@@ -1048,7 +1049,7 @@ mod tests {
             proptest::prop_assert_eq!(stats.sources, sources.len() as u64);
             let mut packets = 0;
             for src in sources {
-                let name = if src == u32::MAX { "stream-tracer".to_string() } else { format!("stream-{src}") };
+                let name = if src == TRACER_SOURCE { "stream-tracer".to_string() } else { format!("stream-{src}") };
                 let decoded = parse(&fs::read(dir.path().join(name)).unwrap(), &payload_len);
                 packets += decoded.len() as u64;
                 let mut prev_end = 0;
@@ -1087,7 +1088,7 @@ mod tests {
                     })
                     .collect();
                 proptest::prop_assert_eq!(got, want);
-                if src == u32::MAX {
+                if src == TRACER_SOURCE {
                     let mut sums = vec![0u64];
                     for e in events.iter().filter(|e| e.id == tracer::HOOPS) {
                         sums.push(sums.last().unwrap().wrapping_add(e.args[0]));

@@ -59,6 +59,7 @@ use std::io::Write;
 
 use super::{ConvertStats, EventSink};
 use crate::classes::{lowlevel, semaphore, system, tracer};
+use crate::event::TRACER_SOURCE;
 use crate::export::ExportError;
 use crate::Event;
 
@@ -351,7 +352,7 @@ impl<W: Write> SvgTimeline<W> {
         for (i, (key, row)) in rows.iter().enumerate() {
             let y = TOP + ROW_H * i as f64;
             let name = match key {
-                RowKey::Source(u32::MAX) => "tracer".to_string(),
+                RowKey::Source(TRACER_SOURCE) => "tracer".to_string(),
                 RowKey::Source(n) => format!("source {n}"),
                 RowKey::Task(n) => format!("task {n}"),
             };
@@ -580,7 +581,7 @@ mod tests {
             },
         );
         // A loss before the range is not drawn (nor moved into it).
-        t.push(&Event::new(0, tracer::HOOPS, u32::MAX, [3, 0]))
+        t.push(&Event::new(0, tracer::HOOPS, TRACER_SOURCE, [3, 0]))
             .unwrap();
         // 1000 context switches in the first 10 µs = the first pixel.
         for i in 0..1000u64 {
@@ -622,8 +623,13 @@ mod tests {
                     .unwrap();
                 t.push(&Event::new(time, lowlevel::INTERRUPT, 0, [1, 0]))
                     .unwrap();
-                t.push(&Event::new(time, tracer::HOOPS, u32::MAX, [u64::MAX, 0]))
-                    .unwrap();
+                t.push(&Event::new(
+                    time,
+                    tracer::HOOPS,
+                    TRACER_SOURCE,
+                    [u64::MAX, 0],
+                ))
+                .unwrap();
             }
             t.finish().unwrap();
             let svg = String::from_utf8(out).unwrap();

@@ -71,6 +71,7 @@ use parking_lot::Mutex;
 
 use super::feed::Feed;
 use super::reserve::{release, reserve, Reserved, RESERVE_LEN};
+use crate::event::TRACER_SOURCE;
 
 /// Bytes reserved ahead of the writes beyond [`RESERVE_LEN`], so that the
 /// reservation costs one system call per MiB written.
@@ -646,7 +647,7 @@ impl Drainer {
             let hoops = Event::new(
                 self.last_time,
                 HOOPS,
-                u32::MAX,
+                TRACER_SOURCE,
                 [lost, self.handle.0 as u64],
             );
             let mut rec = [0u8; RECORD_LEN];
@@ -739,7 +740,7 @@ impl Drainer {
                         let hoops = Event::new(
                             self.last_time,
                             HOOPS,
-                            u32::MAX,
+                            TRACER_SOURCE,
                             [dropped - self.last_dropped, self.handle.0 as u64],
                         );
                         self.push_record(&hoops);
@@ -783,7 +784,7 @@ impl Drainer {
             tail.push(Event::new(
                 self.last_time,
                 HOOPS,
-                u32::MAX,
+                TRACER_SOURCE,
                 [lost_now, self.handle.0 as u64],
             ));
         }

@@ -274,6 +274,7 @@ fn rebuild(
 mod tests {
     use super::*;
     use crate::classes::tracer::HOOPS;
+    use crate::event::TRACER_SOURCE;
     use crate::EventId;
 
     fn ev(t: u64) -> Event {
@@ -282,7 +283,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_mark_is_neither_a_combine_record_nor_a_control_record() {
-        let mut mark = Event::new(5, HOOPS, u32::MAX, [1, 0]);
+        let mut mark = Event::new(5, HOOPS, TRACER_SOURCE, [1, 0]);
         mark.flags = UNREADABLE;
         assert!(!crate::combine::is_combine(&mark));
         assert!(crate::wire::close::close_part(&mark).is_none());

@@ -9,6 +9,7 @@ use super::ring::Ticketed;
 use crate::classes::tracer::HOOPS;
 use crate::config_error::ConfigError;
 use crate::event::Event;
+use crate::event::TRACER_SOURCE;
 use crate::handle::QueueHandle;
 use crate::queue_trait::{QueueContext, QueueStatus};
 
@@ -17,7 +18,7 @@ use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
 #[inline]
 pub(crate) fn hoops(time: u64, lost: u64, queue: QueueHandle) -> Event {
-    Event::new(time, HOOPS, u32::MAX, [lost, queue.0 as u64])
+    Event::new(time, HOOPS, TRACER_SOURCE, [lost, queue.0 as u64])
 }
 
 /// `records` (sorted by ticket) as a trace, with a hoops record wherever
@@ -175,7 +176,7 @@ mod tests {
     fn hoops_record_layout() {
         let h = hoops(5, 7, QueueHandle(2));
         assert_eq!(h.id, HOOPS);
-        assert_eq!(h.source, u32::MAX);
+        assert_eq!(h.source, TRACER_SOURCE);
         assert_eq!(h.args, [7, 2]);
         assert_eq!(h.time, 5);
     }

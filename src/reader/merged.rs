@@ -365,6 +365,7 @@ mod tests {
     use super::*;
     use crate::classes::{system, tracer, Catalog};
     use crate::clock::{Clock, ManualClock};
+    use crate::event::TRACER_SOURCE;
     use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
     use crate::EventId;
 
@@ -524,7 +525,7 @@ mod tests {
         let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
         let events = [
             Event::new(1, system::SCHEDULE, 0, [1, 0]),
-            Event::new(2, tracer::HOOPS, u32::MAX, [5, 0]),
+            Event::new(2, tracer::HOOPS, TRACER_SOURCE, [5, 0]),
             Event::new(3, EventId(0x0b), 0, [2, 0]),
         ];
         w.write_events(&events).unwrap();

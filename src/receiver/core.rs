@@ -13,6 +13,7 @@ use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummar
 use crate::classes::{tracer::HOOPS, Catalog};
 use crate::clock::Clock;
 use crate::event::Event;
+use crate::event::TRACER_SOURCE;
 use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::{TraceHeader, WireError};
@@ -355,7 +356,7 @@ impl ReceiverCore {
                 cx.out.event(&Event::new(
                     time,
                     HOOPS,
-                    u32::MAX,
+                    TRACER_SOURCE,
                     [*events, NO_QUEUE as u64],
                 ));
                 *events = 0;

@@ -8,6 +8,7 @@ use super::sink::Context;
 use super::summary::SenderSummary;
 use crate::classes::tracer::HOOPS;
 use crate::event::Event;
+use crate::event::TRACER_SOURCE;
 use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
     CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
@@ -97,7 +98,12 @@ impl SenderState {
     }
 
     fn hoops(&self, lost: u64) -> Event {
-        Event::new(self.last_time, HOOPS, u32::MAX, [lost, self.queue_handle()])
+        Event::new(
+            self.last_time,
+            HOOPS,
+            TRACER_SOURCE,
+            [lost, self.queue_handle()],
+        )
     }
 
     /// Whether datagram `header` from this sender's address starts a new

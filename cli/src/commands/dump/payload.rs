@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use qtrace::classes::Catalog;
 use qtrace::combine::{Names, Payload, PayloadState, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
+use qtrace::event::TRACER_SOURCE;
 
 use crate::spine::format::{fmt_time, json_str};
 
@@ -52,7 +53,7 @@ pub fn state_text(p: &Payload) -> String {
 
 /// The source column: the number, and its name when one is known.
 pub fn source_text(names: &Names, source: u32) -> String {
-    let n = if source == u32::MAX {
+    let n = if source == TRACER_SOURCE {
         "tracer".to_string()
     } else {
         source.to_string()

@@ -8,6 +8,7 @@
 //! labels), unknown events and flags go through `text_line`.
 
 use qtrace::classes::{tracer, Catalog};
+use qtrace::event::TRACER_SOURCE;
 use qtrace::export::args::UNNAMED;
 use qtrace::Event;
 
@@ -164,7 +165,7 @@ impl TextFormat {
             return true;
         }
         // `{:>6}` of the source, two spaces.
-        if e.source == u32::MAX {
+        if e.source == TRACER_SOURCE {
             b[p..p + 6].copy_from_slice(b"tracer");
             p += 8;
         } else {
