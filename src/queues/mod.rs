@@ -7,6 +7,7 @@ pub mod dummy;
 pub(crate) mod feed;
 pub mod filter;
 pub mod fixed;
+pub mod gate;
 pub mod online;
 pub(crate) mod producer_cache;
 pub mod recover;
@@ -17,6 +18,7 @@ mod save;
 pub(crate) mod sender;
 pub(crate) mod shard;
 pub(crate) mod task;
+pub mod trigger;
 pub mod udp;
 
 use crate::error::Error;
@@ -29,8 +31,10 @@ pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use filter::{Filter, FilterQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
+pub use gate::GateQueue;
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use ring_file::RingStorage;
+pub use trigger::{Action, Scope, Snapshot, Trigger, TriggerQueue};
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Declares [`AnyQueue`] with one variant per queue kind (each holding the
