@@ -569,16 +569,24 @@ impl TriggerQueue {
         }
     }
 
-    /// Stops the snapshot task after it wrote the request still pending.
+    /// Stops the snapshot task after it wrote the request still pending
+    /// (written here when the task never started: a tracer shut down
+    /// without phase 2).
     pub(crate) fn stop_task(&self) -> Result<(), Error> {
-        if let Some(mut task) = self.task.lock().take() {
-            task.finish(
+        let task = self.task.lock().take();
+        match task {
+            Some(mut task) => task.finish(
                 "write a snapshot on trigger",
                 None,
                 "the snapshot task panicked",
-            )?;
+            ),
+            None => {
+                if let Some(s) = &self.snapper {
+                    s.serve();
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
