@@ -16,7 +16,7 @@ use qtrace::queues::{
     Trigger, TriggerQueue,
 };
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::{Config, Error, EventId, QueueHandle, Tracer};
+use qtrace::{Config, Error, EventId, QueueCounters, QueueHandle, Tracer};
 
 fn tracer_with(config: Config) -> (Tracer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -134,14 +134,18 @@ fn start_trigger_after_count_3_records_exactly_from_the_third() {
     );
     let tq = trigger_queue(&tracer, t);
     assert_eq!((tq.seen(), tq.fired()), (6, 4));
+    tracer.log_str(user::USER1, "a run of two records");
+    assert_eq!(tq.seen(), 7);
+    assert_eq!(tracer.counters(t).unwrap(), QueueCounters::all_delivered(6 + 3));
     assert!(tracer.is_recording(Scope::Queue(q)).unwrap());
     let gate = gates(&tracer);
     assert_eq!(gate.len(), 1);
-    // USER0 0..=2 and USER1 0..=1 were masked: not lost.
-    assert_eq!((gate[0].masked(), gate[0].passed()), (5, 7));
+    // USER0 0..=2 and USER1 0..=1 were masked: not lost; 7 events and the
+    // run's 3 records passed.
+    assert_eq!((gate[0].masked(), gate[0].passed()), (5, 10));
     let report = tracer.shutdown().unwrap();
     assert_eq!(report.total_lost(), 0);
-    assert_eq!(report.queues[q.index()].counters.accepted, 7);
+    assert_eq!(report.queues[q.index()].counters.accepted, 10);
     assert!(report.is_clean());
 }
 
@@ -267,6 +271,8 @@ fn a_filtered_event_is_gated_too_and_a_condition_counts_only_what_it_keeps() {
     );
     let tq = trigger_queue(&tracer, t);
     assert_eq!((tq.seen(), tq.fired()), (2, 1));
+    // Three USER1 events and the two records of the string run went through.
+    assert_eq!(tracer.counters(t).unwrap().accepted, 5);
     tracer.shutdown().unwrap();
 }
 

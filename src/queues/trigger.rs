@@ -396,9 +396,11 @@ pub struct TriggerQueue {
     snapper: Option<Arc<Snapper>>,
     control: Arc<TaskControl>,
     task: Mutex<Option<Task>>,
+    /// Records routed through when the trigger has a condition; without
+    /// one, only the records of combine runs past their first (`seen`
+    /// counts the rest: one atomic add less per event).
     accepted: AtomicU64,
     seen: AtomicU64,
-    fired: AtomicU64,
     panicked: AtomicU64,
 }
 
@@ -460,7 +462,6 @@ impl TriggerQueue {
             task: Mutex::new(None),
             accepted: AtomicU64::new(0),
             seen: AtomicU64::new(0),
-            fired: AtomicU64::new(0),
             panicked: AtomicU64::new(0),
         }
     }
@@ -496,9 +497,17 @@ impl TriggerQueue {
         self.seen.load(Ordering::Relaxed)
     }
 
-    /// Times it fired (`seen - (after - 1)` once past the count).
+    /// Times it fired: `seen - (after - 1)` once past the count.
     pub fn fired(&self) -> u64 {
-        self.fired.load(Ordering::Relaxed)
+        self.seen().saturating_sub(self.trigger.after - 1)
+    }
+
+    /// Events routed through the trigger.
+    fn accepted(&self) -> u64 {
+        match self.trigger.when {
+            Some(_) => self.accepted.load(Ordering::Relaxed),
+            None => self.seen() + self.accepted.load(Ordering::Relaxed),
+        }
     }
 
     /// Snapshot files written.
@@ -531,7 +540,12 @@ impl TriggerQueue {
     }
 
     /// Whether the condition keeps `event` and this occurrence fires.
-    fn fires(&self, event: &Event) -> bool {
+    fn fires(&self, event: &Event, records: u64) -> bool {
+        if self.trigger.when.is_some() {
+            self.accepted.fetch_add(records, Ordering::Relaxed);
+        } else if records > 1 {
+            self.accepted.fetch_add(records - 1, Ordering::Relaxed);
+        }
         if let Some(cond) = &self.trigger.when {
             let keep = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cond.keeps(event)));
             match keep {
@@ -544,11 +558,7 @@ impl TriggerQueue {
             }
         }
         let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
-        if n < self.trigger.after {
-            return false;
-        }
-        self.fired.fetch_add(1, Ordering::Relaxed);
-        true
+        n >= self.trigger.after
     }
 
     fn act(&self, event: &Event) {
@@ -609,8 +619,7 @@ impl Queue for TriggerQueue {
     }
 
     fn post(&self, _reservation: crate::queue::Reservation, event: &Event) {
-        self.accepted.fetch_add(1, Ordering::Relaxed);
-        if self.fires(event) {
+        if self.fires(event, 1) {
             self.act(event);
         } else {
             self.forward(event);
@@ -621,9 +630,8 @@ impl Queue for TriggerQueue {
     /// ([`Run::logged_event`]); the run is forwarded whole (before a stop or
     /// snapshot action, after a start).
     fn post_run(&self, run: &Run<'_>) -> usize {
-        self.accepted.fetch_add(run.len() as u64, Ordering::Relaxed);
         let event = run.logged_event();
-        let fires = self.fires(&event);
+        let fires = self.fires(&event, run.len() as u64);
         let forward = |q: &Self| {
             let p = q.next.load(Ordering::Acquire);
             if !p.is_null() {
@@ -681,7 +689,7 @@ impl Queue for TriggerQueue {
 
     /// `accepted = delivered`: every event is forwarded.
     fn counters(&self) -> QueueCounters {
-        QueueCounters::all_delivered(self.accepted.load(Ordering::Relaxed))
+        QueueCounters::all_delivered(self.accepted())
     }
 
     /// Snapshot files, write failures, suppressed snapshots, a condition's
