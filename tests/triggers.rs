@@ -136,7 +136,10 @@ fn start_trigger_after_count_3_records_exactly_from_the_third() {
     assert_eq!((tq.seen(), tq.fired()), (6, 4));
     tracer.log_str(user::USER1, "a run of two records");
     assert_eq!(tq.seen(), 7);
-    assert_eq!(tracer.counters(t).unwrap(), QueueCounters::all_delivered(6 + 3));
+    assert_eq!(
+        tracer.counters(t).unwrap(),
+        QueueCounters::all_delivered(6 + 3)
+    );
     assert!(tracer.is_recording(Scope::Queue(q)).unwrap());
     let gate = gates(&tracer);
     assert_eq!(gate.len(), 1);
@@ -534,4 +537,24 @@ fn no_trigger_no_gate() {
     assert!(tracer.is_recording(Scope::Global).unwrap());
     assert!(tracer.is_recording(Scope::Queue(q)).unwrap());
     assert!(gates(&tracer).is_empty());
+}
+
+#[test]
+fn a_trigger_without_room_changes_nothing() {
+    let (tracer, _dir) = tracer();
+    let q = fixed(&tracer);
+    tracer.assign_event(user::USER0, q).unwrap();
+    for _ in 1..200 {
+        tracer.create_queue::<qtrace::queues::Dummy>(()).unwrap();
+    }
+    // A global start trigger needs 200 gates and a trigger queue: 456 > 256.
+    let e = tracer
+        .add_trigger(user::USER7, Trigger::start(Scope::Global))
+        .unwrap_err();
+    assert!(matches!(e, Error::TooManyQueues { max: 256 }), "{e}");
+    assert!(tracer.is_recording(Scope::Global).unwrap());
+    assert_eq!(tracer.queue_count(), 200);
+    assert_eq!(tracer.trigger_of(user::USER7).unwrap(), None);
+    tracer.log_event(user::USER0, [1, 0]);
+    assert_eq!(events(&tracer, q), [(user::USER0, 1)]);
 }

@@ -396,6 +396,9 @@ pub struct TriggerQueue {
     snapper: Option<Arc<Snapper>>,
     control: Arc<TaskControl>,
     task: Mutex<Option<Task>>,
+    /// Set once the task is stopped (or, never started, stood in for):
+    /// later requests are counted suppressed at terminate.
+    stopped: AtomicBool,
     /// Records routed through when the trigger has a condition; without
     /// one, only the records of combine runs past their first (`seen`
     /// counts the rest: one atomic add less per event).
@@ -460,6 +463,7 @@ impl TriggerQueue {
             snapper,
             control: TaskControl::new(),
             task: Mutex::new(None),
+            stopped: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
             seen: AtomicU64::new(0),
             panicked: AtomicU64::new(0),
@@ -583,8 +587,11 @@ impl TriggerQueue {
     /// (written here when the task never started: a tracer shut down
     /// without phase 2).
     pub(crate) fn stop_task(&self) -> Result<(), Error> {
-        let task = self.task.lock().take();
-        match task {
+        let mut task = self.task.lock();
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        match task.take() {
             Some(mut task) => task.finish(
                 "write a snapshot on trigger",
                 None,
@@ -682,9 +689,16 @@ impl Queue for TriggerQueue {
     }
 
     /// Stops the snapshot task (the tracer already did, before any queue
-    /// terminated).
+    /// terminated). A request made after that, by a thread that was inside
+    /// `log_event` while the tracer shut down, is counted suppressed.
     fn terminate(&self, _ctx: &QueueContext) -> Result<(), Error> {
-        self.stop_task()
+        let result = self.stop_task();
+        if let Some(s) = &self.snapper {
+            if s.pending.swap(0, Ordering::AcqRel) != 0 {
+                s.suppressed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
     }
 
     /// `accepted = delivered`: every event is forwarded.

@@ -74,6 +74,17 @@ impl Tracer {
             });
         }
         trigger.validate()?;
+        // Every slot this needs, before anything changes: a trigger that
+        // cannot be added must not leave recording switched.
+        let gates = match trigger.action() {
+            Action::Start(scope) | Action::Stop(scope) => self.gates_needed(&r, *scope)?,
+            Action::Snapshot(_) => 0,
+        };
+        if r.queue_types.len() + gates + 1 > QueueHandle::MAX_QUEUES {
+            return Err(Error::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
         let mut circular = None;
         let flag = match trigger.action() {
             Action::Start(scope) => Some(self.gate_scope(&mut r, *scope, true)?),
@@ -163,6 +174,22 @@ impl Tracer {
                     None => global || !r.global_gated,
                 })
             }
+        }
+    }
+
+    /// How many gates a start/stop trigger for `scope` adds.
+    fn gates_needed(&self, r: &Registry, scope: Scope) -> Result<usize, Error> {
+        let ungated = |i: usize| {
+            r.gate_of(QueueHandle(i as u16)).is_none()
+                && !forwards(self.queues[i].get().expect("created"))
+        };
+        match scope {
+            Scope::Queue(q) => {
+                r.check_queue(q)?;
+                Ok(usize::from(ungated(q.index())))
+            }
+            Scope::Global if r.global_gated => Ok(0),
+            Scope::Global => Ok((0..r.queue_types.len()).filter(|&i| ungated(i)).count()),
         }
     }
 
