@@ -15,7 +15,7 @@
 //! blocks:
 //!
 //! - **start / stop**: one store to a recording flag that the
-//!   [`GateQueue`](crate::queues::GateQueue) in front of the scope's queues
+//!   [`GateQueue`] in front of the scope's queues
 //!   reads. A start trigger switches recording on *before* its event is
 //!   forwarded and a stop trigger switches it off *after*, so both trigger
 //!   events are recorded: they mark, in the trace, where recording started
