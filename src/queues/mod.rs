@@ -8,6 +8,8 @@ pub(crate) mod feed;
 pub mod filter;
 pub mod fixed;
 pub mod gate;
+#[cfg(all(test, loom))]
+mod loom_runs;
 pub mod online;
 pub(crate) mod producer_cache;
 pub mod recover;

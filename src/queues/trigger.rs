@@ -21,7 +21,8 @@
 //!   events are recorded: they mark, in the trace, where recording started
 //!   and stopped. Events masked while recording is off are not lost and no
 //!   hoops record stands for them (see [`crate::queues::gate`]).
-//! - **snapshot**: the event is forwarded first (so it is in the snapshot),
+//! - **snapshot**: the event is forwarded first (so it is in the snapshot
+//!   when it is routed to the snapshot's queue),
 //!   then the rate limit is checked against the event's time, the request
 //!   is stored in one atomic word and the trigger's task is woken. The task
 //!   — never the logging thread — reads the circular queue while producers
