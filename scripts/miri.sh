@@ -27,6 +27,12 @@
 #     emulation see the hot path, the slot protocol and the file save. (Each
 #     test costs Miri about 40 s of CPU, mostly the tracer's set-up: the
 #     dummy queue's test adds nothing the others do not cover.)
+#   - tests/filters.rs and tests/triggers.rs, the tests whose queues forward
+#     through pointers into the tracer's queue table (`FilterQueue`, its
+#     re-pointing at a gate, `GateQueue`, `TriggerQueue`, the snapshot's
+#     pointer to its circular queue): four threads through one filter, a
+#     filtered event gated by a trigger with a condition, and a snapshot
+#     written at shutdown.
 # The online and UDP queues need sockets or blocking threads that Miri runs
 # too slowly; their ring is the DropRing covered above and by scripts/loom.sh.
 set -euo pipefail
@@ -49,4 +55,6 @@ cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: qu
 # about 25 s to create under Miri, so not the whole file).
 cargo +nightly miri test --test circular_cache -- a_new_tracer two_live
 cargo +nightly miri test --test stress_loss -- fixed circular
+cargo +nightly miri test --test filters -- threads_through_one_filter
+cargo +nightly miri test --test triggers -- a_filtered_event_is_gated_too a_request_pending_at_shutdown
 echo "miri: all chosen tests passed in $(( $(date +%s) - start )) s"
