@@ -303,7 +303,7 @@ fn wait_idle(tq: &TriggerQueue) {
 fn snapshots_while_two_producers_keep_logging() {
     const LAST: usize = 256;
     let (tracer, dir) = tracer();
-    let q = circular(&tracer, 1 << 15, 4);
+    let q = circular(&tracer, 1 << 16, 4);
     tracer.assign_class(user::CLASS, q).unwrap();
     let snap = Snapshot::new(q, LAST)
         .min_interval(Duration::ZERO)
@@ -321,16 +321,22 @@ fn snapshots_while_two_producers_keep_logging() {
                 while !stop.load(Ordering::Relaxed) {
                     tracer.log_event(user::USER0, [i, p]);
                     i += 1;
-                    // About 100k events a second each: the 32768-event
-                    // ring holds far more than what they log while the
-                    // snapshot task wakes up.
-                    if i % 8 == 0 {
+                    // At most about 65k events a second each: the
+                    // 65536-event ring holds what they log in half a
+                    // second, far longer than the snapshot task takes to
+                    // wake up.
+                    if i % 4 == 0 {
                         std::thread::sleep(Duration::from_micros(50));
                     }
                 }
             });
         }
-        std::thread::sleep(Duration::from_millis(20)); // the ring fills past LAST
+        // The ring fills past LAST before the first trigger.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while tracer.counters(q).unwrap().accepted < 4 * LAST as u64 {
+            assert!(Instant::now() < deadline, "the producers never ran");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let tq = trigger_queue(&tracer, t);
         for k in 0..8u64 {
             tracer.log_event(user::USER7, [k, 0]);

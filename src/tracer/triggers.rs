@@ -23,7 +23,8 @@ impl Tracer {
     /// trigger one more for each queue it gates the first time (the tracer
     /// holds at most [`QueueHandle::MAX_QUEUES`] queues). Events without a
     /// trigger pay nothing for triggers; the event need not be assigned to
-    /// a queue (it then only fires). Any time before shutdown; a snapshot
+    /// a queue (it then only fires). A switched-off event
+    /// ([`Tracer::notrace_event`], [`Tracer::suspend`]) fires nothing. Any time before shutdown; a snapshot
     /// trigger's task starts at phase 2 (at once after it).
     ///
     /// ```
