@@ -39,6 +39,10 @@
 //!   silently skipped. `fired = written + suppressed + failed` once the
 //!   task is idle (failed writes are I/O errors in the trigger's status).
 //!
+//! Triggers see their event whether recording is on or off (a start
+//! trigger must): the gates are behind them. An event has at most one
+//! trigger; log a second event next to it for a second action.
+//!
 //! A request still pending at shutdown is written before any queue
 //! terminates. Counters: a trigger queue accepts and delivers every event
 //! routed to it (`accepted = delivered`); [`TriggerQueue::seen`] counts
