@@ -320,7 +320,7 @@ impl fmt::Display for Error {
             },
             SnapshotNeedsCircular { queue, type_name } => write!(
                 f,
-                "cannot snapshot queue {queue} on a trigger: it is a `{type_name}` queue, and only a circular queue keeps the last N events; give Snapshot::new the handle of a queue made with tracer.create_queue::<Circular>(..)"
+                "cannot snapshot queue {queue} on a trigger: it is a `{type_name}` queue, and only a circular queue keeps the last N events; give Snapshot::new the handle of a queue made with Tracer::create_queue::<Circular>"
             ),
             SnapshotSize { last, capacity } => write!(
                 f,
@@ -333,7 +333,7 @@ impl fmt::Display for Error {
             ),
             TriggerScopeNotRecording { queue, type_name } => write!(
                 f,
-                "Scope::Queue({queue}) names a `{type_name}` queue, which only forwards events: name the queue that records them (the handle create_queue returned)"
+                "Scope::Queue({queue}) names a `{type_name}` queue, which only forwards events: name the queue that records them (the handle Tracer::create_queue returned)"
             ),
         }
     }

@@ -479,7 +479,10 @@ fn bad_trigger_configurations_are_typed_errors() {
         .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(f, 8)))
         .unwrap_err();
     assert!(matches!(e, Error::SnapshotNeedsCircular { queue, type_name: "fixed" } if queue == f));
-    assert!(e.to_string().contains("create_queue::<Circular>"), "{e}");
+    assert!(
+        e.to_string().contains("Tracer::create_queue::<Circular>"),
+        "{e}"
+    );
     for last in [0, 65] {
         let e = tracer
             .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(c, last)))
