@@ -70,8 +70,7 @@ fn trigger_queue(tracer: &Tracer, h: QueueHandle) -> &TriggerQueue {
         .unwrap()
 }
 
-/// The gate in front of `q`: the only gate queue forwarding to it is the
-/// one whose counters move; find it by type among the queues after `q`.
+/// Every gate queue of the tracer, in handle order.
 fn gates(tracer: &Tracer) -> Vec<&GateQueue> {
     (0..tracer.queue_count())
         .filter_map(|i| {
