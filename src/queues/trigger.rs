@@ -303,8 +303,17 @@ impl Snapper {
             self.suppressed.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        // Checked again now that this request holds the slot: a snapshot
+        // served since the first check moved the limit (`serve` moves it
+        // before it frees the slot, and the compare-and-swap above
+        // synchronised with that).
+        if time < self.next_allowed.load(Ordering::Acquire) {
+            self.pending.store(0, Ordering::Release);
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         self.next_allowed
-            .store(time.saturating_add(self.min_interval), Ordering::Relaxed);
+            .fetch_max(time.saturating_add(self.min_interval), Ordering::Relaxed);
         control.request_wake();
     }
 
@@ -346,8 +355,11 @@ impl Snapper {
                 }
             }
         }
-        // Free for the next request only now: a trigger meanwhile was
-        // suppressed (and counted), never lost.
+        // Free for the next request only now (a trigger meanwhile was
+        // suppressed and counted, never lost), with the rate limit of this
+        // request in place first.
+        self.next_allowed
+            .fetch_max(until.saturating_add(self.min_interval), Ordering::Release);
         self.pending.store(0, Ordering::Release);
     }
 }
