@@ -119,6 +119,41 @@ pub enum ConfigError {
         /// What the hook said.
         message: String,
     },
+    // ----- triggers (`queues::trigger`) -----
+    /// A snapshot trigger ([`Trigger::snapshot`](crate::queues::Trigger::snapshot))
+    /// names a queue that is not circular: only a circular queue holds the
+    /// last N events.
+    SnapshotNeedsCircular {
+        /// The queue named in [`Snapshot::queue`](crate::queues::Snapshot::queue).
+        queue: QueueHandle,
+        /// Its type's name.
+        type_name: &'static str,
+    },
+    /// A snapshot trigger asks for no events, or for more than its circular
+    /// queue holds.
+    SnapshotSize {
+        /// [`Snapshot::last`](crate::queues::Snapshot::last) as given.
+        last: usize,
+        /// The circular queue's capacity.
+        capacity: usize,
+    },
+    /// [`Tracer::add_trigger`](crate::Tracer::add_trigger) on an event that
+    /// already has a trigger.
+    TriggerExists {
+        /// The event.
+        id: EventId,
+        /// The queue handle of its trigger.
+        trigger: QueueHandle,
+    },
+    /// A start or stop trigger's [`Scope::Queue`](crate::queues::Scope::Queue)
+    /// names a queue that only forwards events (a filter, a gate or a
+    /// trigger), not one that records them.
+    TriggerScopeNotRecording {
+        /// The queue named.
+        queue: QueueHandle,
+        /// Its type's name.
+        type_name: &'static str,
+    },
     /// A class specification that cannot be defined
     /// ([`Tracer::define_class`](crate::Tracer::define_class)).
     Catalog(CatalogError),
@@ -228,6 +263,23 @@ impl fmt::Display for ConfigError {
             Hook { queue, hook, message } => {
                 write!(f, "the {hook} hook of queue {queue} failed: {message}")
             }
+            SnapshotNeedsCircular { queue, type_name } => write!(
+                f,
+                "cannot snapshot queue {queue} on a trigger: it is a `{type_name}` queue, and only a circular queue keeps the last N events; give Snapshot::new the handle of a queue made with Tracer::create_queue::<Circular>"
+            ),
+            SnapshotSize { last, capacity } => write!(
+                f,
+                "a snapshot of the last {last} events: use Snapshot::new(queue, last) with last from 1 to the circular queue's capacity, {capacity}"
+            ),
+            TriggerExists { id, trigger } => write!(
+                f,
+                "event {} already has a trigger (queue {trigger}): remove it with Tracer::remove_trigger before adding another",
+                id.0
+            ),
+            TriggerScopeNotRecording { queue, type_name } => write!(
+                f,
+                "Scope::Queue({queue}) names a `{type_name}` queue, which only forwards events: name the queue that records them (the handle Tracer::create_queue returned)"
+            ),
             Catalog(e) => write!(f, "{e}"),
             Io { path, action, source } => write_io(f, path.as_deref(), action, source),
         }

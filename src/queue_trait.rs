@@ -29,6 +29,10 @@ pub struct QueueStatus {
     pub last_error: Option<String>,
     /// Files the queue wrote or is writing.
     pub files: Vec<PathBuf>,
+    /// Snapshots on trigger that a rate limit suppressed (a trigger queue's
+    /// count, [`crate::queues::TriggerQueue::suppressed`]; 0 for other
+    /// queues). Counted, not an error: the limit was asked for.
+    pub snapshots_suppressed: u64,
 }
 
 impl QueueStatus {

@@ -39,6 +39,16 @@ pub(crate) struct Registry {
     event_filter: Vec<Option<QueueHandle>>,
     event_on: Vec<bool>,
     class_on: Vec<bool>,
+    /// The trigger queue an event is routed through first, if any
+    /// (`queues::trigger`).
+    event_trigger: Vec<Option<QueueHandle>>,
+    /// The gate queue in front of each queue, if any (`queues::gate`),
+    /// by queue index.
+    queue_gate: Vec<Option<QueueHandle>>,
+    /// Whether global start/stop triggers gate every recording queue.
+    pub(crate) global_gated: bool,
+    /// The global recording flag every gate also reads.
+    pub(crate) global_gate: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Registry {
@@ -54,6 +64,10 @@ impl Registry {
             event_filter: Vec::new(),
             event_on: Vec::new(),
             class_on: Vec::new(),
+            event_trigger: Vec::new(),
+            queue_gate: Vec::new(),
+            global_gated: false,
+            global_gate: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         };
         r.set_catalog(catalog);
         r
@@ -62,6 +76,7 @@ impl Registry {
     pub(crate) fn set_catalog(&mut self, catalog: Catalog) {
         self.event_queue.resize(catalog.event_count(), None);
         self.event_filter.resize(catalog.event_count(), None);
+        self.event_trigger.resize(catalog.event_count(), None);
         self.event_on.resize(catalog.event_count(), true);
         self.class_on.resize(catalog.classes().len(), true);
         self.catalog = Arc::new(catalog);
@@ -161,6 +176,35 @@ impl Registry {
         self.event_filter.get(id.0 as usize).copied().flatten()
     }
 
+    /// Routes `id` through the trigger queue `trigger` first (or not).
+    pub(crate) fn set_trigger(&mut self, id: EventId, trigger: Option<QueueHandle>) {
+        self.event_trigger[id.0 as usize] = trigger;
+    }
+
+    /// The trigger queue an event is routed through first.
+    pub(crate) fn trigger_of(&self, id: EventId) -> Option<QueueHandle> {
+        self.event_trigger.get(id.0 as usize).copied().flatten()
+    }
+
+    /// Puts the gate queue `gate` in front of `queue`.
+    pub(crate) fn set_gate(&mut self, queue: QueueHandle, gate: QueueHandle) {
+        if self.queue_gate.len() <= queue.index() {
+            self.queue_gate.resize(queue.index() + 1, None);
+        }
+        self.queue_gate[queue.index()] = Some(gate);
+    }
+
+    /// The gate queue in front of `queue`.
+    pub(crate) fn gate_of(&self, queue: QueueHandle) -> Option<QueueHandle> {
+        self.queue_gate.get(queue.index()).copied().flatten()
+    }
+
+    /// Where an event's filter (or, without one, its trigger) forwards
+    /// to: its queue's gate, or its queue.
+    pub(crate) fn gated_queue_of(&self, id: EventId) -> Option<QueueHandle> {
+        self.queue_of(id).map(|q| self.gate_of(q).unwrap_or(q))
+    }
+
     pub(crate) fn set_event_on(&mut self, id: EventId, on: bool) {
         self.event_on[id.0 as usize] = on;
     }
@@ -181,14 +225,19 @@ impl Registry {
         self.event_on[i] && self.class_on[class]
     }
 
-    /// The word the hot path reads for `id`: `LIVE | queue` (its filter
-    /// queue if it has one) when the event is assigned, switched on, its class switched on, and the tracer is neither
+    /// The word the hot path reads for `id`: `LIVE | queue` (its trigger
+    /// queue if it has one, else its filter queue, else its queue's gate,
+    /// else its queue) when the event is assigned, switched on, its class switched on, and the tracer is neither
     /// suspended nor shut down; 0 otherwise.
     pub(crate) fn route_word(&self, id: EventId) -> u32 {
         if self.suspended || self.phase == Phase::ShutDown {
             return 0;
         }
-        match self.filter_of(id).or(self.queue_of(id)) {
+        let first = self
+            .trigger_of(id)
+            .or(self.filter_of(id))
+            .or_else(|| self.gated_queue_of(id));
+        match first {
             Some(q) if self.is_on(id) => LIVE | (q.0 as u32 & QUEUE_MASK),
             _ => 0,
         }

@@ -19,6 +19,8 @@ use crate::queues::{Circular, Dummy, Fixed, Online, Udp};
 use crate::registry::{Phase, Registry};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+mod triggers;
+
 /// How a tracer is set up. `Default` gives the fast clock and the output
 /// directory `$QTRACE_DIR`, or `./qtrace-out` when that is unset.
 #[derive(Clone, Debug)]
@@ -114,6 +116,15 @@ impl ShutdownReport {
     /// Events lost by every queue together (dropped + overwritten).
     pub fn total_lost(&self) -> u64 {
         self.queues.iter().map(|q| q.counters.lost()).sum()
+    }
+
+    /// Snapshots on trigger suppressed by their rate limits, over every
+    /// trigger queue ([`QueueStatus::snapshots_suppressed`]).
+    pub fn snapshots_suppressed(&self) -> u64 {
+        self.queues
+            .iter()
+            .map(|q| q.status.snapshots_suppressed)
+            .sum()
     }
 
     /// Whether every terminate hook succeeded and no queue saw an I/O error.
@@ -414,8 +425,9 @@ impl Tracer {
         for queue in self.queues[..r.queue_types.len()]
             .iter()
             .filter_map(|q| q.get())
-            // A filter queue forwards to a queue that gets the name itself.
-            .filter(|q| q.as_custom::<FilterQueue>().is_none())
+            // Filter, gate and trigger queues forward to a queue that gets
+            // the name itself.
+            .filter(|q| !crate::queues::trigger::forwards(q))
         {
             queue.post_run(&run);
         }
@@ -549,6 +561,7 @@ impl Tracer {
         }
         r.queue_types.push(T::NAME);
         r.activated.push(false);
+        self.gate_if_global(&mut r, handle)?;
         Ok(handle)
     }
 
@@ -823,6 +836,8 @@ impl Tracer {
     }
 
     fn publish(&self, r: &Registry, id: EventId) {
+        // Forwarding queues first, so the route never leads to a stale one.
+        crate::queues::trigger::rewire(r, &self.queues[..], id);
         self.routes[id.0 as usize].store(r.route_word(id), Ordering::Relaxed);
     }
 
@@ -868,6 +883,8 @@ impl Tracer {
 
     /// Suspends the tracer, terminates every queue in handle order (so each
     /// saves or flushes what it holds) and reports every queue's counters.
+    /// Before any queue terminates, snapshot triggers write the snapshot
+    /// still pending, if any ([`crate::queues::trigger`]).
     /// Logging afterwards is a no-op; configuration calls are
     /// [`ConfigError::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.
@@ -881,6 +898,9 @@ impl Tracer {
         // No panic hook writes the files while terminate does.
         crate::panic_save::deregister(&self.queues);
         self.publish_all(&r);
+        // Snapshots still pending are written while every queue still
+        // holds its events.
+        crate::queues::trigger::stop_tasks(&self.queues[..r.queue_types.len()]);
         let mut report = ShutdownReport::default();
         for i in 0..r.queue_types.len() {
             let handle = QueueHandle(i as u16);

@@ -55,6 +55,11 @@ fn api_names() -> BTreeSet<&'static str> {
         "Tracer::filter_event" => Tracer::filter_event,
         "Tracer::filter_class" => Tracer::filter_class,
         "Filter::arg" => qtrace::queues::Filter::arg,
+        "Snapshot::new" => qtrace::queues::Snapshot::new,
+        "Scope::Queue" => qtrace::queues::Scope::Queue,
+        "Trigger::after" => qtrace::queues::Trigger::after,
+        "after" => qtrace::queues::Trigger::after,
+        "Tracer::remove_trigger" => Tracer::remove_trigger,
     }
 }
 

@@ -26,7 +26,7 @@
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -124,23 +124,16 @@ impl fmt::Debug for Filter {
     }
 }
 
-/// The target queue, in the tracer's queue table.
-struct Target(*const AnyQueue);
-
-// SAFETY: the pointer is only read as a `&AnyQueue`, and `AnyQueue` is
-// `Sync` (every `Queue` is `Send + Sync`), so sharing or sending the
-// pointer is sharing a `&AnyQueue`.
-unsafe impl Send for Target {}
-// SAFETY: as above.
-unsafe impl Sync for Target {}
-
 /// A queue that runs a [`Filter`] on each event and forwards the ones it
 /// keeps to its target queue (see the [module documentation](self)). Made
 /// by [`Tracer::filter_event`](crate::Tracer::filter_event); reach it with
 /// `tracer.queue(handle)?.as_custom::<FilterQueue>()`.
 pub struct FilterQueue {
     filter: Filter,
-    target: Target,
+    /// The target queue, in the tracer's queue table (a gate in front of
+    /// the event's queue once a start/stop trigger gates it: see
+    /// [`FilterQueue::retarget`]).
+    target: AtomicPtr<AnyQueue>,
     passed: AtomicU64,
     rejected: AtomicU64,
     panicked: AtomicU64,
@@ -161,7 +154,7 @@ impl FilterQueue {
     pub(crate) unsafe fn new(filter: Filter, target: &AnyQueue) -> Self {
         FilterQueue {
             filter,
-            target: Target(target),
+            target: AtomicPtr::new(target as *const AnyQueue as *mut AnyQueue),
             passed: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             panicked: AtomicU64::new(0),
@@ -170,8 +163,22 @@ impl FilterQueue {
     }
 
     fn target(&self) -> &AnyQueue {
-        // SAFETY: the contract of `FilterQueue::new`.
-        unsafe { &*self.target.0 }
+        // SAFETY: the contract of `FilterQueue::new` and
+        // `FilterQueue::retarget`: a pointer into the tracer's queue table.
+        unsafe { &*self.target.load(Ordering::Acquire) }
+    }
+
+    /// Forwards to `target` from now on (the tracer puts a gate in front of
+    /// the filter's queue this way).
+    ///
+    /// # Safety
+    ///
+    /// As for [`FilterQueue::new`].
+    pub(crate) unsafe fn retarget(&self, target: &AnyQueue) {
+        self.target.store(
+            target as *const AnyQueue as *mut AnyQueue,
+            Ordering::Release,
+        );
     }
 
     /// The filter.

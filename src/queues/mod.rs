@@ -7,6 +7,9 @@ pub mod dummy;
 pub(crate) mod feed;
 pub mod filter;
 pub mod fixed;
+pub mod gate;
+#[cfg(all(test, loom))]
+mod loom_runs;
 pub mod online;
 pub(crate) mod producer_cache;
 mod queue_type;
@@ -20,6 +23,7 @@ pub(crate) mod shard;
 pub(crate) mod task;
 pub(crate) mod thread_token;
 mod trace_header;
+pub mod trigger;
 pub mod udp;
 
 use crate::config_error::ConfigError;
@@ -32,9 +36,11 @@ pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use filter::{Filter, FilterQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
+pub use gate::GateQueue;
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use queue_type::QueueType;
 pub use ring_file::RingStorage;
+pub use trigger::{Action, Scope, Snapshot, Trigger, TriggerQueue};
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Declares [`AnyQueue`] with one variant per queue kind (each holding the

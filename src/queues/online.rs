@@ -454,6 +454,7 @@ impl Queue for OnlineQueue {
                 .filter(|_| io.file_opened)
                 .cloned()
                 .collect(),
+            snapshots_suppressed: 0,
         }
     }
 }

@@ -481,6 +481,7 @@ impl Queue for UdpQueue {
             io_errors: s.refused.load(Ordering::Relaxed) + s.send_errors.load(Ordering::Relaxed),
             last_error: self.shared.last_error.lock().clone(),
             files: Vec::new(),
+            snapshots_suppressed: 0,
         }
     }
 }
