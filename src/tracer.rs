@@ -837,7 +837,7 @@ impl Tracer {
 
     fn publish(&self, r: &Registry, id: EventId) {
         // Forwarding queues first, so the route never leads to a stale one.
-        crate::queues::trigger::rewire(r, &self.queues[..], id);
+        triggers::rewire(r, &self.queues[..], id);
         self.routes[id.0 as usize].store(r.route_word(id), Ordering::Relaxed);
     }
 

@@ -477,7 +477,9 @@ fn bad_trigger_configurations_are_typed_errors() {
     let e = tracer
         .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(f, 8)))
         .unwrap_err();
-    assert!(matches!(e, ConfigError::SnapshotNeedsCircular { queue, type_name: "fixed" } if queue == f));
+    assert!(
+        matches!(e, ConfigError::SnapshotNeedsCircular { queue, type_name: "fixed" } if queue == f)
+    );
     assert!(
         e.to_string().contains("Tracer::create_queue::<Circular>"),
         "{e}"
@@ -486,7 +488,10 @@ fn bad_trigger_configurations_are_typed_errors() {
         let e = tracer
             .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(c, last)))
             .unwrap_err();
-        assert!(matches!(e, ConfigError::SnapshotSize { capacity: 64, .. }), "{e}");
+        assert!(
+            matches!(e, ConfigError::SnapshotSize { capacity: 64, .. }),
+            "{e}"
+        );
         assert!(e.to_string().contains("Snapshot::new"), "{e}");
     }
     let e = tracer

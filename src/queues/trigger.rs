@@ -85,9 +85,8 @@ use super::task::{Task, TaskControl, Work};
 use crate::classes::tracer::HOOPS;
 use crate::combine::Run;
 use crate::config_error::ConfigError;
-use crate::event::{Event, EventId};
+use crate::event::Event;
 use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus};
-use crate::registry::Registry;
 
 /// Where a start or stop trigger switches recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -756,27 +755,6 @@ pub(crate) fn forwards(queue: &AnyQueue) -> bool {
         || queue.as_custom::<TriggerQueue>().is_some()
 }
 
-/// Points `id`'s trigger and filter queues at what follows them now (its
-/// filter, its queue's gate, its queue). Called whenever `id`'s route is
-/// published.
-pub(crate) fn rewire(r: &Registry, queues: &[std::sync::OnceLock<AnyQueue>], id: EventId) {
-    let get = |h: QueueHandle| queues[h.index()].get();
-    let down = r.gated_queue_of(id).and_then(get);
-    let filter = r.filter_of(id).and_then(get);
-    if let (Some(f), Some(down)) = (filter.and_then(|f| f.as_custom::<FilterQueue>()), down) {
-        // SAFETY: `down` is in the tracer's queue table.
-        unsafe { f.retarget(down) };
-    }
-    if let Some(t) = r
-        .trigger_of(id)
-        .and_then(get)
-        .and_then(|t| t.as_custom::<TriggerQueue>())
-    {
-        // SAFETY: `filter` and `down` are in the tracer's queue table.
-        unsafe { t.retarget(filter.or(down)) };
-    }
-}
-
 /// Stops every trigger's snapshot task (each writes its pending request
 /// first), before any queue terminates.
 pub(crate) fn stop_tasks(queues: &[std::sync::OnceLock<AnyQueue>]) {
@@ -793,6 +771,7 @@ pub(crate) fn stop_tasks(queues: &[std::sync::OnceLock<AnyQueue>]) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::event::EventId;
     use crate::queue::QueueHandle;
     use crate::queues::save::hoops;
 

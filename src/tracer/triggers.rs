@@ -9,6 +9,7 @@ use crate::config_error::ConfigError;
 use crate::event::EventId;
 use crate::queue::{AnyQueue, Queue, QueueHandle};
 use crate::queues::trigger::forwards;
+use crate::queues::FilterQueue;
 use crate::queues::{Action, GateQueue, Scope, Trigger, TriggerQueue};
 use crate::registry::{Phase, Registry};
 
@@ -93,10 +94,12 @@ impl Tracer {
             Action::Snapshot(s) => {
                 r.check_queue(s.queue)?;
                 let queue = self.queues[s.queue.index()].get().expect("created");
-                let q = queue.as_circular().ok_or(ConfigError::SnapshotNeedsCircular {
-                    queue: s.queue,
-                    type_name: r.queue_types[s.queue.index()],
-                })?;
+                let q = queue
+                    .as_circular()
+                    .ok_or(ConfigError::SnapshotNeedsCircular {
+                        queue: s.queue,
+                        type_name: r.queue_types[s.queue.index()],
+                    })?;
                 if s.last == 0 || s.last > q.capacity() {
                     return Err(ConfigError::SnapshotSize {
                         last: s.last,
@@ -241,7 +244,11 @@ impl Tracer {
     }
 
     /// Gates a new queue when global triggers exist.
-    pub(super) fn gate_if_global(&self, r: &mut Registry, q: QueueHandle) -> Result<(), ConfigError> {
+    pub(super) fn gate_if_global(
+        &self,
+        r: &mut Registry,
+        q: QueueHandle,
+    ) -> Result<(), ConfigError> {
         if r.global_gated {
             self.gate_if_ungated(r, q)?;
         }
@@ -305,5 +312,26 @@ impl Tracer {
         // or phase 2.
         r.activated
             .push(r.phase != Phase::Configuring && name == GateQueue::NAME);
+    }
+}
+
+/// Points `id`'s trigger and filter queues at what follows them now (its
+/// filter, its queue's gate, its queue). Called whenever `id`'s route is
+/// published.
+pub(crate) fn rewire(r: &Registry, queues: &[std::sync::OnceLock<AnyQueue>], id: EventId) {
+    let get = |h: QueueHandle| queues[h.index()].get();
+    let down = r.gated_queue_of(id).and_then(get);
+    let filter = r.filter_of(id).and_then(get);
+    if let (Some(f), Some(down)) = (filter.and_then(|f| f.as_custom::<FilterQueue>()), down) {
+        // SAFETY: `down` is in the tracer's queue table.
+        unsafe { f.retarget(down) };
+    }
+    if let Some(t) = r
+        .trigger_of(id)
+        .and_then(get)
+        .and_then(|t| t.as_custom::<TriggerQueue>())
+    {
+        // SAFETY: `filter` and `down` are in the tracer's queue table.
+        unsafe { t.retarget(filter.or(down)) };
     }
 }
