@@ -45,6 +45,11 @@ def fail(msg):
     sys.exit(1)
 
 
+def cat_of_track(name):
+    """`pair` for a `task T sem S` track."""
+    return "pair" if name.startswith("task ") and " sem " in name else "other"
+
+
 def main():
     path = sys.argv[1]
     want_events = "--events" in sys.argv[2:]
@@ -130,6 +135,12 @@ def main():
                 fail(f"packet {order}: annotation name {a.name_iid} not interned")
             args[ann_names[a.name_iid]] = a.uint_value
         track_name = tracks[e.track_uuid][0]
+
+        def source_track(source):
+            name = "tracer" if source == 0xFFFFFFFF else f"source {source}"
+            declared = any(n == name and p is None for n, p, _ in tracks.values())
+            return name if declared else "other sources"
+
         if kind == "i":
             key = f"{cat}:{name}"
             instants[key] = instants.get(key, 0) + 1
@@ -145,7 +156,26 @@ def main():
             # track (`task N` / `irq N`): the name carries the first argument,
             # debug annotations the others.
             event = None
-            if kind == "B" and cat == "task" and not track_name.startswith("task "):
+            if cat_of_track(track_name) == "pair":
+                # A blocking semaphore:wait is its `sem S` slice's begin, a
+                # semaphore:signal that slice's end, on the `task T sem S`
+                # track; the annotation `source` / `signal source` says
+                # which source logged it. Begins and ends without it (a
+                # waitnb's slice, written at its signal; a wait held to the
+                # end of the trace) stand for no event.
+                want = {"B": "source", "E": "signal source"}[kind]
+                if set(args) - {want}:
+                    fail(f"packet {order}: annotations {sorted(args)} on a semaphore slice {kind}")
+                if want in args:
+                    task, sem = track_name[len("task "):].split(" sem ")
+                    ename = "wait" if kind == "B" else "signal"
+                    key = f"semaphore:{ename}"
+                    drawn[key] = drawn.get(key, 0) + 1
+                    if want_events:
+                        instant_list.append([t, source_track(args[want]), "semaphore", ename,
+                                             {"task": int(task), "sem": int(sem)}])
+                args = {}
+            elif kind == "B" and cat == "task" and not track_name.startswith("task "):
                 event = ("system", "schedule", "task", "task ")
             elif kind == "B" and cat == "interrupt":
                 event = ("lowlevel", "interrupt", "irq", "irq ")

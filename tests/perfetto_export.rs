@@ -97,14 +97,17 @@ fn every_event_name_track_and_nesting_decodes() {
     assert_eq!(
         got["instants"],
         json!({
-            "system:activate": 1, "user:user0": 1, "semaphore:wait": 1,
-            "semaphore:signal": 1, "tracer:hoops": 2, "unknown:unknown": 1,
+            "system:activate": 1, "user:user0": 1,
+            "tracer:hoops": 2, "unknown:unknown": 1,
         })
     );
-    // Drawn as their slice's begin on the source's track, not as instants too.
+    // Drawn as their slice's begin on the source's track (schedule,
+    // interrupt), or as the begin and end of `sem 2` on `task 4 sem 2`
+    // (wait, signal), not as instants too.
     assert_eq!(
         got["drawn"],
-        json!({"system:schedule": 3, "lowlevel:interrupt": 1})
+        json!({"system:schedule": 3, "lowlevel:interrupt": 1,
+               "semaphore:wait": 1, "semaphore:signal": 1})
     );
     assert_eq!(got["event_total"], small_trace().len());
     assert_eq!(
@@ -222,8 +225,13 @@ fn limits_keep_instants_and_count_what_loses_its_slice() {
     };
     // The schedule of the untracked source 1 is an instant on `other
     // sources`; the two of source 0 are their `task N` begins.
-    assert_eq!(got["instant_total"], 3);
-    assert_eq!(got["drawn"], json!({"system:schedule": 2}));
+    // The wait of task 1 is its `sem 1` begin; task 2's has no pair track.
+    assert_eq!(got["instant_total"], 2);
+    assert_eq!(
+        got["drawn"],
+        json!({"system:schedule": 2, "semaphore:wait": 1})
+    );
+    assert_eq!(got["instants"]["semaphore:wait"], 1);
     assert_eq!(got["instants"]["system:schedule"], 1);
     assert_eq!(
         got["tracks"],
@@ -434,12 +442,29 @@ proptest::proptest! {
         let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out).unwrap();
         let stats = export::convert(w, events.iter().copied()).unwrap();
         let (mut slices, instants, _) = decode_slices(&out);
-        // Every source here has a track: each schedule and interrupt is its
-        // slice's begin, every other record one instant.
-        let drawn = events
-            .iter()
-            .filter(|e| e.id == system::SCHEDULE || e.id == lowlevel::INTERRUPT)
-            .count();
+        // Every source, task and pair here has a track: each schedule and
+        // interrupt is its slice's begin, each blocking wait its `sem S`
+        // begin, each signal with an open wait (last in, first out; a waitnb
+        // too) that slice's end; every other record one instant.
+        let mut open: std::collections::HashMap<[u64; 2], u32> = Default::default();
+        let mut drawn = 0;
+        for e in &events {
+            match e.id {
+                system::SCHEDULE | lowlevel::INTERRUPT => drawn += 1,
+                semaphore::WAIT | semaphore::WAITNB => {
+                    *open.entry(e.args).or_default() += 1;
+                    drawn += usize::from(e.id == semaphore::WAIT);
+                }
+                semaphore::SIGNAL => {
+                    let n = open.entry(e.args).or_default();
+                    if *n > 0 {
+                        *n -= 1;
+                        drawn += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
         proptest::prop_assert_eq!(instants, events.len() - drawn);
         proptest::prop_assert_eq!(stats.events + stats.hoops, events.len() as u64);
         slices.sort_by_key(|s| (s.0, s.1));
@@ -480,6 +505,7 @@ fn extreme_values_decode_and_nest() {
         (5, 2, m, 1)
     );
     let (slices, instants, _) = decode_slices(&out);
-    assert_eq!(instants, events.len() - 2); // the schedule and interrupt are slice begins
+    // The schedule, interrupt and wait are slice begins, the signal an end.
+    assert_eq!(instants, events.len() - 4);
     assert_eq!(slices.len() as u64, 2 * stats.slices);
 }

@@ -182,6 +182,13 @@ const COUNTER: u64 = 4;
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 /// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// Debug annotation of a blocking `semaphore:wait` drawn as its `sem S`
+/// slice's begin: the source that logged the wait.
+pub const WAIT_SOURCE: &str = "source";
+/// Debug annotation of a `semaphore:signal` drawn as its `sem S` slice's end:
+/// the source that logged the signal (a name of its own: the trace processor
+/// adds an end's arguments to its slice's, next to the begin's `source`).
+pub const SIGNAL_SOURCE: &str = "signal source";
 /// `CounterDescriptor.Unit.UNIT_COUNT`.
 const UNIT_COUNT: u64 = 2;
 
@@ -619,6 +626,19 @@ impl<W: Write> PerfettoWriter<W> {
         name: std::fmt::Arguments<'_>,
         of: Option<&Event>,
     ) -> Result<(), Error> {
+        self.begin_event(track, cat, name, of);
+        self.emit(t)
+    }
+
+    /// Encodes a slice begin into `self.event` (see [`begin_for`](Self::begin_for))
+    /// without writing it.
+    fn begin_event(
+        &mut self,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+        of: Option<&Event>,
+    ) {
         self.stats.slices += 1;
         let iid = self.slice_name(name);
         let cat_iid = self.category(cat);
@@ -634,7 +654,6 @@ impl<W: Write> PerfettoWriter<W> {
         if let Some(ev) = of {
             self.put_args(ev, 1);
         }
-        self.emit(t)
     }
 
     /// Writes the end of the innermost open slice on `track` at `t`.
@@ -716,13 +735,18 @@ impl<W: Write> PerfettoWriter<W> {
         }
     }
 
-    fn wait(&mut self, e: &Event, blocking: bool) -> Result<(), Error> {
+    /// A `semaphore:wait` (`blocking`) or `waitnb` of task `args[0]` on
+    /// semaphore `args[1]`. Returns whether the event was drawn (a blocking
+    /// wait is the begin of its `sem S` slice, written now); a `waitnb` is
+    /// only remembered (its slice is written at the signal, if any) and stays
+    /// an instant.
+    fn wait(&mut self, e: &Event, blocking: bool) -> Result<bool, Error> {
         let key = (e.args[0], e.args[1]);
         if !self.pairs.contains_key(&key) {
             let parent = self.task_track(key.0)?;
             if parent.is_none() || self.pairs.len() >= self.options.max_tracks {
                 self.stats.unpaired += 1;
-                return Ok(());
+                return Ok(false);
             }
             let uuid =
                 self.new_track(parent, format_args!("task {} sem {}", key.0, key.1), false)?;
@@ -736,37 +760,90 @@ impl<W: Write> PerfettoWriter<W> {
             );
         }
         let max_open = self.options.max_open_waits.max(1);
-        if let Some(p) = self.pairs.get_mut(&key) {
-            if p.open.len() >= max_open {
-                // Forget the oldest open wait (most likely a failed waitnb).
+        let Some(p) = self.pairs.get_mut(&key) else {
+            return Ok(false);
+        };
+        if p.open.len() >= max_open {
+            if p.open.front().is_some_and(|&(_, b)| !b) {
+                // Forget the oldest open waitnb (most likely it failed).
                 p.open.pop_front();
                 self.stats.unpaired += 1;
+            } else {
+                // The oldest is a blocking wait whose begin is written: this
+                // wait draws no slice and stays an instant.
+                self.stats.unpaired += 1;
+                return Ok(false);
             }
-            let begin = p.clamp.at(e.time);
-            p.open.push_back((begin, blocking));
         }
-        Ok(())
+        let begin = p.clamp.at(e.time);
+        let uuid = p.uuid;
+        p.open.push_back((begin, blocking));
+        if blocking {
+            self.sem_edge(begin, uuid, Some((key.1, e.source)))?;
+        }
+        Ok(blocking)
     }
 
-    /// Writes the slice of semaphore `key.1` held by task `key.0`.
-    fn held(&mut self, key: (u64, u64), uuid: u64, begin: u64, end: u64) -> Result<(), Error> {
-        self.begin(begin, uuid, "semaphore", format_args!("sem {}", key.1))?;
-        self.end_slice(end, uuid)
+    /// Writes the begin (`Some((sem, wait's source))`, for a blocking wait:
+    /// annotated `source`) or the end (`None`) of a `sem S` slice.
+    fn sem_edge(&mut self, t: u64, uuid: u64, begin: Option<(u64, u32)>) -> Result<(), Error> {
+        match begin {
+            Some((sem, source)) => {
+                self.begin_event(uuid, "semaphore", format_args!("sem {sem}"), None);
+                self.source_annotation(WAIT_SOURCE, source);
+                self.emit(t)
+            }
+            None => self.end_slice(t, uuid),
+        }
     }
 
-    fn signal(&mut self, e: &Event) -> Result<(), Error> {
+    /// Appends a debug annotation `name` = `source` to `self.event`.
+    fn source_annotation(&mut self, name: &str, source: u32) {
+        let iid = self
+            .annotation_names
+            .get(
+                name,
+                true,
+                field::DEBUG_ANNOTATION_NAMES,
+                &mut self.interned,
+                &mut self.scratch,
+            )
+            .unwrap_or(0);
+        put_message(
+            &mut self.event,
+            field::DEBUG_ANNOTATIONS,
+            &mut self.scratch,
+            |a| {
+                put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                put_uint(a, field::UINT_VALUE, u64::from(source));
+            },
+        );
+    }
+
+    /// A `semaphore:signal`: ends the innermost open wait of its task and
+    /// semaphore. Returns whether the event was drawn (as that slice's end,
+    /// annotated `signal source`); an unpaired signal stays an instant.
+    fn signal(&mut self, e: &Event) -> Result<bool, Error> {
         let key = (e.args[0], e.args[1]);
         let open = self.pairs.get_mut(&key).and_then(|p| {
-            let (begin, _) = p.open.pop_back()?;
-            Some((p.uuid, begin, p.clamp.at(e.time)))
+            let (begin, blocking) = p.open.pop_back()?;
+            Some((p.uuid, begin, blocking, p.clamp.at(e.time)))
         });
-        match open {
-            Some((uuid, begin, end)) => self.held(key, uuid, begin, end),
-            None => {
-                self.stats.unpaired += 1;
-                Ok(())
-            }
+        let Some((uuid, begin, blocking, end)) = open else {
+            self.stats.unpaired += 1;
+            return Ok(false);
+        };
+        if !blocking {
+            // A waitnb's slice: its begin is written now, with its own time.
+            self.begin(begin, uuid, "semaphore", format_args!("sem {}", key.1))?;
         }
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, SLICE_END);
+        put_uint(ev, field::TRACK_UUID, uuid);
+        self.source_annotation(SIGNAL_SOURCE, e.source);
+        self.emit(end)?;
+        Ok(true)
     }
 
     /// The track that instants of `source` go on.
@@ -944,9 +1021,17 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         if tracked.is_some() {
             self.close_irq(e.source, e.time)?;
         }
-        match (e.id, tracked) {
-            (system::SCHEDULE | lowlevel::INTERRUPT, None) => self.stats.unpaired += 1,
-            (system::SCHEDULE, Some(uuid)) => self.schedule(e, uuid)?,
+        // Whether the event is drawn as a slice's begin or end (else it is
+        // an instant).
+        let drawn = match (e.id, tracked) {
+            (system::SCHEDULE | lowlevel::INTERRUPT, None) => {
+                self.stats.unpaired += 1;
+                false
+            }
+            (system::SCHEDULE, Some(uuid)) => {
+                self.schedule(e, uuid)?;
+                true
+            }
             (lowlevel::INTERRUPT, Some(uuid)) => {
                 if let Some(st) = self.sources.get_mut(&e.source) {
                     st.irq = Some((e.time, e.args[0]));
@@ -954,12 +1039,13 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
                     let irq = e.args[0];
                     self.begin_for(ts, uuid, "interrupt", format_args!("irq {irq}"), Some(e))?;
                 }
+                true
             }
             (semaphore::WAIT, _) => self.wait(e, true)?,
             (semaphore::WAITNB, _) => self.wait(e, false)?,
             (semaphore::SIGNAL, _) => self.signal(e)?,
-            _ => {}
-        }
+            _ => false,
+        };
         // Every system event names a task: give it its track.
         // (A schedule's task track is made, or counted, above.)
         if e.id != system::SCHEDULE
@@ -968,9 +1054,6 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         {
             self.stats.unpaired += 1;
         }
-        // A schedule or interrupt with a track of its own is its slice's
-        // begin (written above); every other event is an instant.
-        let drawn = tracked.is_some() && matches!(e.id, system::SCHEDULE | lowlevel::INTERRUPT);
         if !drawn {
             let track = self.instant_track(tracked)?;
             self.instant(e, track)?;
@@ -994,15 +1077,16 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         }
         let pairs: Vec<(u64, u64)> = self.pairs.keys().copied().collect();
         for key in pairs {
-            // A blocking wait never signalled held the semaphore to the end; a
-            // waitnb never signalled most likely failed.
+            // A blocking wait never signalled held the semaphore to the end
+            // (its begin is written: end it, with no annotation, as no event
+            // ends it); a waitnb never signalled most likely failed.
             while let Some((uuid, (begin, blocking))) = self
                 .pairs
                 .get_mut(&key)
                 .and_then(|p| p.open.pop_back().map(|o| (p.uuid, o)))
             {
                 if blocking {
-                    self.held(key, uuid, begin, end.max(begin))?;
+                    self.sem_edge(end.max(begin), uuid, None)?;
                 } else {
                     self.stats.unpaired += 1;
                 }
