@@ -48,6 +48,7 @@ pub mod chrome;
 pub mod ctf;
 pub mod perfetto;
 mod protobuf;
+mod slices;
 pub mod split;
 pub mod svg;
 

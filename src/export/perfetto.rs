@@ -108,14 +108,15 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::{ConvertStats, EventSink};
-use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::classes::{system, tracer, Catalog};
 use crate::error::Error;
 use crate::Event;
 
@@ -220,43 +221,15 @@ impl Default for PerfettoOptions {
 }
 
 /// Times on one track never go back, so its slices nest.
-#[derive(Debug, Default)]
-struct Clamp(u64);
-
-impl Clamp {
-    fn at(&mut self, t: u64) -> u64 {
-        self.0 = self.0.max(t);
-        self.0
-    }
-}
-
-#[derive(Debug)]
-struct SourceTrack {
-    uuid: u64,
-    clamp: Clamp,
-    /// The task whose slice is open.
-    task: Option<u64>,
-    /// The pending interrupt: (start, irq).
-    irq: Option<(u64, u64)>,
-}
-
 #[derive(Debug)]
 struct TaskTrack {
     uuid: u64,
-    clamp: Clamp,
+    /// Times never go back on the task's track, so its slices nest.
+    clamp: u64,
     /// The source whose `source S` slice is open on this track.
     on: Option<u32>,
 }
 
-#[derive(Debug)]
-struct PairTrack {
-    uuid: u64,
-    clamp: Clamp,
-    /// Open waits, innermost last: (time, blocking `wait` rather than `waitnb`).
-    open: VecDeque<(u64, bool)>,
-}
-
-/// Interned strings of one kind.
 #[derive(Debug, Default)]
 struct Interner {
     ids: HashMap<String, u64>,
@@ -279,9 +252,15 @@ pub struct PerfettoWriter<W: Write> {
     annotation_names: Interner,
     /// Slice names interned so far (at most `max_interned`).
     slice_names: usize,
-    sources: BTreeMap<u32, SourceTrack>,
+    /// The slice derivation shared with the Chrome export.
+    slices: Slices,
+    /// Its edges of the current event, reused.
+    edges: Vec<Edge>,
+    /// Track of each followed source.
+    sources: BTreeMap<u32, u64>,
     tasks: BTreeMap<u64, TaskTrack>,
-    pairs: BTreeMap<(u64, u64), PairTrack>,
+    /// Track of each task/semaphore pair, by its [`Edge`] number.
+    pairs: Vec<u64>,
     /// The shared track of sources past `max_tracks`, once made.
     overflow_track: Option<u64>,
     /// The `lost events` counter track, once made.
@@ -396,9 +375,15 @@ impl<W: Write> PerfettoWriter<W> {
             categories: Interner::default(),
             annotation_names: Interner::default(),
             slice_names: 0,
+            slices: Slices::new(SliceOptions {
+                interrupt_max_ns: options.interrupt_max_ns,
+                max_tracks: options.max_tracks,
+                max_open_waits: options.max_open_waits,
+            }),
+            edges: Vec::with_capacity(8),
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
-            pairs: BTreeMap::new(),
+            pairs: Vec::new(),
             overflow_track: None,
             loss_track: None,
             next_uuid: 1,
@@ -528,32 +513,24 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// The track of `source`, made on first use; `None` past `max_tracks`.
+    /// The track of `source`, made on first use; `None` past `max_tracks`.
     fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
-        if let Some(s) = self.sources.get(&source) {
-            return Ok(Some(s.uuid));
+        match self.slices.source(source) {
+            Source::Known => Ok(self.sources.get(&source).copied()),
+            Source::Untracked => Ok(None),
+            Source::New => {
+                let uuid = if source == u32::MAX {
+                    self.new_track(None, format_args!("tracer"), false)?
+                } else {
+                    self.new_track(None, format_args!("source {source}"), false)?
+                };
+                self.stats.sources += 1;
+                self.sources.insert(source, uuid);
+                Ok(Some(uuid))
+            }
         }
-        if self.sources.len() >= self.options.max_tracks {
-            return Ok(None);
-        }
-        let uuid = if source == u32::MAX {
-            self.new_track(None, format_args!("tracer"), false)?
-        } else {
-            self.new_track(None, format_args!("source {source}"), false)?
-        };
-        self.stats.sources += 1;
-        self.sources.insert(
-            source,
-            SourceTrack {
-                uuid,
-                clamp: Clamp::default(),
-                task: None,
-                irq: None,
-            },
-        );
-        Ok(Some(uuid))
     }
 
-    /// The track of `task`, made on first use; `None` past `max_tracks`.
     fn task_track(&mut self, task: u64) -> Result<Option<u64>, Error> {
         if let Some(t) = self.tasks.get(&task) {
             return Ok(Some(t.uuid));
@@ -566,7 +543,7 @@ impl<W: Write> PerfettoWriter<W> {
             task,
             TaskTrack {
                 uuid,
-                clamp: Clamp::default(),
+                clamp: 0,
                 on: None,
             },
         );
@@ -666,54 +643,105 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Ends the pending interrupt slice of `source` at `t` at the latest.
-    fn close_irq(&mut self, source: u32, t: u64) -> Result<(), Error> {
-        let cap = self.options.interrupt_max_ns;
-        let Some(st) = self.sources.get_mut(&source) else {
-            return Ok(());
-        };
-        let Some((start, _)) = st.irq.take() else {
-            return Ok(());
-        };
-        let ts = st.clamp.at(t.min(start.saturating_add(cap)));
-        let uuid = st.uuid;
-        self.end_slice(ts, uuid)
-    }
-
-    /// Ends the open task slice of `source` (and the task's `source S` slice).
-    fn close_task(&mut self, source: u32, t: u64) -> Result<(), Error> {
-        let Some(st) = self.sources.get_mut(&source) else {
-            return Ok(());
-        };
-        let Some(task) = st.task.take() else {
-            return Ok(());
-        };
-        let (ts, uuid) = (st.clamp.at(t), st.uuid);
-        self.end_slice(ts, uuid)?;
-        if let Some(tt) = self.tasks.get_mut(&task) {
-            if tt.on == Some(source) {
-                tt.on = None;
-                let (ts, uuid) = (tt.clamp.at(t), tt.uuid);
-                self.end_slice(ts, uuid)?;
+    /// Draws one slice edge caused by event `e` (or by the end of the trace:
+    /// `None`). Returns whether the edge stands for `e` itself (a schedule,
+    /// an interrupt, a blocking wait, a signal), so that `e` needs no instant.
+    fn edge(&mut self, edge: Edge, e: Option<&Event>) -> Result<bool, Error> {
+        match edge {
+            Edge::TaskEnd { source, task, t } => {
+                if let Some(&uuid) = self.sources.get(&source) {
+                    self.end_slice(t, uuid)?;
+                }
+                if let Some(tt) = self.tasks.get_mut(&task) {
+                    if tt.on == Some(source) {
+                        tt.on = None;
+                        tt.clamp = tt.clamp.max(t);
+                        let (ts, uuid) = (tt.clamp, tt.uuid);
+                        self.end_slice(ts, uuid)?;
+                    }
+                }
+                Ok(false)
+            }
+            Edge::TaskBegin { source, task, t } => {
+                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                self.begin_for(t, uuid, "task", format_args!("task {task}"), e)?;
+                self.task_running(source, task, t)?;
+                Ok(true)
+            }
+            Edge::IrqBegin { source, irq, t } => {
+                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                self.begin_for(t, uuid, "interrupt", format_args!("irq {irq}"), e)?;
+                Ok(true)
+            }
+            Edge::IrqEnd { source, t, .. } => {
+                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                self.end_slice(t, uuid)?;
+                Ok(false)
+            }
+            Edge::WaitOpen {
+                task,
+                sem,
+                new,
+                t,
+                blocking,
+                ..
+            } => {
+                if new {
+                    // Under the task's track; at the top if it has none.
+                    let parent = self.task_track(task)?;
+                    let uuid =
+                        self.new_track(parent, format_args!("task {task} sem {sem}"), false)?;
+                    self.pairs.push(uuid);
+                }
+                let Some(ev) = e.filter(|_| blocking) else {
+                    return Ok(false);
+                };
+                let uuid = self.pair_track(edge);
+                self.begin_event(uuid, "semaphore", format_args!("sem {sem}"), None);
+                self.source_annotation(WAIT_SOURCE, ev.source);
+                self.emit(t)?;
+                Ok(true)
+            }
+            Edge::Held {
+                sem,
+                begin,
+                end,
+                blocking,
+                signalled,
+                ..
+            } => {
+                let uuid = self.pair_track(edge);
+                if !blocking {
+                    // A waitnb's slice: its begin is written now, with its own time.
+                    self.begin(begin, uuid, "semaphore", format_args!("sem {sem}"))?;
+                }
+                let ev = &mut self.event;
+                ev.clear();
+                put_uint(ev, field::TYPE, SLICE_END);
+                put_uint(ev, field::TRACK_UUID, uuid);
+                let by = e.filter(|_| signalled);
+                if let Some(signal) = by {
+                    self.source_annotation(SIGNAL_SOURCE, signal.source);
+                }
+                self.emit(end)?;
+                Ok(by.is_some())
             }
         }
-        Ok(())
     }
 
-    fn schedule(&mut self, e: &Event, source_uuid: u64) -> Result<(), Error> {
-        let task = e.args[0];
-        self.close_task(e.source, e.time)?;
-        let Some(st) = self.sources.get_mut(&e.source) else {
-            return Ok(());
-        };
-        st.task = Some(task);
-        let ts = st.clamp.at(e.time);
-        self.begin_for(
-            ts,
-            source_uuid,
-            "task",
-            format_args!("task {task}"),
-            Some(e),
-        )?;
+    /// The track of the pair an edge names.
+    fn pair_track(&self, edge: Edge) -> u64 {
+        match edge {
+            Edge::WaitOpen { pair, .. } | Edge::Held { pair, .. } => {
+                self.pairs.get(pair).copied().unwrap_or(0)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Task `task` runs on `source` from `t`: its track (made on first use)
+    /// shows a `source S` slice.
+    fn task_running(&mut self, source: u32, task: u64, t: u64) -> Result<(), Error> {
         let Some(task_uuid) = self.task_track(task)? else {
             self.stats.unpaired += 1;
             return Ok(());
@@ -721,79 +749,17 @@ impl<W: Write> PerfettoWriter<W> {
         let Some(tt) = self.tasks.get_mut(&task) else {
             return Ok(());
         };
-        let previous = tt.on.replace(e.source);
-        let ts = tt.clamp.at(e.time);
+        let previous = tt.on.replace(source);
+        tt.clamp = tt.clamp.max(t);
+        let ts = tt.clamp;
         if previous.is_some() {
             // The events said it still ran elsewhere: end that span here.
             self.end_slice(ts, task_uuid)?;
         }
-        let source = e.source;
         if source == u32::MAX {
             self.begin(ts, task_uuid, "task", format_args!("tracer"))
         } else {
             self.begin(ts, task_uuid, "task", format_args!("source {source}"))
-        }
-    }
-
-    /// A `semaphore:wait` (`blocking`) or `waitnb` of task `args[0]` on
-    /// semaphore `args[1]`. Returns whether the event was drawn (a blocking
-    /// wait is the begin of its `sem S` slice, written now); a `waitnb` is
-    /// only remembered (its slice is written at the signal, if any) and stays
-    /// an instant.
-    fn wait(&mut self, e: &Event, blocking: bool) -> Result<bool, Error> {
-        let key = (e.args[0], e.args[1]);
-        if !self.pairs.contains_key(&key) {
-            let parent = self.task_track(key.0)?;
-            if parent.is_none() || self.pairs.len() >= self.options.max_tracks {
-                self.stats.unpaired += 1;
-                return Ok(false);
-            }
-            let uuid =
-                self.new_track(parent, format_args!("task {} sem {}", key.0, key.1), false)?;
-            self.pairs.insert(
-                key,
-                PairTrack {
-                    uuid,
-                    clamp: Clamp::default(),
-                    open: VecDeque::new(),
-                },
-            );
-        }
-        let max_open = self.options.max_open_waits.max(1);
-        let Some(p) = self.pairs.get_mut(&key) else {
-            return Ok(false);
-        };
-        if p.open.len() >= max_open {
-            if p.open.front().is_some_and(|&(_, b)| !b) {
-                // Forget the oldest open waitnb (most likely it failed).
-                p.open.pop_front();
-                self.stats.unpaired += 1;
-            } else {
-                // The oldest is a blocking wait whose begin is written: this
-                // wait draws no slice and stays an instant.
-                self.stats.unpaired += 1;
-                return Ok(false);
-            }
-        }
-        let begin = p.clamp.at(e.time);
-        let uuid = p.uuid;
-        p.open.push_back((begin, blocking));
-        if blocking {
-            self.sem_edge(begin, uuid, Some((key.1, e.source)))?;
-        }
-        Ok(blocking)
-    }
-
-    /// Writes the begin (`Some((sem, wait's source))`, for a blocking wait:
-    /// annotated `source`) or the end (`None`) of a `sem S` slice.
-    fn sem_edge(&mut self, t: u64, uuid: u64, begin: Option<(u64, u32)>) -> Result<(), Error> {
-        match begin {
-            Some((sem, source)) => {
-                self.begin_event(uuid, "semaphore", format_args!("sem {sem}"), None);
-                self.source_annotation(WAIT_SOURCE, source);
-                self.emit(t)
-            }
-            None => self.end_slice(t, uuid),
         }
     }
 
@@ -820,33 +786,6 @@ impl<W: Write> PerfettoWriter<W> {
         );
     }
 
-    /// A `semaphore:signal`: ends the innermost open wait of its task and
-    /// semaphore. Returns whether the event was drawn (as that slice's end,
-    /// annotated `signal source`); an unpaired signal stays an instant.
-    fn signal(&mut self, e: &Event) -> Result<bool, Error> {
-        let key = (e.args[0], e.args[1]);
-        let open = self.pairs.get_mut(&key).and_then(|p| {
-            let (begin, blocking) = p.open.pop_back()?;
-            Some((p.uuid, begin, blocking, p.clamp.at(e.time)))
-        });
-        let Some((uuid, begin, blocking, end)) = open else {
-            self.stats.unpaired += 1;
-            return Ok(false);
-        };
-        if !blocking {
-            // A waitnb's slice: its begin is written now, with its own time.
-            self.begin(begin, uuid, "semaphore", format_args!("sem {}", key.1))?;
-        }
-        let ev = &mut self.event;
-        ev.clear();
-        put_uint(ev, field::TYPE, SLICE_END);
-        put_uint(ev, field::TRACK_UUID, uuid);
-        self.source_annotation(SIGNAL_SOURCE, e.source);
-        self.emit(end)?;
-        Ok(true)
-    }
-
-    /// The track that instants of `source` go on.
     fn instant_track(&mut self, tracked: Option<u64>) -> Result<u64, Error> {
         if let Some(uuid) = tracked {
             return Ok(uuid);
@@ -1018,34 +957,24 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.stats.events += 1;
         }
         let tracked = self.source_track(e.source)?;
-        if tracked.is_some() {
-            self.close_irq(e.source, e.time)?;
-        }
+        let mut edges = std::mem::take(&mut self.edges);
+        self.slices.push(e, &mut edges);
         // Whether the event is drawn as a slice's begin or end (else it is
         // an instant).
-        let drawn = match (e.id, tracked) {
-            (system::SCHEDULE | lowlevel::INTERRUPT, None) => {
-                self.stats.unpaired += 1;
-                false
-            }
-            (system::SCHEDULE, Some(uuid)) => {
-                self.schedule(e, uuid)?;
-                true
-            }
-            (lowlevel::INTERRUPT, Some(uuid)) => {
-                if let Some(st) = self.sources.get_mut(&e.source) {
-                    st.irq = Some((e.time, e.args[0]));
-                    let ts = st.clamp.at(e.time);
-                    let irq = e.args[0];
-                    self.begin_for(ts, uuid, "interrupt", format_args!("irq {irq}"), Some(e))?;
+        let mut drawn = false;
+        let mut result = Ok(());
+        for &edge in &edges {
+            match self.edge(edge, Some(e)) {
+                Ok(d) => drawn |= d,
+                Err(err) => {
+                    result = Err(err);
+                    break;
                 }
-                true
             }
-            (semaphore::WAIT, _) => self.wait(e, true)?,
-            (semaphore::WAITNB, _) => self.wait(e, false)?,
-            (semaphore::SIGNAL, _) => self.signal(e)?,
-            _ => false,
-        };
+        }
+        edges.clear();
+        self.edges = edges;
+        result?;
         // Every system event names a task: give it its track.
         // (A schedule's task track is made, or counted, above.)
         if e.id != system::SCHEDULE
@@ -1069,29 +998,12 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             return Ok(self.stats);
         }
         self.finished = true;
-        let end = self.end;
-        let sources: Vec<u32> = self.sources.keys().copied().collect();
-        for s in sources {
-            self.close_irq(s, end)?;
-            self.close_task(s, end)?;
+        let mut edges = std::mem::take(&mut self.edges);
+        self.slices.finish(self.end, &mut edges);
+        for &edge in &edges {
+            self.edge(edge, None)?;
         }
-        let pairs: Vec<(u64, u64)> = self.pairs.keys().copied().collect();
-        for key in pairs {
-            // A blocking wait never signalled held the semaphore to the end
-            // (its begin is written: end it, with no annotation, as no event
-            // ends it); a waitnb never signalled most likely failed.
-            while let Some((uuid, (begin, blocking))) = self
-                .pairs
-                .get_mut(&key)
-                .and_then(|p| p.open.pop_back().map(|o| (p.uuid, o)))
-            {
-                if blocking {
-                    self.sem_edge(end.max(begin), uuid, None)?;
-                } else {
-                    self.stats.unpaired += 1;
-                }
-            }
-        }
+        self.stats.unpaired += self.slices.unpaired();
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)
     }
