@@ -6,6 +6,8 @@ trace processor needs a download and is not used) and checks it:
 - every packet parses as perfetto.protos.TracePacket;
 - timestamps: the incremental clock 64 (deltas) and absolute BOOTTIME packets;
 - interned names, categories and argument names resolve;
+- every track descriptor sets SIBLING_MERGE_BEHAVIOR_NONE, and a track
+  declared again (renamed by a name record) keeps its parent and kind;
 - the first packet clears the sequence's incremental state (until then
   Perfetto's trace processor ignores interned data and may skip packets);
   every track event names a declared track;
@@ -27,6 +29,7 @@ exact expectations; exits 1 with a message on stderr when a check fails, and
 """
 
 import json
+import re
 import sys
 
 try:
@@ -47,7 +50,7 @@ def fail(msg):
 
 def cat_of_track(name):
     """`pair` for a `task T sem S` track."""
-    return "pair" if name.startswith("task ") and " sem " in name else "other"
+    return "pair" if re.fullmatch(r"task \d+ sem \d+", name) else "other"
 
 
 def main():
@@ -67,6 +70,7 @@ def main():
     instant_list = []  # every event, instant or slice begin, in file order
     slice_events = []  # (time, file order, uuid, type, name, category)
     counters = []
+    renamed = []
     order = 0
     for p in trace.packet:
         order += 1
@@ -94,8 +98,19 @@ def main():
             ann_names[e.iid] = e.name
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
+            if d.sibling_merge_behavior != 2:
+                fail(f"track {d.name}: sibling_merge_behavior is not SIBLING_MERGE_BEHAVIOR_NONE")
             if d.uuid in tracks:
-                fail(f"track {d.uuid} declared twice")
+                # Declared again with a new name (a name record named its
+                # source or task): the trace processor renames it when the
+                # parent and merge behaviour are the same.
+                old_name, old_parent, old_counter = tracks[d.uuid]
+                parent = d.parent_uuid if d.HasField("parent_uuid") else None
+                if (parent, d.HasField("counter")) != (old_parent, old_counter):
+                    fail(f"track {d.uuid} declared again as another track")
+                tracks[d.uuid] = (d.name, parent, old_counter)
+                renamed.append([old_name, d.name])
+                continue
             if d.HasField("parent_uuid") and d.parent_uuid not in tracks:
                 fail(f"track {d.name} has an undeclared parent")
             tracks[d.uuid] = (d.name, d.parent_uuid if d.HasField("parent_uuid") else None, d.HasField("counter"))
@@ -133,13 +148,21 @@ def main():
         for a in e.debug_annotations:
             if a.name_iid not in ann_names:
                 fail(f"packet {order}: annotation name {a.name_iid} not interned")
-            args[ann_names[a.name_iid]] = a.uint_value
+            kind_of_value = a.WhichOneof("value")
+            if kind_of_value not in ("uint_value", "string_value", "bool_value"):
+                fail(f"packet {order}: annotation {ann_names[a.name_iid]} holds {kind_of_value}")
+            args[ann_names[a.name_iid]] = getattr(a, kind_of_value)
         track_name = tracks[e.track_uuid][0]
 
         def source_track(source):
-            name = "tracer" if source == 0xFFFFFFFF else f"source {source}"
-            declared = any(n == name and p is None for n, p, _ in tracks.values())
-            return name if declared else "other sources"
+            """The current name of the track of `source` (`source N` or
+            `source N NAME`), or `other sources` past the writer's limit."""
+            if source == 0xFFFFFFFF:
+                return "tracer"
+            for n, parent, _ in tracks.values():
+                if parent is None and (n == f"source {source}" or n.startswith(f"source {source} ")):
+                    return n
+            return "other sources"
 
         if kind == "i":
             key = f"{cat}:{name}"
@@ -181,12 +204,14 @@ def main():
                 event = ("lowlevel", "interrupt", "irq", "irq ")
             if event is not None:
                 ecat, ename, first, prefix = event
-                if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+                # `task N`, or `task N NAME` once a name record named the task.
+                number = name[len(prefix):].split(" ")[0] if name.startswith(prefix) else ""
+                if not number.isdigit() or (ecat == "lowlevel" and name != prefix + number):
                     fail(f"packet {order}: {cat} slice named {name!r}, expected {prefix}N")
                 key = f"{ecat}:{ename}"
                 drawn[key] = drawn.get(key, 0) + 1
                 if want_events:
-                    instant_list.append([t, track_name, ecat, ename, {first: int(name[len(prefix):]), **args}])
+                    instant_list.append([t, track_name, ecat, ename, {first: int(number), **args}])
             elif args:
                 fail(f"packet {order}: annotations on a slice {kind} that stands for no event")
 
@@ -223,6 +248,7 @@ def main():
         "task_tracks": sum(1 for name, parent, _ in tracks.values() if parent is None and name.startswith("task ")),
         "counters": counters,
         "realtime_origin": realtime_origin,
+        "renamed": renamed,
     }
     if want_events:
         summary["events"] = instant_list

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
+use qtrace::combine;
 use qtrace::export::perfetto::{PerfettoOptions, PerfettoWriter};
 use qtrace::export::{self, ConvertStats};
 use qtrace::wire::{create_trace_file, TraceHeader};
@@ -508,4 +509,83 @@ fn extreme_values_decode_and_nest() {
     // The schedule, interrupt and wait are slice begins, the signal an end.
     assert_eq!(instants, events.len() - 4);
     assert_eq!(slices.len() as u64, 2 * stats.slices);
+}
+
+/// Combine runs are reassembled (text, cut runs marked `partial`), and name
+/// records name tracks and task slices: known in advance
+/// ([`PerfettoWriter::with_names`]) or, when a track was declared before its
+/// name arrived, by declaring it again with the name.
+#[test]
+fn combine_runs_and_run_time_names() {
+    let source = combine::Run::name(1_000, 5, combine::NAME_SOURCE, 5, b"worker-5");
+    let task = combine::Run::name(1_000, 5, combine::NAME_TASK, 3, b"idle");
+    let late = combine::Run::name(3_000, 6, combine::NAME_SOURCE, 6, b"late");
+    let cut = combine::Run::new(2_000, user::USER1, 5, 0, b"0123456789abcdef-cut");
+    let whole = combine::Run::new(2_500, user::USER1, 5, 7, b"hello");
+    let mut events: Vec<Event> = (0..source.len()).map(|i| source.record(i)).collect();
+    events.extend((0..task.len()).map(|i| task.record(i)));
+    events.push(Event::new(1_200, user::USER0, 6, [1, 0])); // source 6's track, unnamed yet
+    events.push(Event::new(1_500, system::SCHEDULE, 5, [3, 0]));
+    events.extend((0..2).map(|i| cut.record(i))); // its last record lost
+    events.extend((0..whole.len()).map(|i| whole.record(i)));
+    events.extend((0..late.len()).map(|i| late.record(i)));
+    events.push(Event::new(3_500, user::USER0, 6, [2, 0]));
+    let (stats, path) = convert(&events, PerfettoOptions::default());
+    assert_eq!(stats.events, events.len() as u64);
+    let Some(got) = decode(&path, true) else {
+        return;
+    };
+    assert_eq!(
+        got["tracks"],
+        json!(["source 5 worker-5", "source 6 late", "task 3 idle"])
+    );
+    assert_eq!(got["renamed"], json!([["source 6", "source 6 late"]]));
+    let ev = |t: u64, track: &str, cat: &str, name: &str, args: Value| {
+        json!([t, track, cat, name, args])
+    };
+    assert_eq!(
+        got["events"],
+        json!([
+            // Listed with their track's name at the time.
+            ev(
+                1_200,
+                "source 6",
+                "user",
+                "user0",
+                json!({"value": 1, "arg1": 0})
+            ),
+            ev(
+                1_500,
+                "source 5 worker-5",
+                "system",
+                "schedule",
+                json!({"task": 3})
+            ),
+            ev(
+                2_000,
+                "source 5 worker-5",
+                "user",
+                "user1",
+                json!({"value": 0, "text": "0123456789abcdef", "partial": "2 records of 3"})
+            ),
+            ev(
+                2_500,
+                "source 5 worker-5",
+                "user",
+                "user1",
+                json!({"value": 7, "text": "hello"})
+            ),
+            ev(
+                3_500,
+                "source 6 late",
+                "user",
+                "user0",
+                json!({"value": 2, "arg1": 0})
+            ),
+        ])
+    );
+    // The task slice carries the task's name too.
+    assert_eq!(got["slices"], json!({"task": 2}));
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.windows(11).any(|w| w == b"task 3 idle"));
 }

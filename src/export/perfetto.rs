@@ -117,8 +117,9 @@ use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::{ConvertStats, EventSink};
 use crate::classes::{system, tracer, Catalog};
+use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::error::Error;
-use crate::Event;
+use crate::{Event, EventId};
 
 /// The packet sequence every packet is written on.
 pub const SEQUENCE_ID: u64 = 1;
@@ -161,6 +162,7 @@ mod field {
     pub const TRACK_NAME: u32 = 2;
     pub const COUNTER: u32 = 8;
     pub const COUNTER_UNIT: u32 = 3;
+    pub const SIBLING_MERGE_BEHAVIOR: u32 = 15;
     // TrackEvent
     pub const TYPE: u32 = 9;
     pub const TRACK_UUID: u32 = 11;
@@ -172,6 +174,8 @@ mod field {
     // DebugAnnotation
     pub const ANNOTATION_NAME_IID: u32 = 1;
     pub const UINT_VALUE: u32 = 3;
+    pub const BOOL_VALUE: u32 = 2;
+    pub const STRING_VALUE: u32 = 6;
 }
 
 /// `TrackEvent.Type`.
@@ -190,6 +194,8 @@ pub const WAIT_SOURCE: &str = "source";
 /// the source that logged the signal (a name of its own: the trace processor
 /// adds an end's arguments to its slice's, next to the begin's `source`).
 pub const SIGNAL_SOURCE: &str = "signal source";
+/// `TrackDescriptor.SiblingMergeBehavior.SIBLING_MERGE_BEHAVIOR_NONE`.
+const SIBLING_MERGE_BEHAVIOR_NONE: u64 = 2;
 /// `CounterDescriptor.Unit.UNIT_COUNT`.
 const UNIT_COUNT: u64 = 2;
 
@@ -230,6 +236,15 @@ struct TaskTrack {
     on: Option<u32>,
 }
 
+/// The value of a debug annotation.
+#[derive(Clone, Copy, Debug)]
+enum Value<'a> {
+    Uint(u64),
+    Bool(bool),
+    Str(&'a str),
+}
+
+/// Interned strings of one kind.
 #[derive(Debug, Default)]
 struct Interner {
     ids: HashMap<String, u64>,
@@ -252,6 +267,11 @@ pub struct PerfettoWriter<W: Write> {
     annotation_names: Interner,
     /// Slice names interned so far (at most `max_interned`).
     slice_names: usize,
+    /// Combine runs being reassembled, the names learned from name runs,
+    /// and the items reassembled but not yet written.
+    runs: Assembler,
+    run_names: RunNames,
+    ready: Vec<Item>,
     /// The slice derivation shared with the Chrome export.
     slices: Slices,
     /// Its edges of the current event, reused.
@@ -375,6 +395,9 @@ impl<W: Write> PerfettoWriter<W> {
             categories: Interner::default(),
             annotation_names: Interner::default(),
             slice_names: 0,
+            runs: Assembler::new(),
+            run_names: RunNames::new(),
+            ready: Vec::new(),
             slices: Slices::new(SliceOptions {
                 interrupt_max_ns: options.interrupt_max_ns,
                 max_tracks: options.max_tracks,
@@ -400,6 +423,35 @@ impl<W: Write> PerfettoWriter<W> {
         };
         w.start(origin_unix_ns)?;
         Ok(w)
+    }
+
+    /// Names known in advance ([`crate::combine::Names::gather`] over the
+    /// input's name records): tracks get their source's or task's name when
+    /// they are declared, even when the name record comes later in the trace
+    /// (a circular queue's snapshot may hold it after the events it names).
+    /// Without it, a name record renames the tracks declared before it.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::combine::{Names, Run, NAME_TASK};
+    /// use qtrace::export::{self, perfetto::PerfettoWriter};
+    /// use qtrace::Event;
+    ///
+    /// let name = Run::name(9_000, 0, NAME_TASK, 3, b"idle");
+    /// let mut events = vec![Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// events.extend((0..name.len()).map(|i| name.record(i)));
+    /// let names = Names::gather(events.iter().copied());
+    /// assert_eq!(names.task(3), Some("idle"));
+    /// let mut trace = Vec::new();
+    /// let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut trace)?.with_names(names);
+    /// export::convert(w, events)?;
+    /// // The task's track and its slice on the CPU's track say `task 3 idle`.
+    /// assert!(trace.windows(11).any(|w| w == b"task 3 idle"));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    pub fn with_names(mut self, names: RunNames) -> Self {
+        self.run_names = names;
+        self
     }
 
     /// The first packet: clears the incremental state, sets the default clock
@@ -490,6 +542,21 @@ impl<W: Write> PerfettoWriter<W> {
     ) -> Result<u64, Error> {
         let uuid = self.next_uuid;
         self.next_uuid += 1;
+        self.declare_track(uuid, parent, name, counter)?;
+        Ok(uuid)
+    }
+
+    /// Writes the descriptor of track `uuid`: new, or the same track again
+    /// with a new name. Every descriptor sets `sibling_merge_behavior` to
+    /// `SIBLING_MERGE_BEHAVIOR_NONE`, with which the trace processor renames
+    /// a track declared again (and does not merge tracks of the same name).
+    fn declare_track(
+        &mut self,
+        uuid: u64,
+        parent: Option<u64>,
+        name: std::fmt::Arguments<'_>,
+        counter: bool,
+    ) -> Result<(), Error> {
         self.text.clear();
         let _ = self.text.write_fmt(name);
         let p = &mut self.packet;
@@ -502,14 +569,18 @@ impl<W: Write> PerfettoWriter<W> {
                 put_uint(d, field::PARENT_UUID, parent);
             }
             put_bytes(d, field::TRACK_NAME, text.as_bytes());
+            put_uint(
+                d,
+                field::SIBLING_MERGE_BEHAVIOR,
+                SIBLING_MERGE_BEHAVIOR_NONE,
+            );
             if counter {
                 put_message(d, field::COUNTER, scratch2, |c| {
                     put_uint(c, field::COUNTER_UNIT, UNIT_COUNT);
                 });
             }
         });
-        self.flush_packet()?;
-        Ok(uuid)
+        self.flush_packet()
     }
 
     /// The track of `source`, made on first use; `None` past `max_tracks`.
@@ -519,11 +590,9 @@ impl<W: Write> PerfettoWriter<W> {
             Source::Known => Ok(self.sources.get(&source).copied()),
             Source::Untracked => Ok(None),
             Source::New => {
-                let uuid = if source == u32::MAX {
-                    self.new_track(None, format_args!("tracer"), false)?
-                } else {
-                    self.new_track(None, format_args!("source {source}"), false)?
-                };
+                let uuid = self.next_uuid;
+                self.next_uuid += 1;
+                self.declare_source(source, uuid)?;
                 self.stats.sources += 1;
                 self.sources.insert(source, uuid);
                 Ok(Some(uuid))
@@ -538,7 +607,9 @@ impl<W: Write> PerfettoWriter<W> {
         if self.tasks.len() >= self.options.max_tracks {
             return Ok(None);
         }
-        let uuid = self.new_track(None, format_args!("task {task}"), false)?;
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
+        self.declare_task(task, uuid)?;
         self.tasks.insert(
             task,
             TaskTrack {
@@ -548,6 +619,27 @@ impl<W: Write> PerfettoWriter<W> {
             },
         );
         Ok(Some(uuid))
+    }
+
+    /// Declares the track of `source` (`tracer`, `source N`, or `source N
+    /// NAME` once a name record named it).
+    fn declare_source(&mut self, source: u32, uuid: u64) -> Result<(), Error> {
+        let name = self.run_names.source(source).map(str::to_string);
+        match name {
+            _ if source == u32::MAX => {
+                self.declare_track(uuid, None, format_args!("tracer"), false)
+            }
+            Some(n) => self.declare_track(uuid, None, format_args!("source {source} {n}"), false),
+            None => self.declare_track(uuid, None, format_args!("source {source}"), false),
+        }
+    }
+
+    /// Declares the track of `task` (`task N`, or `task N NAME`).
+    fn declare_task(&mut self, task: u64, uuid: u64) -> Result<(), Error> {
+        match self.run_names.task(task).map(str::to_string) {
+            Some(n) => self.declare_track(uuid, None, format_args!("task {task} {n}"), false),
+            None => self.declare_track(uuid, None, format_args!("task {task}"), false),
+        }
     }
 
     /// Interns a slice name made by `name` (formatted into a reused string).
@@ -664,7 +756,12 @@ impl<W: Write> PerfettoWriter<W> {
             }
             Edge::TaskBegin { source, task, t } => {
                 let uuid = self.sources.get(&source).copied().unwrap_or(0);
-                self.begin_for(t, uuid, "task", format_args!("task {task}"), e)?;
+                match self.run_names.task(task).map(str::to_string) {
+                    Some(n) => {
+                        self.begin_for(t, uuid, "task", format_args!("task {task} {n}"), e)?
+                    }
+                    None => self.begin_for(t, uuid, "task", format_args!("task {task}"), e)?,
+                }
                 self.task_running(source, task, t)?;
                 Ok(true)
             }
@@ -765,6 +862,12 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Appends a debug annotation `name` = `source` to `self.event`.
     fn source_annotation(&mut self, name: &str, source: u32) {
+        self.annotate(name, Value::Uint(u64::from(source)));
+    }
+
+    /// Appends a debug annotation `name` = `value` to `self.event` (its name
+    /// interned).
+    fn annotate(&mut self, name: &str, value: Value<'_>) {
         let iid = self
             .annotation_names
             .get(
@@ -781,9 +884,124 @@ impl<W: Write> PerfettoWriter<W> {
             &mut self.scratch,
             |a| {
                 put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                put_uint(a, field::UINT_VALUE, u64::from(source));
+                match value {
+                    Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
+                    Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
+                    Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
+                }
             },
         );
+    }
+
+    /// Writes the reassembled runs waiting in `ready`.
+    fn write_ready(&mut self) -> Result<(), Error> {
+        let items = std::mem::take(&mut self.ready);
+        let mut result = Ok(());
+        for item in &items {
+            result = match item {
+                Item::Payload(p) => self.payload(p),
+                Item::Event(e) => self.record(e),
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+        self.ready = items;
+        self.ready.clear();
+        result
+    }
+
+    /// A reassembled run. A name record names its source, task or event:
+    /// a track already declared is declared again with the name (the trace
+    /// processor renames it); later tracks, task slices and instants carry
+    /// it. Any other run is an instant on its source's track, named after its
+    /// event, with the event's first argument (when logged), the payload as
+    /// `text` (or `bytes`, hexadecimal, when it is not UTF-8) and, when it is
+    /// not whole, `partial` or `corrupt`, and `logged_len` when the logger
+    /// cut it.
+    fn payload(&mut self, p: &Payload) -> Result<(), Error> {
+        if let Some((kind, subject)) = p.name_of() {
+            let before = self.names_of(kind, subject);
+            self.run_names.learn(p);
+            if p.state == PayloadState::Complete && self.names_of(kind, subject) != before {
+                if kind == combine::NAME_SOURCE {
+                    if let Some(&uuid) = self.sources.get(&(subject as u32)) {
+                        self.declare_source(subject as u32, uuid)?;
+                    }
+                } else if kind == combine::NAME_TASK {
+                    if let Some(uuid) = self.tasks.get(&subject).map(|t| t.uuid) {
+                        self.declare_task(subject, uuid)?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let tracked = self.source_track(p.source)?;
+        let track = self.instant_track(tracked)?;
+        let (name, cat, arg) = match self.events.get(p.id.0 as usize) {
+            Some((n, c, args)) => (
+                self.run_names.event(p.id).unwrap_or(n).to_string(),
+                c.clone(),
+                args.first().map_or(UNNAMED[0], |a| a.as_str()).to_string(),
+            ),
+            None => ("unknown".into(), "unknown".into(), UNNAMED[0].to_string()),
+        };
+        let name_iid = self.names.get(
+            &name,
+            true,
+            field::EVENT_NAMES,
+            &mut self.interned,
+            &mut self.scratch,
+        );
+        let cat_iid = self.category(&cat);
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, INSTANT);
+        put_uint(ev, field::TRACK_UUID, track);
+        put_uint(ev, field::NAME_IID, name_iid.unwrap_or(0));
+        put_uint(ev, field::CATEGORY_IIDS, cat_iid);
+        if let Some(a) = p.arg {
+            self.annotate(&arg, Value::Uint(a));
+        }
+        match std::str::from_utf8(&p.bytes) {
+            Ok(text) => self.annotate("text", Value::Str(text)),
+            Err(_) => {
+                let mut hex = String::with_capacity(2 * p.bytes.len());
+                for b in &p.bytes {
+                    let _ = write!(hex, "{b:02x}");
+                }
+                self.annotate("bytes", Value::Str(&hex));
+            }
+        }
+        match p.state {
+            PayloadState::Complete => {}
+            PayloadState::Cut { received, expected } => {
+                let of =
+                    expected.map_or("the begin record lost".to_string(), |n| format!("of {n}"));
+                self.annotate("partial", Value::Str(&format!("{received} records {of}")));
+            }
+            PayloadState::Mismatch => self.annotate("corrupt", Value::Bool(true)),
+        }
+        if p.truncated_at_logging() {
+            self.annotate(
+                "logged_len",
+                Value::Uint(u64::from(p.logged_len.unwrap_or(0))),
+            );
+        }
+        self.emit(p.time)
+    }
+
+    /// The name known for a name record's subject.
+    fn names_of(&self, kind: u8, subject: u64) -> Option<String> {
+        match kind {
+            combine::NAME_SOURCE => self.run_names.source(subject as u32),
+            combine::NAME_TASK => self.run_names.task(subject),
+            combine::NAME_EVENT_ID => u16::try_from(subject)
+                .ok()
+                .and_then(|id| self.run_names.event(EventId(id))),
+            _ => None,
+        }
+        .map(str::to_string)
     }
 
     fn instant_track(&mut self, tracked: Option<u64>) -> Result<u64, Error> {
@@ -847,6 +1065,7 @@ impl<W: Write> PerfettoWriter<W> {
         put_uint(ev, field::TRACK_UUID, track);
         if idx < self.events.len() {
             let (mut name, mut cat) = self.event_iids[idx];
+            // (`name` may be replaced by a run-time name below.)
             if name == 0 {
                 let (n, c, _) = &self.events[idx];
                 // Catalog names are bounded by the catalog: always interned.
@@ -871,6 +1090,22 @@ impl<W: Write> PerfettoWriter<W> {
                     )
                     .unwrap_or(0);
                 self.event_iids[idx] = (name, cat);
+            }
+            if !self.run_names.is_empty() {
+                // A name record gave this event a run-time name.
+                if let Some(n) = self.run_names.event(e.id) {
+                    let n = n.to_string();
+                    name = self
+                        .names
+                        .get(
+                            &n,
+                            true,
+                            field::EVENT_NAMES,
+                            &mut self.interned,
+                            &mut self.scratch,
+                        )
+                        .unwrap_or(0);
+                }
             }
             let ev = &mut self.event;
             put_uint(ev, field::NAME_IID, name);
@@ -956,6 +1191,40 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         } else {
             self.stats.events += 1;
         }
+        if combine::is_combine(e) {
+            if e.id.0 as usize >= self.events.len() {
+                self.stats.unknown += 1;
+            }
+            let ready = &mut self.ready;
+            self.runs.push(*e, &mut |item| ready.push(item));
+            return self.write_ready();
+        }
+        self.record(e)
+    }
+
+    fn finish(&mut self) -> Result<ConvertStats, Error> {
+        if self.finished {
+            return Ok(self.stats);
+        }
+        self.finished = true;
+        let ready = &mut self.ready;
+        self.runs.finish(&mut |item| ready.push(item));
+        self.write_ready()?;
+        let mut edges = std::mem::take(&mut self.edges);
+        self.slices.finish(self.end, &mut edges);
+        for &edge in &edges {
+            self.edge(edge, None)?;
+        }
+        self.stats.unpaired += self.slices.unpaired();
+        self.out.flush().map_err(io_err)?;
+        Ok(self.stats)
+    }
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// Writes a record that is not part of a combine run: its slice edges,
+    /// and an instant unless an edge stands for it.
+    fn record(&mut self, e: &Event) -> Result<(), Error> {
         let tracked = self.source_track(e.source)?;
         let mut edges = std::mem::take(&mut self.edges);
         self.slices.push(e, &mut edges);
@@ -991,20 +1260,5 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.loss_counter(e.time)?;
         }
         Ok(())
-    }
-
-    fn finish(&mut self) -> Result<ConvertStats, Error> {
-        if self.finished {
-            return Ok(self.stats);
-        }
-        self.finished = true;
-        let mut edges = std::mem::take(&mut self.edges);
-        self.slices.finish(self.end, &mut edges);
-        for &edge in &edges {
-            self.edge(edge, None)?;
-        }
-        self.stats.unpaired += self.slices.unpaired();
-        self.out.flush().map_err(io_err)?;
-        Ok(self.stats)
     }
 }
