@@ -39,13 +39,17 @@
 //!   [`ConvertStats::unpaired`]), while a blocking `wait` never signalled is
 //!   shown held until the end of the trace.
 //!
+//! The slices are derived once for this and the [Perfetto](super::perfetto)
+//! export (`src/export/slices.rs`), so both draw the same ones.
+//!
 //! # Memory
 //!
 //! The writer keeps, per source, the open task and the pending interrupt, and
 //! per task/semaphore pair the stack of open waits: bounded by
 //! [`ChromeOptions::max_tracks`] and [`ChromeOptions::max_open_waits`] (past
-//! which the oldest open wait is forgotten). Beyond those limits events are
-//! still written as instants and counted in [`ConvertStats::unpaired`].
+//! which the oldest open `waitnb` is forgotten, or, when the oldest is a
+//! blocking `wait`, the new wait opens nothing). Beyond those limits events
+//! are still written as instants and counted in [`ConvertStats::unpaired`].
 //!
 //! # Why by hand
 //!

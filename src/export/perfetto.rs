@@ -36,11 +36,31 @@
 //!   names; past that, names are written in full.
 //! - **Tracks.** One track per source (`source N`, or `tracer` for the
 //!   tracer's own source `u32::MAX`); one per task that an event names
-//!   (`task N`, from the system and semaphore classes); under a task's track,
+//!   (`task N`, from the system and semaphore classes); under a task's track
+//!   (at the top if the task has none, past [`PerfettoOptions::max_tracks`]),
 //!   one per task/semaphore pair (`task T sem S`); and a counter track
-//!   `lost events`.
-//! - **Events.** Every record is written once: as a slice begin if the
-//!   export draws it as one, else as an instant.
+//!   `lost events`. Every descriptor sets `sibling_merge_behavior` to
+//!   `SIBLING_MERGE_BEHAVIOR_NONE`.
+//! - **Names.** A source or task named by a name record
+//!   ([`crate::combine`]: `Tracer::name_source`, `name_task`) has its name
+//!   after its number: track `source 5 worker-5`, track and task slices
+//!   `task 3 idle`; an event given a run-time name (`NAME_EVENT_ID`) is
+//!   named so. A name known in advance ([`PerfettoWriter::with_names`]) is
+//!   used from the first track on; a name that arrives after its track was
+//!   declared declares the track again with the name, which the trace
+//!   processor takes as a rename for tracks that do not merge with siblings
+//!   (`src/trace_processor/importers/proto/track_event_tracker.cc` lines
+//!   176-221 at `ec5d16b1`). Task slices written before the name keep
+//!   `task N`.
+//! - **Strings and bytes.** A combine run (`log_str`, `log_bytes`) is
+//!   reassembled ([`crate::combine::Assembler`], as the Chrome export does)
+//!   into one instant on its source's track, named after its event, with the
+//!   event's first argument when one was logged, the payload as `text` (or
+//!   `bytes`, hexadecimal, when it is not UTF-8), `partial` (`"2 records of
+//!   3"`) or `corrupt` when it is not whole, and `logged_len` when the
+//!   logger cut it.
+//! - **Events.** Every record is written once: as a slice begin or end if
+//!   the export draws it as one, else as an instant.
 //!   - A `system:schedule` on a source with a track *is* the begin of its
 //!     `task N` slice on that track (N = its `task` argument), and a
 //!     `lowlevel:interrupt` the begin of its `irq N` slice; their other
@@ -52,9 +72,19 @@
 //!     argument that `qtrace dump` shows (see [`args`](super::args)) as a
 //!     debug annotation (`uint_value`). An event the catalog does not define
 //!     is an instant `unknown` of category `unknown` with `id`, `arg0` and
-//!     `arg1`. Semaphore events stay instants: their slice is written at the
-//!     signal and a `waitnb` that is never signalled draws none.
-//! - **Slices**, as the [Chrome](super::chrome) export draws them:
+//!     `arg1`.
+//!   - A blocking `semaphore:wait` *is* the begin of its `sem S` slice on
+//!     the `task T sem S` track (T and S: its `task` and `sem` arguments),
+//!     with a debug annotation `source` (the source that logged it, as the
+//!     track of an instant would say); a `semaphore:signal` that closes an
+//!     open wait *is* that slice's end, annotated `signal source` (the trace
+//!     processor adds an end's annotations to its slice's, so the name
+//!     differs from the begin's). A `waitnb` stays an instant, since it may
+//!     have failed: its slice's begin is written at the signal, with the
+//!     waitnb's time and no annotation. A signal with no open wait, and a
+//!     wait past the limits, stay instants.
+//! - **Slices**, as the [Chrome](super::chrome) export draws them (one
+//!   derivation for both, `src/export/slices.rs`):
 //!   - `task N` (category `task`) on the source's track from a
 //!     `system:schedule` to the next `system:schedule` on that source (or the
 //!     end of the trace), and the same span as `source S` on the task's track;
@@ -64,10 +94,10 @@
 //!     slice it interrupted;
 //!   - `sem S` (category `semaphore`) on the pair's track from a
 //!     `semaphore:wait` or `semaphore:waitnb` to the `semaphore:signal` of
-//!     the same task and semaphore (last in, first out); written at the
-//!     signal, because a `waitnb` may have failed: one never signalled is
-//!     dropped (counted in [`ConvertStats::unpaired`]), a blocking `wait`
-//!     never signalled is shown held until the end of the trace.
+//!     the same task and semaphore (last in, first out); a `waitnb` never
+//!     signalled most likely failed and draws none (counted in
+//!     [`ConvertStats::unpaired`]), a blocking `wait` never signalled is
+//!     shown held until the end of the trace (an end with no annotation).
 //!
 //!   Slice times never go back on a track (a time earlier than the track's
 //!   previous one is raised to it), so slices nest on every track.
@@ -79,12 +109,18 @@
 //!
 //! Per source: its track, open task and pending interrupt; per task: its track
 //! and the source it runs on; per task/semaphore pair: its track and open
-//! waits; and the interning tables. Each is bounded by
+//! waits; the interning tables; the names learned (at most
+//! [`crate::combine::Names::MAX`] of each kind) and the combine runs being
+//! reassembled (at most [`crate::combine::Assembler::MAX_PENDING`]). Each is
+//! bounded by
 //! [`PerfettoOptions::max_tracks`], [`PerfettoOptions::max_open_waits`] and
 //! [`PerfettoOptions::max_interned`]; past those limits events are still
 //! written as instants (on their source's track, or a shared `other sources`
 //! track, where a schedule or interrupt is an instant too) and counted in
-//! [`ConvertStats::unpaired`].
+//! [`ConvertStats::unpaired`]. A pair whose open waits fill
+//! [`PerfettoOptions::max_open_waits`] forgets its oldest open `waitnb`; if
+//! the oldest is a blocking wait (whose begin is written), the new wait opens
+//! nothing.
 //!
 //! # Encoder
 //!
