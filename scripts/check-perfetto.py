@@ -16,11 +16,14 @@ trace processor needs a download and is not used) and checks it:
   is left open.
 
 Prints a JSON summary on stdout (counts of instants by category and name,
-events drawn as a slice begin by category and name (a `system:schedule` is
-the `task N` begin on its source's track, a `lowlevel:interrupt` the `irq N`
-begin, their first argument in the name and the others as annotations),
+events drawn as a slice begin or end by category and name (a `system:schedule`
+is the `task N` begin on its source's track, a `lowlevel:interrupt` the `irq N`
+begin, their first argument in the name and the others as annotations; a
+blocking `semaphore:wait` the `sem S` begin on the `task T sem S` track,
+annotated `source`, and a `semaphore:signal` that slice's end, annotated
+`signal source`), tracks renamed by name records,
 slices by category, tracks, the loss counter's values; with --events, every
-event, instant or slice begin, as [time, track, category, name, {args}] in
+event, instant or slice edge, as [time, track, category, name, {args}] in
 file order) for tests to compare with
 exact expectations; exits 1 with a message on stderr when a check fails, and
 3 when the `perfetto` package is missing (pip install perfetto).
