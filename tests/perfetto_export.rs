@@ -522,12 +522,14 @@ fn combine_runs_and_run_time_names() {
     let late = combine::Run::name(3_000, 6, combine::NAME_SOURCE, 6, b"late");
     let cut = combine::Run::new(2_000, user::USER1, 5, 0, b"0123456789abcdef-cut");
     let whole = combine::Run::new(2_500, user::USER1, 5, 7, b"hello");
+    let binary = combine::Run::new(2_700, user::USER2, 5, 1, &[0xff, 0x00, 0x7f]);
     let mut events: Vec<Event> = (0..source.len()).map(|i| source.record(i)).collect();
     events.extend((0..task.len()).map(|i| task.record(i)));
     events.push(Event::new(1_200, user::USER0, 6, [1, 0])); // source 6's track, unnamed yet
     events.push(Event::new(1_500, system::SCHEDULE, 5, [3, 0]));
     events.extend((0..2).map(|i| cut.record(i))); // its last record lost
     events.extend((0..whole.len()).map(|i| whole.record(i)));
+    events.extend((0..binary.len()).map(|i| binary.record(i)));
     events.extend((0..late.len()).map(|i| late.record(i)));
     events.push(Event::new(3_500, user::USER0, 6, [2, 0]));
     let (stats, path) = convert(&events, PerfettoOptions::default());
@@ -574,6 +576,14 @@ fn combine_runs_and_run_time_names() {
                 "user",
                 "user1",
                 json!({"value": 7, "text": "hello"})
+            ),
+            // Not UTF-8: hexadecimal, as in Chrome JSON.
+            ev(
+                2_700,
+                "source 5 worker-5",
+                "user",
+                "user2",
+                json!({"value": 1, "bytes": "ff007f"})
             ),
             ev(
                 3_500,
