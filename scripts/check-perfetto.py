@@ -8,8 +8,10 @@ trace processor needs a download and is not used) and checks it:
 - interned names, categories and argument names resolve;
 - every track descriptor sets SIBLING_MERGE_BEHAVIOR_NONE, and a track
   declared again (renamed by a name record) keeps its parent and kind;
-- the first packet clears the sequence's incremental state (until then
-  Perfetto's trace processor ignores interned data and may skip packets);
+- every packet names its sequence, and each sequence's first packet clears
+  its incremental state (until then Perfetto's trace processor ignores
+  interned data and may skip packets); interning, the incremental clock and
+  the default clock and track are per sequence (one per source);
   every track event names a declared track;
 - slices nest on every track once sorted by time (as the trace processor
   sorts), every end closes an open slice no earlier than its begin, and none
@@ -63,10 +65,8 @@ def main():
     with open(path, "rb") as f:
         trace.ParseFromString(f.read())
 
-    names, cats, ann_names = {}, {}, {}
+    seqs = {}  # sequence id -> its incremental state
     tracks = {}  # uuid -> (name, parent uuid, is counter)
-    default_clock = None
-    clock = None  # time of the incremental clock
     realtime_origin = None
     instants = {}
     drawn = {}  # events written as a slice begin, by category:name
@@ -77,20 +77,30 @@ def main():
     order = 0
     for p in trace.packet:
         order += 1
-        if p.trusted_packet_sequence_id != 1:
-            fail(f"packet {order}: sequence {p.trusted_packet_sequence_id}, expected 1")
+        # Interning, the incremental clock, default clock and default track
+        # are per packet sequence (one per source, and sequence 1 for the
+        # rest); each sequence's first packet clears its state.
+        sid = p.trusted_packet_sequence_id
+        if sid == 0:
+            fail(f"packet {order}: no trusted_packet_sequence_id")
         if p.sequence_flags & 1:
-            names.clear(), cats.clear(), ann_names.clear()
-        elif order == 1:
-            fail("the first packet does not clear the incremental state (SEQ_INCREMENTAL_STATE_CLEARED)")
+            seqs[sid] = {"names": {}, "cats": {}, "ann": {}, "clock": None,
+                         "default_clock": None, "track": None}
+        elif sid not in seqs:
+            fail(f"packet {order}: sequence {sid} used before a packet clears its incremental state (SEQ_INCREMENTAL_STATE_CLEARED)")
+        st = seqs[sid]
+        names, cats, ann_names = st["names"], st["cats"], st["ann"]
         if p.HasField("trace_packet_defaults"):
-            default_clock = p.trace_packet_defaults.timestamp_clock_id
+            st["default_clock"] = p.trace_packet_defaults.timestamp_clock_id
+            ted = p.trace_packet_defaults.track_event_defaults
+            if ted.HasField("track_uuid"):
+                st["track"] = ted.track_uuid
         if p.HasField("clock_snapshot"):
             for c in p.clock_snapshot.clocks:
                 if c.clock_id == INCREMENTAL_CLOCK:
                     if not c.is_incremental:
                         fail("clock 64 is not incremental")
-                    clock = c.timestamp
+                    st["clock"] = c.timestamp
                 elif c.clock_id == 1:
                     realtime_origin = c.timestamp
         for e in p.interned_data.event_names:
@@ -122,19 +132,20 @@ def main():
             continue
         if not p.HasField("timestamp"):
             fail(f"packet {order}: track event without a timestamp")
-        clock_id = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else default_clock
+        clock_id = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else st["default_clock"]
         if clock_id == INCREMENTAL_CLOCK:
-            if clock is None:
+            if st["clock"] is None:
                 fail("delta timestamp before the clock snapshot")
-            clock += p.timestamp
-            t = clock
+            st["clock"] += p.timestamp
+            t = st["clock"]
         elif clock_id == BOOTTIME:
             t = p.timestamp
         else:
             fail(f"packet {order}: unexpected clock {clock_id}")
         e = p.track_event
-        if e.track_uuid not in tracks:
-            fail(f"packet {order}: undeclared track {e.track_uuid}")
+        track = e.track_uuid if e.HasField("track_uuid") else st["track"]
+        if track not in tracks:
+            fail(f"packet {order}: undeclared track {track}")
         kind = TYPES.get(e.type)
         if kind is None:
             fail(f"packet {order}: event type {e.type}")
@@ -155,7 +166,7 @@ def main():
             if kind_of_value not in ("uint_value", "string_value", "bool_value"):
                 fail(f"packet {order}: annotation {ann_names[a.name_iid]} holds {kind_of_value}")
             args[ann_names[a.name_iid]] = getattr(a, kind_of_value)
-        track_name = tracks[e.track_uuid][0]
+        track_name = tracks[track][0]
 
         def source_track(source):
             """The current name of the track of `source` (`source N` or
@@ -173,11 +184,11 @@ def main():
             if want_events:
                 instant_list.append([t, track_name, cat, name, args])
         elif kind == "C":
-            if not tracks[e.track_uuid][2]:
+            if not tracks[track][2]:
                 fail(f"counter value on a non-counter track {track_name}")
             counters.append([t, track_name, e.counter_value])
         else:
-            slice_events.append((t, order, e.track_uuid, kind, name, cat))
+            slice_events.append((t, order, track, kind, name, cat))
             # A schedule or interrupt is its slice's begin on its source's
             # track (`task N` / `irq N`): the name carries the first argument,
             # debug annotations the others.

@@ -385,11 +385,25 @@ mod mini {
 type SliceEdge = (u64, usize, u64, u64);
 
 fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
-    let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
+    let (mut slices, mut instants, mut tracks) = (Vec::new(), 0, Vec::new());
+    // Per packet sequence (field 10): its incremental clock and default track
+    // (TracePacketDefaults 59 → TrackEventDefaults 11 → track_uuid 11).
+    let mut seqs: std::collections::HashMap<u64, (u64, Option<u64>)> = Default::default();
     for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
         assert_eq!(field, 1);
         let fields = mini::fields(packet);
         let get = |f: u64| fields.iter().find(|x| x.0 == f);
+        let seq = get(10).expect("a sequence id").2;
+        if get(13).is_some_and(|flags| flags.2 & 1 == 1) {
+            let default_track = get(59).and_then(|d| {
+                let d = mini::fields(d.3);
+                let ted = d.iter().find(|x| x.0 == 11)?;
+                let ted = mini::fields(ted.3);
+                ted.iter().find(|x| x.0 == 11).map(|x| x.2)
+            });
+            seqs.insert(seq, (0, default_track));
+        }
+        let state = seqs.get_mut(&seq).expect("sequence state cleared first");
         if let Some(d) = get(60) {
             tracks.push(mini::fields(d.3).iter().find(|x| x.0 == 1).unwrap().2);
             continue;
@@ -402,13 +416,18 @@ fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
                 ts
             }
             None => {
-                clock += ts;
-                clock
+                state.0 += ts;
+                state.0
             }
         };
         let te = mini::fields(te.3);
         let ty = te.iter().find(|x| x.0 == 9).unwrap().2;
-        let track = te.iter().find(|x| x.0 == 11).unwrap().2;
+        let track = te
+            .iter()
+            .find(|x| x.0 == 11)
+            .map(|x| x.2)
+            .or(state.1)
+            .expect("a track or a default track");
         assert!(
             tracks.contains(&track),
             "track {track} used before it is declared"

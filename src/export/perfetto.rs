@@ -181,6 +181,7 @@ mod field {
     pub const TRACE_PACKET_DEFAULTS: u32 = 59;
     // TracePacketDefaults
     pub const DEFAULT_TIMESTAMP_CLOCK_ID: u32 = 58;
+    pub const TRACK_EVENT_DEFAULTS: u32 = 11;
     // ClockSnapshot / Clock
     pub const CLOCKS: u32 = 1;
     pub const CLOCK_ID: u32 = 1;
@@ -280,6 +281,34 @@ enum Value<'a> {
     Str(&'a str),
 }
 
+/// One packet sequence: its id, incremental clock, default track and
+/// interning tables (the trace processor keeps all of them per sequence).
+#[derive(Debug, Default)]
+struct Sequence {
+    /// `trusted_packet_sequence_id`.
+    id: u64,
+    /// Time of the incremental clock (the latest delta-encoded packet).
+    clock: u64,
+    /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.
+    track: Option<u64>,
+    /// Per catalog event id: interned iids of its name and category.
+    event_iids: HashMap<u16, (u64, u64)>,
+    /// Per catalog event id: interned iids of its two argument names (0: not yet).
+    arg_iids: HashMap<u16, [u64; 2]>,
+    names: Interner,
+    categories: Interner,
+    annotation_names: Interner,
+    /// Slice names interned so far (at most `max_interned`).
+    slice_names: usize,
+}
+
+/// Appends `track_uuid` unless it is the sequence's default track.
+fn put_track(e: &mut Vec<u8>, default: Option<u64>, track: u64) {
+    if default != Some(track) {
+        put_uint(e, field::TRACK_UUID, track);
+    }
+}
+
 /// Interned strings of one kind.
 #[derive(Debug, Default)]
 struct Interner {
@@ -294,15 +323,11 @@ pub struct PerfettoWriter<W: Write> {
     options: PerfettoOptions,
     /// Per catalog event: its name, category (class) name and argument names.
     events: Vec<(String, String, Vec<String>)>,
-    /// Per catalog event: interned iids of its name and category (0: not yet).
-    event_iids: Vec<(u64, u64)>,
-    /// Per catalog event: interned iids of its two argument names (0: not yet).
-    arg_iids: Vec<[u64; 2]>,
-    names: Interner,
-    categories: Interner,
-    annotation_names: Interner,
-    /// Slice names interned so far (at most `max_interned`).
-    slice_names: usize,
+    /// The state of the packet sequence being written (`seqs[cur]` holds a
+    /// placeholder meanwhile), and of the others.
+    st: Sequence,
+    seqs: Vec<Sequence>,
+    cur: usize,
     /// Combine runs being reassembled, the names learned from name runs,
     /// and the items reassembled but not yet written.
     runs: Assembler,
@@ -312,8 +337,8 @@ pub struct PerfettoWriter<W: Write> {
     slices: Slices,
     /// Its edges of the current event, reused.
     edges: Vec<Edge>,
-    /// Track of each followed source.
-    sources: BTreeMap<u32, u64>,
+    /// Track and packet sequence (index in `seqs`) of each followed source.
+    sources: BTreeMap<u32, (u64, usize)>,
     tasks: BTreeMap<u64, TaskTrack>,
     /// Track of each task/semaphore pair, by its [`Edge`] number.
     pairs: Vec<u64>,
@@ -322,8 +347,6 @@ pub struct PerfettoWriter<W: Write> {
     /// The `lost events` counter track, once made.
     loss_track: Option<u64>,
     next_uuid: u64,
-    /// Time of the incremental clock (the latest delta-encoded packet).
-    clock: u64,
     /// Latest event time seen (where open slices end at `finish`).
     end: u64,
     /// Encoding buffers, reused: the packet, its track event, its interned
@@ -420,17 +443,16 @@ impl<W: Write> PerfettoWriter<W> {
                 (e.name.clone(), class.to_string(), e.args.clone())
             })
             .collect();
-        let n = events.len();
         let mut w = PerfettoWriter {
             out: BufWriter::with_capacity(64 * 1024, out),
             options,
             events,
-            event_iids: vec![(0, 0); n],
-            arg_iids: vec![[0, 0]; n],
-            names: Interner::default(),
-            categories: Interner::default(),
-            annotation_names: Interner::default(),
-            slice_names: 0,
+            st: Sequence {
+                id: SEQUENCE_ID,
+                ..Sequence::default()
+            },
+            seqs: vec![Sequence::default()],
+            cur: 0,
             runs: Assembler::new(),
             run_names: RunNames::new(),
             ready: Vec::new(),
@@ -446,7 +468,6 @@ impl<W: Write> PerfettoWriter<W> {
             overflow_track: None,
             loss_track: None,
             next_uuid: 1,
-            clock: 0,
             end: 0,
             packet: Vec::with_capacity(256),
             event: Vec::with_capacity(256),
@@ -493,18 +514,36 @@ impl<W: Write> PerfettoWriter<W> {
     /// The first packet: clears the incremental state, sets the default clock
     /// and maps it to BOOTTIME and REALTIME.
     fn start(&mut self, origin_unix_ns: u64) -> Result<(), Error> {
+        self.sequence_start(SEQUENCE_ID, None, Some(origin_unix_ns))
+    }
+
+    /// The first packet of sequence `id`: clears its incremental state, makes
+    /// clock 64 the default clock of its packets (and `track` the default
+    /// track of its track events), and maps clock 64 to BOOTTIME 0 (and, on
+    /// the first sequence, REALTIME to the trace's origin).
+    fn sequence_start(
+        &mut self,
+        id: u64,
+        track: Option<u64>,
+        origin_unix_ns: Option<u64>,
+    ) -> Result<(), Error> {
         let p = &mut self.packet;
         p.clear();
-        put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, id);
         put_uint(
             p,
             field::SEQUENCE_FLAGS,
             SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE,
         );
+        let scratch2 = &mut self.scratch2;
         put_message(p, field::TRACE_PACKET_DEFAULTS, &mut self.scratch, |m| {
             put_uint(m, field::DEFAULT_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK);
+            if let Some(track) = track {
+                put_message(m, field::TRACK_EVENT_DEFAULTS, scratch2, |d| {
+                    put_uint(d, field::TRACK_UUID, track);
+                });
+            }
         });
-        let scratch2 = &mut self.scratch2;
         put_message(p, field::CLOCK_SNAPSHOT, &mut self.scratch, |m| {
             put_message(m, field::CLOCKS, scratch2, |c| {
                 put_uint(c, field::CLOCK_ID, INCREMENTAL_CLOCK);
@@ -515,10 +554,12 @@ impl<W: Write> PerfettoWriter<W> {
                 put_uint(c, field::CLOCK_ID, BOOTTIME_CLOCK);
                 put_uint(c, field::CLOCK_TIMESTAMP, 0);
             });
-            put_message(m, field::CLOCKS, scratch2, |c| {
-                put_uint(c, field::CLOCK_ID, REALTIME_CLOCK);
-                put_uint(c, field::CLOCK_TIMESTAMP, origin_unix_ns);
-            });
+            if let Some(origin) = origin_unix_ns {
+                put_message(m, field::CLOCKS, scratch2, |c| {
+                    put_uint(c, field::CLOCK_ID, REALTIME_CLOCK);
+                    put_uint(c, field::CLOCK_TIMESTAMP, origin);
+                });
+            }
         });
         self.flush_packet()
     }
@@ -546,9 +587,9 @@ impl<W: Write> PerfettoWriter<W> {
     fn emit(&mut self, t: u64) -> Result<(), Error> {
         let p = &mut self.packet;
         p.clear();
-        if t >= self.clock {
-            put_uint(p, field::TIMESTAMP, t - self.clock);
-            self.clock = t;
+        if t >= self.st.clock {
+            put_uint(p, field::TIMESTAMP, t - self.st.clock);
+            self.st.clock = t;
         } else {
             put_uint(p, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
             put_uint(p, field::TIMESTAMP, t);
@@ -560,7 +601,7 @@ impl<W: Write> PerfettoWriter<W> {
         // packet cleared it. `trusted_packet_sequence_id` stays: without it
         // interned data and the sequence's clock are refused
         // (proto_trace_reader.cc:691-695, 521-527; track_event_tokenizer.cc:430-433).
-        put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, self.st.id);
         if !self.interned.is_empty() {
             put_bytes(p, field::INTERNED_DATA, &self.interned);
             self.interned.clear();
@@ -619,20 +660,51 @@ impl<W: Write> PerfettoWriter<W> {
         self.flush_packet()
     }
 
-    /// The track of `source`, made on first use; `None` past `max_tracks`.
-    /// The track of `source`, made on first use; `None` past `max_tracks`.
+    /// The track of `source`, made on first use with a packet sequence of
+    /// its own; `None` past `max_tracks`. Makes the source's sequence (or,
+    /// for `None`, the shared sequence 1) the one written on.
     fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
         match self.slices.source(source) {
-            Source::Known => Ok(self.sources.get(&source).copied()),
-            Source::Untracked => Ok(None),
+            Source::Known => {
+                let (uuid, seq) = self.sources.get(&source).copied().unwrap_or((0, 0));
+                self.enter(seq);
+                Ok(Some(uuid))
+            }
+            Source::Untracked => {
+                self.enter(0);
+                Ok(None)
+            }
             Source::New => {
                 let uuid = self.next_uuid;
                 self.next_uuid += 1;
                 self.declare_source(source, uuid)?;
                 self.stats.sources += 1;
-                self.sources.insert(source, uuid);
+                let seq = self.seqs.len();
+                let id = SEQUENCE_ID + seq as u64;
+                self.seqs.push(Sequence {
+                    id,
+                    track: Some(uuid),
+                    ..Sequence::default()
+                });
+                self.sources.insert(source, (uuid, seq));
+                self.enter(seq);
+                self.sequence_start(id, Some(uuid), None)?;
                 Ok(Some(uuid))
             }
+        }
+    }
+
+    /// The sequence of `source` (the shared one if it has none).
+    fn sequence_of(&self, source: u32) -> usize {
+        self.sources.get(&source).map_or(0, |&(_, seq)| seq)
+    }
+
+    /// Makes `seq` the packet sequence written on.
+    fn enter(&mut self, seq: usize) {
+        if seq != self.cur {
+            std::mem::swap(&mut self.st, &mut self.seqs[self.cur]);
+            std::mem::swap(&mut self.st, &mut self.seqs[seq]);
+            self.cur = seq;
         }
     }
 
@@ -682,23 +754,23 @@ impl<W: Write> PerfettoWriter<W> {
     fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
         self.text.clear();
         let _ = self.text.write_fmt(name);
-        let before = self.names.ids.len();
-        let iid = self.names.get(
+        let before = self.st.names.ids.len();
+        let iid = self.st.names.get(
             &self.text,
-            self.slice_names < self.options.max_interned,
+            self.st.slice_names < self.options.max_interned,
             field::EVENT_NAMES,
             &mut self.interned,
             &mut self.scratch,
         );
-        if self.names.ids.len() > before {
-            self.slice_names += 1;
+        if self.st.names.ids.len() > before {
+            self.st.slice_names += 1;
         }
         iid
     }
 
     /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
     fn category(&mut self, name: &str) -> u64 {
-        self.categories
+        self.st.categories
             .get(
                 name,
                 true,
@@ -750,7 +822,7 @@ impl<W: Write> PerfettoWriter<W> {
         let e = &mut self.event;
         e.clear();
         put_uint(e, field::TYPE, SLICE_BEGIN);
-        put_uint(e, field::TRACK_UUID, track);
+        put_track(e, self.st.track, track);
         match iid {
             Some(iid) => put_uint(e, field::NAME_IID, iid),
             None => put_bytes(e, field::NAME, self.text.as_bytes()),
@@ -766,7 +838,7 @@ impl<W: Write> PerfettoWriter<W> {
         let e = &mut self.event;
         e.clear();
         put_uint(e, field::TYPE, SLICE_END);
-        put_uint(e, field::TRACK_UUID, track);
+        put_track(e, self.st.track, track);
         self.emit(t)
     }
 
@@ -777,7 +849,7 @@ impl<W: Write> PerfettoWriter<W> {
     fn edge(&mut self, edge: Edge, e: Option<&Event>) -> Result<bool, Error> {
         match edge {
             Edge::TaskEnd { source, task, t } => {
-                if let Some(&uuid) = self.sources.get(&source) {
+                if let Some(&(uuid, _)) = self.sources.get(&source) {
                     self.end_slice(t, uuid)?;
                 }
                 if let Some(tt) = self.tasks.get_mut(&task) {
@@ -791,7 +863,7 @@ impl<W: Write> PerfettoWriter<W> {
                 Ok(false)
             }
             Edge::TaskBegin { source, task, t } => {
-                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
                 match self.run_names.task(task).map(str::to_string) {
                     Some(n) => {
                         self.begin_for(t, uuid, "task", format_args!("task {task} {n}"), e)?
@@ -802,12 +874,12 @@ impl<W: Write> PerfettoWriter<W> {
                 Ok(true)
             }
             Edge::IrqBegin { source, irq, t } => {
-                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
                 self.begin_for(t, uuid, "interrupt", format_args!("irq {irq}"), e)?;
                 Ok(true)
             }
             Edge::IrqEnd { source, t, .. } => {
-                let uuid = self.sources.get(&source).copied().unwrap_or(0);
+                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
                 self.end_slice(t, uuid)?;
                 Ok(false)
             }
@@ -851,7 +923,7 @@ impl<W: Write> PerfettoWriter<W> {
                 let ev = &mut self.event;
                 ev.clear();
                 put_uint(ev, field::TYPE, SLICE_END);
-                put_uint(ev, field::TRACK_UUID, uuid);
+                put_track(ev, self.st.track, uuid);
                 let by = e.filter(|_| signalled);
                 if let Some(signal) = by {
                     self.source_annotation(SIGNAL_SOURCE, signal.source);
@@ -904,7 +976,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// Appends a debug annotation `name` = `value` to `self.event` (its name
     /// interned).
     fn annotate(&mut self, name: &str, value: Value<'_>) {
-        let iid = self
+        let iid = self.st
             .annotation_names
             .get(
                 name,
@@ -961,7 +1033,7 @@ impl<W: Write> PerfettoWriter<W> {
             self.run_names.learn(p);
             if p.state == PayloadState::Complete && self.names_of(kind, subject) != before {
                 if kind == combine::NAME_SOURCE {
-                    if let Some(&uuid) = self.sources.get(&(subject as u32)) {
+                    if let Some(&(uuid, _)) = self.sources.get(&(subject as u32)) {
                         self.declare_source(subject as u32, uuid)?;
                     }
                 } else if kind == combine::NAME_TASK {
@@ -982,7 +1054,7 @@ impl<W: Write> PerfettoWriter<W> {
             ),
             None => ("unknown".into(), "unknown".into(), UNNAMED[0].to_string()),
         };
-        let name_iid = self.names.get(
+        let name_iid = self.st.names.get(
             &name,
             true,
             field::EVENT_NAMES,
@@ -993,7 +1065,7 @@ impl<W: Write> PerfettoWriter<W> {
         let ev = &mut self.event;
         ev.clear();
         put_uint(ev, field::TYPE, INSTANT);
-        put_uint(ev, field::TRACK_UUID, track);
+        put_track(ev, self.st.track, track);
         put_uint(ev, field::NAME_IID, name_iid.unwrap_or(0));
         put_uint(ev, field::CATEGORY_IIDS, cat_iid);
         if let Some(a) = p.arg {
@@ -1065,10 +1137,11 @@ impl<W: Write> PerfettoWriter<W> {
             if slot < from || (slot >= declared && value == 0) {
                 continue;
             }
-            let mut iid = self.arg_iids[idx][slot];
+            let id = e.id.0;
+            let mut iid = self.st.arg_iids.get(&id).map_or(0, |a| a[slot]);
             if iid == 0 {
                 let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
-                iid = self
+                iid = self.st
                     .annotation_names
                     .get(
                         arg_name,
@@ -1078,7 +1151,7 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.scratch,
                     )
                     .unwrap_or(0);
-                self.arg_iids[idx][slot] = iid;
+                self.st.arg_iids.entry(id).or_default()[slot] = iid;
             }
             put_message(
                 &mut self.event,
@@ -1098,14 +1171,19 @@ impl<W: Write> PerfettoWriter<W> {
         let ev = &mut self.event;
         ev.clear();
         put_uint(ev, field::TYPE, INSTANT);
-        put_uint(ev, field::TRACK_UUID, track);
+        put_track(ev, self.st.track, track);
         if idx < self.events.len() {
-            let (mut name, mut cat) = self.event_iids[idx];
+            let (mut name, mut cat) = self
+                .st
+                .event_iids
+                .get(&e.id.0)
+                .copied()
+                .unwrap_or((0, 0));
             // (`name` may be replaced by a run-time name below.)
             if name == 0 {
                 let (n, c, _) = &self.events[idx];
                 // Catalog names are bounded by the catalog: always interned.
-                name = self
+                name = self.st
                     .names
                     .get(
                         n,
@@ -1115,7 +1193,7 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.scratch,
                     )
                     .unwrap_or(0);
-                cat = self
+                cat = self.st
                     .categories
                     .get(
                         c,
@@ -1125,13 +1203,13 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.scratch,
                     )
                     .unwrap_or(0);
-                self.event_iids[idx] = (name, cat);
+                self.st.event_iids.insert(e.id.0, (name, cat));
             }
             if !self.run_names.is_empty() {
                 // A name record gave this event a run-time name.
                 if let Some(n) = self.run_names.event(e.id) {
                     let n = n.to_string();
-                    name = self
+                    name = self.st
                         .names
                         .get(
                             &n,
@@ -1149,7 +1227,7 @@ impl<W: Write> PerfettoWriter<W> {
             self.put_args(e, 0);
         } else {
             self.stats.unknown += 1;
-            let name = self
+            let name = self.st
                 .names
                 .get(
                     "unknown",
@@ -1168,7 +1246,7 @@ impl<W: Write> PerfettoWriter<W> {
                 ("arg0", e.args[0]),
                 ("arg1", e.args[1]),
             ] {
-                let iid = self
+                let iid = self.st
                     .annotation_names
                     .get(
                         arg,
@@ -1205,7 +1283,7 @@ impl<W: Write> PerfettoWriter<W> {
         let e = &mut self.event;
         e.clear();
         put_uint(e, field::TYPE, COUNTER);
-        put_uint(e, field::TRACK_UUID, uuid);
+        put_track(e, self.st.track, uuid);
         put_int(
             e,
             field::COUNTER_VALUE,
@@ -1249,6 +1327,13 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         let mut edges = std::mem::take(&mut self.edges);
         self.slices.finish(self.end, &mut edges);
         for &edge in &edges {
+            let seq = match edge {
+                Edge::TaskEnd { source, .. } | Edge::IrqEnd { source, .. } => {
+                    self.sequence_of(source)
+                }
+                _ => 0,
+            };
+            self.enter(seq);
             self.edge(edge, None)?;
         }
         self.stats.unpaired += self.slices.unpaired();
