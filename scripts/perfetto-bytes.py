@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Where the bytes of a Perfetto trace written by `qtrace convert --to perfetto`
 go, and what each further lever would save (BENCHMARKS.md, "Perfetto bytes").
+The trace is written with one packet sequence per source, whose
+TrackEventDefaults name the source's track.
 Needs the PyPI `perfetto` package (its protobuf bindings).
 
     scripts/perfetto-bytes.py TRACE.pftrace EVENTS
@@ -10,13 +12,6 @@ EVENTS is the number of records converted (events + hoops), for bytes an event.
 Each lever is simulated on the written packets (re-encoded sizes, packet
 header included), alone and all together:
 
-- `sequence per source`: every packet on a source's track moves to a sequence
-  of that source, whose TrackEventDefaults name the track (its `track_uuid`
-  goes) and whose incremental clock counts from the same sequence's previous
-  packet; a packet on another track (task, task/semaphore, counter) goes on the
-  sequence of the latest source packet and keeps its `track_uuid`; a packet
-  earlier than its sequence's clock carries an absolute BOOTTIME time. The
-  extra first packet of each sequence (about 40 bytes) is left out.
 - `class in the name`: no `category_iids`; the event name is `class:name`
   (interned once, like now). Loses Perfetto's category column.
 - `arguments as counters`: every debug annotation of an instant becomes one
@@ -40,7 +35,7 @@ except ImportError:
     sys.exit(3)
 
 TYPES = {1: "slice begin", 2: "slice end", 3: "instant", 4: "counter"}
-LEVERS = ["sequence per source", "class in the name", "arguments as counters",
+LEVERS = ["class in the name", "arguments as counters",
           "no task tracks", "no semaphore sources"]
 
 
@@ -64,9 +59,7 @@ def main():
     events = int(sys.argv[2])
     kinds = {}
     tracks = {}  # uuid -> (name, parent)
-    clock = 0
-    last = {}
-    seq = None
+    default_track = {}  # sequence id -> its TrackEventDefaults.track_uuid
     total = 0
     alone = {lever: 0 for lever in LEVERS}
     together = 0
@@ -74,6 +67,9 @@ def main():
         body = len(p.SerializeToString())
         size = 1 + vlen(body) + body
         total += size
+        ted = p.trace_packet_defaults.track_event_defaults
+        if ted.HasField("track_uuid"):
+            default_track[p.trusted_packet_sequence_id] = ted.track_uuid
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
             tracks[d.uuid] = (d.name, d.parent_uuid if d.HasField("parent_uuid") else None)
@@ -95,28 +91,13 @@ def main():
         kinds.setdefault(kind, [0, 0])
         kinds[kind][0] += 1
         kinds[kind][1] += size
-        if absolute:
-            ts = p.timestamp
-        else:
-            clock += p.timestamp
-            ts = clock
-        track_name, parent = tracks[e.track_uuid]
+        track = e.track_uuid if e.HasField("track_uuid") else default_track[p.trusted_packet_sequence_id]
+        track_name, parent = tracks[track]
         te = len(e.SerializeToString())
 
         # Savings inside the track event (te) and in the packet (pk), per lever.
         saved_te = {lever: 0 for lever in LEVERS}
         saved_pk = {lever: 0 for lever in LEVERS}
-        is_source = parent is None and (track_name.startswith("source ") or track_name == "tracer")
-        if is_source:
-            seq = e.track_uuid
-            saved_te["sequence per source"] += 1 + vlen(e.track_uuid)
-        if not absolute:
-            prev = last.get(seq, 0)
-            if ts >= prev:
-                saved_pk["sequence per source"] += vlen(p.timestamp) - vlen(ts - prev)
-                last[seq] = ts
-            else:
-                saved_pk["sequence per source"] += vlen(p.timestamp) - (3 + vlen(ts))
         for c in e.category_iids:
             saved_te["class in the name"] += 1 + vlen(c)
         if e.type == 3:

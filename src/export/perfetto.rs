@@ -3,37 +3,46 @@
 //!
 //! # What is written
 //!
-//! A `perfetto.protos.Trace`: a sequence of `TracePacket`s, all on one packet
-//! sequence (`trusted_packet_sequence_id` 1).
+//! A `perfetto.protos.Trace`: a sequence of `TracePacket`s on one packet
+//! sequence per source (`trusted_packet_sequence_id` 2, 3, … in order of
+//! the sources' first events) and a shared sequence 1 (track descriptors,
+//! the first packet, events of sources past [`PerfettoOptions::max_tracks`],
+//! slice ends written at the end of the trace).
 //!
-//! - **Sequence.** Every packet names sequence 1 (Perfetto's trace processor
-//!   refuses interned data, packet defaults and sequence-scoped clocks on a
-//!   packet without `trusted_packet_sequence_id`). Only the first packet sets
-//!   `sequence_flags` (`SEQ_INCREMENTAL_STATE_CLEARED |
-//!   SEQ_NEEDS_INCREMENTAL_STATE`). The proto's comment on
-//!   `trace_packet_defaults` asks every later packet for
+//! - **Sequences.** Every packet names its sequence (Perfetto's trace
+//!   processor refuses interned data, packet defaults and sequence-scoped
+//!   clocks on a packet without `trusted_packet_sequence_id`). A source's
+//!   events, and the slice edges they cause on task and task/semaphore
+//!   tracks, go on the source's sequence, whose `TrackEventDefaults` name the
+//!   source's track: its events omit `track_uuid` (the trace processor takes
+//!   the default, `track_event_tokenizer.cc` lines 547-550 at `ec5d16b1`).
+//!   Only a sequence's first packet sets `sequence_flags`
+//!   (`SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE`). The
+//!   proto's comment on `trace_packet_defaults` asks every later packet for
 //!   `SEQ_NEEDS_INCREMENTAL_STATE` too, but the trace processor only uses that flag
 //!   to *skip* a packet while the sequence's incremental state is invalid
 //!   (from the start of a sequence until a packet clears it, or after a
-//!   packet loss its writer reports); in a file written in one go, whose first
-//!   packet clears the state, it never is, so the flag would change nothing
-//!   and cost 2 bytes a packet. (Perfetto at `ec5d16b1`:
-//!   `src/trace_processor/importers/proto/proto_trace_reader.cc` lines
-//!   340-347 and 397-425, `packet_sequence_state_builder.h` lines 54-74.)
-//! - **Time.** The first packet clears the sequence's incremental state, makes
+//!   packet loss its writer reports); in a file written in one go, whose
+//!   sequences start with a packet that clears the state, it never is, so
+//!   the flag would change nothing and cost 2 bytes a packet. (Perfetto at
+//!   `ec5d16b1`: `src/trace_processor/importers/proto/proto_trace_reader.cc`
+//!   lines 340-347 and 397-425, `packet_sequence_state_builder.h` lines 54-74.)
+//! - **Time.** A sequence's first packet clears its incremental state, makes
 //!   clock 64 (a sequence-scoped, *incremental* clock in nanoseconds) the
-//!   default of every later packet, and maps it with a `ClockSnapshot` to
-//!   `BOOTTIME` 0 and to `REALTIME` = the trace's clock origin (Unix ns). Each
-//!   later packet's `timestamp` is then the delta from the previous one, a
-//!   one- or two-byte varint for a busy trace. A packet earlier than the
-//!   previous one (an interrupt slice's end, a semaphore slice's begin, input
-//!   that goes back in time) names `BOOTTIME` (clock 6) itself and carries an
-//!   absolute time instead; the trace processor sorts packets by time.
-//! - **Interning.** Event names, categories (class names) and argument names
-//!   are written once, in the `interned_data` of the packet that first uses
-//!   them, and referred to by number after that. So are the names of slices
-//!   (`task 3`, `irq 9`, `sem 1`), up to [`PerfettoOptions::max_interned`]
-//!   names; past that, names are written in full.
+//!   default of its later packets, and maps it with a `ClockSnapshot` to
+//!   `BOOTTIME` 0 (sequence 1's also maps `REALTIME` to the trace's clock
+//!   origin, Unix ns). Each later packet's `timestamp` is then the delta from
+//!   the same sequence's previous one, a one- or two-byte varint for a busy
+//!   trace. A packet earlier than that (an interrupt slice's end, a
+//!   semaphore slice's begin, input that goes back in time) names `BOOTTIME`
+//!   (clock 6) itself and carries an absolute time instead; the trace
+//!   processor sorts packets by time.
+//! - **Interning.** Per sequence, event names, categories (class names) and
+//!   argument names are written once, in the `interned_data` of the packet
+//!   that first uses them, and referred to by number after that. So are the
+//!   names of slices (`task 3`, `irq 9`, `sem 1`), up to
+//!   [`PerfettoOptions::max_interned`] names a sequence; past that, names are
+//!   written in full.
 //! - **Tracks.** One track per source (`source N`, or `tracer` for the
 //!   tracer's own source `u32::MAX`); one per task that an event names
 //!   (`task N`, from the system and semaphore classes); under a task's track
@@ -107,9 +116,11 @@
 //!
 //! # Memory
 //!
-//! Per source: its track, open task and pending interrupt; per task: its track
+//! Per source: its track, open task, pending interrupt and sequence (clock
+//! and interning tables, each bounded by the catalog's events and
+//! [`PerfettoOptions::max_interned`]); per task: its track
 //! and the source it runs on; per task/semaphore pair: its track and open
-//! waits; the interning tables; the names learned (at most
+//! waits; the names learned (at most
 //! [`crate::combine::Names::MAX`] of each kind) and the combine runs being
 //! reassembled (at most [`crate::combine::Assembler::MAX_PENDING`]). Each is
 //! bounded by
@@ -157,7 +168,8 @@ use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadS
 use crate::error::Error;
 use crate::{Event, EventId};
 
-/// The packet sequence every packet is written on.
+/// The shared packet sequence (the first packet, track descriptors, events
+/// of sources without a track); the sources' own sequences follow it: 2, 3, …
 pub const SEQUENCE_ID: u64 = 1;
 /// The sequence-scoped incremental clock (nanoseconds) of packet timestamps.
 pub const INCREMENTAL_CLOCK: u64 = 64;
@@ -247,8 +259,8 @@ pub struct PerfettoOptions {
     pub max_tracks: usize,
     /// Most open (unsignalled) waits per task/semaphore pair. Default 1024.
     pub max_open_waits: usize,
-    /// Most slice names (`task N`, `irq N`, …) interned; later ones are
-    /// written in full. Default 65 536.
+    /// Most slice names (`task N`, `irq N`, …) interned per packet sequence
+    /// (one a source); later ones are written in full. Default 65 536.
     pub max_interned: usize,
 }
 
@@ -770,7 +782,8 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
     fn category(&mut self, name: &str) -> u64 {
-        self.st.categories
+        self.st
+            .categories
             .get(
                 name,
                 true,
@@ -976,7 +989,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// Appends a debug annotation `name` = `value` to `self.event` (its name
     /// interned).
     fn annotate(&mut self, name: &str, value: Value<'_>) {
-        let iid = self.st
+        let iid = self
+            .st
             .annotation_names
             .get(
                 name,
@@ -1141,7 +1155,8 @@ impl<W: Write> PerfettoWriter<W> {
             let mut iid = self.st.arg_iids.get(&id).map_or(0, |a| a[slot]);
             if iid == 0 {
                 let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
-                iid = self.st
+                iid = self
+                    .st
                     .annotation_names
                     .get(
                         arg_name,
@@ -1173,17 +1188,13 @@ impl<W: Write> PerfettoWriter<W> {
         put_uint(ev, field::TYPE, INSTANT);
         put_track(ev, self.st.track, track);
         if idx < self.events.len() {
-            let (mut name, mut cat) = self
-                .st
-                .event_iids
-                .get(&e.id.0)
-                .copied()
-                .unwrap_or((0, 0));
+            let (mut name, mut cat) = self.st.event_iids.get(&e.id.0).copied().unwrap_or((0, 0));
             // (`name` may be replaced by a run-time name below.)
             if name == 0 {
                 let (n, c, _) = &self.events[idx];
                 // Catalog names are bounded by the catalog: always interned.
-                name = self.st
+                name = self
+                    .st
                     .names
                     .get(
                         n,
@@ -1193,7 +1204,8 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.scratch,
                     )
                     .unwrap_or(0);
-                cat = self.st
+                cat = self
+                    .st
                     .categories
                     .get(
                         c,
@@ -1209,7 +1221,8 @@ impl<W: Write> PerfettoWriter<W> {
                 // A name record gave this event a run-time name.
                 if let Some(n) = self.run_names.event(e.id) {
                     let n = n.to_string();
-                    name = self.st
+                    name = self
+                        .st
                         .names
                         .get(
                             &n,
@@ -1227,7 +1240,8 @@ impl<W: Write> PerfettoWriter<W> {
             self.put_args(e, 0);
         } else {
             self.stats.unknown += 1;
-            let name = self.st
+            let name = self
+                .st
                 .names
                 .get(
                     "unknown",
@@ -1246,7 +1260,8 @@ impl<W: Write> PerfettoWriter<W> {
                 ("arg0", e.args[0]),
                 ("arg1", e.args[1]),
             ] {
-                let iid = self.st
+                let iid = self
+                    .st
                     .annotation_names
                     .get(
                         arg,
