@@ -4,6 +4,9 @@ Perfetto's own schema (the PyPI `perfetto` package's protobuf bindings; its
 trace processor needs a download and is not used) and checks it:
 
 - every packet parses as perfetto.protos.TracePacket;
+- a `compressed_packets` packet (the default output) holds nothing else;
+  its zlib stream is inflated and its packets are checked in its place, the
+  sequences' state carrying on across chunks;
 - timestamps: the incremental clock 64 (deltas) and absolute BOOTTIME packets;
 - interned names, categories and argument names resolve;
 - every track descriptor sets SIBLING_MERGE_BEHAVIOR_NONE, and a track
@@ -36,6 +39,7 @@ exact expectations; exits 1 with a message on stderr when a check fails, and
 import json
 import re
 import sys
+import zlib
 
 try:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -47,6 +51,22 @@ INCREMENTAL_CLOCK = 64
 BOOTTIME = 6
 TYPES = {1: "B", 2: "E", 3: "i", 4: "C"}
 
+
+
+def inner_packets(trace):
+    """The trace's packets, those of each `compressed_packets` chunk (a zlib
+    stream of `Trace.packet` entries, as Perfetto's service writes it) in its
+    place. A chunk packet must hold nothing else."""
+    for p in trace.packet:
+        if not p.HasField("compressed_packets"):
+            yield p
+            continue
+        chunk = pb.Trace()
+        chunk.ParseFromString(zlib.decompress(p.compressed_packets))
+        p.ClearField("compressed_packets")
+        if p.ListFields():
+            fail(f"a compressed_packets packet also holds {[f.name for f, _ in p.ListFields()]}")
+        yield from chunk.packet
 
 def fail(msg):
     print(f"check-perfetto: FAILED: {msg}", file=sys.stderr)
@@ -75,7 +95,7 @@ def main():
     counters = []
     renamed = []
     order = 0
-    for p in trace.packet:
+    for p in inner_packets(trace):
         order += 1
         # Interning, the incremental clock, default clock and default track
         # are per packet sequence (one per source, and sequence 1 for the

@@ -8,6 +8,8 @@ Needs the PyPI `perfetto` package (its protobuf bindings).
     scripts/perfetto-bytes.py TRACE.pftrace EVENTS
 
 EVENTS is the number of records converted (events + hoops), for bytes an event.
+Packets inside `compressed_packets` chunks are inflated and measured as
+they would be written uncompressed (`PerfettoWriter::with_compression(false)`).
 
 Each lever is simulated on the written packets (re-encoded sizes, packet
 header included), alone and all together:
@@ -27,6 +29,7 @@ header included), alone and all together:
 """
 
 import sys
+import zlib
 
 try:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -38,6 +41,22 @@ TYPES = {1: "slice begin", 2: "slice end", 3: "instant", 4: "counter"}
 LEVERS = ["class in the name", "arguments as counters",
           "no task tracks", "no semaphore sources"]
 
+
+
+def inner_packets(trace):
+    """The trace's packets, those of each `compressed_packets` chunk (a zlib
+    stream of `Trace.packet` entries, as Perfetto's service writes it) in its
+    place. A chunk packet must hold nothing else."""
+    for p in trace.packet:
+        if not p.HasField("compressed_packets"):
+            yield p
+            continue
+        chunk = pb.Trace()
+        chunk.ParseFromString(zlib.decompress(p.compressed_packets))
+        p.ClearField("compressed_packets")
+        if p.ListFields():
+            raise SystemExit(f"a compressed_packets packet also holds {[f.name for f, _ in p.ListFields()]}")
+        yield from chunk.packet
 
 def vlen(v):
     n = 1
@@ -63,7 +82,7 @@ def main():
     total = 0
     alone = {lever: 0 for lever in LEVERS}
     together = 0
-    for p in trace.packet:
+    for p in inner_packets(trace):
         body = len(p.SerializeToString())
         size = 1 + vlen(body) + body
         total += size

@@ -377,6 +377,34 @@ mod mini {
         }
         out
     }
+
+    /// The trace's packets in order, each `compressed_packets` chunk (field
+    /// 50, a zlib stream of `Trace.packet` entries) inflated in its place; a
+    /// chunk packet holds nothing else. Also the number of chunks.
+    pub fn packets(trace: &[u8]) -> (Vec<Vec<u8>>, usize) {
+        let (mut out, mut chunks) = (Vec::new(), 0);
+        for (field, wt, _, packet) in fields(trace) {
+            assert_eq!((field, wt), (1, 2), "Trace.packet");
+            let inner = fields(packet);
+            match inner.iter().find(|f| f.0 == 50) {
+                None => out.push(packet.to_vec()),
+                Some(z) => {
+                    assert_eq!(inner.len(), 1, "a chunk packet holds nothing else");
+                    let mut plain = Vec::new();
+                    std::io::Read::read_to_end(
+                        &mut flate2::read::ZlibDecoder::new(z.3),
+                        &mut plain,
+                    )
+                    .expect("a zlib stream");
+                    let (more, nested) = packets(&plain);
+                    assert_eq!(nested, 0, "no chunk inside a chunk");
+                    out.extend(more);
+                    chunks += 1;
+                }
+            }
+        }
+        (out, chunks)
+    }
 }
 
 /// (time, file order, track, type) of the slice begins and ends, the number
@@ -389,8 +417,7 @@ fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
     // Per packet sequence (field 10): its incremental clock and default track
     // (TracePacketDefaults 59 → TrackEventDefaults 11 → track_uuid 11).
     let mut seqs: std::collections::HashMap<u64, (u64, Option<u64>)> = Default::default();
-    for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
-        assert_eq!(field, 1);
+    for (order, packet) in mini::packets(trace).0.iter().enumerate() {
         let fields = mini::fields(packet);
         let get = |f: u64| fields.iter().find(|x| x.0 == f);
         let seq = get(10).expect("a sequence id").2;
@@ -615,6 +642,68 @@ fn combine_runs_and_run_time_names() {
     );
     // The task slice carries the task's name too.
     assert_eq!(got["slices"], json!({"task": 2}));
-    let bytes = std::fs::read(&path).unwrap();
+    let bytes = mini::packets(&std::fs::read(&path).unwrap()).0.concat();
     assert!(bytes.windows(11).any(|w| w == b"task 3 idle"));
+}
+
+/// Compressed (the default) and uncompressed outputs hold the identical
+/// packets: a trace of several chunks, cut where the writer cuts them (once
+/// a chunk's packets reach `CHUNK_BYTES`), each a `compressed_packets`
+/// packet, decoding (sequence state carried across chunks) to the same
+/// events as the uncompressed file.
+#[test]
+fn compressed_and_uncompressed_hold_the_same_packets() {
+    use qtrace::export::perfetto::CHUNK_BYTES;
+    let events: Vec<Event> = (0..30_000u64)
+        .map(|i| {
+            let source = (i % 3) as u32;
+            match i % 5 {
+                0 => Event::new(i * 100, system::SCHEDULE, source, [i % 7, 0]),
+                1 => Event::new(i * 100, lowlevel::INTERRUPT, source, [i % 4, 0]),
+                _ => Event::new(i * 100, user::USER1, source, [i, i * 3]),
+            }
+        })
+        .collect();
+    let write = |compress: bool| {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 7, file.reopen().unwrap())
+            .unwrap()
+            .with_compression(compress);
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        assert_eq!(stats.events, 30_000);
+        let bytes = std::fs::read(file.path()).unwrap();
+        (bytes, file.into_temp_path())
+    };
+    let (zipped, zipped_path) = write(true);
+    let (plain, plain_path) = write(false);
+    let (plain_packets, none) = mini::packets(&plain);
+    assert_eq!(none, 0, "uncompressed output has no chunk");
+    let (zipped_packets, chunks) = mini::packets(&zipped);
+    assert_eq!(zipped_packets, plain_packets);
+    // Where the writer cuts: a chunk is written once its packets (each with
+    // its key and length) reach CHUNK_BYTES, and the rest at the end.
+    let (mut expected, mut fill) = (0, 0);
+    for p in &plain_packets {
+        let mut len = p.len();
+        fill += 2;
+        while len >= 0x80 {
+            fill += 1;
+            len >>= 7;
+        }
+        fill += p.len();
+        if fill >= CHUNK_BYTES {
+            (expected, fill) = (expected + 1, 0);
+        }
+    }
+    expected += usize::from(fill > 0);
+    assert!(expected >= 3, "the trace spans several chunks");
+    assert_eq!(chunks, expected);
+    assert_eq!(decode_slices(&zipped), decode_slices(&plain));
+    // Perfetto's own schema (and Python's zlib) reads the same events.
+    let (Some(a), Some(b)) = (decode(&zipped_path, true), decode(&plain_path, true)) else {
+        return;
+    };
+    assert_eq!(a, b);
+    // Every record once: an instant or a slice begin.
+    assert_eq!(a["events"].as_array().unwrap().len(), 30_000);
 }

@@ -110,6 +110,22 @@
 //!
 //!   Slice times never go back on a track (a time earlier than the track's
 //!   previous one is raised to it), so slices nest on every track.
+//! - **Compression.** By default the packets are gathered into chunks of
+//!   about [`CHUNK_BYTES`] (128 KiB) and each chunk is written as one packet
+//!   whose `compressed_packets` (field 50) is the zlib stream (level 6) of
+//!   the chunk's packets, each with its `Trace.packet` key and length, as
+//!   Perfetto's tracing service writes a trace with `compression_type:
+//!   COMPRESSION_TYPE_DEFLATE` (`src/tracing/service/zlib_compressor.cc`:
+//!   `deflateInit(&stream_, 6)`, a zlib header; a `Trace.packet` preamble per
+//!   packet; one `compressed_packets` packet per batch). The trace processor
+//!   inflates it and reads the packets inside as if they were in the file
+//!   (`src/trace_processor/importers/proto/proto_trace_tokenizer.cc`,
+//!   `has_compressed_packets`); a sequence's state (clock, interning,
+//!   default track) carries on from one chunk to the next. It makes the file
+//!   several times smaller (BENCHMARKS.md, "Perfetto: compressed packets").
+//!   A tool that cannot inflate reads the output of
+//!   [`PerfettoWriter::with_compression`]`(false)`: the same packets, not
+//!   compressed.
 //! - **Losses.** A hoops record is an instant `hoops` (category `tracer`,
 //!   arguments `lost` and `queue`) on the tracer's track, and a step of the
 //!   `lost events` counter track, which counts the events lost so far.
@@ -151,13 +167,19 @@
 //! let mut trace = Vec::new();
 //! let stats = export::convert(PerfettoWriter::new(&catalog, 0, &mut trace)?, events)?;
 //! assert_eq!((stats.events, stats.slices), (2, 4)); // task 3 and 4, on the CPU and task tracks
-//! assert_eq!(trace[0], 0x0a); // Trace.packet (field 1, length-delimited), then the packet
+//! // One Trace.packet (field 1, length-delimited) holding compressed_packets
+//! // (field 50: key 0x92 0x03), the zlib stream of every packet.
+//! assert_eq!(trace[0], 0x0a);
+//! assert!(trace.windows(2).any(|w| w == [0x92, 0x03]));
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
+
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
 
 use super::args::UNNAMED;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
@@ -191,6 +213,7 @@ mod field {
     pub const CLOCK_SNAPSHOT: u32 = 6;
     pub const INTERNED_DATA: u32 = 12;
     pub const TRACE_PACKET_DEFAULTS: u32 = 59;
+    pub const COMPRESSED_PACKETS: u32 = 50;
     // TracePacketDefaults
     pub const DEFAULT_TIMESTAMP_CLOCK_ID: u32 = 58;
     pub const TRACK_EVENT_DEFAULTS: u32 = 11;
@@ -226,6 +249,11 @@ mod field {
     pub const BOOL_VALUE: u32 = 2;
     pub const STRING_VALUE: u32 = 6;
 }
+
+/// Uncompressed bytes of packets gathered before they are written: as one
+/// `compressed_packets` packet (see the module documentation), or as they
+/// are when compression is off.
+pub const CHUNK_BYTES: usize = 128 * 1024;
 
 /// `TrackEvent.Type`.
 const SLICE_BEGIN: u64 = 1;
@@ -333,6 +361,12 @@ struct Interner {
 pub struct PerfettoWriter<W: Write> {
     out: BufWriter<W>,
     options: PerfettoOptions,
+    /// Whether chunks are written as `compressed_packets`.
+    compress: bool,
+    /// Packets (each with its `Trace.packet` key and length) not yet written,
+    /// at most about [`CHUNK_BYTES`]; and the compressed chunk, reused.
+    chunk: Vec<u8>,
+    zipped: Vec<u8>,
     /// Per catalog event: its name, category (class) name and argument names.
     events: Vec<(String, String, Vec<String>)>,
     /// The state of the packet sequence being written (`seqs[cur]` holds a
@@ -458,6 +492,9 @@ impl<W: Write> PerfettoWriter<W> {
         let mut w = PerfettoWriter {
             out: BufWriter::with_capacity(64 * 1024, out),
             options,
+            compress: true,
+            chunk: Vec::with_capacity(CHUNK_BYTES + 4 * 1024),
+            zipped: Vec::new(),
             events,
             st: Sequence {
                 id: SEQUENCE_ID,
@@ -512,7 +549,9 @@ impl<W: Write> PerfettoWriter<W> {
     /// let names = Names::gather(events.iter().copied());
     /// assert_eq!(names.task(3), Some("idle"));
     /// let mut trace = Vec::new();
-    /// let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut trace)?.with_names(names);
+    /// let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut trace)?
+    ///     .with_names(names)
+    ///     .with_compression(false);
     /// export::convert(w, events)?;
     /// // The task's track and its slice on the CPU's track say `task 3 idle`.
     /// assert!(trace.windows(11).any(|w| w == b"task 3 idle"));
@@ -520,6 +559,31 @@ impl<W: Write> PerfettoWriter<W> {
     /// ```
     pub fn with_names(mut self, names: RunNames) -> Self {
         self.run_names = names;
+        self
+    }
+
+    /// Whether the packets are written compressed (`true`, the default: see
+    /// "Compression" in the [module documentation](self)) or as they are
+    /// (`false`: for a tool that reads Perfetto's protobuf but cannot inflate
+    /// `compressed_packets`; the file is several times larger). Either way
+    /// the packets are the same, and they reach `out` in chunks of about
+    /// [`CHUNK_BYTES`].
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::{self, perfetto::PerfettoWriter};
+    /// use qtrace::Event;
+    ///
+    /// let events = [Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// let mut plain = Vec::new();
+    /// let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut plain)?.with_compression(false);
+    /// export::convert(w, events)?;
+    /// // Readable as it is: the slice's name is in the file.
+    /// assert!(plain.windows(6).any(|w| w == b"task 3"));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    pub fn with_compression(mut self, compress: bool) -> Self {
+        self.compress = compress;
         self
     }
 
@@ -576,22 +640,41 @@ impl<W: Write> PerfettoWriter<W> {
         self.flush_packet()
     }
 
-    /// Writes `self.packet` as one `Trace.packet`.
+    /// Adds `self.packet` as one `Trace.packet` to the chunk, writing the
+    /// chunk once it holds [`CHUNK_BYTES`].
     fn flush_packet(&mut self) -> Result<(), Error> {
-        let mut head = [0u8; 11];
-        let mut n = 0;
-        head[n] = (field::TRACE_PACKET << 3 | 2) as u8;
-        n += 1;
-        let mut len = self.packet.len() as u64;
-        while len >= 0x80 {
-            head[n] = (len as u8) | 0x80;
-            len >>= 7;
-            n += 1;
+        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
+        if self.chunk.len() >= CHUNK_BYTES {
+            self.flush_chunk()?;
         }
-        head[n] = len as u8;
-        n += 1;
-        self.out.write_all(&head[..n]).map_err(io_err)?;
-        self.out.write_all(&self.packet).map_err(io_err)
+        Ok(())
+    }
+
+    /// Writes the chunk: its packets as they are, or (compressing) one
+    /// packet whose `compressed_packets` is the zlib stream of them.
+    fn flush_chunk(&mut self) -> Result<(), Error> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        if !self.compress {
+            self.out.write_all(&self.chunk).map_err(io_err)?;
+            self.chunk.clear();
+            return Ok(());
+        }
+        // Level 6, zlib's default and what Perfetto's service uses.
+        let mut z = ZlibEncoder::new(std::mem::take(&mut self.zipped), Compression::default());
+        z.write_all(&self.chunk).map_err(io_err)?;
+        let zipped = z.finish().map_err(io_err)?;
+        self.chunk.clear();
+        self.packet.clear();
+        put_bytes(&mut self.packet, field::COMPRESSED_PACKETS, &zipped);
+        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
+        self.out.write_all(&self.chunk).map_err(io_err)?;
+        self.chunk.clear();
+        self.packet.clear();
+        self.zipped = zipped;
+        self.zipped.clear();
+        Ok(())
     }
 
     /// Writes a packet holding the track event in `self.event` (and the
@@ -1352,6 +1435,7 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.edge(edge, None)?;
         }
         self.stats.unpaired += self.slices.unpaired();
+        self.flush_chunk()?;
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)
     }
