@@ -6,6 +6,7 @@
 //! cargo run --release --example convert_memory -- ctf 1000000 /tmp/qtrace-ctf
 //! cargo run --release --example convert_memory -- chrome 1000000 /tmp/qtrace.json
 //! cargo run --release --example convert_memory -- perfetto 1000000 /tmp/qtrace.pftrace
+//! cargo run --release --example convert_memory -- perfetto-plain 1000000 /tmp/plain.pftrace
 //! ```
 //!
 //! `qtr` instead of a format writes the same workload as a qtrace trace file,
@@ -66,7 +67,7 @@ fn out_bytes(path: &std::path::Path) -> u64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {
-        eprintln!("usage: convert_memory ctf|chrome|perfetto|qtr EVENTS OUT");
+        eprintln!("usage: convert_memory ctf|chrome|perfetto|perfetto-plain|qtr EVENTS OUT");
         std::process::exit(2);
     }
     let n: u64 = args[2].parse()?;
@@ -81,6 +82,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?,
         "perfetto" => export::convert(
             PerfettoWriter::new(&catalog, 0, File::create(out)?)?,
+            workload(n),
+        )?,
+        // The same packets, not compressed.
+        "perfetto-plain" => export::convert(
+            PerfettoWriter::new(&catalog, 0, File::create(out)?)?.with_compression(false),
             workload(n),
         )?,
         "qtr" => {
@@ -98,7 +104,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             stats
         }
         other => {
-            return Err(format!("unknown format {other}: use ctf, chrome, perfetto or qtr").into())
+            return Err(format!(
+                "unknown format {other}: use ctf, chrome, perfetto, perfetto-plain or qtr"
+            )
+            .into())
         }
     };
     let bytes = out_bytes(out);

@@ -6,6 +6,7 @@
 //! (CI: `scripts/test.sh` installs the package).
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
+use qtrace::combine;
 use qtrace::export::perfetto::{PerfettoOptions, PerfettoWriter};
 use qtrace::export::{self, ConvertStats};
 use qtrace::{Event, EventId};
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 
 #[path = "common/perfetto_decode.rs"]
 mod perfetto_decode;
-use perfetto_decode::{decode, decode_slices};
+use perfetto_decode::{decode, decode_slices, mini};
 
 fn convert(events: &[Event], options: PerfettoOptions) -> (ConvertStats, tempfile::TempPath) {
     let file = tempfile::NamedTempFile::new().unwrap();
@@ -61,14 +62,17 @@ fn every_event_name_track_and_nesting_decodes() {
     assert_eq!(
         got["instants"],
         json!({
-            "system:activate": 1, "user:user0": 1, "semaphore:wait": 1,
-            "semaphore:signal": 1, "tracer:hoops": 2, "unknown:unknown": 1,
+            "system:activate": 1, "user:user0": 1,
+            "tracer:hoops": 2, "unknown:unknown": 1,
         })
     );
-    // Drawn as their slice's begin on the source's track, not as instants too.
+    // Drawn as their slice's begin on the source's track (schedule,
+    // interrupt), or as the begin and end of `sem 2` on `task 4 sem 2`
+    // (wait, signal), not as instants too.
     assert_eq!(
         got["drawn"],
-        json!({"system:schedule": 3, "lowlevel:interrupt": 1})
+        json!({"system:schedule": 3, "lowlevel:interrupt": 1,
+               "semaphore:wait": 1, "semaphore:signal": 1})
     );
     assert_eq!(got["event_total"], small_trace().len());
     assert_eq!(
@@ -186,8 +190,13 @@ fn limits_keep_instants_and_count_what_loses_its_slice() {
     };
     // The schedule of the untracked source 1 is an instant on `other
     // sources`; the two of source 0 are their `task N` begins.
-    assert_eq!(got["instant_total"], 3);
-    assert_eq!(got["drawn"], json!({"system:schedule": 2}));
+    // The wait of task 1 is its `sem 1` begin; task 2's has no pair track.
+    assert_eq!(got["instant_total"], 2);
+    assert_eq!(
+        got["drawn"],
+        json!({"system:schedule": 2, "semaphore:wait": 1})
+    );
+    assert_eq!(got["instants"]["semaphore:wait"], 1);
     assert_eq!(got["instants"]["system:schedule"], 1);
     assert_eq!(
         got["tracks"],
@@ -230,12 +239,29 @@ proptest::proptest! {
         let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out).unwrap();
         let stats = export::convert(w, events.iter().copied()).unwrap();
         let (mut slices, instants, _) = decode_slices(&out);
-        // Every source here has a track: each schedule and interrupt is its
-        // slice's begin, every other record one instant.
-        let drawn = events
-            .iter()
-            .filter(|e| e.id == system::SCHEDULE || e.id == lowlevel::INTERRUPT)
-            .count();
+        // Every source, task and pair here has a track: each schedule and
+        // interrupt is its slice's begin, each blocking wait its `sem S`
+        // begin, each signal with an open wait (last in, first out; a waitnb
+        // too) that slice's end; every other record one instant.
+        let mut open: std::collections::HashMap<[u64; 2], u32> = Default::default();
+        let mut drawn = 0;
+        for e in &events {
+            match e.id {
+                system::SCHEDULE | lowlevel::INTERRUPT => drawn += 1,
+                semaphore::WAIT | semaphore::WAITNB => {
+                    *open.entry(e.args).or_default() += 1;
+                    drawn += usize::from(e.id == semaphore::WAIT);
+                }
+                semaphore::SIGNAL => {
+                    let n = open.entry(e.args).or_default();
+                    if *n > 0 {
+                        *n -= 1;
+                        drawn += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
         proptest::prop_assert_eq!(instants, events.len() - drawn);
         proptest::prop_assert_eq!(stats.events + stats.hoops, events.len() as u64);
         slices.sort_by_key(|s| (s.0, s.1));
@@ -276,6 +302,158 @@ fn extreme_values_decode_and_nest() {
         (5, 2, m, 1)
     );
     let (slices, instants, _) = decode_slices(&out);
-    assert_eq!(instants, events.len() - 2); // the schedule and interrupt are slice begins
+    // The schedule, interrupt and wait are slice begins, the signal an end.
+    assert_eq!(instants, events.len() - 4);
     assert_eq!(slices.len() as u64, 2 * stats.slices);
+}
+
+/// Combine runs are reassembled (text, cut runs marked `partial`), and name
+/// records name tracks and task slices: known in advance
+/// ([`PerfettoWriter::with_names`]) or, when a track was declared before its
+/// name arrived, by declaring it again with the name.
+#[test]
+fn combine_runs_and_run_time_names() {
+    let source = combine::Run::name(1_000, 5, combine::NAME_SOURCE, 5, b"worker-5");
+    let task = combine::Run::name(1_000, 5, combine::NAME_TASK, 3, b"idle");
+    let late = combine::Run::name(3_000, 6, combine::NAME_SOURCE, 6, b"late");
+    let cut = combine::Run::new(2_000, user::USER1, 5, 0, b"0123456789abcdef-cut");
+    let whole = combine::Run::new(2_500, user::USER1, 5, 7, b"hello");
+    let binary = combine::Run::new(2_700, user::USER2, 5, 1, &[0xff, 0x00, 0x7f]);
+    let mut events: Vec<Event> = (0..source.len()).map(|i| source.record(i)).collect();
+    events.extend((0..task.len()).map(|i| task.record(i)));
+    events.push(Event::new(1_200, user::USER0, 6, [1, 0])); // source 6's track, unnamed yet
+    events.push(Event::new(1_500, system::SCHEDULE, 5, [3, 0]));
+    events.extend((0..2).map(|i| cut.record(i))); // its last record lost
+    events.extend((0..whole.len()).map(|i| whole.record(i)));
+    events.extend((0..binary.len()).map(|i| binary.record(i)));
+    events.extend((0..late.len()).map(|i| late.record(i)));
+    events.push(Event::new(3_500, user::USER0, 6, [2, 0]));
+    let (stats, path) = convert(&events, PerfettoOptions::default());
+    assert_eq!(stats.events, events.len() as u64);
+    let Some(got) = decode(&path, true) else {
+        return;
+    };
+    assert_eq!(
+        got["tracks"],
+        json!(["source 5 worker-5", "source 6 late", "task 3 idle"])
+    );
+    assert_eq!(got["renamed"], json!([["source 6", "source 6 late"]]));
+    let ev = |t: u64, track: &str, cat: &str, name: &str, args: Value| {
+        json!([t, track, cat, name, args])
+    };
+    assert_eq!(
+        got["events"],
+        json!([
+            // Listed with their track's name at the time.
+            ev(
+                1_200,
+                "source 6",
+                "user",
+                "user0",
+                json!({"value": 1, "arg1": 0})
+            ),
+            ev(
+                1_500,
+                "source 5 worker-5",
+                "system",
+                "schedule",
+                json!({"task": 3})
+            ),
+            ev(
+                2_000,
+                "source 5 worker-5",
+                "user",
+                "user1",
+                json!({"value": 0, "text": "0123456789abcdef", "partial": "2 records of 3"})
+            ),
+            ev(
+                2_500,
+                "source 5 worker-5",
+                "user",
+                "user1",
+                json!({"value": 7, "text": "hello"})
+            ),
+            // Not UTF-8: hexadecimal, as in Chrome JSON.
+            ev(
+                2_700,
+                "source 5 worker-5",
+                "user",
+                "user2",
+                json!({"value": 1, "bytes": "ff007f"})
+            ),
+            ev(
+                3_500,
+                "source 6 late",
+                "user",
+                "user0",
+                json!({"value": 2, "arg1": 0})
+            ),
+        ])
+    );
+    // The task slice carries the task's name too.
+    assert_eq!(got["slices"], json!({"task": 2}));
+    let bytes = mini::packets(&std::fs::read(&path).unwrap()).0.concat();
+    assert!(bytes.windows(11).any(|w| w == b"task 3 idle"));
+}
+
+/// Compressed (the default) and uncompressed outputs hold the identical
+/// packets: a trace of several chunks, cut where the writer cuts them (once
+/// a chunk's packets reach `CHUNK_BYTES`), each a `compressed_packets`
+/// packet, decoding (sequence state carried across chunks) to the same
+/// events as the uncompressed file.
+#[test]
+fn compressed_and_uncompressed_hold_the_same_packets() {
+    use qtrace::export::perfetto::CHUNK_BYTES;
+    let events: Vec<Event> = (0..30_000u64)
+        .map(|i| {
+            let source = (i % 3) as u32;
+            match i % 5 {
+                0 => Event::new(i * 100, system::SCHEDULE, source, [i % 7, 0]),
+                1 => Event::new(i * 100, lowlevel::INTERRUPT, source, [i % 4, 0]),
+                _ => Event::new(i * 100, user::USER1, source, [i, i * 3]),
+            }
+        })
+        .collect();
+    let write = |compress: bool| {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 7, file.reopen().unwrap())
+            .unwrap()
+            .with_compression(compress);
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        assert_eq!(stats.events, 30_000);
+        let bytes = std::fs::read(file.path()).unwrap();
+        (bytes, file.into_temp_path())
+    };
+    let (zipped, zipped_path) = write(true);
+    let (plain, plain_path) = write(false);
+    let (plain_packets, none) = mini::packets(&plain);
+    assert_eq!(none, 0, "uncompressed output has no chunk");
+    let (zipped_packets, chunks) = mini::packets(&zipped);
+    assert_eq!(zipped_packets, plain_packets);
+    // Where the writer cuts: a chunk is written once its packets (each with
+    // its key and length) reach CHUNK_BYTES, and the rest at the end.
+    let (mut expected, mut fill) = (0, 0);
+    for p in &plain_packets {
+        let mut len = p.len();
+        fill += 2;
+        while len >= 0x80 {
+            fill += 1;
+            len >>= 7;
+        }
+        fill += p.len();
+        if fill >= CHUNK_BYTES {
+            (expected, fill) = (expected + 1, 0);
+        }
+    }
+    expected += usize::from(fill > 0);
+    assert!(expected >= 3, "the trace spans several chunks");
+    assert_eq!(chunks, expected);
+    assert_eq!(decode_slices(&zipped), decode_slices(&plain));
+    // Perfetto's own schema (and Python's zlib) reads the same events.
+    let (Some(a), Some(b)) = (decode(&zipped_path, true), decode(&plain_path, true)) else {
+        return;
+    };
+    assert_eq!(a, b);
+    // Every record once: an instant or a slice begin.
+    assert_eq!(a["events"].as_array().unwrap().len(), 30_000);
 }

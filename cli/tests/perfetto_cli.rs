@@ -14,7 +14,7 @@ use serde_json::json;
 
 #[path = "../../tests/common/perfetto_decode.rs"]
 mod perfetto_decode;
-use perfetto_decode::{decode, decode_slices};
+use perfetto_decode::{decode, decode_slices, mini};
 
 #[test]
 fn cli_converts_merged_files() {
@@ -97,4 +97,59 @@ fn cli_converts_merged_files() {
         parts.push((slices.iter().filter(|s| s.3 == 1).count(), instants));
     }
     assert_eq!(parts, [(2, 0), (0, 1), (0, 1)]);
+}
+
+/// `--uncompressed` writes the same packets without Perfetto's
+/// `compressed_packets` chunks; with `--to chrome` it is a usage error.
+#[test]
+fn uncompressed_writes_the_same_packets_without_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    let events: Vec<Event> = (0..5_000u64)
+        .map(|i| Event::new(i * 10, user::USER1, (i % 2) as u32, [i, 0]))
+        .collect();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+    let convert = |out: &str, extra: &[&str]| {
+        let out = dir.path().join(out);
+        let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["convert", "--to", "perfetto"])
+            .args(extra)
+            .arg(&path)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        std::fs::read(out).unwrap()
+    };
+    let zipped = convert("z.pftrace", &[]);
+    let plain = convert("p.pftrace", &["--uncompressed"]);
+    let (zipped_packets, chunks) = mini::packets(&zipped);
+    let (plain_packets, none) = mini::packets(&plain);
+    assert!(chunks >= 1, "the default output is in compressed chunks");
+    assert_eq!(none, 0, "--uncompressed writes no chunk");
+    assert_eq!(zipped_packets, plain_packets);
+    assert!(plain.len() > zipped.len());
+
+    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "chrome", "--uncompressed"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("c.json"))
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert!(
+        String::from_utf8_lossy(&run.stderr)
+            .contains("--uncompressed applies to --to perfetto only"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }

@@ -39,13 +39,17 @@
 //!   [`ConvertStats::unpaired`]), while a blocking `wait` never signalled is
 //!   shown held until the end of the trace.
 //!
+//! The slices are derived once for this and the [Perfetto](super::perfetto)
+//! export (`src/export/slices.rs`), so both draw the same ones.
+//!
 //! # Memory
 //!
 //! The writer keeps, per source, the open task and the pending interrupt, and
 //! per task/semaphore pair the stack of open waits: bounded by
 //! [`ChromeOptions::max_tracks`] and [`ChromeOptions::max_open_waits`] (past
-//! which the oldest open wait is forgotten). Beyond those limits events are
-//! still written as instants and counted in [`ConvertStats::unpaired`].
+//! which the oldest open `waitnb` is forgotten, or, when the oldest is a
+//! blocking `wait`, the new wait opens nothing). Beyond those limits events
+//! are still written as instants and counted in [`ConvertStats::unpaired`].
 //!
 //! # Why by hand
 //!
@@ -54,13 +58,13 @@
 //! buffered writer costs no allocation per event and no dependency of the
 //! library. The tests parse every output with `serde_json`.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
+use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
-use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::{Event, EventId};
 
@@ -100,50 +104,17 @@ struct Names {
     args: Vec<String>,
 }
 
-/// Per-thread clamp: `B`/`E` times never go back on a thread.
-#[derive(Debug, Default)]
-struct Track {
-    last: u64,
-}
-
-impl Track {
-    fn at(&mut self, t: u64) -> u64 {
-        self.last = self.last.max(t);
-        self.last
-    }
-}
-
-#[derive(Debug, Default)]
-struct SourceState {
-    track: Track,
-    /// The task whose slice is open.
-    task: Option<u64>,
-    /// The interrupt whose slice is open: (start, irq).
-    irq: Option<(u64, u64)>,
-}
-
-#[derive(Debug)]
-struct SemTrack {
-    tid: u64,
-    /// Waits and signals never go back in time on the pair's thread, so its
-    /// `X` slices nest (input times may go back: merged or damaged files).
-    track: Track,
-    /// Open waits, innermost last: (time, whether it was a blocking `wait`
-    /// rather than a `waitnb`, which may have failed).
-    open: VecDeque<(u64, bool)>,
-}
-
 /// Writes Chrome Trace Event JSON, one event at a time (see the [module
 /// documentation](self)).
 #[derive(Debug)]
 pub struct ChromeWriter<W: Write> {
     out: BufWriter<W>,
     names: Vec<Names>,
-    options: ChromeOptions,
-    sources: BTreeMap<u32, SourceState>,
+    /// The slice derivation shared with the Perfetto export.
+    slices: Slices,
+    /// Its edges of the current event, reused.
+    edges: Vec<Edge>,
     /// Open waits per (task, semaphore) pair.
-    sems: BTreeMap<(u64, u64), SemTrack>,
-    next_sem_tid: u64,
     end: u64,
     first: bool,
     stats: ConvertStats,
@@ -228,10 +199,12 @@ impl<W: Write> ChromeWriter<W> {
         let mut w = ChromeWriter {
             out: BufWriter::with_capacity(64 * 1024, out),
             names,
-            options,
-            sources: BTreeMap::new(),
-            sems: BTreeMap::new(),
-            next_sem_tid: 1,
+            slices: Slices::new(SliceOptions {
+                interrupt_max_ns: options.interrupt_max_ns,
+                max_tracks: options.max_tracks,
+                max_open_waits: options.max_open_waits,
+            }),
+            edges: Vec::with_capacity(8),
             end: 0,
             first: true,
             stats: ConvertStats::default(),
@@ -418,7 +391,7 @@ impl<W: Write> ChromeWriter<W> {
                 // A thread already shown gets its new name (not the same
                 // name twice).
                 let renamed = before.as_deref() != Some(&*p.text());
-                if renamed && self.sources.contains_key(&(subject as u32)) {
+                if renamed && self.slices.knows(subject as u32) {
                     self.thread_name(SOURCES_PID, subject, format_args!("{subject} {name}"))?;
                 }
             }
@@ -468,51 +441,14 @@ impl<W: Write> ChromeWriter<W> {
         ))
     }
 
-    /// Ends the pending interrupt slice of `source` at `t` at the latest.
-    fn close_irq(&mut self, source: u32, t: u64) -> Result<(), Error> {
-        let cap = self.options.interrupt_max_ns;
-        let Some(st) = self.sources.get_mut(&source) else {
-            return Ok(());
-        };
-        let Some((start, irq)) = st.irq.take() else {
-            return Ok(());
-        };
-        let ts = st.track.at(t.min(start.saturating_add(cap)));
-        self.end_slice(
-            SOURCES_PID,
-            source as u64,
-            ts,
-            "interrupt",
-            format_args!("irq {irq}"),
-        )
-    }
-
-    /// Ends the open task slice of `source` at `t`.
-    fn close_task(&mut self, source: u32, t: u64) -> Result<(), Error> {
-        let Some(st) = self.sources.get_mut(&source) else {
-            return Ok(());
-        };
-        let Some(task) = st.task.take() else {
-            return Ok(());
-        };
-        let ts = st.track.at(t);
-        self.end_slice(
-            SOURCES_PID,
-            source as u64,
-            ts,
-            "task",
-            format_args!("task {}", self.task_suffix(task)),
-        )
-    }
-
+    /// Registers `source`, naming its thread when it is new; whether it is
+    /// followed (under [`ChromeOptions::max_tracks`]).
     fn source_state(&mut self, source: u32) -> Result<bool, Error> {
-        if self.sources.contains_key(&source) {
-            return Ok(true);
+        match self.slices.source(source) {
+            Source::Known => return Ok(true),
+            Source::Untracked => return Ok(false),
+            Source::New => {}
         }
-        if self.sources.len() >= self.options.max_tracks {
-            return Ok(false);
-        }
-        self.sources.insert(source, SourceState::default());
         self.stats.sources += 1;
         if source == u32::MAX {
             self.thread_name(SOURCES_PID, source as u64, format_args!("tracer"))?;
@@ -525,40 +461,62 @@ impl<W: Write> ChromeWriter<W> {
         Ok(true)
     }
 
-    fn wait(&mut self, e: &Event, blocking: bool) -> Result<(), Error> {
-        let key = (e.args[0], e.args[1]);
-        if !self.sems.contains_key(&key) {
-            if self.sems.len() >= self.options.max_tracks {
-                self.stats.unpaired += 1;
-                return Ok(());
-            }
-            let tid = self.next_sem_tid;
-            self.next_sem_tid += 1;
-            self.sems.insert(
-                key,
-                SemTrack {
-                    tid,
-                    track: Track::default(),
-                    open: VecDeque::new(),
-                },
-            );
-            self.thread_name(
+    /// Draws one slice edge: task and interrupt slices as `B`/`E` on the
+    /// source's thread, a semaphore held as an `X` on its pair's thread
+    /// (named at the pair's first wait).
+    fn edge(&mut self, edge: Edge) -> Result<(), Error> {
+        match edge {
+            Edge::TaskBegin { source, task, t } => self.begin(
+                SOURCES_PID,
+                source as u64,
+                t,
+                "task",
+                format_args!("task {}", self.task_suffix(task)),
+                ("task", task),
+            ),
+            Edge::TaskEnd { source, task, t } => self.end_slice(
+                SOURCES_PID,
+                source as u64,
+                t,
+                "task",
+                format_args!("task {}", self.task_suffix(task)),
+            ),
+            Edge::IrqBegin { source, irq, t } => self.begin(
+                SOURCES_PID,
+                source as u64,
+                t,
+                "interrupt",
+                format_args!("irq {irq}"),
+                ("irq", irq),
+            ),
+            Edge::IrqEnd { source, irq, t } => self.end_slice(
+                SOURCES_PID,
+                source as u64,
+                t,
+                "interrupt",
+                format_args!("irq {irq}"),
+            ),
+            Edge::WaitOpen {
+                task,
+                sem,
+                pair,
+                new: true,
+                ..
+            } => self.thread_name(
                 SEMAPHORES_PID,
-                tid,
-                format_args!("task {} sem {}", key.0, key.1),
-            )?;
+                sem_tid(pair),
+                format_args!("task {task} sem {sem}"),
+            ),
+            Edge::WaitOpen { .. } => Ok(()),
+            Edge::Held {
+                task,
+                sem,
+                pair,
+                begin,
+                end,
+                ..
+            } => self.held((task, sem), sem_tid(pair), begin, end),
         }
-        let max_open = self.options.max_open_waits.max(1);
-        if let Some(t) = self.sems.get_mut(&key) {
-            if t.open.len() >= max_open {
-                // Forget the oldest open wait (most likely a failed waitnb).
-                t.open.pop_front();
-                self.stats.unpaired += 1;
-            }
-            let begin = t.track.at(e.time);
-            t.open.push_back((begin, blocking));
-        }
-        Ok(())
     }
 
     /// Writes the complete event of a semaphore held from `begin` to `end`.
@@ -575,20 +533,25 @@ impl<W: Write> ChromeWriter<W> {
         ))
     }
 
-    fn signal(&mut self, e: &Event) -> Result<(), Error> {
-        let key = (e.args[0], e.args[1]);
-        let open = self.sems.get_mut(&key).and_then(|t| {
-            let (begin, _) = t.open.pop_back()?;
-            Some((t.tid, begin, t.track.at(e.time)))
-        });
-        match open {
-            Some((tid, begin, end)) => self.held(key, tid, begin, end),
-            None => {
-                self.stats.unpaired += 1;
-                Ok(())
+    /// Draws the edges in `self.edges` and empties it.
+    fn draw_edges(&mut self) -> Result<(), Error> {
+        let mut edges = std::mem::take(&mut self.edges);
+        let mut result = Ok(());
+        for &edge in &edges {
+            result = self.edge(edge);
+            if result.is_err() {
+                break;
             }
         }
+        edges.clear();
+        self.edges = edges;
+        result
     }
+}
+
+/// The thread of the pair numbered `pair` in process [`SEMAPHORES_PID`].
+fn sem_tid(pair: usize) -> u64 {
+    pair as u64 + 1
 }
 
 impl<W: Write> EventSink for ChromeWriter<W> {
@@ -612,71 +575,35 @@ impl<W: Write> EventSink for ChromeWriter<W> {
             return self.write_ready();
         }
         let tracked = self.source_state(e.source)?;
+        let mut edges = std::mem::take(&mut self.edges);
+        self.slices.push(e, &mut edges);
+        self.edges = edges;
+        self.draw_edges()?;
         if tracked {
-            self.close_irq(e.source, e.time)?;
-        }
-        match e.id {
-            system::SCHEDULE | lowlevel::INTERRUPT if !tracked => self.stats.unpaired += 1,
-            system::SCHEDULE => {
-                self.close_task(e.source, e.time)?;
-                if let Some(st) = self.sources.get_mut(&e.source) {
-                    st.task = Some(e.args[0]);
-                    let ts = st.track.at(e.time);
-                    self.begin(
-                        SOURCES_PID,
-                        e.source as u64,
-                        ts,
-                        "task",
-                        format_args!("task {}", self.task_suffix(e.args[0])),
-                        ("task", e.args[0]),
-                    )?;
+            if let Some((begin, end)) = self.span_events {
+                if e.id == begin || e.id == end {
+                    let name = self.span_name(e.args[1]);
+                    let ts = self.slices.at(e.source, e.time).unwrap_or(e.time);
+                    if e.id == begin {
+                        self.begin(
+                            SOURCES_PID,
+                            e.source as u64,
+                            ts,
+                            "span",
+                            format_args!("{name}"),
+                            ("span", e.args[0]),
+                        )?;
+                    } else {
+                        self.end_slice(
+                            SOURCES_PID,
+                            e.source as u64,
+                            ts,
+                            "span",
+                            format_args!("{name}"),
+                        )?;
+                    }
                 }
             }
-            lowlevel::INTERRUPT => {
-                if let Some(st) = self.sources.get_mut(&e.source) {
-                    st.irq = Some((e.time, e.args[0]));
-                    let ts = st.track.at(e.time);
-                    self.begin(
-                        SOURCES_PID,
-                        e.source as u64,
-                        ts,
-                        "interrupt",
-                        format_args!("irq {}", e.args[0]),
-                        ("irq", e.args[0]),
-                    )?;
-                }
-            }
-            id if self.span_events.is_some_and(|(b, _)| b == id) && tracked => {
-                let name = self.span_name(e.args[1]);
-                if let Some(st) = self.sources.get_mut(&e.source) {
-                    let ts = st.track.at(e.time);
-                    self.begin(
-                        SOURCES_PID,
-                        e.source as u64,
-                        ts,
-                        "span",
-                        format_args!("{name}"),
-                        ("span", e.args[0]),
-                    )?;
-                }
-            }
-            id if self.span_events.is_some_and(|(_, end)| end == id) && tracked => {
-                let name = self.span_name(e.args[1]);
-                if let Some(st) = self.sources.get_mut(&e.source) {
-                    let ts = st.track.at(e.time);
-                    self.end_slice(
-                        SOURCES_PID,
-                        e.source as u64,
-                        ts,
-                        "span",
-                        format_args!("{name}"),
-                    )?;
-                }
-            }
-            semaphore::WAIT => self.wait(e, true)?,
-            semaphore::WAITNB => self.wait(e, false)?,
-            semaphore::SIGNAL => self.signal(e)?,
-            _ => {}
         }
         self.instant(e)
     }
@@ -689,28 +616,11 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         let ready = &mut self.ready;
         self.runs.finish(&mut |item| ready.push(item));
         self.write_ready()?;
-        let end = self.end;
-        let sources: Vec<u32> = self.sources.keys().copied().collect();
-        for s in sources {
-            self.close_irq(s, end)?;
-            self.close_task(s, end)?;
-        }
-        let sems: Vec<(u64, u64)> = self.sems.keys().copied().collect();
-        for key in sems {
-            // A blocking wait never signalled held the semaphore to the end; a
-            // waitnb never signalled most likely failed.
-            while let Some((tid, (begin, blocking))) = self
-                .sems
-                .get_mut(&key)
-                .and_then(|t| t.open.pop_back().map(|o| (t.tid, o)))
-            {
-                if blocking {
-                    self.held(key, tid, begin, end.max(begin))?;
-                } else {
-                    self.stats.unpaired += 1;
-                }
-            }
-        }
+        let mut edges = std::mem::take(&mut self.edges);
+        self.slices.finish(self.end, &mut edges);
+        self.edges = edges;
+        self.draw_edges()?;
+        self.stats.unpaired += self.slices.unpaired();
         self.out.write_all(b"\n]}\n").map_err(io_err)?;
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)
@@ -720,7 +630,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::user;
+    use crate::classes::{lowlevel, semaphore, system, user};
     use crate::EventId;
 
     fn run(events: &[Event], options: ChromeOptions) -> (ConvertStats, Vec<serde_json::Value>) {

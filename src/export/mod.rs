@@ -49,6 +49,7 @@ pub mod ctf;
 mod error;
 pub mod perfetto;
 mod protobuf;
+mod slices;
 pub mod split;
 pub mod svg;
 

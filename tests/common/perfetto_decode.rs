@@ -55,7 +55,7 @@ pub fn decode(trace: &Path, events: bool) -> Option<Value> {
 
 /// A decoder of just the fields the writer uses, independent of the writer's
 /// encoder, for the property test (the Python check is too slow per case).
-mod mini {
+pub mod mini {
     pub fn varint(b: &[u8], at: &mut usize) -> u64 {
         let mut v = 0u64;
         let mut shift = 0;
@@ -92,6 +92,34 @@ mod mini {
         }
         out
     }
+
+    /// The trace's packets in order, each `compressed_packets` chunk (field
+    /// 50, a zlib stream of `Trace.packet` entries) inflated in its place; a
+    /// chunk packet holds nothing else. Also the number of chunks.
+    pub fn packets(trace: &[u8]) -> (Vec<Vec<u8>>, usize) {
+        let (mut out, mut chunks) = (Vec::new(), 0);
+        for (field, wt, _, packet) in fields(trace) {
+            assert_eq!((field, wt), (1, 2), "Trace.packet");
+            let inner = fields(packet);
+            match inner.iter().find(|f| f.0 == 50) {
+                None => out.push(packet.to_vec()),
+                Some(z) => {
+                    assert_eq!(inner.len(), 1, "a chunk packet holds nothing else");
+                    let mut plain = Vec::new();
+                    std::io::Read::read_to_end(
+                        &mut flate2::read::ZlibDecoder::new(z.3),
+                        &mut plain,
+                    )
+                    .expect("a zlib stream");
+                    let (more, nested) = packets(&plain);
+                    assert_eq!(nested, 0, "no chunk inside a chunk");
+                    out.extend(more);
+                    chunks += 1;
+                }
+            }
+        }
+        (out, chunks)
+    }
 }
 
 /// (time, file order, track, type) of the slice begins and ends, the number
@@ -100,11 +128,24 @@ mod mini {
 pub type SliceEdge = (u64, usize, u64, u64);
 
 pub fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
-    let (mut clock, mut slices, mut instants, mut tracks) = (0u64, Vec::new(), 0, Vec::new());
-    for (order, (field, _, _, packet)) in mini::fields(trace).into_iter().enumerate() {
-        assert_eq!(field, 1);
+    let (mut slices, mut instants, mut tracks) = (Vec::new(), 0, Vec::new());
+    // Per packet sequence (field 10): its incremental clock and default track
+    // (TracePacketDefaults 59 → TrackEventDefaults 11 → track_uuid 11).
+    let mut seqs: std::collections::HashMap<u64, (u64, Option<u64>)> = Default::default();
+    for (order, packet) in mini::packets(trace).0.iter().enumerate() {
         let fields = mini::fields(packet);
         let get = |f: u64| fields.iter().find(|x| x.0 == f);
+        let seq = get(10).expect("a sequence id").2;
+        if get(13).is_some_and(|flags| flags.2 & 1 == 1) {
+            let default_track = get(59).and_then(|d| {
+                let d = mini::fields(d.3);
+                let ted = d.iter().find(|x| x.0 == 11)?;
+                let ted = mini::fields(ted.3);
+                ted.iter().find(|x| x.0 == 11).map(|x| x.2)
+            });
+            seqs.insert(seq, (0, default_track));
+        }
+        let state = seqs.get_mut(&seq).expect("sequence state cleared first");
         if let Some(d) = get(60) {
             tracks.push(mini::fields(d.3).iter().find(|x| x.0 == 1).unwrap().2);
             continue;
@@ -117,13 +158,18 @@ pub fn decode_slices(trace: &[u8]) -> (Vec<SliceEdge>, usize, Vec<u64>) {
                 ts
             }
             None => {
-                clock += ts;
-                clock
+                state.0 += ts;
+                state.0
             }
         };
         let te = mini::fields(te.3);
         let ty = te.iter().find(|x| x.0 == 9).unwrap().2;
-        let track = te.iter().find(|x| x.0 == 11).unwrap().2;
+        let track = te
+            .iter()
+            .find(|x| x.0 == 11)
+            .map(|x| x.2)
+            .or(state.1)
+            .expect("a track or a default track");
         assert!(
             tracks.contains(&track),
             "track {track} used before it is declared"
