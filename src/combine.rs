@@ -698,7 +698,7 @@ mod tests {
 
     #[test]
     fn control_records_are_not_runs() {
-        let mut close = Event::new(5, EventId(0), u32::MAX, [1, 2]);
+        let mut close = Event::new(5, EventId(0), crate::event::TRACER_SOURCE, [1, 2]);
         close.flags = 0x8001 | COMBINE;
         assert_eq!(assemble(&[close]), [Item::Event(close)]);
     }

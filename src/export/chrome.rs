@@ -66,6 +66,7 @@ use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
+use crate::event::TRACER_SOURCE;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
@@ -450,7 +451,7 @@ impl<W: Write> ChromeWriter<W> {
             Source::New => {}
         }
         self.stats.sources += 1;
-        if source == u32::MAX {
+        if source == TRACER_SOURCE {
             self.thread_name(SOURCES_PID, source as u64, format_args!("tracer"))?;
         } else if let Some(name) = self.run_names.source(source) {
             let name = esc(name);
@@ -755,7 +756,7 @@ mod tests {
     #[test]
     fn hoops_are_global_markers_with_their_count() {
         let events = [
-            Event::new(5, tracer::HOOPS, u32::MAX, [42, 1]),
+            Event::new(5, tracer::HOOPS, TRACER_SOURCE, [42, 1]),
             Event::new(6, EventId(0x0777), 3, [1, u64::MAX]),
         ];
         let (stats, out) = run(&events, ChromeOptions::default());
@@ -765,7 +766,7 @@ mod tests {
         assert_eq!(hoops["s"], "g");
         assert_eq!(hoops["args"]["lost"], 42);
         assert_eq!(hoops["args"]["queue"], 1);
-        assert_eq!(hoops["tid"], u32::MAX as u64);
+        assert_eq!(hoops["tid"], u64::from(TRACER_SOURCE));
         let unknown = out.iter().find(|e| e["name"] == "unknown").unwrap();
         assert_eq!(unknown["args"]["id"], 0x0777);
         assert_eq!(unknown["args"]["arg1"], "0xffffffffffffffff");

@@ -188,6 +188,7 @@ use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::{system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
+use crate::event::TRACER_SOURCE;
 use crate::{Event, EventId};
 
 /// The shared packet sequence (the first packet, track descriptors, events
@@ -829,7 +830,7 @@ impl<W: Write> PerfettoWriter<W> {
     fn declare_source(&mut self, source: u32, uuid: u64) -> Result<(), Error> {
         let name = self.run_names.source(source).map(str::to_string);
         match name {
-            _ if source == u32::MAX => {
+            _ if source == TRACER_SOURCE => {
                 self.declare_track(uuid, None, format_args!("tracer"), false)
             }
             Some(n) => self.declare_track(uuid, None, format_args!("source {source} {n}"), false),
@@ -1057,7 +1058,7 @@ impl<W: Write> PerfettoWriter<W> {
             // The events said it still ran elsewhere: end that span here.
             self.end_slice(ts, task_uuid)?;
         }
-        if source == u32::MAX {
+        if source == TRACER_SOURCE {
             self.begin(ts, task_uuid, "task", format_args!("tracer"))
         } else {
             self.begin(ts, task_uuid, "task", format_args!("source {source}"))

@@ -444,7 +444,12 @@ mod tests {
                 Event::new(200, semaphore::WAIT, 1, [5, 1]),
                 // A loss between begin and end: the waits stay open, the
                 // hoops record draws nothing.
-                Event::new(300, crate::classes::tracer::HOOPS, u32::MAX, [7, 0]),
+                Event::new(
+                    300,
+                    crate::classes::tracer::HOOPS,
+                    crate::event::TRACER_SOURCE,
+                    [7, 0],
+                ),
                 Event::new(250, semaphore::SIGNAL, 0, [5, 1]), // back in time: raised
                 Event::new(400, semaphore::WAIT, 0, [6, 1]),
             ],
