@@ -208,3 +208,76 @@ fn qtrace_convert_names_threads_whose_name_records_come_last() {
     assert_eq!(names, ["11 late-name"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn dump_names_the_events_before_a_late_name_record() {
+    // Failed before the first pass: the first event's line read `12` and
+    // its JSON object had no "source_name".
+    let d = dir("dump-late-names");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: 64,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_event(user::USER0, q).unwrap();
+    tracer.activate().unwrap();
+    qtrace::source::set_current(12);
+    tracer.log_event(user::USER0, [1, 0]);
+    tracer.name_thread("late-name").unwrap(); // after the event it names
+    tracer.log_event(user::USER0, [2, 0]);
+    let file = d.join("snap.qtr");
+    tracer
+        .queue(q)
+        .unwrap()
+        .as_circular()
+        .unwrap()
+        .snapshot(&file)
+        .unwrap();
+    let dump = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"));
+        cmd.arg("dump");
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg(&file).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = dump(false);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].ends_with("12(late-name)  user       user0          value=1 arg1=0"),
+        "{text}"
+    );
+    assert!(
+        lines[1].ends_with("[NAME source 12 text=\"late-name\"]"),
+        "{text}"
+    );
+    assert!(
+        lines[2].ends_with("12(late-name)  user       user0          value=2 arg1=0"),
+        "{text}"
+    );
+    assert!(lines[3].contains("[END: complete; "), "{text}");
+    let json = dump(true);
+    let objects: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 4, "{json}"); // and the end object
+    for (o, value) in [(&objects[0], 1), (&objects[2], 2)] {
+        assert_eq!(o["source"], 12, "{json}");
+        assert_eq!(o["source_name"], "late-name", "{json}");
+        assert_eq!(o["event"], "user0", "{json}");
+        assert_eq!(o["args"]["value"], value, "{json}");
+    }
+    assert_eq!(objects[1]["name_of"], "source", "{json}");
+    assert_eq!(objects[1]["source_name"], "late-name", "{json}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

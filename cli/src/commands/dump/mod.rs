@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::args::event_args;
-use qtrace::reader::Completeness;
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::close::{close_part, unclosed_stream};
 use qtrace::{Event, EventId};
 
@@ -47,7 +47,8 @@ pub struct DumpArgs {
     /// Show only events at or before this time since the clock origin.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Option<u64>,
-    /// One JSON object per line instead of text; after each file's events,
+    /// One JSON object per line instead of text (`"source_name"` when the
+    /// file names the source); after each file's events,
     /// one `{"file":…,"end":"complete"|"cut"|"damaged","complete":true|false,…}`
     /// object (none for files whose completeness is unknown).
     #[arg(long)]
@@ -199,8 +200,16 @@ fn end_json(out: &mut String, label: &str, time: Option<u128>, c: &Completeness)
     out.push('}');
 }
 
-/// Formats one event as a JSON object.
-fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &Event) {
+/// Formats one event as a JSON object; `"source_name"` when the file names
+/// the source, `"event"` the run-time name of the id when it has one.
+fn json_line(
+    out: &mut String,
+    label: &str,
+    time: u128,
+    catalog: &Catalog,
+    names: &Names,
+    e: &Event,
+) {
     out.push_str("{\"file\":");
     json_str(out, label);
     let _ = write!(
@@ -208,13 +217,14 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
         ",\"time_ns\":{time},\"source\":{},\"id\":{}",
         e.source, e.id.0
     );
+    payload::source_name_json(out, names, e.source);
     out.push_str(",\"class\":");
     match catalog.class_of(e.id).and_then(|c| catalog.class(c)) {
         Some(c) => json_str(out, &c.name),
         None => out.push_str("null"),
     }
     out.push_str(",\"event\":");
-    match catalog.event_name(e.id) {
+    match names.event(e.id).or_else(|| catalog.event_name(e.id)) {
         Some(n) => json_str(out, n),
         None => out.push_str("null"),
     }
@@ -240,6 +250,16 @@ fn json_line(out: &mut String, label: &str, time: u128, catalog: &Catalog, e: &E
         out.push_str(",\"control\":true");
     }
     out.push('}');
+}
+
+/// The names the name records of `file` give (sources, tasks, event ids),
+/// gathered in a first pass; none when the file cannot be read (the merged
+/// reader reports that).
+fn gather_names(file: &Path) -> Names {
+    match TraceReader::open(file) {
+        Ok(r) => Names::gather(r.filter_map(Result::ok)),
+        Err(_) => Names::new(),
+    }
 }
 
 /// Runs `qtrace dump`.
@@ -275,10 +295,12 @@ pub fn run(args: DumpArgs) -> Exit {
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
-    // Combine runs are reassembled per file; names apply to the lines after
-    // them.
+    // Combine runs are reassembled per file. Names are gathered per file in
+    // a first pass, so every line of a named source shows its name, also
+    // the lines before the name record (a circular queue's snapshot may
+    // hold it after the source's first events).
     let mut assemblers: Vec<Assembler> = labels.iter().map(|_| Assembler::new()).collect();
-    let mut names: Vec<Names> = labels.iter().map(|_| Names::new()).collect();
+    let names: Vec<Names> = args.files.iter().map(|p| gather_names(p)).collect();
     let mut items: Vec<Item> = Vec::new();
     // Files holding an unclosed-stream mark (FORMAT.md 1.5), by index.
     let mut unclosed: Vec<u64> = labels.iter().map(|_| 0).collect();
@@ -290,10 +312,7 @@ pub fn run(args: DumpArgs) -> Exit {
                     Item::Payload(p) => (p.time, p.id),
                 };
                 let e_time = time as u128;
-                let is_name = match &item {
-                    Item::Payload(p) => names[i].learn(p).is_some(),
-                    Item::Event(_) => false,
-                };
+                let is_name = matches!(&item, Item::Payload(p) if p.name_of().is_some());
                 if e_time < from || e_time > to {
                     return Ok(());
                 }
@@ -315,7 +334,7 @@ pub fn run(args: DumpArgs) -> Exit {
                         {
                             line.clear();
                             if args.json {
-                                json_line(line, &labels[i], e_time, &catalogs[i], e);
+                                json_line(line, &labels[i], e_time, &catalogs[i], &names[i], e);
                             } else {
                                 text_line(line, label, e_time, &catalogs[i], &names[i], e);
                             }
@@ -325,7 +344,7 @@ pub fn run(args: DumpArgs) -> Exit {
                     Item::Payload(p) => {
                         line.clear();
                         if args.json {
-                            payload::json_line(line, &labels[i], &catalogs[i], p);
+                            payload::json_line(line, &labels[i], &catalogs[i], &names[i], p);
                         } else {
                             payload::time_column(line, label, e_time);
                             payload::text_line(line, &catalogs[i], &names[i], p);

@@ -108,8 +108,16 @@ pub fn text_line(out: &mut String, catalog: &Catalog, names: &Names, p: &Payload
     out.push_str(&state_text(p));
 }
 
+/// `,"source_name":"…"` when `names` names `source`; nothing otherwise.
+pub fn source_name_json(out: &mut String, names: &Names, source: u32) {
+    if let Some(name) = names.source(source) {
+        out.push_str(",\"source_name\":");
+        json_str(out, name);
+    }
+}
+
 /// One JSON object for a payload.
-pub fn json_line(out: &mut String, label: &str, catalog: &Catalog, p: &Payload) {
+pub fn json_line(out: &mut String, label: &str, catalog: &Catalog, names: &Names, p: &Payload) {
     out.push_str("{\"file\":");
     json_str(out, label);
     let _ = write!(
@@ -117,6 +125,7 @@ pub fn json_line(out: &mut String, label: &str, catalog: &Catalog, p: &Payload) 
         ",\"time_ns\":{},\"source\":{},\"id\":{}",
         p.time, p.source, p.id.0
     );
+    source_name_json(out, names, p.source);
     if let Some((kind, subject)) = p.name_of() {
         let what = match kind {
             NAME_SOURCE => "source",
@@ -127,7 +136,7 @@ pub fn json_line(out: &mut String, label: &str, catalog: &Catalog, p: &Payload) 
         let _ = write!(out, ",\"name_of\":\"{what}\",\"subject\":{subject}");
     } else {
         out.push_str(",\"event\":");
-        match catalog.event_name(p.id) {
+        match names.event(p.id).or_else(|| catalog.event_name(p.id)) {
             Some(n) => json_str(out, n),
             None => out.push_str("null"),
         }
