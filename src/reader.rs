@@ -232,26 +232,60 @@ impl Completeness {
     }
 }
 
+/// The wording of a completeness, written once for every reader: the plain
+/// form (`{}`) is a sentence (`qtrace stats` prints `end: {}`), the alternate
+/// form (`{:#}`) the shorter text of `qtrace dump`'s `[END: {:#}]` line.
+///
+/// ```
+/// use qtrace::reader::Completeness;
+///
+/// let cut = Completeness::Cut { records: 4, lost: 2 };
+/// assert_eq!(
+///     cut.to_string(),
+///     "CUT SHORT: no close record after 4 records; 2 events known lost before the cut, \
+///      events after it lost without a count"
+/// );
+/// assert_eq!(
+///     format!("{cut:#}"),
+///     "CUT SHORT after 4 records; 2 events known lost before the cut, \
+///      events after it lost without a count"
+/// );
+/// ```
 impl fmt::Display for Completeness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let short = f.alternate();
         match self {
-            Completeness::Complete(c) => write!(
-                f,
-                "complete (closed; queue accepted {}, dropped {}, overwritten {}, delivered {})",
-                c.totals.accepted, c.totals.dropped, c.totals.overwritten, c.totals.delivered
-            ),
+            Completeness::Complete(c) => {
+                f.write_str(if short {
+                    "complete; "
+                } else {
+                    "complete (closed; "
+                })?;
+                write!(
+                    f,
+                    "queue accepted {}, dropped {}, overwritten {}, delivered {}",
+                    c.totals.accepted, c.totals.dropped, c.totals.overwritten, c.totals.delivered
+                )?;
+                if !short {
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
             Completeness::Mismatch {
                 close,
                 records,
                 lost,
             } => write!(
                 f,
-                "damaged: its close record says {} records stating {} lost events, the file holds {records} records stating {lost}",
-                close.records, close.lost
+                "{} close record says {} records stating {} lost events, the file holds {records} records stating {lost}",
+                if short { "DAMAGED: the" } else { "damaged: its" },
+                close.records,
+                close.lost
             ),
             Completeness::Cut { records, lost } => write!(
                 f,
-                "CUT SHORT: no close record after {records} records; {lost} events known lost before the cut, events after it lost without a count"
+                "CUT SHORT{} after {records} records; {lost} events known lost before the cut, events after it lost without a count",
+                if short { "" } else { ": no close record" }
             ),
             Completeness::Unknown => {
                 write!(f, "completeness unknown (written before close records)")

@@ -74,32 +74,10 @@ pub fn fmt_time(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The `[END: …]` text of a file's completeness.
+/// The `[END: …]` text of a file's completeness: the library's wording
+/// (`Display for Completeness`, its short form).
 pub fn end_text(c: &Completeness) -> String {
-    match c {
-        Completeness::Complete(close) => format!(
-            "[END: complete; queue accepted {}, dropped {}, overwritten {}, delivered {}]",
-            close.totals.accepted,
-            close.totals.dropped,
-            close.totals.overwritten,
-            close.totals.delivered
-        ),
-        Completeness::Mismatch {
-            close,
-            records,
-            lost,
-        } => format!(
-            "[END: DAMAGED: the close record says {} records stating {} lost events, the file holds {records} records stating {lost}]",
-            close.records, close.lost
-        ),
-        Completeness::Cut { records, lost } => format!(
-            "[END: CUT SHORT after {records} records; {lost} events known lost before the cut, events after it lost without a count]"
-        ),
-        Completeness::Unknown => {
-            "[END: completeness unknown (written before close records)]".to_string()
-        }
-        _ => "[END: completeness not understood by this qtrace]".to_string(),
-    }
+    format!("[END: {c:#}]")
 }
 
 /// One word for a completeness: `complete`, `cut`, `damaged`, `unknown`.
@@ -153,6 +131,50 @@ mod tests {
         let mut s = String::new();
         json_str(&mut s, "a\"b\\c\n\u{1}");
         assert_eq!(s, r#""a\"b\\c\n\u0001""#);
+    }
+
+    #[test]
+    fn end_lines_are_the_library_wording_in_brackets() {
+        // Failed before the wording had one source: the CLI wrote its own
+        // text and `{:#}` was the plain sentence.
+        use qtrace::wire::close::{CloseRecord, QueueTotals};
+        let close = CloseRecord {
+            time: 5,
+            totals: QueueTotals {
+                accepted: 3,
+                dropped: 2,
+                overwritten: 1,
+                delivered: 3,
+            },
+            records: 6,
+            lost: 2,
+        };
+        let cases = [
+            (
+                Completeness::Complete(close),
+                "[END: complete; queue accepted 3, dropped 2, overwritten 1, delivered 3]",
+            ),
+            (
+                Completeness::Mismatch {
+                    close,
+                    records: 5,
+                    lost: 1,
+                },
+                "[END: DAMAGED: the close record says 6 records stating 2 lost events, the file holds 5 records stating 1]",
+            ),
+            (
+                Completeness::Cut { records: 4, lost: 2 },
+                "[END: CUT SHORT after 4 records; 2 events known lost before the cut, events after it lost without a count]",
+            ),
+            (
+                Completeness::Unknown,
+                "[END: completeness unknown (written before close records)]",
+            ),
+        ];
+        for (c, want) in cases {
+            assert_eq!(end_text(&c), want);
+            assert_eq!(end_text(&c), format!("[END: {c:#}]"));
+        }
     }
 
     #[test]
