@@ -315,23 +315,40 @@ impl OnlineQueue {
                 let file = File::create(&path)
                     .map_err(|e| ConfigError::io("create trace file", &path, e))?;
                 // Room for the final hoops record and close run, so a disk
-                // that fills up still takes them (see `reserve`).
-                reserve(&file, header.len() as u64, RESERVE_LEN).map_err(|e| {
-                    ConfigError::io("reserve room at the end of trace file", &path, e)
-                })?;
-                // A second handle to reserve room ahead of the writes, cut a
-                // torn last record and write the close run at shutdown.
-                file_handle = Some(file.try_clone().map_err(|e| {
-                    ConfigError::io("open a second handle to trace file", &path, e)
-                })?);
+                // that fills up still takes them (see `reserve`); then a
+                // second handle to reserve room ahead of the writes, cut a
+                // torn last record and write the close run at shutdown. If
+                // either fails, the file just created goes: a failed phase 2
+                // leaves no empty trace file behind.
+                let handle = reserve(&file, header.len() as u64, RESERVE_LEN)
+                    .map_err(|e| ("reserve room at the end of trace file", e))
+                    .and_then(|_| {
+                        file.try_clone()
+                            .map_err(|e| ("open a second handle to trace file", e))
+                    });
+                match handle {
+                    Ok(h) => file_handle = Some(h),
+                    Err((action, e)) => {
+                        drop(file);
+                        let _ = std::fs::remove_file(&path);
+                        return Err(ConfigError::io(action, &path, e));
+                    }
+                }
                 (Box::new(file), path.display().to_string())
             }
         };
-        sink.write_all(&header).map_err(|e| ConfigError::Io {
-            path: self.path.clone(),
-            action: "write the header of trace file",
-            source: e,
-        })?;
+        if let Err(e) = sink.write_all(&header) {
+            if let Some(path) = file_handle.as_ref().and(self.path.as_ref()) {
+                // Nothing of the trace is in the file yet: remove it, as above.
+                drop(sink);
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(ConfigError::Io {
+                path: self.path.clone(),
+                action: "write the header of trace file",
+                source: e,
+            });
+        }
         self.shared.io.lock().file_opened = true;
         let file_path = file_handle.as_ref().and(self.path.clone());
         let file_len_at_open = header.len() as u64;

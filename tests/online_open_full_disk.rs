@@ -1,0 +1,92 @@
+//! An online queue whose trace file cannot be given its reserved room at
+//! activation (the disk is full: a 64 KiB tmpfs filled up; root only)
+//! fails phase 2 with the error and leaves no empty trace file behind.
+//! Before the fix, `File::create` had made the file and it stayed, empty.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use qtrace::classes::user;
+use qtrace::queues::{Online, OnlineParams};
+use qtrace::{Config, Tracer};
+
+fn is_root() -> bool {
+    // SAFETY: `geteuid` has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Mounts a tmpfs of `size` at `at`; unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_failed_reservation_at_activation_leaves_no_trace_file() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = std::env::temp_dir().join(format!("qtrace-open-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let Some(fs) = Tmpfs::mount(&d, "64k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    // Fill the disk: a file written until the file system refuses.
+    let mut filler = std::fs::File::create(d.join("filler")).unwrap();
+    let block = [0u8; 4096];
+    let mut written = 0usize;
+    loop {
+        match filler.write(&block) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+                break;
+            }
+        }
+        assert!(written <= 1 << 20, "a 64 KiB tmpfs took {written} bytes");
+    }
+    drop(filler);
+    let path = d.join("trace.qtr");
+    let t = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = t
+        .create_queue::<Online>(OnlineParams::default().with_file(&path))
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    let err = t.activate().unwrap_err().to_string();
+    assert!(
+        err.contains("reserve room at the end of trace file"),
+        "{err}"
+    );
+    assert!(
+        !path.exists(),
+        "a failed activation left {} behind",
+        path.display()
+    );
+    // The only file on the disk is the filler.
+    let names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["filler"]);
+    drop(t);
+    drop(fs);
+    let _ = std::fs::remove_dir_all(&d);
+}
