@@ -263,11 +263,16 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
     } else {
         out.write_all(&text)?;
         if files > 1 {
-            writeln!(
+            write!(
                 out,
                 "total: {} events, {} lost in {} hoops records, {} files ({complete_n} complete, {cut_n} cut short or damaged, {unknown_n} unknown)",
                 grand.events, grand.lost, grand.hoops, files
             )?;
+            // The unclosed-stream marks of all files, in `dump`'s words.
+            if grand.unclosed > 0 {
+                write!(out, "; {}", unclosed_words(grand.unclosed))?;
+            }
+            writeln!(out)?;
         }
     }
     let damaged = if damaged_any {
