@@ -31,7 +31,10 @@
 //! - **End of stream**: at shutdown the task sends everything left, its
 //!   catalog once more, then a close datagram (FORMAT.md 2.4) 3 times, 2 ms
 //!   apart, with its final counts, so the receiver can mark every event sent
-//!   but not received as lost.
+//!   but not received as lost. What cannot be sent within 2 s is given up:
+//!   counted as dropped ([`UdpStats::abandoned_events`]), named in
+//!   [`Queue::status`], and marked lost by the receiver from the close
+//!   datagram.
 //! - **Effective rate**: one datagram per period only below the high-water
 //!   mark; a queue at the mark wakes its task and rounds follow each other at
 //!   once (README.md gives measured figures).
@@ -237,6 +240,13 @@ pub struct UdpStats {
     pub send_errors: u64,
     /// Rounds that found the socket's send buffer full (retried later).
     pub would_block: u64,
+    /// Events given up at shutdown: still in the ring, or in datagrams built
+    /// but not sent, when the shutdown deadline (2 s) passed (a send that
+    /// kept failing, a producer that claimed a slot and never committed it).
+    /// They are not delivered: the queue's counters count them as dropped,
+    /// the close datagram tells the receiver (`unsent`, and a gap for the
+    /// unsent datagrams), and the queue's status names them.
+    pub abandoned_events: u64,
 }
 
 #[derive(Debug, Default)]
@@ -249,6 +259,7 @@ struct Stats {
     close_datagrams: AtomicU64,
     send_errors: AtomicU64,
     would_block: AtomicU64,
+    abandoned_events: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -369,6 +380,7 @@ impl UdpQueue {
             close_datagrams: s.close_datagrams.load(Ordering::Relaxed),
             send_errors: s.send_errors.load(Ordering::Relaxed),
             would_block: s.would_block.load(Ordering::Relaxed),
+            abandoned_events: s.abandoned_events.load(Ordering::Relaxed),
         }
     }
 
@@ -460,7 +472,9 @@ impl Queue for UdpQueue {
     /// Events in refused datagrams (nobody listening at the remote address)
     /// are not delivered: they move from `accepted` and `delivered` to
     /// `dropped`, so `total_lost()` includes them and `attempts()` is
-    /// unchanged.
+    /// unchanged. Events given up at shutdown
+    /// ([`UdpStats::abandoned_events`]) move from `accepted` and `queued` to
+    /// `dropped` the same way: a final report never shows them `queued`.
     fn counters(&self) -> QueueCounters {
         let s = &self.shared.stats;
         let refused = s.refused_events.load(Ordering::Relaxed);
@@ -472,6 +486,10 @@ impl Queue for UdpQueue {
         c.accepted -= refused;
         c.delivered -= refused;
         c.dropped += refused;
+        let abandoned = s.abandoned_events.load(Ordering::Relaxed).min(c.queued);
+        c.accepted -= abandoned;
+        c.queued -= abandoned;
+        c.dropped += abandoned;
         c
     }
 
@@ -785,9 +803,17 @@ impl Work for Streamer {
             }
             quiet = 0;
             if Instant::now() >= deadline {
+                // Give up what is left: counted dropped (not `queued`), and
+                // told to the receiver by the close datagram (`unsent` for
+                // the ring, a gap for the datagrams built but not sent).
                 let left = self.shared.feed.ring.len() as u64 + self.pending_events();
+                self.pending = None;
+                self.shared
+                    .stats
+                    .abandoned_events
+                    .fetch_add(left, Ordering::Relaxed);
                 self.note(format!(
-                    "{left} events could not be sent to {} at shutdown",
+                    "{left} events could not be sent to {} within the 2 s shutdown deadline: counted as dropped (UdpStats::abandoned_events), the receiver marks them lost",
                     self.socket.remote_addr()
                 ));
                 break;
