@@ -1,10 +1,13 @@
-//! An online queue whose trace file cannot be given its reserved room at
-//! activation (the disk is full: a 64 KiB tmpfs filled up; root only)
-//! fails phase 2 with the error and leaves no empty trace file behind.
-//! Before the fix, `File::create` had made the file and it stayed, empty.
+//! An online queue whose trace file cannot be given its reserved room (the
+//! disk is full: a 64 KiB tmpfs filled up; root only) leaves no empty trace
+//! file behind: at activation phase 2 fails with the error; when the file
+//! is re-created after it was deleted while written, the attempt fails and
+//! is counted. Before the fix, `File::create` had made the file and it
+//! stayed, empty, in both cases.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
 use qtrace::queues::{Online, OnlineParams};
@@ -35,21 +38,9 @@ impl Drop for Tmpfs {
     }
 }
 
-#[test]
-fn a_failed_reservation_at_activation_leaves_no_trace_file() {
-    if !is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
-    }
-    let d = std::env::temp_dir().join(format!("qtrace-open-full-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    let Some(fs) = Tmpfs::mount(&d, "64k") else {
-        eprintln!("skipped: cannot mount a tmpfs here");
-        return;
-    };
-    // Fill the disk: a file written until the file system refuses.
-    let mut filler = std::fs::File::create(d.join("filler")).unwrap();
+/// Writes a file in `dir` until the file system refuses (`ENOSPC`).
+fn fill(dir: &Path) {
+    let mut filler = std::fs::File::create(dir.join("filler")).unwrap();
     let block = [0u8; 4096];
     let mut written = 0usize;
     loop {
@@ -63,7 +54,22 @@ fn a_failed_reservation_at_activation_leaves_no_trace_file() {
         }
         assert!(written <= 1 << 20, "a 64 KiB tmpfs took {written} bytes");
     }
-    drop(filler);
+}
+
+#[test]
+fn a_failed_reservation_at_activation_leaves_no_trace_file() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = std::env::temp_dir().join(format!("qtrace-open-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let Some(fs) = Tmpfs::mount(&d, "64k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    fill(&d);
     let path = d.join("trace.qtr");
     let t = Tracer::with_config(Config::default().with_output_dir(&d));
     let q = t
@@ -87,6 +93,68 @@ fn a_failed_reservation_at_activation_leaves_no_trace_file() {
         .collect();
     assert_eq!(names, ["filler"]);
     drop(t);
+    drop(fs);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_failed_re_creation_leaves_no_trace_file() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = std::env::temp_dir().join(format!("qtrace-recreate-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let Some(fs) = Tmpfs::mount(&d, "64k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let path = d.join("trace.qtr");
+    let t = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = t
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_file(&path)
+                .with_capacity(1024)
+                .with_period(Duration::from_millis(5)),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    for i in 0..10 {
+        t.log_event(user::USER0, [i, 0]);
+    }
+    let started = Instant::now();
+    while t.counters(q).unwrap().delivered < 10 {
+        assert!(started.elapsed() < Duration::from_secs(30), "not written");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The disk fills up, then the trace file is deleted (its blocks stay
+    // taken while the queue holds it open): re-creating it cannot reserve.
+    fill(&d);
+    std::fs::remove_file(&path).unwrap();
+    let started = Instant::now();
+    while t.status(q).unwrap().io_errors == 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "not seen");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let report = t.shutdown().unwrap();
+    let status = &report.queues[0].status;
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("re-create ")
+                && e.contains("(deleted or replaced while written)")),
+        "{status:?}"
+    );
+    assert!(!report.is_clean());
+    assert!(
+        !path.exists(),
+        "a failed re-creation left {} behind",
+        path.display()
+    );
     drop(fs);
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -672,16 +672,26 @@ impl Drainer {
             record::emit(&hoops, &mut rec);
             head.extend_from_slice(&rec);
         }
-        let opened = (|| -> io::Result<File> {
+        let opened = (|| -> io::Result<(File, File)> {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)?;
             }
             let mut f = File::create(&path)?;
-            reserve(&f, head.len() as u64, RESERVE_LEN)?;
-            f.write_all(&head)?;
-            Ok(f)
+            let ready = reserve(&f, head.len() as u64, RESERVE_LEN)
+                .and_then(|_| f.write_all(&head))
+                .and_then(|()| f.try_clone());
+            match ready {
+                Ok(handle) => Ok((handle, f)),
+                Err(e) => {
+                    // No room (a full disk): remove the file just created,
+                    // as at phase 2, rather than leave it empty or torn.
+                    drop(f);
+                    let _ = std::fs::remove_file(&path);
+                    Err(e)
+                }
+            }
         })();
-        let f = match opened.and_then(|f| Ok((f.try_clone()?, f))) {
+        let f = match opened {
             Ok((handle, f)) => {
                 self.file = Some(handle);
                 f
