@@ -158,3 +158,23 @@ fn a_failed_re_creation_leaves_no_trace_file() {
     drop(fs);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Opening fails on a device (`/dev/full` takes no header): the device is
+/// not a trace file the queue created, so it is never removed (any user).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_device_that_fails_at_activation_is_not_removed() {
+    use std::os::unix::fs::FileTypeExt;
+    let full = Path::new("/dev/full");
+    if !std::fs::symlink_metadata(full).is_ok_and(|m| m.file_type().is_char_device()) {
+        eprintln!("skipped: no /dev/full character device here");
+        return;
+    }
+    let t = Tracer::new();
+    t.create_queue::<Online>(OnlineParams::default().with_file(full))
+        .unwrap();
+    let err = t.activate().unwrap_err().to_string();
+    assert!(err.contains("/dev/full"), "{err}");
+    let kind = std::fs::symlink_metadata(full).map(|m| m.file_type().is_char_device());
+    assert!(kind.is_ok_and(|c| c), "/dev/full was removed or replaced");
+}

@@ -43,6 +43,7 @@ fn api_names() -> BTreeSet<&'static str> {
         "packet_bytes" => |o: &CtfOptions| o.packet_bytes,
         "high_water_percent" => |p: &qtrace::queues::OnlineParams| p.high_water_percent,
         "sender_id" => |p: &qtrace::queues::UdpParams| p.sender_id,
+        "UdpStats::abandoned_events" => |s: &qtrace::queues::UdpStats| s.abandoned_events,
         "Limit" => qtrace::queues::DatagramsPerPeriod::Limit,
         "Clock::manual" => qtrace::clock::Clock::manual,
         "Config::with_clock" => |c: qtrace::Config| c.with_clock(qtrace::clock::Clock::monotonic()),

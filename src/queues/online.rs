@@ -303,6 +303,7 @@ impl OnlineQueue {
     fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
         let header = TraceHeader::for_queue(ctx).to_bytes();
         let mut file_handle = None;
+        let mut remove_if_header_fails = false;
         let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
             Target::Writer(w) => (w, "the online queue's writer".to_string()),
             Target::Default | Target::File(_) => {
@@ -312,14 +313,15 @@ impl OnlineQueue {
                         ConfigError::io("create the directory of trace file", &path, e)
                     })?;
                 }
+                let removable = removable_on_failure(&path);
                 let file = File::create(&path)
                     .map_err(|e| ConfigError::io("create trace file", &path, e))?;
                 // Room for the final hoops record and close run, so a disk
                 // that fills up still takes them (see `reserve`); then a
                 // second handle to reserve room ahead of the writes, cut a
                 // torn last record and write the close run at shutdown. If
-                // either fails, the file just created goes: a failed phase 2
-                // leaves no empty trace file behind.
+                // either fails, the file just created (or truncated) goes: a
+                // failed phase 2 leaves no empty trace file behind.
                 let handle = reserve(&file, header.len() as u64, RESERVE_LEN)
                     .map_err(|e| ("reserve room at the end of trace file", e))
                     .and_then(|_| {
@@ -330,15 +332,18 @@ impl OnlineQueue {
                     Ok(h) => file_handle = Some(h),
                     Err((action, e)) => {
                         drop(file);
-                        let _ = std::fs::remove_file(&path);
+                        if removable {
+                            let _ = std::fs::remove_file(&path);
+                        }
                         return Err(ConfigError::io(action, &path, e));
                     }
                 }
+                remove_if_header_fails = removable;
                 (Box::new(file), path.display().to_string())
             }
         };
         if let Err(e) = sink.write_all(&header) {
-            if let Some(path) = file_handle.as_ref().and(self.path.as_ref()) {
+            if let Some(path) = self.path.as_ref().filter(|_| remove_if_header_fails) {
                 // Nothing of the trace is in the file yet: remove it, as above.
                 drop(sink);
                 let _ = std::fs::remove_file(path);
@@ -376,6 +381,14 @@ impl OnlineQueue {
             reserved_to: file_len_at_open + RESERVE_LEN,
         })
     }
+}
+
+/// Whether a trace file about to be created at `path` may be removed if
+/// opening it fails: when nothing is there yet or a regular file is (which
+/// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
+/// a symbolic link.
+fn removable_on_failure(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
 }
 
 impl Queue for OnlineQueue {
@@ -676,6 +689,7 @@ impl Drainer {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)?;
             }
+            let removable = removable_on_failure(&path);
             let mut f = File::create(&path)?;
             let ready = reserve(&f, head.len() as u64, RESERVE_LEN)
                 .and_then(|_| f.write_all(&head))
@@ -686,7 +700,9 @@ impl Drainer {
                     // No room (a full disk): remove the file just created,
                     // as at phase 2, rather than leave it empty or torn.
                     drop(f);
-                    let _ = std::fs::remove_file(&path);
+                    if removable {
+                        let _ = std::fs::remove_file(&path);
+                    }
                     Err(e)
                 }
             }
