@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Report import cycles between the library's modules (issue #17: no cycles).
 
-Reads every `.rs` file under `src/` (not `src/bin/`, the command-line tool),
+Reads every `.rs` file under `src/` (the library; not a `src/bin/` folder: the
+command-line tool is its own crate, `cli/`, and `core/` is the no_std crate),
 maps it to a module path (`src/queues/ring/mod.rs` -> `queues::ring`), and
 collects the modules each file names through `crate::…`, `super::…` and
 `self::…` paths (in `use` lines and inline paths), outside `#[cfg(test)]`
@@ -21,9 +22,13 @@ file and line that makes it, and exits 1 if there is any; prints
 `module-cycles: N modules, M edges, no cycle` and exits 0 otherwise.
 
 Usage: scripts/module-cycles.py [-v] [--graph] [SRC_DIR]
-       scripts/module-cycles.py --self-test   (three small trees, with and without cycles)   (default: src next to this script;
--v lists every edge inside each cycle's strongly connected set; --graph prints
-every module's outgoing edges first)
+       scripts/module-cycles.py --self-test
+
+SRC_DIR defaults to the repository's `src/` (`../src` from this script) and
+must hold a `lib.rs` (`core/src` works; `cli/src`, a binary, does not); -v
+lists every edge inside each cycle's strongly connected set; --graph prints
+every module's outgoing edges first; --self-test checks three small trees,
+with and without cycles.
 """
 
 import os

@@ -81,6 +81,76 @@
 //! in your code while no layer depends on another's errors. This crate root
 //! is a façade: [`queue`] and the root re-exports keep every public path
 //! where it was.
+//!
+//! Below the model sits a separate crate, [`qtrace_core`] (`core/` in the
+//! repository): `#![no_std]`, no allocator, no `unsafe`. It holds the event
+//! record and ids, the built-in classes, the byte layouts of FORMAT.md and
+//! their encoders, and static rings with a firmware tracer; this crate
+//! re-exports what it shares with it ([`Event`], [`EventId`], [`ClassId`],
+//! [`QueueHandle`], the built-in class modules, the record and close-run
+//! codecs of [`wire`]), so a file a firmware writes is the file this crate
+//! reads. The `qtrace` command is a third crate, `qtrace-cli` (`cli/`): this
+//! library depends on none of its crates.
+//!
+//! # Without std (firmware, kernels)
+//!
+//! This crate needs `std` (threads, files, sockets). Where there is none —
+//! firmware, an RTOS, a kernel — depend on `qtrace-core` alone and trace into
+//! rings in `static` memory, through a [`qtrace_core::Tracer`] with the same
+//! routing and masks as [`Tracer`]; at the end write a standard trace file
+//! into any byte sink (semihosting, a UART, flash), which `qtrace dump`,
+//! `stats` and `convert` read like any other:
+//!
+//! ```
+//! use qtrace_core::classes::{lowlevel, system, BuiltinClass, BuiltinEvent, ClassId};
+//! use qtrace_core::encode::header::HeaderSpec;
+//! use qtrace_core::ring::CircularRing;
+//! use qtrace_core::{EventId, StaticCatalog, Tracer};
+//!
+//! // The firmware's own class, checked at compile time (FORMAT.md 1.3).
+//! const STEP: EventId = EventId::FIRST_USER_DEFINED;
+//! static MOTOR: [BuiltinClass; 1] = [BuiltinClass {
+//!     id: ClassId::FIRST_USER_DEFINED,
+//!     name: "motor",
+//!     description: "the motor controller",
+//!     events: &[BuiltinEvent::new(STEP, "step", "one step", &["position"])],
+//! }];
+//! static CATALOG: StaticCatalog = StaticCatalog::new(&MOTOR);
+//!
+//! fn ticks() -> u64 { 0 } // the firmware's clock, e.g. SysTick in µs
+//! static RING: CircularRing<256> = CircularRing::new(); // keeps the last 256
+//! static TRACER: Tracer<1> = Tracer::new(&CATALOG, [&RING], ticks);
+//!
+//! TRACER.assign_class(ClassId::SYSTEM, 0).unwrap();
+//! TRACER.assign_class(ClassId::LOWLEVEL, 0).unwrap();
+//! TRACER.assign_class(ClassId::FIRST_USER_DEFINED, 0).unwrap();
+//! TRACER.log_event(lowlevel::INTERRUPT, 0, [15, 0]); // an interrupt handler
+//! TRACER.log_event(system::SCHEDULE, 0, [2, 0]);     // the scheduler
+//! TRACER.log_event(STEP, 0, [1200, 0]);              // the firmware's event
+//!
+//! let spec = HeaderSpec { ticks_per_second: 1_000_000, clock_kind: "systick", ..HeaderSpec::default() };
+//! let mut file = Vec::new(); // a firmware writes each piece out instead
+//! let summary = TRACER.dump(0, &spec, &mut |b: &[u8]| file.extend_from_slice(b)).unwrap();
+//! assert_eq!((summary.events, summary.lost), (3, 0));
+//!
+//! // The bytes are a standard trace file: this crate's reader reads them.
+//! let reader = qtrace::reader::TraceReader::new(&file[..])?;
+//! assert_eq!(reader.event_name(STEP), Some("step"));
+//! let ids: Vec<EventId> = reader.map(|e| e.map(|e| e.id)).collect::<Result<_, _>>()?;
+//! assert_eq!(ids, [lowlevel::INTERRUPT, system::SCHEDULE, STEP]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The core's rings take one critical section per `get` and per `post`
+//! (the `critical-section` crate), not compare-and-swap atomics, so thumbv6m
+//! (Cortex-M0, which has none) works as well as thumbv7m; BENCHMARKS.md
+//! ("Without std") has the measurement behind that choice. The firmware
+//! provides the implementation — on a single-core Cortex-M,
+//! `cortex-m = { version = "0.7", features = ["critical-section-single-core"] }`;
+//! on a host, `critical-section`'s `std` feature. Without one the link fails
+//! on `_critical_section_1_0_acquire`. [`qtrace_core::dump_ring`] writes one
+//! ring without a tracer; `examples/firmware-cortex-m` and `scripts/qemu.sh`
+//! run all of this on QEMU's Cortex-M3.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

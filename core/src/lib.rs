@@ -18,11 +18,36 @@
 //!
 //! # Without std (firmware, kernels)
 //!
-//! The rings take one critical section per operation ([`critical_section`]):
-//! interrupts off for a few dozen instructions on a single-core
-//! microcontroller, which needs no compare-and-swap, so thumbv6m works as
-//! well as thumbv7m. The firmware provides the implementation (for
-//! Cortex-M, `cortex-m`'s `critical-section-single-core` feature).
+//! In the firmware's `Cargo.toml`:
+//!
+//! ```toml
+//! [dependencies]
+//! qtrace-core = "0.1"
+//! # The critical section the rings take (single-core Cortex-M: interrupts off).
+//! cortex-m = { version = "0.7", features = ["critical-section-single-core"] }
+//! ```
+//!
+//! The rings take one critical section per `get` and per `post`
+//! ([`critical_section`]): interrupts off for a few dozen instructions on a
+//! single-core microcontroller, which needs no compare-and-swap, so thumbv6m
+//! (Cortex-M0) works as well as thumbv7m. Why not `portable-atomic`: on
+//! thumbv6m it is a critical section per atomic operation (several per
+//! event instead of two), and on thumbv7m its 64-bit counters are a spinning
+//! seqlock an interrupt handler can deadlock on (BENCHMARKS.md, "Without
+//! std", measured). The firmware provides the implementation: `cortex-m`'s
+//! `critical-section-single-core` feature above, a multi-core chip's HAL, or
+//! `critical-section`'s `std` feature on a host (tests). Without one, the
+//! link fails on the undefined symbol `_critical_section_1_0_acquire`.
+//!
+//! The steps: a catalog ([`StaticCatalog::BUILTIN`], or
+//! [`StaticCatalog::new`] with the firmware's own classes, checked at compile
+//! time), rings in `static`s ([`ring::CircularRing`] keeps the last `N`
+//! events, [`ring::FixedRing`] the first `N`), a [`Tracer`] routing classes
+//! and events to them by index, `log_event` from anywhere (interrupt
+//! handlers included), and at the end [`Tracer::dump`] — or [`dump_ring`]
+//! for a ring used without a tracer — feeding a complete trace file to a
+//! sink. `examples/firmware-cortex-m` in the repository runs this on QEMU
+//! (`scripts/qemu.sh`).
 //!
 //! ```
 //! use qtrace_core::classes::{lowlevel, system, ClassId};

@@ -453,7 +453,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// Unix time of the trace's time zero.
     ///
     /// # Errors
-    /// [`Error::Io`] if `out` cannot be written.
+    /// [`ExportError::Io`](Error::Io) if `out` cannot be written.
     pub fn new(catalog: &Catalog, origin_unix_ns: u64, out: W) -> Result<Self, Error> {
         Self::with_options(catalog, origin_unix_ns, out, PerfettoOptions::default())
     }
@@ -461,7 +461,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// As [`PerfettoWriter::new`], with explicit options.
     ///
     /// # Errors
-    /// [`Error::Io`] if `out` cannot be written; [`Error::InvalidExportOption`]
+    /// [`ExportError::Io`](Error::Io) if `out` cannot be written;
+    /// [`ExportError::InvalidExportOption`](Error::InvalidExportOption)
     /// if `max_tracks` or `max_interned` is 0.
     pub fn with_options(
         catalog: &Catalog,

@@ -407,7 +407,7 @@ impl Bytes<'_> {
     }
 }
 
-// Sequence words of the circular queue's shared ring (see `ring.rs`):
+// Sequence words of the circular queue's shared ring (see `ring/overwrite.rs`):
 // `(ticket + 1) << 2 | state`.
 const MP_STATE_MASK: u64 = 0b11;
 const MP_COMMITTED: u64 = 0;
