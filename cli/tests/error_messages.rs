@@ -343,6 +343,7 @@ fn messages_name_only_real_api() {
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     rust_files(&root.join("cli").join("src"), &mut files);
+    rust_files(&root.join("core").join("src"), &mut files);
     files.sort();
     assert!(
         files.iter().any(|f| f.ends_with("cli/src/main.rs"))
