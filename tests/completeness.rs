@@ -16,10 +16,16 @@ use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
 use qtrace::{Config, ConfigError, Event, Tracer};
 
+#[path = "common/manual_tracer.rs"]
+#[allow(dead_code)]
+mod manual_tracer;
+#[path = "common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use manual_tracer::manual_tracer as tracer;
+
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-close-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    temp_dirs::fresh_dir("close", name)
 }
 
 /// Every record of `path` (the close run left out) and its completeness.
@@ -43,14 +49,6 @@ fn totals(c: QueueCounters) -> QueueTotals {
         overwritten: c.overwritten,
         delivered: c.delivered,
     }
-}
-
-fn tracer(d: &Path, clock: &ManualClock) -> Tracer {
-    Tracer::with_config(
-        Config::default()
-            .with_output_dir(d)
-            .with_clock(Clock::manual(clock)),
-    )
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -25,31 +25,18 @@ use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
 use qtrace::{Config, Event, Tracer};
 
-fn loopback() -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
-}
+#[path = "common/loopback.rs"]
+mod loopback;
+#[path = "common/read_all.rs"]
+mod read_all;
+#[path = "common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use loopback::{loopback, wait_until};
+use read_all::read_all;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qtrace-end-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Every record of a trace file (all must read) and what its end says.
-fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness) {
-    let mut reader = TraceReader::open(path).unwrap();
-    let header = reader.header().clone();
-    let events = reader.by_ref().map(|e| e.unwrap()).collect();
-    (header, events, reader.completeness().unwrap())
+    temp_dirs::created_dir("end", name)
 }
 
 /// The file ends with its close run, which agrees with its records.

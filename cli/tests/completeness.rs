@@ -7,14 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use qtrace::classes::user;
-use qtrace::clock::{Clock, ManualClock};
+use qtrace::clock::ManualClock;
 use qtrace::queues::{Fixed, FixedParams};
-use qtrace::{Config, Tracer};
+
+#[path = "../../tests/common/manual_tracer.rs"]
+#[allow(dead_code)]
+mod manual_tracer;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use manual_tracer::manual_tracer as tracer;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-close-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    temp_dirs::fresh_dir("close-cli", name)
 }
 
 fn qtrace(args: &[&str]) -> Output {
@@ -22,14 +27,6 @@ fn qtrace(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run qtrace")
-}
-
-fn tracer(d: &Path, clock: &ManualClock) -> Tracer {
-    Tracer::with_config(
-        Config::default()
-            .with_output_dir(d)
-            .with_clock(Clock::manual(clock)),
-    )
 }
 
 #[test]

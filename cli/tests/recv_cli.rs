@@ -2,7 +2,8 @@
 //! writes a trace file and prints its summary.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
@@ -19,24 +20,24 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn recv_writes_the_stream_and_prints_a_summary() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = dir.join("sub/received.qtr");
-    let port = free_port();
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--out"])
-        .arg(&out)
-        .args(["--count", "500"])
+/// Starts `qtrace recv --listen LISTEN EXTRA… --out OUT` with its output
+/// piped.
+fn spawn_recv(listen: SocketAddr, extra: &[&str], out: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", &listen.to_string()])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    // Wait until it listens: probe with an empty (invalid) datagram until the
-    // port stops refusing. Bounded.
+        .unwrap()
+}
+
+/// Waits until `qtrace recv` listens on `listen`: probes with an invalid
+/// datagram until the port stops refusing. Bounded (30 s).
+fn wait_listening(listen: SocketAddr) {
     let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
     probe.connect(listen).unwrap();
     let t = Instant::now();
@@ -51,6 +52,11 @@ fn recv_writes_the_stream_and_prints_a_summary() {
             "qtrace recv did not start"
         );
     }
+}
+
+/// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen` through a UDP
+/// queue sending every 2 ms, then shuts the tracer down.
+fn send_user3(listen: SocketAddr, n: u64) {
     let tracer = Tracer::new();
     let q = tracer
         .create_queue::<Udp>(
@@ -61,10 +67,22 @@ fn recv_writes_the_stream_and_prints_a_summary() {
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();
-    for i in 0..500 {
+    for i in 0..n {
         tracer.log_event(user::USER3, [i, 7]);
     }
     tracer.shutdown().unwrap();
+}
+
+#[test]
+fn recv_writes_the_stream_and_prints_a_summary() {
+    let dir = std::env::temp_dir().join(format!("qtrace-recv-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("sub/received.qtr");
+    let port = free_port();
+    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = spawn_recv(listen, &["--count", "500"], &out);
+    wait_listening(listen);
+    send_user3(listen, 500);
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -211,7 +229,7 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
 
 /// Runs `qtrace recv` with `args` (plus `--out`), returns (status, stdout,
 /// stderr, elapsed).
-fn recv(args: &[&str], out: &std::path::Path) -> (Option<i32>, String, String, Duration) {
+fn recv(args: &[&str], out: &Path) -> (Option<i32>, String, String, Duration) {
     let t = Instant::now();
     let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .arg("recv")
@@ -255,51 +273,10 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
     // The count comes first: 300 events, a 60 s duration.
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args([
-            "recv",
-            "--listen",
-            &listen.to_string(),
-            "--count",
-            "300",
-            "--duration",
-            "60",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_recv(listen, &["--count", "300", "--duration", "60"], &out);
     let t = Instant::now();
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    for i in 0..300 {
-        tracer.log_event(user::USER3, [i, 7]);
-    }
-    tracer.shutdown().unwrap();
+    wait_listening(listen);
+    send_user3(listen, 300);
     let o = child.wait_with_output().unwrap();
     assert!(
         t.elapsed() < Duration::from_secs(30),
@@ -329,28 +306,8 @@ fn ctrl_c_stops_cleanly_and_writes_the_file() {
     let out = dir.join("r.qtr");
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--out"])
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    let t = Instant::now();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
+    let child = spawn_recv(listen, &[], &out);
+    wait_listening(listen);
     // Give the handler a moment to be installed after the socket is bound.
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: sending SIGINT to our own child process.

@@ -15,33 +15,20 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::{Event, Tracer};
+use qtrace::Tracer;
 
-fn loopback() -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
-}
+#[path = "../../tests/common/loopback.rs"]
+mod loopback;
+#[path = "../../tests/common/read_all.rs"]
+mod read_all;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use loopback::{loopback, wait_until};
+use read_all::read_all;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qtrace-end-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Every record of a trace file (all must read) and what its end says.
-fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness) {
-    let mut reader = TraceReader::open(path).unwrap();
-    let header = reader.header().clone();
-    let events = reader.by_ref().map(|e| e.unwrap()).collect();
-    (header, events, reader.completeness().unwrap())
+    temp_dirs::created_dir("end-cli", name)
 }
 
 fn udp_tracer(params: UdpParams) -> (Tracer, qtrace::QueueHandle) {
