@@ -20,7 +20,7 @@ use qtrace::{Config, Event, Tracer};
 
 #[path = "common/combine_runs.rs"]
 mod combine_runs;
-use combine_runs::{fixed_tracer, payload, two_queues_with_names};
+use combine_runs::{file_cut_inside_a_run, fixed_tracer, payload, two_queues_with_names};
 
 #[path = "common/temp_dirs.rs"]
 #[allow(dead_code)]
@@ -531,16 +531,7 @@ fn names_go_to_every_queue() {
 #[test]
 fn a_file_cut_inside_a_run_shows_the_run_partial() {
     let d = dir("crash");
-    let tracer = fixed_tracer(&d, 64);
-    tracer.log_event_str(user::USER1, 1, "whole");
-    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
-    let report = tracer.shutdown().unwrap();
-    let file = &report.queues[0].status.files[0];
-    // A crash while the file was written: it ends 2 records into the
-    // second run.
-    let bytes = std::fs::read(file).unwrap();
-    let records_at = bytes.len() - 32 * (2 + 5 + 3);
-    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    let file = &file_cut_inside_a_run(&d);
     let mut reader = TraceReader::open(file).unwrap();
     let events: Vec<Event> = reader.by_ref().filter_map(Result::ok).collect();
     assert!(matches!(

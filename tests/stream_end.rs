@@ -32,7 +32,7 @@ mod read_all;
 #[path = "common/temp_dirs.rs"]
 #[allow(dead_code)]
 mod temp_dirs;
-use loopback::{loopback, wait_until};
+use loopback::{free_port, loopback, wait_until};
 use read_all::read_all;
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -67,25 +67,9 @@ fn assert_complete(events: &[Event], end: Completeness) {
     }
 }
 
-/// A tracer with one UDP queue for the user class sending to `to`.
-fn udp_tracer(params: UdpParams) -> (Tracer, qtrace::QueueHandle) {
-    let tracer = Tracer::new();
-    let q = tracer.create_queue::<Udp>(params).unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    (tracer, q)
-}
-
-/// Logs `n` events (values `from..from + n`), `batch` at a time with a pause
-/// between batches, so a loopback receiver keeps up.
-fn log_paced(tracer: &Tracer, from: u64, n: u64, batch: u64) {
-    for i in from..from + n {
-        tracer.log_event(user::USER0, [i, 0]);
-        if (i + 1) % batch == 0 {
-            thread::sleep(Duration::from_micros(500));
-        }
-    }
-}
+#[path = "common/udp_sender.rs"]
+mod udp_sender;
+use udp_sender::{log_paced, udp_tracer};
 
 #[test]
 fn sixteen_single_datagrams_from_sixteen_ports_then_a_real_sender() {
@@ -423,14 +407,6 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
         .iter()
         .any(|c| c.name.starts_with("app")));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind(loopback())
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

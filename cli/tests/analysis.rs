@@ -9,6 +9,10 @@ use qtrace::classes::Catalog;
 mod analysis_trace;
 use analysis_trace::trace;
 
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
 fn trace_file(dir: &std::path::Path) -> std::path::PathBuf {
     use qtrace::clock::{Clock, ManualClock};
     use qtrace::wire::{create_trace_file, TraceHeader};
@@ -27,11 +31,7 @@ fn run(args: &[&str], file: &std::path::Path) -> String {
         .arg(file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -15,6 +15,10 @@ use qtrace::clock::{Clock, ManualClock};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::{Event, EventId};
 
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
 /// (event name as `class:event`, arguments by name) per event, in time order.
 type Shown = Vec<(String, BTreeMap<String, u64>)>;
 
@@ -49,11 +53,7 @@ fn qtrace(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     out
 }
 
@@ -163,11 +163,7 @@ fn perfetto_carries_every_argument() {
             return;
         }
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let got: Shown = summary["events"]
         .as_array()

@@ -13,11 +13,15 @@ use qtrace::{Config, Tracer};
 
 #[path = "../../tests/common/combine_runs.rs"]
 mod combine_runs;
-use combine_runs::{fixed_tracer, payload, two_queues_with_names};
+use combine_runs::{file_cut_inside_a_run, fixed_tracer, payload, two_queues_with_names};
 
 #[path = "../../tests/common/temp_dirs.rs"]
 #[allow(dead_code)]
 mod temp_dirs;
+
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
 
 fn dir(name: &str) -> PathBuf {
     temp_dirs::fresh_dir("combine-cli", name)
@@ -38,11 +42,7 @@ fn dump_shows_every_length_whole() {
         .arg(file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), MAX_PAYLOAD + 2); // and the END line
@@ -98,16 +98,7 @@ fn dump_shows_names_on_the_lines_after_them() {
 #[test]
 fn dump_shows_a_run_cut_by_the_end_of_the_file_partial() {
     let d = dir("crash");
-    let tracer = fixed_tracer(&d, 64);
-    tracer.log_event_str(user::USER1, 1, "whole");
-    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
-    let report = tracer.shutdown().unwrap();
-    let file = &report.queues[0].status.files[0];
-    // A crash while the file was written: it ends 2 records into the
-    // second run (the library's tests/combine.rs reads the same cut).
-    let bytes = std::fs::read(file).unwrap();
-    let records_at = bytes.len() - 32 * (2 + 5 + 3);
-    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    let file = &file_cut_inside_a_run(&d);
     // dump says so too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .arg("dump")
@@ -156,11 +147,7 @@ fn qtrace_convert_names_threads_whose_name_records_come_last() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let names: Vec<&str> = doc["traceEvents"]
         .as_array()

@@ -10,6 +10,10 @@ use qtrace::clock::{Clock, ManualClock};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::Event;
 
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
 const ORIGIN: u64 = 1_700_000_000_000_000_000;
 
 fn write_trace(path: &Path, origin: u64, events: &[Event]) {
@@ -112,11 +116,7 @@ fn ctf_is_read_by_babeltrace2() {
     let (a, b) = two_files(dir.path());
     let ctf = dir.path().join("ctf");
     let out = convert("ctf", &[&a, &b], &ctf, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     // A second conversion into the same directory is refused, not mixed in.
     let again = convert("ctf", &[&a], &ctf, &[]);
     assert!(!again.status.success());
@@ -232,11 +232,7 @@ fn split_writes_time_slices_that_each_parse() {
     let json = dir.path().join("out.json");
     // Events at 100, 200, 300 (hoops), 400, 500 ns: slices of 250 ns.
     let out = convert("chrome", &[&a, &b], &json, &["--split", "250ns"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(!json.exists());
     let mut names = Vec::new();
     for part in ["out-0000.json", "out-0001.json", "out-0002.json"] {

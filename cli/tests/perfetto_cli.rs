@@ -16,6 +16,10 @@ use serde_json::json;
 mod perfetto_decode;
 use perfetto_decode::{decode, decode_slices, mini};
 
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
 #[test]
 fn cli_converts_merged_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -82,11 +86,7 @@ fn cli_converts_merged_files() {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_success(&run);
     // (slice begins, instants) per part: the schedule at 100 is the begin of
     // `task 1` on source 0 (with `source 0` on task 1's track), the others
     // are instants.
@@ -122,11 +122,7 @@ fn uncompressed_writes_the_same_packets_without_chunks() {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        assert_success(&run);
         std::fs::read(out).unwrap()
     };
     let zipped = convert("z.pftrace", &[]);

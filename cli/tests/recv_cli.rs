@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
@@ -12,47 +12,13 @@ use qtrace::reader::TraceReader;
 use qtrace::wire::close::unclosed_stream;
 use qtrace::{Event, Tracer};
 
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts `qtrace recv --listen LISTEN EXTRA… --out OUT` with its output
-/// piped.
-fn spawn_recv(listen: SocketAddr, extra: &[&str], out: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string()])
-        .args(extra)
-        .arg("--out")
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until `qtrace recv` listens on `listen`: probes with an invalid
-/// datagram until the port stops refusing. Bounded (30 s).
-fn wait_listening(listen: SocketAddr) {
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    let t = Instant::now();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
-}
+#[path = "../../tests/common/loopback.rs"]
+#[allow(dead_code)]
+mod loopback;
+#[path = "common/recv.rs"]
+mod recv;
+use loopback::free_port;
+use recv::{spawn_recv, wait_listening};
 
 /// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen` through a UDP
 /// queue sending every 2 ms, then shuts the tracer down.
@@ -80,7 +46,7 @@ fn recv_writes_the_stream_and_prints_a_summary() {
     let out = dir.join("sub/received.qtr");
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = spawn_recv(listen, &["--count", "500"], &out);
+    let child = spawn_recv(listen, &out, &["--count", "500"]);
     wait_listening(listen);
     send_user3(listen, 500);
     let output = child.wait_with_output().unwrap();
@@ -273,7 +239,7 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
     // The count comes first: 300 events, a 60 s duration.
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = spawn_recv(listen, &["--count", "300", "--duration", "60"], &out);
+    let child = spawn_recv(listen, &out, &["--count", "300", "--duration", "60"]);
     let t = Instant::now();
     wait_listening(listen);
     send_user3(listen, 300);
@@ -306,7 +272,7 @@ fn ctrl_c_stops_cleanly_and_writes_the_file() {
     let out = dir.join("r.qtr");
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = spawn_recv(listen, &[], &out);
+    let child = spawn_recv(listen, &out, &[]);
     wait_listening(listen);
     // Give the handler a moment to be installed after the socket is bound.
     std::thread::sleep(Duration::from_millis(100));

@@ -2,7 +2,7 @@
 //! `cli/tests/combine.rs` include this file with `#[path]`): the payload
 //! logged for each length, and the tracers both sides log them through.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use qtrace::classes::user;
 use qtrace::queues::{Fixed, FixedParams};
@@ -58,4 +58,21 @@ pub fn two_queues_with_names(d: &Path) -> (Tracer, QueueHandle) {
     tracer.log_event(user::USER0, [1, 0]);
     tracer.log_event(user::USER1, [2, 0]);
     (tracer, q1)
+}
+
+/// The file of a fixed queue (64 records, in `d`) holding two runs, `user1`
+/// "whole" (arg 1) and 64 bytes of "y" (arg 2, 5 records), cut as by a crash
+/// while it was written: it ends 2 records into the second run (4 records
+/// kept, no close run).
+pub fn file_cut_inside_a_run(d: &Path) -> PathBuf {
+    let tracer = fixed_tracer(d, 64);
+    tracer.log_event_str(user::USER1, 1, "whole");
+    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
+    let report = tracer.shutdown().unwrap();
+    let file = report.queues[0].status.files[0].clone();
+    // The runs' 2 + 5 records, then the close run's 3.
+    let bytes = std::fs::read(&file).unwrap();
+    let records_at = bytes.len() - 32 * (2 + 5 + 3);
+    std::fs::write(&file, &bytes[..records_at + 32 * 4]).unwrap();
+    file
 }

@@ -1,5 +1,6 @@
 //! Loopback networking for tests (each includes this file with `#[path]`):
-//! an address on 127.0.0.1 whose port the system chooses, and a bounded wait.
+//! an address on 127.0.0.1 whose port the system chooses, a free port, and a
+//! bounded wait.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::thread;
@@ -18,4 +19,13 @@ pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         assert!(t.elapsed() < limit, "timed out waiting until {what}");
         thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// A UDP port on 127.0.0.1 that was free a moment ago (bound, read, let go).
+pub fn free_port() -> u16 {
+    std::net::UdpSocket::bind(loopback())
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
