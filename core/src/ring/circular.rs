@@ -21,6 +21,7 @@ use crate::{Event, QueueCounters, Reservation};
 /// assert_eq!((taken.events, taken.overwritten), (2, 1));
 /// assert_eq!((out[0].time, out[1].time), (1, 2));
 /// ```
+#[derive(Default)]
 pub struct CircularRing<const N: usize> {
     state: Locked<N>,
 }
@@ -31,12 +32,6 @@ impl<const N: usize> CircularRing<N> {
         CircularRing {
             state: Locked::new(),
         }
-    }
-}
-
-impl<const N: usize> Default for CircularRing<N> {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

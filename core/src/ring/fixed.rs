@@ -20,6 +20,7 @@ use crate::{Event, QueueCounters, Reservation};
 /// let c = RING.counters();
 /// assert_eq!((c.accepted, c.dropped, c.queued), (2, 1, 2));
 /// ```
+#[derive(Default)]
 pub struct FixedRing<const N: usize> {
     state: Locked<N>,
 }
@@ -30,12 +31,6 @@ impl<const N: usize> FixedRing<N> {
         FixedRing {
             state: Locked::new(),
         }
-    }
-}
-
-impl<const N: usize> Default for FixedRing<N> {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -51,3 +51,9 @@ impl<const N: usize> Locked<N> {
         self.with(|s| s.abandon_reserved())
     }
 }
+
+impl<const N: usize> Default for Locked<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
