@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
@@ -18,7 +18,19 @@ mod loopback;
 #[path = "common/recv.rs"]
 mod recv;
 use loopback::free_port;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
 use recv::{spawn_recv, wait_listening};
+
+/// `qtrace recv --listen 127.0.0.1:PORT --out OUT ARGS…` started on a free
+/// port and listening: (its address, the child).
+fn recv_listening(out: &Path, args: &[&str]) -> (SocketAddr, Child) {
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = spawn_recv(listen, out, args);
+    wait_listening(listen);
+    (listen, child)
+}
 
 /// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen` through a UDP
 /// queue sending every 2 ms, then shuts the tracer down.
@@ -41,13 +53,9 @@ fn send_user3(listen: SocketAddr, n: u64) {
 
 #[test]
 fn recv_writes_the_stream_and_prints_a_summary() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dirs::fresh_dir("recv", "cli");
     let out = dir.join("sub/received.qtr");
-    let port = free_port();
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = spawn_recv(listen, &out, &["--count", "500"]);
-    wait_listening(listen);
+    let (listen, child) = recv_listening(&out, &["--count", "500"]);
     send_user3(listen, 500);
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -215,8 +223,7 @@ fn recv(args: &[&str], out: &Path) -> (Option<i32>, String, String, Duration) {
 
 #[test]
 fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-limits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dirs::fresh_dir("recv", "limits");
     let out = dir.join("a.qtr");
     // Nothing arrives: the duration ends it (the count never could).
     let port = free_port().to_string();
@@ -267,13 +274,9 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
 #[cfg(target_os = "linux")]
 #[test]
 fn ctrl_c_stops_cleanly_and_writes_the_file() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-int-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dirs::fresh_dir("recv", "int");
     let out = dir.join("r.qtr");
-    let port = free_port();
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = spawn_recv(listen, &out, &[]);
-    wait_listening(listen);
+    let (_, child) = recv_listening(&out, &[]);
     // Give the handler a moment to be installed after the socket is bound.
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: sending SIGINT to our own child process.
