@@ -11,9 +11,13 @@ use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
 use qtrace::{ConfigError, Event, Tracer};
 use queues_support::{hoops, read_trace, scratch};
 
+#[path = "common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
 #[path = "common/manual_tracer.rs"]
 mod manual_tracer;
-use manual_tracer::{circular_and_fixed, manual_tracer as tracer};
+use default_queues::{circular_and_fixed, circular_queue};
+use manual_tracer::manual_tracer as tracer;
 
 fn user0(time: u64, source: u32, a: u64) -> Event {
     Event::new(time, user::USER0, source, [a, 0])
@@ -126,12 +130,7 @@ fn snapshot_while_logging_leaves_the_queue_alone() {
     let dir = scratch("files-snapshot");
     let clock = ManualClock::new(0);
     let t = tracer(&dir, &clock);
-    let q = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 2,
-            ..Default::default()
-        })
-        .unwrap();
+    let q = circular_queue(&t, 2);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..3 {

@@ -8,14 +8,16 @@ use std::process::{Command, Output};
 
 use qtrace::classes::user;
 use qtrace::clock::ManualClock;
-use qtrace::queues::{Fixed, FixedParams};
 
-#[path = "../../tests/common/manual_tracer.rs"]
+#[path = "../../tests/common/default_queues.rs"]
 #[allow(dead_code)]
+mod default_queues;
+#[path = "../../tests/common/manual_tracer.rs"]
 mod manual_tracer;
 #[path = "../../tests/common/temp_dirs.rs"]
 #[allow(dead_code)]
 mod temp_dirs;
+use default_queues::fixed_queue;
 use manual_tracer::manual_tracer as tracer;
 
 fn dir(name: &str) -> PathBuf {
@@ -34,13 +36,7 @@ fn the_cli_tells_complete_cut_and_unknown_files_apart() {
     let d = dir("cli");
     let clock = ManualClock::new(0);
     let t = tracer(&d, &clock);
-    let q = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 3,
-            file: None,
-            ring: Default::default(),
-        })
-        .unwrap();
+    let q = fixed_queue(&t, 3);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..5 {

@@ -7,9 +7,13 @@ use std::process::Command;
 use qtrace::classes::user;
 use qtrace::clock::ManualClock;
 
+#[path = "../../tests/common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
 #[path = "../../tests/common/manual_tracer.rs"]
 mod manual_tracer;
-use manual_tracer::{circular_and_fixed, manual_tracer};
+use default_queues::circular_and_fixed;
+use manual_tracer::manual_tracer;
 
 #[test]
 fn recovers_ring_files_and_reports_what_was_lost() {
