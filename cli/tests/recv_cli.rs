@@ -51,19 +51,26 @@ fn send_user3(listen: SocketAddr, n: u64) {
     tracer.shutdown().unwrap();
 }
 
+/// Waits for `child` to end, which must succeed (the test fails showing its
+/// stdout and stderr); returns its stdout.
+fn wait_success(child: Child) -> String {
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn recv_writes_the_stream_and_prints_a_summary() {
     let dir = temp_dirs::fresh_dir("recv", "cli");
     let out = dir.join("sub/received.qtr");
     let (listen, child) = recv_listening(&out, &["--count", "500"]);
     send_user3(listen, 500);
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = wait_success(child);
     assert!(
         stdout.contains("received 500 events from 1 sender(s)"),
         "{stdout}"
@@ -284,13 +291,7 @@ fn ctrl_c_stops_cleanly_and_writes_the_file() {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
         0
     );
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = wait_success(child);
     assert!(stdout.contains("received 0 events"), "{stdout}");
     assert!(stdout.contains("not qtrace"), "{stdout}");
     // A valid, empty trace.
