@@ -10,6 +10,9 @@ use qtrace::clock::{Clock, ManualClock};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::Event;
 
+#[path = "../../tests/common/babeltrace2.rs"]
+mod babeltrace2;
+use babeltrace2::babeltrace2_text;
 #[path = "common/success.rs"]
 mod success;
 use success::assert_success;
@@ -122,19 +125,8 @@ fn ctf_is_read_by_babeltrace2() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 
-    let text = match Command::new("babeltrace2").arg(&ctf).output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let msg = "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to run this test";
-            // CI sets QTRACE_REQUIRE_BABELTRACE2, so there a missing tool fails.
-            assert!(
-                std::env::var_os("QTRACE_REQUIRE_BABELTRACE2").is_none(),
-                "{msg} (QTRACE_REQUIRE_BABELTRACE2 is set)"
-            );
-            eprintln!("SKIPPED: {msg}");
-            return;
-        }
-        Err(e) => panic!("cannot run babeltrace2: {e}"),
+    let Some(text) = babeltrace2_text(&ctf) else {
+        return;
     };
     let stdout = String::from_utf8_lossy(&text.stdout);
     let stderr = String::from_utf8_lossy(&text.stderr);
