@@ -8,15 +8,13 @@
 use qtrace::classes::ClassSpec;
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams, Online, OnlineParams};
 use qtrace::reader::TraceReader;
-use qtrace::{Config, Tracer};
+use qtrace::{Config, QueueHandle, Tracer};
 
-/// Creates one queue of each file-writing kind, *then* defines a class,
-/// logs one of its events into every queue, shuts down, and reads each file
-/// back: the class and event names are in it, and the event is.
-#[test]
-fn classes_defined_after_create_queue_are_in_every_queues_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let tracer = Tracer::with_config(Config::default().with_output_dir(dir.path()));
+/// A tracer saving to `dir` with a fixed and a circular queue of 16 events
+/// each, created before any class of the test is defined; not activated.
+/// Returns (tracer, fixed, circular).
+fn fixed_and_circular(dir: &std::path::Path) -> (Tracer, QueueHandle, QueueHandle) {
+    let tracer = Tracer::with_config(Config::default().with_output_dir(dir));
     let fixed = tracer
         .create_queue::<Fixed>(FixedParams {
             capacity: 16,
@@ -29,6 +27,16 @@ fn classes_defined_after_create_queue_are_in_every_queues_file() {
             ..CircularParams::default()
         })
         .unwrap();
+    (tracer, fixed, circular)
+}
+
+/// Creates one queue of each file-writing kind, *then* defines a class,
+/// logs one of its events into every queue, shuts down, and reads each file
+/// back: the class and event names are in it, and the event is.
+#[test]
+fn classes_defined_after_create_queue_are_in_every_queues_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tracer, fixed, circular) = fixed_and_circular(dir.path());
     let online = tracer
         .create_queue::<Online>(OnlineParams::default())
         .unwrap();
@@ -80,19 +88,7 @@ fn classes_defined_after_create_queue_are_in_every_queues_file() {
 #[test]
 fn snapshots_list_classes_defined_after_create_queue() {
     let dir = tempfile::tempdir().unwrap();
-    let tracer = Tracer::with_config(Config::default().with_output_dir(dir.path()));
-    let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 16,
-            ..FixedParams::default()
-        })
-        .unwrap();
-    let circular = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 16,
-            ..CircularParams::default()
-        })
-        .unwrap();
+    let (tracer, fixed, circular) = fixed_and_circular(dir.path());
     let late = tracer
         .define_class(
             ClassSpec::new("late", "defined after the queues")

@@ -18,17 +18,16 @@ use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, RunLimit};
 use qtrace::{Config, Event, Tracer};
 
-/// The payload logged for length `len`: distinct for every length.
-fn payload(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| b'a' + ((i * 7 + len) % 26) as u8)
-        .collect()
-}
+#[path = "common/combine_runs.rs"]
+mod combine_runs;
+use combine_runs::{file_cut_inside_a_run, fixed_tracer, payload, two_queues_with_names};
+
+#[path = "common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-combine-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    temp_dirs::fresh_dir("combine", name)
 }
 
 fn assemble(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
@@ -96,15 +95,7 @@ fn all_records() -> u64 {
 #[test]
 fn every_length_through_a_fixed_queue_the_reader_and_dump() {
     let d = dir("fixed");
-    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
-    let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 1 << 20,
-            ..Default::default()
-        })
-        .unwrap();
-    tracer.assign_event(user::USER1, q).unwrap();
-    tracer.activate().unwrap();
+    let tracer = fixed_tracer(&d, 1 << 20);
     log_all(&tracer, 0..=MAX_PAYLOAD, || {});
     let report = tracer.shutdown().unwrap();
     let c = report.queues[0].counters;
@@ -515,27 +506,7 @@ fn masked_out_payloads_are_not_recorded() {
 #[test]
 fn names_go_to_every_queue() {
     let d = dir("names");
-    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
-    let q0 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
-        .unwrap();
-    let q1 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
-        .unwrap();
-    tracer.assign_event(user::USER0, q0).unwrap();
-    tracer.assign_event(user::USER1, q1).unwrap();
-    tracer.activate().unwrap();
-    qtrace::source::set_current(7);
-    assert_eq!(tracer.name_thread("worker-7").unwrap(), 7);
-    tracer.name_task(3, "idle task").unwrap();
-    tracer.log_event(user::USER0, [1, 0]);
-    tracer.log_event(user::USER1, [2, 0]);
+    let (tracer, q1) = two_queues_with_names(&d);
     let report = tracer.shutdown().unwrap();
     assert!(matches!(
         tracer.name_thread("late"),
@@ -560,24 +531,7 @@ fn names_go_to_every_queue() {
 #[test]
 fn a_file_cut_inside_a_run_shows_the_run_partial() {
     let d = dir("crash");
-    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
-    let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
-        .unwrap();
-    tracer.assign_event(user::USER1, q).unwrap();
-    tracer.activate().unwrap();
-    tracer.log_event_str(user::USER1, 1, "whole");
-    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
-    let report = tracer.shutdown().unwrap();
-    let file = &report.queues[0].status.files[0];
-    // A crash while the file was written: it ends 2 records into the
-    // second run.
-    let bytes = std::fs::read(file).unwrap();
-    let records_at = bytes.len() - 32 * (2 + 5 + 3);
-    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    let file = &file_cut_inside_a_run(&d);
     let mut reader = TraceReader::open(file).unwrap();
     let events: Vec<Event> = reader.by_ref().filter_map(Result::ok).collect();
     assert!(matches!(

@@ -16,10 +16,19 @@ use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
 use qtrace::{Config, ConfigError, Event, Tracer};
 
+#[path = "common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
+#[path = "common/manual_tracer.rs"]
+mod manual_tracer;
+#[path = "common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use default_queues::{circular_queue, fixed_queue};
+use manual_tracer::manual_tracer as tracer;
+
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-close-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    temp_dirs::fresh_dir("close", name)
 }
 
 /// Every record of `path` (the close run left out) and its completeness.
@@ -45,32 +54,13 @@ fn totals(c: QueueCounters) -> QueueTotals {
     }
 }
 
-fn tracer(d: &Path, clock: &ManualClock) -> Tracer {
-    Tracer::with_config(
-        Config::default()
-            .with_output_dir(d)
-            .with_clock(Clock::manual(clock)),
-    )
-}
-
 #[test]
 fn fixed_circular_snapshot_and_online_files_end_with_their_final_counters() {
     let d = dir("all");
     let clock = ManualClock::new(0);
     let t = tracer(&d, &clock);
-    let fixed = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            file: None,
-            ring: Default::default(),
-        })
-        .unwrap();
-    let circ = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            ..Default::default()
-        })
-        .unwrap();
+    let fixed = fixed_queue(&t, 4);
+    let circ = circular_queue(&t, 4);
     let online = t
         .create_queue::<Online>(
             OnlineParams::default()

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer::HOOPS, ClassId};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::wire::QueueTotals;
+use qtrace::wire::{CloseRecord, QueueTotals};
 use qtrace::{Event, EventId};
 use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 use qtrace_core::encode::header::HeaderSpec;
@@ -37,6 +37,23 @@ fn read(bytes: &[u8]) -> (TraceReader<&[u8]>, Vec<Event>) {
     let mut r = TraceReader::new(bytes).unwrap();
     let events = r.by_ref().map(Result::unwrap).collect();
     (r, events)
+}
+
+/// The close run that ends a complete file (the test fails on any other end).
+fn close_of(r: &TraceReader<&[u8]>) -> CloseRecord {
+    match r.completeness().unwrap() {
+        Completeness::Complete(close) => close,
+        other => panic!("not complete: {other:?}"),
+    }
+}
+
+/// Queue `queue` of `tracer` dumped with [`spec`] into a byte vector.
+fn dump<const Q: usize>(tracer: &Tracer<'_, Q>, queue: u16) -> Vec<u8> {
+    let mut file = Vec::new();
+    tracer
+        .dump(queue, &spec(), &mut |b: &[u8]| file.extend_from_slice(b))
+        .unwrap();
+    file
 }
 
 fn spec() -> HeaderSpec<'static> {
@@ -85,22 +102,18 @@ fn circular_dump_reads_back_exactly_with_hoops_and_a_complete_close() {
         (100_000_000, "test-ticks", "host-test")
     );
     assert!(h.closes());
-    match r.completeness().unwrap() {
-        Completeness::Complete(close) => {
-            assert_eq!(close.time, 140);
-            assert_eq!(
-                close.totals,
-                QueueTotals {
-                    accepted: 13,
-                    dropped: 0,
-                    overwritten: 5,
-                    delivered: 8
-                }
-            );
-            assert_eq!((close.records, close.lost), (9, 5));
+    let close = close_of(&r);
+    assert_eq!(close.time, 140);
+    assert_eq!(
+        close.totals,
+        QueueTotals {
+            accepted: 13,
+            dropped: 0,
+            overwritten: 5,
+            delivered: 8
         }
-        other => panic!("not complete: {other:?}"),
-    }
+    );
+    assert_eq!((close.records, close.lost), (9, 5));
     let c = RING.counters();
     assert_eq!((c.queued, c.attempts()), (0, 13));
     assert!(c.is_consistent());
@@ -116,10 +129,7 @@ fn fixed_dump_states_its_drops_after_the_last_kept_event() {
     for i in 0..5u64 {
         TRACER.log_event(semaphore::WAIT, 3, [i, 7]);
     }
-    let mut file = Vec::new();
-    TRACER
-        .dump(1, &spec(), &mut |b: &[u8]| file.extend_from_slice(b))
-        .unwrap();
+    let file = dump(&TRACER, 1);
     let (r, events) = read(&file);
     let mut expected: Vec<Event> = (0..3u64)
         .map(|i| Event::new(10 * (i + 1), semaphore::WAIT, 3, [i, 7]))
@@ -130,21 +140,17 @@ fn fixed_dump_states_its_drops_after_the_last_kept_event() {
         r.header().queue().map(|(q, t)| (q.0, t)),
         Some((1, "fixed"))
     );
-    match r.completeness().unwrap() {
-        Completeness::Complete(close) => {
-            assert_eq!(
-                close.totals,
-                QueueTotals {
-                    accepted: 3,
-                    dropped: 2,
-                    overwritten: 0,
-                    delivered: 3
-                }
-            );
-            assert_eq!((close.records, close.lost), (4, 2));
+    let close = close_of(&r);
+    assert_eq!(
+        close.totals,
+        QueueTotals {
+            accepted: 3,
+            dropped: 2,
+            overwritten: 0,
+            delivered: 3
         }
-        other => panic!("not complete: {other:?}"),
-    }
+    );
+    assert_eq!((close.records, close.lost), (4, 2));
     // The other queue saw nothing; a handle past the tracer's is refused.
     assert_eq!(TRACER.counters(0).unwrap().attempts(), 0);
     let err = TRACER.counters(2).unwrap_err();
@@ -164,10 +170,7 @@ fn a_slot_reserved_but_never_posted_is_stated_lost_not_silently_missing() {
                                                    // A logger interrupted between get and post (by the dump, say).
     let stuck = RING.get().unwrap();
     TRACER.log_event(system::SCHEDULE, 1, [1, 0]); // time 20
-    let mut file = Vec::new();
-    TRACER
-        .dump(0, &spec(), &mut |b: &[u8]| file.extend_from_slice(b))
-        .unwrap();
+    let file = dump(&TRACER, 0);
     // Its late post changes nothing now.
     RING.post(stuck, &Event::new(15, system::DELAY, 1, [1, 0]));
     let (r, events) = read(&file);
@@ -179,21 +182,17 @@ fn a_slot_reserved_but_never_posted_is_stated_lost_not_silently_missing() {
             Event::new(20, system::SCHEDULE, 1, [1, 0]),
         ]
     );
-    match r.completeness().unwrap() {
-        Completeness::Complete(close) => {
-            assert_eq!(
-                close.totals,
-                QueueTotals {
-                    accepted: 3,
-                    dropped: 0,
-                    overwritten: 1,
-                    delivered: 2
-                }
-            );
-            assert_eq!((close.records, close.lost), (3, 1));
+    let close = close_of(&r);
+    assert_eq!(
+        close.totals,
+        QueueTotals {
+            accepted: 3,
+            dropped: 0,
+            overwritten: 1,
+            delivered: 2
         }
-        other => panic!("not complete: {other:?}"),
-    }
+    );
+    assert_eq!((close.records, close.lost), (3, 1));
     let c = RING.counters();
     assert_eq!((c.queued, c.overwritten), (0, 1));
 }

@@ -300,16 +300,10 @@ fn babeltrace2(dir: &Path) -> Option<(u64, u64, Vec<u64>)> {
     Some((events, lines, discarded))
 }
 
-/// Skips a babeltrace2 test on a machine without it, unless
-/// `QTRACE_REQUIRE_BABELTRACE2` is set (CI sets it, so a missing tool fails
-/// there instead of passing silently).
-fn skip_without_babeltrace2() {
-    let msg = "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to run this test";
-    if std::env::var_os("QTRACE_REQUIRE_BABELTRACE2").is_some() {
-        panic!("{msg} (QTRACE_REQUIRE_BABELTRACE2 is set)");
-    }
-    eprintln!("SKIPPED: {msg}");
-}
+#[path = "common/babeltrace2.rs"]
+#[allow(dead_code)]
+mod babeltrace2;
+use babeltrace2::skip_without_babeltrace2;
 
 #[test]
 fn babeltrace2_reads_the_small_trace() {

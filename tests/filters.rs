@@ -5,32 +5,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use qtrace::classes::user;
-use qtrace::queues::{Filter, FilterQueue, Fixed, FixedParams, RingStorage};
-use qtrace::{Config, ConfigError, QueueCounters, QueueHandle, Tracer};
+use qtrace::queues::{Filter, FilterQueue};
+use qtrace::{ConfigError, QueueCounters, QueueHandle, Tracer};
 
-/// A tracer whose files go to a directory of its own (removed at exit)
-/// and that saves nothing on a panic.
-fn tracer() -> (Tracer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config::default()
-        .with_output_dir(dir.path())
-        .with_save_on_panic(false);
-    (Tracer::with_config(config), dir)
-}
-
-/// A fixed queue of `capacity` records on the heap (no ring file).
-fn fixed_of(tracer: &Tracer, capacity: usize) -> QueueHandle {
-    tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
-        .unwrap()
-}
+#[path = "common/memory_tracer.rs"]
+#[allow(dead_code)]
+mod memory_tracer;
+use memory_tracer::{memory_fixed, tracer};
 
 fn fixed(tracer: &Tracer) -> QueueHandle {
-    fixed_of(tracer, 64)
+    memory_fixed(tracer, 64)
 }
 
 /// (id, source, arg0) of every event in a fixed queue.
@@ -274,7 +258,7 @@ fn names_reach_the_target_once_not_through_the_filter() {
 #[test]
 fn threads_through_one_filter_exact_counts() {
     let (tracer, _dir) = tracer();
-    let q = fixed_of(&tracer, 4096);
+    let q = memory_fixed(&tracer, 4096);
     tracer.assign_event(user::USER0, q).unwrap();
     let f = tracer
         .filter_event(user::USER0, Filter::arg(0, 0..=499))

@@ -14,6 +14,10 @@ use qtrace::wire::datagram::{self, DatagramView};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
 use qtrace::{Event, EventId};
 
+#[path = "common/net_class.rs"]
+mod net_class;
+use net_class::net_class;
+
 fn out_dir() -> PathBuf {
     match std::env::var_os("QTRACE_FUZZ_CORPUS") {
         Some(d) => PathBuf::from(d),
@@ -24,13 +28,7 @@ fn out_dir() -> PathBuf {
 fn header(user_classes: bool) -> TraceHeader {
     let mut catalog = Catalog::builtin();
     if user_classes {
-        catalog
-            .define(
-                ClassSpec::new("net", "network stack")
-                    .event("rx", "a packet arrived", &["len", "port"])
-                    .event("tx", "a packet left", &["len"]),
-            )
-            .unwrap();
+        catalog.define(net_class()).unwrap();
         catalog
             .define(ClassSpec::new("gc", "garbage collector").event("pause", "", &[]))
             .unwrap();

@@ -5,19 +5,19 @@
 mod queues_support;
 
 use qtrace::classes::{tracer::HOOPS, user};
-use qtrace::clock::{Clock, ManualClock};
+use qtrace::clock::ManualClock;
 use qtrace::queue::{Queue, QueueHandle};
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
-use qtrace::{Config, ConfigError, Event, Tracer};
+use qtrace::{ConfigError, Event, Tracer};
 use queues_support::{hoops, read_trace, scratch};
 
-fn tracer(dir: &std::path::Path, clock: &ManualClock) -> Tracer {
-    Tracer::with_config(
-        Config::default()
-            .with_output_dir(dir)
-            .with_clock(Clock::manual(clock)),
-    )
-}
+#[path = "common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
+#[path = "common/manual_tracer.rs"]
+mod manual_tracer;
+use default_queues::{circular_and_fixed, circular_queue};
+use manual_tracer::manual_tracer as tracer;
 
 fn user0(time: u64, source: u32, a: u64) -> Event {
     Event::new(time, user::USER0, source, [a, 0])
@@ -28,21 +28,8 @@ fn default_files_hold_exactly_what_was_kept() {
     let dir = scratch("files-default");
     let clock = ManualClock::new(100);
     let t = tracer(&dir, &clock);
-    let c = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            ..Default::default()
-        })
-        .unwrap();
-    let f = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 3,
-            ..Default::default()
-        })
-        .unwrap();
+    let (c, f) = circular_and_fixed(&t, 4, 3);
     assert_eq!((c, f), (QueueHandle(0), QueueHandle(1)));
-    t.assign_event(user::USER0, c).unwrap();
-    t.assign_event(user::USER1, f).unwrap();
     t.activate().unwrap();
     for i in 0..7u64 {
         clock.set(100 + i * 10);
@@ -143,12 +130,7 @@ fn snapshot_while_logging_leaves_the_queue_alone() {
     let dir = scratch("files-snapshot");
     let clock = ManualClock::new(0);
     let t = tracer(&dir, &clock);
-    let q = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 2,
-            ..Default::default()
-        })
-        .unwrap();
+    let q = circular_queue(&t, 2);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..3 {
@@ -301,20 +283,7 @@ fn a_second_terminate_keeps_the_saved_file() {
     let dir = scratch("files-terminate-twice");
     let clock = ManualClock::new(10);
     let t = tracer(&dir, &clock);
-    let c = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            ..Default::default()
-        })
-        .unwrap();
-    let f = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 2,
-            ..Default::default()
-        })
-        .unwrap();
-    t.assign_event(user::USER0, c).unwrap();
-    t.assign_event(user::USER1, f).unwrap();
+    let (c, f) = circular_and_fixed(&t, 4, 2);
     t.activate().unwrap();
     for i in 0..3 {
         t.log_event(user::USER0, [i, 0]);

@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -25,31 +25,18 @@ use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
 use qtrace::{Config, Event, Tracer};
 
-fn loopback() -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
-}
+#[path = "common/loopback.rs"]
+mod loopback;
+#[path = "common/read_all.rs"]
+mod read_all;
+#[path = "common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use loopback::{free_port, loopback, wait_until};
+use read_all::read_all;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qtrace-end-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Every record of a trace file (all must read) and what its end says.
-fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness) {
-    let mut reader = TraceReader::open(path).unwrap();
-    let header = reader.header().clone();
-    let events = reader.by_ref().map(|e| e.unwrap()).collect();
-    (header, events, reader.completeness().unwrap())
+    temp_dirs::created_dir("end", name)
 }
 
 /// The file ends with its close run, which agrees with its records.
@@ -80,25 +67,9 @@ fn assert_complete(events: &[Event], end: Completeness) {
     }
 }
 
-/// A tracer with one UDP queue for the user class sending to `to`.
-fn udp_tracer(params: UdpParams) -> (Tracer, qtrace::QueueHandle) {
-    let tracer = Tracer::new();
-    let q = tracer.create_queue::<Udp>(params).unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    (tracer, q)
-}
-
-/// Logs `n` events (values `from..from + n`), `batch` at a time with a pause
-/// between batches, so a loopback receiver keeps up.
-fn log_paced(tracer: &Tracer, from: u64, n: u64, batch: u64) {
-    for i in from..from + n {
-        tracer.log_event(user::USER0, [i, 0]);
-        if (i + 1) % batch == 0 {
-            thread::sleep(Duration::from_micros(500));
-        }
-    }
-}
+#[path = "common/udp_sender.rs"]
+mod udp_sender;
+use udp_sender::{log_paced, udp_tracer};
 
 #[test]
 fn sixteen_single_datagrams_from_sixteen_ports_then_a_real_sender() {
@@ -436,14 +407,6 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
         .iter()
         .any(|c| c.name.starts_with("app")));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind(loopback())
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

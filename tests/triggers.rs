@@ -12,30 +12,18 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queues::{
-    Circular, CircularParams, Filter, Fixed, FixedParams, GateQueue, RingStorage, Scope, Snapshot,
-    Trigger, TriggerQueue,
+    Circular, CircularParams, Filter, GateQueue, RingStorage, Scope, Snapshot, Trigger,
+    TriggerQueue,
 };
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::{Config, ConfigError, EventId, QueueCounters, QueueHandle, Tracer};
 
-fn tracer_with(config: Config) -> (Tracer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config.with_output_dir(dir.path()).with_save_on_panic(false);
-    (Tracer::with_config(config), dir)
-}
-
-fn tracer() -> (Tracer, tempfile::TempDir) {
-    tracer_with(Config::default())
-}
+#[path = "common/memory_tracer.rs"]
+mod memory_tracer;
+use memory_tracer::{memory_fixed, tracer, tracer_with};
 
 fn fixed(tracer: &Tracer) -> QueueHandle {
-    tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 256,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
-        .unwrap()
+    memory_fixed(tracer, 256)
 }
 
 fn circular(tracer: &Tracer, capacity: usize, shards: usize) -> QueueHandle {

@@ -15,6 +15,13 @@ use qtrace::clock::{Clock, ManualClock};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::{Event, EventId};
 
+#[path = "../../tests/common/babeltrace2.rs"]
+mod babeltrace2;
+use babeltrace2::babeltrace2_text;
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
 /// (event name as `class:event`, arguments by name) per event, in time order.
 type Shown = Vec<(String, BTreeMap<String, u64>)>;
 
@@ -49,11 +56,7 @@ fn qtrace(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     out
 }
 
@@ -163,11 +166,7 @@ fn perfetto_carries_every_argument() {
             return;
         }
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let got: Shown = summary["events"]
         .as_array()
@@ -189,18 +188,8 @@ fn ctf_carries_every_argument_for_babeltrace2() {
     let trace = write_trace(dir.path());
     let ctf = dir.path().join("ctf");
     convert(&trace, "ctf", &ctf);
-    let out = match Command::new("babeltrace2").arg(&ctf).output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let msg = "babeltrace2 is not on PATH (Debian: apt-get install babeltrace2)";
-            assert!(
-                std::env::var_os("QTRACE_REQUIRE_BABELTRACE2").is_none(),
-                "{msg}"
-            );
-            eprintln!("SKIPPED: {msg}");
-            return;
-        }
-        Err(e) => panic!("cannot run babeltrace2: {e}"),
+    let Some(out) = babeltrace2_text(&ctf) else {
+        return;
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

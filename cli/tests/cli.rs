@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use qtrace::classes::{system, tracer, user, Catalog, ClassSpec};
+use qtrace::classes::{system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::QueueHandle;
 use qtrace::wire::{create_trace_file, TraceHeader};
@@ -47,16 +47,14 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
+#[path = "../../tests/common/net_class.rs"]
+mod net_class;
+use net_class::net_class;
+
 /// The builtin table plus a user class `net` (`rx(len, port)`, `tx(len)`).
 fn header(queue: u16) -> TraceHeader {
     let mut catalog = Catalog::builtin();
-    catalog
-        .define(
-            ClassSpec::new("net", "network stack")
-                .event("rx", "a packet arrived", &["len", "port"])
-                .event("tx", "a packet left", &["len"]),
-        )
-        .unwrap();
+    catalog.define(net_class()).unwrap();
     TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
         .with_host("testhost")
         .unwrap()

@@ -8,35 +8,23 @@ use std::path::PathBuf;
 
 use qtrace::classes::user;
 use qtrace::combine::MAX_PAYLOAD;
-use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
+use qtrace::queues::{Circular, CircularParams};
 use qtrace::{Config, Tracer};
 
-/// The payload logged for length `len`: distinct for every length (the same
-/// as the library's `tests/combine.rs`).
-fn payload(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| b'a' + ((i * 7 + len) % 26) as u8)
-        .collect()
-}
+#[path = "../../tests/common/combine_runs.rs"]
+mod combine_runs;
+use combine_runs::{file_cut_inside_a_run, fixed_tracer, payload, two_queues_with_names};
+
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-combine-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-/// A fixed queue of `capacity` records taking `user1`, activated.
-fn fixed_tracer(d: &std::path::Path, capacity: usize) -> Tracer {
-    let tracer = Tracer::with_config(Config::default().with_output_dir(d));
-    let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity,
-            ..Default::default()
-        })
-        .unwrap();
-    tracer.assign_event(user::USER1, q).unwrap();
-    tracer.activate().unwrap();
-    tracer
+    temp_dirs::fresh_dir("combine-cli", name)
 }
 
 #[test]
@@ -54,11 +42,7 @@ fn dump_shows_every_length_whole() {
         .arg(file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), MAX_PAYLOAD + 2); // and the END line
@@ -80,27 +64,7 @@ fn dump_shows_every_length_whole() {
 #[test]
 fn dump_shows_names_on_the_lines_after_them() {
     let d = dir("names");
-    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
-    let q0 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
-        .unwrap();
-    let q1 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
-        .unwrap();
-    tracer.assign_event(user::USER0, q0).unwrap();
-    tracer.assign_event(user::USER1, q1).unwrap();
-    tracer.activate().unwrap();
-    qtrace::source::set_current(7);
-    assert_eq!(tracer.name_thread("worker-7").unwrap(), 7);
-    tracer.name_task(3, "idle task").unwrap();
-    tracer.log_event(user::USER0, [1, 0]);
-    tracer.log_event(user::USER1, [2, 0]);
+    let (tracer, _) = two_queues_with_names(&d);
     let report = tracer.shutdown().unwrap();
     for (i, q) in report.queues.iter().enumerate() {
         // Each file: the two names, then its own event.
@@ -134,16 +98,7 @@ fn dump_shows_names_on_the_lines_after_them() {
 #[test]
 fn dump_shows_a_run_cut_by_the_end_of_the_file_partial() {
     let d = dir("crash");
-    let tracer = fixed_tracer(&d, 64);
-    tracer.log_event_str(user::USER1, 1, "whole");
-    tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
-    let report = tracer.shutdown().unwrap();
-    let file = &report.queues[0].status.files[0];
-    // A crash while the file was written: it ends 2 records into the
-    // second run (the library's tests/combine.rs reads the same cut).
-    let bytes = std::fs::read(file).unwrap();
-    let records_at = bytes.len() - 32 * (2 + 5 + 3);
-    std::fs::write(file, &bytes[..records_at + 32 * 4]).unwrap();
+    let file = &file_cut_inside_a_run(&d);
     // dump says so too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .arg("dump")
@@ -192,11 +147,7 @@ fn qtrace_convert_names_threads_whose_name_records_come_last() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let names: Vec<&str> = doc["traceEvents"]
         .as_array()

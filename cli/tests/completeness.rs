@@ -7,14 +7,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use qtrace::classes::user;
-use qtrace::clock::{Clock, ManualClock};
-use qtrace::queues::{Fixed, FixedParams};
-use qtrace::{Config, Tracer};
+use qtrace::clock::ManualClock;
+
+#[path = "../../tests/common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
+#[path = "../../tests/common/manual_tracer.rs"]
+mod manual_tracer;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use default_queues::fixed_queue;
+use manual_tracer::manual_tracer as tracer;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qtrace-close-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    temp_dirs::fresh_dir("close-cli", name)
 }
 
 fn qtrace(args: &[&str]) -> Output {
@@ -24,26 +31,12 @@ fn qtrace(args: &[&str]) -> Output {
         .expect("run qtrace")
 }
 
-fn tracer(d: &Path, clock: &ManualClock) -> Tracer {
-    Tracer::with_config(
-        Config::default()
-            .with_output_dir(d)
-            .with_clock(Clock::manual(clock)),
-    )
-}
-
 #[test]
 fn the_cli_tells_complete_cut_and_unknown_files_apart() {
     let d = dir("cli");
     let clock = ManualClock::new(0);
     let t = tracer(&d, &clock);
-    let q = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 3,
-            file: None,
-            ring: Default::default(),
-        })
-        .unwrap();
+    let q = fixed_queue(&t, 3);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..5 {

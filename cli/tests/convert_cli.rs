@@ -3,12 +3,19 @@
 //! babeltrace2 (skipped with a message when babeltrace2 is not installed).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use qtrace::classes::{system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::Event;
+
+#[path = "../../tests/common/babeltrace2.rs"]
+mod babeltrace2;
+use babeltrace2::babeltrace2_text;
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
 
 const ORIGIN: u64 = 1_700_000_000_000_000_000;
 
@@ -45,13 +52,30 @@ fn two_files(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (a, b)
 }
 
-fn qtrace(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .arg("convert")
-        .args(args)
+/// Runs `qtrace convert --to TO INPUTS… --out OUT EXTRA…`.
+fn convert(to: &str, inputs: &[&Path], out: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", to])
+        .args(inputs)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
         .output()
-        .unwrap();
-    out
+        .unwrap()
+}
+
+/// The JSON document in the file `path`.
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The instant events (`"ph": "i"`) of a Chrome JSON document, in order.
+fn instants(doc: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
 }
 
 #[test]
@@ -59,14 +83,7 @@ fn chrome_merges_files_in_time_order() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_files(dir.path());
     let json = dir.path().join("out.json");
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        a.as_os_str(),
-        b.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-    ]);
+    let out = convert("chrome", &[&a, &b], &json, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // Not a terminal: no progress bar, only the summary.
@@ -77,13 +94,9 @@ fn chrome_merges_files_in_time_order() {
             json.display()
         )
     );
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     assert_eq!(doc["otherData"]["clock_origin_unix_ns"], ORIGIN.to_string());
-    let instants: Vec<(String, String)> = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "i")
+    let instants: Vec<(String, String)> = instants(&doc)
         .map(|e| (e["name"].as_str().unwrap().into(), e["ts"].to_string()))
         .collect();
     let want = [
@@ -105,43 +118,15 @@ fn ctf_is_read_by_babeltrace2() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_files(dir.path());
     let ctf = dir.path().join("ctf");
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "ctf".as_ref(),
-        a.as_os_str(),
-        b.as_os_str(),
-        "--out".as_ref(),
-        ctf.as_os_str(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = convert("ctf", &[&a, &b], &ctf, &[]);
+    assert_success(&out);
     // A second conversion into the same directory is refused, not mixed in.
-    let again = qtrace(&[
-        "--to".as_ref(),
-        "ctf".as_ref(),
-        a.as_os_str(),
-        "--out".as_ref(),
-        ctf.as_os_str(),
-    ]);
+    let again = convert("ctf", &[&a], &ctf, &[]);
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 
-    let text = match Command::new("babeltrace2").arg(&ctf).output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let msg = "babeltrace2 is not on PATH; install it (Debian: apt-get install babeltrace2) to run this test";
-            // CI sets QTRACE_REQUIRE_BABELTRACE2, so there a missing tool fails.
-            assert!(
-                std::env::var_os("QTRACE_REQUIRE_BABELTRACE2").is_none(),
-                "{msg} (QTRACE_REQUIRE_BABELTRACE2 is set)"
-            );
-            eprintln!("SKIPPED: {msg}");
-            return;
-        }
-        Err(e) => panic!("cannot run babeltrace2: {e}"),
+    let Some(text) = babeltrace2_text(&ctf) else {
+        return;
     };
     let stdout = String::from_utf8_lossy(&text.stdout);
     let stderr = String::from_utf8_lossy(&text.stderr);
@@ -178,13 +163,7 @@ fn ctf_is_read_by_babeltrace2() {
 fn missing_file_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.qtr");
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        missing.as_os_str(),
-        "--out".as_ref(),
-        dir.path().join("x.json").as_os_str(),
-    ]);
+    let out = convert("chrome", &[&missing], &dir.path().join("x.json"), &[]);
     // Status 2 for a bad input, as `qtrace dump` and `qtrace stats`.
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -199,26 +178,14 @@ fn not_a_trace_is_status_2_and_an_unwritable_output_status_1() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "just some text\n").unwrap();
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "ctf".as_ref(),
-        text.as_os_str(),
-        "--out".as_ref(),
-        dir.path().join("ctf").as_os_str(),
-    ]);
+    let out = convert("ctf", &[&text], &dir.path().join("ctf"), &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a qtrace trace file"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     let (a, _) = two_files(dir.path());
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        a.as_os_str(),
-        "--out".as_ref(),
-        dir.path().join("no/such/dir/x.json").as_os_str(),
-    ]);
+    let out = convert("chrome", &[&a], &dir.path().join("no/such/dir/x.json"), &[]);
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -230,14 +197,7 @@ fn a_damaged_file_converts_up_to_the_damage_and_fails() {
     let bytes = std::fs::read(&a).unwrap();
     std::fs::write(&a, &bytes[..bytes.len() - 16]).unwrap();
     let json = dir.path().join("out.json");
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        a.as_os_str(),
-        b.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-    ]);
+    let out = convert("chrome", &[&a, &b], &json, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -250,12 +210,8 @@ fn a_damaged_file_converts_up_to_the_damage_and_fails() {
         "{stderr}"
     );
     // The output is still a complete JSON document.
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let names: Vec<&str> = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "i")
+    let doc = read_json(&json);
+    let names: Vec<&str> = instants(&doc)
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["schedule", "user1", "hoops (9 lost)", "user1"]);
@@ -267,31 +223,13 @@ fn split_writes_time_slices_that_each_parse() {
     let (a, b) = two_files(dir.path());
     let json = dir.path().join("out.json");
     // Events at 100, 200, 300 (hoops), 400, 500 ns: slices of 250 ns.
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        a.as_os_str(),
-        b.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-        "--split".as_ref(),
-        "250ns".as_ref(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = convert("chrome", &[&a, &b], &json, &["--split", "250ns"]);
+    assert_success(&out);
     assert!(!json.exists());
     let mut names = Vec::new();
     for part in ["out-0000.json", "out-0001.json", "out-0002.json"] {
-        let doc: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join(part)).unwrap()).unwrap();
-        let instants: Vec<String> = doc["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["ph"] == "i")
+        let doc = read_json(&dir.path().join(part));
+        let instants: Vec<String> = instants(&doc)
             .map(|e| e["name"].as_str().unwrap().to_string())
             .collect();
         names.push(instants);
@@ -305,15 +243,7 @@ fn split_writes_time_slices_that_each_parse() {
         ]
     );
     // CTF cannot be split: a clear error, status 1.
-    let ctf = qtrace(&[
-        "--to".as_ref(),
-        "ctf".as_ref(),
-        a.as_os_str(),
-        "--out".as_ref(),
-        dir.path().join("ctf").as_os_str(),
-        "--split".as_ref(),
-        "1s".as_ref(),
-    ]);
+    let ctf = convert("ctf", &[&a], &dir.path().join("ctf"), &["--split", "1s"]);
     assert_eq!(ctf.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&ctf.stderr).contains("--split applies to --to chrome"));
 }
@@ -327,13 +257,7 @@ fn big_chrome_output_warns_and_names_the_ways_out() {
         .collect();
     write_trace(&path, ORIGIN, &events);
     let json = dir.path().join("big.json");
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        path.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-    ]);
+    let out = convert("chrome", &[&path], &json, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -345,12 +269,6 @@ fn big_chrome_output_warns_and_names_the_ways_out() {
     // A small one: no warning.
     let at_limit = dir.path().join("small.qtr");
     write_trace(&at_limit, ORIGIN, &events[..1_000]);
-    let out = qtrace(&[
-        "--to".as_ref(),
-        "chrome".as_ref(),
-        at_limit.as_os_str(),
-        "--out".as_ref(),
-        json.as_os_str(),
-    ]);
+    let out = convert("chrome", &[&at_limit], &json, &[]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }

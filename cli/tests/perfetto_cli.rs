@@ -4,7 +4,8 @@
 //! `QTRACE_REQUIRE_PERFETTO` is set; `scripts/test.sh` installs it) and with
 //! the independent decoder of the library's Perfetto tests.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
 use qtrace::classes::{system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
@@ -15,6 +16,22 @@ use serde_json::json;
 #[path = "../../tests/common/perfetto_decode.rs"]
 mod perfetto_decode;
 use perfetto_decode::{decode, decode_slices, mini};
+
+#[path = "common/success.rs"]
+mod success;
+use success::assert_success;
+
+/// Runs `qtrace convert --to perfetto EXTRA… INPUTS… --out OUT`.
+fn to_perfetto(extra: &[&str], inputs: &[&Path], out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "perfetto"])
+        .args(extra)
+        .args(inputs)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn cli_converts_merged_files() {
@@ -44,14 +61,7 @@ fn cli_converts_merged_files() {
         &[Event::new(100, user::USER1, 1, [11, 0])],
     );
     let out = dir.path().join("out.pftrace");
-    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["convert", "--to", "perfetto"])
-        .arg(&a)
-        .arg(&b)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = to_perfetto(&[], &[&a, &b], &out);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     assert_eq!(
@@ -74,19 +84,8 @@ fn cli_converts_merged_files() {
     assert_eq!(got["realtime_origin"], json!(origin));
 
     // --split: one standalone trace per 150 ns slice (events at 100, 200, 300).
-    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["convert", "--to", "perfetto", "--split", "150ns"])
-        .arg(&a)
-        .arg(&b)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let run = to_perfetto(&["--split", "150ns"], &[&a, &b], &out);
+    assert_success(&run);
     // (slice begins, instants) per part: the schedule at 100 is the begin of
     // `task 1` on source 0 (with `source 0` on task 1's track), the others
     // are instants.
@@ -114,19 +113,8 @@ fn uncompressed_writes_the_same_packets_without_chunks() {
     w.finish().unwrap();
     let convert = |out: &str, extra: &[&str]| {
         let out = dir.path().join(out);
-        let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-            .args(["convert", "--to", "perfetto"])
-            .args(extra)
-            .arg(&path)
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let run = to_perfetto(extra, &[&path], &out);
+        assert_success(&run);
         std::fs::read(out).unwrap()
     };
     let zipped = convert("z.pftrace", &[]);

@@ -5,33 +5,23 @@
 use std::process::Command;
 
 use qtrace::classes::user;
-use qtrace::clock::{Clock, ManualClock};
-use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
-use qtrace::{Config, Tracer};
+use qtrace::clock::ManualClock;
+
+#[path = "../../tests/common/default_queues.rs"]
+#[allow(dead_code)]
+mod default_queues;
+#[path = "../../tests/common/manual_tracer.rs"]
+mod manual_tracer;
+use default_queues::circular_and_fixed;
+use manual_tracer::manual_tracer;
 
 #[test]
 fn recovers_ring_files_and_reports_what_was_lost() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(100);
-    let t = Tracer::with_config(
-        Config::default()
-            .with_output_dir(dir.path())
-            .with_clock(Clock::manual(&clock)),
-    );
-    let c = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            ..Default::default()
-        })
-        .unwrap();
-    let f = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 3,
-            ..Default::default()
-        })
-        .unwrap();
-    t.assign_event(user::USER0, c).unwrap();
-    t.assign_event(user::USER1, f).unwrap();
+    let t = manual_tracer(dir.path(), &clock);
+    // Queue 0 circular (user0), queue 1 fixed (user1).
+    circular_and_fixed(&t, 4, 3);
     t.activate().unwrap();
     for i in 0..10 {
         clock.advance(10);

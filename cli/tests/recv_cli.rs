@@ -2,7 +2,8 @@
 //! writes a trace file and prints its summary.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
@@ -11,46 +12,29 @@ use qtrace::reader::TraceReader;
 use qtrace::wire::close::unclosed_stream;
 use qtrace::{Event, Tracer};
 
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+#[path = "../../tests/common/loopback.rs"]
+#[allow(dead_code)]
+mod loopback;
+#[path = "common/recv.rs"]
+mod recv;
+use loopback::free_port;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use recv::{spawn_recv, wait_listening};
+
+/// `qtrace recv --listen 127.0.0.1:PORT --out OUT ARGS…` started on a free
+/// port and listening: (its address, the child).
+fn recv_listening(out: &Path, args: &[&str]) -> (SocketAddr, Child) {
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = spawn_recv(listen, out, args);
+    wait_listening(listen);
+    (listen, child)
 }
 
-#[test]
-fn recv_writes_the_stream_and_prints_a_summary() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = dir.join("sub/received.qtr");
-    let port = free_port();
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--out"])
-        .arg(&out)
-        .args(["--count", "500"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until it listens: probe with an empty (invalid) datagram until the
-    // port stops refusing. Bounded.
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    let t = Instant::now();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
+/// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen` through a UDP
+/// queue sending every 2 ms, then shuts the tracer down.
+fn send_user3(listen: SocketAddr, n: u64) {
     let tracer = Tracer::new();
     let q = tracer
         .create_queue::<Udp>(
@@ -61,17 +45,32 @@ fn recv_writes_the_stream_and_prints_a_summary() {
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();
-    for i in 0..500 {
+    for i in 0..n {
         tracer.log_event(user::USER3, [i, 7]);
     }
     tracer.shutdown().unwrap();
+}
+
+/// Waits for `child` to end, which must succeed (the test fails showing its
+/// stdout and stderr); returns its stdout.
+fn wait_success(child: Child) -> String {
     let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{stdout} {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+#[test]
+fn recv_writes_the_stream_and_prints_a_summary() {
+    let dir = temp_dirs::fresh_dir("recv", "cli");
+    let out = dir.join("sub/received.qtr");
+    let (listen, child) = recv_listening(&out, &["--count", "500"]);
+    send_user3(listen, 500);
+    let stdout = wait_success(child);
     assert!(
         stdout.contains("received 500 events from 1 sender(s)"),
         "{stdout}"
@@ -211,7 +210,7 @@ fn recv_reports_a_busy_address_and_bad_arguments() {
 
 /// Runs `qtrace recv` with `args` (plus `--out`), returns (status, stdout,
 /// stderr, elapsed).
-fn recv(args: &[&str], out: &std::path::Path) -> (Option<i32>, String, String, Duration) {
+fn recv(args: &[&str], out: &Path) -> (Option<i32>, String, String, Duration) {
     let t = Instant::now();
     let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .arg("recv")
@@ -231,8 +230,7 @@ fn recv(args: &[&str], out: &std::path::Path) -> (Option<i32>, String, String, D
 
 #[test]
 fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-limits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dirs::fresh_dir("recv", "limits");
     let out = dir.join("a.qtr");
     // Nothing arrives: the duration ends it (the count never could).
     let port = free_port().to_string();
@@ -255,51 +253,10 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
     // The count comes first: 300 events, a 60 s duration.
     let port = free_port();
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args([
-            "recv",
-            "--listen",
-            &listen.to_string(),
-            "--count",
-            "300",
-            "--duration",
-            "60",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_recv(listen, &out, &["--count", "300", "--duration", "60"]);
     let t = Instant::now();
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    for i in 0..300 {
-        tracer.log_event(user::USER3, [i, 7]);
-    }
-    tracer.shutdown().unwrap();
+    wait_listening(listen);
+    send_user3(listen, 300);
     let o = child.wait_with_output().unwrap();
     assert!(
         t.elapsed() < Duration::from_secs(30),
@@ -324,33 +281,9 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
 #[cfg(target_os = "linux")]
 #[test]
 fn ctrl_c_stops_cleanly_and_writes_the_file() {
-    let dir = std::env::temp_dir().join(format!("qtrace-recv-int-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dirs::fresh_dir("recv", "int");
     let out = dir.join("r.qtr");
-    let port = free_port();
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--out"])
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.connect(listen).unwrap();
-    let t = Instant::now();
-    loop {
-        let _ = probe.send(b"probe");
-        std::thread::sleep(Duration::from_millis(20));
-        if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "qtrace recv did not start"
-        );
-    }
+    let (_, child) = recv_listening(&out, &[]);
     // Give the handler a moment to be installed after the socket is bound.
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: sending SIGINT to our own child process.
@@ -358,13 +291,7 @@ fn ctrl_c_stops_cleanly_and_writes_the_file() {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
         0
     );
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = wait_success(child);
     assert!(stdout.contains("received 0 events"), "{stdout}");
     assert!(stdout.contains("not qtrace"), "{stdout}");
     // A valid, empty trace.

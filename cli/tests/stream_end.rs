@@ -6,90 +6,42 @@
 //! Every socket is on 127.0.0.1 with a port the system chooses; every wait
 //! is bounded.
 
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::{Event, Tracer};
+use qtrace::Tracer;
 
-fn loopback() -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
-}
+#[path = "../../tests/common/loopback.rs"]
+mod loopback;
+#[path = "../../tests/common/read_all.rs"]
+mod read_all;
+#[path = "../../tests/common/temp_dirs.rs"]
+#[allow(dead_code)]
+mod temp_dirs;
+use loopback::free_port;
+use read_all::read_all;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qtrace-end-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    temp_dirs::created_dir("end-cli", name)
 }
 
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting until {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Every record of a trace file (all must read) and what its end says.
-fn read_all(path: &Path) -> (qtrace::wire::TraceHeader, Vec<Event>, Completeness) {
-    let mut reader = TraceReader::open(path).unwrap();
-    let header = reader.header().clone();
-    let events = reader.by_ref().map(|e| e.unwrap()).collect();
-    (header, events, reader.completeness().unwrap())
-}
-
-fn udp_tracer(params: UdpParams) -> (Tracer, qtrace::QueueHandle) {
-    let tracer = Tracer::new();
-    let q = tracer.create_queue::<Udp>(params).unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    (tracer, q)
-}
-
-/// Logs `n` events (values `from..from + n`), `batch` at a time with a pause
-/// between batches, so a loopback receiver keeps up.
-fn log_paced(tracer: &Tracer, from: u64, n: u64, batch: u64) {
-    for i in from..from + n {
-        tracer.log_event(user::USER0, [i, 0]);
-        if (i + 1) % batch == 0 {
-            thread::sleep(Duration::from_micros(500));
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind(loopback())
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "common/recv.rs"]
+mod recv;
+#[path = "../../tests/common/udp_sender.rs"]
+mod udp_sender;
+use udp_sender::{log_paced, udp_tracer};
 
 /// Starts `qtrace recv` on `listen` writing `out` with extra `args`, and
 /// waits until it answers.
 fn spawn_recv(listen: SocketAddr, out: &Path, args: &[&str]) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--out"])
-        .arg(out)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let probe = UdpSocket::bind(loopback()).unwrap();
-    probe.connect(listen).unwrap();
-    wait_until("qtrace recv listens", Duration::from_secs(30), || {
-        let _ = probe.send(b"probe");
-        thread::sleep(Duration::from_millis(20));
-        probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok()
-    });
+    let child = recv::spawn_recv(listen, out, args);
+    recv::wait_listening(listen);
     child
 }
 

@@ -1,11 +1,7 @@
 //! The circular ring: keeps the last `N` events, overwriting (and counting)
 //! the oldest.
 
-use core::cell::RefCell;
-
-use critical_section::Mutex;
-
-use super::state::State;
+use super::locked::Locked;
 use super::{Ring, Taken};
 use crate::{Event, QueueCounters, Reservation};
 
@@ -25,22 +21,17 @@ use crate::{Event, QueueCounters, Reservation};
 /// assert_eq!((taken.events, taken.overwritten), (2, 1));
 /// assert_eq!((out[0].time, out[1].time), (1, 2));
 /// ```
+#[derive(Default)]
 pub struct CircularRing<const N: usize> {
-    state: Mutex<RefCell<State<N>>>,
+    state: Locked<N>,
 }
 
 impl<const N: usize> CircularRing<N> {
     /// An empty ring (a `const fn`: place it in a `static`).
     pub const fn new() -> Self {
         CircularRing {
-            state: Mutex::new(RefCell::new(State::new())),
+            state: Locked::new(),
         }
-    }
-}
-
-impl<const N: usize> Default for CircularRing<N> {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -51,8 +42,7 @@ impl<const N: usize> Ring for CircularRing<N> {
 
     #[inline]
     fn get(&self) -> Option<Reservation> {
-        critical_section::with(|cs| {
-            let mut s = self.state.borrow_ref_mut(cs);
+        self.state.with(|s| {
             if s.head - s.tail >= N as u64 {
                 s.evict_oldest();
             }
@@ -62,22 +52,18 @@ impl<const N: usize> Ring for CircularRing<N> {
 
     #[inline]
     fn post(&self, reservation: Reservation, event: &Event) {
-        critical_section::with(|cs| {
-            self.state
-                .borrow_ref_mut(cs)
-                .post(reservation.ticket(), event)
-        })
+        self.state.post(reservation, event)
     }
 
     fn counters(&self) -> QueueCounters {
-        critical_section::with(|cs| self.state.borrow_ref(cs).counters())
+        self.state.counters()
     }
 
     fn take(&self, out: &mut [Event]) -> Taken {
-        critical_section::with(|cs| self.state.borrow_ref_mut(cs).take(out))
+        self.state.take(out)
     }
 
     fn abandon_reserved(&self) -> u64 {
-        critical_section::with(|cs| self.state.borrow_ref_mut(cs).abandon_reserved())
+        self.state.abandon_reserved()
     }
 }

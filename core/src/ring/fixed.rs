@@ -1,10 +1,6 @@
 //! The fixed ring: keeps the first `N` events, drops (and counts) the rest.
 
-use core::cell::RefCell;
-
-use critical_section::Mutex;
-
-use super::state::State;
+use super::locked::Locked;
 use super::{Ring, Taken};
 use crate::{Event, QueueCounters, Reservation};
 
@@ -24,22 +20,17 @@ use crate::{Event, QueueCounters, Reservation};
 /// let c = RING.counters();
 /// assert_eq!((c.accepted, c.dropped, c.queued), (2, 1, 2));
 /// ```
+#[derive(Default)]
 pub struct FixedRing<const N: usize> {
-    state: Mutex<RefCell<State<N>>>,
+    state: Locked<N>,
 }
 
 impl<const N: usize> FixedRing<N> {
     /// An empty ring (a `const fn`: place it in a `static`).
     pub const fn new() -> Self {
         FixedRing {
-            state: Mutex::new(RefCell::new(State::new())),
+            state: Locked::new(),
         }
-    }
-}
-
-impl<const N: usize> Default for FixedRing<N> {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -50,8 +41,7 @@ impl<const N: usize> Ring for FixedRing<N> {
 
     #[inline]
     fn get(&self) -> Option<Reservation> {
-        critical_section::with(|cs| {
-            let mut s = self.state.borrow_ref_mut(cs);
+        self.state.with(|s| {
             if s.head >= N as u64 {
                 s.drop_one();
                 None
@@ -63,22 +53,18 @@ impl<const N: usize> Ring for FixedRing<N> {
 
     #[inline]
     fn post(&self, reservation: Reservation, event: &Event) {
-        critical_section::with(|cs| {
-            self.state
-                .borrow_ref_mut(cs)
-                .post(reservation.ticket(), event)
-        })
+        self.state.post(reservation, event)
     }
 
     fn counters(&self) -> QueueCounters {
-        critical_section::with(|cs| self.state.borrow_ref(cs).counters())
+        self.state.counters()
     }
 
     fn take(&self, out: &mut [Event]) -> Taken {
-        critical_section::with(|cs| self.state.borrow_ref_mut(cs).take(out))
+        self.state.take(out)
     }
 
     fn abandon_reserved(&self) -> u64 {
-        critical_section::with(|cs| self.state.borrow_ref_mut(cs).abandon_reserved())
+        self.state.abandon_reserved()
     }
 }

@@ -16,6 +16,7 @@
 
 mod circular;
 mod fixed;
+mod locked;
 mod state;
 
 pub use circular::CircularRing;
