@@ -1,13 +1,23 @@
 //! `tracing::info!` with two fields through qtrace's layer, side by side in
-//! one run with the same event through `tracing-chrome` and through
-//! `tracing-subscriber`'s fmt layer writing to a sink.
+//! one run with the same event through `tracing-chrome`, through
+//! `tracing-subscriber`'s fmt layer writing to a sink, and through two binary
+//! (Perfetto protobuf) backends: `tracing-perfetto-file` (the fastest binary
+//! `tracing` backend found on crates.io that builds without a C/C++ toolchain)
+//! and `tracing-perfetto`.
 //!
 //! Each case installs its subscriber as the thread's default and logs
 //! [`EVENTS`] events per iteration: `info!(a = i, b = 7u64)` (two numeric
 //! fields). qtrace's layer records into a circular queue of 8192 records;
 //! tracing-chrome (`include_args(true)`) hands each event to its writer
 //! thread, which writes JSON to `io::sink()`; the fmt layer formats each
-//! line and writes it to `io::sink()`. A last case logs the same event with
+//! line and writes it to `io::sink()`. tracing-perfetto-file
+//! (`with_debug_annotations()`: the two fields are recorded) encodes each
+//! event into a per-thread buffer and drains full buffers to its writer,
+//! `io::sink()`, on the logging thread; tracing-perfetto
+//! (`with_debug_annotations(true)`) encodes each event as a protobuf packet and
+//! writes it through a `Mutex<io::Sink>`. Before the measurements, each binary
+//! backend logs [`CHECK_EVENTS`] events into a byte counter: the bench fails if
+//! one writes nothing, and prints its bytes per event. A last case logs the same event with
 //! a message (`info!(a = i, b = 7u64, "tick")`) into qtrace's layer: the
 //! message is a string, so it is recorded as a combine run.
 //!
@@ -16,7 +26,9 @@
 //!
 //! Run: `cargo bench -p qtrace-benches --features tracing --bench tracing_layers -- --warm-up-time 1 --measurement-time 2`
 
-use std::sync::Arc;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qtrace::bridge::QtraceLayer;
@@ -26,6 +38,43 @@ use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt;
 
 const EVENTS: u64 = 1 << 12;
+
+/// Events a binary backend logs into a [`CountingWriter`] before the
+/// measurements, to show that it records them.
+const CHECK_EVENTS: u64 = 10_000;
+
+/// A writer that keeps no bytes, only their count: no I/O, no growing buffer.
+#[derive(Clone, Default)]
+struct CountingWriter(Arc<AtomicU64>);
+
+impl Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Logs [`CHECK_EVENTS`] two-field events through `dispatch`, calls `finish`
+/// (the backend's flush), checks that its writer received bytes and prints
+/// how many per event.
+fn bytes_per_event(name: &str, dispatch: &Dispatch, counted: &AtomicU64, finish: impl FnOnce()) {
+    tracing::dispatcher::with_default(dispatch, || {
+        for i in 0..CHECK_EVENTS {
+            tracing::info!(a = i, b = 7u64);
+        }
+    });
+    finish();
+    let bytes = counted.load(Ordering::Relaxed);
+    assert!(bytes > 0, "{name} wrote nothing for {CHECK_EVENTS} events");
+    println!(
+        "{name}: {:.1} B/event written ({bytes} bytes for {CHECK_EVENTS} events)",
+        bytes as f64 / CHECK_EVENTS as f64
+    );
+}
 
 fn run(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
@@ -66,13 +115,50 @@ fn layers(c: &mut Criterion) {
     run(&mut g, "qtrace_layer", &qtrace_dispatch, false);
 
     let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
-        .writer(std::io::sink())
+        .writer(io::sink())
         .include_args(true)
         .build();
     let chrome_dispatch = Dispatch::new(tracing_subscriber::registry().with(chrome));
     run(&mut g, "tracing_chrome", &chrome_dispatch, false);
     drop(chrome_dispatch);
     drop(guard);
+
+    // The binary backends: first what they write, then how fast.
+    let counted = CountingWriter::default();
+    let (layer, guard) = tracing_perfetto_file::PerfettoLayer::builder(counted.clone())
+        .with_debug_annotations()
+        .build();
+    let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
+    bytes_per_event("tracing_perfetto_file", &dispatch, &counted.0, || {
+        guard.flush().expect("flush")
+    });
+    drop(dispatch);
+    drop(guard);
+    let counted = CountingWriter::default();
+    let layer = tracing_perfetto::PerfettoLayer::new(Mutex::new(counted.clone()))
+        .with_debug_annotations(true);
+    let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
+    bytes_per_event("tracing_perfetto", &dispatch, &counted.0, || {});
+    drop(dispatch);
+
+    let (perfetto_file, guard) = tracing_perfetto_file::PerfettoLayer::builder(io::sink())
+        .with_debug_annotations()
+        .build();
+    let perfetto_file_dispatch = Dispatch::new(tracing_subscriber::registry().with(perfetto_file));
+    run(
+        &mut g,
+        "tracing_perfetto_file",
+        &perfetto_file_dispatch,
+        false,
+    );
+    drop(perfetto_file_dispatch);
+    drop(guard);
+
+    let perfetto =
+        tracing_perfetto::PerfettoLayer::new(Mutex::new(io::sink())).with_debug_annotations(true);
+    let perfetto_dispatch = Dispatch::new(tracing_subscriber::registry().with(perfetto));
+    run(&mut g, "tracing_perfetto", &perfetto_dispatch, false);
+    drop(perfetto_dispatch);
 
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::sink);
     let fmt_dispatch = Dispatch::new(tracing_subscriber::registry().with(fmt));
