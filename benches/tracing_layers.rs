@@ -16,10 +16,10 @@
 //! `io::sink()`, on the logging thread; tracing-perfetto
 //! (`with_debug_annotations(true)`) encodes each event as a protobuf packet and
 //! writes it through a `Mutex<io::Sink>`. Before the measurements, each binary
-//! backend logs [`CHECK_EVENTS`] events into a byte counter: the bench fails if
-//! one writes nothing, and prints its bytes per event. A last case logs the same event with
-//! a message (`info!(a = i, b = 7u64, "tick")`) into qtrace's layer: the
-//! message is a string, so it is recorded as a combine run. The floor case
+//! backend logs [`CHECK_EVENTS`] events into a byte counter: the bench fails
+//! if one writes nothing, and prints its bytes per event. A last case logs the
+//! same event with a message (`info!(a = i, b = 7u64, "tick")`) into qtrace's
+//! layer: the message is a string, so it is recorded as a combine run. The floor case
 //! (`floor_fields_only`) is a layer that only reads the two fields: `tracing`'s
 //! own cost, which no layer can go below.
 //!
@@ -32,6 +32,7 @@
 //!
 //! Run: `cargo bench -p qtrace-benches --features tracing --bench tracing_layers -- --warm-up-time 1 --measurement-time 2`
 
+use std::hint::black_box;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,14 +41,12 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qtrace::bridge::QtraceLayer;
 use qtrace::queues::{Circular, CircularParams};
 use qtrace::Tracer;
-use std::hint::black_box;
-
-mod common;
-use common::thread_cpu_time;
-
 use tracing::field::{Field, Visit};
 use tracing::{Dispatch, Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+mod common;
+use common::thread_cpu_time;
 
 const EVENTS: u64 = 1 << 12;
 
