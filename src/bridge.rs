@@ -57,14 +57,11 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arrayvec::ArrayString;
-use parking_lot::RwLock;
-use tracing_core::callsite::Identifier;
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::{Event as TracingEvent, Metadata, Subscriber};
@@ -92,8 +89,10 @@ pub struct QtraceLayer {
     span_end: EventId,
     first: u16,
     slots: u16,
-    callsites: RwLock<HashMap<Identifier, EventId>>,
-    /// Descriptions of the interned callsites, by slot.
+    /// Interned callsites, read without a lock on every event.
+    callsites: CallsiteTable,
+    /// Descriptions of the interned callsites, by slot; its lock also
+    /// serialises interning.
     described: parking_lot::Mutex<Vec<String>>,
     unmapped: AtomicU64,
 }
@@ -103,7 +102,7 @@ impl fmt::Debug for QtraceLayer {
         f.debug_struct("QtraceLayer")
             .field("class", &self.class)
             .field("slots", &self.slots)
-            .field("interned", &self.callsites.read().len())
+            .field("interned", &self.described.lock().len())
             .field("unmapped", &self.unmapped())
             .finish()
     }
@@ -136,7 +135,7 @@ impl QtraceLayer {
             span_begin,
             slots,
             tracer,
-            callsites: RwLock::new(HashMap::new()),
+            callsites: CallsiteTable::new(slots),
             described: parking_lot::Mutex::new(Vec::new()),
             unmapped: AtomicU64::new(0),
         })
@@ -154,29 +153,30 @@ impl QtraceLayer {
     }
 
     /// The callsite event of `meta`, interning it on first sight.
+    #[inline]
     fn intern(&self, meta: &'static Metadata<'static>) -> Option<EventId> {
-        let key = meta.callsite();
-        if let Some(id) = self.callsites.read().get(&key) {
-            return Some(*id);
+        let key = callsite_key(meta);
+        if let Some(id) = self.callsites.get(key) {
+            return Some(id);
         }
         self.intern_slow(key, meta)
     }
 
     #[cold]
     #[inline(never)]
-    fn intern_slow(&self, key: Identifier, meta: &'static Metadata<'static>) -> Option<EventId> {
-        let mut map = self.callsites.write();
-        if let Some(id) = map.get(&key) {
-            return Some(*id);
+    fn intern_slow(&self, key: usize, meta: &'static Metadata<'static>) -> Option<EventId> {
+        let mut described = self.described.lock();
+        if let Some(id) = self.callsites.get(key) {
+            return Some(id);
         }
-        if map.len() >= self.slots as usize {
+        if described.len() >= self.slots as usize {
             return None;
         }
-        let id = EventId(self.first + map.len() as u16);
-        map.insert(key, id);
+        let id = EventId(self.first + described.len() as u16);
+        self.callsites.insert(key, id);
         let text = describe(meta);
         let _ = self.tracer.name_event(id, &text);
-        self.described.lock().push(text);
+        described.push(text);
         Some(id)
     }
 
@@ -213,6 +213,68 @@ impl QtraceLayer {
             self.tracer
                 .log_event_bytes(id, fields.args[0], fields.text.as_bytes());
         }
+    }
+}
+
+/// A callsite's key: the address of its metadata, a `static` of the
+/// callsite (never 0, the table's "empty").
+fn callsite_key(meta: &'static Metadata<'static>) -> usize {
+    meta as *const Metadata<'static> as usize
+}
+
+/// Callsite → event id, in open addressing over the metadata's address:
+/// a lookup is an atomic load or two and no lock, because a lock and a
+/// SipHash probe cost more than the record itself (BENCHMARKS.md, "`tracing`
+/// events"). Entries are only added (under the layer's `described` lock),
+/// never removed; the table has at least twice as many entries as the
+/// layer has slots, so a probe always ends at a free entry.
+struct CallsiteTable {
+    keys: Box<[AtomicUsize]>,
+    ids: Box<[AtomicU16]>,
+    shift: u32,
+}
+
+impl CallsiteTable {
+    fn new(slots: u16) -> Self {
+        let len = (2 * usize::from(slots)).max(2).next_power_of_two();
+        CallsiteTable {
+            keys: (0..len).map(|_| AtomicUsize::new(0)).collect(),
+            ids: (0..len).map(|_| AtomicU16::new(0)).collect(),
+            shift: usize::BITS - len.trailing_zeros(),
+        }
+    }
+
+    /// Where `key`'s probe starts (Fibonacci hashing of the address).
+    #[inline]
+    fn home(&self, key: usize) -> usize {
+        // `shift` < usize::BITS: the table has at least 2 entries.
+        key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> self.shift
+    }
+
+    #[inline]
+    fn get(&self, key: usize) -> Option<EventId> {
+        let mask = self.keys.len() - 1;
+        let mut i = self.home(key);
+        for _ in 0..self.keys.len() {
+            // Acquire: the id stored before the key is visible.
+            match self.keys[i].load(Ordering::Acquire) {
+                k if k == key => return Some(EventId(self.ids[i].load(Ordering::Relaxed))),
+                0 => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// Adds `key` (absent); callers hold the layer's `described` lock.
+    fn insert(&self, key: usize, id: EventId) {
+        let mask = self.keys.len() - 1;
+        let mut i = self.home(key);
+        while self.keys[i].load(Ordering::Relaxed) != 0 {
+            i = (i + 1) & mask;
+        }
+        self.ids[i].store(id.0, Ordering::Relaxed);
+        self.keys[i].store(key, Ordering::Release);
     }
 }
 
@@ -327,5 +389,35 @@ where
             self.tracer
                 .log_event(self.span_end, [id.into_u64(), cs.0 as u64]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_callsite_table_finds_every_key_and_no_other() {
+        let table = CallsiteTable::new(100);
+        assert_eq!(table.keys.len(), 256);
+        // Addresses 8 apart, as statics are; and keys that share a home.
+        let mut keys: Vec<usize> = (1..=90).map(|i| 0x5555_0000 + 8 * i).collect();
+        let home = table.home(keys[0]);
+        keys.extend(
+            (1..4096usize)
+                .map(|k| k * 16)
+                .filter(|&k| table.home(k) == home)
+                .take(10),
+        );
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(table.get(k), None, "{k:#x} before insert");
+            table.insert(k, EventId(1000 + i as u16));
+        }
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(table.get(k), Some(EventId(1000 + i as u16)), "{k:#x}");
+        }
+        assert_eq!(table.get(0x7777_0001), None);
+        // No slots: a table of 2 empty entries answers None.
+        assert_eq!(CallsiteTable::new(0).get(0x1000), None);
     }
 }
