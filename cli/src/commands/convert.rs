@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use qtrace::combine::Names;
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
@@ -18,7 +17,7 @@ use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
 use qtrace::Event;
 
 use crate::spine::format::parse_time;
-use crate::spine::io::{create, ends, read_status, report_cuts};
+use crate::spine::io::{create, ends, gather_names, read_status, report_cuts};
 use crate::spine::Exit;
 
 /// Any failure of the command: the message says what to do.
@@ -60,18 +59,6 @@ pub struct Args {
     /// inflate them.
     #[arg(long)]
     pub uncompressed: bool,
-}
-
-/// The names that name records of `files` give (sources, threads, tasks),
-/// gathered in one pass before converting: a circular queue's snapshot may
-/// hold its name records after the events they name.
-fn gather_names(files: &[PathBuf]) -> Names {
-    Names::gather(
-        files
-            .iter()
-            .filter_map(|p| TraceReader::open(p).ok())
-            .flat_map(|r| r.filter_map(Result::ok)),
-    )
 }
 
 /// Chrome JSON above this many events draws a warning.

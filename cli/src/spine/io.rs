@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use qtrace::combine::Names;
 use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
 use qtrace::Event;
 
@@ -137,4 +138,30 @@ pub fn report_and_status(
 ) -> Exit {
     report_cuts(command, files, ends);
     read_status(clean, ends)
+}
+
+/// The names the name records of `files` give (sources, tasks, event ids),
+/// gathered in a first pass over their records (a circular queue's snapshot
+/// may hold a name record after the events it names). A file that cannot be
+/// read gives none (the pass that shows the events reports it). Records are
+/// decoded from the reader's block (`next_buffered`): this pass costs about
+/// what `qtrace stats` does.
+pub fn gather_names(files: &[PathBuf]) -> Names {
+    Names::gather(files.iter().flat_map(|file| records(file)))
+}
+
+/// The records of `file`, up to its end or its first damage.
+fn records(file: &Path) -> impl Iterator<Item = Event> {
+    let mut reader = TraceReader::open(file).ok();
+    std::iter::from_fn(move || {
+        let r = reader.as_mut()?;
+        if let Some(e) = r.next_buffered() {
+            return Some(e);
+        }
+        match r.next()? {
+            Ok(e) => Some(e),
+            // Damage: the events pass reports it; names stop here.
+            Err(_) => None,
+        }
+    })
 }

@@ -4,20 +4,20 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
 use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::args::event_args;
-use qtrace::reader::{Completeness, TraceReader};
+use qtrace::reader::Completeness;
 use qtrace::wire::close::{close_part, unclosed_stream};
 use qtrace::{Event, EventId};
 
 use crate::spine::format::{
     end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
 };
-use crate::spine::io::{ends, is_cut, label, open_merged, read_merged, with_stdout};
+use crate::spine::io::{ends, gather_names, is_cut, label, open_merged, read_merged, with_stdout};
 use crate::spine::Exit;
 use text::TextFormat;
 
@@ -252,16 +252,6 @@ fn json_line(
     out.push('}');
 }
 
-/// The names the name records of `file` give (sources, tasks, event ids),
-/// gathered in a first pass; none when the file cannot be read (the merged
-/// reader reports that).
-fn gather_names(file: &Path) -> Names {
-    match TraceReader::open(file) {
-        Ok(r) => Names::gather(r.filter_map(Result::ok)),
-        Err(_) => Names::new(),
-    }
-}
-
 /// Runs `qtrace dump`.
 pub fn run(args: DumpArgs) -> Exit {
     let mut merged = match open_merged(&args.files) {
@@ -300,7 +290,11 @@ pub fn run(args: DumpArgs) -> Exit {
     // the lines before the name record (a circular queue's snapshot may
     // hold it after the source's first events).
     let mut assemblers: Vec<Assembler> = labels.iter().map(|_| Assembler::new()).collect();
-    let names: Vec<Names> = args.files.iter().map(|p| gather_names(p)).collect();
+    let names: Vec<Names> = args
+        .files
+        .iter()
+        .map(|p| gather_names(std::slice::from_ref(p)))
+        .collect();
     let mut items: Vec<Item> = Vec::new();
     // Files holding an unclosed-stream mark (FORMAT.md 1.5), by index.
     let mut unclosed: Vec<u64> = labels.iter().map(|_| 0).collect();
