@@ -158,10 +158,7 @@ fn records(file: &Path) -> impl Iterator<Item = Event> {
         if let Some(e) = r.next_buffered() {
             return Some(e);
         }
-        match r.next()? {
-            Ok(e) => Some(e),
-            // Damage: the events pass reports it; names stop here.
-            Err(_) => None,
-        }
+        // Damage: the events pass reports it; names stop here.
+        r.next()?.ok()
     })
 }
