@@ -13,7 +13,9 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The source number `u32::MAX` is reserved: "assign one".
+/// The source number `u32::MAX` is reserved: "assign one". It is also
+/// [`TRACER_SOURCE`](crate::event::TRACER_SOURCE), the tracer's own source
+/// in files: a thread never logs under it, so the two meanings never meet.
 const UNSET: u32 = u32::MAX;
 /// `CURRENT` before a number is assigned (its low half is not 0, so no
 /// assigned number looks like it).
