@@ -19,6 +19,10 @@ use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::header::FIXED_LEN;
 use qtrace::{Config, Event, Queue, Tracer};
 
+#[path = "common/tmpfs.rs"]
+mod tmpfs;
+use tmpfs::{is_root, Tmpfs};
+
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("qtrace-disk-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -126,31 +130,6 @@ fn a_failing_writer_is_retried_once_per_period_whatever_producers_do() {
             .contains("could not be written"),
         "{status:?}"
     );
-}
-
-fn is_root() -> bool {
-    // SAFETY: `geteuid` has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Mounts a tmpfs of `size` at `at`; unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
 }
 
 #[test]

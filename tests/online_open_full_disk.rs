@@ -6,37 +6,16 @@
 //! stayed, empty, in both cases.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::{Config, Tracer};
 
-fn is_root() -> bool {
-    // SAFETY: `geteuid` has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Mounts a tmpfs of `size` at `at`; unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
+#[path = "common/tmpfs.rs"]
+mod tmpfs;
+use tmpfs::{is_root, Tmpfs};
 
 /// Writes a file in `dir` until the file system refuses (`ENOSPC`).
 fn fill(dir: &Path) {
