@@ -6,7 +6,9 @@ command-line tool is its own crate, `cli/`, and `core/` is the no_std crate),
 maps it to a module path (`src/queues/ring/mod.rs` -> `queues::ring`), and
 collects the modules each file names through `crate::…`, `super::…` and
 `self::…` paths (in `use` lines and inline paths), outside `#[cfg(test)]`
-modules (a unit test may reach anywhere). A reference to `crate::a::b::C` is an
+modules (a unit test may reach anywhere) and `#[doc(hidden)]` re-exports (a
+previous release's path kept for compatibility names an item; it is not a
+dependency). A reference to `crate::a::b::C` is an
 edge to the deepest module that exists (`a::b` if it is a module, else `a`).
 
 The graph is then reduced to *top-level* modules of `src/` and to the children
@@ -54,13 +56,19 @@ def strip_tests(text):
     out, depth, skipping, pending = [], 0, False, False
     for line in text.splitlines():
         code = line.split("//")[0]
-        if not skipping and re.match(r"\s*#\[cfg\((all\()?test", code):
+        if not skipping and (re.match(r"\s*#\[cfg\((all\()?test", code) or re.match(r"\s*#\[doc\(hidden\)\]", code)):
             pending = True
             out.append("")
             continue
         if pending and not skipping:
             if re.match(r"\s*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", code):
                 skipping, depth = True, 0
+            elif re.match(r"\s*pub use\b", code):
+                # A hidden re-export (a previous release's path, kept for
+                # compatibility) names an item; it is not a dependency.
+                out.append("")
+                pending = ";" not in code
+                continue
             else:
                 pending = False
         if skipping:
@@ -93,9 +101,14 @@ def read_facades(lib, known):
     outside = re.sub(r"pub mod \w+ \{.*?\n\}", "", text, flags=re.S)
     for u in re.finditer(r"^pub use (?:crate::)?([\w:]+?)::(\*|\w+|\{[^}]*\});", outside, re.M):
         mod = tuple(u.group(1).split("::"))
+        if mod not in known and mod[0] in root and root[mod[0]] in known:
+            mod = root[mod[0]] + mod[1:]  # through a module the root re-exports
+            while len(mod) > 1 and mod not in known:
+                mod = mod[:-1]
         mod = mod if mod in known or mod in facades else mod[:1]
         for item in re.findall(r"\w+", u.group(2)):
-            root[item] = mod
+            # `pub use model::{event};` re-exports a module: crate::event is it.
+            root[item] = mod + (item,) if mod + (item,) in known else mod
     facades[()] = root
     return facades
 

@@ -7,8 +7,8 @@
 //! | layer | error | returned by |
 //! |---|---|---|
 //! | model | [`CatalogError`] | class and catalog builders |
-//! | model | [`ClockUnavailable`] | [`Clock::tsc`](crate::clock::Clock::tsc), [`Clock::of_kind`](crate::clock::Clock::of_kind) |
-//! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::init), [`global`](crate::global), queue types |
+//! | model | [`ClockUnavailable`] | [`Clock::tsc`](crate::model::clock::Clock::tsc), [`Clock::of_kind`](crate::model::clock::Clock::of_kind) |
+//! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::setup::init), [`global`](crate::setup::global), queue types |
 //! | wire | [`WireError`] | parsing headers, records, datagrams |
 //! | readers | [`ReadError`](crate::reader::ReadError), [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
 //! | export | [`ExportError`] | the converters of [`export`](crate::export) |
@@ -42,14 +42,14 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-pub use crate::classes::CatalogError;
-pub use crate::clock::ClockUnavailable;
-pub use crate::config_error::ConfigError;
 pub use crate::export::ExportError;
-pub use crate::io_error::IoError;
+pub use crate::model::classes::CatalogError;
+pub use crate::model::clock::ClockUnavailable;
+pub use crate::model::io_error::IoError;
+pub use crate::queue::config_error::ConfigError;
 pub use crate::wire::{HeaderFieldError, WireError};
 
-use crate::io_error::write_io;
+use crate::model::io_error::write_io;
 
 /// Any qtrace error: the error of the layer that failed (the `Display` text
 /// says what went wrong and what to do about it).

@@ -154,93 +154,37 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+// The layers, each in its folder (the table above); lower never imports higher.
 pub mod analysis;
-#[cfg(feature = "tracing")]
-pub mod bridge;
-pub mod classes;
-pub mod clock;
-pub mod combine;
-mod config_error;
 pub mod error;
-pub mod event;
 pub mod export;
-pub mod global;
-mod handle;
-pub mod init;
-mod io_error;
-mod panic_save;
-mod queue_trait;
+pub mod filters;
+mod model;
+pub mod queue;
 pub mod queues;
 pub mod reader;
 pub mod receiver;
-mod registry;
-pub mod source;
+mod ring;
+mod router;
+mod setup;
+pub mod storage;
 mod sync;
-mod tracer;
 pub mod wire;
 
-pub mod queue {
-    //! The queue trait (S.Ha.R.K.'s `trc_queue_t { get, post }`), queue types with
-    //! their create / activate / terminate hooks, and the counters every queue keeps.
-    //!
-    //! A queue decides the fate of the events routed to it. The tracer calls
-    //! [`Queue::get`] to reserve room for one event — the queue answers at once,
-    //! with a [`Reservation`] or with `None` ("no room", which the queue counts as a
-    //! drop) — then fills the record and calls [`Queue::post`] to publish it.
-    //! Both run on the hot path, from any thread, and must never block or allocate.
-    //!
-    //! Built-in queues are dispatched statically through the
-    //! [`AnyQueue`] enum; a user-defined queue (safe
-    //! code is enough) is wrapped with
-    //! [`AnyQueue::custom`] and reached through
-    //! one virtual call.
-    //!
-    //! A façade (one path for users, as before): the trait, counters, context
-    //! and reservations live in a core module that knows no queue;
-    //! [`QueueType`] (whose `create` returns [`AnyQueue`]) and [`AnyQueue`]
-    //! live with the built-in queues in [`crate::queues`].
-    //!
-    //! ```
-    //! use qtrace::queue::{AtomicCounters, Queue, QueueCounters, Reservation};
-    //! use qtrace::Event;
-    //! use std::sync::atomic::{AtomicU64, Ordering};
-    //!
-    //! /// Keeps only the most recent event's time.
-    //! #[derive(Default)]
-    //! struct Latest { time: AtomicU64, counters: AtomicCounters }
-    //!
-    //! impl Queue for Latest {
-    //!     fn get(&self) -> Option<Reservation> {
-    //!         Some(Reservation::new(0))
-    //!     }
-    //!     fn post(&self, _r: Reservation, event: &Event) {
-    //!         // The previous value is evicted: count it so nothing is lost silently.
-    //!         if self.time.swap(event.time, Ordering::Relaxed) != 0 {
-    //!             self.counters.add_overwritten(1);
-    //!         }
-    //!         self.counters.add_accepted(1);
-    //!     }
-    //!     fn counters(&self) -> QueueCounters {
-    //!         let mut c = self.counters.snapshot();
-    //!         c.queued = c.accepted - c.overwritten;
-    //!         c
-    //!     }
-    //! }
-    //! ```
-
-    pub use crate::handle::QueueHandle;
-    pub use crate::queue_trait::*;
-    pub use crate::queues::{AnyQueue, QueueType};
-}
+// The public paths of the model and set-up layers, as before.
+pub use model::{classes, clock, combine, event, source};
+#[cfg(feature = "tracing")]
+pub use setup::bridge;
+pub use setup::{global, init};
 
 pub use classes::ClassId;
-pub use config_error::ConfigError;
 pub use error::Error;
 pub use event::{Event, EventId};
 pub use global::log_event;
+pub use queue::config_error::ConfigError;
 pub use queue::{Queue, QueueCounters, QueueHandle, QueueType};
-pub use registry::Phase;
-pub use tracer::{Config, QueueReport, ShutdownReport, Tracer};
+pub use router::registry::Phase;
+pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

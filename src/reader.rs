@@ -55,7 +55,7 @@ use std::io::{self, BufReader, Read};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::classes::{Catalog, ClassInfo};
+use crate::model::classes::{Catalog, ClassInfo};
 use crate::wire::close::{close_part, hoops_lost, CloseRecord, CLOSE_RUN_LEN};
 use crate::wire::header::{self, FIXED_LEN};
 use crate::wire::record::{self, RECORD_LEN};
@@ -305,7 +305,7 @@ impl fmt::Display for Completeness {
 ///
 /// `TraceReader` is an [`Iterator`] of **`Result<Event, ReadError>`**, one
 /// item per record in file order (hoops records, which say how many events
-/// were lost at that point, included: id [`tracer::HOOPS`](crate::classes::tracer::HOOPS)). After the last
+/// were lost at that point, included: id [`tracer::HOOPS`](crate::model::classes::tracer::HOOPS)). After the last
 /// record it yields `None`. A damaged or cut-short file yields every event
 /// before the damage, then one `Err` naming the byte offset, then `None`
 /// (the iterator is fused). So `for e in reader { let e = e?; … }` reads a

@@ -55,7 +55,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub use summary::{Samples, Summary};
 
-use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::model::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::{Event, EventId};
 
 /// Maps keyed by task, source and interrupt numbers, looked up on every

@@ -64,9 +64,9 @@ use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
-use crate::classes::{tracer, Catalog};
-use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
-use crate::event::TRACER_SOURCE;
+use crate::model::classes::{tracer, Catalog};
+use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
+use crate::model::event::TRACER_SOURCE;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
@@ -234,7 +234,7 @@ impl<W: Write> ChromeWriter<W> {
         Ok(w)
     }
 
-    /// Names known in advance ([`crate::combine::Names`] gathered by a
+    /// Names known in advance ([`crate::model::combine::Names`] gathered by a
     /// first pass over the trace), for traces whose name records come after
     /// the events they name — a circular queue's snapshot, where early name
     /// records were overwritten and recorded again later. Name records met
@@ -631,7 +631,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::{lowlevel, semaphore, system, user};
+    use crate::model::classes::{lowlevel, semaphore, system, user};
     use crate::EventId;
 
     fn run(events: &[Event], options: ChromeOptions) -> (ConvertStats, Vec<serde_json::Value>) {

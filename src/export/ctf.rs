@@ -73,10 +73,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{identifier_chars, ConvertStats, EventSink};
-use crate::classes::{tracer, Catalog};
-use crate::combine::{self, Assembler, Item, Payload, PayloadState};
-use crate::event::TRACER_SOURCE;
 use crate::export::ExportError;
+use crate::model::classes::{tracer, Catalog};
+use crate::model::combine::{self, Assembler, Item, Payload, PayloadState};
+use crate::model::event::TRACER_SOURCE;
 use crate::Event;
 
 /// The CTF packet magic number.
@@ -697,7 +697,7 @@ stream {{
         "\nevent {{\n\tname = \"unknown\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\tuint16_t raw_id;\n\t\tuint64_t arg0;\n\t\tuint64_t arg1;\n\t}};\n}};\n",
         catalog.event_count()
     );
-    // Combine runs (`crate::combine`), reassembled: see `CtfWriter`.
+    // Combine runs (`crate::model::combine`), reassembled: see `CtfWriter`.
     let _ = write!(
         w,
         "\nevent {{\n\tname = \"qtrace:payload\";\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n\t\tuint16_t event_id;\n\t\tuint64_t arg;\n\t\t{U8} state;\n\t\tuint32_t received;\n\t\tuint32_t expected;\n\t\tuint32_t logged_len;\n\t\t{U8} encoding;\n\t\tstring text;\n\t}};\n}};\n",
@@ -763,7 +763,7 @@ fn ctf_text(bytes: &[u8]) -> (u8, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::{system, ClassSpec};
+    use crate::model::classes::{system, ClassSpec};
     use crate::EventId;
 
     /// Parses a stream file back: (seq, discarded, begin, end, source, events

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::io_error::{write_io, IoError};
+use crate::model::io_error::{write_io, IoError};
 
 /// A trace converter could not go on (the `Display` text says what is wrong
 /// and what to do). `?` turns it into the crate-level

@@ -41,7 +41,7 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 //!
-//! [`Catalog`]: crate::classes::Catalog
+//! [`Catalog`]: crate::model::classes::Catalog
 
 pub mod args;
 pub mod chrome;

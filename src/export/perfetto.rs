@@ -51,7 +51,7 @@
 //!   `lost events`. Every descriptor sets `sibling_merge_behavior` to
 //!   `SIBLING_MERGE_BEHAVIOR_NONE`.
 //! - **Names.** A source or task named by a name record
-//!   ([`crate::combine`]: `Tracer::name_source`, `name_task`) has its name
+//!   ([`crate::model::combine`]: `Tracer::name_source`, `name_task`) has its name
 //!   after its number: track `source 5 worker-5`, track and task slices
 //!   `task 3 idle`; an event given a run-time name (`NAME_EVENT_ID`) is
 //!   named so. A name known in advance ([`PerfettoWriter::with_names`]) is
@@ -62,7 +62,7 @@
 //!   176-221 at `ec5d16b1`). Task slices written before the name keep
 //!   `task N`.
 //! - **Strings and bytes.** A combine run (`log_str`, `log_bytes`) is
-//!   reassembled ([`crate::combine::Assembler`], as the Chrome export does)
+//!   reassembled ([`crate::model::combine::Assembler`], as the Chrome export does)
 //!   into one instant on its source's track, named after its event, with the
 //!   event's first argument when one was logged, the payload as `text` (or
 //!   `bytes`, hexadecimal, when it is not UTF-8), `partial` (`"2 records of
@@ -137,8 +137,8 @@
 //! [`PerfettoOptions::max_interned`]); per task: its track
 //! and the source it runs on; per task/semaphore pair: its track and open
 //! waits; the names learned (at most
-//! [`crate::combine::Names::MAX`] of each kind) and the combine runs being
-//! reassembled (at most [`crate::combine::Assembler::MAX_PENDING`]). Each is
+//! [`crate::model::combine::Names::MAX`] of each kind) and the combine runs being
+//! reassembled (at most [`crate::model::combine::Assembler::MAX_PENDING`]). Each is
 //! bounded by
 //! [`PerfettoOptions::max_tracks`], [`PerfettoOptions::max_open_waits`] and
 //! [`PerfettoOptions::max_interned`]; past those limits events are still
@@ -186,9 +186,9 @@ use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
-use crate::classes::{system, tracer, Catalog};
-use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
-use crate::event::TRACER_SOURCE;
+use crate::model::classes::{system, tracer, Catalog};
+use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
+use crate::model::event::TRACER_SOURCE;
 use crate::{Event, EventId};
 
 /// The shared packet sequence (the first packet, track descriptors, events
@@ -533,7 +533,7 @@ impl<W: Write> PerfettoWriter<W> {
         Ok(w)
     }
 
-    /// Names known in advance ([`crate::combine::Names::gather`] over the
+    /// Names known in advance ([`crate::model::combine::Names::gather`] over the
     /// input's name records): tracks get their source's or task's name when
     /// they are declared, even when the name record comes later in the trace
     /// (a circular queue's snapshot may hold it after the events it names).

@@ -31,7 +31,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::classes::{lowlevel, semaphore, system};
+use crate::model::classes::{lowlevel, semaphore, system};
 use crate::Event;
 
 /// Limits of the slice derivation, shared by the exporters' options.
@@ -311,7 +311,7 @@ impl Slices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::user;
+    use crate::model::classes::user;
 
     const OPTIONS: SliceOptions = SliceOptions {
         interrupt_max_ns: 1_000,
@@ -446,8 +446,8 @@ mod tests {
                 // hoops record draws nothing.
                 Event::new(
                     300,
-                    crate::classes::tracer::HOOPS,
-                    crate::event::TRACER_SOURCE,
+                    crate::model::classes::tracer::HOOPS,
+                    crate::model::event::TRACER_SOURCE,
                     [7, 0],
                 ),
                 Event::new(250, semaphore::SIGNAL, 0, [5, 1]), // back in time: raised

@@ -58,9 +58,9 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::{ConvertStats, EventSink};
-use crate::classes::{lowlevel, semaphore, system, tracer};
-use crate::event::TRACER_SOURCE;
 use crate::export::ExportError;
+use crate::model::classes::{lowlevel, semaphore, system, tracer};
+use crate::model::event::TRACER_SOURCE;
 use crate::Event;
 
 /// The narrowest time area drawn, in pixels.
@@ -566,7 +566,7 @@ impl<W: Write> EventSink for SvgTimeline<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::Catalog;
+    use crate::model::classes::Catalog;
 
     #[test]
     fn sub_pixel_spans_merge_into_one_grey_bar() {

@@ -34,16 +34,18 @@
 
 use std::path::{Path, PathBuf};
 
-use super::backing::{Backing, Placed, Region};
-use super::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
-use super::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
-use super::save::{create_at_activate, default_path, hoops, write_trace, FileContext, StatusCell};
-use super::shard::{Record, ShardRing};
 use super::{AnyQueue, QueueType};
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::handle::QueueHandle;
-use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::model::event::Event;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::ring::backing::{Backing, Placed, Region};
+use crate::ring::shard::{Record, ShardRing};
+use crate::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
+use crate::storage::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
+use crate::storage::save::{
+    create_at_activate, default_path, hoops, write_trace, FileContext, StatusCell,
+};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
 
@@ -169,7 +171,7 @@ const RING_MASK: u64 = (1 << RING_BITS) - 1;
 #[derive(Debug)]
 #[repr(C)]
 struct Shard {
-    /// The owning thread's [`super::thread_token::thread_token`], [`FREE`] or
+    /// The owning thread's [`crate::ring::thread_token::thread_token`], [`FREE`] or
     /// [`NEVER`]. Set once, by compare-and-swap, and never changed again.
     owner: Padded<AtomicU64>,
     ring: ShardRing,
@@ -177,7 +179,7 @@ struct Shard {
 
 #[cfg(not(loom))]
 const _: () = {
-    use super::ring_file::{CLAIMED_AT, OWNER_AT, SHARD_BYTES};
+    use crate::storage::ring_file::{CLAIMED_AT, OWNER_AT, SHARD_BYTES};
     assert!(std::mem::offset_of!(Shard, owner) == OWNER_AT);
     assert!(std::mem::offset_of!(Shard, ring) == CLAIMED_AT);
     assert!(std::mem::size_of::<Shard>() == SHARD_BYTES);
@@ -209,7 +211,7 @@ impl Shard {
 /// shards. More threads alive than `shards` share the shared ring.
 /// Ownership is per *thread*, not per source number, because a program may
 /// give one source number to several threads
-/// ([`crate::source::set_current`], [`crate::Tracer::log_event_from`]).
+/// ([`crate::model::source::set_current`], [`crate::Tracer::log_event_from`]).
 ///
 /// In the shared ring, a producer that would overwrite a slot another
 /// producer is still writing drops its event instead, and counts it; no
@@ -273,7 +275,7 @@ impl Drop for CircularQueue {
 
 impl CircularQueue {
     /// The ring file the rings live in (recoverable after a crash with
-    /// [`crate::queues::recover`]), or `None` when they are on the heap
+    /// [`crate::storage::recover`]), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()
@@ -328,7 +330,7 @@ impl CircularQueue {
     /// never changes from `Some(ring)` to anything else while it lives.
     #[inline]
     pub(crate) fn producer_shard(&self) -> Option<&ShardRing> {
-        self.owned_shard(super::thread_token::thread_token())
+        self.owned_shard(crate::ring::thread_token::thread_token())
             .map(|(_, shard)| &shard.ring)
     }
 
@@ -346,7 +348,7 @@ impl CircularQueue {
     /// thread and queue).
     #[inline(never)]
     fn acquire_shard(&self, shard: &Shard, token: u64) -> bool {
-        token != super::thread_token::EXITED_TOKEN
+        token != crate::ring::thread_token::EXITED_TOKEN
             && shard.owner.load(Ordering::Relaxed) == FREE
             && shard
                 .owner
@@ -365,7 +367,7 @@ impl CircularQueue {
 
     #[inline(always)]
     fn reserve(&self) -> Option<u64> {
-        self.reserve_as(super::thread_token::thread_token())
+        self.reserve_as(crate::ring::thread_token::thread_token())
     }
 
     /// A reservation for the thread with `token`: in its shard (ring
@@ -516,7 +518,7 @@ impl Queue for CircularQueue {
     /// only producer) or the shared ring (consecutive tickets; a slot still
     /// being written drops that record, a gap readers mark). A run longer
     /// than the capacity overwrites its own head: readers show it cut.
-    fn post_run(&self, run: &crate::combine::Run<'_>) -> usize {
+    fn post_run(&self, run: &crate::model::combine::Run<'_>) -> usize {
         match self.producer_shard() {
             Some(ring) => {
                 for i in 0..run.len() {
@@ -621,8 +623,8 @@ impl Queue for CircularQueue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::classes::{user, Catalog};
-    use crate::clock::{Clock, ManualClock};
+    use crate::model::classes::{user, Catalog};
+    use crate::model::clock::{Clock, ManualClock};
     use std::sync::Arc;
 
     fn queue(shards: usize) -> CircularQueue {
@@ -684,7 +686,7 @@ mod tests {
     fn an_exiting_thread_never_becomes_an_owner() {
         let q = queue(1);
         assert!(q
-            .reserve_as(crate::queues::thread_token::EXITED_TOKEN)
+            .reserve_as(crate::ring::thread_token::EXITED_TOKEN)
             .is_some());
         assert_eq!(q.shards[0].owner.load(Ordering::Relaxed), FREE);
         assert_eq!(q.mp.attempts(), 1);
@@ -703,7 +705,7 @@ mod tests {
     fn reservations_name_their_ring() {
         let q = queue(16);
         let r = q.get().unwrap(); // this thread's shard, ticket 0
-        let shard = crate::queues::thread_token::thread_token() & 15;
+        let shard = crate::ring::thread_token::thread_token() & 15;
         assert_eq!(r.ticket(), shard + 1);
         q.post(r, &Event::new(5, user::USER0, 0, [0, 0]));
         let r = q.get().unwrap();

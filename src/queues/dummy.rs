@@ -2,10 +2,10 @@
 //! the template for new policies).
 
 use super::{AnyQueue, QueueType};
-use crate::combine::Run;
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::queue_trait::{Queue, QueueContext, QueueCounters, Reservation};
+use crate::model::combine::Run;
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, Reservation};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The dummy queue type. No parameters.

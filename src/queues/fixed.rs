@@ -26,17 +26,17 @@
 
 use std::path::{Path, PathBuf};
 
-use super::backing::{Backing, Placed, Region};
-use super::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
-use super::ring_file::{RingLayout, RingStorage};
-use super::save::{
+use super::{AnyQueue, QueueType};
+use crate::model::combine::Run;
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::ring::backing::{Backing, Placed, Region};
+use crate::ring::{Padded, Slot, Ticketed, MAX_CAPACITY};
+use crate::storage::ring_file::{RingLayout, RingStorage};
+use crate::storage::save::{
     create_at_activate, default_path, with_hoops, write_trace, FileContext, StatusCell,
 };
-use super::{AnyQueue, QueueType};
-use crate::combine::Run;
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::TraceHeader;
 
@@ -121,8 +121,8 @@ struct Control {
 
 #[cfg(not(loom))]
 const _: () = {
-    assert!(std::mem::offset_of!(Control, tail) == super::ring_file::TAIL_AT);
-    assert!(std::mem::size_of::<Control>() <= super::ring_file::CTL_BYTES);
+    assert!(std::mem::offset_of!(Control, tail) == crate::storage::ring_file::TAIL_AT);
+    assert!(std::mem::size_of::<Control>() <= crate::storage::ring_file::CTL_BYTES);
 };
 
 // Slot states: each slot is written once, by the producer holding its ticket.
@@ -165,7 +165,7 @@ impl Drop for FixedQueue {
 
 impl FixedQueue {
     /// The ring file the events live in (recoverable after a crash with
-    /// [`crate::queues::recover`]), or `None` when they are on the heap
+    /// [`crate::storage::recover`]), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()
@@ -328,9 +328,9 @@ impl Queue for FixedQueue {
 mod loom_tests {
     //! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
     use super::*;
-    use crate::classes::{user, Catalog};
-    use crate::clock::{Clock, ManualClock};
-    use crate::handle::QueueHandle;
+    use crate::model::classes::{user, Catalog};
+    use crate::model::clock::{Clock, ManualClock};
+    use crate::model::handle::QueueHandle;
     use loom::sync::Arc;
     use loom::thread;
 

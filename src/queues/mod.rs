@@ -1,46 +1,69 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
-pub(crate) mod backing;
 pub mod circular;
+pub(crate) mod drained;
 pub mod dummy;
-pub(crate) mod feed;
-pub mod filter;
 pub mod fixed;
-pub mod gate;
-#[cfg(all(test, loom))]
-mod loom_runs;
 pub mod online;
-pub(crate) mod producer_cache;
 mod queue_type;
-pub mod recover;
-mod reserve;
-pub mod ring;
-pub mod ring_file;
-mod save;
-pub(crate) mod sender;
-pub(crate) mod shard;
-pub(crate) mod task;
-pub(crate) mod thread_token;
-mod trace_header;
-pub mod trigger;
 pub mod udp;
 
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::queue_trait::{DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+// The previous release's paths, kept for compatibility (hidden: the ring
+// mechanism is `crate::ring`, storage `crate::storage`, filters and
+// triggers `crate::filters`).
+#[doc(hidden)]
+pub mod ring {
+    //! The lock-free rings (moved to the crate's `ring/` folder).
+    pub use crate::ring::*;
+}
+#[doc(hidden)]
+pub mod ring_file {
+    //! Moved: `qtrace::storage::ring_file`.
+    pub use crate::storage::ring_file::*;
+}
+#[doc(hidden)]
+pub mod recover {
+    //! Moved: `qtrace::storage::recover`.
+    pub use crate::storage::recover::*;
+}
+#[doc(hidden)]
+pub mod filter {
+    //! Moved: `qtrace::filters`.
+    pub use crate::filters::filter::*;
+}
+#[doc(hidden)]
+pub mod gate {
+    //! Moved: `qtrace::filters`.
+    pub use crate::filters::gate::*;
+}
+#[doc(hidden)]
+pub mod trigger {
+    //! Moved: `qtrace::filters`.
+    pub use crate::filters::trigger::*;
+}
 
-use crate::combine::Run;
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{
+    DynQueue, Queue, QueueContext, QueueCounters, QueueStatus, Reservation,
+};
 
+use crate::model::combine::Run;
+
+#[doc(hidden)]
+pub use crate::filters::GateQueue;
+#[doc(hidden)]
+pub use crate::filters::{Action, Scope, Snapshot, Trigger, TriggerQueue};
+#[doc(hidden)]
+pub use crate::filters::{Filter, FilterQueue};
+#[doc(hidden)]
+pub use crate::storage::ring_file::RingStorage;
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
-pub use filter::{Filter, FilterQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
-pub use gate::GateQueue;
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use queue_type::QueueType;
-pub use ring_file::RingStorage;
-pub use trigger::{Action, Scope, Snapshot, Trigger, TriggerQueue};
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
 
 /// Declares [`AnyQueue`] with one variant per queue kind (each holding the

@@ -69,21 +69,21 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::feed::Feed;
-use super::reserve::{release, reserve, Reserved, RESERVE_LEN};
-use crate::event::TRACER_SOURCE;
+use crate::model::event::TRACER_SOURCE;
+use crate::queues::drained::feed::Feed;
+use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
 
 /// Bytes reserved ahead of the writes beyond [`RESERVE_LEN`], so that the
 /// reservation costs one system call per MiB written.
 const RESERVE_CHUNK: u64 = 1 << 20;
-use super::task::{Task, Work};
 use super::{AnyQueue, QueueType};
-use crate::classes::tracer::HOOPS;
-use crate::clock::Clock;
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::handle::QueueHandle;
-use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::model::classes::tracer::HOOPS;
+use crate::model::clock::Clock;
+use crate::model::event::Event;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::queues::drained::task::{Task, Work};
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
@@ -404,7 +404,7 @@ impl Queue for OnlineQueue {
 
     /// The whole run in consecutive positions, or none of it (dropped and
     /// counted, and marked in the file like any drop).
-    fn post_run(&self, run: &crate::combine::Run<'_>) -> usize {
+    fn post_run(&self, run: &crate::model::combine::Run<'_>) -> usize {
         self.shared.feed.post_run(run)
     }
 
@@ -424,7 +424,10 @@ impl Queue for OnlineQueue {
             Target::File(p) => Some(Target::File(p.clone())),
             Target::Writer(_) => None,
         };
-        let drainer = match self.open(target, ctx).map_err(super::save::with_hint) {
+        let drainer = match self
+            .open(target, ctx)
+            .map_err(crate::storage::save::with_hint)
+        {
             Ok(d) => d,
             Err(e) => {
                 match retry {

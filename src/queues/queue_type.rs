@@ -1,11 +1,11 @@
 //! The queue-type trait: a name, typed parameters and the `create` hook
 //! that builds an [`AnyQueue`]. It lives with the queues because `create`
 //! returns the enum of built-in queues; the core's side of a queue (the
-//! [`Queue`](crate::queue_trait::Queue) trait, counters, context) knows no queue.
+//! [`Queue`](crate::queue::queue_trait::Queue) trait, counters, context) knows no queue.
 
 use super::AnyQueue;
-use crate::config_error::ConfigError;
-use crate::queue_trait::QueueContext;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::QueueContext;
 
 /// A queue type (S.Ha.R.K.'s `trc_register_queue_type`): a name, typed
 /// parameters and the `create` hook. The `activate` and `terminate` hooks are

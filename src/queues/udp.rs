@@ -85,13 +85,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::feed::Feed;
-use super::sender::{SendOutcome, UdpSender};
-use super::task::{Task, Work};
 use super::{AnyQueue, QueueType};
-use crate::config_error::ConfigError;
-use crate::event::Event;
-use crate::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::queues::drained::feed::Feed;
+use crate::queues::drained::sender::{SendOutcome, UdpSender};
+use crate::queues::drained::task::{Task, Work};
 use crate::wire::datagram::{
     encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN,
     MAX_DATAGRAM_LEN, MIN_DATAGRAM_LEN,
@@ -434,7 +434,7 @@ impl Queue for UdpQueue {
 
     /// The whole run in consecutive positions, or none of it (dropped and
     /// counted, and marked in the file like any drop).
-    fn post_run(&self, run: &crate::combine::Run<'_>) -> usize {
+    fn post_run(&self, run: &crate::model::combine::Run<'_>) -> usize {
         self.shared.feed.post_run(run)
     }
 

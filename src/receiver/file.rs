@@ -35,8 +35,8 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::classes::tracer::HOOPS;
-use crate::io_error::IoError;
+use crate::model::classes::tracer::HOOPS;
+use crate::model::io_error::IoError;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
@@ -350,8 +350,8 @@ impl LiveFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::Catalog;
-    use crate::clock::{Clock, ManualClock};
+    use crate::model::classes::Catalog;
+    use crate::model::clock::{Clock, ManualClock};
 
     #[test]
     fn a_padded_header_reads_back_with_its_room() {

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use super::sequence::{Gap, Limits, SequenceTracker};
 use super::sink::Context;
 use super::summary::SenderSummary;
-use crate::classes::tracer::HOOPS;
-use crate::event::Event;
-use crate::event::TRACER_SOURCE;
+use crate::model::classes::tracer::HOOPS;
+use crate::model::event::Event;
+use crate::model::event::TRACER_SOURCE;
 use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
     CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,

@@ -1,7 +1,7 @@
 //! Where the core's records go (a file, or a closure).
 
 use super::progress::Progress;
-use crate::event::Event;
+use crate::model::event::Event;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::TraceHeader;
 

@@ -17,8 +17,8 @@ use super::run::{RunLimit, Stopper};
 use super::sink::{EachEvent, Sink};
 use super::spool::FileSink;
 use super::summary::ReceiverSummary;
-use crate::event::Event;
-use crate::io_error::IoError;
+use crate::model::event::Event;
+use crate::model::io_error::IoError;
 use crate::wire::datagram::MAX_DATAGRAM_LEN;
 use crate::wire::QueueTotals;
 

@@ -2,7 +2,7 @@
 
 use super::file::LiveFile;
 use super::sink::Sink;
-use crate::event::Event;
+use crate::model::event::Event;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::TraceHeader;
 

@@ -33,7 +33,7 @@
 
 use super::cursor::Cursor;
 use super::WireError;
-use crate::classes::{
+use crate::model::classes::{
     validate_description, validate_name, Catalog, ClassId, ClassInfo, EventInfo, MAX_ARGS,
     MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
 };

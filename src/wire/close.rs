@@ -80,8 +80,8 @@ pub fn unclosed_stream(event: &Event) -> Option<(u32, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::tracer::HOOPS;
-    use crate::event::TRACER_SOURCE;
+    use crate::model::classes::tracer::HOOPS;
+    use crate::model::event::TRACER_SOURCE;
     use crate::EventId;
 
     fn sample() -> CloseRecord {

@@ -665,8 +665,8 @@ impl CatalogAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::{Catalog, ClassSpec};
-    use crate::clock::{Clock, ManualClock};
+    use crate::model::classes::{Catalog, ClassSpec};
+    use crate::model::clock::{Clock, ManualClock};
     use crate::EventId;
 
     fn events(n: usize) -> Vec<Event> {

@@ -23,8 +23,8 @@ use super::catalog;
 use super::cursor::{be16, be32, be64, Cursor};
 use super::header_error::HeaderFieldError;
 use super::WireError;
-use crate::classes::{validate_name, Catalog, MAX_NAME_LEN};
-use crate::clock::Clock;
+use crate::model::classes::{validate_name, Catalog, MAX_NAME_LEN};
+use crate::model::clock::Clock;
 use qtrace_core::encode::header::HeaderSpec;
 pub use qtrace_core::QueueHandle;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::close::{hoops_lost, CloseRecord, QueueTotals, CLOSE_RUN_LEN};
 use super::record::{self, RECORD_LEN};
 use super::TraceHeader;
-use crate::io_error::IoError;
+use crate::model::io_error::IoError;
 use crate::Event;
 
 /// Records encoded per `write` call by [`TraceWriter::write_events`].
@@ -177,8 +177,8 @@ pub fn create_trace_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::{system, Catalog, ClassSpec};
-    use crate::clock::{Clock, ManualClock};
+    use crate::model::classes::{system, Catalog, ClassSpec};
+    use crate::model::clock::{Clock, ManualClock};
     use crate::wire::QueueHandle;
     use crate::EventId;
 

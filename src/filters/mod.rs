@@ -1,0 +1,12 @@
+//! Filters, gates and triggers: queues that sit in front of another queue
+//! and decide, per event, whether it goes on (`filter.rs`), whether the
+//! queue behind is open (`gate.rs`), or what an event sets off — start,
+//! stop, snapshot (`trigger.rs`).
+
+pub mod filter;
+pub mod gate;
+pub mod trigger;
+
+pub use filter::{Filter, FilterQueue};
+pub use gate::GateQueue;
+pub use trigger::{Action, Scope, Snapshot, Trigger, TriggerQueue};

@@ -1,0 +1,248 @@
+//! The core's side of a queue: the [`Queue`] trait, its counters, context
+//! and reservations. It imports no queue (the enum of built-in queues and
+//! [`QueueType`](crate::queues::QueueType) live in [`crate::queues`]); users
+//! reach all of it at [`qtrace::queue`](crate::queue), whose docs explain the
+//! get/post protocol with an example.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::model::classes::Catalog;
+use crate::model::clock::Clock;
+use crate::model::combine::Run;
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+
+pub use crate::model::handle::QueueHandle;
+
+// The reservation and the counters are the no_std core's: one definition
+// serves the firmware rings and the std queues.
+pub use qtrace_core::{AtomicCounters, QueueCounters, Reservation};
+
+/// A queue's health, as its background task or hooks saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// I/O operations (writes, sends) that failed.
+    pub io_errors: u64,
+    /// The last failure, in words.
+    pub last_error: Option<String>,
+    /// Files the queue wrote or is writing.
+    pub files: Vec<PathBuf>,
+    /// Snapshots on trigger that a rate limit suppressed (a trigger queue's
+    /// count, [`crate::queues::TriggerQueue::suppressed`]; 0 for other
+    /// queues). Counted, not an error: the limit was asked for.
+    pub snapshots_suppressed: u64,
+}
+
+impl QueueStatus {
+    /// No failure so far.
+    pub fn is_healthy(&self) -> bool {
+        self.io_errors == 0 && self.last_error.is_none()
+    }
+}
+
+/// What a queue's hooks are told about where they live.
+#[derive(Clone, Debug)]
+pub struct QueueContext {
+    /// This queue's handle.
+    pub handle: QueueHandle,
+    /// The registered name of its type.
+    pub type_name: &'static str,
+    /// Where the tracer puts files unless a queue is told otherwise.
+    pub output_dir: PathBuf,
+    /// Every class and event the tracer knows (for self-describing files).
+    pub catalog: Arc<Catalog>,
+    /// The tracer's clock (for timestamps the queue writes itself, such as
+    /// hoops records).
+    pub clock: Clock,
+}
+
+/// The get/post interface of a queue, plus its lifecycle hooks.
+///
+/// `get` and `post` are the hot path: bounded time, no blocking, no
+/// allocation, callable from many threads at once. The hooks run on the
+/// configuration path and may block, allocate and fail.
+pub trait Queue: Send + Sync {
+    /// Reserves room for one event, or returns `None` at once when there is
+    /// none. A queue that returns `None` counts the event as dropped (for a
+    /// user-defined queue the tracer also counts it: see [`DynQueue`]).
+    fn get(&self) -> Option<Reservation>;
+
+    /// Publishes `event` into the room `reservation` holds.
+    fn post(&self, reservation: Reservation, event: &Event);
+
+    /// Records a combine run ([`crate::model::combine`]): its `run.len()` records,
+    /// reserved together so they are consecutive in the queue, and returns
+    /// how many were accepted (the rest are counted dropped). Not the
+    /// fixed-size hot path: [`crate::Tracer::log_str`] and friends call it.
+    ///
+    /// The built-in queues reserve the whole run at once (a queue that has
+    /// no room for all of it keeps the records that fit, and readers show
+    /// the run as cut). This default, for user-defined queues, reserves and
+    /// posts the records one by one with [`Queue::get`] and [`Queue::post`]:
+    /// records of runs logged at once by several threads may then
+    /// interleave, which readers handle (they reassemble per source).
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        let mut accepted = 0;
+        for i in 0..run.len() {
+            if let Some(r) = self.get() {
+                self.post(r, &run.record(i));
+                accepted += 1;
+            }
+        }
+        accepted
+    }
+
+    /// Phase 2: start tasks, open files and sockets. Events may already have
+    /// been posted (they were logged between phase 1 and phase 2).
+    fn activate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    /// Shutdown: save, flush, stop tasks. Called once, after the tracer is
+    /// suspended; late posts from threads still inside `log_event` must stay
+    /// safe (and counted).
+    fn terminate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    /// What the queue did with its events so far.
+    fn counters(&self) -> QueueCounters;
+
+    /// Health and output files.
+    fn status(&self) -> QueueStatus {
+        QueueStatus::default()
+    }
+}
+
+/// A [`Queue`] that can also be seen as [`Any`](std::any::Any), so that
+/// [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom) can give a user-defined queue back as its own type.
+/// Every `Queue + 'static` type implements it: there is nothing to write.
+pub trait CustomQueue: Queue + std::any::Any {
+    /// `self`, to downcast with `<dyn Any>::downcast_ref`.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: Queue + std::any::Any> CustomQueue for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A user-defined queue behind one virtual call, with the tracer's own
+/// count of the events its `get` refused (build it with [`AnyQueue::custom`](crate::queues::AnyQueue::custom);
+/// get the concrete type back with [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom)).
+///
+/// A `None` from a user queue's [`Queue::get`] is a lost event whatever the
+/// queue counts itself: the tracer counts it here (only this path pays; the
+/// built-in queues' hot paths are unchanged), and [`Queue::counters`] reports
+/// `dropped` as the larger of the queue's own count and the tracer's. A queue
+/// whose own count is lower than the tracer's is under-reporting: its
+/// [`Queue::status`] says so, which makes the shutdown report not clean.
+///
+/// ```
+/// use qtrace::queue::{DynQueue, Queue, QueueCounters, Reservation};
+/// use qtrace::Event;
+///
+/// /// Refuses everything and counts nothing.
+/// struct Closed;
+/// impl Queue for Closed {
+///     fn get(&self) -> Option<Reservation> { None }
+///     fn post(&self, _: Reservation, _: &Event) {}
+///     fn counters(&self) -> QueueCounters { QueueCounters::default() }
+/// }
+///
+/// let q = DynQueue::new(Closed);
+/// assert!(q.get().is_none());
+/// assert_eq!(q.refused(), 1);
+/// assert_eq!(q.counters().dropped, 1);
+/// assert!(!q.status().is_healthy());
+/// ```
+pub struct DynQueue {
+    inner: Box<dyn CustomQueue>,
+    refused: AtomicU64,
+}
+
+impl DynQueue {
+    /// Wraps a user-defined queue.
+    pub fn new(queue: impl Queue + 'static) -> Self {
+        DynQueue {
+            inner: Box::new(queue),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Events the queue's `get` refused (returned `None`), as the tracer
+    /// counted them.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The user's queue.
+    pub fn inner(&self) -> &dyn CustomQueue {
+        &*self.inner
+    }
+}
+
+impl std::fmt::Debug for DynQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynQueue")
+            .field("refused", &self.refused())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Queue for DynQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        let r = self.inner.get();
+        if r.is_none() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        self.inner.post(reservation, event)
+    }
+    /// The user queue's own `post_run`; records it did not accept count
+    /// as refused.
+    fn post_run(&self, run: &Run<'_>) -> usize {
+        let accepted = self.inner.post_run(run);
+        if accepted < run.len() {
+            self.refused
+                .fetch_add((run.len() - accepted) as u64, Ordering::Relaxed);
+        }
+        accepted
+    }
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
+        self.inner.activate(ctx)
+    }
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
+        self.inner.terminate(ctx)
+    }
+    /// The queue's counters, with `dropped` at least what the tracer counted
+    /// refused.
+    fn counters(&self) -> QueueCounters {
+        let mut c = self.inner.counters();
+        c.dropped = c.dropped.max(self.refused());
+        c
+    }
+    /// The queue's status; if its own drop count is below the tracer's, a
+    /// `last_error` saying so.
+    fn status(&self) -> QueueStatus {
+        let mut s = self.inner.status();
+        let (refused, own) = (self.refused(), self.inner.counters().dropped);
+        if refused > own {
+            let note = format!(
+                "the queue's get refused {refused} events but its counters show {own} dropped: the tracer counts all {refused} as dropped"
+            );
+            s.last_error = Some(match s.last_error {
+                Some(e) => format!("{e}; {note}"),
+                None => note,
+            });
+        }
+        s
+    }
+}

@@ -1,0 +1,55 @@
+//! The process-wide tracer: installed once, then reachable from anywhere
+//! without passing a handle. Before it is installed, logging to it is a no-op
+//! that costs one load and a branch.
+//!
+//! ```
+//! use qtrace::{global, classes::user, Tracer};
+//!
+//! qtrace::log_event(user::USER0, [1, 0]); // nothing installed yet: a no-op
+//!
+//! let tracer = Tracer::new();
+//! let q = tracer.create_queue::<qtrace::queues::Dummy>(()).unwrap();
+//! tracer.assign_class(user::CLASS, q).unwrap();
+//! tracer.activate().unwrap();
+//! let tracer = global::install(tracer).unwrap();
+//!
+//! qtrace::log_event(user::USER0, [2, 0]);
+//! assert_eq!(tracer.counters(q).unwrap().accepted, 1);
+//! // A second install is a typed error.
+//! assert!(global::install(Tracer::new()).is_err());
+//! ```
+
+use std::sync::OnceLock;
+
+use crate::queue::config_error::ConfigError;
+use crate::{EventId, Tracer};
+
+static GLOBAL: OnceLock<Tracer> = OnceLock::new();
+
+/// Installs `tracer` as the process-wide tracer and returns it. It lives until
+/// the process ends; call [`Tracer::shutdown`] on it to save its queues.
+/// A second install is [`ConfigError::GlobalAlreadyInstalled`] (the tracer passed is
+/// dropped).
+pub fn install(tracer: Tracer) -> Result<&'static Tracer, ConfigError> {
+    let mut tracer = Some(tracer);
+    let installed = GLOBAL.get_or_init(|| tracer.take().expect("taken once"));
+    if tracer.is_some() {
+        Err(ConfigError::GlobalAlreadyInstalled)
+    } else {
+        Ok(installed)
+    }
+}
+
+/// The process-wide tracer, if installed.
+#[inline(always)]
+pub fn get() -> Option<&'static Tracer> {
+    GLOBAL.get()
+}
+
+/// Logs to the process-wide tracer; a no-op before [`install`].
+#[inline(always)]
+pub fn log_event(id: EventId, args: [u64; 2]) {
+    if let Some(tracer) = GLOBAL.get() {
+        tracer.log_event(id, args);
+    }
+}

@@ -1,0 +1,9 @@
+//! Setting a tracer up: the two initialisation phases and the standard
+//! preset (`init.rs`, public as [`crate::init`]), the process-wide tracer
+//! (`global.rs`, public as [`crate::global`]), and the bridge from the
+//! `tracing` crate (`bridge.rs`, feature `tracing`, public as `crate::bridge`).
+
+#[cfg(feature = "tracing")]
+pub mod bridge;
+pub mod global;
+pub mod init;

@@ -1,0 +1,19 @@
+//! Storage: what a queue keeps on disk and how it is read back after a crash.
+//!
+//! - `ring_file.rs`: the ring file (a ring's memory kept in a file shared
+//!   with the kernel's page cache, so it outlives the process) — its layout,
+//!   creation and the image a reader parses;
+//! - `recover.rs`: a dead process's ring file turned into an ordinary trace;
+//! - `save.rs`: a fixed or circular queue's contents saved as a trace file
+//!   (header, records, hoops for what was lost, close run);
+//! - `trace_header.rs`: the header a queue writes, from its context;
+//! - `reserve.rs`: disk space reserved ahead of the online queue's writes.
+
+pub mod recover;
+pub(crate) mod reserve;
+pub mod ring_file;
+
+pub use recover::{recover_bytes, recover_file, RecoverError, Recovered, RecoveryCounts};
+pub use ring_file::{RingFileError, RingStorage};
+pub(crate) mod save;
+pub(crate) mod trace_header;

@@ -1,0 +1,360 @@
+//! Crash recovery: turns the ring file a fixed or circular queue left
+//! behind (its process died without shutting down) into an ordinary trace.
+//!
+//! The recovered trace holds what a clean save would have held, as far as
+//! the memory shows it: the events oldest-first (a circular queue's rings
+//! merged by time, the newest `capacity`; a fixed queue's first
+//! `capacity`), a hoops record wherever events are missing, and for every
+//! slot that was being written at the moment the process stopped a hoops
+//! record of 1 lost event marked [`UNREADABLE`] (bit 0 of its flags)
+//! instead of the torn record. Its counters ([`RecoveryCounts`]) satisfy the
+//! queues' equations exactly, and the written trace ends with the close run
+//! that carries them ([`write_trace`]).
+//!
+//! ```no_run
+//! use qtrace::queues::recover;
+//!
+//! let rec = recover::recover_file("qtrace-out/queue0-circular.ring")?;
+//! println!("{} events, {} lost", rec.counts.recovered, rec.counts.lost());
+//! recover::write_trace(&rec, "recovered/queue0-circular.qtr")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::Path;
+
+use crate::model::event::Event;
+use crate::model::handle::QueueHandle;
+use crate::model::io_error::IoError;
+use crate::storage::ring_file::{RingContents, RingFileError, RingImage, KIND_CIRCULAR};
+use crate::storage::save::hoops;
+use crate::wire::create_trace_file;
+use crate::wire::{QueueTotals, TraceHeader};
+
+/// Flag bit of a hoops record standing for a slot that was being written
+/// when the process stopped (its record would be torn, so it is not shown).
+/// Bit 0, not a high bit: bit 15 marks control records and bit 14 combine
+/// runs (FORMAT.md 1.4), and a plain record's low bits are free.
+pub const UNREADABLE: u16 = 0x0001;
+
+/// The counters of a recovered queue, as the queue would have reported
+/// them at the moment it stopped.
+///
+/// `attempts = accepted + dropped` and
+/// `accepted = recovered + overwritten + unreadable` hold exactly, and the
+/// hoops records of the recovered trace add up to
+/// `attempts - recovered` ([`RecoveryCounts::lost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryCounts {
+    /// Every event the program tried to log into the queue.
+    pub attempts: u64,
+    /// Events the queue took.
+    pub accepted: u64,
+    /// Events refused (fixed: full; circular: a slot busy or lapped).
+    pub dropped: u64,
+    /// Accepted events evicted by newer ones (circular).
+    pub overwritten: u64,
+    /// Events whose slot was being written when the process stopped: each
+    /// is a hoops record marked [`UNREADABLE`].
+    pub unreadable: u64,
+    /// Events in the recovered trace.
+    pub recovered: u64,
+}
+
+impl RecoveryCounts {
+    /// Events missing from the recovered trace (the sum of its hoops
+    /// records' counts).
+    pub fn lost(&self) -> u64 {
+        self.attempts - self.recovered
+    }
+}
+
+/// A recovered queue: an ordinary trace's header and records.
+#[derive(Clone, Debug)]
+pub struct Recovered {
+    /// The queue's trace header (catalog, clock, queue).
+    pub header: TraceHeader,
+    /// The queue handle that wrote the ring file.
+    pub queue: QueueHandle,
+    /// The writer's process id.
+    pub process_id: u32,
+    /// The records, oldest first: events and hoops records.
+    pub events: Vec<Event>,
+    /// The counters.
+    pub counts: RecoveryCounts,
+}
+
+/// Why a ring file could not be recovered.
+#[derive(Debug)]
+pub enum RecoverError {
+    /// The file could not be read.
+    Io(std::io::Error),
+    /// It is not a ring file this version reads.
+    Format(RingFileError),
+}
+
+impl std::fmt::Display for RecoverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecoverError::Io(e) => write!(f, "cannot read the ring file: {e}"),
+            RecoverError::Format(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RecoverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecoverError::Io(e) => Some(e),
+            RecoverError::Format(e) => Some(e),
+        }
+    }
+}
+
+/// Recovers the ring file at `path`.
+///
+/// # Errors
+///
+/// [`RecoverError::Io`] when it cannot be read, [`RecoverError::Format`]
+/// when it is not a ring file (or is cut short).
+pub fn recover_file(path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
+    let bytes = std::fs::read(path).map_err(RecoverError::Io)?;
+    recover_bytes(&bytes).map_err(RecoverError::Format)
+}
+
+/// Recovers a ring file from its bytes (safe code; never panics on bad
+/// bytes).
+///
+/// # Errors
+///
+/// [`RingFileError`] when the bytes are not a ring file this version reads.
+pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
+    let image = RingImage::parse(bytes)?;
+    let queue = QueueHandle(image.queue);
+    let capacity = if image.layout.kind == KIND_CIRCULAR {
+        image.layout.capacity
+    } else {
+        u64::MAX // a fixed queue keeps every record it holds
+    };
+    let (events, counts) = rebuild(&image.rings, capacity, queue);
+    Ok(Recovered {
+        header: image.trace_header,
+        queue,
+        process_id: image.process_id,
+        events,
+        counts,
+    })
+}
+
+/// Writes `rec` as an ordinary trace file at `path`, ending with the close
+/// run (FORMAT.md 1.5) that carries the recovered counters, so readers
+/// report it complete: everything the ring file can tell is in it, and what
+/// it cannot is stated by its hoops records. In the close run, the
+/// unreadable events count as overwritten (lost from the accepted ones:
+/// `accepted = delivered + overwritten`), and its time is the newest
+/// record's.
+///
+/// # Errors
+///
+/// [`IoError`] naming the path.
+pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), IoError> {
+    let path = path.as_ref();
+    let header = rec.header.clone().with_close_run(true);
+    let mut w = create_trace_file(path, &header)?;
+    w.write_events(&rec.events)
+        .map_err(|e| IoError::new("write recovered trace", path, e))?;
+    let c = rec.counts;
+    let totals = QueueTotals {
+        accepted: c.accepted,
+        dropped: c.dropped,
+        overwritten: c.overwritten + c.unreadable,
+        delivered: c.recovered,
+    };
+    let time = rec.events.iter().map(|e| e.time).max().unwrap_or(0);
+    w.finish_with_close(time, totals)
+        .map(|_| ())
+        .map_err(|e| IoError::new("flush recovered trace", path, e))
+}
+
+/// One record of a ring, or a mark for an unreadable one.
+#[derive(Clone, Copy)]
+enum Item {
+    Event(Event),
+    Unreadable,
+}
+
+/// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
+/// record (before the event it precedes) and 1 for an event.
+type Key = (u64, u64, usize, u8);
+
+/// The trace of `rings`: the newest `capacity` events overall (by time,
+/// ticket, ring), each ring's unreadable marks, and hoops records for every
+/// missing ticket; sorted by time.
+fn rebuild(
+    rings: &[RingContents],
+    capacity: u64,
+    queue: QueueHandle,
+) -> (Vec<Event>, RecoveryCounts) {
+    let total: u64 = rings.iter().map(|r| r.records.len() as u64).sum();
+    let first_kept: Option<Key> = (total > capacity).then(|| {
+        let mut keys: Vec<Key> = rings
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.records.iter().map(move |(t, e)| (e.time, *t, i, 1)))
+            .collect();
+        let cut = (total - capacity) as usize;
+        *keys.select_nth_unstable(cut).1
+    });
+    let mut counts = RecoveryCounts::default();
+    let mut out: Vec<(Key, Event)> = Vec::new();
+    for (i, ring) in rings.iter().enumerate() {
+        // Saturating: a corrupt file may claim any counts.
+        counts.attempts = counts.attempts.saturating_add(ring.attempts);
+        counts.dropped = counts.dropped.saturating_add(ring.dropped);
+        let newest_time = ring.records.last().map_or(0, |(_, e)| e.time);
+        let mut items: Vec<(u64, Item)> = ring
+            .records
+            .iter()
+            .filter(|(t, e)| first_kept.map_or(true, |k| (e.time, *t, i, 1) >= k))
+            .map(|(t, e)| (*t, Item::Event(*e)))
+            .chain(ring.unreadable.iter().map(|t| (*t, Item::Unreadable)))
+            .collect();
+        items.sort_by_key(|(t, _)| *t);
+        let mut next = 0u64;
+        let mut last_time = None;
+        for (n, &(ticket, item)) in items.iter().enumerate() {
+            let time = match item {
+                Item::Event(e) => e.time,
+                // The time of the record before it in this ring, else after
+                // it, else the ring's newest.
+                Item::Unreadable => last_time.unwrap_or_else(|| {
+                    items[n..]
+                        .iter()
+                        .find_map(|(_, it)| match it {
+                            Item::Event(e) => Some(e.time),
+                            Item::Unreadable => None,
+                        })
+                        .unwrap_or(newest_time)
+                }),
+            };
+            if ticket > next {
+                out.push(((time, ticket, i, 0), hoops(time, ticket - next, queue)));
+            }
+            match item {
+                Item::Event(e) => {
+                    out.push(((time, ticket, i, 1), e));
+                    counts.recovered += 1;
+                }
+                Item::Unreadable => {
+                    let mut mark = hoops(time, 1, queue);
+                    mark.flags = UNREADABLE;
+                    out.push(((time, ticket, i, 0), mark));
+                    counts.unreadable += 1;
+                }
+            }
+            next = ticket + 1;
+            last_time = Some(time);
+        }
+        if ring.attempts > next {
+            let time = last_time.unwrap_or(newest_time);
+            out.push((
+                (time, u64::MAX, i, 0),
+                hoops(time, ring.attempts - next, queue),
+            ));
+        }
+    }
+    counts.accepted = counts.attempts - counts.dropped.min(counts.attempts);
+    counts.overwritten = counts
+        .accepted
+        .saturating_sub(counts.recovered + counts.unreadable);
+    out.sort_by_key(|(k, _)| *k);
+    (out.into_iter().map(|(_, e)| e).collect(), counts)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::model::classes::tracer::HOOPS;
+    use crate::model::event::TRACER_SOURCE;
+    use crate::EventId;
+
+    fn ev(t: u64) -> Event {
+        Event::new(t * 10, EventId(0x0b), 1, [t, 0])
+    }
+
+    #[test]
+    fn an_unreadable_mark_is_neither_a_combine_record_nor_a_control_record() {
+        let mut mark = Event::new(5, HOOPS, TRACER_SOURCE, [1, 0]);
+        mark.flags = UNREADABLE;
+        assert!(!crate::model::combine::is_combine(&mark));
+        assert!(crate::wire::close::close_part(&mark).is_none());
+    }
+
+    fn lost(events: &[Event]) -> u64 {
+        events
+            .iter()
+            .filter(|e| e.id == HOOPS)
+            .map(|e| e.args[0])
+            .sum()
+    }
+
+    #[test]
+    fn fixed_ring_with_a_slot_being_written_and_drops() {
+        let ring = RingContents {
+            records: vec![(0, ev(0)), (2, ev(2))],
+            unreadable: vec![1],
+            attempts: 5,
+            dropped: 2,
+        };
+        let (events, c) = rebuild(&[ring], u64::MAX, QueueHandle(1));
+        let mut mark = hoops(0, 1, QueueHandle(1));
+        mark.flags = UNREADABLE;
+        assert_eq!(events, [ev(0), mark, ev(2), hoops(20, 2, QueueHandle(1))]);
+        assert_eq!(
+            c,
+            RecoveryCounts {
+                attempts: 5,
+                accepted: 3,
+                dropped: 2,
+                overwritten: 0,
+                unreadable: 1,
+                recovered: 2
+            }
+        );
+        assert_eq!(lost(&events), c.lost());
+    }
+
+    #[test]
+    fn circular_rings_keep_the_newest_capacity_overall() {
+        let q = QueueHandle(0);
+        // Shared ring: nothing. Shard A: tickets 0..4 (times 0..30), B:
+        // tickets 0..3 with ticket 3 being written.
+        let mp = RingContents::default();
+        let a = RingContents {
+            records: (0..4).map(|t| (t, ev(t))).collect(),
+            attempts: 4,
+            ..Default::default()
+        };
+        let b = RingContents {
+            records: (0..3)
+                .map(|t| (t, Event::new(t * 10 + 5, EventId(0x0c), 2, [t, 0])))
+                .collect(),
+            unreadable: vec![3],
+            attempts: 4,
+            dropped: 0,
+        };
+        let (events, c) = rebuild(&[mp, a, b], 4, q);
+        // Newest 4 by time: a2 (20), b2 (25), a3 (30)... and b1 (15).
+        let kept: Vec<u64> = events
+            .iter()
+            .filter(|e| e.id != HOOPS)
+            .map(|e| e.time)
+            .collect();
+        assert_eq!(kept, [15, 20, 25, 30]);
+        assert_eq!(c.recovered, 4);
+        assert_eq!(c.unreadable, 1);
+        assert_eq!(c.attempts, 8);
+        assert_eq!(c.accepted, c.recovered + c.overwritten + c.unreadable);
+        assert_eq!(lost(&events), c.lost());
+        assert_eq!(events.iter().filter(|e| e.flags == UNREADABLE).count(), 1);
+    }
+}

@@ -1,0 +1,718 @@
+//! The ring file's layout (FORMAT.md section 6): where a fixed or circular
+//! queue keeps its rings when they must outlive the process, and the
+//! checked parse of such a file after a crash.
+//!
+//! The queues place their control words and records at the offsets
+//! computed here ([`RingLayout`]); [`RingImage::parse`] reads them back
+//! from the file's bytes in safe code, validating every length and offset
+//! against the file (a ring file is untrusted input: it may be cut, from
+//! another machine, or not a ring file at all), and never panics.
+//!
+//! Integers in the ring file are in the byte order of the machine that
+//! wrote it (the rings are live memory); the header's order mark says which,
+//! and the parse reads both orders.
+
+use crate::model::event::Event;
+use crate::ring::backing::PAGE;
+use crate::wire::TraceHeader;
+
+/// The first 8 bytes of a ring file.
+pub const MAGIC: [u8; 8] = *b"qtrRING\0";
+/// The ring file version this code writes and reads.
+pub const VERSION: u32 = 1;
+/// Written as a native `u32`: reads as this value in the writer's order.
+pub const ORDER_MARK: u32 = 0x0102_0304;
+/// `kind` of a circular queue's ring file.
+pub const KIND_CIRCULAR: u32 = 1;
+/// `kind` of a fixed queue's ring file.
+pub const KIND_FIXED: u32 = 2;
+/// Bytes of the fixed part of the header (the trace header follows).
+pub const HEADER_FIXED_LEN: usize = 128;
+// The ring's memory layout, which this file maps byte for byte.
+pub use crate::ring::layout::{
+    CLAIMED_AT, COMMITTED_AT, CTL_BYTES, DROPPED_AT, OWNER_AT, RECORD_BYTES, SHARD_BYTES,
+    SLOT_BYTES, TAIL_AT,
+};
+
+/// Where a fixed or circular queue keeps its rings.
+///
+/// The default is [`RingStorage::File`]: a flight recorder exists for the
+/// moment the program dies, and only a ring kept in a file survives a
+/// SIGKILL, an `abort`, a segfault or a panic that does not unwind. It costs
+/// the same per event (the same code writes the same layout; see
+/// BENCHMARKS.md) and a file of the queue's size, which a clean shutdown
+/// removes after saving the trace. [`RingStorage::Memory`] keeps the rings
+/// on the heap: then only a clean shutdown, a dropped tracer or the panic
+/// hook ([`crate::Config::save_on_panic`]) saves them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RingStorage {
+    /// In a ring file at `<output_dir>/queue<handle>-<type>.ring` (the
+    /// directory is created if needed). A ring file already there (left by
+    /// a process that did not shut down) is kept, renamed
+    /// `queue<handle>-<type>-pid<P>.ring` after the process that wrote it.
+    /// Two live queues must not share a ring file path (two tracers with the
+    /// same output directory and handles): the second would move the
+    /// first's file aside as if it were left by a crash, and it would stay
+    /// there after a clean shutdown.
+    #[default]
+    File,
+    /// In a ring file at this path.
+    FileAt(std::path::PathBuf),
+    /// On the heap: lost if the process dies without shutting down.
+    Memory,
+}
+
+impl RingStorage {
+    /// The ring file for the queue `ctx` describes, if any.
+    pub(crate) fn path(
+        &self,
+        ctx: &crate::queue::queue_trait::QueueContext,
+    ) -> Option<std::path::PathBuf> {
+        match self {
+            RingStorage::File => Some(
+                ctx.output_dir
+                    .join(format!("queue{}-{}.ring", ctx.handle, ctx.type_name)),
+            ),
+            RingStorage::FileAt(p) => Some(p.clone()),
+            RingStorage::Memory => None,
+        }
+    }
+
+    /// The region for a queue whose ring file has `layout` and starts with
+    /// `header`: a new ring file (or heap memory), the header written.
+    pub(crate) fn allocate(
+        &self,
+        ctx: &crate::queue::queue_trait::QueueContext,
+        layout: &RingLayout,
+        header: &[u8],
+        queue_type: &'static str,
+    ) -> Result<crate::ring::backing::Backing, crate::queue::config_error::ConfigError> {
+        use crate::ring::backing::Backing;
+        let len = usize::try_from(layout.file_len).unwrap_or(usize::MAX);
+        let mut mem = match self.path(ctx) {
+            None => Backing::heap(len).ok_or_else(|| crate::queue::config_error::ConfigError::InvalidParameter {
+                queue_type,
+                reason: format!(
+                    "cannot allocate {len} bytes for the rings: choose a smaller capacity or fewer shards"
+                ),
+            })?,
+            Some(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        crate::queue::config_error::ConfigError::io("create ring file directory", dir, hint(e))
+                    })?;
+                }
+                keep_previous(&path)?;
+                Backing::file(&path, len)
+                    .map_err(|e| crate::queue::config_error::ConfigError::io("create ring file", &path, hint(e)))?
+            }
+        };
+        mem.write_bytes(0, &layout.header_bytes(ctx.handle.0, header));
+        Ok(mem)
+    }
+}
+
+/// `e` with what the user can do about a ring file that cannot be made.
+fn hint(e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::AlreadyExists {
+        return std::io::Error::new(
+            e.kind(),
+            format!(
+                "{e}: another live queue uses this ring file (two tracers with the same output directory and queue handles?); give each tracer its own directory (Config::with_output_dir) or the queue its own ring file (`ring: RingStorage::FileAt(path)`)"
+            ),
+        );
+    }
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "{e}; give the tracer a writable directory (Config::with_output_dir), the queue a writable ring file (`ring: RingStorage::FileAt(path)`), or keep its rings on the heap (`ring: RingStorage::Memory`)"
+        ),
+    )
+}
+
+/// A ring file already at `path` was left by a process that did not shut
+/// down: it is the only record of that crash, so it is moved aside to
+/// `<stem>-pid<P>.ring` (`P` its writer's process id, from its header; a
+/// `-N` suffix if that name is taken), never overwritten.
+fn keep_previous(path: &std::path::Path) -> Result<(), crate::queue::config_error::ConfigError> {
+    use std::io::Read;
+    let mut head = [0u8; HEADER_FIXED_LEN];
+    let n = match std::fs::File::open(path) {
+        Ok(mut f) => f.read(&mut head).unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(crate::queue::config_error::ConfigError::io(
+                "open the previous ring file",
+                path,
+                e,
+            ))
+        }
+    };
+    let pid = if n >= 76 && head[0..8] == MAGIC {
+        u32::from_ne_bytes(head[72..76].try_into().expect("4 bytes"))
+    } else {
+        0
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut target = path.with_file_name(format!("{stem}-pid{pid}.ring"));
+    let mut k = 1;
+    while target.exists() {
+        target = path.with_file_name(format!("{stem}-pid{pid}-{k}.ring"));
+        k += 1;
+    }
+    match std::fs::rename(path, &target) {
+        // Moved aside meanwhile by another queue being created.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r.map_err(|e| {
+            crate::queue::config_error::ConfigError::io(
+                "move the previous ring file aside",
+                path,
+                e,
+            )
+        }),
+    }
+}
+
+/// The largest capacity a ring file may declare (as [`crate::ring::MAX_CAPACITY`]).
+const MAX_CAPACITY: u64 = 1 << 32;
+/// The most shard blocks a ring file may declare.
+const MAX_SHARD_BLOCKS: u64 = 256;
+
+/// `n` rounded up to a page, `None` on overflow.
+fn page_up(n: usize) -> Option<u64> {
+    let up = n.checked_add(PAGE - 1)? & !(PAGE - 1);
+    u64::try_from(up).ok()
+}
+
+/// Where everything is in a ring file of a given shape (all offsets in
+/// bytes from the start of the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingLayout {
+    /// [`KIND_CIRCULAR`] or [`KIND_FIXED`].
+    pub kind: u32,
+    /// Events the queue keeps.
+    pub capacity: u64,
+    /// Shard control blocks (circular; 0 for fixed).
+    pub shard_blocks: u64,
+    /// Records per shard.
+    pub shard_capacity: u64,
+    /// The header's length (a multiple of a page): the control block's offset.
+    pub header_len: u64,
+    /// The slots of the shared ring or the fixed queue.
+    pub slots_at: u64,
+    /// The shard control blocks.
+    pub shards_at: u64,
+    /// The shard records (shard `s`'s record `i` at
+    /// `records_at + (s × shard_capacity + i) × 32`).
+    pub records_at: u64,
+    /// The file's length.
+    pub file_len: u64,
+}
+
+impl RingLayout {
+    /// A circular queue's layout; `None` if it overflows.
+    pub fn circular(
+        trace_header_len: usize,
+        capacity: u64,
+        shard_blocks: u64,
+        shard_capacity: u64,
+    ) -> Option<RingLayout> {
+        let header_len = page_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?)?;
+        let slots_at = header_len.checked_add(CTL_BYTES as u64)?;
+        // Shard blocks are 128-byte aligned (a capacity of 1 ends the slots
+        // at a 64-byte boundary).
+        let shards_at = slots_at
+            .checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?
+            .checked_add(127)?
+            & !127;
+        // Shard records start on a page, as a heap allocation of their size
+        // would.
+        let records_at = shards_at
+            .checked_add(shard_blocks.checked_mul(SHARD_BYTES as u64)?)?
+            .checked_add(PAGE as u64 - 1)?
+            & !(PAGE as u64 - 1);
+        let records = shard_blocks
+            .checked_mul(shard_capacity)?
+            .checked_mul(RECORD_BYTES as u64)?;
+        let end = records_at.checked_add(records)?;
+        Some(RingLayout {
+            kind: KIND_CIRCULAR,
+            capacity,
+            shard_blocks,
+            shard_capacity,
+            header_len,
+            slots_at,
+            shards_at,
+            records_at,
+            file_len: end.checked_add(PAGE as u64 - 1)? & !(PAGE as u64 - 1),
+        })
+    }
+
+    /// A fixed queue's layout; `None` if it overflows.
+    pub fn fixed(trace_header_len: usize, capacity: u64) -> Option<RingLayout> {
+        let header_len = page_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?)?;
+        let slots_at = header_len.checked_add(CTL_BYTES as u64)?;
+        let end = slots_at.checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?;
+        Some(RingLayout {
+            kind: KIND_FIXED,
+            capacity,
+            shard_blocks: 0,
+            shard_capacity: 0,
+            header_len,
+            slots_at,
+            shards_at: end,
+            records_at: end,
+            file_len: end.checked_add(PAGE as u64 - 1)? & !(PAGE as u64 - 1),
+        })
+    }
+
+    /// The header's fixed part followed by `trace_header` (the ordinary
+    /// trace file header of the queue, which a recovered trace starts
+    /// with), in this machine's byte order.
+    pub fn header_bytes(&self, queue: u16, trace_header: &[u8]) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_FIXED_LEN];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_ne_bytes());
+        h[12..16].copy_from_slice(&ORDER_MARK.to_ne_bytes());
+        h[16..20].copy_from_slice(&self.kind.to_ne_bytes());
+        h[20..24].copy_from_slice(&(queue as u32).to_ne_bytes());
+        for (at, v) in [
+            (24, self.capacity),
+            (32, self.shard_blocks),
+            (40, self.shard_capacity),
+            (48, self.header_len),
+            (56, trace_header.len() as u64),
+            (64, self.file_len),
+        ] {
+            h[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        h[72..76].copy_from_slice(&std::process::id().to_ne_bytes());
+        h.extend_from_slice(trace_header);
+        h
+    }
+}
+
+/// Why a ring file cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RingFileError {
+    /// The file does not start with [`MAGIC`].
+    NotARingFile,
+    /// A version this code does not read.
+    Version(u32),
+    /// The order mark is neither byte order.
+    ByteOrder(u32),
+    /// A header field is out of range or inconsistent.
+    Header(&'static str),
+    /// The file is shorter than its layout.
+    Truncated {
+        /// Bytes the layout needs.
+        needed: u64,
+        /// Bytes present.
+        present: u64,
+    },
+    /// The embedded trace header does not parse.
+    TraceHeader(String),
+}
+
+impl std::fmt::Display for RingFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RingFileError::NotARingFile => write!(
+                f,
+                "not a qtrace ring file (no \"qtrRING\" magic): pass the .ring file a fixed or circular queue keeps, not a trace"
+            ),
+            RingFileError::Version(v) => write!(
+                f,
+                "ring file version {v} is not supported (this qtrace reads version {VERSION}): use the qtrace that wrote it"
+            ),
+            RingFileError::ByteOrder(m) => write!(f, "ring file byte-order mark {m:#010x} is corrupt"),
+            RingFileError::Header(what) => write!(f, "ring file header is corrupt: {what}"),
+            RingFileError::Truncated { needed, present } => write!(
+                f,
+                "ring file is cut short: its layout needs {needed} bytes, the file has {present}"
+            ),
+            RingFileError::TraceHeader(e) => write!(f, "ring file's trace header is corrupt: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RingFileError {}
+
+/// One ring's contents as found in a ring file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RingContents {
+    /// Readable records, by ticket.
+    pub records: Vec<(u64, Event)>,
+    /// Tickets whose slot was being written when the process stopped: the
+    /// record is unreadable (it would be torn) and is marked, not shown.
+    pub unreadable: Vec<u64>,
+    /// Every attempt of this ring (tickets handed out).
+    pub attempts: u64,
+    /// Attempts refused (the ring was busy or full).
+    pub dropped: u64,
+}
+
+/// A ring file, parsed: what a recovery needs.
+#[derive(Clone, Debug)]
+pub struct RingImage {
+    /// The layout declared by the header (validated against the file).
+    pub layout: RingLayout,
+    /// The queue handle that wrote it.
+    pub queue: u16,
+    /// The writer's process id.
+    pub process_id: u32,
+    /// The queue's trace header (catalog, clock).
+    pub trace_header: TraceHeader,
+    /// The rings: for a circular queue the shared ring then each shard in
+    /// use; for a fixed queue its one ring.
+    pub rings: Vec<RingContents>,
+}
+
+/// Reads integers of the writer's byte order from checked offsets.
+struct Bytes<'a> {
+    b: &'a [u8],
+    swap: bool,
+}
+
+impl Bytes<'_> {
+    fn u32(&self, at: u64) -> Option<u32> {
+        let at = usize::try_from(at).ok()?;
+        let v = u32::from_ne_bytes(self.b.get(at..at.checked_add(4)?)?.try_into().ok()?);
+        Some(if self.swap { v.swap_bytes() } else { v })
+    }
+    fn u64(&self, at: u64) -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let v = u64::from_ne_bytes(self.b.get(at..at.checked_add(8)?)?.try_into().ok()?);
+        Some(if self.swap { v.swap_bytes() } else { v })
+    }
+    fn words(&self, at: u64) -> Option<[u64; 4]> {
+        Some([
+            self.u64(at)?,
+            self.u64(at + 8)?,
+            self.u64(at + 16)?,
+            self.u64(at + 24)?,
+        ])
+    }
+}
+
+// Sequence words of the circular queue's shared ring (see `ring/overwrite.rs`):
+// `(ticket + 1) << 2 | state`.
+const MP_STATE_MASK: u64 = 0b11;
+const MP_COMMITTED: u64 = 0;
+const MP_BUSY: u64 = 1;
+const MP_CONSUMED: u64 = 2;
+// Sequence words of the fixed queue's slots (see `fixed.rs`).
+const FIXED_EMPTY: u64 = 0;
+const FIXED_COMMITTED: u64 = 1;
+const FIXED_SAVED: u64 = 2;
+
+impl RingImage {
+    /// Parses a ring file's bytes. Slots in an impossible state (a
+    /// sequence word that names another slot, an unknown state) are
+    /// counted unreadable, like a slot being written.
+    ///
+    /// # Errors
+    ///
+    /// [`RingFileError`] when the bytes are not a ring file this version
+    /// reads, or are cut short.
+    pub fn parse(b: &[u8]) -> Result<RingImage, RingFileError> {
+        if b.len() < HEADER_FIXED_LEN || b[0..8] != MAGIC {
+            return Err(RingFileError::NotARingFile);
+        }
+        let mark = u32::from_ne_bytes(b[12..16].try_into().expect("4 bytes"));
+        let swap = match mark {
+            ORDER_MARK => false,
+            m if m.swap_bytes() == ORDER_MARK => true,
+            m => return Err(RingFileError::ByteOrder(m)),
+        };
+        let r = Bytes { b, swap };
+        let field = |at: u64| r.u64(at).expect("inside the fixed header");
+        let version = r.u32(8).expect("inside the fixed header");
+        if version != VERSION {
+            return Err(RingFileError::Version(version));
+        }
+        let kind = r.u32(16).expect("inside the fixed header");
+        let queue = r.u32(20).expect("inside the fixed header");
+        let capacity = field(24);
+        let shard_blocks = field(32);
+        let shard_capacity = field(40);
+        let header_len = field(48);
+        let trace_len = field(56);
+        let process_id = r.u32(72).expect("inside the fixed header");
+        if capacity == 0 || capacity > MAX_CAPACITY {
+            return Err(RingFileError::Header("capacity out of range"));
+        }
+        let queue = u16::try_from(queue).map_err(|_| RingFileError::Header("queue handle"))?;
+        let trace_len =
+            usize::try_from(trace_len).map_err(|_| RingFileError::Header("trace header length"))?;
+        let layout = match kind {
+            KIND_CIRCULAR => {
+                if shard_blocks == 0 || shard_blocks > MAX_SHARD_BLOCKS {
+                    return Err(RingFileError::Header("shard count out of range"));
+                }
+                if shard_capacity == 0 || shard_capacity > capacity {
+                    return Err(RingFileError::Header("shard capacity out of range"));
+                }
+                RingLayout::circular(trace_len, capacity, shard_blocks, shard_capacity)
+            }
+            KIND_FIXED => RingLayout::fixed(trace_len, capacity),
+            _ => return Err(RingFileError::Header("unknown queue kind")),
+        }
+        .ok_or(RingFileError::Header("layout overflows"))?;
+        if layout.header_len != header_len {
+            return Err(RingFileError::Header(
+                "header length disagrees with the trace header length",
+            ));
+        }
+        if (b.len() as u64) < layout.file_len {
+            return Err(RingFileError::Truncated {
+                needed: layout.file_len,
+                present: b.len() as u64,
+            });
+        }
+        let th = &b[HEADER_FIXED_LEN..HEADER_FIXED_LEN + trace_len];
+        let (trace_header, _) =
+            TraceHeader::decode(th).map_err(|e| RingFileError::TraceHeader(e.to_string()))?;
+        // From here on every offset is inside `file_len <= b.len()`.
+        let rings = match kind {
+            KIND_CIRCULAR => circular_rings(&r, &layout),
+            _ => vec![fixed_ring(&r, &layout)],
+        };
+        Ok(RingImage {
+            layout,
+            queue,
+            process_id,
+            trace_header,
+            rings,
+        })
+    }
+}
+
+fn circular_rings(r: &Bytes<'_>, l: &RingLayout) -> Vec<RingContents> {
+    let in_file = "offsets checked against the file length";
+    let ctl = l.header_len;
+    let mut mp = RingContents {
+        attempts: r.u64(ctl + TAIL_AT as u64).expect(in_file),
+        dropped: r.u64(ctl + DROPPED_AT as u64).expect(in_file),
+        ..Default::default()
+    };
+    let mask = l.capacity - 1;
+    for i in 0..l.capacity {
+        let at = l.slots_at + i * SLOT_BYTES as u64;
+        let seq = r.u64(at).expect(in_file);
+        if seq == 0 {
+            continue; // never written
+        }
+        let Some(ticket) = (seq >> 2).checked_sub(1) else {
+            continue; // no ticket: corrupt, and nothing to place
+        };
+        let state = seq & MP_STATE_MASK;
+        if ticket & mask != i || ticket >= mp.attempts || state == MP_BUSY || state == 3 {
+            mp.unreadable
+                .push(ticket.min(mp.attempts.saturating_sub(1)));
+            continue;
+        }
+        debug_assert!(state == MP_COMMITTED || state == MP_CONSUMED);
+        let words = r.words(at + 8).expect(in_file);
+        mp.records.push((ticket, Event::from_words(words)));
+    }
+    mp.records.sort_by_key(|(t, _)| *t);
+    mp.unreadable.sort_unstable();
+    mp.unreadable.dedup();
+    // More unreadable tickets than missing ones would make the counts
+    // inconsistent: only a corrupt file has them.
+    let missing = mp
+        .attempts
+        .saturating_sub(mp.dropped)
+        .saturating_sub(mp.records.len() as u64);
+    mp.unreadable
+        .truncate(missing.min(mp.unreadable.len() as u64) as usize);
+    let mut rings = vec![mp];
+    for s in 0..l.shard_blocks {
+        let at = l.shards_at + s * SHARD_BYTES as u64;
+        let owner = r.u64(at + OWNER_AT as u64).expect(in_file);
+        let claimed = r.u64(at + CLAIMED_AT as u64).expect(in_file);
+        let committed = r.u64(at + COMMITTED_AT as u64).expect(in_file);
+        if owner == 0 || owner == u64::MAX || claimed == 0 {
+            continue; // never used (or the placeholder of a queue without shards)
+        }
+        let cap = l.shard_capacity;
+        // The producer stores `claimed` before a record and `committed`
+        // after it, so `committed <= claimed <= committed + 1`; a record is
+        // readable when its slot was not being overwritten.
+        let committed = committed.min(claimed);
+        let lo = claimed
+            .saturating_sub(cap)
+            .max(committed.saturating_sub(cap));
+        let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
+        let mut ring = RingContents {
+            attempts: claimed,
+            ..Default::default()
+        };
+        for t in lo..committed {
+            let words = r
+                .words(base + (t % cap) * RECORD_BYTES as u64)
+                .expect(in_file);
+            ring.records.push((t, Event::from_words(words)));
+        }
+        // The ticket claimed but not committed: being written at the crash
+        // (at most one in a well-formed file; more is corruption, counted
+        // as an ordinary gap).
+        if claimed > committed {
+            ring.unreadable.push(committed.max(lo));
+        }
+        rings.push(ring);
+    }
+    rings
+}
+
+fn fixed_ring(r: &Bytes<'_>, l: &RingLayout) -> RingContents {
+    let in_file = "offsets checked against the file length";
+    let tail = r.u64(l.header_len + TAIL_AT as u64).expect(in_file);
+    let filled = tail.min(l.capacity);
+    let mut ring = RingContents {
+        attempts: tail,
+        dropped: tail - filled,
+        ..Default::default()
+    };
+    for i in 0..filled {
+        let at = l.slots_at + i * SLOT_BYTES as u64;
+        match r.u64(at).expect(in_file) {
+            FIXED_COMMITTED | FIXED_SAVED => {
+                let words = r.words(at + 8).expect(in_file);
+                ring.records.push((i, Event::from_words(words)));
+            }
+            FIXED_EMPTY => ring.unreadable.push(i),
+            _ => ring.unreadable.push(i),
+        }
+    }
+    ring
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_page_aligned_and_ordered() {
+        let l = RingLayout::circular(100, 8, 2, 8).unwrap();
+        assert_eq!(l.header_len, 4096);
+        assert_eq!(l.slots_at, 4096 + 512);
+        assert_eq!(l.shards_at, 4096 + 512 + 8 * 64);
+        assert_eq!(l.records_at, 8192); // rounded up to a page
+        assert_eq!(l.file_len, 12288);
+        let f = RingLayout::fixed(5000, 3).unwrap();
+        assert_eq!((f.header_len, f.slots_at, f.file_len), (8192, 8704, 12288));
+        assert!(RingLayout::circular(0, u64::MAX, 1, 1).is_none());
+        // One slot: the shard blocks still start 128-aligned.
+        let one = RingLayout::circular(0, 1, 1, 1).unwrap();
+        assert_eq!(one.shards_at, 4096 + 512 + 128);
+    }
+
+    #[test]
+    fn bad_bytes_are_errors_not_panics() {
+        assert_eq!(
+            RingImage::parse(b"").unwrap_err(),
+            RingFileError::NotARingFile
+        );
+        assert_eq!(
+            RingImage::parse(&[0u8; 200]).unwrap_err(),
+            RingFileError::NotARingFile
+        );
+        let l = RingLayout::fixed(0, 4).unwrap();
+        let mut h = l.header_bytes(0, &[]);
+        // version 9
+        h[8..12].copy_from_slice(&9u32.to_ne_bytes());
+        assert_eq!(RingImage::parse(&h).unwrap_err(), RingFileError::Version(9));
+        let mut h = l.header_bytes(0, &[]);
+        h[12..16].copy_from_slice(&7u32.to_ne_bytes());
+        assert_eq!(
+            RingImage::parse(&h).unwrap_err(),
+            RingFileError::ByteOrder(7)
+        );
+        let h = l.header_bytes(0, &[]);
+        assert_eq!(
+            RingImage::parse(&h).unwrap_err(),
+            RingFileError::Truncated {
+                needed: 8192,
+                present: 128
+            }
+        );
+        let mut h = l.header_bytes(0, &[]);
+        h.resize(8192, 0);
+        assert!(matches!(
+            RingImage::parse(&h).unwrap_err(),
+            RingFileError::TraceHeader(_)
+        ));
+        let mut h = l.header_bytes(0, &[]);
+        h[24..32].copy_from_slice(&0u64.to_ne_bytes());
+        assert_eq!(
+            RingImage::parse(&h).unwrap_err(),
+            RingFileError::Header("capacity out of range")
+        );
+    }
+
+    #[test]
+    fn garbage_rings_never_panic_and_stay_bounded() {
+        let th = crate::wire::TraceHeader::new(
+            crate::model::classes::Catalog::builtin(),
+            &crate::model::clock::Clock::manual(&crate::model::clock::ManualClock::new(0)),
+        )
+        .to_bytes();
+        for kind in [KIND_CIRCULAR, KIND_FIXED] {
+            let l = if kind == KIND_CIRCULAR {
+                RingLayout::circular(th.len(), 8, 2, 8).unwrap()
+            } else {
+                RingLayout::fixed(th.len(), 8).unwrap()
+            };
+            let mut file = l.header_bytes(0, &th);
+            file.resize(l.file_len as usize, 0);
+            let body = l.header_len as usize;
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for round in 0..if cfg!(miri) { 4 } else { 200 } {
+                let mut f = file.clone();
+                for w in f[body..].chunks_exact_mut(8) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Small values half the time, so states and tickets
+                    // look plausible.
+                    let v = if round % 2 == 0 { x % 40 } else { x };
+                    w.copy_from_slice(&v.to_ne_bytes());
+                }
+                let img = RingImage::parse(&f).unwrap();
+                let rec = crate::storage::recover::recover_bytes(&f).unwrap();
+                assert!(rec.counts.recovered <= rec.counts.attempts);
+                for r in &img.rings {
+                    assert!(r.records.len() as u64 <= r.attempts);
+                    assert!(r.unreadable.len() <= 8);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_prefix_or_byte_flip_of_a_header_never_panics() {
+        let th = crate::wire::TraceHeader::new(
+            crate::model::classes::Catalog::builtin(),
+            &crate::model::clock::Clock::manual(&crate::model::clock::ManualClock::new(0)),
+        )
+        .to_bytes();
+        let l = RingLayout::circular(th.len(), 4, 2, 4).unwrap();
+        let mut file = l.header_bytes(3, &th);
+        file.resize(l.file_len as usize, 0);
+        let img = RingImage::parse(&file).unwrap();
+        assert_eq!((img.queue, img.rings.len()), (3, 1));
+        for n in (0..file.len()).step_by(if cfg!(miri) { 1021 } else { 61 }) {
+            let _ = RingImage::parse(&file[..n]);
+        }
+        for i in (0..HEADER_FIXED_LEN).step_by(if cfg!(miri) { 13 } else { 1 }) {
+            let mut f = file.clone();
+            f[i] ^= 0xff;
+            let _ = RingImage::parse(&f);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! What the in-memory queues share for saving: hoops records from ticket
+//! gaps, the default file name, writing a trace file, and the status cell.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use crate::model::classes::tracer::HOOPS;
+use crate::model::event::Event;
+use crate::model::event::TRACER_SOURCE;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{QueueContext, QueueStatus};
+use crate::ring::Ticketed;
+
+use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
+
+/// A hoops record: `lost` events were lost at `time` by queue `queue`.
+#[inline]
+pub(crate) fn hoops(time: u64, lost: u64, queue: QueueHandle) -> Event {
+    Event::new(time, HOOPS, TRACER_SOURCE, [lost, queue.0 as u64])
+}
+
+/// `records` (sorted by ticket) as a trace, with a hoops record wherever
+/// tickets are missing: before the first record for tickets `0..first`, between
+/// records for each gap, and after the last for tickets up to `end` (stamped
+/// with the last record's time, or `now()` when there is none). The hoops
+/// records add up to `end - records.len()` (when `end` is past the last ticket).
+pub(crate) fn with_hoops(
+    records: &[Ticketed],
+    end: u64,
+    queue: QueueHandle,
+    now: impl FnOnce() -> u64,
+) -> Vec<Event> {
+    let mut out = Vec::with_capacity(records.len() + 2);
+    let mut next = 0u64;
+    let mut last_time = None;
+    for r in records {
+        if r.ticket > next {
+            out.push(hoops(r.event.time, r.ticket - next, queue));
+        }
+        out.push(r.event);
+        next = r.ticket + 1;
+        last_time = Some(r.event.time);
+    }
+    if end > next {
+        out.push(hoops(last_time.unwrap_or_else(now), end - next, queue));
+    }
+    out
+}
+
+/// `<output_dir>/queue<handle>-<type>.qtr`.
+pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
+    ctx.output_dir
+        .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
+}
+
+/// Writes a trace file: the queue's header, then `events`, then the close
+/// run (FORMAT.md 1.5) carrying `totals`, stamped with the clock's time.
+pub(crate) fn write_trace(
+    path: &Path,
+    ctx: &QueueContext,
+    events: &[Event],
+    totals: QueueTotals,
+) -> Result<(), ConfigError> {
+    let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
+    w.write_events(events)
+        .map_err(|e| ConfigError::io("write trace file", path, e))?;
+    w.finish_with_close(ctx.clock.now(), totals)
+        .map_err(|e| ConfigError::io("close trace file", path, e))?;
+    Ok(())
+}
+
+/// Creates a memory queue's trace file at phase 2 (its directory, then the
+/// header), so that a directory that cannot be written fails
+/// [`Tracer::activate`](crate::Tracer::activate) instead of the save at
+/// shutdown. Until the queue saves, the file holds only a header whose flag
+/// promises a close run, so it reads as cut short — the truth for a process
+/// that dies before saving.
+///
+/// # Errors
+/// [`ConfigError::Io`] naming the path and saying what to do.
+pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), ConfigError> {
+    let w =
+        create_trace_file(path, &TraceHeader::for_queue(ctx)).map_err(|e| with_hint(e.into()))?;
+    w.finish()
+        .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;
+    Ok(())
+}
+
+/// Adds to an [`ConfigError::Io`] about a trace file what the user can do.
+pub(crate) fn with_hint(e: ConfigError) -> ConfigError {
+    match e {
+        ConfigError::Io {
+            path,
+            action,
+            source,
+        } => ConfigError::Io {
+            path,
+            action,
+            source: std::io::Error::new(
+                source.kind(),
+                format!(
+                    "{source}; give the tracer a writable directory (Config::with_output_dir) or the queue a writable `file` parameter"
+                ),
+            ),
+        },
+        other => other,
+    }
+}
+
+/// A queue's [`QueueStatus`], updated on the configuration path.
+#[derive(Debug, Default)]
+pub(crate) struct StatusCell(Mutex<QueueStatus>);
+
+impl StatusCell {
+    /// Records the outcome of writing `path`, passing the result through.
+    pub(crate) fn record<T>(
+        &self,
+        path: &Path,
+        result: Result<T, ConfigError>,
+    ) -> Result<T, ConfigError> {
+        let mut s = self.0.lock();
+        match &result {
+            Ok(_) => {
+                if !s.files.iter().any(|f| f == path) {
+                    s.files.push(path.to_path_buf());
+                }
+            }
+            Err(e) => {
+                s.io_errors += 1;
+                s.last_error = Some(e.to_string());
+            }
+        }
+        result
+    }
+
+    pub(crate) fn get(&self) -> QueueStatus {
+        self.0.lock().clone()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::EventId;
+
+    fn t(ticket: u64) -> Ticketed {
+        Ticketed {
+            ticket,
+            event: Event::new(ticket * 10, EventId(0x0b), 0, [ticket, 0]),
+        }
+    }
+
+    #[test]
+    fn hoops_at_every_gap() {
+        let q = QueueHandle(3);
+        let got = with_hoops(&[t(2), t(3), t(6)], 9, q, || 999);
+        assert_eq!(
+            got,
+            vec![
+                hoops(20, 2, q),
+                t(2).event,
+                t(3).event,
+                hoops(60, 2, q),
+                t(6).event,
+                hoops(60, 2, q),
+            ]
+        );
+        assert_eq!(with_hoops(&[], 5, q, || 999), vec![hoops(999, 5, q)]);
+        assert_eq!(with_hoops(&[], 0, q, || 999), vec![]);
+        assert_eq!(with_hoops(&[t(0)], 1, q, || 999), vec![t(0).event]);
+    }
+
+    #[test]
+    fn hoops_record_layout() {
+        let h = hoops(5, 7, QueueHandle(2));
+        assert_eq!(h.id, HOOPS);
+        assert_eq!(h.source, TRACER_SOURCE);
+        assert_eq!(h.args, [7, 2]);
+        assert_eq!(h.time, 5);
+    }
+}
+
+/// The context an in-memory queue writes its snapshots with (and the panic
+/// save, which snapshots): the one `create` got, replaced by the one each
+/// `activate` gets. The tracer's catalog is final at phase 2 (classes are
+/// defined in phase 1 only), so a snapshot taken once the queue is active
+/// lists every class, also those defined after the queue was created; one
+/// taken in phase 1 lists the classes defined when it was taken' s queue
+/// was created — see `FileContext::update`.
+#[derive(Debug)]
+pub(crate) struct FileContext(Mutex<QueueContext>);
+
+impl FileContext {
+    /// The context of `create`.
+    pub(crate) fn new(ctx: &QueueContext) -> Self {
+        FileContext(Mutex::new(ctx.clone()))
+    }
+
+    /// Takes the context of `activate` (the catalog frozen for phase 2).
+    pub(crate) fn update(&self, ctx: &QueueContext) {
+        *self.0.lock() = ctx.clone();
+    }
+
+    /// The current context (a clone: the lock is held only to copy it).
+    pub(crate) fn get(&self) -> QueueContext {
+        self.0.lock().clone()
+    }
+}
