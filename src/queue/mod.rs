@@ -8,15 +8,15 @@
 //! Both run on the hot path, from any thread, and must never block or allocate.
 //!
 //! Built-in queues are dispatched statically through the
-//! [`AnyQueue`](crate::queues::AnyQueue) enum; a user-defined queue (safe
+//! [`AnyQueue`] enum; a user-defined queue (safe
 //! code is enough) is wrapped with
-//! [`AnyQueue::custom`](crate::queues::AnyQueue::custom) and reached through
+//! [`AnyQueue::custom`] and reached through
 //! one virtual call.
 //!
 //! A façade (one path for users, as before): the trait, counters, context
 //! and reservations live in a core module that knows no queue;
-//! [`QueueType`](crate::queues::QueueType) (whose `create` returns
-//! [`AnyQueue`](crate::queues::AnyQueue)) and `AnyQueue`
+//! [`QueueType`] (whose `create` returns
+//! [`AnyQueue`]) and `AnyQueue`
 //! live with the built-in queues in [`crate::queues`].
 //!
 //! In this folder: the trait, its context, counters and reservations

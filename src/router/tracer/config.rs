@@ -1,0 +1,78 @@
+//! [`Config`]: what a tracer is built with (clock, output directory, save on panic).
+
+use std::path::PathBuf;
+
+use crate::model::clock::Clock;
+use crate::queue::config_error::ConfigError;
+
+/// How a tracer is set up. `Default` gives the fast clock and the output
+/// directory `$QTRACE_DIR`, or `./qtrace-out` when that is unset.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The clock read once per recorded event.
+    pub clock: Clock,
+    /// Where queues put their files unless told otherwise.
+    pub output_dir: PathBuf,
+    /// Whether a panic in any thread saves this tracer's fixed and circular
+    /// queues whose rings are on the heap
+    /// ([`crate::queues::RingStorage::Memory`]) to their trace files, from a
+    /// panic hook installed at phase 2 (chained before the hook that was
+    /// there). Default `true`.
+    pub save_on_panic: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            clock: Clock::fast(),
+            output_dir: std::env::var_os("QTRACE_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("qtrace-out")),
+            save_on_panic: true,
+        }
+    }
+}
+
+impl Config {
+    /// Uses `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Turns the panic hook's save on or off (see [`Config::save_on_panic`]).
+    pub fn with_save_on_panic(mut self, on: bool) -> Self {
+        self.save_on_panic = on;
+        self
+    }
+
+    /// Uses a clock of `kind` ([`Clock::of_kind`]): the way to ask for the
+    /// monotonic clock, or to insist on the TSC, whatever `QTRACE_NO_TSC`
+    /// says (which only steers the default, [`Clock::fast`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ClockUnavailable`] for [`ClockKind::Manual`](crate::model::clock::ClockKind::Manual)
+    /// (use [`Config::with_clock`] with [`Clock::manual`]) or a TSC this
+    /// machine cannot use for time.
+    ///
+    /// ```
+    /// use qtrace::clock::ClockKind;
+    /// use qtrace::Config;
+    /// let config = Config::default().with_clock_kind(ClockKind::Monotonic).unwrap();
+    /// assert_eq!(config.clock.kind(), ClockKind::Monotonic);
+    /// ```
+    pub fn with_clock_kind(
+        mut self,
+        kind: crate::model::clock::ClockKind,
+    ) -> Result<Self, ConfigError> {
+        self.clock = Clock::of_kind(kind)?;
+        Ok(self)
+    }
+
+    /// Puts files in `dir`.
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = dir.into();
+        self
+    }
+}

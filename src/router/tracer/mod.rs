@@ -1,0 +1,230 @@
+//! The [`Tracer`]: the registry behind a lock for configuration, and a
+//! lock-free hot path for logging.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use crate::model::classes::Catalog;
+use crate::model::clock::Clock;
+use crate::model::event::EventId;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueCounters, QueueStatus};
+use crate::queues::AnyQueue;
+use crate::queues::{Circular, Dummy, Fixed, Online, Udp};
+use crate::router::registry::{Phase, Registry};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+mod config;
+mod lifecycle;
+mod logging;
+mod report;
+mod routing;
+mod triggers;
+
+pub use config::Config;
+pub use report::{QueueReport, ShutdownReport};
+
+/// A tracer: queues, routing and masks, and the `log_event` hot path.
+///
+/// Every method takes `&self`, so a tracer can be shared between threads (in
+/// an `Arc`, or process-wide with [`crate::setup::global::install`]). Configuration
+/// calls take a lock; [`Tracer::log_event`] never does.
+///
+/// Lifecycle (see [`crate::setup::init`]): phase 1 — [`Tracer::new`], then
+/// register types, create queues, define classes, assign and enable; phase 2 —
+/// [`Tracer::activate`]; then log; then [`Tracer::shutdown`].
+///
+/// Routing rules: an event is recorded when it is assigned to a queue, it and
+/// its class are enabled (both are, by default), and the tracer is neither
+/// suspended nor shut down. A later assignment replaces an earlier one, whether
+/// it was made for the event or for its whole class.
+pub struct Tracer {
+    /// One word per possible event id (`LIVE | queue index`, or 0): the only
+    /// thing a masked-out event reads. 65536 entries, so a `u16` id needs no
+    /// bounds check.
+    routes: Box<[AtomicU32; 1 << 16]>,
+    /// Queues by handle; 256 entries, so a `u8` index needs no bounds check.
+    queues: Box<[OnceLock<AnyQueue>; 256]>,
+    clock: Clock,
+    output_dir: PathBuf,
+    /// Boxed so that `Tracer` holds no interior mutability inline (it is
+    /// `Freeze`): the compiler may then treat a `&Tracer` as read-only and
+    /// keep `routes`, `queues` and the clock's fields in registers across a
+    /// loop of `log_event` calls.
+    registry: Box<Mutex<Registry>>,
+    /// `serial << 32`, where `serial` is this tracer's number in the process
+    /// (1, 2, …, never reused); `key_base | route word` names one of its
+    /// queues for good, the key of each thread's shard cache
+    /// (`queues::producer_cache`). 0 when the serial does not fit in 32 bits:
+    /// then the cache is not used.
+    key_base: u64,
+    /// [`Config::save_on_panic`].
+    save_on_panic: bool,
+}
+
+/// A tracer dropped without [`Tracer::shutdown`] shuts down as
+/// `shutdown()` would (every queue saves or flushes what it holds, files
+/// are written, ring files of a clean save are removed); the report is
+/// discarded. Call `shutdown()` to see it and its errors.
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        crate::router::panic_save::deregister(&self.queues);
+        let phase = self.registry.lock().phase;
+        if phase != Phase::ShutDown {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+// The queue table's stride is a power of two: indexing it is one shift on
+// the hot path (see `AnyQueue`'s alignment).
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<OnceLock<AnyQueue>>().is_power_of_two());
+
+/// The next tracer's serial number.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.registry.lock();
+        f.debug_struct("Tracer")
+            .field("phase", &r.phase)
+            .field("suspended", &r.suspended)
+            .field("queues", &r.queue_types)
+            .field("clock", &self.clock.kind())
+            .finish()
+    }
+}
+
+impl Default for Tracer {
+    fn default() -> Self {
+        Tracer::new()
+    }
+}
+
+impl Tracer {
+    /// Phase 1 begins: a tracer with the default [`Config`], the built-in
+    /// classes, and the built-in queue types registered.
+    pub fn new() -> Self {
+        Tracer::with_config(Config::default())
+    }
+
+    /// Phase 1 begins with `config`.
+    pub fn with_config(config: Config) -> Self {
+        let routes: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
+        let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
+        let tracer = Tracer {
+            routes: routes.try_into().expect("65536 routes"),
+            queues: queues.try_into().expect("256 queues"),
+            clock: config.clock,
+            output_dir: config.output_dir,
+            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin()))),
+            key_base: match NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) {
+                serial @ 1..=0xffff_ffff => serial << 32,
+                // Four billion tracers later: correct, just uncached.
+                _ => 0,
+            },
+            save_on_panic: config.save_on_panic,
+        };
+        tracer.register_builtin_types().expect("fresh tracer");
+        tracer
+    }
+
+    /// Registers every built-in queue type (the types [`AnyQueue`] has a
+    /// variant for).
+    fn register_builtin_types(&self) -> Result<(), ConfigError> {
+        self.register_queue_type(Dummy)?;
+        self.register_queue_type(Fixed)?;
+        self.register_queue_type(Circular)?;
+        self.register_queue_type(Online)?;
+        self.register_queue_type(Udp)?;
+        Ok(())
+    }
+
+    // ----- inspection ---------------------------------------------------------
+
+    /// The lifecycle phase.
+    pub fn phase(&self) -> Phase {
+        self.registry.lock().phase
+    }
+
+    /// Whether the tracer is suspended.
+    pub fn is_suspended(&self) -> bool {
+        self.registry.lock().suspended
+    }
+
+    /// Every class and event this tracer knows.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.registry.lock().catalog)
+    }
+
+    /// The clock events are stamped with.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Where queues put files by default.
+    pub fn output_dir(&self) -> &std::path::Path {
+        &self.output_dir
+    }
+
+    /// How many queues exist.
+    pub fn queue_count(&self) -> usize {
+        self.registry.lock().queue_types.len()
+    }
+
+    /// The queue an event is routed to, if any.
+    pub fn route_of(&self, id: EventId) -> Result<Option<QueueHandle>, ConfigError> {
+        let r = self.registry.lock();
+        r.check_event(id)?;
+        Ok(r.queue_of(id))
+    }
+
+    /// A queue, to call its own methods (a circular queue's snapshot, say).
+    pub fn queue(&self, handle: QueueHandle) -> Result<&AnyQueue, ConfigError> {
+        self.registry.lock().check_queue(handle)?;
+        Ok(self.queues[handle.index()]
+            .get()
+            .expect("created queues are set"))
+    }
+
+    /// A queue's counters so far.
+    pub fn counters(&self, handle: QueueHandle) -> Result<QueueCounters, ConfigError> {
+        self.queue(handle).map(|q| q.counters())
+    }
+
+    /// A queue's health and files.
+    pub fn status(&self, handle: QueueHandle) -> Result<QueueStatus, ConfigError> {
+        self.queue(handle).map(|q| q.status())
+    }
+}
+
+/// Runs a hook; its own errors pass through, a panic becomes [`ConfigError::Hook`].
+fn run_hook(
+    handle: QueueHandle,
+    hook: &'static str,
+    f: impl FnOnce() -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => Err(ConfigError::Hook {
+            queue: handle,
+            hook,
+            message: panic_message(&panic),
+        }),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}

@@ -1,0 +1,50 @@
+//! What [`Tracer::shutdown`](super::Tracer::shutdown) reports: each queue's counters, status and
+//! error ([`QueueReport`]), gathered in a [`ShutdownReport`].
+
+use crate::model::handle::QueueHandle;
+use crate::queue::queue_trait::{QueueCounters, QueueStatus};
+
+/// One queue's account at shutdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueReport {
+    /// The queue's handle.
+    pub handle: QueueHandle,
+    /// Its type's name.
+    pub type_name: &'static str,
+    /// Its final counters.
+    pub counters: QueueCounters,
+    /// Its health and files.
+    pub status: QueueStatus,
+    /// What went wrong in its terminate hook, if anything.
+    pub error: Option<String>,
+}
+
+/// What [`Tracer::shutdown`](super::Tracer::shutdown) reports: every queue's account, in handle order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// One entry per queue.
+    pub queues: Vec<QueueReport>,
+}
+
+impl ShutdownReport {
+    /// Events lost by every queue together (dropped + overwritten).
+    pub fn total_lost(&self) -> u64 {
+        self.queues.iter().map(|q| q.counters.lost()).sum()
+    }
+
+    /// Snapshots on trigger suppressed by their rate limits, over every
+    /// trigger queue ([`QueueStatus::snapshots_suppressed`]).
+    pub fn snapshots_suppressed(&self) -> u64 {
+        self.queues
+            .iter()
+            .map(|q| q.status.snapshots_suppressed)
+            .sum()
+    }
+
+    /// Whether every terminate hook succeeded and no queue saw an I/O error.
+    pub fn is_clean(&self) -> bool {
+        self.queues
+            .iter()
+            .all(|q| q.error.is_none() && q.status.is_healthy())
+    }
+}

@@ -1,0 +1,346 @@
+//! Phase 1 and routing: queue types, queues, classes, assignments, filters and
+//! the per-event and per-class masks (which may change until shutdown).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::{panic_message, Tracer};
+use crate::model::classes::{ClassId, ClassSpec, DefinedClass};
+use crate::model::event::EventId;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queues::{AnyQueue, Filter, FilterQueue, QueueType};
+use crate::router::registry::{Phase, Registry};
+use std::sync::atomic::Ordering;
+
+impl Tracer {
+    // ----- phase 1 ------------------------------------------------------------
+
+    /// Registers a queue type (S.Ha.R.K. `trc_register_queue_type`). The
+    /// built-in types are registered by [`Tracer::new`].
+    ///
+    /// Hooks (create, activate, terminate) run with the tracer's configuration
+    /// lock held: they must not call back into the tracer.
+    pub fn register_queue_type<T: QueueType>(&self, queue_type: T) -> Result<(), ConfigError> {
+        self.registry.lock().register_type(queue_type)
+    }
+
+    /// Names of the registered queue types, sorted.
+    pub fn queue_type_names(&self) -> Vec<&'static str> {
+        self.registry.lock().type_names()
+    }
+
+    /// Creates a queue of the registered type `T` (S.Ha.R.K.
+    /// `trc_create_queue`). Handles are 0, 1, 2, … in creation order.
+    pub fn create_queue<T: QueueType>(
+        &self,
+        params: T::Params,
+    ) -> Result<QueueHandle, ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_phase1("create a queue")?;
+        let queue_type = r.queue_type::<T>()?;
+        let index = r.queue_types.len();
+        if index >= QueueHandle::MAX_QUEUES {
+            return Err(ConfigError::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
+        let handle = QueueHandle(index as u16);
+        let ctx = self.context(&r, handle, T::NAME);
+        let queue = catch_unwind(AssertUnwindSafe(|| queue_type.create(params, &ctx))).map_err(
+            |panic| ConfigError::Hook {
+                queue: handle,
+                hook: "create",
+                message: panic_message(&panic),
+            },
+        )??;
+        if self.queues[index].set(queue).is_err() {
+            unreachable!("queue slots are filled in order under the lock");
+        }
+        r.queue_types.push(T::NAME);
+        r.activated.push(false);
+        self.gate_if_global(&mut r, handle)?;
+        Ok(handle)
+    }
+
+    /// Defines a user class; its events are numbered after every event known
+    /// so far. Phase 1 only, so every file a queue writes lists it.
+    pub fn define_class(&self, spec: ClassSpec) -> Result<DefinedClass, ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_phase1("define a class")?;
+        let mut catalog = (*r.catalog).clone();
+        let defined = catalog.define(spec)?;
+        r.set_catalog(catalog);
+        Ok(defined)
+    }
+
+    // ----- routing and masks (any time before shutdown) -------------------------
+
+    /// Routes one event to a queue (S.Ha.R.K. `trc_assign_event_to_queue`).
+    pub fn assign_event(&self, id: EventId, queue: QueueHandle) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("assign an event")?;
+        r.check_event(id)?;
+        r.check_queue(queue)?;
+        r.assign(id, queue);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    /// Routes every event of a class to a queue (S.Ha.R.K.
+    /// `trc_assign_class_to_queue`); the same as assigning each of its events.
+    pub fn assign_class(&self, class: ClassId, queue: QueueHandle) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("assign a class")?;
+        let events = r.class_events(class)?;
+        r.check_queue(queue)?;
+        for id in events {
+            r.assign(EventId(id), queue);
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// Routes `id` through a [`Filter`] that decides, per event, whether it
+    /// is recorded into the queue `id` is assigned to; returns the filter's
+    /// queue handle (a [`FilterQueue`], see [`crate::filters::filter`] for its
+    /// counters and what a panicking handler does). A filter takes a queue
+    /// slot of its own, for good (the tracer holds at most
+    /// [`QueueHandle::MAX_QUEUES`] queues). Events without a filter pay
+    /// nothing for filters. A second filter replaces the first;
+    /// [`Tracer::assign_event`] or [`Tracer::assign_class`] re-routes the
+    /// event and removes its filter; [`Tracer::unfilter_event`] removes it.
+    /// Any time before shutdown.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Filter, Fixed, FixedParams};
+    /// use qtrace::Tracer;
+    ///
+    /// let tracer = Tracer::new();
+    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+    /// tracer.assign_event(user::USER0, q)?;
+    /// tracer.filter_event(user::USER0, Filter::arg(0, 10..=19))?;
+    /// for a in [5, 12, 30, 19] {
+    ///     tracer.log_event(user::USER0, [a, 0]);
+    /// }
+    /// let kept: Vec<u64> = tracer.queue(q)?.as_fixed().unwrap()
+    ///     .snapshot_events().iter().map(|e| e.args[0]).collect();
+    /// assert_eq!(kept, [12, 19]);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`]; [`ConfigError::FilterWithoutRoute`] when `id`
+    /// is assigned to no queue; [`ConfigError::InvalidParameter`] for
+    /// [`Filter::arg`] with an index other than 0 or 1;
+    /// [`ConfigError::TooManyQueues`]; [`ConfigError::AfterShutdown`].
+    pub fn filter_event(&self, id: EventId, filter: Filter) -> Result<QueueHandle, ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("filter an event")?;
+        r.check_event(id)?;
+        filter.validate()?;
+        let target = r
+            .queue_of(id)
+            .ok_or(ConfigError::FilterWithoutRoute { id })?;
+        let handle = self.create_filter(&mut r, filter, target)?;
+        r.set_filter(id, Some(handle));
+        self.publish(&r, id);
+        Ok(handle)
+    }
+
+    /// Routes every event of `class` that is assigned to a queue through
+    /// `filter` ([`Tracer::filter_event`] for each, sharing one filter queue
+    /// per queue the class's events go to); returns the filter queues'
+    /// handles, in the order of the events' queues' first appearance.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracer::filter_event`], with [`ConfigError::ClassOutOfRange`], and
+    /// [`ConfigError::FilterWithoutRoute`] (naming the class's first event) when
+    /// none of its events is assigned.
+    pub fn filter_class(
+        &self,
+        class: ClassId,
+        filter: Filter,
+    ) -> Result<Vec<QueueHandle>, ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("filter a class")?;
+        let events = r.class_events(class)?;
+        filter.validate()?;
+        let mut made: Vec<(QueueHandle, QueueHandle)> = Vec::new();
+        for id in events.clone().map(EventId) {
+            let Some(target) = r.queue_of(id) else {
+                continue;
+            };
+            let handle = match made.iter().find(|(t, _)| *t == target) {
+                Some(&(_, h)) => h,
+                None => {
+                    let h = self.create_filter(&mut r, filter.clone(), target)?;
+                    made.push((target, h));
+                    h
+                }
+            };
+            r.set_filter(id, Some(handle));
+            self.publish(&r, id);
+        }
+        if made.is_empty() {
+            return Err(ConfigError::FilterWithoutRoute {
+                id: EventId(events.start),
+            });
+        }
+        Ok(made.into_iter().map(|(_, h)| h).collect())
+    }
+
+    /// Removes `id`'s filter: its events go straight to its queue again.
+    /// Removing no filter is harmless. The filter queue stays (with its
+    /// counters) and is reported at shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`]; [`ConfigError::AfterShutdown`].
+    pub fn unfilter_event(&self, id: EventId) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("unfilter an event")?;
+        r.check_event(id)?;
+        r.set_filter(id, None);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    /// Removes the filter of every event of `class`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ClassOutOfRange`]; [`ConfigError::AfterShutdown`].
+    pub fn unfilter_class(&self, class: ClassId) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("unfilter a class")?;
+        for id in r.class_events(class)? {
+            r.set_filter(EventId(id), None);
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// The filter queue an event is routed through, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`].
+    pub fn filter_of(&self, id: EventId) -> Result<Option<QueueHandle>, ConfigError> {
+        let r = self.registry.lock();
+        r.check_event(id)?;
+        Ok(r.filter_of(id))
+    }
+
+    /// Stores a new filter queue forwarding to `target`.
+    pub(super) fn create_filter(
+        &self,
+        r: &mut Registry,
+        filter: Filter,
+        target: QueueHandle,
+    ) -> Result<QueueHandle, ConfigError> {
+        let index = r.queue_types.len();
+        if index >= QueueHandle::MAX_QUEUES {
+            return Err(ConfigError::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
+        // Filters forward to a real queue, never to another filter.
+        let target = self.queues[target.index()]
+            .get()
+            .expect("created queues are set");
+        // SAFETY: `target` is in `self.queues`, a box never moved whose
+        // slots are set once and never cleared; the filter queue goes into
+        // the same table, so it never outlives its target.
+        let queue = unsafe { FilterQueue::new(filter, target) };
+        if self.queues[index].set(AnyQueue::custom(queue)).is_err() {
+            unreachable!("queue slots are filled in order under the lock");
+        }
+        r.queue_types.push(FilterQueue::NAME);
+        // A filter has no activate hook.
+        r.activated.push(r.phase != Phase::Configuring);
+        Ok(QueueHandle(index as u16))
+    }
+
+    /// Switches one event on (S.Ha.R.K. `trc_trace_event`).
+    pub fn trace_event(&self, id: EventId) -> Result<(), ConfigError> {
+        self.set_event(id, true)
+    }
+
+    /// Switches one event off (S.Ha.R.K. `trc_notrace_event`).
+    pub fn notrace_event(&self, id: EventId) -> Result<(), ConfigError> {
+        self.set_event(id, false)
+    }
+
+    /// Switches a class on (S.Ha.R.K. `trc_trace_class`). Events switched off
+    /// one by one stay off.
+    pub fn trace_class(&self, class: ClassId) -> Result<(), ConfigError> {
+        self.set_class(class, true)
+    }
+
+    /// Switches a whole class off (S.Ha.R.K. `trc_notrace_class`).
+    pub fn notrace_class(&self, class: ClassId) -> Result<(), ConfigError> {
+        self.set_class(class, false)
+    }
+
+    pub(super) fn set_event(&self, id: EventId, on: bool) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running(if on {
+            "enable an event"
+        } else {
+            "disable an event"
+        })?;
+        r.check_event(id)?;
+        r.set_event_on(id, on);
+        self.publish(&r, id);
+        Ok(())
+    }
+
+    pub(super) fn set_class(&self, class: ClassId, on: bool) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running(if on {
+            "enable a class"
+        } else {
+            "disable a class"
+        })?;
+        let events = r.class_events(class)?;
+        r.set_class_on(class, on);
+        for id in events {
+            self.publish(&r, EventId(id));
+        }
+        Ok(())
+    }
+
+    /// Stops recording everything (S.Ha.R.K. `trc_suspend`); routing and masks
+    /// are kept. Suspending twice is harmless.
+    pub fn suspend(&self) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("suspend the tracer")?;
+        r.suspended = true;
+        self.publish_all(&r);
+        Ok(())
+    }
+
+    /// Records again after [`Tracer::suspend`] (S.Ha.R.K. `trc_resume`).
+    pub fn resume(&self) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running("resume the tracer")?;
+        r.suspended = false;
+        self.publish_all(&r);
+        Ok(())
+    }
+
+    pub(super) fn publish(&self, r: &Registry, id: EventId) {
+        // Forwarding queues first, so the route never leads to a stale one.
+        super::triggers::rewire(r, &self.queues[..], id);
+        self.routes[id.0 as usize].store(r.route_word(id), Ordering::Relaxed);
+    }
+
+    pub(super) fn publish_all(&self, r: &Registry) {
+        for i in 0..r.catalog.event_count() {
+            self.publish(r, EventId(i as u16));
+        }
+    }
+}
