@@ -83,7 +83,8 @@ use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
-use crate::queues::drained::task::{Task, Work};
+use crate::queues::drained::lifecycle::{Lifecycle, TaskNames};
+use crate::queues::drained::task::Work;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
@@ -201,6 +202,17 @@ impl QueueType for Online {
             Target::File(p) => Some(p.clone()),
             Target::Writer(_) => None,
         };
+        let lifecycle = Lifecycle::new(
+            params.target,
+            TaskNames {
+                thread: "qtrace-online",
+                start: "start the online queue's drain thread",
+                finish: "finish the online queue's drain task (it panicked) for",
+                panicked: "drain task panicked",
+            },
+            params.period,
+            Arc::clone(&feed.control),
+        );
         Ok(AnyQueue::OnlineQueue(OnlineQueue {
             shared: Arc::new(Shared {
                 feed,
@@ -210,7 +222,7 @@ impl QueueType for Online {
             }),
             path,
             period: params.period,
-            state: Mutex::new(State::Created(params.target)),
+            lifecycle,
         }))
     }
 }
@@ -255,18 +267,12 @@ impl Shared {
     }
 }
 
-enum State {
-    Created(Target),
-    Running(Task),
-    Done,
-}
-
 /// A circular-online queue (see the [module documentation](self)).
 pub struct OnlineQueue {
     shared: Arc<Shared>,
     path: Option<PathBuf>,
     period: Duration,
-    state: Mutex<State>,
+    lifecycle: Lifecycle<Target>,
 }
 
 impl fmt::Debug for OnlineQueue {
@@ -409,65 +415,34 @@ impl Queue for OnlineQueue {
     }
 
     fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        let mut state = self.state.lock();
-        let target = match std::mem::replace(&mut *state, State::Done) {
-            State::Created(t) => t,
-            other => {
-                *state = other;
-                return Ok(());
-            }
-        };
-        // If opening fails, a later phase 2 may try again (a file target is
-        // kept; a writer that failed is gone).
-        let retry = match &target {
-            Target::Default => Some(Target::Default),
-            Target::File(p) => Some(Target::File(p.clone())),
-            Target::Writer(_) => None,
-        };
-        let drainer = match self
-            .open(target, ctx)
-            .map_err(crate::storage::save::with_hint)
-        {
-            Ok(d) => d,
-            Err(e) => {
-                match retry {
-                    Some(t) => *state = State::Created(t),
-                    // Nothing can be written from now on: say so in the
-                    // status too, so the shutdown report is not clean.
-                    None => self.shared.io_error(
-                        "activate (events routed here will not be written)",
-                        &io::Error::other(e.to_string()),
-                    ),
-                }
-                return Err(e);
-            }
-        };
-        let task = Task::start(
-            "start the online queue's drain thread",
-            format!("qtrace-online-q{}", ctx.handle),
-            self.period,
-            Arc::clone(&self.shared.feed.control),
-            drainer,
-        )?;
-        *state = State::Running(task);
-        Ok(())
+        self.lifecycle.activate(ctx.handle, |target| {
+            // If opening fails, a later phase 2 may try again (a file target
+            // is kept; a writer that failed is gone).
+            let retry = match &target {
+                Target::Default => Some(Target::Default),
+                Target::File(p) => Some(Target::File(p.clone())),
+                Target::Writer(_) => None,
+            };
+            self.open(target, ctx)
+                .map_err(crate::storage::save::with_hint)
+                .map_err(|e| {
+                    if retry.is_none() {
+                        // Nothing can be written from now on: say so in the
+                        // status too, so the shutdown report is not clean.
+                        self.shared.io_error(
+                            "activate (events routed here will not be written)",
+                            &io::Error::other(e.to_string()),
+                        );
+                    }
+                    (e, retry)
+                })
+        })
     }
 
     fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        let mut state = self.state.lock();
-        match std::mem::replace(&mut *state, State::Done) {
-            State::Running(mut task) => task.finish(
-                "finish the online queue's drain task (it panicked) for",
-                self.path.clone(),
-                "drain task panicked",
-            )?,
-            State::Created(target) => {
-                // Never activated: write what was logged since phase 1 now.
-                self.open(target, ctx)?.finish();
-            }
-            State::Done => {}
-        }
-        Ok(())
+        // Never activated: what was logged since phase 1 is written now.
+        self.lifecycle
+            .terminate(self.path.clone(), |target| self.open(target, ctx))
     }
 
     /// Events written to a trace file that was then deleted or replaced

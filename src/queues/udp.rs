@@ -90,8 +90,9 @@ use crate::model::event::Event;
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::queues::drained::feed::Feed;
+use crate::queues::drained::lifecycle::{Lifecycle, TaskNames};
 use crate::queues::drained::sender::{SendOutcome, UdpSender};
-use crate::queues::drained::task::{Task, Work};
+use crate::queues::drained::task::Work;
 use crate::wire::datagram::{
     encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, DEFAULT_MAX_DATAGRAM_LEN,
     MAX_DATAGRAM_LEN, MIN_DATAGRAM_LEN,
@@ -269,18 +270,12 @@ struct Shared {
     last_error: Mutex<Option<String>>,
 }
 
-enum State {
-    Created,
-    Running(Task),
-    Done,
-}
-
 /// A UDP queue (see the [module documentation](self)).
 pub struct UdpQueue {
     shared: Arc<Shared>,
     params: UdpParams,
     sender_id: u32,
-    state: Mutex<State>,
+    lifecycle: Lifecycle<()>,
 }
 
 impl fmt::Debug for UdpQueue {
@@ -336,6 +331,17 @@ impl QueueType for Udp {
             false,
         )?;
         let sender_id = params.sender_id.unwrap_or_else(|| derive_sender_id(ctx));
+        let lifecycle = Lifecycle::new(
+            (),
+            TaskNames {
+                thread: "qtrace-udp",
+                start: "start the UDP queue's send thread",
+                finish: "finish the UDP queue's send task",
+                panicked: "send task panicked",
+            },
+            params.period,
+            Arc::clone(&feed.control),
+        );
         Ok(AnyQueue::UdpQueue(UdpQueue {
             shared: Arc::new(Shared {
                 feed,
@@ -344,7 +350,7 @@ impl QueueType for Udp {
             }),
             params,
             sender_id,
-            state: Mutex::new(State::Created),
+            lifecycle,
         }))
     }
 }
@@ -439,34 +445,14 @@ impl Queue for UdpQueue {
     }
 
     fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        let mut state = self.state.lock();
-        if !matches!(*state, State::Created) {
-            return Ok(());
-        }
-        let streamer = self.streamer(ctx)?;
-        let task = Task::start(
-            "start the UDP queue's send thread",
-            format!("qtrace-udp-q{}", ctx.handle),
-            self.params.period,
-            Arc::clone(&self.shared.feed.control),
-            streamer,
-        )?;
-        *state = State::Running(task);
-        Ok(())
+        self.lifecycle.activate(ctx.handle, |()| {
+            self.streamer(ctx).map_err(|e| (e, Some(())))
+        })
     }
 
     fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        let mut state = self.state.lock();
-        match std::mem::replace(&mut *state, State::Done) {
-            State::Running(mut task) => task.finish(
-                "finish the UDP queue's send task",
-                None,
-                "send task panicked",
-            )?,
-            State::Created => self.streamer(ctx)?.finish(),
-            State::Done => {}
-        }
-        Ok(())
+        // Never activated: what was logged since phase 1 is sent now.
+        self.lifecycle.terminate(None, |()| self.streamer(ctx))
     }
 
     /// Events in refused datagrams (nobody listening at the remote address)
