@@ -1,474 +1,38 @@
-//! The circular-online queue: a bounded queue drained to a trace file by a
-//! background task while the program runs (S.Ha.R.K.'s circular queue with
-//! its online task).
-//!
-//! - **Policy**: when the queue is full, new events are dropped until the task
-//!   has emptied it (the S.Ha.R.K. policy: the ring latches shut when full and
-//!   the task reopens it once empty); every drop is counted, and the task
-//!   writes one hoops record (`args = [lost, queue]`) into the file right
-//!   after the events that were in the queue, before any event accepted after
-//!   it reopened — so a reader sees exactly where events are missing and how
-//!   many. With several producers, one that was already past the check when
-//!   the queue latched may still add one event before the mark: a loss is then
-//!   marked at most one event per producer late, never early.
-//! - **Task**: one thread per queue, run every `period` (500 ms) and woken
-//!   early when the queue reaches its high-water mark (80 %, as QNX). It has
-//!   its own stop flag, never blocks producers, and never logs events itself,
-//!   so it cannot feed the queue it drains.
-//! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
-//!   unless a file (or any writer) is given. Shutdown drains what is left,
-//!   flushes and closes it.
-//! - **I/O errors** (disk full, a pipe closed): the task counts them in
-//!   [`Queue::status`], keeps the bytes it could not write and tries again at
-//!   its next period — not before, whatever wake-ups producers send, so a
-//!   failing disk costs one attempt per period, not a spinning core;
-//!   meanwhile the queue fills and drops (counted, then written as hoops once
-//!   writing works again). The program keeps running and logging never
-//!   blocks. Events that could never be written stay counted as `queued`, so
-//!   `accepted = delivered + overwritten + queued` holds at the end.
-//! - **Close**: shutdown ends the file with a hoops record for whatever could
-//!   not be written (if anything) and the close run (FORMAT.md 1.5). A file
-//!   target keeps 4 KiB allocated past its end (`fallocate` with
-//!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
-//!   made), so a disk that stays full still takes them.
-//! - **A file deleted or replaced while written** (link count 0, or the path
-//!   names another inode; checked once per round) is re-created with a header
-//!   and a hoops record for the events that went with the old inode, which
-//!   count as `overwritten`; the status reports it
-//!   ([`OnlineQueue::files_replaced`]).
-//!
-//! ```
-//! use qtrace::classes::user;
-//! use qtrace::queues::{Online, OnlineParams};
-//! use qtrace::Tracer;
-//!
-//! let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
-//! let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(&dir));
-//! let q = tracer.create_queue::<Online>(OnlineParams::default().with_capacity(1024))?;
-//! tracer.assign_class(user::CLASS, q)?;
-//! tracer.activate()?;
-//! for i in 0..10_000 {
-//!     tracer.log_event(user::USER0, [i, 0]);
-//! }
-//! let report = tracer.shutdown()?;
-//! let c = report.queues[0].counters;
-//! // Every event is either in the file or counted (and marked by hoops) as dropped.
-//! assert_eq!(c.delivered + c.dropped, 10_000);
-//! assert_eq!(report.queues[0].status.files, [dir.join("queue0-online.qtr")]);
-//! # std::fs::remove_dir_all(&dir).ok();
-//! # Ok::<(), qtrace::Error>(())
-//! ```
+//! The online queue's task: drains the ring into the trace file in batches,
+//! reserves disk space ahead of its writes, re-creates a file deleted or
+//! replaced under it, and closes the file with the final hoops and close run.
 
-use std::fmt;
+use super::params::Target;
+use super::{OnlineQueue, Shared};
+use crate::model::classes::tracer::HOOPS;
+use crate::model::clock::Clock;
+use crate::model::event::Event;
+use crate::model::event::TRACER_SOURCE;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::QueueContext;
+use crate::queues::drained::task::Work;
+use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
+use crate::wire::record::{self, RECORD_LEN};
+use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-use parking_lot::Mutex;
-
-use crate::model::event::TRACER_SOURCE;
-use crate::queues::drained::feed::Feed;
-use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
 
 /// Bytes reserved ahead of the writes beyond [`RESERVE_LEN`], so that the
 /// reservation costs one system call per MiB written.
 const RESERVE_CHUNK: u64 = 1 << 20;
-use super::{AnyQueue, QueueType};
-use crate::model::classes::tracer::HOOPS;
-use crate::model::clock::Clock;
-use crate::model::event::Event;
-use crate::model::handle::QueueHandle;
-use crate::queue::config_error::ConfigError;
-use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
-use crate::queues::drained::lifecycle::{Lifecycle, TaskNames};
-use crate::queues::drained::task::Work;
-use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
 
 /// Events encoded per `write` call (64 KiB).
 const BATCH: usize = 2048;
 /// Batches one round may write before it lets the task check its stop flag.
 const ROUND_BATCHES: usize = 64;
 
-/// The circular-online queue type. Parameters: [`OnlineParams`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Online;
-
-/// Where an online queue writes.
-enum Target {
-    /// `<output_dir>/queue<handle>-online.qtr`.
-    Default,
-    /// A file path.
-    File(PathBuf),
-    /// Any writer (a pipe, a socket, a test double); the trace header is
-    /// written to it first.
-    Writer(Box<dyn Write + Send>),
-}
-
-/// Parameters of an [`Online`] queue. `Default` gives S.Ha.R.K.'s values:
-/// 8192 events, a 500 ms period, and QNX's 80 % high-water mark.
-pub struct OnlineParams {
-    target: Target,
-    /// Capacity in events (a power of two).
-    pub capacity: usize,
-    /// How often the task drains the queue.
-    pub period: Duration,
-    /// Fill level, in percent of `capacity` (1–100), at which the task is woken
-    /// before its period ends.
-    pub high_water_percent: u8,
-}
-
-impl Default for OnlineParams {
-    fn default() -> Self {
-        OnlineParams {
-            target: Target::Default,
-            capacity: 8192,
-            period: Duration::from_millis(500),
-            high_water_percent: 80,
-        }
-    }
-}
-
-impl fmt::Debug for OnlineParams {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let target = match &self.target {
-            Target::Default => "default file".to_string(),
-            Target::File(p) => p.display().to_string(),
-            Target::Writer(_) => "custom writer".to_string(),
-        };
-        f.debug_struct("OnlineParams")
-            .field("target", &target)
-            .field("capacity", &self.capacity)
-            .field("period", &self.period)
-            .field("high_water_percent", &self.high_water_percent)
-            .finish()
-    }
-}
-
-impl OnlineParams {
-    /// Writes to `path` (its directory is created) instead of the default
-    /// `<output_dir>/queue<handle>-online.qtr`.
-    pub fn with_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.target = Target::File(path.into());
-        self
-    }
-
-    /// Writes the trace (header, then records) to `writer` instead of a file.
-    pub fn with_writer(mut self, writer: impl Write + Send + 'static) -> Self {
-        self.target = Target::Writer(Box::new(writer));
-        self
-    }
-
-    /// Holds `capacity` events (a power of two).
-    pub fn with_capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
-        self
-    }
-
-    /// Drains every `period`.
-    pub fn with_period(mut self, period: Duration) -> Self {
-        self.period = period;
-        self
-    }
-
-    /// Wakes the task early at `percent` % full.
-    pub fn with_high_water_percent(mut self, percent: u8) -> Self {
-        self.high_water_percent = percent;
-        self
-    }
-}
-
-impl QueueType for Online {
-    type Params = OnlineParams;
-    const NAME: &'static str = "online";
-
-    fn create(&self, params: OnlineParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
-        if params.period.is_zero() {
-            return Err(ConfigError::InvalidParameter {
-                queue_type: Self::NAME,
-                reason: "period is zero: give the drain task a period such as 500 ms".into(),
-            });
-        }
-        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent, true)?;
-        let path = match &params.target {
-            Target::Default => Some(ctx.output_dir.join(format!(
-                "queue{}-{}.qtr",
-                ctx.handle,
-                Self::NAME
-            ))),
-            Target::File(p) => Some(p.clone()),
-            Target::Writer(_) => None,
-        };
-        let lifecycle = Lifecycle::new(
-            params.target,
-            TaskNames {
-                thread: "qtrace-online",
-                start: "start the online queue's drain thread",
-                finish: "finish the online queue's drain task (it panicked) for",
-                panicked: "drain task panicked",
-            },
-            params.period,
-            Arc::clone(&feed.control),
-        );
-        Ok(AnyQueue::OnlineQueue(OnlineQueue {
-            shared: Arc::new(Shared {
-                feed,
-                delivered: AtomicU64::new(0),
-                lost_with_file: AtomicU64::new(0),
-                io: Mutex::new(IoState::default()),
-            }),
-            path,
-            period: params.period,
-            lifecycle,
-        }))
-    }
-}
-
-/// What the queue and its task share.
-#[derive(Debug)]
-struct Shared {
-    feed: Feed,
-    /// Events whose records were written completely.
-    delivered: AtomicU64,
-    /// Of those, events written to a file that was then deleted or replaced
-    /// (lost with its inode): reported as overwritten, not delivered.
-    lost_with_file: AtomicU64,
-    io: Mutex<IoState>,
-}
-
-#[derive(Debug, Default)]
-struct IoState {
-    io_errors: u64,
-    last_error: Option<String>,
-    /// The file was created and its header written (a report lists only
-    /// files that were written).
-    file_opened: bool,
-    /// Times the file was found deleted or replaced and re-created.
-    files_replaced: u64,
-}
-
-impl Shared {
-    fn counters(&self) -> QueueCounters {
-        let lost = self.lost_with_file.load(Ordering::Relaxed);
-        let mut c = self.feed.counters(self.delivered.load(Ordering::Relaxed));
-        let lost = lost.min(c.delivered);
-        c.delivered -= lost;
-        c.overwritten += lost;
-        c
-    }
-
-    fn io_error(&self, what: &str, e: &io::Error) {
-        let mut io = self.io.lock();
-        io.io_errors += 1;
-        io.last_error = Some(format!("{what}: {e}"));
-    }
-}
-
-/// A circular-online queue (see the [module documentation](self)).
-pub struct OnlineQueue {
-    shared: Arc<Shared>,
-    path: Option<PathBuf>,
-    period: Duration,
-    lifecycle: Lifecycle<Target>,
-}
-
-impl fmt::Debug for OnlineQueue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OnlineQueue")
-            .field("path", &self.path)
-            .field("period", &self.period)
-            .field("capacity", &self.shared.feed.ring.capacity())
-            .field("counters", &self.counters())
-            .finish()
-    }
-}
-
-impl OnlineQueue {
-    /// The number of events the queue holds.
-    pub fn capacity(&self) -> usize {
-        self.shared.feed.ring.capacity()
-    }
-
-    /// Times the task found its trace file deleted or replaced while
-    /// writing it, and re-created it (each is also an I/O error in
-    /// [`Queue::status`], and the events written to the lost file count as
-    /// overwritten).
-    pub fn files_replaced(&self) -> u64 {
-        self.shared.io.lock().files_replaced
-    }
-
-    /// The fill level (in events) at which the task is woken early.
-    pub fn high_water_mark(&self) -> u64 {
-        self.shared.feed.high_water()
-    }
-
-    /// Opens the target and writes the header.
-    fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
-        let header = TraceHeader::for_queue(ctx).to_bytes();
-        let mut file_handle = None;
-        let mut remove_if_header_fails = false;
-        let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
-            Target::Writer(w) => (w, "the online queue's writer".to_string()),
-            Target::Default | Target::File(_) => {
-                let path = self.path.clone().expect("file targets have a path");
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        ConfigError::io("create the directory of trace file", &path, e)
-                    })?;
-                }
-                let removable = removable_on_failure(&path);
-                let file = File::create(&path)
-                    .map_err(|e| ConfigError::io("create trace file", &path, e))?;
-                // Room for the final hoops record and close run, so a disk
-                // that fills up still takes them (see `reserve`); then a
-                // second handle to reserve room ahead of the writes, cut a
-                // torn last record and write the close run at shutdown. If
-                // either fails, the file just created (or truncated) goes: a
-                // failed phase 2 leaves no empty trace file behind.
-                let handle = reserve(&file, header.len() as u64, RESERVE_LEN)
-                    .map_err(|e| ("reserve room at the end of trace file", e))
-                    .and_then(|_| {
-                        file.try_clone()
-                            .map_err(|e| ("open a second handle to trace file", e))
-                    });
-                match handle {
-                    Ok(h) => file_handle = Some(h),
-                    Err((action, e)) => {
-                        drop(file);
-                        if removable {
-                            let _ = std::fs::remove_file(&path);
-                        }
-                        return Err(ConfigError::io(action, &path, e));
-                    }
-                }
-                remove_if_header_fails = removable;
-                (Box::new(file), path.display().to_string())
-            }
-        };
-        if let Err(e) = sink.write_all(&header) {
-            if let Some(path) = self.path.as_ref().filter(|_| remove_if_header_fails) {
-                // Nothing of the trace is in the file yet: remove it, as above.
-                drop(sink);
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(ConfigError::Io {
-                path: self.path.clone(),
-                action: "write the header of trace file",
-                source: e,
-            });
-        }
-        self.shared.io.lock().file_opened = true;
-        let file_path = file_handle.as_ref().and(self.path.clone());
-        let file_len_at_open = header.len() as u64;
-        Ok(Drainer {
-            shared: Arc::clone(&self.shared),
-            sink,
-            name,
-            file: file_handle,
-            file_len: header.len() as u64,
-            path: file_path,
-            header,
-            in_file: 0,
-            pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
-            written: 0,
-            pending_events: 0,
-            credited: 0,
-            last_dropped: 0,
-            pending_hoops: 0,
-            last_time: 0,
-            handle: ctx.handle,
-            records: 0,
-            lost: 0,
-            clock: ctx.clock.clone(),
-            failed: false,
-            reserved_to: file_len_at_open + RESERVE_LEN,
-        })
-    }
-}
-
-/// Whether a trace file about to be created at `path` may be removed if
-/// opening it fails: when nothing is there yet or a regular file is (which
-/// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
-/// a symbolic link.
-fn removable_on_failure(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
-}
-
-impl Queue for OnlineQueue {
-    #[inline]
-    fn get(&self) -> Option<Reservation> {
-        self.shared.feed.get()
-    }
-
-    #[inline]
-    fn post(&self, reservation: Reservation, event: &Event) {
-        self.shared.feed.post(reservation, event)
-    }
-
-    /// The whole run in consecutive positions, or none of it (dropped and
-    /// counted, and marked in the file like any drop).
-    fn post_run(&self, run: &crate::model::combine::Run<'_>) -> usize {
-        self.shared.feed.post_run(run)
-    }
-
-    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        self.lifecycle.activate(ctx.handle, |target| {
-            // If opening fails, a later phase 2 may try again (a file target
-            // is kept; a writer that failed is gone).
-            let retry = match &target {
-                Target::Default => Some(Target::Default),
-                Target::File(p) => Some(Target::File(p.clone())),
-                Target::Writer(_) => None,
-            };
-            self.open(target, ctx)
-                .map_err(crate::storage::save::with_hint)
-                .map_err(|e| {
-                    if retry.is_none() {
-                        // Nothing can be written from now on: say so in the
-                        // status too, so the shutdown report is not clean.
-                        self.shared.io_error(
-                            "activate (events routed here will not be written)",
-                            &io::Error::other(e.to_string()),
-                        );
-                    }
-                    (e, retry)
-                })
-        })
-    }
-
-    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
-        // Never activated: what was logged since phase 1 is written now.
-        self.lifecycle
-            .terminate(self.path.clone(), |target| self.open(target, ctx))
-    }
-
-    /// Events written to a trace file that was then deleted or replaced
-    /// count as overwritten (accepted, then lost), not delivered.
-    fn counters(&self) -> QueueCounters {
-        self.shared.counters()
-    }
-
-    fn status(&self) -> QueueStatus {
-        let io = self.shared.io.lock();
-        QueueStatus {
-            io_errors: io.io_errors,
-            last_error: io.last_error.clone(),
-            files: self
-                .path
-                .iter()
-                .filter(|_| io.file_opened)
-                .cloned()
-                .collect(),
-            snapshots_suppressed: 0,
-        }
-    }
-}
-
 /// The task's side: drains the ring into the sink.
-struct Drainer {
+pub(super) struct Drainer {
     shared: Arc<Shared>,
     sink: Box<dyn Write + Send>,
     name: String,
@@ -955,4 +519,97 @@ impl Work for Drainer {
             ));
         }
     }
+}
+
+impl OnlineQueue {
+    /// Opens the target and writes the header.
+    pub(super) fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
+        let header = TraceHeader::for_queue(ctx).to_bytes();
+        let mut file_handle = None;
+        let mut remove_if_header_fails = false;
+        let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
+            Target::Writer(w) => (w, "the online queue's writer".to_string()),
+            Target::Default | Target::File(_) => {
+                let path = self.path.clone().expect("file targets have a path");
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        ConfigError::io("create the directory of trace file", &path, e)
+                    })?;
+                }
+                let removable = removable_on_failure(&path);
+                let file = File::create(&path)
+                    .map_err(|e| ConfigError::io("create trace file", &path, e))?;
+                // Room for the final hoops record and close run, so a disk
+                // that fills up still takes them (see `reserve`); then a
+                // second handle to reserve room ahead of the writes, cut a
+                // torn last record and write the close run at shutdown. If
+                // either fails, the file just created (or truncated) goes: a
+                // failed phase 2 leaves no empty trace file behind.
+                let handle = reserve(&file, header.len() as u64, RESERVE_LEN)
+                    .map_err(|e| ("reserve room at the end of trace file", e))
+                    .and_then(|_| {
+                        file.try_clone()
+                            .map_err(|e| ("open a second handle to trace file", e))
+                    });
+                match handle {
+                    Ok(h) => file_handle = Some(h),
+                    Err((action, e)) => {
+                        drop(file);
+                        if removable {
+                            let _ = std::fs::remove_file(&path);
+                        }
+                        return Err(ConfigError::io(action, &path, e));
+                    }
+                }
+                remove_if_header_fails = removable;
+                (Box::new(file), path.display().to_string())
+            }
+        };
+        if let Err(e) = sink.write_all(&header) {
+            if let Some(path) = self.path.as_ref().filter(|_| remove_if_header_fails) {
+                // Nothing of the trace is in the file yet: remove it, as above.
+                drop(sink);
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(ConfigError::Io {
+                path: self.path.clone(),
+                action: "write the header of trace file",
+                source: e,
+            });
+        }
+        self.shared.io.lock().file_opened = true;
+        let file_path = file_handle.as_ref().and(self.path.clone());
+        let file_len_at_open = header.len() as u64;
+        Ok(Drainer {
+            shared: Arc::clone(&self.shared),
+            sink,
+            name,
+            file: file_handle,
+            file_len: header.len() as u64,
+            path: file_path,
+            header,
+            in_file: 0,
+            pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
+            written: 0,
+            pending_events: 0,
+            credited: 0,
+            last_dropped: 0,
+            pending_hoops: 0,
+            last_time: 0,
+            handle: ctx.handle,
+            records: 0,
+            lost: 0,
+            clock: ctx.clock.clone(),
+            failed: false,
+            reserved_to: file_len_at_open + RESERVE_LEN,
+        })
+    }
+}
+
+/// Whether a trace file about to be created at `path` may be removed if
+/// opening it fails: when nothing is there yet or a regular file is (which
+/// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
+/// a symbolic link.
+fn removable_on_failure(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
 }

@@ -1,0 +1,228 @@
+//! The circular-online queue: a bounded queue drained to a trace file by a
+//! background task while the program runs (S.Ha.R.K.'s circular queue with
+//! its online task).
+//!
+//! - **Policy**: when the queue is full, new events are dropped until the task
+//!   has emptied it (the S.Ha.R.K. policy: the ring latches shut when full and
+//!   the task reopens it once empty); every drop is counted, and the task
+//!   writes one hoops record (`args = [lost, queue]`) into the file right
+//!   after the events that were in the queue, before any event accepted after
+//!   it reopened — so a reader sees exactly where events are missing and how
+//!   many. With several producers, one that was already past the check when
+//!   the queue latched may still add one event before the mark: a loss is then
+//!   marked at most one event per producer late, never early.
+//! - **Task**: one thread per queue, run every `period` (500 ms) and woken
+//!   early when the queue reaches its high-water mark (80 %, as QNX). It has
+//!   its own stop flag, never blocks producers, and never logs events itself,
+//!   so it cannot feed the queue it drains.
+//! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
+//!   unless a file (or any writer) is given. Shutdown drains what is left,
+//!   flushes and closes it.
+//! - **I/O errors** (disk full, a pipe closed): the task counts them in
+//!   [`Queue::status`], keeps the bytes it could not write and tries again at
+//!   its next period — not before, whatever wake-ups producers send, so a
+//!   failing disk costs one attempt per period, not a spinning core;
+//!   meanwhile the queue fills and drops (counted, then written as hoops once
+//!   writing works again). The program keeps running and logging never
+//!   blocks. Events that could never be written stay counted as `queued`, so
+//!   `accepted = delivered + overwritten + queued` holds at the end.
+//! - **Close**: shutdown ends the file with a hoops record for whatever could
+//!   not be written (if anything) and the close run (FORMAT.md 1.5). A file
+//!   target keeps 4 KiB allocated past its end (`fallocate` with
+//!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
+//!   made), so a disk that stays full still takes them.
+//! - **A file deleted or replaced while written** (link count 0, or the path
+//!   names another inode; checked once per round) is re-created with a header
+//!   and a hoops record for the events that went with the old inode, which
+//!   count as `overwritten`; the status reports it
+//!   ([`OnlineQueue::files_replaced`]).
+//!
+//! ```
+//! use qtrace::classes::user;
+//! use qtrace::queues::{Online, OnlineParams};
+//! use qtrace::Tracer;
+//!
+//! let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
+//! let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(&dir));
+//! let q = tracer.create_queue::<Online>(OnlineParams::default().with_capacity(1024))?;
+//! tracer.assign_class(user::CLASS, q)?;
+//! tracer.activate()?;
+//! for i in 0..10_000 {
+//!     tracer.log_event(user::USER0, [i, 0]);
+//! }
+//! let report = tracer.shutdown()?;
+//! let c = report.queues[0].counters;
+//! // Every event is either in the file or counted (and marked by hoops) as dropped.
+//! assert_eq!(c.delivered + c.dropped, 10_000);
+//! assert_eq!(report.queues[0].status.files, [dir.join("queue0-online.qtr")]);
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+
+use crate::model::event::Event;
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
+use crate::queues::drained::feed::Feed;
+use crate::queues::drained::lifecycle::Lifecycle;
+use parking_lot::Mutex;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+mod drainer;
+mod params;
+
+use params::Target;
+pub use params::{Online, OnlineParams};
+
+/// What the queue and its task share.
+#[derive(Debug)]
+struct Shared {
+    feed: Feed,
+    /// Events whose records were written completely.
+    delivered: AtomicU64,
+    /// Of those, events written to a file that was then deleted or replaced
+    /// (lost with its inode): reported as overwritten, not delivered.
+    lost_with_file: AtomicU64,
+    io: Mutex<IoState>,
+}
+
+#[derive(Debug, Default)]
+struct IoState {
+    io_errors: u64,
+    last_error: Option<String>,
+    /// The file was created and its header written (a report lists only
+    /// files that were written).
+    file_opened: bool,
+    /// Times the file was found deleted or replaced and re-created.
+    files_replaced: u64,
+}
+
+impl Shared {
+    fn counters(&self) -> QueueCounters {
+        let lost = self.lost_with_file.load(Ordering::Relaxed);
+        let mut c = self.feed.counters(self.delivered.load(Ordering::Relaxed));
+        let lost = lost.min(c.delivered);
+        c.delivered -= lost;
+        c.overwritten += lost;
+        c
+    }
+
+    fn io_error(&self, what: &str, e: &io::Error) {
+        let mut io = self.io.lock();
+        io.io_errors += 1;
+        io.last_error = Some(format!("{what}: {e}"));
+    }
+}
+
+/// A circular-online queue (see the [module documentation](self)).
+pub struct OnlineQueue {
+    shared: Arc<Shared>,
+    path: Option<PathBuf>,
+    period: Duration,
+    lifecycle: Lifecycle<Target>,
+}
+
+impl fmt::Debug for OnlineQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnlineQueue")
+            .field("path", &self.path)
+            .field("period", &self.period)
+            .field("capacity", &self.shared.feed.ring.capacity())
+            .field("counters", &self.counters())
+            .finish()
+    }
+}
+
+impl OnlineQueue {
+    /// The number of events the queue holds.
+    pub fn capacity(&self) -> usize {
+        self.shared.feed.ring.capacity()
+    }
+
+    /// Times the task found its trace file deleted or replaced while
+    /// writing it, and re-created it (each is also an I/O error in
+    /// [`Queue::status`], and the events written to the lost file count as
+    /// overwritten).
+    pub fn files_replaced(&self) -> u64 {
+        self.shared.io.lock().files_replaced
+    }
+
+    /// The fill level (in events) at which the task is woken early.
+    pub fn high_water_mark(&self) -> u64 {
+        self.shared.feed.high_water()
+    }
+}
+
+impl Queue for OnlineQueue {
+    #[inline]
+    fn get(&self) -> Option<Reservation> {
+        self.shared.feed.get()
+    }
+
+    #[inline]
+    fn post(&self, reservation: Reservation, event: &Event) {
+        self.shared.feed.post(reservation, event)
+    }
+
+    /// The whole run in consecutive positions, or none of it (dropped and
+    /// counted, and marked in the file like any drop).
+    fn post_run(&self, run: &crate::model::combine::Run<'_>) -> usize {
+        self.shared.feed.post_run(run)
+    }
+
+    fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
+        self.lifecycle.activate(ctx.handle, |target| {
+            // If opening fails, a later phase 2 may try again (a file target
+            // is kept; a writer that failed is gone).
+            let retry = match &target {
+                Target::Default => Some(Target::Default),
+                Target::File(p) => Some(Target::File(p.clone())),
+                Target::Writer(_) => None,
+            };
+            self.open(target, ctx)
+                .map_err(crate::storage::save::with_hint)
+                .map_err(|e| {
+                    if retry.is_none() {
+                        // Nothing can be written from now on: say so in the
+                        // status too, so the shutdown report is not clean.
+                        self.shared.io_error(
+                            "activate (events routed here will not be written)",
+                            &io::Error::other(e.to_string()),
+                        );
+                    }
+                    (e, retry)
+                })
+        })
+    }
+
+    fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
+        // Never activated: what was logged since phase 1 is written now.
+        self.lifecycle
+            .terminate(self.path.clone(), |target| self.open(target, ctx))
+    }
+
+    /// Events written to a trace file that was then deleted or replaced
+    /// count as overwritten (accepted, then lost), not delivered.
+    fn counters(&self) -> QueueCounters {
+        self.shared.counters()
+    }
+
+    fn status(&self) -> QueueStatus {
+        let io = self.shared.io.lock();
+        QueueStatus {
+            io_errors: io.io_errors,
+            last_error: io.last_error.clone(),
+            files: self
+                .path
+                .iter()
+                .filter(|_| io.file_opened)
+                .cloned()
+                .collect(),
+            snapshots_suppressed: 0,
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The online queue type and its parameters (where it writes, its capacity,
+//! period and high-water mark), checked when the queue is created.
+
+use super::{IoState, OnlineQueue, Shared};
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::QueueContext;
+use crate::queues::drained::feed::Feed;
+use crate::queues::drained::lifecycle::{Lifecycle, TaskNames};
+use crate::queues::{AnyQueue, QueueType};
+use parking_lot::Mutex;
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The circular-online queue type. Parameters: [`OnlineParams`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Online;
+
+/// Where an online queue writes.
+pub(super) enum Target {
+    /// `<output_dir>/queue<handle>-online.qtr`.
+    Default,
+    /// A file path.
+    File(PathBuf),
+    /// Any writer (a pipe, a socket, a test double); the trace header is
+    /// written to it first.
+    Writer(Box<dyn Write + Send>),
+}
+
+/// Parameters of an [`Online`] queue. `Default` gives S.Ha.R.K.'s values:
+/// 8192 events, a 500 ms period, and QNX's 80 % high-water mark.
+pub struct OnlineParams {
+    target: Target,
+    /// Capacity in events (a power of two).
+    pub capacity: usize,
+    /// How often the task drains the queue.
+    pub period: Duration,
+    /// Fill level, in percent of `capacity` (1–100), at which the task is woken
+    /// before its period ends.
+    pub high_water_percent: u8,
+}
+
+impl Default for OnlineParams {
+    fn default() -> Self {
+        OnlineParams {
+            target: Target::Default,
+            capacity: 8192,
+            period: Duration::from_millis(500),
+            high_water_percent: 80,
+        }
+    }
+}
+
+impl fmt::Debug for OnlineParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match &self.target {
+            Target::Default => "default file".to_string(),
+            Target::File(p) => p.display().to_string(),
+            Target::Writer(_) => "custom writer".to_string(),
+        };
+        f.debug_struct("OnlineParams")
+            .field("target", &target)
+            .field("capacity", &self.capacity)
+            .field("period", &self.period)
+            .field("high_water_percent", &self.high_water_percent)
+            .finish()
+    }
+}
+
+impl OnlineParams {
+    /// Writes to `path` (its directory is created) instead of the default
+    /// `<output_dir>/queue<handle>-online.qtr`.
+    pub fn with_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.target = Target::File(path.into());
+        self
+    }
+
+    /// Writes the trace (header, then records) to `writer` instead of a file.
+    pub fn with_writer(mut self, writer: impl Write + Send + 'static) -> Self {
+        self.target = Target::Writer(Box::new(writer));
+        self
+    }
+
+    /// Holds `capacity` events (a power of two).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Drains every `period`.
+    pub fn with_period(mut self, period: Duration) -> Self {
+        self.period = period;
+        self
+    }
+
+    /// Wakes the task early at `percent` % full.
+    pub fn with_high_water_percent(mut self, percent: u8) -> Self {
+        self.high_water_percent = percent;
+        self
+    }
+}
+
+impl QueueType for Online {
+    type Params = OnlineParams;
+    const NAME: &'static str = "online";
+
+    fn create(&self, params: OnlineParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
+        if params.period.is_zero() {
+            return Err(ConfigError::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: "period is zero: give the drain task a period such as 500 ms".into(),
+            });
+        }
+        let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent, true)?;
+        let path = match &params.target {
+            Target::Default => Some(ctx.output_dir.join(format!(
+                "queue{}-{}.qtr",
+                ctx.handle,
+                Self::NAME
+            ))),
+            Target::File(p) => Some(p.clone()),
+            Target::Writer(_) => None,
+        };
+        let lifecycle = Lifecycle::new(
+            params.target,
+            TaskNames {
+                thread: "qtrace-online",
+                start: "start the online queue's drain thread",
+                finish: "finish the online queue's drain task (it panicked) for",
+                panicked: "drain task panicked",
+            },
+            params.period,
+            Arc::clone(&feed.control),
+        );
+        Ok(AnyQueue::OnlineQueue(OnlineQueue {
+            shared: Arc::new(Shared {
+                feed,
+                delivered: AtomicU64::new(0),
+                lost_with_file: AtomicU64::new(0),
+                io: Mutex::new(IoState::default()),
+            }),
+            path,
+            period: params.period,
+            lifecycle,
+        }))
+    }
+}
