@@ -1,0 +1,214 @@
+//! The UDP queue type and its parameters (remote, capacity, period, datagram
+//! size and rate, sender id), checked when the queue is created.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::{Shared, Stats, UdpQueue};
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::QueueContext;
+use crate::queues::drained::feed::Feed;
+use crate::queues::drained::lifecycle::{Lifecycle, TaskNames};
+use crate::queues::drained::sender::UdpSender;
+use crate::queues::{AnyQueue, QueueType};
+use crate::wire::datagram::{DEFAULT_MAX_DATAGRAM_LEN, MAX_DATAGRAM_LEN, MIN_DATAGRAM_LEN};
+use crate::wire::DEFAULT_PORT;
+
+/// The UDP queue type. Parameters: [`UdpParams`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Udp;
+
+/// How many event datagrams the task sends per round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatagramsPerPeriod {
+    /// At most this many (S.Ha.R.K. sent 1).
+    Limit(u32),
+    /// Everything queued.
+    All,
+}
+
+/// Parameters of a [`Udp`] queue. `Default` sends to `127.0.0.1:5510`
+/// ([`DEFAULT_PORT`]) with S.Ha.R.K.'s values: 8192 events, a 250 ms period,
+/// one datagram per period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UdpParams {
+    /// Capacity in events (a power of two).
+    pub capacity: usize,
+    /// The address to send from; `None`: any address of the remote's IP
+    /// version, a port the system chooses.
+    pub local: Option<SocketAddr>,
+    /// The receiver's address.
+    pub remote: SocketAddr,
+    /// How often the task runs.
+    pub period: Duration,
+    /// Event datagrams per round.
+    pub datagrams_per_period: DatagramsPerPeriod,
+    /// The largest datagram, in bytes (72 to 65507; 1472 fits Ethernet: 44
+    /// records in a 1448-byte datagram).
+    pub max_datagram_len: usize,
+    /// Fill level (percent, 1–100) that wakes the task early.
+    pub high_water_percent: u8,
+    /// How often the catalog is sent again (10 s); it is also sent first and
+    /// at shutdown.
+    pub catalog_interval: Duration,
+    /// The sender id in every datagram; `None`: derived from the process,
+    /// the queue handle and the time.
+    pub sender_id: Option<u32>,
+    /// Let the kernel split a batch of full datagrams, handed over in one
+    /// call, into datagrams (Linux UDP segmentation offload; the datagrams
+    /// on the wire are the same). On by default; where the kernel does not
+    /// support it, one call per datagram is used.
+    pub segmentation_offload: bool,
+}
+
+impl Default for UdpParams {
+    fn default() -> Self {
+        UdpParams::to(SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)))
+    }
+}
+
+impl UdpParams {
+    /// The defaults, sending to `remote`.
+    pub fn to(remote: SocketAddr) -> Self {
+        UdpParams {
+            capacity: 8192,
+            local: None,
+            remote,
+            period: Duration::from_millis(250),
+            datagrams_per_period: DatagramsPerPeriod::Limit(1),
+            max_datagram_len: DEFAULT_MAX_DATAGRAM_LEN,
+            high_water_percent: 80,
+            catalog_interval: Duration::from_secs(10),
+            sender_id: None,
+            segmentation_offload: true,
+        }
+    }
+    /// Holds `capacity` events (a power of two).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+    /// Sends from `local`.
+    pub fn with_local(mut self, local: SocketAddr) -> Self {
+        self.local = Some(local);
+        self
+    }
+    /// Runs the task every `period`.
+    pub fn with_period(mut self, period: Duration) -> Self {
+        self.period = period;
+        self
+    }
+    /// Sends `n` event datagrams per round.
+    pub fn with_datagrams_per_period(mut self, n: DatagramsPerPeriod) -> Self {
+        self.datagrams_per_period = n;
+        self
+    }
+    /// Datagrams of at most `len` bytes.
+    pub fn with_max_datagram_len(mut self, len: usize) -> Self {
+        self.max_datagram_len = len;
+        self
+    }
+    /// Wakes the task at `percent` % full.
+    pub fn with_high_water_percent(mut self, percent: u8) -> Self {
+        self.high_water_percent = percent;
+        self
+    }
+    /// Switches segmentation offload on or off.
+    pub fn with_segmentation_offload(mut self, on: bool) -> Self {
+        self.segmentation_offload = on;
+        self
+    }
+    /// Sends the catalog again every `interval` (10 s by default).
+    pub fn with_catalog_interval(mut self, interval: Duration) -> Self {
+        self.catalog_interval = interval;
+        self
+    }
+    /// Uses `id` as the sender id.
+    pub fn with_sender_id(mut self, id: u32) -> Self {
+        self.sender_id = Some(id);
+        self
+    }
+}
+
+impl QueueType for Udp {
+    type Params = UdpParams;
+    const NAME: &'static str = "udp";
+
+    fn create(&self, mut params: UdpParams, ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
+        let bad = |reason: String| ConfigError::InvalidParameter {
+            queue_type: Self::NAME,
+            reason,
+        };
+        if params.period.is_zero() {
+            return Err(bad("period is zero: use a period such as 250 ms".into()));
+        }
+        if !(MIN_DATAGRAM_LEN..=MAX_DATAGRAM_LEN).contains(&params.max_datagram_len) {
+            return Err(bad(format!(
+                "max datagram size {} is out of range: use {MIN_DATAGRAM_LEN} to {MAX_DATAGRAM_LEN} bytes ({DEFAULT_MAX_DATAGRAM_LEN} fits Ethernet)",
+                params.max_datagram_len
+            )));
+        }
+        if params.datagrams_per_period == DatagramsPerPeriod::Limit(0) {
+            return Err(bad(
+                "0 datagrams per period would never send: use Limit(1) or more, or All".into(),
+            ));
+        }
+        if params.catalog_interval.is_zero() {
+            return Err(bad("catalog interval is zero: use a few seconds".into()));
+        }
+        let local = params.local.unwrap_or(if params.remote.is_ipv4() {
+            SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+        });
+        if local.is_ipv4() != params.remote.is_ipv4() || params.remote.port() == 0 {
+            // The sender's own checks give the message.
+            UdpSender::open(local, params.remote)?;
+        }
+        params.local = Some(local);
+        let feed = Feed::new(
+            Self::NAME,
+            params.capacity,
+            params.high_water_percent,
+            false,
+        )?;
+        let sender_id = params.sender_id.unwrap_or_else(|| derive_sender_id(ctx));
+        let lifecycle = Lifecycle::new(
+            (),
+            TaskNames {
+                thread: "qtrace-udp",
+                start: "start the UDP queue's send thread",
+                finish: "finish the UDP queue's send task",
+                panicked: "send task panicked",
+            },
+            params.period,
+            Arc::clone(&feed.control),
+        );
+        Ok(AnyQueue::UdpQueue(UdpQueue {
+            shared: Arc::new(Shared {
+                feed,
+                stats: Stats::default(),
+                last_error: Mutex::new(None),
+            }),
+            params,
+            sender_id,
+            lifecycle,
+        }))
+    }
+}
+
+fn derive_sender_id(ctx: &QueueContext) -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ d.as_secs() as u32)
+        .unwrap_or(0);
+    // A small integer hash mixing the three.
+    let mut x = (std::process::id() as u64) << 32 | (ctx.handle.0 as u64) << 16 | nanos as u64;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x as u32
+}
