@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Model-checks the lock-free rings with loom: the unit models in
-# src/queues/ring/loom_tests.rs and tests/loom_ring.rs.
+# src/ring/loom_tests.rs and tests/loom_ring.rs.
 #
 #   scripts/loom.sh
 #

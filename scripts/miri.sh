@@ -6,17 +6,17 @@
 #
 # Installs the nightly toolchain with the miri and rust-src components when
 # missing. Chosen to finish in a few minutes on 2 cores:
-#   - src/clock.rs (`unsafe` RDTSC/CPUID; under Miri `Clock::fast` falls
+#   - src/model/clock.rs (`unsafe` RDTSC/CPUID; under Miri `Clock::fast` falls
 #     back to `Instant`, so the tracer runs unchanged);
-#   - src/queues/ring/ (tests.rs) and src/queues/shard.rs unit tests (the lock-free
+#   - src/ring/ (tests.rs) and src/ring/shard.rs unit tests (the lock-free
 #     rings, single-threaded edge cases: laps, busy slots, restore; the
-#     unchecked slot indexing), src/queues/producer_cache.rs unit tests (the
+#     unchecked slot indexing), src/ring/producer_cache.rs unit tests (the
 #     per-thread shard cache: order, keys, the busy rule, per-thread) and
-#     src/event.rs (record packing);
-#   - src/queues/backing.rs (the region the fixed and circular rings are
+#     src/model/event.rs (record packing);
+#   - src/ring/backing.rs (the region the fixed and circular rings are
 #     placed in: placement, bounds, page touching; Miri cannot map a file, so
 #     there the ring file falls back to heap memory and the same ring code
-#     runs on it), src/queues/ring_file.rs and src/queues/recover.rs (the
+#     runs on it), src/storage/ring_file.rs and src/storage/recover.rs (the
 #     ring file's parse and the recovery, safe code on bytes);
 #   - tests/circular_cache.rs, the two tests whose failure would be a
 #     dangling cached pointer (a dropped tracer then a new one; two live
@@ -55,8 +55,8 @@ fi
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 start=$(date +%s)
 cargo +nightly miri setup >/dev/null
-cargo +nightly miri test --lib -- clock:: queues::ring::tests queues::shard:: queues::producer_cache:: event:: \
-    queues::backing:: queues::ring_file:: queues::recover::
+cargo +nightly miri test --lib -- model::clock:: ring::tests ring::shard:: ring::producer_cache:: model::event:: \
+    ring::backing:: storage::ring_file:: storage::recover::
 # The cache tests whose failure would be a dangling pointer (a tracer takes
 # about 25 s to create under Miri, so not the whole file).
 cargo +nightly miri test --test circular_cache -- a_new_tracer two_live

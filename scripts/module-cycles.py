@@ -3,7 +3,7 @@
 
 Reads every `.rs` file under `src/` (the library; not a `src/bin/` folder: the
 command-line tool is its own crate, `cli/`, and `core/` is the no_std crate),
-maps it to a module path (`src/queues/ring/mod.rs` -> `queues::ring`), and
+maps it to a module path (`src/ring/mod.rs` -> `ring`), and
 collects the modules each file names through `crate::…`, `super::…` and
 `self::…` paths (in `use` lines and inline paths), outside `#[cfg(test)]`
 modules (a unit test may reach anywhere) and `#[doc(hidden)]` re-exports (a

@@ -1,5 +1,5 @@
 //! Model checks of the rings' public API with loom, complementing the unit
-//! models in `src/queues/ring/loom_tests.rs`: a reader that *consumes* (and restores)
+//! models in `src/ring/loom_tests.rs`: a reader that *consumes* (and restores)
 //! while producers write and wrap, and a drop ring drained while two
 //! producers wrap it. Run with `scripts/loom.sh` (or
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_ring`).
