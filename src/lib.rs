@@ -56,16 +56,19 @@
 //! one (no two modules import each other: `scripts/module-cycles.py`
 //! checks it in CI):
 //!
-//! | layer | modules | what |
-//! |---|---|---|
-//! | model | [`event`], [`classes`], [`clock`], [`combine`], queue handles | records, ids, the catalog, clocks, strings as record runs |
-//! | core | the [`queue`] trait, [`ConfigError`] | what a queue is; knows no queue |
-//! | queues | [`queues`] | the built-in policies and their lock-free rings |
-//! | router | [`Tracer`], the registry, [`source`] | routing, masks, the hot path |
-//! | init | [`init`], [`global`], `bridge` | phases and presets, the process-wide tracer, `tracing` |
-//! | wire | [`wire`] | byte formats of files and datagrams; knows no queue |
-//! | readers | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
-//! | views | [`export`], [`analysis`] | converters and scheduler analysis |
+//! | layer | folder | public modules | what |
+//! |---|---|---|---|
+//! | model | `model/` | [`event`], [`classes`], [`clock`], [`combine`], [`source`] | records, ids, the catalog, clocks, strings as record runs |
+//! | core | `queue/` | [`queue`], [`ConfigError`] | what a queue is; knows no queue |
+//! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
+//! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
+//! | queues | `queues/` | [`queues`] | the built-in policies, one file or folder each |
+//! | filters | `filters/` | [`filters`] | filters, gates and triggers in front of a queue |
+//! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`] | routing, masks, the hot path, the phases |
+//! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
+//! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
+//! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
+//! | views | `export/`, `analysis/` | [`export`], [`analysis`] | converters and scheduler analysis |
 //!
 //! The router sits above the built-in queues: [`Tracer::log_event`] reaches
 //! them through the [`AnyQueue`](queues::AnyQueue) enum (one `match`, no
@@ -79,8 +82,7 @@
 //! [`ExportError`](export::ExportError), [`IoError`](error::IoError)), and
 //! [`Error`] on top composes them with `From`, so `?` works across layers
 //! in your code while no layer depends on another's errors. This crate root
-//! is a façade: [`queue`] and the root re-exports keep every public path
-//! where it was.
+//! is a façade: it declares the layers and re-exports what users reach for.
 //!
 //! Below the model sits a separate crate, [`qtrace_core`] (`core/` in the
 //! repository): `#![no_std]`, no allocator, no `unsafe`. It holds the event
