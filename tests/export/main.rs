@@ -1,4 +1,5 @@
-//! Export and analysis: CTF and Chrome JSON (golden files), Perfetto, combine runs, `qtrace::analysis`.
+//! Export and analysis: CTF and Chrome JSON (golden files), Perfetto, combine
+//! runs, `qtrace::analysis`.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

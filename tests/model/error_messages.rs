@@ -5,7 +5,7 @@
 //!   `src/export/ctf.rs`, catalog fragments in `src/wire/datagram.rs`).
 //! - Every string literal of the library (`src/`) and of the command
 //!   (`cli/src/`) that reads as a message is checked against the real API
-//!   and the command's `--help` by `cli/tests/error_messages.rs` (it runs
+//!   and the command's `--help` by `cli/tests/read/error_messages.rs` (it runs
 //!   the `qtrace` binary, so it lives with the command's crate).
 
 use qtrace::classes::{ClassId, ClassSpec};

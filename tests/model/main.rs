@@ -1,4 +1,5 @@
-//! The tracer's model: events, classes and routing, errors and their messages, filters and triggers, catalogs, the clock, the no_std core.
+//! The tracer's model: events, classes and routing, errors and their messages,
+//! filters and triggers, catalogs, the clock, the no_std core.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

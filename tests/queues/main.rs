@@ -1,4 +1,6 @@
-//! The queue policies: the rings under threads, shards and the per-thread cache, fixed/circular/online queues and their files, loss accounting under stress, a hot path that never blocks.
+//! The queue policies: the rings under threads, shards and the per-thread
+//! cache, fixed/circular/online queues and their files, loss accounting under
+//! stress, a hot path that never blocks.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

@@ -1,4 +1,5 @@
-//! The UDP queue and the receiver: datagrams, losses, stream ends, the shutdown deadline.
+//! The UDP queue and the receiver: datagrams, losses, stream ends, the shutdown
+//! deadline.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

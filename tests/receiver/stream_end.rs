@@ -3,7 +3,7 @@
 //! datagrams (middle ones, the last ones, a catalog fragment, a close copy)
 //! are accounted for exactly, each with its catalog; a queue with no
 //! receiver counts its refused events as lost (issue #16). (`qtrace recv`
-//! killed with SIGKILL or stopped by a full disk: `cli/tests/stream_end.rs`.)
+//! killed with SIGKILL or stopped by a full disk: `cli/tests/recv/stream_end.rs`.)
 //!
 //! Every socket is on 127.0.0.1 with a port the system chooses; every wait
 //! is bounded.
@@ -479,7 +479,7 @@ fn no_receiver_refused_events_are_lost_not_delivered_and_the_trace_agrees() {
 /// 3 s. Below the high-water mark the
 /// task sends one datagram per period (176 events/s); above it every round
 /// re-arms at once, so the rate is what the task's rounds can carry.
-/// `cargo test --release --test stream_end -- --ignored --nocapture udp_defaults`
+/// `cargo test --release --test receiver -- --ignored --nocapture stream_end::udp_defaults`
 #[test]
 #[ignore = "a measurement for README.md, not a check"]
 fn udp_defaults_effective_rate() {

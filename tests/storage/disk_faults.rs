@@ -359,7 +359,7 @@ fn measure(t: &Arc<Tracer>, q: qtrace::QueueHandle, what: &str, attempts: impl F
 /// Not a pass/fail test (time is not asserted): measures the online task's
 /// CPU while the disk stays full and two producers hammer the queue, with a
 /// failing writer and (as root) a full 64 KiB tmpfs.
-/// `cargo test --test disk_faults -- --ignored --nocapture measure`.
+/// `cargo test --test storage -- --ignored --nocapture disk_faults::measure`.
 #[test]
 #[ignore]
 fn measure_task_cpu_while_the_disk_is_full() {

@@ -1,4 +1,5 @@
-//! The file and datagram format (FORMAT.md's worked examples), the reader's block reads, the fuzz seed corpus and the fuzzers' regressions.
+//! The file and datagram format (FORMAT.md's worked examples), the reader's
+//! block reads, the fuzz seed corpus and the fuzzers' regressions.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

@@ -1,5 +1,5 @@
 //! `qtrace analyze` and `qtrace plot` on the small hand-built trace of the
-//! library's `tests/analysis.rs` (shared from `tests/common/analysis_trace.rs`;
+//! library's `tests/export/analysis.rs` (shared from `tests/common/analysis_trace.rs`;
 //! its figures are worked out by hand there): the command's tables, JSON and
 //! SVG carry the same figures.
 

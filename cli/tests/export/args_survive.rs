@@ -226,8 +226,8 @@ fn ctf_carries_every_argument_for_babeltrace2() {
 #[test]
 fn unknown_event_numbers_keep_their_arguments() {
     // dump names an unknown event's non-zero slots arg0/arg1; every converter
-    // keeps both raw arguments and the number (checked in tests/export.rs and
-    // tests/perfetto_export.rs); here only that dump and the library agree.
+    // keeps both raw arguments and the number (checked in tests/export/export.rs and
+    // tests/export/perfetto_export.rs); here only that dump and the library agree.
     let catalog = Catalog::builtin();
     let e = Event::new(0, EventId(0x0777), 0, [0, 5]);
     let shown: Vec<(&str, u64)> = qtrace::export::args::event_args(&catalog, &e).collect();

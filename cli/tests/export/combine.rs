@@ -2,7 +2,7 @@
 //! payloads of every length shown whole, names applied to the lines after
 //! them, a run cut by the end of a file shown partial, and names that come
 //! after the events they name (a circular queue's snapshot). The library's
-//! side of each case is in the library's `tests/combine.rs`.
+//! side of each case is in the library's `tests/export/combine.rs`.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
-//! `qtrace convert` (CTF, Chrome JSON, Perfetto), `analyze`, `plot`, combine runs, run as the binary.
+//! `qtrace convert` (CTF, Chrome JSON, Perfetto), `analyze`, `plot`, combine
+//! runs, run as the binary.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

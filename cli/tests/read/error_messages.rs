@@ -9,7 +9,7 @@
 //! not in the `--help` of the tool's subcommands, or when the library names a
 //! flag at all. A new message that names a function, type or flag that does
 //! not exist fails this test. (The `Display` texts of the library's errors
-//! are pinned byte for byte in the library's `tests/error_messages.rs`.)
+//! are pinned byte for byte in the library's `tests/model/error_messages.rs`.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
-//! `qtrace dump`, `stats`, `recover` and the command's messages, run as the binary; the standard_init example end to end.
+//! `qtrace dump`, `stats`, `recover` and the command's messages, run as the
+//! binary; the standard_init example end to end.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 

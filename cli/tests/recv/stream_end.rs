@@ -1,7 +1,7 @@
 //! `qtrace recv` when its stream ends badly (issue #13): a receiver killed
 //! with SIGKILL leaves a file that reads to its last record; a full disk
 //! ends with a valid file, the summary and exit status 3. (The library's
-//! side, the receiver API, is in the library's `tests/stream_end.rs`.)
+//! side, the receiver API, is in the library's `tests/receiver/stream_end.rs`.)
 //!
 //! Every socket is on 127.0.0.1 with a port the system chooses; every wait
 //! is bounded.
