@@ -51,12 +51,13 @@ impl<T: Send + Sync + 'static> QueueType for Wrapped<T> {
 fn unregistered_type_names_the_real_call() {
     let t = Tracer::new();
     let e = t.create_queue::<Refuser>(()).unwrap_err();
+    // The full Rust path: this file's module in its test binary, then the type.
     assert!(matches!(
         e,
         ConfigError::UnknownQueueType {
             name: "refuser",
-            rust_type: "error_messages::Refuser"
-        }
+            rust_type,
+        } if rust_type == concat!(module_path!(), "::Refuser")
     ));
     assert_eq!(
         e.to_string(),
