@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS]
 #
 # Installs the nightly toolchain and cargo-fuzz when missing, regenerates the
-# seed corpus from real qtrace output (tests/fuzz_corpus.rs), then runs each
+# seed corpus from real qtrace output (tests/wire/fuzz_corpus.rs), then runs each
 # target with libFuzzer and prints executions and crashes per target. Exits
 # non-zero when a target crashes; the input is left in fuzz/artifacts/TARGET/.
 set -euo pipefail
@@ -20,7 +20,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 # Seed corpus: trace files and datagrams written by qtrace itself.
-QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --test fuzz_corpus --test fuzz_corpus_receiver
+QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --test wire -- fuzz_corpus:: fuzz_corpus_receiver::
 # Traces a run of the examples left behind are real output too.
 if compgen -G "qtrace-out/*.qtr" >/dev/null; then
     cp qtrace-out/*.qtr fuzz/corpus/reader/ 2>/dev/null || true

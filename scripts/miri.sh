@@ -18,10 +18,10 @@
 #     there the ring file falls back to heap memory and the same ring code
 #     runs on it), src/storage/ring_file.rs and src/storage/recover.rs (the
 #     ring file's parse and the recovery, safe code on bytes);
-#   - tests/circular_cache.rs, the two tests whose failure would be a
+#   - tests/queues/circular_cache.rs, the two tests whose failure would be a
 #     dangling cached pointer (a dropped tracer then a new one; two live
 #     tracers with the same routes);
-#   - tests/stress_loss.rs for the fixed and circular queues: three producer
+#   - tests/queues/stress_loss.rs for the fixed and circular queues: three producer
 #     threads through the real tracer into 8-slot queues (12 events each
 #     under cfg(miri)), so Miri's data-race detector and weak-memory
 #     emulation see the hot path, the slot protocol and the file save. (Each
@@ -30,9 +30,9 @@
 #   - the no_std core (qtrace-core: its static rings against a reference
 #     model, the encoders, the firmware tracer's routing and dump; safe code
 #     on a critical section, checked here for UB in its dependencies and
-#     for the rings' index arithmetic), and tests/core_dump.rs (the core's
+#     for the rings' index arithmetic), and tests/model/core_dump.rs (the core's
 #     dump read back by the std reader).
-#   - tests/filters.rs and tests/triggers.rs, the tests whose queues forward
+#   - tests/model/filters.rs and tests/model/triggers.rs, the tests whose queues forward
 #     through pointers into the tracer's queue table (`FilterQueue`, its
 #     re-pointing at a gate, `GateQueue`, `TriggerQueue`, the snapshot's
 #     pointer to its circular queue): a source filter, a filtered event
@@ -58,12 +58,14 @@ cargo +nightly miri setup >/dev/null
 cargo +nightly miri test --lib -- model::clock:: ring::tests ring::shard:: ring::producer_cache:: model::event:: \
     ring::backing:: storage::ring_file:: storage::recover::
 # The cache tests whose failure would be a dangling pointer (a tracer takes
-# about 25 s to create under Miri, so not the whole file).
-cargo +nightly miri test --test circular_cache -- a_new_tracer two_live
-cargo +nightly miri test --test stress_loss -- fixed circular
+# about 25 s to create under Miri, so not the whole file). The test binaries
+# hold a layer each (tests/README.md): the filters name the module too, so
+# that no other file's test of the same name runs under Miri.
+cargo +nightly miri test --test queues -- circular_cache::a_new_tracer circular_cache::two_live
+cargo +nightly miri test --test queues -- stress_loss::fixed stress_loss::circular
 cargo +nightly miri test -p qtrace-core
-cargo +nightly miri test --test core_dump
-cargo +nightly miri test --test filters -- source_filter_keeps_one_source
-cargo +nightly miri test --test triggers -- a_filtered_event_is_gated_too a_request_pending_at_shutdown \
-    per_queue_and_global
+cargo +nightly miri test --test model -- core_dump::
+cargo +nightly miri test --test model -- filters::source_filter_keeps_one_source
+cargo +nightly miri test --test model -- triggers::a_filtered_event_is_gated_too \
+    triggers::a_request_pending_at_shutdown triggers::per_queue_and_global
 echo "miri: all chosen tests passed in $(( $(date +%s) - start )) s"

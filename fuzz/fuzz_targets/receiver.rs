@@ -5,7 +5,7 @@
 //! skipped, and every record handed out is a received event or one hoops
 //! record per detected loss.
 //!
-//! Input framing (see `tests/fuzz_corpus_receiver.rs`, which writes seeds in
+//! Input framing (see `tests/wire/fuzz_corpus_receiver.rs`, which writes seeds in
 //! it): repeated `[sender: u8][len: u16 BE][len bytes]`; the low two bits of
 //! `sender` pick one of four source addresses, a short last frame takes what
 //! is left.

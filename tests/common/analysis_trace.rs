@@ -1,7 +1,7 @@
-//! The small hand-built trace of the library's `tests/analysis.rs`, whose
+//! The small hand-built trace of the library's `tests/export/analysis.rs`, whose
 //! every figure is worked out by hand in the comments below (the library's
-//! `tests/analysis.rs` and the command's `cli/tests/analysis.rs` include this
-//! file with `#[path]`).
+//! `tests/export/analysis.rs` and the command's `cli/tests/export/analysis.rs` use this
+//! file as `common::…`).
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer};
 use qtrace::Event;

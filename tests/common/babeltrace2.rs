@@ -1,5 +1,5 @@
-//! Running babeltrace2, the reference CTF reader, in tests (each includes
-//! this file with `#[path]`): a machine without it skips the test with a
+//! Running babeltrace2, the reference CTF reader, in tests (each uses
+//! this file as `common::…`): a machine without it skips the test with a
 //! message, unless `QTRACE_REQUIRE_BABELTRACE2` is set (CI sets it, so a
 //! missing tool fails there instead of passing silently).
 

@@ -1,5 +1,5 @@
-//! Combine runs in tests (the library's `tests/combine.rs` and the command's
-//! `cli/tests/combine.rs` include this file with `#[path]`): the payload
+//! Combine runs in tests (the library's `tests/export/combine.rs` and the command's
+//! `cli/tests/export/combine.rs` use this file as `common::…`): the payload
 //! logged for each length, and the tracers both sides log them through.
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Fixed and circular queues with every parameter but the capacity at its
 //! default (files `<output_dir>/queue<handle>-<type>.qtr`, ring files next
-//! to them), for tests (each includes this file with `#[path]`).
+//! to them), for tests (each uses this file as `common::…`).
 
 use qtrace::classes::user;
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};

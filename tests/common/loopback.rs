@@ -1,4 +1,4 @@
-//! Loopback networking for tests (each includes this file with `#[path]`):
+//! Loopback networking for tests (each uses this file as `common::…`):
 //! an address on 127.0.0.1 whose port the system chooses, a free port, and a
 //! bounded wait.
 

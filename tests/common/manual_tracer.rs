@@ -1,5 +1,5 @@
-//! Tracers on a manual clock for tests (each includes this file with
-//! `#[path]`): the time of every event is the one the test sets.
+//! Tracers on a manual clock for tests (each uses this file as
+//! `common::…`): the time of every event is the one the test sets.
 
 use std::path::Path;
 

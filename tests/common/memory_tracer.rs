@@ -1,5 +1,5 @@
-//! Tracers for the routing tests (`tests/filters.rs`, `tests/triggers.rs`
-//! include this file with `#[path]`): files in a directory of the test's own,
+//! Tracers for the routing tests (`tests/model/filters.rs`, `tests/model/triggers.rs`
+//! use this file as `common::…`): files in a directory of the test's own,
 //! nothing saved on a panic, fixed queues on the heap.
 
 use qtrace::queues::{Fixed, FixedParams, RingStorage};

@@ -60,3 +60,20 @@ pub fn log() -> Log {
 pub fn ids(log: &Log) -> Vec<u16> {
     log.lock().iter().map(|e| e.id.0).collect()
 }
+
+// The helpers that only some tests use, each declared here once: a layer's
+// binary (`tests/<layer>/main.rs`) declares `mod common;` once, and its
+// files say `use crate::common::temp_dirs;`.
+pub mod analysis_trace;
+pub mod babeltrace2;
+pub mod combine_runs;
+pub mod default_queues;
+pub mod loopback;
+pub mod manual_tracer;
+pub mod memory_tracer;
+pub mod net_class;
+pub mod perfetto_decode;
+pub mod read_all;
+pub mod temp_dirs;
+pub mod tmpfs;
+pub mod udp_sender;

@@ -1,6 +1,6 @@
 //! The user class `net` that example traces in tests define
-//! (`tests/fuzz_corpus.rs` and `cli/tests/cli.rs` include this file with
-//! `#[path]`).
+//! (`tests/wire/fuzz_corpus.rs` and `cli/tests/read/cli.rs` use this file as
+//! `common::…`).
 
 use qtrace::classes::ClassSpec;
 

@@ -1,6 +1,6 @@
 //! Decoding qtrace's Perfetto output in tests, shared by the library's
-//! `tests/perfetto_export.rs` and the command's `cli/tests/perfetto_cli.rs`
-//! (each includes this file with `#[path]`): [`decode`] runs
+//! `tests/export/perfetto_export.rs` and the command's `cli/tests/export/perfetto_cli.rs`
+//! (each uses this file as `common::…`): [`decode`] runs
 //! `scripts/check-perfetto.py` (Perfetto's own schema); [`decode_slices`] is
 //! a decoder of just the fields the writer uses, independent of the writer.
 

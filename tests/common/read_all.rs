@@ -1,5 +1,5 @@
-//! Reading a whole trace file in a test (each includes this file with
-//! `#[path]`).
+//! Reading a whole trace file in a test (each uses this file as
+//! `common::…`).
 
 use std::path::Path;
 

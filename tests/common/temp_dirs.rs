@@ -1,4 +1,4 @@
-//! Scratch directories for tests (each includes this file with `#[path]`):
+//! Scratch directories for tests (each uses this file as `common::…`):
 //! `qtrace-<prefix>-<name>-<pid>` under the system's temporary directory, so
 //! the library's and the command's tests, and two test runs, never share one.
 

@@ -1,6 +1,6 @@
 //! Root-only disk-full tests: whether this process is root, and a tmpfs of a
-//! given size mounted for one test (each test file includes this file with
-//! `#[path]`).
+//! given size mounted for one test (each test file uses this file as
+//! `common::…`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
-//! A tracer streaming over UDP in tests (the library's `tests/stream_end.rs`
-//! and the command's `cli/tests/stream_end.rs` include this file with
-//! `#[path]`).
+//! A tracer streaming over UDP in tests (the library's `tests/receiver/stream_end.rs`
+//! and the command's `cli/tests/recv/stream_end.rs` use this file as
+//! `common::…`).
 
 use std::thread;
 use std::time::Duration;

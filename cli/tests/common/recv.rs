@@ -1,5 +1,5 @@
-//! Running `qtrace recv` in the command's tests (`cli/tests/recv_cli.rs` and
-//! `cli/tests/stream_end.rs` include this file with `#[path]`, next to
+//! Running `qtrace recv` in the command's tests (`cli/tests/recv/recv_cli.rs` and
+//! `cli/tests/recv/stream_end.rs` use this file as `common::…`, next to
 //! `tests/common/loopback.rs` included as `loopback`).
 
 use std::net::{SocketAddr, UdpSocket};

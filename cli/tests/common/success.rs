@@ -1,5 +1,5 @@
-//! A command's run that must succeed, in the command's tests (each includes
-//! this file with `#[path]`).
+//! A command's run that must succeed, in the command's tests (each uses
+//! this file as `common::…`).
 
 use std::process::Output;
 

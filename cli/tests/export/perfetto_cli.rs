@@ -1,0 +1,141 @@
+//! `qtrace convert --to perfetto` on two files merged in time order, whole
+//! and `--split` in time slices, decoded with Perfetto's own schema (skipped
+//! with a message when python3 or the `perfetto` package is missing, unless
+//! `QTRACE_REQUIRE_PERFETTO` is set; `scripts/test.sh` installs it) and with
+//! the independent decoder of the library's Perfetto tests.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use qtrace::classes::{system, tracer, user, Catalog};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::wire::{create_trace_file, TraceHeader};
+use qtrace::Event;
+use serde_json::json;
+
+use crate::common::perfetto_decode;
+use perfetto_decode::{decode, decode_slices, mini};
+
+use crate::common::success;
+use success::assert_success;
+
+/// Runs `qtrace convert --to perfetto EXTRA… INPUTS… --out OUT`.
+fn to_perfetto(extra: &[&str], inputs: &[&Path], out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "perfetto"])
+        .args(extra)
+        .args(inputs)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_converts_merged_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, origin: u64, events: &[Event]| {
+        let path = dir.path().join(name);
+        let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+            .with_clock("manual", 1_000_000_000, origin)
+            .unwrap();
+        let mut w = create_trace_file(&path, &header).unwrap();
+        w.write_events(events).unwrap();
+        w.finish().unwrap();
+        path
+    };
+    let origin = 1_700_000_000_000_000_000;
+    let a = write(
+        "a.qtr",
+        origin,
+        &[
+            Event::new(100, system::SCHEDULE, 0, [1, 0]),
+            Event::new(300, tracer::HOOPS, u32::MAX, [9, 0]),
+        ],
+    );
+    let b = write(
+        "b.qtr",
+        origin + 100,
+        &[Event::new(100, user::USER1, 1, [11, 0])],
+    );
+    let out = dir.path().join("out.pftrace");
+    let run = to_perfetto(&[], &[&a, &b], &out);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "qtrace convert: 2 events (9 lost, in 1 hoops records) from 3 sources into {}",
+            out.display()
+        )
+    );
+    let Some(got) = decode(&out, true) else {
+        return;
+    };
+    let times: Vec<u64> = got["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(times, [100, 200, 300]);
+    assert_eq!(got["realtime_origin"], json!(origin));
+
+    // --split: one standalone trace per 150 ns slice (events at 100, 200, 300).
+    let run = to_perfetto(&["--split", "150ns"], &[&a, &b], &out);
+    assert_success(&run);
+    // (slice begins, instants) per part: the schedule at 100 is the begin of
+    // `task 1` on source 0 (with `source 0` on task 1's track), the others
+    // are instants.
+    let mut parts = Vec::new();
+    for part in ["out-0000.pftrace", "out-0001.pftrace", "out-0002.pftrace"] {
+        let bytes = std::fs::read(dir.path().join(part)).unwrap();
+        let (slices, instants, _) = decode_slices(&bytes);
+        parts.push((slices.iter().filter(|s| s.3 == 1).count(), instants));
+    }
+    assert_eq!(parts, [(2, 0), (0, 1), (0, 1)]);
+}
+
+/// `--uncompressed` writes the same packets without Perfetto's
+/// `compressed_packets` chunks; with `--to chrome` it is a usage error.
+#[test]
+fn uncompressed_writes_the_same_packets_without_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    let events: Vec<Event> = (0..5_000u64)
+        .map(|i| Event::new(i * 10, user::USER1, (i % 2) as u32, [i, 0]))
+        .collect();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+    let convert = |out: &str, extra: &[&str]| {
+        let out = dir.path().join(out);
+        let run = to_perfetto(extra, &[&path], &out);
+        assert_success(&run);
+        std::fs::read(out).unwrap()
+    };
+    let zipped = convert("z.pftrace", &[]);
+    let plain = convert("p.pftrace", &["--uncompressed"]);
+    let (zipped_packets, chunks) = mini::packets(&zipped);
+    let (plain_packets, none) = mini::packets(&plain);
+    assert!(chunks >= 1, "the default output is in compressed chunks");
+    assert_eq!(none, 0, "--uncompressed writes no chunk");
+    assert_eq!(zipped_packets, plain_packets);
+    assert!(plain.len() > zipped.len());
+
+    let run = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "chrome", "--uncompressed"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("c.json"))
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert!(
+        String::from_utf8_lossy(&run.stderr)
+            .contains("--uncompressed applies to --to perfetto only"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

@@ -1,0 +1,14 @@
+//! `qtrace dump`, `stats`, `recover` and the command's messages, run as the
+//! binary; the standard_init example end to end.
+//!
+//! One test binary, one module per file (tests/README.md is the map).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod completeness;
+mod error_messages;
+mod recover_cli;
+mod standard_init;
+mod stats_total;

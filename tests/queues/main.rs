@@ -1,0 +1,19 @@
+//! The queue policies: the rings under threads, shards and the per-thread
+//! cache, fixed/circular/online queues and their files, loss accounting under
+//! stress, a hot path that never blocks.
+//!
+//! One test binary, one module per file (tests/README.md is the map).
+
+#[path = "../common/mod.rs"]
+mod common;
+mod queues_support;
+
+mod circular_cache;
+mod hot_path_nonblocking;
+mod online;
+mod queues_files;
+mod queues_model;
+mod queues_ring;
+mod queues_shards;
+mod queues_threads;
+mod stress_loss;

@@ -1,0 +1,12 @@
+//! The UDP queue and the receiver: datagrams, losses, stream ends, the shutdown
+//! deadline.
+//!
+//! One test binary, one module per file (tests/README.md is the map).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod receiver;
+mod stream_end;
+mod udp;
+mod udp_shutdown_deadline;

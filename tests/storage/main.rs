@@ -1,0 +1,15 @@
+//! What outlives a crash or a fault: ring files recovered after a killed child,
+//! slots being written marked, full and failing disks, every file ending with
+//! its close run.
+//!
+//! One test binary, one module per file (tests/README.md is the map).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod completeness;
+mod crash;
+mod disk_faults;
+mod faults;
+mod online_open_full_disk;
+mod recover_marks;
