@@ -48,7 +48,6 @@ pub mod chrome;
 pub mod ctf;
 mod error;
 pub mod perfetto;
-mod protobuf;
 mod slices;
 pub mod split;
 pub mod svg;

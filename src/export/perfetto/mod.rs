@@ -152,7 +152,7 @@
 //! # Encoder
 //!
 //! Written with the crate's own small protobuf encoder (see
-//! `src/export/protobuf.rs` for why no protobuf crate).
+//! `src/export/perfetto/protobuf.rs` for why no protobuf crate).
 //!
 //! ```
 //! use qtrace::classes::{system, Catalog};
@@ -182,7 +182,9 @@ use flate2::write::ZlibEncoder;
 use flate2::Compression;
 
 use super::args::UNNAMED;
-use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+mod protobuf;
+
+use protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
