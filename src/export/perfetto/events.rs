@@ -385,4 +385,35 @@ impl<W: Write> PerfettoWriter<W> {
         );
         self.emit(t)
     }
+    /// Interns a slice name made by `name` (formatted into a reused string).
+    pub(super) fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
+        self.text.clear();
+        let _ = self.text.write_fmt(name);
+        let before = self.st.names.ids.len();
+        let iid = self.st.names.get(
+            &self.text,
+            self.st.slice_names < self.options.max_interned,
+            field::EVENT_NAMES,
+            &mut self.interned,
+            &mut self.scratch,
+        );
+        if self.st.names.ids.len() > before {
+            self.st.slice_names += 1;
+        }
+        iid
+    }
+
+    /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
+    pub(super) fn category(&mut self, name: &str) -> u64 {
+        self.st
+            .categories
+            .get(
+                name,
+                true,
+                field::EVENT_CATEGORIES,
+                &mut self.interned,
+                &mut self.scratch,
+            )
+            .unwrap_or(0)
+    }
 }

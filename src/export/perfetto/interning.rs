@@ -1,15 +1,12 @@
 //! Per packet sequence state: its id, incremental clock, default track and
 //! interning tables (event names, categories, annotation and slice names,
 //! each written once in the `interned_data` of the packet that first uses
-//! it), and switching the sequence written on.
+//! it).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::io::Write;
 
 use super::protobuf::{put_bytes, put_message, put_uint};
 use super::schema::field;
-use super::writer::PerfettoWriter;
 
 /// One packet sequence: its id, incremental clock, default track and
 /// interning tables (the trace processor keeps all of them per sequence).
@@ -67,53 +64,5 @@ impl Interner {
         self.ids.insert(name.to_string(), iid);
         put_interned(interned, scratch, kind, iid, name);
         Some(iid)
-    }
-}
-
-impl<W: Write> PerfettoWriter<W> {
-    /// Interns a slice name made by `name` (formatted into a reused string).
-    pub(super) fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
-        self.text.clear();
-        let _ = self.text.write_fmt(name);
-        let before = self.st.names.ids.len();
-        let iid = self.st.names.get(
-            &self.text,
-            self.st.slice_names < self.options.max_interned,
-            field::EVENT_NAMES,
-            &mut self.interned,
-            &mut self.scratch,
-        );
-        if self.st.names.ids.len() > before {
-            self.st.slice_names += 1;
-        }
-        iid
-    }
-
-    /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
-    pub(super) fn category(&mut self, name: &str) -> u64 {
-        self.st
-            .categories
-            .get(
-                name,
-                true,
-                field::EVENT_CATEGORIES,
-                &mut self.interned,
-                &mut self.scratch,
-            )
-            .unwrap_or(0)
-    }
-
-    /// The sequence of `source` (the shared one if it has none).
-    pub(super) fn sequence_of(&self, source: u32) -> usize {
-        self.sources.get(&source).map_or(0, |&(_, seq)| seq)
-    }
-
-    /// Makes `seq` the packet sequence written on.
-    pub(super) fn enter(&mut self, seq: usize) {
-        if seq != self.cur {
-            std::mem::swap(&mut self.st, &mut self.seqs[self.cur]);
-            std::mem::swap(&mut self.st, &mut self.seqs[seq]);
-            self.cur = seq;
-        }
     }
 }

@@ -182,7 +182,6 @@ mod schema;
 mod tracks;
 mod writer;
 
-pub use packets::CHUNK_BYTES;
 pub use schema::{BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID};
 pub use tracks::{SIGNAL_SOURCE, WAIT_SOURCE};
-pub use writer::{PerfettoOptions, PerfettoWriter};
+pub use writer::{PerfettoOptions, PerfettoWriter, CHUNK_BYTES};

@@ -13,13 +13,8 @@ use super::schema::{
     field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
-use super::writer::{io_err, PerfettoWriter};
+use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES};
 use crate::export::ExportError as Error;
-
-/// Uncompressed bytes of packets gathered before they are written: as one
-/// `compressed_packets` packet (see the module documentation), or as they
-/// are when compression is off.
-pub const CHUNK_BYTES: usize = 128 * 1024;
 
 impl<W: Write> PerfettoWriter<W> {
     /// The first packet: clears the incremental state, sets the default clock

@@ -9,7 +9,7 @@ use super::events::put_track;
 use super::interning::Sequence;
 use super::protobuf::{put_bytes, put_message, put_uint};
 use super::schema::{field, SEQUENCE_ID, SIBLING_MERGE_BEHAVIOR_NONE, SLICE_END, UNIT_COUNT};
-use super::writer::PerfettoWriter;
+use super::writer::{PerfettoWriter, TaskTrack};
 use crate::event::TRACER_SOURCE;
 use crate::export::slices::{Edge, Source};
 use crate::export::ExportError as Error;
@@ -23,16 +23,6 @@ pub const WAIT_SOURCE: &str = "source";
 /// the source that logged the signal (a name of its own: the trace processor
 /// adds an end's arguments to its slice's, next to the begin's `source`).
 pub const SIGNAL_SOURCE: &str = "signal source";
-
-/// Times on one track never go back, so its slices nest.
-#[derive(Debug)]
-pub(super) struct TaskTrack {
-    pub(super) uuid: u64,
-    /// Times never go back on the task's track, so its slices nest.
-    pub(super) clamp: u64,
-    /// The source whose `source S` slice is open on this track.
-    pub(super) on: Option<u32>,
-}
 
 impl<W: Write> PerfettoWriter<W> {
     /// Writes a track descriptor and returns the new track's uuid.

@@ -5,15 +5,28 @@ use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
-use super::packets::CHUNK_BYTES;
 use super::schema::SEQUENCE_ID;
-use super::tracks::TaskTrack;
 use crate::classes::{system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames};
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
 use crate::Event;
+
+/// Uncompressed bytes of packets gathered before they are written: as one
+/// `compressed_packets` packet (see the module documentation), or as they
+/// are when compression is off.
+pub const CHUNK_BYTES: usize = 128 * 1024;
+
+/// Times on one track never go back, so its slices nest.
+#[derive(Debug)]
+pub(super) struct TaskTrack {
+    pub(super) uuid: u64,
+    /// Times never go back on the task's track, so its slices nest.
+    pub(super) clamp: u64,
+    /// The source whose `source S` slice is open on this track.
+    pub(super) on: Option<u32>,
+}
 
 /// Tuning of [`PerfettoWriter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,6 +254,19 @@ impl<W: Write> PerfettoWriter<W> {
     pub fn with_compression(mut self, compress: bool) -> Self {
         self.compress = compress;
         self
+    }
+    /// The sequence of `source` (the shared one if it has none).
+    pub(super) fn sequence_of(&self, source: u32) -> usize {
+        self.sources.get(&source).map_or(0, |&(_, seq)| seq)
+    }
+
+    /// Makes `seq` the packet sequence written on.
+    pub(super) fn enter(&mut self, seq: usize) {
+        if seq != self.cur {
+            std::mem::swap(&mut self.st, &mut self.seqs[self.cur]);
+            std::mem::swap(&mut self.st, &mut self.seqs[seq]);
+            self.cur = seq;
+        }
     }
 }
 
