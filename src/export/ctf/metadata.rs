@@ -128,7 +128,7 @@ pub(super) fn quoted(s: &str) -> String {
 }
 
 /// The TSDL metadata of a trace with this catalog and clock origin (what
-/// [`CtfWriter`] writes to `metadata`).
+/// [`CtfWriter`](super::CtfWriter) writes to `metadata`).
 pub fn metadata(catalog: &Catalog, origin_unix_ns: u64) -> String {
     let mut m = String::new();
     let w = &mut m;

@@ -63,7 +63,7 @@ pub(super) struct Stream {
 }
 
 /// Writes a CTF 1.8 trace directory, one event at a time (see the [module
-/// documentation](self)).
+/// documentation](super)).
 #[derive(Debug)]
 pub struct CtfWriter {
     dir: PathBuf,

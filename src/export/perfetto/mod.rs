@@ -105,7 +105,7 @@
 //!     `semaphore:wait` or `semaphore:waitnb` to the `semaphore:signal` of
 //!     the same task and semaphore (last in, first out); a `waitnb` never
 //!     signalled most likely failed and draws none (counted in
-//!     [`ConvertStats::unpaired`]), a blocking `wait` never signalled is
+//!     [`ConvertStats::unpaired`](crate::export::ConvertStats::unpaired)), a blocking `wait` never signalled is
 //!     shown held until the end of the trace (an end with no annotation).
 //!
 //!   Slice times never go back on a track (a time earlier than the track's
@@ -144,7 +144,7 @@
 //! [`PerfettoOptions::max_interned`]; past those limits events are still
 //! written as instants (on their source's track, or a shared `other sources`
 //! track, where a schedule or interrupt is an instant too) and counted in
-//! [`ConvertStats::unpaired`]. A pair whose open waits fill
+//! [`ConvertStats::unpaired`](crate::export::ConvertStats::unpaired). A pair whose open waits fill
 //! [`PerfettoOptions::max_open_waits`] forgets its oldest open `waitnb`; if
 //! the oldest is a blocking wait (whose begin is written), the new wait opens
 //! nothing.
