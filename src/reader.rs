@@ -64,7 +64,9 @@ use crate::{Event, EventId};
 
 pub use crate::wire::header::SUPPORTED_VERSIONS;
 
+mod merge;
 mod merged;
+pub(crate) use merge::TimeMerge;
 pub use merged::MergedReader;
 
 /// Why a trace could not be read (completely).

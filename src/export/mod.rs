@@ -21,7 +21,8 @@
 //! lines across every row.
 //!
 //! Several trace files of one run (one per queue) are merged in time order by
-//! [`MergeByTime`].
+//! [`MergedReader`](crate::reader::MergedReader), whose events go to a
+//! converter as they come.
 //!
 //! ```
 //! use qtrace::classes::{system, Catalog};
@@ -48,14 +49,11 @@ pub mod chrome;
 pub mod ctf;
 mod error;
 pub mod perfetto;
-mod protobuf;
 mod slices;
 pub mod split;
 pub mod svg;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use crate::reader::TimeMerge;
 use crate::Event;
 pub use error::ExportError;
 
@@ -133,9 +131,15 @@ pub fn convert<S: EventSink>(
 /// (ties go to the earlier input). Memory: one pending event per input.
 ///
 /// Items are `Result`s so that a reader's errors pass through at the point
-/// they occur; use [`merge_events`] for plain events.
+/// they occur.
+///
+/// Deprecated: qtrace has one time merge,
+/// [`MergedReader`](crate::reader::MergedReader) (the same k-way merge, and
+/// it puts files with different clocks on one time line first). This type is
+/// a thin wrapper around that merge, kept for one release.
 ///
 /// ```
+/// # #![allow(deprecated)]
 /// use qtrace::export::merge_events;
 /// use qtrace::{Event, EventId};
 ///
@@ -146,32 +150,51 @@ pub fn convert<S: EventSink>(
 ///     .collect();
 /// assert_eq!(times, [(1, 0), (2, 1), (5, 0), (5, 1)]);
 /// ```
+#[deprecated(
+    note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
+)]
 pub struct MergeByTime<I> {
     inputs: Vec<I>,
-    heads: Vec<Option<Event>>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Inputs whose next event must be pulled before the heap is consulted.
-    refill: Vec<usize>,
+    merge: TimeMerge,
 }
 
+#[allow(deprecated)]
 impl<I, E> MergeByTime<I>
 where
     I: Iterator<Item = Result<Event, E>>,
 {
     /// Merges `inputs`.
     pub fn new(inputs: Vec<I>) -> Self {
-        let n = inputs.len();
-        MergeByTime {
-            inputs,
-            heads: vec![None; n],
-            heap: BinaryHeap::with_capacity(n),
-            refill: (0..n).rev().collect(),
-        }
+        let merge = TimeMerge::new(inputs.len());
+        MergeByTime { inputs, merge }
+    }
+
+    /// The next item and the index (in the vector given to
+    /// [`MergeByTime::new`]) of the input it came from.
+    ///
+    /// ```
+    /// # #![allow(deprecated)]
+    /// use qtrace::export::MergeByTime;
+    /// use qtrace::{Event, EventId};
+    ///
+    /// let ev = |t| Ok::<_, ()>(Event::new(t, EventId(4), 0, [0, 0]));
+    /// let mut m = MergeByTime::new(vec![vec![ev(5)].into_iter(), vec![ev(1)].into_iter()]);
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((1, 1)));
+    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((0, 5)));
+    /// assert!(m.next_with_input().is_none());
+    /// ```
+    pub fn next_with_input(&mut self) -> Option<(usize, Result<Event, E>)> {
+        let inputs = &mut self.inputs;
+        self.merge.next(|idx| inputs[idx].next())
     }
 }
 
 /// Merges event streams that cannot fail (each in time order) into one in
 /// time order: [`MergeByTime`] for plain events.
+#[deprecated(
+    note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
+)]
+#[allow(deprecated)]
 pub fn merge_events<J>(inputs: Vec<J>) -> impl Iterator<Item = Event>
 where
     J: Iterator<Item = Event>,
@@ -183,45 +206,7 @@ where
     })
 }
 
-impl<I, E> MergeByTime<I>
-where
-    I: Iterator<Item = Result<Event, E>>,
-{
-    /// The next item and the index (in the vector given to
-    /// [`MergeByTime::new`]) of the input it came from.
-    ///
-    /// ```
-    /// use qtrace::export::MergeByTime;
-    /// use qtrace::{Event, EventId};
-    ///
-    /// let ev = |t| Ok::<_, ()>(Event::new(t, EventId(4), 0, [0, 0]));
-    /// let mut m = MergeByTime::new(vec![vec![ev(5)].into_iter(), vec![ev(1)].into_iter()]);
-    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((1, 1)));
-    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((0, 5)));
-    /// assert!(m.next_with_input().is_none());
-    /// ```
-    pub fn next_with_input(&mut self) -> Option<(usize, Result<Event, E>)> {
-        while let Some(idx) = self.refill.pop() {
-            match self.inputs[idx].next() {
-                Some(Ok(e)) => {
-                    self.heads[idx] = Some(e);
-                    self.heap.push(Reverse((e.time, idx)));
-                }
-                Some(Err(err)) => {
-                    // Pull from this input again on the next call.
-                    self.refill.push(idx);
-                    return Some((idx, Err(err)));
-                }
-                None => {}
-            }
-        }
-        let Reverse((_, idx)) = self.heap.pop()?;
-        let event = self.heads[idx].take();
-        self.refill.push(idx);
-        event.map(|e| (idx, Ok(e)))
-    }
-}
-
+#[allow(deprecated)]
 impl<I, E> Iterator for MergeByTime<I>
 where
     I: Iterator<Item = Result<Event, E>>,
@@ -241,6 +226,7 @@ pub(crate) fn identifier_chars(name: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(deprecated)] // the tests of the deprecated wrapper test the shared merge too
 mod tests {
     use super::*;
     use crate::EventId;

@@ -8,12 +8,11 @@
 //! origin of the files read together, then does a k-way merge.
 #![forbid(unsafe_code)]
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
+use super::merge::TimeMerge;
 use super::{Completeness, ReadError, TraceReader};
 use crate::wire::header::NANOS_PER_SECOND;
 use crate::Event;
@@ -78,12 +77,8 @@ pub struct MergedReader<R = BufReader<File>> {
     inputs: Vec<Input<R>>,
     /// The earliest clock origin (Unix ns).
     base: u64,
-    /// The next event of each input, when pulled and not yet yielded.
-    heads: Vec<Option<Event>>,
-    /// (time, input) of every pending head: the smallest comes out first.
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Inputs to pull from before the heap is consulted (the last first).
-    refill: Vec<usize>,
+    /// The k-way merge of the inputs' rebased events.
+    merge: TimeMerge,
 }
 
 /// One input: its reader and how its times map onto the merged line.
@@ -156,9 +151,7 @@ impl<R: Read> MergedReader<R> {
         MergedReader {
             inputs,
             base,
-            heads: vec![None; n],
-            heap: BinaryHeap::with_capacity(n),
-            refill: (0..n).rev().collect(),
+            merge: TimeMerge::new(n),
         }
     }
 
@@ -328,24 +321,10 @@ impl<R: Read> MergedReader<R> {
             // One input: nothing to merge, no heap per event.
             return only.next().map(|r| (0, r));
         }
-        while let Some(idx) = self.refill.pop() {
-            match self.inputs[idx].next() {
-                Some(Ok(e)) => {
-                    self.heads[idx] = Some(e);
-                    self.heap.push(Reverse((e.time, idx)));
-                }
-                Some(Err(err)) => {
-                    // Pulled again on the next call: a reader ends after
-                    // its error, so this input is then done.
-                    self.refill.push(idx);
-                    return Some((idx, Err(err)));
-                }
-                None => {}
-            }
-        }
-        let Reverse((_, idx)) = self.heap.pop()?;
-        self.refill.push(idx);
-        self.heads[idx].take().map(|e| (idx, Ok(e)))
+        // A reader ends after its error, so an input pulled again after
+        // one is then done.
+        let inputs = &mut self.inputs;
+        self.merge.next(|idx| inputs[idx].next())
     }
 }
 

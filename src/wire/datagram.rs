@@ -62,7 +62,6 @@ use super::header::MAX_HEADER_LEN;
 use super::record::{self, RecordView, RECORD_LEN};
 use super::{TraceHeader, WireError};
 use crate::Event;
-use qtrace_core::encode::datagram::{emit_header, HeaderFields};
 
 /// The first 4 bytes of every datagram.
 pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
@@ -111,70 +110,15 @@ const fn clamp_len(max_len: usize) -> usize {
     }
 }
 
-/// What a datagram carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum DatagramKind {
-    /// Event records.
-    Events = 1,
-    /// A fragment of the sender's trace header (clock, host, class table).
-    Catalog = 2,
-    /// The end of the sender's stream, with its final counts
-    /// ([`CloseCounts`]); sent several times, each copy the same.
-    Close = 3,
-}
+pub use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
 
-impl DatagramKind {
-    /// The kind for a wire value, if it is one.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            1 => Some(DatagramKind::Events),
-            2 => Some(DatagramKind::Catalog),
-            3 => Some(DatagramKind::Close),
-            _ => None,
-        }
-    }
-}
-
-/// The header fields of a datagram, as values (every combination is valid).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DatagramHeader {
-    /// What the datagram carries.
-    pub kind: DatagramKind,
-    /// Who sent it (chosen by the sender; the receiver keeps state per sender
-    /// id and source address).
-    pub sender: u32,
-    /// The sender's datagram number: 0, 1, 2, … across both kinds, so a gap
-    /// is a lost datagram.
-    pub sequence: u64,
-    /// Events the sender has dropped since it started (cumulative, so a lost
-    /// datagram does not lose the count).
-    pub dropped: u64,
-    /// Events the sender has sent (in events datagrams) before this datagram:
-    /// the index of this datagram's first event in the sender's stream. The
-    /// events of lost datagrams are the gaps between these ranges.
-    pub first_event: u64,
-}
-
-impl DatagramHeader {
-    /// Writes the header (the core's encoder) into the first 40 bytes of
-    /// `buf` (the callers checked its length).
-    fn emit(&self, count: u16, buf: &mut [u8]) {
-        let out: &mut [u8; HEADER_LEN] = (&mut buf[..HEADER_LEN])
-            .try_into()
-            .expect("a 40-byte slice is a 40-byte array");
-        emit_header(
-            &HeaderFields {
-                kind: self.kind as u8,
-                sender: self.sender,
-                count,
-                sequence: self.sequence,
-                dropped: self.dropped,
-                first_event: self.first_event,
-            },
-            out,
-        );
-    }
+/// Writes `header` (the core's encoder) into the first 40 bytes of `buf`
+/// (the callers checked its length).
+fn emit_into(header: &DatagramHeader, count: u16, buf: &mut [u8]) {
+    let out: &mut [u8; HEADER_LEN] = (&mut buf[..HEADER_LEN])
+        .try_into()
+        .expect("a 40-byte slice is a 40-byte array");
+    header.emit(count, out);
 }
 
 /// A checked view of one datagram. [`DatagramView::new_checked`] validates
@@ -431,14 +375,17 @@ pub fn encode_close(
     if buf.len() < len {
         return Err(truncated(0, len, buf.len(), "datagram buffer"));
     }
-    DatagramHeader {
-        kind: DatagramKind::Close,
-        sender,
-        sequence,
-        dropped,
-        first_event,
-    }
-    .emit(0, buf);
+    emit_into(
+        &DatagramHeader {
+            kind: DatagramKind::Close,
+            sender,
+            sequence,
+            dropped,
+            first_event,
+        },
+        0,
+        buf,
+    );
     buf[field::CLOSE_LOGGED..field::CLOSE_UNSENT].copy_from_slice(&counts.logged.to_be_bytes());
     buf[field::CLOSE_UNSENT..len].copy_from_slice(&counts.unsent.to_be_bytes());
     Ok(len)
@@ -545,7 +492,7 @@ impl<'a> EventsEncoder<'a> {
 
     /// Writes the header; returns the datagram's length (send `buf[..len]`).
     pub fn finish(self) -> usize {
-        self.header.emit(self.count as u16, self.buf);
+        emit_into(&self.header, self.count as u16, self.buf);
         HEADER_LEN + self.count * RECORD_LEN
     }
 }
@@ -600,14 +547,17 @@ pub fn encode_catalog_fragment(
     }
     let room = fragment_bytes_per_datagram(buf.len());
     let n = room.min(header_bytes.len() - offset);
-    DatagramHeader {
-        kind: DatagramKind::Catalog,
-        sender,
-        sequence,
-        dropped,
-        first_event,
-    }
-    .emit(n as u16, buf);
+    emit_into(
+        &DatagramHeader {
+            kind: DatagramKind::Catalog,
+            sender,
+            sequence,
+            dropped,
+            first_event,
+        },
+        n as u16,
+        buf,
+    );
     let payload = HEADER_LEN + FRAGMENT_PREFIX_LEN;
     buf[field::FRAGMENT_TOTAL..field::FRAGMENT_OFFSET]
         .copy_from_slice(&(header_bytes.len() as u32).to_be_bytes());

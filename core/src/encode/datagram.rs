@@ -1,10 +1,13 @@
-//! The 40-byte datagram header (FORMAT.md 2.1).
+//! The 40-byte datagram header (FORMAT.md 2.1): its values
+//! ([`DatagramHeader`], the one header value type; `qtrace` re-exports it as
+//! `qtrace::wire::datagram::DatagramHeader`) and its encoder.
 //!
 //! ```
-//! use qtrace_core::encode::datagram::{emit_header, HeaderFields, KIND_EVENTS};
+//! use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
 //!
+//! let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence: 1, dropped: 0, first_event: 44 };
 //! let mut buf = [0u8; 40];
-//! emit_header(&HeaderFields { kind: KIND_EVENTS, sender: 7, count: 2, sequence: 1, dropped: 0, first_event: 44 }, &mut buf);
+//! header.emit(2, &mut buf);
 //! assert_eq!(&buf[..8], b"QTRU\x00\x01\x01\x00");
 //! ```
 
@@ -19,7 +22,90 @@ pub const KIND_CATALOG: u8 = 2;
 /// Kind 3: close.
 pub const KIND_CLOSE: u8 = 3;
 
-/// The values of a datagram header.
+/// What a datagram carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DatagramKind {
+    /// Event records.
+    Events = KIND_EVENTS,
+    /// A fragment of the sender's trace header (clock, host, class table).
+    Catalog = KIND_CATALOG,
+    /// The end of the sender's stream, with its final counts; sent several
+    /// times, each copy the same.
+    Close = KIND_CLOSE,
+}
+
+impl DatagramKind {
+    /// The kind for a wire value, if it is one.
+    ///
+    /// ```
+    /// use qtrace_core::encode::datagram::DatagramKind;
+    ///
+    /// assert_eq!(DatagramKind::from_u8(3), Some(DatagramKind::Close));
+    /// assert_eq!(DatagramKind::from_u8(9), None);
+    /// ```
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            KIND_EVENTS => Some(DatagramKind::Events),
+            KIND_CATALOG => Some(DatagramKind::Catalog),
+            KIND_CLOSE => Some(DatagramKind::Close),
+            _ => None,
+        }
+    }
+}
+
+/// The header fields of a datagram, as values (every combination is valid);
+/// the record or byte count is the payload's, given to [`DatagramHeader::emit`].
+///
+/// ```
+/// use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+///
+/// let header = DatagramHeader { kind: DatagramKind::Close, sender: 1, sequence: 9, dropped: 0, first_event: 100 };
+/// let mut buf = [0u8; 40];
+/// header.emit(0, &mut buf);
+/// assert_eq!(buf[6], 3); // the kind
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DatagramHeader {
+    /// What the datagram carries.
+    pub kind: DatagramKind,
+    /// Who sent it (chosen by the sender; the receiver keeps state per sender
+    /// id and source address).
+    pub sender: u32,
+    /// The sender's datagram number: 0, 1, 2, … across both kinds, so a gap
+    /// is a lost datagram.
+    pub sequence: u64,
+    /// Events the sender has dropped since it started (cumulative, so a lost
+    /// datagram does not lose the count).
+    pub dropped: u64,
+    /// Events the sender has sent (in events datagrams) before this datagram:
+    /// the index of this datagram's first event in the sender's stream. The
+    /// events of lost datagrams are the gaps between these ranges.
+    pub first_event: u64,
+}
+
+impl DatagramHeader {
+    /// Encodes the header into `out`, with `count` records (events), fragment
+    /// bytes (catalog) or 0 (close).
+    pub fn emit(&self, count: u16, out: &mut [u8; field::HEADER_LEN]) {
+        out[field::MAGIC].copy_from_slice(&field::MAGIC_BYTES);
+        BigEndian::write_u16(&mut out[field::VERSION..], field::VERSION_VALUE);
+        out[field::KIND] = self.kind as u8;
+        out[field::FLAGS] = 0;
+        BigEndian::write_u32(&mut out[field::SENDER..], self.sender);
+        BigEndian::write_u16(&mut out[field::COUNT..], count);
+        BigEndian::write_u16(&mut out[field::RESERVED..], 0);
+        BigEndian::write_u64(&mut out[field::SEQUENCE..], self.sequence);
+        BigEndian::write_u64(&mut out[field::DROPPED..], self.dropped);
+        BigEndian::write_u64(&mut out[field::FIRST_EVENT..], self.first_event);
+    }
+}
+
+/// The values of a datagram header, the kind as a number.
+///
+/// Deprecated: [`DatagramHeader`] is the one header value type (its kind an
+/// enum, the count given to [`DatagramHeader::emit`]).
+#[deprecated(note = "use DatagramHeader (kind: DatagramKind) and DatagramHeader::emit(count, out)")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderFields {
     /// [`KIND_EVENTS`], [`KIND_CATALOG`] or [`KIND_CLOSE`].
@@ -36,7 +122,10 @@ pub struct HeaderFields {
     pub first_event: u64,
 }
 
-/// Encodes the header into `out`.
+/// Encodes the header into `out`; the bytes [`DatagramHeader::emit`] writes
+/// (a kind that is not 1, 2 or 3 is written as it is).
+#[deprecated(note = "use DatagramHeader::emit(count, out)")]
+#[allow(deprecated)]
 pub fn emit_header(h: &HeaderFields, out: &mut [u8; field::HEADER_LEN]) {
     out[field::MAGIC].copy_from_slice(&field::MAGIC_BYTES);
     BigEndian::write_u16(&mut out[field::VERSION..], field::VERSION_VALUE);
@@ -48,4 +137,35 @@ pub fn emit_header(h: &HeaderFields, out: &mut [u8; field::HEADER_LEN]) {
     BigEndian::write_u64(&mut out[field::SEQUENCE..], h.sequence);
     BigEndian::write_u64(&mut out[field::DROPPED..], h.dropped);
     BigEndian::write_u64(&mut out[field::FIRST_EVENT..], h.first_event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn the_deprecated_encoder_writes_the_same_bytes() {
+        let h = DatagramHeader {
+            kind: DatagramKind::Catalog,
+            sender: 0xdead_beef,
+            sequence: 7,
+            dropped: 3,
+            first_event: 1 << 40,
+        };
+        let (mut new, mut old) = ([0u8; field::HEADER_LEN], [0u8; field::HEADER_LEN]);
+        h.emit(300, &mut new);
+        emit_header(
+            &HeaderFields {
+                kind: KIND_CATALOG,
+                sender: h.sender,
+                count: 300,
+                sequence: h.sequence,
+                dropped: h.dropped,
+                first_event: h.first_event,
+            },
+            &mut old,
+        );
+        assert_eq!(new, old);
+    }
 }

@@ -1,6 +1,6 @@
 //! A minimal Protocol Buffers *encoder*: varints, fixed fields and
 //! length-delimited fields appended to a byte buffer — what the
-//! [Perfetto](super::perfetto) writer needs, and nothing else.
+//! [Perfetto](super) writer needs, and nothing else.
 //!
 //! # Why by hand
 //!

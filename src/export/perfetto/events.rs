@@ -1,0 +1,419 @@
+//! Track events: slice begins and ends, instants with their arguments as
+//! debug annotations, reassembled combine runs, and the `lost events`
+//! counter.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
+use super::writer::PerfettoWriter;
+use crate::export::args::UNNAMED;
+use crate::export::ExportError as Error;
+use crate::model::combine::{self, Payload, PayloadState};
+use crate::{Event, EventId};
+
+/// The value of a debug annotation.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Value<'a> {
+    Uint(u64),
+    Bool(bool),
+    Str(&'a str),
+}
+
+/// Appends `track_uuid` unless it is the sequence's default track.
+pub(super) fn put_track(e: &mut Vec<u8>, default: Option<u64>, track: u64) {
+    if default != Some(track) {
+        put_uint(e, field::TRACK_UUID, track);
+    }
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// Writes a slice begin named `name` (category `cat`) on `track` at `t`.
+    pub(super) fn begin(
+        &mut self,
+        t: u64,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+    ) -> Result<(), Error> {
+        self.begin_for(t, track, cat, name, None)
+    }
+
+    /// As [`begin`](Self::begin); with `Some(e)`, the begin stands for the
+    /// event `e` (no instant is written for it) and carries `e`'s arguments
+    /// after the first (which the slice's name shows) as debug annotations.
+    pub(super) fn begin_for(
+        &mut self,
+        t: u64,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+        of: Option<&Event>,
+    ) -> Result<(), Error> {
+        self.begin_event(track, cat, name, of);
+        self.emit(t)
+    }
+
+    /// Encodes a slice begin into `self.event` (see [`begin_for`](Self::begin_for))
+    /// without writing it.
+    pub(super) fn begin_event(
+        &mut self,
+        track: u64,
+        cat: &str,
+        name: std::fmt::Arguments<'_>,
+        of: Option<&Event>,
+    ) {
+        self.stats.slices += 1;
+        let iid = self.slice_name(name);
+        let cat_iid = self.category(cat);
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, SLICE_BEGIN);
+        put_track(e, self.st.track, track);
+        match iid {
+            Some(iid) => put_uint(e, field::NAME_IID, iid),
+            None => put_bytes(e, field::NAME, self.text.as_bytes()),
+        }
+        put_uint(e, field::CATEGORY_IIDS, cat_iid);
+        if let Some(ev) = of {
+            self.put_args(ev, 1);
+        }
+    }
+
+    /// Writes the end of the innermost open slice on `track` at `t`.
+    pub(super) fn end_slice(&mut self, t: u64, track: u64) -> Result<(), Error> {
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, SLICE_END);
+        put_track(e, self.st.track, track);
+        self.emit(t)
+    }
+
+    /// Appends a debug annotation `name` = `source` to `self.event`.
+    pub(super) fn source_annotation(&mut self, name: &str, source: u32) {
+        self.annotate(name, Value::Uint(u64::from(source)));
+    }
+
+    /// Appends a debug annotation `name` = `value` to `self.event` (its name
+    /// interned).
+    pub(super) fn annotate(&mut self, name: &str, value: Value<'_>) {
+        let iid = self
+            .st
+            .annotation_names
+            .get(
+                name,
+                true,
+                field::DEBUG_ANNOTATION_NAMES,
+                &mut self.interned,
+                &mut self.scratch,
+            )
+            .unwrap_or(0);
+        put_message(
+            &mut self.event,
+            field::DEBUG_ANNOTATIONS,
+            &mut self.scratch,
+            |a| {
+                put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                match value {
+                    Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
+                    Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
+                    Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
+                }
+            },
+        );
+    }
+
+    /// Appends the arguments of catalog event `e` from slot `from` on as debug
+    /// annotations to `self.event` (as `qtrace dump` shows them: declared
+    /// arguments always, undeclared ones when not 0).
+    pub(super) fn put_args(&mut self, e: &Event, from: usize) {
+        let idx = e.id.0 as usize;
+        if idx >= self.events.len() {
+            return;
+        }
+        let declared = self.events[idx].2.len();
+        for (slot, (&value, unnamed)) in e.args.iter().zip(UNNAMED).enumerate() {
+            if slot < from || (slot >= declared && value == 0) {
+                continue;
+            }
+            let id = e.id.0;
+            let mut iid = self.st.arg_iids.get(&id).map_or(0, |a| a[slot]);
+            if iid == 0 {
+                let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
+                iid = self
+                    .st
+                    .annotation_names
+                    .get(
+                        arg_name,
+                        true,
+                        field::DEBUG_ANNOTATION_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                self.st.arg_iids.entry(id).or_default()[slot] = iid;
+            }
+            put_message(
+                &mut self.event,
+                field::DEBUG_ANNOTATIONS,
+                &mut self.scratch,
+                |a| {
+                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                    put_uint(a, field::UINT_VALUE, value);
+                },
+            );
+        }
+    }
+
+    /// Writes the instant of `e` on `track`.
+    pub(super) fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
+        let idx = e.id.0 as usize;
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, INSTANT);
+        put_track(ev, self.st.track, track);
+        if idx < self.events.len() {
+            let (mut name, mut cat) = self.st.event_iids.get(&e.id.0).copied().unwrap_or((0, 0));
+            // (`name` may be replaced by a run-time name below.)
+            if name == 0 {
+                let (n, c, _) = &self.events[idx];
+                // Catalog names are bounded by the catalog: always interned.
+                name = self
+                    .st
+                    .names
+                    .get(
+                        n,
+                        true,
+                        field::EVENT_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                cat = self
+                    .st
+                    .categories
+                    .get(
+                        c,
+                        true,
+                        field::EVENT_CATEGORIES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                self.st.event_iids.insert(e.id.0, (name, cat));
+            }
+            if !self.run_names.is_empty() {
+                // A name record gave this event a run-time name.
+                if let Some(n) = self.run_names.event(e.id) {
+                    let n = n.to_string();
+                    name = self
+                        .st
+                        .names
+                        .get(
+                            &n,
+                            true,
+                            field::EVENT_NAMES,
+                            &mut self.interned,
+                            &mut self.scratch,
+                        )
+                        .unwrap_or(0);
+                }
+            }
+            let ev = &mut self.event;
+            put_uint(ev, field::NAME_IID, name);
+            put_uint(ev, field::CATEGORY_IIDS, cat);
+            self.put_args(e, 0);
+        } else {
+            self.stats.unknown += 1;
+            let name = self
+                .st
+                .names
+                .get(
+                    "unknown",
+                    true,
+                    field::EVENT_NAMES,
+                    &mut self.interned,
+                    &mut self.scratch,
+                )
+                .unwrap_or(0);
+            let cat = self.category("unknown");
+            let ev = &mut self.event;
+            put_uint(ev, field::NAME_IID, name);
+            put_uint(ev, field::CATEGORY_IIDS, cat);
+            for (arg, value) in [
+                ("id", u64::from(e.id.0)),
+                ("arg0", e.args[0]),
+                ("arg1", e.args[1]),
+            ] {
+                let iid = self
+                    .st
+                    .annotation_names
+                    .get(
+                        arg,
+                        true,
+                        field::DEBUG_ANNOTATION_NAMES,
+                        &mut self.interned,
+                        &mut self.scratch,
+                    )
+                    .unwrap_or(0);
+                put_message(
+                    &mut self.event,
+                    field::DEBUG_ANNOTATIONS,
+                    &mut self.scratch,
+                    |a| {
+                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                        put_uint(a, field::UINT_VALUE, value);
+                    },
+                );
+            }
+        }
+        self.emit(e.time)
+    }
+
+    /// A reassembled run. A name record names its source, task or event:
+    /// a track already declared is declared again with the name (the trace
+    /// processor renames it); later tracks, task slices and instants carry
+    /// it. Any other run is an instant on its source's track, named after its
+    /// event, with the event's first argument (when logged), the payload as
+    /// `text` (or `bytes`, hexadecimal, when it is not UTF-8) and, when it is
+    /// not whole, `partial` or `corrupt`, and `logged_len` when the logger
+    /// cut it.
+    pub(super) fn payload(&mut self, p: &Payload) -> Result<(), Error> {
+        if let Some((kind, subject)) = p.name_of() {
+            let before = self.names_of(kind, subject);
+            self.run_names.learn(p);
+            if p.state == PayloadState::Complete && self.names_of(kind, subject) != before {
+                if kind == combine::NAME_SOURCE {
+                    if let Some(&(uuid, _)) = self.sources.get(&(subject as u32)) {
+                        self.declare_source(subject as u32, uuid)?;
+                    }
+                } else if kind == combine::NAME_TASK {
+                    if let Some(uuid) = self.tasks.get(&subject).map(|t| t.uuid) {
+                        self.declare_task(subject, uuid)?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let tracked = self.source_track(p.source)?;
+        let track = self.instant_track(tracked)?;
+        let (name, cat, arg) = match self.events.get(p.id.0 as usize) {
+            Some((n, c, args)) => (
+                self.run_names.event(p.id).unwrap_or(n).to_string(),
+                c.clone(),
+                args.first().map_or(UNNAMED[0], |a| a.as_str()).to_string(),
+            ),
+            None => ("unknown".into(), "unknown".into(), UNNAMED[0].to_string()),
+        };
+        let name_iid = self.st.names.get(
+            &name,
+            true,
+            field::EVENT_NAMES,
+            &mut self.interned,
+            &mut self.scratch,
+        );
+        let cat_iid = self.category(&cat);
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, INSTANT);
+        put_track(ev, self.st.track, track);
+        put_uint(ev, field::NAME_IID, name_iid.unwrap_or(0));
+        put_uint(ev, field::CATEGORY_IIDS, cat_iid);
+        if let Some(a) = p.arg {
+            self.annotate(&arg, Value::Uint(a));
+        }
+        match std::str::from_utf8(&p.bytes) {
+            Ok(text) => self.annotate("text", Value::Str(text)),
+            Err(_) => {
+                let mut hex = String::with_capacity(2 * p.bytes.len());
+                for b in &p.bytes {
+                    let _ = write!(hex, "{b:02x}");
+                }
+                self.annotate("bytes", Value::Str(&hex));
+            }
+        }
+        match p.state {
+            PayloadState::Complete => {}
+            PayloadState::Cut { received, expected } => {
+                let of =
+                    expected.map_or("the begin record lost".to_string(), |n| format!("of {n}"));
+                self.annotate("partial", Value::Str(&format!("{received} records {of}")));
+            }
+            PayloadState::Mismatch => self.annotate("corrupt", Value::Bool(true)),
+        }
+        if p.truncated_at_logging() {
+            self.annotate(
+                "logged_len",
+                Value::Uint(u64::from(p.logged_len.unwrap_or(0))),
+            );
+        }
+        self.emit(p.time)
+    }
+
+    /// The name known for a name record's subject.
+    pub(super) fn names_of(&self, kind: u8, subject: u64) -> Option<String> {
+        match kind {
+            combine::NAME_SOURCE => self.run_names.source(subject as u32),
+            combine::NAME_TASK => self.run_names.task(subject),
+            combine::NAME_EVENT_ID => u16::try_from(subject)
+                .ok()
+                .and_then(|id| self.run_names.event(EventId(id))),
+            _ => None,
+        }
+        .map(str::to_string)
+    }
+
+    /// Steps the `lost events` counter to the total lost so far.
+    pub(super) fn loss_counter(&mut self, t: u64) -> Result<(), Error> {
+        let uuid = match self.loss_track {
+            Some(u) => u,
+            None => {
+                let u = self.new_track(None, format_args!("lost events"), true)?;
+                self.loss_track = Some(u);
+                u
+            }
+        };
+        let e = &mut self.event;
+        e.clear();
+        put_uint(e, field::TYPE, COUNTER);
+        put_track(e, self.st.track, uuid);
+        put_int(
+            e,
+            field::COUNTER_VALUE,
+            self.stats.lost.min(i64::MAX as u64) as i64,
+        );
+        self.emit(t)
+    }
+    /// Interns a slice name made by `name` (formatted into a reused string).
+    pub(super) fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
+        self.text.clear();
+        let _ = self.text.write_fmt(name);
+        let before = self.st.names.ids.len();
+        let iid = self.st.names.get(
+            &self.text,
+            self.st.slice_names < self.options.max_interned,
+            field::EVENT_NAMES,
+            &mut self.interned,
+            &mut self.scratch,
+        );
+        if self.st.names.ids.len() > before {
+            self.st.slice_names += 1;
+        }
+        iid
+    }
+
+    /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
+    pub(super) fn category(&mut self, name: &str) -> u64 {
+        self.st
+            .categories
+            .get(
+                name,
+                true,
+                field::EVENT_CATEGORIES,
+                &mut self.interned,
+                &mut self.scratch,
+            )
+            .unwrap_or(0)
+    }
+}

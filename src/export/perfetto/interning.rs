@@ -1,0 +1,68 @@
+//! Per packet sequence state: its id, incremental clock, default track and
+//! interning tables (event names, categories, annotation and slice names,
+//! each written once in the `interned_data` of the packet that first uses
+//! it).
+
+use std::collections::HashMap;
+
+use super::protobuf::{put_bytes, put_message, put_uint};
+use super::schema::field;
+
+/// One packet sequence: its id, incremental clock, default track and
+/// interning tables (the trace processor keeps all of them per sequence).
+#[derive(Debug, Default)]
+pub(super) struct Sequence {
+    /// `trusted_packet_sequence_id`.
+    pub(super) id: u64,
+    /// Time of the incremental clock (the latest delta-encoded packet).
+    pub(super) clock: u64,
+    /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.
+    pub(super) track: Option<u64>,
+    /// Per catalog event id: interned iids of its name and category.
+    pub(super) event_iids: HashMap<u16, (u64, u64)>,
+    /// Per catalog event id: interned iids of its two argument names (0: not yet).
+    pub(super) arg_iids: HashMap<u16, [u64; 2]>,
+    pub(super) names: Interner,
+    pub(super) categories: Interner,
+    pub(super) annotation_names: Interner,
+    /// Slice names interned so far (at most `max_interned`).
+    pub(super) slice_names: usize,
+}
+
+/// Interned strings of one kind.
+#[derive(Debug, Default)]
+pub(super) struct Interner {
+    pub(super) ids: HashMap<String, u64>,
+}
+
+/// Appends an interned-string entry (`{iid, name}`) to `interned`.
+fn put_interned(interned: &mut Vec<u8>, scratch: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
+    put_message(interned, kind, scratch, |m| {
+        put_uint(m, field::IID, iid);
+        put_bytes(m, field::INTERNED_NAME, name.as_bytes());
+    });
+}
+
+impl Interner {
+    /// The iid of `name`, interning it (into `interned`) if new and `allow_new`;
+    /// `None` for a new name that may not be interned.
+    pub(super) fn get(
+        &mut self,
+        name: &str,
+        allow_new: bool,
+        kind: u32,
+        interned: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Option<u64> {
+        if let Some(&iid) = self.ids.get(name) {
+            return Some(iid);
+        }
+        if !allow_new {
+            return None;
+        }
+        let iid = self.ids.len() as u64 + 1;
+        self.ids.insert(name.to_string(), iid);
+        put_interned(interned, scratch, kind, iid, name);
+        Some(iid)
+    }
+}

@@ -1,0 +1,137 @@
+//! Trace packets: a sequence's first packet (incremental state, default
+//! clock and track, clock snapshot), the timestamp of a track event's packet
+//! (a delta on the sequence's incremental clock, or absolute on BOOTTIME),
+//! and the chunks of packets written out, compressed or not.
+
+use std::io::Write;
+
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+
+use super::protobuf::{put_bytes, put_message, put_uint};
+use super::schema::{
+    field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
+    SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
+};
+use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES};
+use crate::export::ExportError as Error;
+
+impl<W: Write> PerfettoWriter<W> {
+    /// The first packet: clears the incremental state, sets the default clock
+    /// and maps it to BOOTTIME and REALTIME.
+    pub(super) fn start(&mut self, origin_unix_ns: u64) -> Result<(), Error> {
+        self.sequence_start(SEQUENCE_ID, None, Some(origin_unix_ns))
+    }
+
+    /// The first packet of sequence `id`: clears its incremental state, makes
+    /// clock 64 the default clock of its packets (and `track` the default
+    /// track of its track events), and maps clock 64 to BOOTTIME 0 (and, on
+    /// the first sequence, REALTIME to the trace's origin).
+    pub(super) fn sequence_start(
+        &mut self,
+        id: u64,
+        track: Option<u64>,
+        origin_unix_ns: Option<u64>,
+    ) -> Result<(), Error> {
+        let p = &mut self.packet;
+        p.clear();
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, id);
+        put_uint(
+            p,
+            field::SEQUENCE_FLAGS,
+            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        let scratch2 = &mut self.scratch2;
+        put_message(p, field::TRACE_PACKET_DEFAULTS, &mut self.scratch, |m| {
+            put_uint(m, field::DEFAULT_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK);
+            if let Some(track) = track {
+                put_message(m, field::TRACK_EVENT_DEFAULTS, scratch2, |d| {
+                    put_uint(d, field::TRACK_UUID, track);
+                });
+            }
+        });
+        put_message(p, field::CLOCK_SNAPSHOT, &mut self.scratch, |m| {
+            put_message(m, field::CLOCKS, scratch2, |c| {
+                put_uint(c, field::CLOCK_ID, INCREMENTAL_CLOCK);
+                put_uint(c, field::CLOCK_TIMESTAMP, 0);
+                put_uint(c, field::CLOCK_IS_INCREMENTAL, 1);
+            });
+            put_message(m, field::CLOCKS, scratch2, |c| {
+                put_uint(c, field::CLOCK_ID, BOOTTIME_CLOCK);
+                put_uint(c, field::CLOCK_TIMESTAMP, 0);
+            });
+            if let Some(origin) = origin_unix_ns {
+                put_message(m, field::CLOCKS, scratch2, |c| {
+                    put_uint(c, field::CLOCK_ID, REALTIME_CLOCK);
+                    put_uint(c, field::CLOCK_TIMESTAMP, origin);
+                });
+            }
+        });
+        self.flush_packet()
+    }
+
+    /// Adds `self.packet` as one `Trace.packet` to the chunk, writing the
+    /// chunk once it holds [`CHUNK_BYTES`].
+    pub(super) fn flush_packet(&mut self) -> Result<(), Error> {
+        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
+        if self.chunk.len() >= CHUNK_BYTES {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the chunk: its packets as they are, or (compressing) one
+    /// packet whose `compressed_packets` is the zlib stream of them.
+    pub(super) fn flush_chunk(&mut self) -> Result<(), Error> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        if !self.compress {
+            self.out.write_all(&self.chunk).map_err(io_err)?;
+            self.chunk.clear();
+            return Ok(());
+        }
+        // Level 6, zlib's default and what Perfetto's service uses.
+        let mut z = ZlibEncoder::new(std::mem::take(&mut self.zipped), Compression::default());
+        z.write_all(&self.chunk).map_err(io_err)?;
+        let zipped = z.finish().map_err(io_err)?;
+        self.chunk.clear();
+        self.packet.clear();
+        put_bytes(&mut self.packet, field::COMPRESSED_PACKETS, &zipped);
+        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
+        self.out.write_all(&self.chunk).map_err(io_err)?;
+        self.chunk.clear();
+        self.packet.clear();
+        self.zipped = zipped;
+        self.zipped.clear();
+        Ok(())
+    }
+
+    /// Writes a packet holding the track event in `self.event` (and the
+    /// interned data in `self.interned`) at time `t`.
+    pub(super) fn emit(&mut self, t: u64) -> Result<(), Error> {
+        let p = &mut self.packet;
+        p.clear();
+        if t >= self.st.clock {
+            put_uint(p, field::TIMESTAMP, t - self.st.clock);
+            self.st.clock = t;
+        } else {
+            put_uint(p, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
+            put_uint(p, field::TIMESTAMP, t);
+        }
+        // No `sequence_flags` here (see "Sequence" in the module docs): the
+        // trace processor reads SEQ_NEEDS_INCREMENTAL_STATE only to skip a
+        // packet while its sequence's incremental state is invalid
+        // (proto_trace_reader.cc:397-425), which it never is after our first
+        // packet cleared it. `trusted_packet_sequence_id` stays: without it
+        // interned data and the sequence's clock are refused
+        // (proto_trace_reader.cc:691-695, 521-527; track_event_tokenizer.cc:430-433).
+        put_uint(p, field::TRUSTED_SEQUENCE_ID, self.st.id);
+        if !self.interned.is_empty() {
+            put_bytes(p, field::INTERNED_DATA, &self.interned);
+            self.interned.clear();
+        }
+        put_bytes(p, field::TRACK_EVENT, &self.event);
+        self.flush_packet()
+    }
+}
