@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::classes::Catalog;
 use crate::clock::Clock;
-use crate::combine::Run;
+use crate::combine::{RecordedNames, Run};
 use crate::config_error::ConfigError;
 use crate::event::Event;
 
@@ -56,6 +56,12 @@ pub struct QueueContext {
     /// The tracer's clock (for timestamps the queue writes itself, such as
     /// hoops records).
     pub clock: Clock,
+    /// The names the tracer recorded at run time, the newest per subject:
+    /// a queue that saves a trace file writes them first (FORMAT.md 1.8,
+    /// "Names prologue"), so the file names its sources, tasks and
+    /// `tracing` callsites even where its ring overwrote their records.
+    /// Shared: names recorded after the context was made are in it.
+    pub names: Arc<RecordedNames>,
 }
 
 /// The get/post interface of a queue, plus its lifecycle hooks.

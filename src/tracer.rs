@@ -361,9 +361,11 @@ impl Tracer {
     /// Names a source (a thread or CPU number, the records' `source`):
     /// `dump`, CTF and Chrome exports show the name. The name is recorded
     /// into every queue of the tracer now (a name record,
-    /// [`combine::NAME_SOURCE`]), so each file carries it; a circular queue
-    /// may later overwrite it like any record — name again after a long
-    /// time if that matters. Recorded even while the tracer is suspended
+    /// [`combine::NAME_SOURCE`]), so each file carries it, and kept by the
+    /// tracer ([`Tracer::recorded_names`], the newest per subject): a
+    /// circular queue may overwrite the record like any record, but every
+    /// file a fixed or circular queue saves starts with the names kept
+    /// (FORMAT.md 1.8, "Names prologue"). Recorded even while the tracer is suspended
     /// (names are not events). A name longer than
     /// [`combine::MAX_PAYLOAD`] bytes is cut.
     ///
@@ -422,6 +424,7 @@ impl Tracer {
         let r = self.registry.lock();
         r.require_running("record a name")?;
         let run = Run::name(self.clock.now(), source, kind, subject, name.as_bytes());
+        r.names.keep(source, kind, subject, name.as_bytes());
         for queue in self.queues[..r.queue_types.len()]
             .iter()
             .filter_map(|q| q.get())
@@ -927,6 +930,7 @@ impl Tracer {
             output_dir: self.output_dir.clone(),
             catalog: Arc::clone(&r.catalog),
             clock: self.clock.clone(),
+            names: Arc::clone(&r.names),
         }
     }
 
@@ -940,6 +944,14 @@ impl Tracer {
     /// Whether the tracer is suspended.
     pub fn is_suspended(&self) -> bool {
         self.registry.lock().suspended
+    }
+
+    /// The names recorded at run time ([`Tracer::name_source`],
+    /// [`Tracer::name_thread`], [`Tracer::name_task`],
+    /// [`Tracer::name_event`]), the newest per subject, which every trace
+    /// file a fixed or circular queue saves carries at its start.
+    pub fn recorded_names(&self) -> Arc<crate::combine::RecordedNames> {
+        Arc::clone(&self.registry.lock().names)
     }
 
     /// Every class and event this tracer knows.
