@@ -447,8 +447,7 @@ where
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         let s = &*self.inner;
         if let Some(cs) = ctx.metadata(id).and_then(|m| s.intern(m)) {
-            s.tracer
-                .log_event(s.span_end, [id.into_u64(), cs.0 as u64]);
+            s.tracer.log_event(s.span_end, [id.into_u64(), cs.0 as u64]);
         }
     }
 }

@@ -263,7 +263,9 @@ fn dump_names_every_event_of_a_ring_that_overwrote_its_name_records() {
         .unwrap();
     tracer.assign_class(app.id, q).unwrap();
     tracer.activate().unwrap();
-    let ids: Vec<_> = (0..40).map(|n| app.event(&format!("e{n}")).unwrap()).collect();
+    let ids: Vec<_> = (0..40)
+        .map(|n| app.event(&format!("e{n}")).unwrap())
+        .collect();
     for (n, &id) in ids.iter().enumerate() {
         tracer.name_event(id, &format!("site {n} of 40")).unwrap();
     }

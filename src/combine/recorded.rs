@@ -51,10 +51,13 @@ pub struct RecordedNames {
     book: Mutex<Book>,
 }
 
+/// One kept name: the source that recorded it, and the name.
+type Kept = (u32, Box<[u8]>);
+
 #[derive(Debug, Default)]
 struct Book {
     /// `(kind, subject)` → (the source that recorded it, the name).
-    names: BTreeMap<(u8, u64), (u32, Box<[u8]>)>,
+    names: BTreeMap<(u8, u64), Kept>,
     bytes: usize,
     not_kept: u64,
 }
@@ -165,9 +168,6 @@ mod tests {
         for s in 0..RecordedNames::MAX_NAMES as u64 + 3 {
             book.keep(1, NAME_SOURCE, s, b"n");
         }
-        assert_eq!(
-            (book.len(), book.not_kept()),
-            (RecordedNames::MAX_NAMES, 3)
-        );
+        assert_eq!((book.len(), book.not_kept()), (RecordedNames::MAX_NAMES, 3));
     }
 }
