@@ -33,44 +33,17 @@ mod program {
     }
 }
 
-/// The layer, shared with `main` (which re-records its names).
-struct Shared(Arc<QtraceLayer>);
-
-impl<S> tracing_subscriber::Layer<S> for Shared
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    fn on_event(&self, e: &tracing::Event<'_>, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_event(e, ctx)
-    }
-    fn on_new_span(
-        &self,
-        a: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        self.0.on_new_span(a, id, ctx)
-    }
-    fn on_enter(&self, id: &tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_enter(id, ctx)
-    }
-    fn on_exit(&self, id: &tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_exit(id, ctx)
-    }
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join("qtrace-tracing-bridge");
     let tracer = Arc::new(Tracer::with_config(Config::default().with_output_dir(&dir)));
     // The layer defines its class first: a queue's files list the classes
     // defined before the queue was created.
-    let layer = Arc::new(QtraceLayer::new(Arc::clone(&tracer), 64)?);
+    let layer = QtraceLayer::new(Arc::clone(&tracer), 64)?;
     let q = tracer.create_queue::<Circular>(CircularParams::default())?;
     tracer.assign_class(layer.class(), q)?;
     tracer.activate()?;
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::registry().with(Shared(Arc::clone(&layer))),
-    )?;
+    // The subscriber owns a clone; `layer` stays here for its counters.
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer.clone()))?;
     tracer.name_thread("main")?;
 
     let mut total = 0;
@@ -78,16 +51,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         total += program::handle(request, if request % 2 == 0 { "/a" } else { "/b" });
     }
 
-    // The queue kept the last 8192 records: name the callsites again so
-    // the snapshot names them (their first names were overwritten).
-    layer.record_names()?;
+    // The queue kept the last 8192 records and overwrote the name records
+    // of the callsites; the snapshot still names them: every saved file
+    // starts with the names the tracer recorded.
     let trace = dir.join("tracing-bridge.qtr");
     let saved = tracer
         .queue(q)?
         .as_circular()
         .expect("circular")
         .snapshot(&trace)?;
-    // Two passes: the names (recorded last), then the conversion.
+    // Two passes: the names (the file's first records), then the conversion.
     let names = Names::gather(TraceReader::open(&trace)?.filter_map(Result::ok));
     let reader = TraceReader::open(&trace)?;
     let catalog = reader.catalog().clone();
@@ -98,7 +71,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reader.filter_map(Result::ok),
     )?;
     println!(
-        "{total} rows; {saved} records in {}; {} slices in {} (open it in https://ui.perfetto.dev)",
+        "{total} rows; {} events of callsites beyond the layer's slots",
+        layer.unmapped()
+    );
+    println!(
+        "{saved} records in {}; {} slices in {} (open it in https://ui.perfetto.dev)",
         trace.display(),
         stats.slices,
         json.display()

@@ -27,8 +27,8 @@ fn traced(slots: u16, program: impl FnOnce()) -> (Arc<Tracer>, Vec<Event>, u64) 
     let layer = QtraceLayer::new(Arc::clone(&tracer), slots).unwrap();
     tracer.assign_class(layer.class(), q).unwrap();
     tracer.activate().unwrap();
-    let layer = Arc::new(layer);
-    let subscriber = tracing_subscriber::registry().with(ArcLayer(Arc::clone(&layer)));
+    // The subscriber owns a clone; the test keeps the layer for its count.
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
     tracing::subscriber::with_default(subscriber, program);
     let events = tracer
         .queue(q)
@@ -37,32 +37,6 @@ fn traced(slots: u16, program: impl FnOnce()) -> (Arc<Tracer>, Vec<Event>, u64) 
         .unwrap()
         .snapshot_events();
     (tracer, events, layer.unmapped())
-}
-
-/// A layer shared with the test, to read its counters afterwards.
-struct ArcLayer(Arc<QtraceLayer>);
-
-impl<S> tracing_subscriber::Layer<S> for ArcLayer
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    fn on_event(&self, e: &tracing::Event<'_>, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_event(e, ctx)
-    }
-    fn on_new_span(
-        &self,
-        a: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        self.0.on_new_span(a, id, ctx)
-    }
-    fn on_enter(&self, id: &tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_enter(id, ctx)
-    }
-    fn on_exit(&self, id: &tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
-        self.0.on_exit(id, ctx)
-    }
 }
 
 /// Items as readable lines: names resolved.
@@ -215,4 +189,181 @@ fn callsites_beyond_the_slots_are_counted_not_recorded() {
         got[1..].iter().all(|l| l.ends_with("\"first\"")),
         "{got:#?}"
     );
+}
+
+/// `n` callsites, each an event of its own target `siteN` with one field
+/// `n`; and the line they are on (the callsites' line in their names).
+macro_rules! callsites {
+    ($($n:literal)*) => {
+        ([$((|| tracing::info!(target: concat!("site", stringify!($n)), n = $n as u64)) as fn()),*], line!())
+    };
+}
+
+/// The exact name of callsite `n` of [`callsites!`] on `line`.
+fn site_name(n: u64, line: u32) -> String {
+    format!("INFO site{n} event tests/tracing_bridge.rs:{line}: n")
+}
+
+/// Reads `path` as a streaming reader does (names learned in order) and
+/// checks that every event of the `tracing` class is named, when it is
+/// read, by the exact name of its callsite (`args[0]` says which).
+/// Returns the number of callsite events read.
+fn assert_every_event_named(path: &std::path::Path, line: u32) -> usize {
+    let mut reader = qtrace::reader::TraceReader::open(path).unwrap();
+    let class = reader.catalog().class_by_name("tracing").unwrap().id;
+    let catalog = reader.catalog().clone();
+    let mut names = Names::new();
+    let mut asm = Assembler::new();
+    let mut items = Vec::new();
+    let mut checked = 0;
+    for e in &mut reader {
+        asm.push(e.unwrap(), &mut |i| items.push(i));
+        for item in items.drain(..) {
+            match item {
+                Item::Payload(p) => {
+                    assert!(names.learn(&p).is_some(), "only name runs: {p:?}");
+                    assert_eq!(p.state, PayloadState::Complete);
+                }
+                Item::Event(e) if catalog.class_of(e.id) == Some(class) => {
+                    assert_eq!(
+                        names.event(e.id),
+                        Some(site_name(e.args[0], line).as_str()),
+                        "{} in {}",
+                        e.id.0,
+                        path.display()
+                    );
+                    checked += 1;
+                }
+                Item::Event(_) => {}
+            }
+        }
+    }
+    // The names prologue counts in the close run: the file is whole.
+    assert!(
+        matches!(
+            reader.completeness(),
+            Some(qtrace::reader::Completeness::Complete(_))
+        ),
+        "{:?}",
+        reader.completeness()
+    );
+    checked
+}
+
+#[test]
+fn a_circular_queue_that_overwrote_the_names_saves_files_that_name_every_callsite() {
+    use qtrace::classes::user;
+    use qtrace::queues::{Circular, CircularParams, RingStorage, Snapshot, Trigger};
+
+    const CAPACITY: usize = 64;
+    let dir = std::env::temp_dir().join(format!("qtrace-bridge-ring-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for ring in [RingStorage::Memory, RingStorage::File] {
+        let which = format!("{ring:?}");
+        let tracer = Arc::new(Tracer::with_config(
+            qtrace::Config::default()
+                .with_output_dir(&dir)
+                .with_save_on_panic(false),
+        ));
+        let layer = QtraceLayer::new(Arc::clone(&tracer), 64).unwrap();
+        let q = tracer
+            .create_queue::<Circular>(CircularParams {
+                capacity: CAPACITY,
+                shards: 0,
+                ring,
+                ..Default::default()
+            })
+            .unwrap();
+        tracer.assign_class(layer.class(), q).unwrap();
+        tracer.assign_class(user::CLASS, q).unwrap();
+        let t = tracer
+            .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(q, CAPACITY)))
+            .unwrap();
+        tracer.activate().unwrap();
+        let subscriber = tracing_subscriber::registry().with(layer.clone());
+        #[rustfmt::skip]
+        let (sites, line) = callsites!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39);
+        tracing::subscriber::with_default(subscriber, || {
+            // Every callsite's name record (3 or 4 records) and its first
+            // event, then 4 more rounds: 40 × 5 events and 40 name runs,
+            // far more than the 64 records the queue keeps.
+            for _ in 0..5 {
+                for site in &sites {
+                    site();
+                }
+            }
+        });
+        assert_eq!(layer.unmapped(), 0);
+        assert_eq!(tracer.recorded_names().len(), 40);
+        let circular = tracer.queue(q).unwrap().as_circular().unwrap();
+        // The ring holds no name record any more.
+        assert!(
+            circular
+                .snapshot_events()
+                .iter()
+                .all(|e| e.id != qtrace::combine::NAME_EVENT),
+            "{which}"
+        );
+
+        // A snapshot, a snapshot on trigger, the shutdown save.
+        let snap = dir.join(format!("snap-{which}.qtr"));
+        circular.snapshot(&snap).unwrap();
+        tracer.log_event(user::USER7, [0, 0]);
+        let tq = tracer
+            .queue(t)
+            .unwrap()
+            .as_custom::<qtrace::queues::TriggerQueue>()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while tq.is_pending() {
+            assert!(std::time::Instant::now() < deadline, "no snapshot task");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let report = tracer.shutdown().unwrap();
+        assert!(report.is_clean(), "{report:?}");
+        let files = &report.queues[t.index()].status.files;
+        assert_eq!(files.len(), 1, "{report:?}");
+        let saved = report.queues[q.index()].status.files.clone();
+        for file in [&snap, &files[0], saved.last().unwrap()] {
+            // The newest CAPACITY records are the last 64 events of the
+            // 40-callsite round robin (the trigger's snapshot ends with
+            // USER7, so it has one callsite event less).
+            let checked = assert_every_event_named(file, line);
+            assert!(
+                (CAPACITY - 1..=CAPACITY).contains(&checked),
+                "{checked} events in {}",
+                file.display()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn the_layer_is_shared_by_cloning() {
+    let tracer = Arc::new(Tracer::new());
+    let layer = QtraceLayer::new(Arc::clone(&tracer), 1).unwrap();
+    let q = tracer
+        .create_queue::<Fixed>(FixedParams {
+            ring: qtrace::queues::RingStorage::Memory,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_class(layer.class(), q).unwrap();
+    tracer.activate().unwrap();
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!("kept");
+        tracing::info!("no slot");
+        tracing::info!("no slot either");
+    });
+    // The clone the test kept counts what the subscriber's clone saw.
+    assert_eq!(layer.unmapped(), 2);
+    assert!(format!("{layer:?}").contains("interned: 1"));
+    layer.record_names().unwrap();
+    tracer.shutdown().unwrap();
+    assert!(matches!(
+        layer.record_names(),
+        Err(qtrace::ConfigError::AfterShutdown { .. })
+    ));
 }

@@ -51,6 +51,9 @@ use std::collections::VecDeque;
 
 use crate::model::event::{Event, EventId};
 
+mod recorded;
+pub use recorded::RecordedNames;
+
 /// `flags` bit 14: the record belongs to a combine run.
 pub const COMBINE: u16 = 0x4000;
 /// `flags` bit 13: the run's first record.

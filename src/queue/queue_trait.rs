@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::model::classes::Catalog;
 use crate::model::clock::Clock;
-use crate::model::combine::Run;
+use crate::model::combine::{RecordedNames, Run};
 use crate::model::event::Event;
 use crate::queue::config_error::ConfigError;
 
@@ -56,6 +56,12 @@ pub struct QueueContext {
     /// The tracer's clock (for timestamps the queue writes itself, such as
     /// hoops records).
     pub clock: Clock,
+    /// The names the tracer recorded at run time, the newest per subject:
+    /// a queue that saves a trace file writes them first (FORMAT.md 1.8,
+    /// "Names prologue"), so the file names its sources, tasks and
+    /// `tracing` callsites even where its ring overwrote their records.
+    /// Shared: names recorded after the context was made are in it.
+    pub names: Arc<RecordedNames>,
 }
 
 /// The get/post interface of a queue, plus its lifecycle hooks.

@@ -634,6 +634,7 @@ mod tests {
             output_dir: std::env::temp_dir(),
             catalog: Arc::new(Catalog::builtin()),
             clock: Clock::manual(&ManualClock::new(0)),
+            names: Default::default(),
         };
         let params = CircularParams {
             capacity: 4,

@@ -347,6 +347,7 @@ mod loom_tests {
                 output_dir: std::env::temp_dir(),
                 catalog: std::sync::Arc::new(Catalog::builtin()),
                 clock: Clock::manual(&ManualClock::new(0)),
+                names: Default::default(),
             };
             let queue = match Fixed.create(
                 FixedParams {

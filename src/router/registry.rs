@@ -49,6 +49,9 @@ pub(crate) struct Registry {
     pub(crate) global_gated: bool,
     /// The global recording flag every gate also reads.
     pub(crate) global_gate: Arc<std::sync::atomic::AtomicBool>,
+    /// The names recorded at run time, for the files queues save
+    /// ([`QueueContext::names`](crate::queue::QueueContext::names)).
+    pub(crate) names: Arc<crate::model::combine::RecordedNames>,
 }
 
 impl Registry {
@@ -68,6 +71,7 @@ impl Registry {
             queue_gate: Vec::new(),
             global_gated: false,
             global_gate: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            names: Arc::default(),
         };
         r.set_catalog(catalog);
         r

@@ -7,23 +7,40 @@
 //!   and `slots` callsite events (`callsite0`, `callsite1`, …). Route the
 //!   class to a queue with [`Tracer::assign_class`] and [`QtraceLayer::class`].
 //! - Each `tracing` callsite is **interned once**, at its first event or
-//!   span through this layer, to the next free callsite event (a write
-//!   lock, once per callsite; later a read lock and a hash lookup); its description — level, target,
-//!   name and field names, as `INFO app::db query: message,rows,table` — is
+//!   span through this layer, to the next free callsite event: the first
+//!   sight takes a mutex (once per callsite); every later event finds its
+//!   callsite without a lock, in an open-addressing table keyed by the
+//!   address of the callsite's `static` metadata (an atomic load or two; no
+//!   hashing beyond one multiplication). The callsite's description — level,
+//!   target, name and field names, as `INFO app::db query: message,rows` for
+//!   a span `query` (`tracing` names an event `event <file>:<line>`) — is
 //!   recorded as a run-time event name ([`Tracer::name_event`]), so readers
 //!   name it: `qtrace dump` shows it in place of `callsite3`, Chrome JSON
-//!   names its instants and slices with it. Callsites beyond `slots` are not
-//!   recorded and are counted ([`QtraceLayer::unmapped`]).
-//! - An event's **numeric** fields (`u64`, `i64` as two's complement, `bool`)
-//!   go to the record's two arguments in field order; **string and debug**
-//!   fields (and the message) are formatted into a stack buffer of
-//!   [`MAX_TEXT`] bytes (never the heap) and recorded as a combine run
-//!   ([`Tracer::log_event_bytes`]), whose begin record keeps the first
-//!   numeric field; further numeric fields are then written into the text.
+//!   names its instants and slices with it. The tracer also keeps the name
+//!   ([`Tracer::recorded_names`]), and every file a fixed or circular queue
+//!   saves starts with the names it keeps (FORMAT.md 1.8, "Names
+//!   prologue"): a circular queue that overwrote the first name records
+//!   still saves a file that names every callsite. Events and span
+//!   creations of callsites beyond `slots` are not recorded, and each is
+//!   counted ([`QtraceLayer::unmapped`]).
+//! - An event is formatted only when its callsite event is enabled
+//!   ([`Tracer::is_enabled`]). Its first two **numeric** fields (`u64`,
+//!   `i64` as two's complement, `bool`) go to the record's two arguments in
+//!   field order; **string and debug** fields (and the message, floats and
+//!   128-bit integers, which `tracing` hands over as debug values) are
+//!   formatted into a stack buffer of [`MAX_TEXT`] bytes (never the heap),
+//!   with numeric fields after the second. An event without text is one
+//!   record ([`Tracer::log_event`]); an event with text is a combine run
+//!   ([`Tracer::log_event_bytes`]) whose begin record keeps the first
+//!   numeric field, the second being appended to the text as `name=value`.
 //! - A **span** records `span_begin` when it is entered and `span_end` when
-//!   it is exited (`args = [span id, callsite event id]`); its fields are
-//!   recorded once, when it is created, as an event of its callsite. Chrome
-//!   JSON draws each begin/end pair as a slice named after the span.
+//!   it is exited (`args = [span id, callsite event id]`); its fields, if
+//!   its callsite declares any, are recorded once, when it is created, as an
+//!   event of its callsite (values given later with `Span::record` are
+//!   not recorded). Chrome JSON draws each begin/end pair as a slice named
+//!   after the span.
+//! - The layer is [`Clone`] (one reference count): give a clone to the
+//!   subscriber and keep one for [`QtraceLayer::unmapped`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -82,7 +99,38 @@ pub const MAX_TEXT: usize = 1024;
 
 /// Records `tracing` events and spans into a [`Tracer`] (see the [module
 /// documentation](self)).
+///
+/// Cloning is cheap (one reference count): every clone is the same layer,
+/// with one callsite table, one set of names and one [`QtraceLayer::unmapped`]
+/// count. Give a clone to the subscriber and keep one to read its counters:
+///
+/// ```
+/// use std::sync::Arc;
+/// use qtrace::bridge::QtraceLayer;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::Tracer;
+/// use tracing_subscriber::layer::SubscriberExt;
+///
+/// let tracer = Arc::new(Tracer::new());
+/// let q = tracer.create_queue::<Circular>(CircularParams::default())?;
+/// let layer = QtraceLayer::new(Arc::clone(&tracer), 1)?;
+/// tracer.assign_class(layer.class(), q)?;
+/// tracer.activate()?;
+/// let subscriber = tracing_subscriber::registry().with(layer.clone());
+/// tracing::subscriber::with_default(subscriber, || {
+///     tracing::info!("one callsite");
+///     tracing::info!("a second one: no slot left");
+/// });
+/// assert_eq!(layer.unmapped(), 1);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+#[derive(Clone)]
 pub struct QtraceLayer {
+    inner: Arc<Shared>,
+}
+
+/// What every clone of a layer shares.
+struct Shared {
     tracer: Arc<Tracer>,
     class: ClassId,
     span_begin: EventId,
@@ -100,9 +148,9 @@ pub struct QtraceLayer {
 impl fmt::Debug for QtraceLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QtraceLayer")
-            .field("class", &self.class)
-            .field("slots", &self.slots)
-            .field("interned", &self.described.lock().len())
+            .field("class", &self.inner.class)
+            .field("slots", &self.inner.slots)
+            .field("interned", &self.inner.described.lock().len())
             .field("unmapped", &self.unmapped())
             .finish()
     }
@@ -129,29 +177,54 @@ impl QtraceLayer {
         let id = |name: &str| defined.event(name).expect("defined above");
         let span_begin = id("span_begin");
         Ok(QtraceLayer {
-            span_end: id("span_end"),
-            first: span_begin.0 + 2,
-            class: defined.id,
-            span_begin,
-            slots,
-            tracer,
-            callsites: CallsiteTable::new(slots),
-            described: parking_lot::Mutex::new(Vec::new()),
-            unmapped: AtomicU64::new(0),
+            inner: Arc::new(Shared {
+                span_end: id("span_end"),
+                first: span_begin.0 + 2,
+                class: defined.id,
+                span_begin,
+                slots,
+                tracer,
+                callsites: CallsiteTable::new(slots),
+                described: parking_lot::Mutex::new(Vec::new()),
+                unmapped: AtomicU64::new(0),
+            }),
         })
     }
 
     /// The `tracing` class, to route with [`Tracer::assign_class`].
     pub fn class(&self) -> ClassId {
-        self.class
+        self.inner.class
     }
 
     /// Events and spans of callsites that found no free callsite event (the
     /// layer was created with too few slots): not recorded.
     pub fn unmapped(&self) -> u64 {
-        self.unmapped.load(Ordering::Relaxed)
+        self.inner.unmapped.load(Ordering::Relaxed)
     }
 
+    /// Records the names of every callsite interned so far once more, into
+    /// every queue. Saved files do not need it: the tracer keeps the names
+    /// and every file a fixed or circular queue saves (shutdown, snapshot,
+    /// snapshot on trigger) starts with them. Call it for a reader of the
+    /// queue's records in memory
+    /// ([`CircularQueue::snapshot_events`](crate::queues::CircularQueue::snapshot_events)),
+    /// or for a user-defined queue, once the ring may have overwritten the
+    /// first name records.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
+    pub fn record_names(&self) -> Result<(), ConfigError> {
+        let s = &*self.inner;
+        let described = s.described.lock();
+        for (i, text) in described.iter().enumerate() {
+            s.tracer.name_event(EventId(s.first + i as u16), text)?;
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
     /// The callsite event of `meta`, interning it on first sight.
     #[inline]
     fn intern(&self, meta: &'static Metadata<'static>) -> Option<EventId> {
@@ -178,22 +251,6 @@ impl QtraceLayer {
         let _ = self.tracer.name_event(id, &text);
         described.push(text);
         Some(id)
-    }
-
-    /// Records the names of every callsite interned so far once more. A
-    /// circular queue overwrites the name records of early callsites like
-    /// any record: call this before a snapshot so the snapshot names them.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::AfterShutdown`] once the tracer is shut down.
-    pub fn record_names(&self) -> Result<(), ConfigError> {
-        let described = self.described.lock();
-        for (i, text) in described.iter().enumerate() {
-            self.tracer
-                .name_event(EventId(self.first + i as u16), text)?;
-        }
-        Ok(())
     }
 
     /// Records the fields `record` visits as event `id`.
@@ -356,38 +413,41 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_event(&self, event: &TracingEvent<'_>, _ctx: Context<'_, S>) {
-        match self.intern(event.metadata()) {
-            Some(id) => self.record(id, |f| event.record(f)),
+        let s = &*self.inner;
+        match s.intern(event.metadata()) {
+            Some(id) => s.record(id, |f| event.record(f)),
             None => {
-                self.unmapped.fetch_add(1, Ordering::Relaxed);
+                s.unmapped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
-        match self.intern(attrs.metadata()) {
+        let s = &*self.inner;
+        match s.intern(attrs.metadata()) {
             Some(id) => {
                 if !attrs.fields().is_empty() {
-                    self.record(id, |f| attrs.record(f));
+                    s.record(id, |f| attrs.record(f));
                 }
             }
             None => {
-                self.unmapped.fetch_add(1, Ordering::Relaxed);
+                s.unmapped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(cs) = ctx.metadata(id).and_then(|m| self.intern(m)) {
-            self.tracer
-                .log_event(self.span_begin, [id.into_u64(), cs.0 as u64]);
+        let s = &*self.inner;
+        if let Some(cs) = ctx.metadata(id).and_then(|m| s.intern(m)) {
+            s.tracer
+                .log_event(s.span_begin, [id.into_u64(), cs.0 as u64]);
         }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(cs) = ctx.metadata(id).and_then(|m| self.intern(m)) {
-            self.tracer
-                .log_event(self.span_end, [id.into_u64(), cs.0 as u64]);
+        let s = &*self.inner;
+        if let Some(cs) = ctx.metadata(id).and_then(|m| s.intern(m)) {
+            s.tracer.log_event(s.span_end, [id.into_u64(), cs.0 as u64]);
         }
     }
 }

@@ -11,6 +11,13 @@
 //! queues' equations exactly, and the written trace ends with the close run
 //! that carries them ([`write_trace`]).
 //!
+//! Unlike a save, a recovered trace has no names prologue (FORMAT.md 1.8):
+//! the names the process recorded ([`RecordedNames`](crate::model::combine::RecordedNames))
+//! lived in its memory, not in the ring file, so only the name records the
+//! rings still hold name its sources and callsites. FORMAT.md 6.3 says what
+//! keeping them in the file would take, and the remedy meanwhile (name
+//! again now and then).
+//!
 //! ```no_run
 //! use qtrace::queues::recover;
 //!

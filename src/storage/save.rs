@@ -55,8 +55,10 @@ pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
         .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
 }
 
-/// Writes a trace file: the queue's header, then `events`, then the close
-/// run (FORMAT.md 1.5) carrying `totals`, stamped with the clock's time.
+/// Writes a trace file: the queue's header, the names prologue (every name
+/// the tracer recorded, FORMAT.md 1.8, stamped with the first event's time),
+/// then `events`, then the close run (FORMAT.md 1.5) carrying `totals`,
+/// stamped with the clock's time.
 pub(crate) fn write_trace(
     path: &Path,
     ctx: &QueueContext,
@@ -64,6 +66,9 @@ pub(crate) fn write_trace(
     totals: QueueTotals,
 ) -> Result<(), ConfigError> {
     let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
+    let first = events.first().map_or_else(|| ctx.clock.now(), |e| e.time);
+    w.write_events(&ctx.names.records(first))
+        .map_err(|e| ConfigError::io("write trace file", path, e))?;
     w.write_events(events)
         .map_err(|e| ConfigError::io("write trace file", path, e))?;
     w.finish_with_close(ctx.clock.now(), totals)

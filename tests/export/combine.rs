@@ -510,14 +510,17 @@ fn names_go_to_every_queue() {
         Err(qtrace::ConfigError::AfterShutdown { .. })
     ));
     for q in &report.queues {
-        // Each file: the two names, then its own event.
+        // Each file: the names prologue (the tracer's recorded names, in
+        // kind order), the two name records as recorded, then its own event.
         let file = &q.status.files[0];
         let items = assemble(read_file(file));
         let mut names = combine::Names::new();
         let ps = payloads(&items);
-        assert_eq!(ps.len(), 2);
-        assert_eq!(names.learn(ps[0]), Some((combine::NAME_SOURCE, 7)));
-        assert_eq!(names.learn(ps[1]), Some((combine::NAME_TASK, 3)));
+        assert_eq!(ps.len(), 4);
+        for at in [0, 2] {
+            assert_eq!(names.learn(ps[at]), Some((combine::NAME_SOURCE, 7)));
+            assert_eq!(names.learn(ps[at + 1]), Some((combine::NAME_TASK, 3)));
+        }
         assert_eq!(names.source(7), Some("worker-7"));
         assert_eq!(names.task(3), Some("idle task"));
     }

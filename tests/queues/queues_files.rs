@@ -299,6 +299,7 @@ fn a_second_terminate_keeps_the_saved_file() {
             output_dir: dir.clone(),
             catalog: t.catalog(),
             clock: t.clock().clone(),
+            names: Default::default(),
         };
         queue.terminate(&ctx).unwrap();
         assert_eq!(std::fs::read(&file).unwrap(), first, "queue {}", q.index());

@@ -35,6 +35,7 @@ pub fn context(handle: u16, type_name: &'static str, dir: &Path, now: u64) -> Qu
         output_dir: dir.to_path_buf(),
         catalog: Arc::new(Catalog::builtin()),
         clock: Clock::manual(&ManualClock::new(now)),
+        names: Default::default(),
     }
 }
 

@@ -265,6 +265,7 @@ fn a_header_from_for_queue_promises_a_close_run() {
         output_dir: std::env::temp_dir(),
         catalog: std::sync::Arc::new(qtrace::classes::Catalog::builtin()),
         clock: Clock::manual(&ManualClock::new(0)),
+        names: Default::default(),
     };
     let h = TraceHeader::for_queue(&ctx);
     assert!(h.closes());

@@ -63,7 +63,9 @@ fn dump_shows_names_on_the_lines_after_them() {
     let (tracer, _) = two_queues_with_names(&d);
     let report = tracer.shutdown().unwrap();
     for (i, q) in report.queues.iter().enumerate() {
-        // Each file: the two names, then its own event.
+        // Each file: the names prologue (every name the tracer recorded,
+        // FORMAT.md 1.8), the two name records as recorded, then its own
+        // event.
         let file = &q.status.files[0];
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
             .arg("dump")
@@ -72,16 +74,18 @@ fn dump_shows_names_on_the_lines_after_them() {
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         let lines: Vec<&str> = text.lines().collect();
+        for at in [0, 2] {
+            assert!(
+                lines[at].ends_with("[NAME source 7 text=\"worker-7\"]"),
+                "{text}"
+            );
+            assert!(
+                lines[at + 1].ends_with("[NAME task 3 text=\"idle task\"]"),
+                "{text}"
+            );
+        }
         assert!(
-            lines[0].ends_with("[NAME source 7 text=\"worker-7\"]"),
-            "{text}"
-        );
-        assert!(
-            lines[1].ends_with("[NAME task 3 text=\"idle task\"]"),
-            "{text}"
-        );
-        assert!(
-            lines[2].ends_with(&format!(
+            lines[4].ends_with(&format!(
                 "7(worker-7)  user       user{i}          value={} arg1=0",
                 i + 1
             )),
@@ -196,35 +200,99 @@ fn dump_names_the_events_before_a_late_name_record() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    // The names prologue (FORMAT.md 1.8) names the source first; the
+    // name record stays where it was recorded.
     let text = dump(false);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
+    for at in [0, 2] {
+        assert!(
+            lines[at].ends_with("[NAME source 12 text=\"late-name\"]"),
+            "{text}"
+        );
+    }
     assert!(
-        lines[0].ends_with("12(late-name)  user       user0          value=1 arg1=0"),
+        lines[1].ends_with("12(late-name)  user       user0          value=1 arg1=0"),
         "{text}"
     );
     assert!(
-        lines[1].ends_with("[NAME source 12 text=\"late-name\"]"),
+        lines[3].ends_with("12(late-name)  user       user0          value=2 arg1=0"),
         "{text}"
     );
-    assert!(
-        lines[2].ends_with("12(late-name)  user       user0          value=2 arg1=0"),
-        "{text}"
-    );
-    assert!(lines[3].contains("[END: complete; "), "{text}");
+    assert!(lines[4].contains("[END: complete; "), "{text}");
     let json = dump(true);
     let objects: Vec<serde_json::Value> = json
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(objects.len(), 4, "{json}"); // and the end object
-    for (o, value) in [(&objects[0], 1), (&objects[2], 2)] {
+    assert_eq!(objects.len(), 5, "{json}"); // and the end object
+    for (o, value) in [(&objects[1], 1), (&objects[3], 2)] {
         assert_eq!(o["source"], 12, "{json}");
         assert_eq!(o["source_name"], "late-name", "{json}");
         assert_eq!(o["event"], "user0", "{json}");
         assert_eq!(o["args"]["value"], value, "{json}");
     }
-    assert_eq!(objects[1]["name_of"], "source", "{json}");
-    assert_eq!(objects[1]["source_name"], "late-name", "{json}");
+    for at in [0, 2] {
+        assert_eq!(objects[at]["name_of"], "source", "{json}");
+        assert_eq!(objects[at]["source_name"], "late-name", "{json}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn dump_names_every_event_of_a_ring_that_overwrote_its_name_records() {
+    // Failed before the names prologue: the ring's 64 records hold none of
+    // the 40 name records, and dump showed `e7` for the run-time name.
+    let d = dir("dump-overwritten-names");
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let mut spec = qtrace::classes::ClassSpec::new("app", "run-time named events");
+    for n in 0..40 {
+        spec = spec.event(format!("e{n}"), "", &["n"]);
+    }
+    let app = tracer.define_class(spec).unwrap();
+    let q = tracer
+        .create_queue::<Circular>(CircularParams {
+            capacity: 64,
+            shards: 0,
+            ..Default::default()
+        })
+        .unwrap();
+    tracer.assign_class(app.id, q).unwrap();
+    tracer.activate().unwrap();
+    let ids: Vec<_> = (0..40)
+        .map(|n| app.event(&format!("e{n}")).unwrap())
+        .collect();
+    for (n, &id) in ids.iter().enumerate() {
+        tracer.name_event(id, &format!("site {n} of 40")).unwrap();
+    }
+    for _ in 0..5 {
+        for (n, &id) in ids.iter().enumerate() {
+            tracer.log_event(id, [n as u64, 0]);
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(&report.queues[0].status.files[0])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The prologue's 40 names, the hoops record of the 200 events and 80
+    // name records overwritten, the ring's newest 64 events, the END line.
+    assert_eq!(lines.len(), 40 + 1 + 64 + 1, "{text}");
+    for (n, line) in lines[..40].iter().enumerate() {
+        let want = format!("[NAME event {:#06x} text=\"site {n} of 40\"]", ids[n].0);
+        assert!(line.ends_with(&want), "{line:?} does not end with {want:?}");
+    }
+    assert!(lines[40].ends_with("[LOST 216 EVENTS] (queue 0)"), "{text}");
+    // The last 64 of 200 events: event 136 % 40 = 16 first.
+    for (k, line) in lines[41..105].iter().enumerate() {
+        let n = (136 + k) % 40;
+        let want = format!("app        {:<14} n={n}", format!("site {n} of 40"));
+        assert!(line.ends_with(&want), "{line:?} does not end with {want:?}");
+    }
+    assert!(lines[105].contains("[END: complete; "), "{text}");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -95,6 +95,7 @@ impl Tracer {
             output_dir: self.output_dir.clone(),
             catalog: Arc::clone(&r.catalog),
             clock: self.clock.clone(),
+            names: Arc::clone(&r.names),
         }
     }
 }

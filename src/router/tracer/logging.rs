@@ -122,9 +122,11 @@ impl Tracer {
     /// Names a source (a thread or CPU number, the records' `source`):
     /// `dump`, CTF and Chrome exports show the name. The name is recorded
     /// into every queue of the tracer now (a name record,
-    /// [`combine::NAME_SOURCE`]), so each file carries it; a circular queue
-    /// may later overwrite it like any record — name again after a long
-    /// time if that matters. Recorded even while the tracer is suspended
+    /// [`combine::NAME_SOURCE`]), so each file carries it, and kept by the
+    /// tracer ([`Tracer::recorded_names`], the newest per subject): a
+    /// circular queue may overwrite the record like any record, but every
+    /// file a fixed or circular queue saves starts with the names kept
+    /// (FORMAT.md 1.8, "Names prologue"). Recorded even while the tracer is suspended
     /// (names are not events). A name longer than
     /// [`combine::MAX_PAYLOAD`] bytes is cut.
     ///
@@ -188,6 +190,7 @@ impl Tracer {
         let r = self.registry.lock();
         r.require_running("record a name")?;
         let run = Run::name(self.clock.now(), source, kind, subject, name.as_bytes());
+        r.names.keep(source, kind, subject, name.as_bytes());
         for queue in self.queues[..r.queue_types.len()]
             .iter()
             .filter_map(|q| q.get())

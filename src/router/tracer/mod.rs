@@ -157,6 +157,14 @@ impl Tracer {
         self.registry.lock().suspended
     }
 
+    /// The names recorded at run time ([`Tracer::name_source`],
+    /// [`Tracer::name_thread`], [`Tracer::name_task`],
+    /// [`Tracer::name_event`]), the newest per subject, which every trace
+    /// file a fixed or circular queue saves carries at its start.
+    pub fn recorded_names(&self) -> Arc<crate::model::combine::RecordedNames> {
+        Arc::clone(&self.registry.lock().names)
+    }
+
     /// Every class and event this tracer knows.
     pub fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&self.registry.lock().catalog)
