@@ -61,6 +61,8 @@ fn api_names() -> BTreeSet<&'static str> {
         "Trigger::after" => qtrace::queues::Trigger::after,
         "after" => qtrace::queues::Trigger::after,
         "Tracer::remove_trigger" => Tracer::remove_trigger,
+        "DatagramHeader::emit" => qtrace::wire::datagram::DatagramHeader::emit,
+        "qtrace::reader::MergedReader" => |p: Vec<&str>| qtrace::reader::MergedReader::open(p),
     }
 }
 
