@@ -184,6 +184,7 @@ use flate2::Compression;
 use super::args::UNNAMED;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::slices::{Edge, SliceOptions, Slices, Source};
+use crate::classes::scopes::ScopeTable;
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::{system, tracer, Catalog};
@@ -387,6 +388,8 @@ pub struct PerfettoWriter<W: Write> {
     /// Track and packet sequence (index in `seqs`) of each followed source.
     sources: BTreeMap<u32, (u64, usize)>,
     tasks: BTreeMap<u64, TaskTrack>,
+    /// The `scopes` track of each source with scopes (a child of its track).
+    scope_tracks: BTreeMap<u32, u64>,
     /// Track of each task/semaphore pair, by its [`Edge`] number.
     pairs: Vec<u64>,
     /// The shared track of sources past `max_tracks`, once made.
@@ -511,7 +514,9 @@ impl<W: Write> PerfettoWriter<W> {
                 interrupt_max_ns: options.interrupt_max_ns,
                 max_tracks: options.max_tracks,
                 max_open_waits: options.max_open_waits,
-            }),
+            })
+            .with_scopes(&ScopeTable::new(catalog)),
+            scope_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
@@ -1029,7 +1034,43 @@ impl<W: Write> PerfettoWriter<W> {
                 self.emit(end)?;
                 Ok(by.is_some())
             }
+            Edge::ScopeBegin { .. } | Edge::ScopeEnd { .. } => self.scope_edge(edge),
         }
+    }
+
+    /// Draws a scope edge on the `scopes` track of its source (made at the
+    /// source's first scope). The scope's events keep their instants (they
+    /// show the begin's arguments and the end's code).
+    fn scope_edge(&mut self, edge: Edge) -> Result<bool, Error> {
+        match edge {
+            Edge::ScopeBegin {
+                source, scope, t, ..
+            } => {
+                let uuid = match self.scope_tracks.get(&source) {
+                    Some(&u) => u,
+                    None => {
+                        let parent = self.sources.get(&source).map(|&(u, _)| u);
+                        let u = self.new_track(parent, format_args!("scopes"), false)?;
+                        self.scope_tracks.insert(source, u);
+                        u
+                    }
+                };
+                let name = self
+                    .slices
+                    .scope_table()
+                    .name(scope)
+                    .unwrap_or("scope")
+                    .to_string();
+                self.begin(t, uuid, "scope", format_args!("{name}"))?;
+            }
+            Edge::ScopeEnd { source, t, .. } => {
+                if let Some(&uuid) = self.scope_tracks.get(&source) {
+                    self.end_slice(t, uuid)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(false)
     }
 
     /// The track of the pair an edge names.
@@ -1428,9 +1469,9 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         self.slices.finish(self.end, &mut edges);
         for &edge in &edges {
             let seq = match edge {
-                Edge::TaskEnd { source, .. } | Edge::IrqEnd { source, .. } => {
-                    self.sequence_of(source)
-                }
+                Edge::TaskEnd { source, .. }
+                | Edge::IrqEnd { source, .. }
+                | Edge::ScopeEnd { source, .. } => self.sequence_of(source),
                 _ => 0,
             };
             self.enter(seq);
