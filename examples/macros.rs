@@ -105,6 +105,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(r.scopes["http:request"].count, 20);
     assert_eq!(r.scopes["http:request"].nonzero_codes, 4);
     assert_eq!(r.scopes["store:flush"].count, 6);
-    println!("read it with: cargo run -p qtrace-cli -- analyze {}", file.display());
+    println!(
+        "read it with: cargo run -p qtrace-cli -- analyze {}",
+        file.display()
+    );
     Ok(())
 }

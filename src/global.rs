@@ -84,7 +84,12 @@ impl Global {
     /// [`Tracer::scope`] on the process-wide tracer; before [`install`] it
     /// logs nothing, at the begin or at the end.
     #[inline(always)]
-    pub fn scope(self, begin: EventId, end: EventId, args: [u64; 2]) -> crate::scope::Scope<'static> {
+    pub fn scope(
+        self,
+        begin: EventId,
+        end: EventId,
+        args: [u64; 2],
+    ) -> crate::scope::Scope<'static> {
         match get() {
             Some(tracer) => tracer.scope(begin, end, args),
             None => crate::scope::Scope::open(None, end),

@@ -252,77 +252,97 @@ macro_rules! classes {
             }
         )+
     ) => {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types, dead_code, clippy::enum_variant_names)]
-        #[derive(Clone, Copy)]
-        enum __QtraceClassIndex { $($class),+ }
-
-        #[doc(hidden)]
-        const __QTRACE_CLASS_WIDTHS: &[u16] = &[$($class::COUNT),+];
-
-        $(
-            $(#[$mmeta])*
-            #[allow(non_upper_case_globals)]
-            $mvis mod $class {
-                use $crate::macros::__private as __q;
-
-                #[doc(hidden)]
-                #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
-                #[derive(Clone, Copy)]
-                enum __Index { $($EV),+ }
-
-                #[doc(hidden)]
-                const __WIDTHS: &[u16] = &[$($crate::__qtrace_width!($kind)),+];
-
-                /// How many events the class has (a scope counts two).
-                pub const COUNT: u16 = __q::sum(__WIDTHS, __WIDTHS.len());
-                /// The class number.
-                pub const CLASS: __q::ClassId = __q::ClassId(
-                    __q::ClassId::FIRST_USER_DEFINED.0 + super::__QtraceClassIndex::$class as u16,
-                );
-                /// The first event of the class.
-                pub const FIRST: __q::EventId = __q::EventId(
-                    __q::EventId::FIRST_USER_DEFINED.0
-                        + __q::sum(super::__QTRACE_CLASS_WIDTHS, super::__QtraceClassIndex::$class as usize),
-                );
-                /// The last event of the class.
-                pub const LAST: __q::EventId = __q::EventId(FIRST.0 + COUNT - 1);
-
-                $(
-                    $(#[$emeta])*
-                    pub const $EV: $crate::__qtrace_type!($kind, $($arg)*) = <$crate::__qtrace_type!($kind, $($arg)*)>::__new(
-                        __q::EventId(FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize)),
-                    );
-                )+
-
-                #[doc(hidden)]
-                const __EVENTS: [__q::BuiltinEvent; COUNT as usize] = {
-                    let mut t = [__q::EMPTY; COUNT as usize];
-                    $(
-                        $crate::__qtrace_fill!(
-                            t, $kind, __q::sum(__WIDTHS, __Index::$EV as usize) as usize,
-                            FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize),
-                            $ename, $edesc, [$(stringify!($arg)),*]
-                        );
-                    )+
-                    t
-                };
-
-                /// The class as the catalog holds it.
-                pub const INFO: __q::BuiltinClass = __q::BuiltinClass {
-                    id: CLASS,
-                    name: stringify!($class),
-                    description: $cdesc,
-                    events: &__EVENTS,
-                };
-            }
-        )+
+        $crate::__qtrace_classes! {
+            [] []
+            $(
+                {
+                    $(#[$mmeta])* $mvis mod $class : $cdesc {
+                        $( $(#[$emeta])* $kind $EV = $ename : $edesc ( $($arg),* ); )+
+                    }
+                }
+            )+
+        }
 
         $(#[$cmeta])*
         $cvis static $catalog: $crate::macros::StaticCatalog = {
             const CLASSES: &[$crate::macros::BuiltinClass] = &[$($class::INFO),+];
             $crate::macros::StaticCatalog::new(CLASSES)
         };
+    };
+}
+
+/// One class module of `classes!` at a time, with the number of classes
+/// (`+ 1` per class) and the kinds of the entries before it, so that each
+/// module computes its own ids without naming its siblings (a declaration
+/// inside a function body works too); not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __qtrace_classes {
+    ([$($idx:tt)*] [$($pk:ident)*]) => {};
+    (
+        [$($idx:tt)*] [$($pk:ident)*]
+        {
+            $(#[$mmeta:meta])* $mvis:vis mod $class:ident : $cdesc:literal {
+                $( $(#[$emeta:meta])* $kind:ident $EV:ident = $ename:literal : $edesc:literal ( $($arg:ident),* ); )+
+            }
+        }
+        $($rest:tt)*
+    ) => {
+        $(#[$mmeta])*
+        #[allow(non_upper_case_globals)]
+        $mvis mod $class {
+            use $crate::macros::__private as __q;
+
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
+            #[derive(Clone, Copy)]
+            enum __Index { $($EV),+ }
+
+            #[doc(hidden)]
+            const __WIDTHS: &[u16] = &[$($crate::__qtrace_width!($kind)),+];
+
+            /// How many events the class has (a scope counts two).
+            pub const COUNT: u16 = __q::sum(__WIDTHS, __WIDTHS.len());
+            /// The class number.
+            pub const CLASS: __q::ClassId =
+                __q::ClassId(__q::ClassId::FIRST_USER_DEFINED.0 $($idx)*);
+            /// The first event of the class.
+            pub const FIRST: __q::EventId = __q::EventId(
+                __q::EventId::FIRST_USER_DEFINED.0 $(+ $crate::__qtrace_width!($pk))*,
+            );
+            /// The last event of the class.
+            pub const LAST: __q::EventId = __q::EventId(FIRST.0 + COUNT - 1);
+
+            $(
+                $(#[$emeta])*
+                pub const $EV: $crate::__qtrace_type!($kind, $($arg)*) = <$crate::__qtrace_type!($kind, $($arg)*)>::__new(
+                    __q::EventId(FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize)),
+                );
+            )+
+
+            #[doc(hidden)]
+            const __EVENTS: [__q::BuiltinEvent; COUNT as usize] = {
+                let mut t = [__q::EMPTY; COUNT as usize];
+                $(
+                    $crate::__qtrace_fill!(
+                        t, $kind, __q::sum(__WIDTHS, __Index::$EV as usize) as usize,
+                        FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize),
+                        $ename, $edesc, [$(stringify!($arg)),*]
+                    );
+                )+
+                t
+            };
+
+            /// The class as the catalog holds it.
+            pub const INFO: __q::BuiltinClass = __q::BuiltinClass {
+                id: CLASS,
+                name: stringify!($class),
+                description: $cdesc,
+                events: &__EVENTS,
+            };
+        }
+
+        $crate::__qtrace_classes! { [$($idx)* + 1] [$($pk)* $($kind)+] $($rest)* }
     };
 }
 

@@ -63,7 +63,10 @@ fn ids_are_fixed_at_compile_time() {
     assert_eq!(net::IDLE.id(), EventId(0x19));
     assert_eq!(net::REQUEST.begin(), EventId(0x1a));
     assert_eq!(net::REQUEST.end(), EventId(0x1b));
-    assert_eq!((net::FIRST, net::LAST, net::COUNT), (EventId(0x17), EventId(0x1b), 5));
+    assert_eq!(
+        (net::FIRST, net::LAST, net::COUNT),
+        (EventId(0x17), EventId(0x1b), 5)
+    );
     assert_eq!(disk::READ.id(), EventId(0x1c));
     assert_eq!(disk::FLUSH.begin(), EventId(0x1d));
     assert_eq!(disk::LAST, EventId(0x1e));
@@ -176,7 +179,10 @@ fn define_classes_is_idempotent_and_typed_when_ids_are_taken() {
         .unwrap();
     match t.define_classes(&CATALOG) {
         Err(ConfigError::Catalog(CatalogError::IdTaken { name, id, taken_by })) => {
-            assert_eq!((name.as_str(), id, taken_by.as_str()), ("net", ClassId(5), "other"));
+            assert_eq!(
+                (name.as_str(), id, taken_by.as_str()),
+                ("net", ClassId(5), "other")
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -188,7 +194,10 @@ fn define_classes_is_idempotent_and_typed_when_ids_are_taken() {
     t.define_class(ClassSpec::new("net", "network stack").event("rx", "", &[]))
         .unwrap();
     let err = t.define_classes(&CATALOG).unwrap_err();
-    assert!(err.to_string().contains("already defined differently"), "{err}");
+    assert!(
+        err.to_string().contains("already defined differently"),
+        "{err}"
+    );
 
     // After phase 1.
     let t = Tracer::new();
@@ -227,7 +236,6 @@ fn global_form_logs_to_the_installed_tracer() {
 // ----- how readers draw scopes: Chrome, Perfetto, analyze ---------------------
 
 #[path = "common/perfetto_decode.rs"]
-#[allow(dead_code)]
 mod perfetto_decode;
 
 use qtrace::analysis::{AnalysisOptions, Analyzer};
@@ -352,14 +360,22 @@ fn analyze_reports_each_scope() {
     let mut a = Analyzer::new(&catalog, AnalysisOptions::default());
     let mut trace = scope_trace();
     // A loss inside the second request: its duration is left out.
-    trace.insert(7, Event::new(75, qtrace::classes::tracer::HOOPS, u32::MAX, [1, 0]));
+    trace.insert(
+        7,
+        Event::new(75, qtrace::classes::tracer::HOOPS, u32::MAX, [1, 0]),
+    );
     for e in &trace {
         a.push(e);
     }
     let r = a.finish();
     let request = &r.scopes["net:request"];
     assert_eq!(
-        (request.count, request.nonzero_codes, request.unended, request.lossy),
+        (
+            request.count,
+            request.nonzero_codes,
+            request.unended,
+            request.lossy
+        ),
         (2, 1, 0, 1)
     );
     assert_eq!(request.durations.summary().count, 1);

@@ -384,7 +384,11 @@ impl Catalog {
                             have.class == class.id
                                 && have.name == e.name
                                 && have.description == e.description
-                                && have.args.iter().map(String::as_str).eq(e.args.iter().copied())
+                                && have
+                                    .args
+                                    .iter()
+                                    .map(String::as_str)
+                                    .eq(e.args.iter().copied())
                         })
                     });
                 if same {
@@ -404,7 +408,9 @@ impl Catalog {
                 spec = spec.event(e.name, e.description, e.args);
             }
             let defined = next.define(spec)?;
-            if defined.id != class.id || defined.events.first().map(|e| e.1) != Some(class.events[0].id) {
+            if defined.id != class.id
+                || defined.events.first().map(|e| e.1) != Some(class.events[0].id)
+            {
                 return Err(CatalogError::InconsistentCatalog {
                     reason: format!("class {} does not follow the classes before it", class.name),
                 });

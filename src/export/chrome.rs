@@ -69,9 +69,9 @@ use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
-use crate::classes::scopes::ScopeTable;
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
+use crate::classes::scopes::ScopeTable;
 use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::event::TRACER_SOURCE;
