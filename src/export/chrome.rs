@@ -138,6 +138,8 @@ pub struct ChromeWriter<W: Write> {
     /// `tracing:span_begin` and `tracing:span_end` (the `tracing` bridge's
     /// span events), when the catalog has them.
     span_events: Option<(EventId, EventId)>,
+    /// Whether process [`SCOPES_PID`] is named (at the first scope).
+    scopes_named: bool,
 }
 
 fn esc(s: &str) -> String {
@@ -229,6 +231,7 @@ impl<W: Write> ChromeWriter<W> {
                 .event_by_name("tracing:span_begin")
                 .zip(catalog.event_by_name("tracing:span_end"))
                 .map(|(b, e)| (b.id, e.id)),
+            scopes_named: false,
         };
         write!(
             w.out,
@@ -238,7 +241,6 @@ impl<W: Write> ChromeWriter<W> {
         for (pid, name) in [
             (SOURCES_PID, "qtrace sources"),
             (SEMAPHORES_PID, "qtrace semaphores"),
-            (SCOPES_PID, "qtrace scopes"),
         ] {
             w.line(format_args!(
                 "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}"
@@ -538,6 +540,14 @@ impl<W: Write> ChromeWriter<W> {
                 first,
                 ..
             } => {
+                if !self.scopes_named {
+                    // Named at the first scope: a trace without scopes
+                    // reads as it did before scopes existed.
+                    self.scopes_named = true;
+                    self.line(format_args!(
+                        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{SCOPES_PID},\"tid\":0,\"args\":{{\"name\":\"qtrace scopes\"}}}}"
+                    ))?;
+                }
                 if first {
                     self.thread_name(SCOPES_PID, source as u64, format_args!("source {source}"))?;
                 }
