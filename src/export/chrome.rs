@@ -544,8 +544,9 @@ impl<W: Write> ChromeWriter<W> {
                     // Named at the first scope: a trace without scopes
                     // reads as it did before scopes existed.
                     self.scopes_named = true;
+                    let (pid, name) = (SCOPES_PID, "qtrace scopes");
                     self.line(format_args!(
-                        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{SCOPES_PID},\"tid\":0,\"args\":{{\"name\":\"qtrace scopes\"}}}}"
+                        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}"
                     ))?;
                 }
                 if first {
