@@ -20,9 +20,7 @@ use qtrace::export::ctf::CtfOptions;
 use qtrace::queues::Dummy;
 use qtrace::Tracer;
 
-/// Every API name a message may quote, each with a use of the item that
-/// compiles only if the item exists (renaming or removing it breaks this
-/// file, which makes whoever does it fix the messages too).
+// The macros' messages quote `qtrace::event!` and `qtrace::scope!`: uses.
 qtrace::classes! {
     static QTRACE_CHECK;
     mod qtrace_event_check: "the macros quoted by messages" {
@@ -31,6 +29,9 @@ qtrace::classes! {
     }
 }
 
+/// Every API name a message may quote, each with a use of the item that
+/// compiles only if the item exists (renaming or removing it breaks this
+/// file, which makes whoever does it fix the messages too).
 fn api_names() -> BTreeSet<&'static str> {
     let _ = &QTRACE_CHECK;
     macro_rules! api {
