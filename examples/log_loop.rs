@@ -14,6 +14,10 @@
 //! - `disabled`: a masked-out event (routed to a dummy queue, switched off);
 //! - `clock`: only the tracer's clock read (what the budget excludes);
 //! - `floor`: clock read + one record stored into a preallocated array;
+//! - `circular_macro`: as `circular`, logged with `qtrace::event!` on an
+//!   event declared by `qtrace::classes!` (not in `scripts/instructions.sh`'s
+//!   checked cases; run `CASES="circular circular_macro"
+//!   scripts/instructions.sh` to see that it costs what `circular` costs);
 //! - `rtrb`: clock read + one record pushed into an rtrb SPSC ring of 8192
 //!   (the consumer side discards everything when it is full), for comparison.
 //!
@@ -29,6 +33,13 @@ use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
 use qtrace::{Config, Event, Tracer};
 
 const CAPACITY: usize = 8192;
+
+qtrace::classes! {
+    static CATALOG;
+    mod bench: "the macro case" {
+        event TICK = "tick": "one event of the loop" (i, zero);
+    }
+}
 
 fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
     let tracer = Tracer::with_config(
@@ -97,6 +108,11 @@ fn run_log(tracer: &Tracer, n: u64) {
 }
 
 #[inline(never)]
+fn run_macro(tracer: &Tracer, n: u64) {
+    unrolled!(n, |i| qtrace::event!(tracer, bench::TICK, i, 0));
+}
+
+#[inline(never)]
 fn run_clock(clock: &Clock, n: u64) {
     // `black_box` keeps each read (it costs one store to the stack).
     unrolled!(n, |_i| black_box(clock.now()));
@@ -135,7 +151,7 @@ fn log(tracer: Tracer, n: u64) {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: log_loop <events> <circular|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
+        "usage: log_loop <events> <circular|circular_macro|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -156,6 +172,24 @@ fn main() -> ExitCode {
             ),
             n,
         ),
+        "circular_macro" => {
+            let tracer = Tracer::with_config(
+                Config::default().with_output_dir(std::env::temp_dir().join("qtrace-log-loop")),
+            );
+            tracer.define_classes(&CATALOG).expect("classes");
+            let q = tracer
+                .create_queue::<Circular>(CircularParams {
+                    capacity: CAPACITY,
+                    file: None,
+                    ..Default::default()
+                })
+                .expect("create queue");
+            tracer.assign_class(bench::CLASS, q).expect("assign");
+            tracer.activate().expect("activate");
+            run_macro(black_box(&tracer), n);
+            let c = tracer.shutdown().expect("shutdown").queues[0].counters;
+            println!("accepted {} overwritten {}", c.accepted, c.overwritten);
+        }
         "circular_mem" => log(
             tracer_with::<Circular>(
                 CircularParams {

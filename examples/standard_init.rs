@@ -14,8 +14,10 @@
 //!   scheduler events, a flight recorder;
 //! - queue 1, fixed (standard): the semaphore and low-level (interrupt)
 //!   classes — the first 8192 of them;
-//! - queue 2, circular-online: the user class — every application event,
-//!   drained to disk while the system runs.
+//! - queue 2, circular-online: the application's own class `app` (declared
+//!   once with `qtrace::classes!`, logged with `qtrace::event!` and a
+//!   `qtrace::scope!` around each job) — every application event, drained
+//!   to disk while the system runs.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -24,7 +26,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use qtrace::classes::{lowlevel, semaphore, system, user, ClassId};
+use qtrace::classes::{lowlevel, semaphore, system, ClassId};
+use qtrace::global::Global;
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::TraceReader;
 use qtrace::{global, init, Config, EventId};
@@ -41,11 +44,20 @@ const NET_SERVER: u16 = 9;
 const IRQ_TIMER: u64 = 0;
 const IRQ_NET: u64 = 5;
 
-/// Application events (the user class).
-const JOB_DONE: EventId = user::USER0; // [task, job]
-const RESPONSE_US: EventId = user::USER1; // [task, response time in µs]
-const DEADLINE_MISS: EventId = user::USER2; // [task, lateness in µs]
-const PACKET: EventId = user::USER3; // [bytes, packet number]
+qtrace::classes! {
+    /// The application's classes, checked at compile time.
+    static CATALOG;
+
+    /// The application's own events.
+    mod app: "the simulated application" {
+        event JOB_DONE = "job_done": "a job finished" (task, job);
+        event RESPONSE_US = "response_us": "a job's response time in microseconds" (task, us);
+        event DEADLINE_MISS = "deadline_miss": "a job finished late, by microseconds" (task, late_us);
+        event PACKET = "packet": "a network packet arrived" (bytes, packet);
+        /// A job on a CPU, from its dispatch to its end; code 1: deadline missed.
+        scope JOB = "job": "one job on a CPU" (task, job);
+    }
+}
 
 struct TaskSpec {
     id: u16,
@@ -129,7 +141,7 @@ struct Kernel {
     /// Whether a job of each task is queued or running (for intactivation).
     busy: [AtomicBool; 16],
     stop: AtomicBool,
-    logged: [AtomicU64; 5],
+    logged: [AtomicU64; 6],
 }
 
 impl Kernel {
@@ -138,6 +150,11 @@ impl Kernel {
     fn log(&self, class: ClassId, id: EventId, args: [u64; 2]) {
         qtrace::log_event(id, args);
         self.logged[class.0 as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` events of `class` logged by the macros.
+    fn count(&self, class: ClassId, n: u64) {
+        self.logged[class.0 as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     fn release(&self, job: Job) {
@@ -189,7 +206,8 @@ fn interrupts(k: &Kernel, start: Instant) {
         if tick % 7 == 0 {
             packets += 1;
             k.log(lowlevel::CLASS, lowlevel::INTERRUPT, [IRQ_NET, 0]);
-            k.log(user::CLASS, PACKET, [64 + (packets * 37) % 1400, packets]);
+            qtrace::event!(Global, app::PACKET, 64 + (packets * 37) % 1400, packets);
+            k.count(app::CLASS, 1);
             if !k.busy[NET_SERVER as usize].swap(true, Ordering::AcqRel) {
                 k.log(system::CLASS, system::ACTIVATE, [NET_SERVER as u64, 0]);
                 k.release(Job {
@@ -226,6 +244,8 @@ fn cpu(k: &Kernel, cpu: u32) {
         let Some(job) = job else { return };
         let task = job.task as u64;
         k.log(system::CLASS, system::SCHEDULE, [task, cpu as u64]);
+        let mut job_scope = qtrace::scope!(Global, app::JOB, task, job.number);
+        k.count(app::CLASS, 2); // its begin now, its end when it drops
         let spec = TASKS.iter().find(|t| t.id == job.task);
         let work = spec.map_or(us(120), |s| s.work);
         spin(work / 2);
@@ -253,13 +273,17 @@ fn cpu(k: &Kernel, cpu: u32) {
         }
         spin(work / 2);
         let now = Instant::now();
-        k.log(user::CLASS, JOB_DONE, [task, job.number]);
+        qtrace::event!(Global, app::JOB_DONE, task, job.number);
         let response = now.duration_since(job.released).as_micros() as u64;
-        k.log(user::CLASS, RESPONSE_US, [task, response]);
+        qtrace::event!(Global, app::RESPONSE_US, task, response);
+        k.count(app::CLASS, 2);
         if now > job.deadline {
             let late = now.duration_since(job.deadline).as_micros() as u64;
-            k.log(user::CLASS, DEADLINE_MISS, [task, late]);
+            qtrace::event!(Global, app::DEADLINE_MISS, task, late);
+            k.count(app::CLASS, 1);
+            job_scope.set_code(1);
         }
+        drop(job_scope);
         if job.task == NET_SERVER {
             k.log(system::CLASS, system::SLEEP, [task, 0]);
         } else if job.last {
@@ -282,10 +306,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Phase 1: the standard preset (queue 0 circular with the system class,
     // queue 1 fixed), plus routes for the other classes.
     let tracer = init::standard_phase1(Config::default().with_output_dir(&dir))?;
+    tracer.define_classes(&CATALOG)?;
     tracer.assign_class(semaphore::CLASS, init::STANDARD_FIXED)?;
     tracer.assign_class(lowlevel::CLASS, init::STANDARD_FIXED)?;
     let online = tracer.create_queue::<Online>(OnlineParams::default())?;
-    tracer.assign_class(user::CLASS, online)?;
+    tracer.assign_class(app::CLASS, online)?;
     // Phase 2: queues activate (the online queue's drain task starts).
     init::standard_phase2(&tracer)?;
     let tracer = global::install(tracer)?;
@@ -338,7 +363,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let n = n.load(Ordering::Relaxed);
         total += n;
         if n > 0 {
-            let name = &catalog.class(ClassId(class as u16)).expect("built-in").name;
+            let name = &catalog.class(ClassId(class as u16)).expect("defined").name;
             println!("  {name:<10} {n:>8}");
         }
     }

@@ -7,7 +7,7 @@
 //! - An [`Event`] is a fixed 32-byte record: a 64-bit nanosecond timestamp, a
 //!   16-bit event number, the CPU or thread it came from, and two 64-bit
 //!   arguments.
-//! - Events belong to [classes]: tracer, system, user, low-level,
+//! - Events belong to [classes](mod@classes): tracer, system, user, low-level,
 //!   semaphore (numbered as in S.Ha.R.K.) and classes you define.
 //! - A [`Tracer`] routes each event to a [queue] whose type decides what
 //!   happens to it: discard, keep the first N, keep the last N, drain to a file,
@@ -58,7 +58,7 @@
 //!
 //! | layer | folder | public modules | what |
 //! |---|---|---|---|
-//! | model | `model/` | [`event`], [`classes`], [`clock`], [`combine`], [`source`] | records, ids, the catalog, clocks, strings as record runs |
+//! | model | `model/` | [`event`](mod@event), [`classes`](mod@classes), [`clock`], [`combine`], [`source`] | records, ids, the catalog, clocks, strings as record runs |
 //! | core | `queue/` | [`queue`], [`ConfigError`] | what a queue is; knows no queue |
 //! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
 //! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
@@ -174,7 +174,8 @@ mod sync;
 pub mod wire;
 
 // The public paths of the model and set-up layers, as before.
-pub use model::{classes, clock, combine, event, source};
+pub use model::{classes, clock, combine, event, macros, source};
+pub use router::scope;
 #[cfg(feature = "tracing")]
 pub use setup::bridge;
 pub use setup::{global, init};

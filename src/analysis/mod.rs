@@ -20,7 +20,11 @@
 //!   not block costs nothing);
 //! - an **interrupt** is handled from its `lowlevel:interrupt` until the next
 //!   event of the same source, at most [`AnalysisOptions::interrupt_max_ns`]
-//!   (as the exports draw it).
+//!   (as the exports draw it);
+//! - a **scope** runs from an `S.begin` to the `S.end` that closes it on the
+//!   same source (FORMAT.md 1.3.1, as the exports draw it): per scope
+//!   (`class:S`), how many ended, their durations, how many ended with a
+//!   non-zero code, and how many ended without their end event.
 //!
 //! # Losses
 //!
@@ -55,7 +59,11 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub use summary::{Samples, Summary};
 
+use crate::model::classes::scopes::{ScopeTable, ScopeTracker, Step};
 use crate::model::classes::{lowlevel, semaphore, system, tracer, Catalog};
+
+/// Most scopes open at once on one source that the analysis follows.
+const MAX_SCOPE_DEPTH: usize = 256;
 use crate::{Event, EventId};
 
 /// Maps keyed by task, source and interrupt numbers, looked up on every
@@ -190,6 +198,22 @@ pub struct LatencyReport {
     pub open_starts: u64,
 }
 
+/// What one scope (`class:S`) did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScopeReport {
+    /// Scopes closed by their end event.
+    pub count: u64,
+    /// Their durations (begin to end), over scopes that no loss touched.
+    pub durations: Samples,
+    /// Scopes left out of `durations` because events were lost during them.
+    pub lossy: u64,
+    /// Scopes whose end event carried a non-zero code.
+    pub nonzero_codes: u64,
+    /// Scopes that ended without their end event: with an outer scope, or
+    /// open at the end of the trace.
+    pub unended: u64,
+}
+
 /// Everything the analysis found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
@@ -211,6 +235,10 @@ pub struct Report {
     pub interrupts: BTreeMap<u64, IrqReport>,
     /// The latency asked for, if any.
     pub latency: Option<LatencyReport>,
+    /// Per scope name (`class:S`), scopes seen in the trace.
+    pub scopes: BTreeMap<String, ScopeReport>,
+    /// Scope end events that closed no open begin of their source.
+    pub scope_unpaired: u64,
 }
 
 impl Report {
@@ -267,14 +295,27 @@ pub struct Analyzer {
     started: bool,
     /// Open latency starts per key: (time, loss count).
     open: HashMap<u64, VecDeque<(u64, u64)>>,
+    /// Pairs scope events; `scope_range` bounds their ids (empty without
+    /// scopes), so other events cost two compares.
+    scopes: ScopeTracker,
+    scope_range: (u16, u16),
+    scope_steps: Vec<Step>,
+    /// Per source, the loss count at each open scope's begin, innermost last.
+    scope_losses: HashMap<u32, Vec<u64>, BuildIdHasher>,
 }
 
 impl Analyzer {
     /// A new analysis. The catalog is not needed by the built-in measures;
     /// it is taken so that later measures of user classes can name their
     /// arguments.
-    pub fn new(_catalog: &Catalog, options: AnalysisOptions) -> Self {
+    pub fn new(catalog: &Catalog, options: AnalysisOptions) -> Self {
         let latency = options.latency.as_ref().map(|_| LatencyReport::default());
+        let table = ScopeTable::new(catalog);
+        let scope_range = (0..table.len())
+            .filter_map(|i| table.events(i))
+            .fold((u16::MAX, 0), |(lo, hi), (b, e)| {
+                (lo.min(b.0).min(e.0), hi.max(b.0).max(e.0))
+            });
         Analyzer {
             options,
             report: Report {
@@ -290,6 +331,56 @@ impl Analyzer {
             irq_listed: 0,
             started: false,
             open: HashMap::new(),
+            scopes: table.tracker(MAX_SCOPE_DEPTH),
+            scope_range,
+            scope_steps: Vec::new(),
+            scope_losses: HashMap::default(),
+        }
+    }
+
+    /// Counts the scope steps in `scope_steps`.
+    #[inline(never)]
+    fn scope_steps(&mut self) {
+        for step in self.scope_steps.drain(..) {
+            match step {
+                Step::Begin { source, .. } => {
+                    self.scope_losses
+                        .entry(source)
+                        .or_default()
+                        .push(self.losses);
+                }
+                Step::End {
+                    source,
+                    scope,
+                    begin,
+                    t,
+                    code,
+                    ..
+                } => {
+                    let at = self
+                        .scope_losses
+                        .get_mut(&source)
+                        .and_then(|v| v.pop())
+                        .unwrap_or(0);
+                    let name = self.scopes.table().name(scope).unwrap_or("scope");
+                    let rep = match self.report.scopes.get_mut(name) {
+                        Some(r) => r,
+                        None => self.report.scopes.entry(name.to_string()).or_default(),
+                    };
+                    match code {
+                        None => rep.unended += 1,
+                        Some(c) => {
+                            rep.count += 1;
+                            rep.nonzero_codes += (c != 0) as u64;
+                            if at == self.losses {
+                                rep.durations.push(t - begin.min(t));
+                            } else {
+                                rep.lossy += 1;
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -403,6 +494,10 @@ impl Analyzer {
         }
         if self.options.latency.is_some() {
             self.latency(e, t);
+        }
+        if e.id.0 >= self.scope_range.0 && e.id.0 <= self.scope_range.1 {
+            self.scopes.push(e, &mut self.scope_steps);
+            self.scope_steps();
         }
     }
 
@@ -559,6 +654,9 @@ impl Analyzer {
         if let Some(rep) = self.report.latency.as_mut() {
             rep.open_starts += self.open.values().map(|q| q.len() as u64).sum::<u64>();
         }
+        self.scopes.finish(end, &mut self.scope_steps);
+        self.scope_steps();
+        self.report.scope_unpaired = self.scopes.unpaired();
         self.report
     }
 }

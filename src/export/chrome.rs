@@ -30,7 +30,14 @@
 //!     never overlap on a thread; repeated waits of one pair nest, last in
 //!     first out).
 //!
-//!   Task and interrupt slices are `B`/`E` pairs written as they happen; every
+//!   - a **scope** slice (`class:S`, category `scope`) from an `S.begin` to
+//!     the `S.end` that closes it on the same source (FORMAT.md 1.3.1), on
+//!     the source's thread of process 3, "qtrace scopes" (apart from its
+//!     task and interrupt slices, which a scope may cross); the begin's named
+//!     arguments are the `B`'s `args`, the end's code the `E`'s (`code`), or
+//!     `ended` when no end event closed it.
+//!
+//!   Task, interrupt and scope slices are `B`/`E` pairs written as they happen; every
 //!   thread's `B`/`E` times are non-decreasing in file order (a time earlier
 //!   than the thread's previous one is raised to it), so each `E` closes the
 //!   innermost open `B` at a time no earlier than its begin. Semaphore slices
@@ -64,6 +71,7 @@ use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
+use crate::model::classes::scopes::ScopeTable;
 use crate::model::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
@@ -73,6 +81,9 @@ use crate::{Event, EventId};
 pub const SOURCES_PID: u32 = 1;
 /// The process that holds one thread per task/semaphore pair.
 pub const SEMAPHORES_PID: u32 = 2;
+/// The process that holds one thread per source with scopes (its `tid` is
+/// the source number).
+pub const SCOPES_PID: u32 = 3;
 
 /// Tuning of [`ChromeWriter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +138,8 @@ pub struct ChromeWriter<W: Write> {
     /// `tracing:span_begin` and `tracing:span_end` (the `tracing` bridge's
     /// span events), when the catalog has them.
     span_events: Option<(EventId, EventId)>,
+    /// Whether process [`SCOPES_PID`] is named (at the first scope).
+    scopes_named: bool,
 }
 
 fn esc(s: &str) -> String {
@@ -204,7 +217,8 @@ impl<W: Write> ChromeWriter<W> {
                 interrupt_max_ns: options.interrupt_max_ns,
                 max_tracks: options.max_tracks,
                 max_open_waits: options.max_open_waits,
-            }),
+            })
+            .with_scopes(&ScopeTable::new(catalog)),
             edges: Vec::with_capacity(8),
             end: 0,
             first: true,
@@ -217,6 +231,7 @@ impl<W: Write> ChromeWriter<W> {
                 .event_by_name("tracing:span_begin")
                 .zip(catalog.event_by_name("tracing:span_end"))
                 .map(|(b, e)| (b.id, e.id)),
+            scopes_named: false,
         };
         write!(
             w.out,
@@ -517,6 +532,59 @@ impl<W: Write> ChromeWriter<W> {
                 end,
                 ..
             } => self.held((task, sem), sem_tid(pair), begin, end),
+            Edge::ScopeBegin {
+                source,
+                scope,
+                t,
+                args,
+                first,
+                ..
+            } => {
+                if !self.scopes_named {
+                    // Named at the first scope: a trace without scopes
+                    // reads as it did before scopes existed.
+                    self.scopes_named = true;
+                    let (pid, name) = (SCOPES_PID, "qtrace scopes");
+                    self.line(format_args!(
+                        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}"
+                    ))?;
+                }
+                if first {
+                    self.thread_name(SCOPES_PID, source as u64, format_args!("source {source}"))?;
+                }
+                let table = self.slices.scope_table();
+                let name = esc(table.name(scope).unwrap_or("scope"));
+                let begin = table.events(scope).map_or(0, |(b, _)| b.0 as usize);
+                let mut fields = String::new();
+                if let Some(n) = self.names.get(begin) {
+                    for (a, v) in n.args.iter().zip(args) {
+                        let sep = if fields.is_empty() { "" } else { "," };
+                        fields.push_str(&format!("{sep}\"{a}\":{}", Num(v)));
+                    }
+                }
+                self.stats.slices += 1;
+                self.line(format_args!(
+                    "{{\"ph\":\"B\",\"name\":\"{name}\",\"cat\":\"scope\",\"ts\":{},\"pid\":{SCOPES_PID},\"tid\":{source},\"args\":{{{fields}}}}}",
+                    Ts(t)
+                ))
+            }
+            Edge::ScopeEnd {
+                source,
+                scope,
+                t,
+                code,
+                ..
+            } => {
+                let name = esc(self.slices.scope_table().name(scope).unwrap_or("scope"));
+                let args = match code {
+                    Some(c) => format!("{{\"code\":{}}}", Num(c)),
+                    None => "{\"ended\":\"without its end event\"}".to_string(),
+                };
+                self.line(format_args!(
+                    "{{\"ph\":\"E\",\"name\":\"{name}\",\"cat\":\"scope\",\"ts\":{},\"pid\":{SCOPES_PID},\"tid\":{source},\"args\":{args}}}",
+                    Ts(t)
+                ))
+            }
         }
     }
 

@@ -17,6 +17,14 @@
 //!   never signalled most likely failed and draws nothing (counted as
 //!   unpaired).
 //!
+//! - **Scope**: an `S.begin` and the `S.end` of the same class and source
+//!   that closes it (FORMAT.md 1.3.1, paired by
+//!   [`ScopeTracker`](crate::model::classes::scopes::ScopeTracker)): a slice named
+//!   `class:S` on the source's *scope* track, apart from its task and
+//!   interrupt slices (a task switch inside a scope would otherwise cross
+//!   it); scopes of one source nest. An end that closes nothing is counted
+//!   as unpaired; a scope still open at the end of the trace ends there.
+//!
 //! Times never go back on a source or on a pair: a time earlier than the
 //! previous one there is raised to it, so every source's and every pair's
 //! slices nest whatever the input order (merged or damaged files).
@@ -31,8 +39,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::model::classes::scopes::{ScopeTable, ScopeTracker, Step};
 use crate::model::classes::{lowlevel, semaphore, system};
 use crate::Event;
+
+/// Most scopes open at once on one source that the exporters follow.
+pub(crate) const MAX_SCOPE_DEPTH: usize = 256;
 
 /// Limits of the slice derivation, shared by the exporters' options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +93,67 @@ pub(crate) enum Edge {
         blocking: bool,
         signalled: bool,
     },
+    /// Scope `scope` (its index in the [`ScopeTable`]) opens on the scope
+    /// track of `source` at `t`, `depth` scopes deep, with the begin's
+    /// `args`; `first` when it is the source's first scope (the writer makes
+    /// the track).
+    ScopeBegin {
+        source: u32,
+        scope: usize,
+        depth: usize,
+        t: u64,
+        args: [u64; 2],
+        first: bool,
+    },
+    /// The innermost open scope of `source` (opened at `begin`) ends at
+    /// `t`; `code` is its end event's argument 0, `None` when it ended with
+    /// an outer scope or with the trace.
+    ScopeEnd {
+        source: u32,
+        scope: usize,
+        depth: usize,
+        begin: u64,
+        t: u64,
+        code: Option<u64>,
+    },
+}
+
+impl Edge {
+    /// The edge of a scope step.
+    fn scope(step: Step) -> Edge {
+        match step {
+            Step::Begin {
+                source,
+                scope,
+                depth,
+                t,
+                args,
+                first,
+            } => Edge::ScopeBegin {
+                source,
+                scope,
+                depth,
+                t,
+                args,
+                first,
+            },
+            Step::End {
+                source,
+                scope,
+                depth,
+                begin,
+                t,
+                code,
+            } => Edge::ScopeEnd {
+                source,
+                scope,
+                depth,
+                begin,
+                t,
+                code,
+            },
+        }
+    }
 }
 
 /// Whether a source is followed.
@@ -128,6 +201,8 @@ pub(crate) struct Slices {
     sources: BTreeMap<u32, SourceState>,
     pairs: BTreeMap<(u64, u64), Pair>,
     unpaired: u64,
+    scopes: ScopeTracker,
+    steps: Vec<Step>,
 }
 
 impl Slices {
@@ -137,14 +212,31 @@ impl Slices {
             sources: BTreeMap::new(),
             pairs: BTreeMap::new(),
             unpaired: 0,
+            scopes: ScopeTable::default().tracker(MAX_SCOPE_DEPTH),
+            steps: Vec::new(),
         }
+    }
+
+    /// Draws the scopes of `table` too.
+    pub(crate) fn with_scopes(mut self, table: &ScopeTable) -> Self {
+        self.scopes = table.tracker(MAX_SCOPE_DEPTH);
+        self
+    }
+
+    /// The scopes drawn.
+    pub(crate) fn scope_table(&self) -> &ScopeTable {
+        self.scopes.table()
+    }
+
+    fn scope_edges(&mut self, edges: &mut Vec<Edge>) {
+        edges.extend(self.steps.drain(..).map(Edge::scope));
     }
 
     /// Events that lost their slice: schedules and interrupts of untracked
     /// sources, waits past the limits, signals with no open wait, waitnbs
     /// never signalled.
     pub(crate) fn unpaired(&self) -> u64 {
-        self.unpaired
+        self.unpaired + self.scopes.unpaired()
     }
 
     /// Registers `source` (call it for every event before [`push`](Self::push)).
@@ -202,7 +294,10 @@ impl Slices {
             semaphore::WAIT => self.wait(e, true, edges),
             semaphore::WAITNB => self.wait(e, false, edges),
             semaphore::SIGNAL => self.signal(e, edges),
-            _ => {}
+            _ => {
+                self.scopes.push(e, &mut self.steps);
+                self.scope_edges(edges);
+            }
         }
     }
 
@@ -230,6 +325,8 @@ impl Slices {
                 }
             }
         }
+        self.scopes.finish(end, &mut self.steps);
+        self.scope_edges(edges);
     }
 
     fn close_irq(&mut self, source: u32, t: u64, edges: &mut Vec<Edge>) {

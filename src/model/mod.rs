@@ -11,4 +11,5 @@ pub mod combine;
 pub mod event;
 pub(crate) mod handle;
 pub(crate) mod io_error;
+pub mod macros;
 pub mod source;

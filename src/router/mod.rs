@@ -5,4 +5,5 @@
 
 pub(crate) mod panic_save;
 pub(crate) mod registry;
+pub mod scope;
 pub(crate) mod tracer;

@@ -53,3 +53,46 @@ pub fn log_event(id: EventId, args: [u64; 2]) {
         tracer.log_event(id, args);
     }
 }
+
+/// The process-wide tracer as a value, for [`event!`](crate::event!) and
+/// [`scope!`](crate::scope!): `qtrace::event!(Global, net::RX, len, port)`
+/// is `qtrace::log_event(net::RX.id(), [len as u64, port as u64])`. Before
+/// [`install`], logging to it is a no-op and a scope logs nothing.
+///
+/// ```
+/// use qtrace::global::Global;
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod app: "the application" {
+///         event TICK = "tick": "a tick" (n);
+///         scope WORK = "work": "a unit of work" ();
+///     }
+/// }
+/// qtrace::event!(Global, app::TICK, 1); // nothing installed: a no-op
+/// let _work = qtrace::scope!(Global, app::WORK);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Global;
+
+impl Global {
+    /// [`log_event`] (the process-wide tracer's [`Tracer::log_event`]).
+    #[inline(always)]
+    pub fn log_event(self, id: EventId, args: [u64; 2]) {
+        log_event(id, args);
+    }
+
+    /// [`Tracer::scope`] on the process-wide tracer; before [`install`] it
+    /// logs nothing, at the begin or at the end.
+    #[inline(always)]
+    pub fn scope(
+        self,
+        begin: EventId,
+        end: EventId,
+        args: [u64; 2],
+    ) -> crate::router::scope::Scope<'static> {
+        match get() {
+            Some(tracer) => tracer.scope(begin, end, args),
+            None => crate::router::scope::Scope::open(None, end),
+        }
+    }
+}

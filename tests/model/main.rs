@@ -1,4 +1,5 @@
-//! The tracer's model: events, classes and routing, errors and their messages,
+//! The tracer's model: events, classes and routing, compile-time classes
+//! (`classes!`, `event!`, scopes), errors and their messages,
 //! filters and triggers, catalogs, the clock, the no_std core.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
@@ -17,5 +18,6 @@ mod core_routing;
 mod error_layers;
 mod error_messages;
 mod filters;
+mod macros;
 mod readme_params;
 mod triggers;

@@ -303,6 +303,29 @@ fn text(
         }
         histogram(out, &l.samples)?;
     }
+    if !r.scopes.is_empty() {
+        writeln!(out, "\nscopes")?;
+        writeln!(
+            out,
+            "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "scope", "count", "code!=0", "unended", "min", "mean", "p99", "max"
+        )?;
+        for (name, sc) in &r.scopes {
+            writeln!(
+                out,
+                "{:<24} {:>8} {:>8} {:>8} {}{}",
+                name,
+                sc.count,
+                sc.nonzero_codes,
+                sc.unended,
+                summary_text(&sc.durations.summary()),
+                lossy_note(sc.lossy)
+            )?;
+        }
+        if r.scope_unpaired > 0 {
+            writeln!(out, "  {} scope ends without a begin", r.scope_unpaired)?;
+        }
+    }
     Ok(())
 }
 
@@ -405,6 +428,24 @@ fn json(
             let _ = write!(s, "{{\"below_ns\":{upper},\"count\":{count}}}");
         }
         s.push_str("]}");
+    }
+    if !r.scopes.is_empty() {
+        s.push_str(",\"scopes\":[");
+        for (i, (name, sc)) in r.scopes.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"name\":");
+            json_str(&mut s, name);
+            let _ = write!(
+                s,
+                ",\"count\":{},\"nonzero_codes\":{},\"unended\":{},\"lossy\":{},\"durations\":",
+                sc.count, sc.nonzero_codes, sc.unended, sc.lossy
+            );
+            summary_json(&mut s, &sc.durations.summary());
+            s.push('}');
+        }
+        let _ = write!(s, "],\"scope_unpaired\":{}", r.scope_unpaired);
     }
     s.push_str("}\n");
     out.write_all(s.as_bytes())

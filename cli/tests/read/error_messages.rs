@@ -20,10 +20,20 @@ use qtrace::export::ctf::CtfOptions;
 use qtrace::queues::Dummy;
 use qtrace::Tracer;
 
+// The macros' messages quote `qtrace::event!` and `qtrace::scope!`: uses.
+qtrace::classes! {
+    static QTRACE_CHECK;
+    mod qtrace_event_check: "the macros quoted by messages" {
+        event E = "e": "an event" ();
+        scope S = "s": "a scope" ();
+    }
+}
+
 /// Every API name a message may quote, each with a use of the item that
 /// compiles only if the item exists (renaming or removing it breaks this
 /// file, which makes whoever does it fix the messages too).
 fn api_names() -> BTreeSet<&'static str> {
+    let _ = &QTRACE_CHECK;
     macro_rules! api {
         ($($name:literal => $item:expr),* $(,)?) => {{
             $( let _ = $item; )*
@@ -63,6 +73,14 @@ fn api_names() -> BTreeSet<&'static str> {
         "Tracer::remove_trigger" => Tracer::remove_trigger,
         "DatagramHeader::emit" => qtrace::wire::datagram::DatagramHeader::emit,
         "qtrace::reader::MergedReader" => |p: Vec<&str>| qtrace::reader::MergedReader::open(p),
+        "define_classes" => Tracer::define_classes,
+        "define_class" => Tracer::define_class,
+        "qtrace::classes" => {
+            qtrace::classes! { static C; mod m: "d" { event E = "e": "d" (); } }
+            C.event_count()
+        },
+        "qtrace::event" => |t: &Tracer| qtrace::event!(t, qtrace_event_check::E),
+        "qtrace::scope" => |t: &Tracer| drop(qtrace::scope!(t, qtrace_event_check::S)),
     }
 }
 

@@ -92,6 +92,10 @@
 //!     have failed: its slice's begin is written at the signal, with the
 //!     waitnb's time and no annotation. A signal with no open wait, and a
 //!     wait past the limits, stay instants.
+//! - **Scopes** (FORMAT.md 1.3.1): each source with scopes gets a child
+//!   track `scopes` on which its `S.begin`/`S.end` pairs are nested slices
+//!   named `class:S`; the scope records keep their instants (the begin's
+//!   arguments, the end's code).
 //! - **Slices**, as the [Chrome](super::chrome) export draws them (one
 //!   derivation for both, `src/export/slices.rs`):
 //!   - `task N` (category `task`) on the source's track from a

@@ -252,7 +252,43 @@ impl<W: Write> PerfettoWriter<W> {
                 self.emit(end)?;
                 Ok(by.is_some())
             }
+            Edge::ScopeBegin { .. } | Edge::ScopeEnd { .. } => self.scope_edge(edge),
         }
+    }
+
+    /// Draws a scope edge on the `scopes` track of its source (made at the
+    /// source's first scope). The scope's events keep their instants (they
+    /// show the begin's arguments and the end's code).
+    fn scope_edge(&mut self, edge: Edge) -> Result<bool, Error> {
+        match edge {
+            Edge::ScopeBegin {
+                source, scope, t, ..
+            } => {
+                let uuid = match self.scope_tracks.get(&source) {
+                    Some(&u) => u,
+                    None => {
+                        let parent = self.sources.get(&source).map(|&(u, _)| u);
+                        let u = self.new_track(parent, format_args!("scopes"), false)?;
+                        self.scope_tracks.insert(source, u);
+                        u
+                    }
+                };
+                let name = self
+                    .slices
+                    .scope_table()
+                    .name(scope)
+                    .unwrap_or("scope")
+                    .to_string();
+                self.begin(t, uuid, "scope", format_args!("{name}"))?;
+            }
+            Edge::ScopeEnd { source, t, .. } => {
+                if let Some(&uuid) = self.scope_tracks.get(&source) {
+                    self.end_slice(t, uuid)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(false)
     }
 
     /// The track of the pair an edge names.

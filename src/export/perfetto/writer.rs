@@ -9,6 +9,7 @@ use super::schema::SEQUENCE_ID;
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
+use crate::model::classes::scopes::ScopeTable;
 use crate::model::classes::{system, tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames};
 use crate::Event;
@@ -85,6 +86,8 @@ pub struct PerfettoWriter<W: Write> {
     pub(super) edges: Vec<Edge>,
     /// Track and packet sequence (index in `seqs`) of each followed source.
     pub(super) sources: BTreeMap<u32, (u64, usize)>,
+    /// The `scopes` track of each source with scopes (a child of its track).
+    pub(super) scope_tracks: BTreeMap<u32, u64>,
     pub(super) tasks: BTreeMap<u64, TaskTrack>,
     /// Track of each task/semaphore pair, by its [`Edge`] number.
     pub(super) pairs: Vec<u64>,
@@ -178,7 +181,9 @@ impl<W: Write> PerfettoWriter<W> {
                 interrupt_max_ns: options.interrupt_max_ns,
                 max_tracks: options.max_tracks,
                 max_open_waits: options.max_open_waits,
-            }),
+            })
+            .with_scopes(&ScopeTable::new(catalog)),
+            scope_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
@@ -305,9 +310,9 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         self.slices.finish(self.end, &mut edges);
         for &edge in &edges {
             let seq = match edge {
-                Edge::TaskEnd { source, .. } | Edge::IrqEnd { source, .. } => {
-                    self.sequence_of(source)
-                }
+                Edge::TaskEnd { source, .. }
+                | Edge::IrqEnd { source, .. }
+                | Edge::ScopeEnd { source, .. } => self.sequence_of(source),
                 _ => 0,
             };
             self.enter(seq);

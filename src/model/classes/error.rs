@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use qtrace_core::classes::ClassId;
+
 /// A class specification or a class/event table that cannot be used (the
 /// `Display` text says what is wrong and what to do).
 ///
@@ -67,6 +69,16 @@ pub enum CatalogError {
         /// The limit.
         max: usize,
     },
+    /// A class declared with a fixed id (by `qtrace::classes!`) whose id
+    /// is already another class, or the same class described differently.
+    IdTaken {
+        /// The declared class.
+        name: String,
+        /// Its fixed id.
+        id: ClassId,
+        /// The class that has that id.
+        taken_by: String,
+    },
     /// A class/event table (from a file) that contradicts itself.
     InconsistentCatalog {
         /// What is wrong.
@@ -102,6 +114,14 @@ impl fmt::Display for CatalogError {
             TooManyArgs { event, max } => write!(
                 f,
                 "event {event:?} names more than {max} arguments: a record carries two 64-bit arguments"
+            ),
+            IdTaken { name, id, taken_by } if name == taken_by => write!(
+                f,
+                "class {name:?} (id {id}) is already defined differently: define one catalog, from one qtrace::classes! declaration"
+            ),
+            IdTaken { name, id, taken_by } => write!(
+                f,
+                "class {name:?} is declared with id {id}, which is already class {taken_by:?}: call define_classes before any run-time define_class, with one catalog declaring every class"
             ),
             InconsistentCatalog { reason } => {
                 write!(f, "inconsistent class/event table: {reason}")

@@ -32,6 +32,7 @@ pub mod tracer;
 pub mod user;
 
 mod error;
+pub mod scopes;
 pub use error::CatalogError;
 
 use crate::EventId;
@@ -335,6 +336,88 @@ impl Catalog {
             event_count: defined.events.len() as u16,
         });
         Ok(defined)
+    }
+
+    /// Adds the user classes of `catalog` (declared by
+    /// [`classes!`](crate::classes!)) with the ids they were given at compile
+    /// time. A class already defined identically is left as it is, so
+    /// defining one catalog twice is harmless; nothing is added on error.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    /// qtrace::classes! {
+    ///     pub static CATALOG;
+    ///     pub mod net: "network stack" {
+    ///         event RX = "rx": "a packet was received" (len);
+    ///     }
+    /// }
+    /// let mut catalog = Catalog::builtin();
+    /// catalog.define_static(&CATALOG)?;
+    /// catalog.define_static(&CATALOG)?; // the same again: nothing changes
+    /// assert_eq!(catalog.event_name(net::RX.id()), Some("rx"));
+    ///
+    /// // Id 5 taken by a run-time class first: a typed error.
+    /// let mut other = Catalog::builtin();
+    /// other.define(ClassSpec::new("disk", "block device").event("read", "", &[]))?;
+    /// assert!(other.define_static(&CATALOG).is_err());
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CatalogError::IdTaken`] when a class's id is already another
+    /// class, or the same class with other events, names, descriptions or
+    /// argument names.
+    pub fn define_static(
+        &mut self,
+        catalog: &qtrace_core::StaticCatalog,
+    ) -> Result<(), CatalogError> {
+        let mut next = self.clone();
+        for class in catalog.user_classes() {
+            let index = class.id.0 as usize;
+            if let Some(existing) = next.classes.get(index) {
+                let same = existing.name == class.name
+                    && existing.description == class.description
+                    && existing.event_count as usize == class.events.len()
+                    && class.events.iter().all(|e| {
+                        next.event(e.id).is_some_and(|have| {
+                            have.class == class.id
+                                && have.name == e.name
+                                && have.description == e.description
+                                && have
+                                    .args
+                                    .iter()
+                                    .map(String::as_str)
+                                    .eq(e.args.iter().copied())
+                        })
+                    });
+                if same {
+                    continue;
+                }
+                return Err(CatalogError::IdTaken {
+                    name: class.name.to_string(),
+                    id: class.id,
+                    taken_by: existing.name.clone(),
+                });
+            }
+            // `StaticCatalog::new` numbered the classes from 5 and their
+            // events from 0x17 consecutively, so a class not yet defined is
+            // the next one, its first event the next event.
+            let mut spec = ClassSpec::new(class.name, class.description);
+            for e in class.events {
+                spec = spec.event(e.name, e.description, e.args);
+            }
+            let defined = next.define(spec)?;
+            if defined.id != class.id
+                || defined.events.first().map(|e| e.1) != Some(class.events[0].id)
+            {
+                return Err(CatalogError::InconsistentCatalog {
+                    reason: format!("class {} does not follow the classes before it", class.name),
+                });
+            }
+        }
+        *self = next;
+        Ok(())
     }
 
     /// Every class, in number order.

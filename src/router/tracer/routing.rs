@@ -73,6 +73,42 @@ impl Tracer {
         Ok(defined)
     }
 
+    /// Defines the classes a [`classes!`](crate::classes!) declaration
+    /// made, with the ids fixed at compile time (call it before any
+    /// [`define_class`](Tracer::define_class)). Defining the same catalog
+    /// again does nothing. Phase 1 only.
+    ///
+    /// ```
+    /// qtrace::classes! {
+    ///     pub static CATALOG;
+    ///     pub mod net: "network stack" {
+    ///         event RX = "rx": "a packet was received" (len, port);
+    ///     }
+    /// }
+    /// let tracer = qtrace::Tracer::new();
+    /// tracer.define_classes(&CATALOG)?;
+    /// assert_eq!(tracer.catalog().class(net::CLASS).unwrap().name, "net");
+    /// # Ok::<(), qtrace::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::AfterPhase2`] or [`ConfigError::AfterShutdown`] after phase 1;
+    /// [`ConfigError::Catalog`] with
+    /// [`CatalogError::IdTaken`](crate::model::classes::CatalogError::IdTaken) when
+    /// a class's id is already another class (a run-time class defined
+    /// first) or the same class described differently.
+    pub fn define_classes(&self, catalog: &qtrace_core::StaticCatalog) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_phase1("define classes")?;
+        let mut next = (*r.catalog).clone();
+        next.define_static(catalog)?;
+        if next != *r.catalog {
+            r.set_catalog(next);
+        }
+        Ok(())
+    }
+
     // ----- routing and masks (any time before shutdown) -------------------------
 
     /// Routes one event to a queue (S.Ha.R.K. `trc_assign_event_to_queue`).

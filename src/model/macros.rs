@@ -1,0 +1,517 @@
+//! Compile-time events: [`classes!`](crate::classes!) declares classes,
+//! events, scopes, their names, descriptions and argument names once, checked
+//! at compile time; [`event!`](crate::event!) and [`scope!`](crate::scope!)
+//! log them at the cost of the hand-written call.
+//!
+//! ```
+//! use qtrace::queues::Dummy;
+//! use qtrace::Tracer;
+//!
+//! qtrace::classes! {
+//!     /// Every class of this program.
+//!     pub static CATALOG;
+//!
+//!     /// The network stack.
+//!     pub mod net: "network stack" {
+//!         /// A packet arrived.
+//!         event RX = "rx": "a packet was received" (len, port);
+//!         event DROP = "drop": "a packet was dropped" ();
+//!         /// One request served: `request.begin` (conn), `request.end` (code).
+//!         scope REQUEST = "request": "one request served" (conn);
+//!     }
+//! }
+//!
+//! let tracer = Tracer::new();
+//! tracer.define_classes(&CATALOG)?; // the ids fixed at compile time
+//! let q = tracer.create_queue::<Dummy>(())?;
+//! tracer.assign_class(net::CLASS, q)?;
+//! tracer.activate()?;
+//!
+//! let (len, port) = (1500u32, 80u16);
+//! qtrace::event!(tracer, net::RX, len, port); // tracer.log_event(rx, [1500, 80])
+//! qtrace::event!(tracer, net::DROP);
+//! {
+//!     let _request = qtrace::scope!(tracer, net::REQUEST, 7); // request.begin [7, 0]
+//!     qtrace::event!(tracer, net::RX, 40, 443);
+//! } // request.end [0, 0]
+//! assert_eq!(tracer.counters(q)?.accepted, 5);
+//! assert_eq!(tracer.catalog().event_name(net::RX.id()), Some("rx"));
+//! # Ok::<(), qtrace::Error>(())
+//! ```
+//!
+//! # What `classes!` yields
+//!
+//! ```text
+//! qtrace::classes! {
+//!     VIS static CATALOG;                      // a StaticCatalog of every class below
+//!     VIS mod CLASS_NAME: "description" {      // a module; the class is named CLASS_NAME
+//!         event CONST = "name": "description" (arg, ...);   // 0 to 2 argument names
+//!         scope CONST = "name": "description" (arg, ...);   // 0 to 2 begin arguments
+//!     }
+//!     ...
+//! }
+//! ```
+//!
+//! - `CATALOG`: a `static` [`StaticCatalog`] of the five built-in classes and
+//!   these; hand it to [`Tracer::define_classes`](crate::Tracer::define_classes).
+//! - per class module: `CLASS` (its [`ClassId`](crate::ClassId)), `FIRST` and `LAST` (its first
+//!   and last [`EventId`]), `INFO` (its [`BuiltinClass`]) and, per entry, a
+//!   constant: a [`StaticEvent<N>`](StaticEvent) for an `event`, a [`StaticScope<N>`](StaticScope) for
+//!   a `scope`, where `N` is the number of argument names.
+//!
+//! Classes are numbered from [`ClassId::FIRST_USER_DEFINED`](crate::ClassId::FIRST_USER_DEFINED) (5) in the
+//! order written, and their events consecutively from
+//! [`EventId::FIRST_USER_DEFINED`] (0x17): a `scope` is two events,
+//! `NAME.begin` (the argument names given) then `NAME.end` (one argument,
+//! `code`), which is how every reader pairs them (FORMAT.md 1.3.1,
+//! "Scopes"). Ids are given by position, so two entries can never share one.
+//!
+//! Everything FORMAT.md 1.3 requires of a class table is checked while the
+//! program compiles ([`StaticCatalog::new`]): names of 1–64 bytes of
+//! `[A-Za-z0-9_.-]`, one-line descriptions of at most 256 bytes, unique
+//! class names (the built-in ones included), unique event names within a
+//! class, at most two unique argument names. A duplicate event name does not
+//! compile:
+//!
+//! ```compile_fail
+//! qtrace::classes! {
+//!     pub static CATALOG;
+//!     pub mod net: "network stack" {
+//!         event RX = "rx": "a packet was received" (len);
+//!         event RX2 = "rx": "the same name again" (len);
+//!     }
+//! }
+//! ```
+//!
+//! nor does a constant declared twice (two entries for one id):
+//!
+//! ```compile_fail
+//! qtrace::classes! {
+//!     pub static CATALOG;
+//!     pub mod net: "network stack" {
+//!         event RX = "rx": "a packet was received" (len);
+//!         event RX = "rx2": "another event under the same constant" (len);
+//!     }
+//! }
+//! ```
+//!
+//! nor three arguments:
+//!
+//! ```compile_fail
+//! qtrace::classes! {
+//!     pub static CATALOG;
+//!     pub mod net: "network stack" {
+//!         event RX = "rx": "a packet was received" (len, port, vlan);
+//!     }
+//! }
+//! ```
+
+use crate::EventId;
+#[doc(no_inline)]
+pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
+#[doc(no_inline)]
+pub use qtrace_core::StaticCatalog;
+
+/// An event declared by [`classes!`](crate::classes!) with `N` argument
+/// names: [`event!`](crate::event!) takes exactly `N` arguments for it, or
+/// the program does not compile.
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod disk: "block device" {
+///         event READ = "read": "a block was read" (block, bytes);
+///     }
+/// }
+/// let read: qtrace::macros::StaticEvent<2> = disk::READ;
+/// assert_eq!(read.id(), qtrace::EventId::FIRST_USER_DEFINED);
+/// ```
+///
+/// A wrong number of arguments is a compile error:
+///
+/// ```compile_fail
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod disk: "block device" {
+///         event READ = "read": "a block was read" (block, bytes);
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// qtrace::event!(tracer, disk::READ, 7); // expected `StaticEvent<2>`, found `StaticEvent<1>`
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StaticEvent<const N: usize> {
+    id: EventId,
+}
+
+impl<const N: usize> StaticEvent<N> {
+    /// Used by [`classes!`](crate::classes!); not part of the API (the
+    /// macro is what ties `N` to the catalog).
+    #[doc(hidden)]
+    pub const fn __new(id: EventId) -> Self {
+        StaticEvent { id }
+    }
+
+    /// The event number.
+    #[inline(always)]
+    pub const fn id(self) -> EventId {
+        self.id
+    }
+}
+
+/// A scope declared by [`classes!`](crate::classes!): two consecutive
+/// events, `NAME.begin` with `N` argument names and `NAME.end` with one
+/// (`code`). [`scope!`](crate::scope!) takes exactly `N` arguments for it.
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod db: "database" {
+///         scope QUERY = "query": "one query" (table);
+///     }
+/// }
+/// assert_eq!(db::QUERY.end().0, db::QUERY.begin().0 + 1);
+/// assert_eq!(CATALOG.user_classes()[0].events[1].name, "query.end");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StaticScope<const N: usize> {
+    begin: EventId,
+}
+
+impl<const N: usize> StaticScope<N> {
+    /// Used by [`classes!`](crate::classes!); not part of the API.
+    #[doc(hidden)]
+    pub const fn __new(begin: EventId) -> Self {
+        StaticScope { begin }
+    }
+
+    /// The `NAME.begin` event.
+    #[inline(always)]
+    pub const fn begin(self) -> EventId {
+        self.begin
+    }
+
+    /// The `NAME.end` event (the next number).
+    #[inline(always)]
+    pub const fn end(self) -> EventId {
+        EventId(self.begin.0 + 1)
+    }
+}
+
+/// What `classes!` expands to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use super::{BuiltinClass, BuiltinEvent, StaticCatalog, StaticEvent, StaticScope};
+    pub use crate::model::classes::ClassId;
+    pub use crate::EventId;
+
+    /// The sum of `widths[..n]`.
+    pub const fn sum(widths: &[u16], n: usize) -> u16 {
+        let mut s = 0;
+        let mut i = 0;
+        while i < n && i < widths.len() {
+            s += widths[i];
+            i += 1;
+        }
+        s
+    }
+
+    /// A placeholder entry, overwritten by the macro.
+    pub const EMPTY: BuiltinEvent = BuiltinEvent::new(EventId(0), "", "", &[]);
+}
+
+/// Declares classes, their events and scopes once, checked at compile time,
+/// and yields typed constants and a static catalog (see the [`macros`
+/// module](crate::macros) for the grammar and what it yields).
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     /// The motor controller.
+///     pub mod motor: "the motor controller" {
+///         event STEP = "step": "one step" (position);
+///         scope MOVE = "move": "a move to a target" (target);
+///     }
+/// }
+/// assert_eq!(motor::CLASS, qtrace::ClassId::FIRST_USER_DEFINED);
+/// assert_eq!(motor::STEP.id(), qtrace::EventId(0x17));
+/// assert_eq!(motor::MOVE.begin(), qtrace::EventId(0x18));
+/// assert_eq!(motor::LAST, qtrace::EventId(0x19));
+/// assert_eq!(CATALOG.event_count(), 0x1a);
+/// ```
+#[macro_export]
+macro_rules! classes {
+    (
+        $(#[$cmeta:meta])* $cvis:vis static $catalog:ident;
+        $(
+            $(#[$mmeta:meta])* $mvis:vis mod $class:ident : $cdesc:literal {
+                $(
+                    $(#[$emeta:meta])*
+                    $kind:ident $EV:ident = $ename:literal : $edesc:literal ( $($arg:ident),* $(,)? );
+                )+
+            }
+        )+
+    ) => {
+        $crate::__qtrace_classes! {
+            [] []
+            $(
+                {
+                    $(#[$mmeta])* $mvis mod $class : $cdesc {
+                        $( $(#[$emeta])* $kind $EV = $ename : $edesc ( $($arg),* ); )+
+                    }
+                }
+            )+
+        }
+
+        $(#[$cmeta])*
+        $cvis static $catalog: $crate::macros::StaticCatalog = {
+            const CLASSES: &[$crate::macros::BuiltinClass] = &[$($class::INFO),+];
+            $crate::macros::StaticCatalog::new(CLASSES)
+        };
+    };
+}
+
+/// One class module of `classes!` at a time, with the number of classes
+/// (`+ 1` per class) and the kinds of the entries before it, so that each
+/// module computes its own ids without naming its siblings (a declaration
+/// inside a function body works too); not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __qtrace_classes {
+    ([$($idx:tt)*] [$($pk:ident)*]) => {};
+    (
+        [$($idx:tt)*] [$($pk:ident)*]
+        {
+            $(#[$mmeta:meta])* $mvis:vis mod $class:ident : $cdesc:literal {
+                $( $(#[$emeta:meta])* $kind:ident $EV:ident = $ename:literal : $edesc:literal ( $($arg:ident),* ); )+
+            }
+        }
+        $($rest:tt)*
+    ) => {
+        $(#[$mmeta])*
+        #[allow(non_upper_case_globals)]
+        $mvis mod $class {
+            use $crate::macros::__private as __q;
+
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
+            #[derive(Clone, Copy)]
+            enum __Index { $($EV),+ }
+
+            #[doc(hidden)]
+            const __WIDTHS: &[u16] = &[$($crate::__qtrace_width!($kind)),+];
+
+            /// How many events the class has (a scope counts two).
+            pub const COUNT: u16 = __q::sum(__WIDTHS, __WIDTHS.len());
+            /// The class number.
+            pub const CLASS: __q::ClassId =
+                __q::ClassId(__q::ClassId::FIRST_USER_DEFINED.0 $($idx)*);
+            /// The first event of the class.
+            pub const FIRST: __q::EventId = __q::EventId(
+                __q::EventId::FIRST_USER_DEFINED.0 $(+ $crate::__qtrace_width!($pk))*,
+            );
+            /// The last event of the class.
+            pub const LAST: __q::EventId = __q::EventId(FIRST.0 + COUNT - 1);
+
+            $(
+                $(#[$emeta])*
+                pub const $EV: $crate::__qtrace_type!($kind, $($arg)*) = <$crate::__qtrace_type!($kind, $($arg)*)>::__new(
+                    __q::EventId(FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize)),
+                );
+            )+
+
+            #[doc(hidden)]
+            const __EVENTS: [__q::BuiltinEvent; COUNT as usize] = {
+                let mut t = [__q::EMPTY; COUNT as usize];
+                $(
+                    $crate::__qtrace_fill!(
+                        t, $kind, __q::sum(__WIDTHS, __Index::$EV as usize) as usize,
+                        FIRST.0 + __q::sum(__WIDTHS, __Index::$EV as usize),
+                        $ename, $edesc, [$(stringify!($arg)),*]
+                    );
+                )+
+                t
+            };
+
+            /// The class as the catalog holds it.
+            pub const INFO: __q::BuiltinClass = __q::BuiltinClass {
+                id: CLASS,
+                name: stringify!($class),
+                description: $cdesc,
+                events: &__EVENTS,
+            };
+        }
+
+        $crate::__qtrace_classes! { [$($idx)* + 1] [$($pk)* $($kind)+] $($rest)* }
+    };
+}
+
+/// How many events an entry of `classes!` is; not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __qtrace_width {
+    (event) => {
+        1u16
+    };
+    (scope) => {
+        2u16
+    };
+    ($other:ident) => {
+        ::core::compile_error!(concat!(
+            "qtrace::classes!: an entry starts with `event` or `scope`, not `",
+            stringify!($other),
+            "`"
+        ))
+    };
+}
+
+/// The constant type of an entry of `classes!`; not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __qtrace_type {
+    (event, ) => { $crate::macros::StaticEvent<0> };
+    (event, $a:ident) => { $crate::macros::StaticEvent<1> };
+    (event, $a:ident $b:ident) => { $crate::macros::StaticEvent<2> };
+    (scope, ) => { $crate::macros::StaticScope<0> };
+    (scope, $a:ident) => { $crate::macros::StaticScope<1> };
+    (scope, $a:ident $b:ident) => { $crate::macros::StaticScope<2> };
+    ($kind:ident, $($a:ident)*) => {
+        ::core::compile_error!(concat!(
+            "qtrace::classes!: an event or scope has at most two arguments (a record carries two 64-bit words): (",
+            stringify!($($a),*),
+            ")"
+        ))
+    };
+}
+
+/// Fills the table entries of one `classes!` entry; not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __qtrace_fill {
+    ($t:ident, event, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
+        $t[$at] = $crate::macros::BuiltinEvent::new($crate::EventId($id), $name, $desc, &[$($arg),*]);
+    };
+    ($t:ident, scope, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
+        $t[$at] = $crate::macros::BuiltinEvent::new(
+            $crate::EventId($id),
+            concat!($name, ".begin"),
+            $desc,
+            &[$($arg),*],
+        );
+        $t[$at + 1] = $crate::macros::BuiltinEvent::new(
+            $crate::EventId($id + 1),
+            concat!($name, ".end"),
+            concat!("end: ", $desc),
+            &["code"],
+        );
+    };
+    ($t:ident, $other:ident, $($rest:tt)*) => {};
+}
+
+/// Logs an event declared by [`classes!`](crate::classes!):
+/// `event!(TRACER, EVENT, ARG, ...)` expands to exactly
+/// `TRACER.log_event(EVENT.id(), [ARG as u64, ...])` (missing arguments are
+/// 0), so it costs what [`Tracer::log_event`](crate::Tracer::log_event)
+/// costs. `TRACER` is anything with a `log_event(EventId, [u64; 2])`
+/// method: a [`Tracer`](crate::Tracer), a reference or an `Arc` to one, or
+/// [`global::Global`](crate::setup::global::Global), the process-wide tracer.
+/// The number of arguments must match the event's argument names, or the
+/// program does not compile (see [`StaticEvent`]); each is cast with `as u64`.
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod net: "network stack" {
+///         event RX = "rx": "a packet was received" (len, port);
+///     }
+/// }
+/// use qtrace::global::Global;
+/// qtrace::event!(Global, net::RX, 1500, 80u16); // a no-op: nothing installed
+///
+/// let tracer = qtrace::Tracer::new();
+/// tracer.define_classes(&CATALOG)?;
+/// qtrace::event!(&tracer, net::RX, 1500, 80u16);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+#[macro_export]
+macro_rules! event {
+    ($tracer:expr, $event:expr $(,)?) => {
+        $tracer.log_event($crate::macros::StaticEvent::<0>::id($event), [0, 0])
+    };
+    ($tracer:expr, $event:expr, $a:expr $(,)?) => {
+        $tracer.log_event(
+            $crate::macros::StaticEvent::<1>::id($event),
+            [($a) as u64, 0],
+        )
+    };
+    ($tracer:expr, $event:expr, $a:expr, $b:expr $(,)?) => {
+        $tracer.log_event(
+            $crate::macros::StaticEvent::<2>::id($event),
+            [($a) as u64, ($b) as u64],
+        )
+    };
+    ($tracer:expr, $event:expr, $($rest:expr),+ $(,)?) => {
+        ::core::compile_error!("qtrace::event!: an event has at most two arguments")
+    };
+}
+
+/// Opens a scope declared by [`classes!`](crate::classes!): logs
+/// `NAME.begin` with the arguments given now and returns a
+/// [`Scope`](crate::router::scope::Scope) guard that logs `NAME.end` with its code
+/// (0, or what [`Scope::end_with`](crate::router::scope::Scope::end_with) set) when
+/// it is dropped. `scope!(TRACER, SCOPE, ARG, ...)` expands to
+/// `TRACER.scope(SCOPE.begin(), SCOPE.end(), [ARG as u64, ...])`; `TRACER`
+/// is a [`Tracer`](crate::Tracer) (or a reference or `Arc` to one) or
+/// [`global::Global`](crate::setup::global::Global). Scopes nest. The number of
+/// arguments must match the scope's argument names (see [`StaticScope`]).
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod db: "database" {
+///         scope QUERY = "query": "one query" (table);
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// tracer.define_classes(&CATALOG)?;
+/// let query = qtrace::scope!(tracer, db::QUERY, 3);
+/// query.end_with(404); // query.end [404, 0]
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+///
+/// ```compile_fail
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod db: "database" {
+///         scope QUERY = "query": "one query" (table);
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// let _q = qtrace::scope!(tracer, db::QUERY); // expected `StaticScope<0>`, found `StaticScope<1>`
+/// ```
+#[macro_export]
+macro_rules! scope {
+    ($tracer:expr, $scope:expr $(,)?) => {{
+        let scope = $crate::macros::StaticScope::<0>::begin($scope);
+        $tracer.scope(scope, $crate::macros::StaticScope::<0>::end($scope), [0, 0])
+    }};
+    ($tracer:expr, $scope:expr, $a:expr $(,)?) => {{
+        let scope = $crate::macros::StaticScope::<1>::begin($scope);
+        $tracer.scope(
+            scope,
+            $crate::macros::StaticScope::<1>::end($scope),
+            [($a) as u64, 0],
+        )
+    }};
+    ($tracer:expr, $scope:expr, $a:expr, $b:expr $(,)?) => {{
+        let scope = $crate::macros::StaticScope::<2>::begin($scope);
+        $tracer.scope(
+            scope,
+            $crate::macros::StaticScope::<2>::end($scope),
+            [($a) as u64, ($b) as u64],
+        )
+    }};
+    ($tracer:expr, $scope:expr, $($rest:expr),+ $(,)?) => {
+        ::core::compile_error!("qtrace::scope!: a scope has at most two begin arguments")
+    };
+}
