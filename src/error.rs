@@ -11,7 +11,7 @@
 //! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::init), [`global`](crate::global), queue types |
 //! | wire | [`WireError`] | parsing headers, records, datagrams |
 //! | readers | [`ReadError`](crate::reader::ReadError), [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
-//! | export | [`ExportError`] | the converters of [`export`](crate::export) |
+//! | export | `ExportError` (feature `export`) | the converters of `export` |
 //!
 //! An I/O failure is [`Error::Io`] whichever layer it came from; a wrapped
 //! layer error keeps its `Display` text and its `source()` chain
@@ -45,6 +45,7 @@ use std::path::PathBuf;
 pub use crate::classes::CatalogError;
 pub use crate::clock::ClockUnavailable;
 pub use crate::config_error::ConfigError;
+#[cfg(feature = "export")]
 pub use crate::export::ExportError;
 pub use crate::io_error::IoError;
 pub use crate::wire::{HeaderFieldError, WireError};
@@ -61,7 +62,8 @@ pub enum Error {
     Config(ConfigError),
     /// A class, event or class/event table is invalid.
     Catalog(CatalogError),
-    /// A trace converter failed.
+    /// A trace converter failed (feature `export`).
+    #[cfg(feature = "export")]
     Export(ExportError),
     /// Bytes that are not a valid trace file or datagram.
     Wire(WireError),
@@ -124,6 +126,7 @@ impl From<ClockUnavailable> for Error {
     }
 }
 
+#[cfg(feature = "export")]
 impl From<ExportError> for Error {
     fn from(e: ExportError) -> Self {
         match e {
@@ -147,6 +150,7 @@ impl From<ExportError> for Error {
     }
 }
 
+#[cfg(feature = "export")]
 /// For code that runs inside a converter (the sink factory of
 /// [`SplitByTime`](crate::export::split::SplitByTime)) and uses `?` on
 /// crate-level errors: an export or I/O error stays itself, any other is
@@ -199,6 +203,7 @@ impl fmt::Display for Error {
         match self {
             Error::Config(e) => write!(f, "{e}"),
             Error::Catalog(e) => write!(f, "{e}"),
+            #[cfg(feature = "export")]
             Error::Export(e) => write!(f, "{e}"),
             Error::Wire(e) => write!(f, "{e}"),
             Error::InvalidHeader { field, reason } => {
@@ -220,6 +225,7 @@ impl std::error::Error for Error {
         match self {
             Error::Config(e) => e.source(),
             Error::Catalog(e) => e.source(),
+            #[cfg(feature = "export")]
             Error::Export(e) => e.source(),
             Error::Wire(e) => e.source(),
             Error::InvalidHeader { .. } => None,
