@@ -67,6 +67,7 @@ use super::{ConvertStats, EventSink};
 use crate::classes::{tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::event::TRACER_SOURCE;
+use crate::io_error::IoError;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
@@ -165,11 +166,7 @@ impl std::fmt::Display for Num {
 }
 
 fn io_err(e: std::io::Error) -> Error {
-    Error::Io {
-        path: None,
-        action: "write the Chrome trace JSON",
-        source: e,
-    }
+    Error::Io(IoError::without_path("write the Chrome trace JSON", e))
 }
 
 impl<W: Write> ChromeWriter<W> {

@@ -189,6 +189,7 @@ use super::{ConvertStats, EventSink};
 use crate::classes::{system, tracer, Catalog};
 use crate::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::event::TRACER_SOURCE;
+use crate::io_error::IoError;
 use crate::{Event, EventId};
 
 /// The shared packet sequence (the first packet, track descriptors, events
@@ -409,11 +410,7 @@ pub struct PerfettoWriter<W: Write> {
 }
 
 fn io_err(e: std::io::Error) -> Error {
-    Error::Io {
-        path: None,
-        action: "write the Perfetto trace",
-        source: e,
-    }
+    Error::Io(IoError::without_path("write the Perfetto trace", e))
 }
 
 /// Appends an interned-string entry (`{iid, name}`) to `interned`.
