@@ -4,7 +4,7 @@
 //! `benches/dump_babeltrace2.sh`.
 //!
 //! ```text
-//! cargo bench --bench analyze -- --warm-up-time 1 --measurement-time 2
+//! cargo bench -p qtrace-benches --features analysis --bench analyze -- --warm-up-time 1 --measurement-time 2
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

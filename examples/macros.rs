@@ -4,7 +4,7 @@
 //! and read back as nested slices by `analyze`.
 //!
 //! ```text
-//! cargo run --example macros [OUTPUT_DIR]
+//! cargo run --example macros --features analysis [OUTPUT_DIR]
 //! ```
 
 use std::path::PathBuf;

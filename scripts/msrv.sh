@@ -2,7 +2,7 @@
 # MSRV check: the library builds with the `rust-version` Cargo.toml declares.
 #
 #   scripts/msrv.sh      cargo +MSRV check of the library, without and with
-#                        the `tracing` feature
+#                        every feature (tracing, export, analysis)
 #
 # What a library user with that rustc compiles is the library and its normal
 # dependencies, resolved to versions that support the MSRV. The workspace's
@@ -70,6 +70,6 @@ CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfi
 export CARGO_TARGET_DIR=$root/target/msrv/target
 echo "msrv: cargo +$msrv check --lib"
 cargo +"$msrv" check --lib --quiet
-echo "msrv: cargo +$msrv check --lib --features tracing"
-cargo +"$msrv" check --lib --features tracing --quiet
+echo "msrv: cargo +$msrv check --lib --all-features"
+cargo +"$msrv" check --lib --all-features --quiet
 echo "msrv: Rust $msrv builds the library"

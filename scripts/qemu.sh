@@ -41,7 +41,7 @@ fi
 echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
 (cd examples/firmware-cortex-m && cargo build --release --quiet)
 firmware=examples/firmware-cortex-m/target/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m
-cargo build --release --quiet --bin qtrace
+cargo build --release --quiet -p qtrace-cli --bin qtrace
 qtrace="$root/target/release/qtrace"
 
 run="$root/target/qemu"

@@ -36,7 +36,8 @@ if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev
 fi
 
 echo "== cargo test (unit, integration, doc tests)"
-cargo test --all-features
+# --workspace: the command (cli/, qtrace-cli) is not a default member.
+cargo test --workspace --all-features
 
 echo "== the main job's trace through babeltrace2 and a JSON parser (scripts/check-export.sh)"
 scripts/check-export.sh

@@ -10,12 +10,15 @@
 //! | model | [`ClockUnavailable`] | [`Clock::tsc`](crate::model::clock::Clock::tsc), [`Clock::of_kind`](crate::model::clock::Clock::of_kind) |
 //! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::setup::init), [`global`](crate::setup::global), queue types |
 //! | wire | [`WireError`] | parsing headers, records, datagrams |
-//! | readers | [`ReadError`](crate::reader::ReadError), [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
-//! | export | [`ExportError`] | the converters of [`export`](crate::export) |
+//! | queues | [`RecoverError`], [`RingFileError`] | [`recover_file`](crate::storage::recover::recover_file), [`RingImage::parse`](crate::storage::ring_file::RingImage::parse) |
+//! | readers | [`ReadError`], [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
+//! | export | `ExportError` (feature `export`) | the converters of `export` |
 //!
-//! An I/O failure is [`Error::Io`] whichever layer it came from; a wrapped
-//! layer error keeps its `Display` text and its `source()` chain
-//! (transparent wrapping).
+//! An I/O failure that a layer reports as an [`IoError`] (what qtrace was
+//! doing, on which file) is [`Error::Io`] whichever layer it came from; a
+//! wrapped layer error keeps its `Display` text and its `source()` chain
+//! (transparent wrapping). A reader's error stays [`Error::Read`] (it knows
+//! the byte offset), a ring file's [`Error::Recover`].
 //!
 //! ```
 //! use qtrace::classes::ClassSpec;
@@ -42,14 +45,16 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+#[cfg(feature = "export")]
 pub use crate::export::ExportError;
 pub use crate::model::classes::CatalogError;
 pub use crate::model::clock::ClockUnavailable;
 pub use crate::model::io_error::IoError;
 pub use crate::queue::config_error::ConfigError;
+pub use crate::reader::ReadError;
+pub use crate::storage::recover::RecoverError;
+pub use crate::storage::ring_file::RingFileError;
 pub use crate::wire::{HeaderFieldError, WireError};
-
-use crate::model::io_error::write_io;
 
 /// Any qtrace error: the error of the layer that failed (the `Display` text
 /// says what went wrong and what to do about it).
@@ -61,10 +66,17 @@ pub enum Error {
     Config(ConfigError),
     /// A class, event or class/event table is invalid.
     Catalog(CatalogError),
-    /// A trace converter failed.
+    /// A trace converter failed (feature `export`).
+    #[cfg(feature = "export")]
     Export(ExportError),
     /// Bytes that are not a valid trace file or datagram.
     Wire(WireError),
+    /// A trace file could not be read (completely): it could not be opened
+    /// or read, or its bytes are not a trace.
+    Read(ReadError),
+    /// A ring file (a fixed or circular queue's file) could not be
+    /// recovered: it could not be read, or it is not a ring file.
+    Recover(RecoverError),
     /// A trace-header field holds a value the file format cannot carry.
     InvalidHeader {
         /// Which field.
@@ -72,25 +84,15 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
-    /// A file could not be created, written or read.
-    Io {
-        /// The file involved, if any.
-        path: Option<PathBuf>,
-        /// What qtrace was doing.
-        action: &'static str,
-        /// The operating system's error.
-        source: io::Error,
-    },
+    /// A file could not be created, written or read: what qtrace was doing,
+    /// on which file, and the operating system's error.
+    Io(IoError),
 }
 
 impl Error {
     /// An I/O error on `path` while doing `action`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Error::Io {
-            path: Some(path.into()),
-            action,
-            source,
-        }
+        Error::Io(IoError::new(action, path, source))
     }
 }
 
@@ -98,15 +100,7 @@ impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Catalog(c) => Error::Catalog(c),
-            ConfigError::Io {
-                path,
-                action,
-                source,
-            } => Error::Io {
-                path,
-                action,
-                source,
-            },
+            ConfigError::Io(e) => Error::Io(e),
             other => Error::Config(other),
         }
     }
@@ -124,18 +118,11 @@ impl From<ClockUnavailable> for Error {
     }
 }
 
+#[cfg(feature = "export")]
 impl From<ExportError> for Error {
     fn from(e: ExportError) -> Self {
         match e {
-            ExportError::Io {
-                path,
-                action,
-                source,
-            } => Error::Io {
-                path,
-                action,
-                source,
-            },
+            ExportError::Io(e) => Error::Io(e),
             // A crate-level error that went through a converter comes back
             // as itself.
             ExportError::Caller(caller) => match caller.downcast::<Error>() {
@@ -147,6 +134,7 @@ impl From<ExportError> for Error {
     }
 }
 
+#[cfg(feature = "export")]
 /// For code that runs inside a converter (the sink factory of
 /// [`SplitByTime`](crate::export::split::SplitByTime)) and uses `?` on
 /// crate-level errors: an export or I/O error stays itself, any other is
@@ -155,15 +143,7 @@ impl From<Error> for ExportError {
     fn from(e: Error) -> Self {
         match e {
             Error::Export(e) => e,
-            Error::Io {
-                path,
-                action,
-                source,
-            } => ExportError::Io {
-                path,
-                action,
-                source,
-            },
+            Error::Io(e) => ExportError::Io(e),
             other => ExportError::Caller(Box::new(other)),
         }
     }
@@ -186,11 +166,28 @@ impl From<HeaderFieldError> for Error {
 
 impl From<IoError> for Error {
     fn from(e: IoError) -> Self {
-        Error::Io {
-            path: e.path,
-            action: e.action,
-            source: e.source,
-        }
+        Error::Io(e)
+    }
+}
+
+impl From<ReadError> for Error {
+    fn from(e: ReadError) -> Self {
+        Error::Read(e)
+    }
+}
+
+impl From<RecoverError> for Error {
+    fn from(e: RecoverError) -> Self {
+        Error::Recover(e)
+    }
+}
+
+/// A ring file that does not parse is [`Error::Recover`] with
+/// [`RecoverError::Format`], as [`recover_file`](crate::storage::recover::recover_file)
+/// reports it.
+impl From<RingFileError> for Error {
+    fn from(e: RingFileError) -> Self {
+        Error::Recover(RecoverError::Format(e))
     }
 }
 
@@ -199,16 +196,15 @@ impl fmt::Display for Error {
         match self {
             Error::Config(e) => write!(f, "{e}"),
             Error::Catalog(e) => write!(f, "{e}"),
+            #[cfg(feature = "export")]
             Error::Export(e) => write!(f, "{e}"),
             Error::Wire(e) => write!(f, "{e}"),
+            Error::Read(e) => write!(f, "{e}"),
+            Error::Recover(e) => write!(f, "{e}"),
             Error::InvalidHeader { field, reason } => {
                 write!(f, "invalid trace-header {field}: {reason}")
             }
-            Error::Io {
-                path,
-                action,
-                source,
-            } => write_io(f, path.as_deref(), action, source),
+            Error::Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -220,10 +216,13 @@ impl std::error::Error for Error {
         match self {
             Error::Config(e) => e.source(),
             Error::Catalog(e) => e.source(),
+            #[cfg(feature = "export")]
             Error::Export(e) => e.source(),
             Error::Wire(e) => e.source(),
+            Error::Read(e) => e.source(),
+            Error::Recover(e) => e.source(),
             Error::InvalidHeader { .. } => None,
-            Error::Io { source, .. } => Some(source),
+            Error::Io(e) => e.source(),
         }
     }
 }

@@ -68,7 +68,7 @@
 //! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
 //! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
 //! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
-//! | views | `export/`, `analysis/` | [`export`], [`analysis`] | converters and scheduler analysis |
+//! | views | `export/`, `analysis/` | `export`, `analysis` (features of the same names) | converters and scheduler analysis |
 //!
 //! The router sits above the built-in queues: [`Tracer::log_event`] reaches
 //! them through the [`AnyQueue`](queues::AnyQueue) enum (one `match`, no
@@ -79,7 +79,7 @@
 //! ([`CatalogError`](classes::CatalogError),
 //! [`ClockUnavailable`](clock::ClockUnavailable), [`ConfigError`],
 //! [`WireError`](wire::WireError), [`ReadError`](reader::ReadError),
-//! [`ExportError`](export::ExportError), [`IoError`](error::IoError)), and
+//! `ExportError` (feature `export`), [`IoError`](error::IoError)), and
 //! [`Error`] on top composes them with `From`, so `?` works across layers
 //! in your code while no layer depends on another's errors. This crate root
 //! is a façade: it declares the layers and re-exports what users reach for.
@@ -93,6 +93,24 @@
 //! codecs of [`wire`]), so a file a firmware writes is the file this crate
 //! reads. The `qtrace` command is a third crate, `qtrace-cli` (`cli/`): this
 //! library depends on none of its crates.
+//!
+//! # Cargo features
+//!
+//! None is on by default: a program that only traces compiles the tracer,
+//! its queues, the wire formats, the [`reader`] and the [`receiver`], and
+//! none of the converters. The `qtrace` command (`qtrace-cli`) turns on
+//! `export` and `analysis`.
+//!
+//! | feature | turns on | compiles in addition |
+//! |---|---|---|
+//! | `tracing` | `bridge`: a `tracing_subscriber::Layer` that records into qtrace queues | `tracing-core`, `tracing-subscriber` (`std`, `registry`), `arrayvec` |
+//! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split | `flate2` (with `miniz_oxide`: pure Rust) |
+//! | `analysis` | `analysis`: what the scheduler did (per task, CPU, interrupt; latencies) | nothing (it does not need `export`) |
+//!
+//! ```toml
+//! [dependencies]
+//! qtrace = { version = "0.1", features = ["export"] }
+//! ```
 //!
 //! # Without std (firmware, kernels)
 //!
@@ -157,8 +175,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 // The layers, each in its folder (the table above); lower never imports higher.
+#[cfg(feature = "analysis")]
 pub mod analysis;
 pub mod error;
+#[cfg(feature = "export")]
 pub mod export;
 pub mod filters;
 mod model;

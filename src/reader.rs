@@ -66,6 +66,7 @@ pub use crate::wire::header::SUPPORTED_VERSIONS;
 
 mod merge;
 mod merged;
+#[cfg(feature = "export")]
 pub(crate) use merge::TimeMerge;
 pub use merged::MergedReader;
 

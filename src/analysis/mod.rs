@@ -2,7 +2,7 @@
 //! per CPU (source), per interrupt, and latencies between any two events.
 //!
 //! Feed an [`Analyzer`] the events of a run in time order (merged files: see
-//! [`crate::reader::MergedReader`]) and [`Analyzer::finish`] it into a
+//! [`MergedReader`](crate::reader::MergedReader)) and [`Analyzer::finish`] it into a
 //! [`Report`]. The analysis reads the built-in classes as S.Ha.R.K. defines
 //! them:
 //!

@@ -75,6 +75,7 @@ use crate::model::classes::scopes::ScopeTable;
 use crate::model::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
+use crate::model::io_error::IoError;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
@@ -178,11 +179,7 @@ impl std::fmt::Display for Num {
 }
 
 fn io_err(e: std::io::Error) -> Error {
-    Error::Io {
-        path: None,
-        action: "write the Chrome trace JSON",
-        source: e,
-    }
+    Error::Io(IoError::without_path("write the Chrome trace JSON", e))
 }
 
 impl<W: Write> ChromeWriter<W> {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::model::io_error::{write_io, IoError};
+use crate::model::io_error::IoError;
 
 /// A trace converter could not go on (the `Display` text says what is wrong
 /// and what to do). `?` turns it into the crate-level
@@ -42,35 +42,21 @@ pub enum ExportError {
     /// another layer, kept whole (for `qtrace::Error`, the crate-level error
     /// itself; see `From<Error> for ExportError`).
     Caller(Box<dyn std::error::Error + Send + Sync + 'static>),
-    /// A file could not be created, written or read.
-    Io {
-        /// The file involved, if any.
-        path: Option<PathBuf>,
-        /// What the converter was doing.
-        action: &'static str,
-        /// The operating system's error.
-        source: io::Error,
-    },
+    /// A file could not be created, written or read: what the converter was
+    /// doing, on which file.
+    Io(IoError),
 }
 
 impl ExportError {
     /// An I/O error on `path` while doing `action`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        ExportError::Io {
-            path: Some(path.into()),
-            action,
-            source,
-        }
+        ExportError::Io(IoError::new(action, path, source))
     }
 }
 
 impl From<IoError> for ExportError {
     fn from(e: IoError) -> Self {
-        ExportError::Io {
-            path: e.path,
-            action: e.action,
-            source: e.source,
-        }
+        ExportError::Io(e)
     }
 }
 
@@ -85,11 +71,7 @@ impl fmt::Display for ExportError {
                 write!(f, "invalid converter option {option}: {reason}")
             }
             ExportError::Caller(e) => write!(f, "{e}"),
-            ExportError::Io {
-                path,
-                action,
-                source,
-            } => write_io(f, path.as_deref(), action, source),
+            ExportError::Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -97,7 +79,8 @@ impl fmt::Display for ExportError {
 impl std::error::Error for ExportError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ExportError::Io { source, .. } => Some(source),
+            // Transparent: the chain goes on with the OS error.
+            ExportError::Io(e) => e.source(),
             // Transparent: the text is the caller's error's.
             ExportError::Caller(e) => e.source(),
             _ => None,

@@ -61,6 +61,7 @@ use super::{ConvertStats, EventSink};
 use crate::export::ExportError;
 use crate::model::classes::{lowlevel, semaphore, system, tracer};
 use crate::model::event::TRACER_SOURCE;
+use crate::model::io_error::IoError;
 use crate::Event;
 
 /// The narrowest time area drawn, in pixels.
@@ -554,11 +555,8 @@ impl<W: Write> EventSink for SvgTimeline<W> {
             self.close_irq(s, end);
             self.stop(s, end);
         }
-        self.render().map_err(|e| ExportError::Io {
-            path: None,
-            action: "write the SVG timeline",
-            source: e,
-        })?;
+        self.render()
+            .map_err(|e| ExportError::Io(IoError::without_path("write the SVG timeline", e)))?;
         Ok(self.stats)
     }
 }

@@ -1,6 +1,6 @@
 //! An I/O failure with what qtrace was doing and on which file: the one I/O
 //! error every layer carries ([`ConfigError::Io`](crate::ConfigError::Io),
-//! [`ExportError::Io`](crate::export::ExportError::Io), the receiver) and
+//! `ExportError::Io` (feature `export`), the receiver) and
 //! that the crate-level [`Error`](crate::Error) flattens into
 //! [`Error::Io`](crate::Error::Io).
 //!

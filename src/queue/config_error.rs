@@ -13,7 +13,7 @@ use crate::model::classes::{CatalogError, ClassId};
 use crate::model::clock::ClockUnavailable;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
-use crate::model::io_error::{write_io, IoError};
+use crate::model::io_error::IoError;
 
 /// What went wrong configuring or running a tracer, and what to do about it
 /// (the `Display` text says both). The hot path (`log_event`) never returns
@@ -157,25 +157,15 @@ pub enum ConfigError {
     /// A class specification that cannot be defined
     /// ([`Tracer::define_class`](crate::Tracer::define_class)).
     Catalog(CatalogError),
-    /// A queue's file could not be created, written or read.
-    Io {
-        /// The file involved, if any.
-        path: Option<PathBuf>,
-        /// What the queue was doing.
-        action: &'static str,
-        /// The operating system's error.
-        source: io::Error,
-    },
+    /// A queue's file (or socket, or task) could not be created, written or
+    /// read: what the queue was doing, on which file.
+    Io(IoError),
 }
 
 impl ConfigError {
     /// An I/O error on `path` while doing `action`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        ConfigError::Io {
-            path: Some(path.into()),
-            action,
-            source,
-        }
+        ConfigError::Io(IoError::new(action, path, source))
     }
 }
 
@@ -193,11 +183,7 @@ impl From<ClockUnavailable> for ConfigError {
 
 impl From<IoError> for ConfigError {
     fn from(e: IoError) -> Self {
-        ConfigError::Io {
-            path: e.path,
-            action: e.action,
-            source: e.source,
-        }
+        ConfigError::Io(e)
     }
 }
 
@@ -281,7 +267,7 @@ impl fmt::Display for ConfigError {
                 "Scope::Queue({queue}) names a `{type_name}` queue, which only forwards events: name the queue that records them (the handle Tracer::create_queue returned)"
             ),
             Catalog(e) => write!(f, "{e}"),
-            Io { path, action, source } => write_io(f, path.as_deref(), action, source),
+            Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -298,7 +284,8 @@ fn short_type_name(full: &str) -> &str {
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ConfigError::Io { source, .. } => Some(source),
+            // Transparent too: the chain goes on with the OS error.
+            ConfigError::Io(e) => e.source(),
             // Transparent wrappers: the text is the inner error's, so the
             // chain continues with the inner error's own source.
             ConfigError::Catalog(e) => e.source(),

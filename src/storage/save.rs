@@ -96,20 +96,16 @@ pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), 
 /// Adds to an [`ConfigError::Io`] about a trace file what the user can do.
 pub(crate) fn with_hint(e: ConfigError) -> ConfigError {
     match e {
-        ConfigError::Io {
-            path,
-            action,
-            source,
-        } => ConfigError::Io {
-            path,
-            action,
-            source: std::io::Error::new(
-                source.kind(),
+        ConfigError::Io(mut e) => {
+            e.source = std::io::Error::new(
+                e.source.kind(),
                 format!(
-                    "{source}; give the tracer a writable directory (Config::with_output_dir) or the queue a writable `file` parameter"
+                    "{}; give the tracer a writable directory (Config::with_output_dir) or the queue a writable `file` parameter",
+                    e.source
                 ),
-            ),
-        },
+            );
+            ConfigError::Io(e)
+        }
         other => other,
     }
 }

@@ -72,8 +72,10 @@ pub mod loopback;
 pub mod manual_tracer;
 pub mod memory_tracer;
 pub mod net_class;
+#[cfg(feature = "export")]
 pub mod perfetto_decode;
 pub mod read_all;
+pub mod scope_classes;
 pub mod temp_dirs;
 pub mod tmpfs;
 pub mod udp_sender;

@@ -11,3 +11,4 @@ mod combine;
 mod combine_threads;
 mod export;
 mod perfetto_export;
+mod scopes;

@@ -1,16 +1,22 @@
 //! Errors are split by layer and composed with `From` into `qtrace::Error`:
 //! `?` works across layers, each layer error keeps its text, I/O failures
 //! are `Error::Io` whichever layer they came from, and `source()` chains go
-//! on to the operating system's error.
+//! on to the operating system's error. The converters' part needs the
+//! feature `export`.
 
 use std::error::Error as StdError;
 
 use qtrace::classes::{Catalog, CatalogError, ClassSpec};
 use qtrace::clock::{Clock, ClockKind, ClockUnavailable};
-use qtrace::error::{ExportError, IoError, WireError};
-use qtrace::export::chrome::ChromeWriter;
-use qtrace::export::EventSink;
+#[cfg(feature = "export")]
+use qtrace::error::ExportError;
+use qtrace::error::{IoError, ReadError, RecoverError, RingFileError, WireError};
+#[cfg(feature = "export")]
+use qtrace::export::{chrome::ChromeWriter, EventSink};
+use qtrace::queues::recover::recover_file;
+use qtrace::queues::ring_file::RingImage;
 use qtrace::queues::{Dummy, Fixed, FixedParams};
+use qtrace::reader::TraceReader;
 use qtrace::{Config, ConfigError, Error, Tracer};
 
 /// Every error type is a `std::error::Error` that crosses threads.
@@ -20,9 +26,13 @@ fn every_error_is_a_std_error_send_sync() {
     check::<Error>();
     check::<ConfigError>();
     check::<CatalogError>();
+    #[cfg(feature = "export")]
     check::<ExportError>();
     check::<WireError>();
     check::<IoError>();
+    check::<ReadError>();
+    check::<RecoverError>();
+    check::<RingFileError>();
     check::<ClockUnavailable>();
 }
 
@@ -91,11 +101,11 @@ fn a_queue_io_failure_is_error_io_with_its_cause() {
     let direct = tracer
         .create_queue::<Fixed>(FixedParams::default())
         .unwrap_err();
-    assert!(matches!(direct, ConfigError::Io { .. }), "{direct:?}");
+    assert!(matches!(direct, ConfigError::Io(_)), "{direct:?}");
     let text = direct.to_string();
     let composed: Error = direct.into();
     match &composed {
-        Error::Io { path, .. } => assert!(path.as_ref().unwrap().starts_with(&blocker)),
+        Error::Io(e) => assert!(e.path.as_ref().unwrap().starts_with(&blocker)),
         other => panic!("{other:?}"),
     }
     assert_eq!(composed.to_string(), text);
@@ -103,6 +113,7 @@ fn a_queue_io_failure_is_error_io_with_its_cause() {
     assert!(cause.downcast_ref::<std::io::Error>().is_some());
 }
 
+#[cfg(feature = "export")]
 #[test]
 fn export_errors_compose_and_io_flattens() {
     let mut out = Vec::new();
@@ -123,16 +134,17 @@ fn export_errors_compose_and_io_flattens() {
     let io: Error = io.into();
     assert!(matches!(
         io,
-        Error::Io {
+        Error::Io(IoError {
             action: "write",
             ..
-        }
+        })
     ));
     assert_eq!(io.to_string(), "cannot write /x/y.json: disk full");
 }
 
 /// A crate-level error that passes through a converter (a `SplitByTime`
 /// sink factory using `?`) comes back out as itself.
+#[cfg(feature = "export")]
 #[test]
 fn a_crate_error_through_a_converter_comes_back_whole() {
     let inner = Error::from(ConfigError::Phase2Twice);
@@ -176,6 +188,135 @@ fn the_receivers_io_error_composes() {
     let e = IoError::without_path("receive datagrams", std::io::Error::other("gone"));
     assert_eq!(e.to_string(), "cannot receive datagrams: gone");
     let composed: Error = e.into();
-    assert!(matches!(composed, Error::Io { path: None, .. }));
+    assert!(matches!(composed, Error::Io(IoError { path: None, .. })));
     assert_eq!(composed.to_string(), "cannot receive datagrams: gone");
+}
+
+/// The source chain of `e`, outermost first, as `Display` texts.
+fn chain(e: &(dyn StdError + 'static)) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push(s.to_string());
+        next = s.source();
+    }
+    out
+}
+
+#[test]
+fn a_read_error_composes_with_question_mark() {
+    fn open(path: &std::path::Path) -> Result<TraceReader, Error> {
+        Ok(TraceReader::open(path)?) // ReadError -> Error
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.qtr");
+    let direct = TraceReader::open(&missing).unwrap_err();
+    let text = direct.to_string();
+    let composed = open(&missing).unwrap_err();
+    assert!(
+        matches!(composed, Error::Read(ReadError::Open { .. })),
+        "{composed:?}"
+    );
+    assert_eq!(composed.to_string(), text);
+    // Transparent: the next link is the operating system's error.
+    let links = chain(&composed);
+    assert_eq!(links[0], text);
+    let os = composed.source().expect("the OS error");
+    assert!(os.downcast_ref::<std::io::Error>().is_some());
+    assert_eq!(links.len(), 2, "{links:?}");
+
+    // Bytes that are not a trace: the chain goes on to the wire error.
+    fn parse(bytes: &[u8]) -> Result<(), Error> {
+        TraceReader::new(bytes)?;
+        Ok(())
+    }
+    let bad = parse(b"not a trace at all, not even close to one").unwrap_err();
+    assert!(
+        matches!(bad, Error::Read(ReadError::Format { .. })),
+        "{bad:?}"
+    );
+    assert!(bad.source().unwrap().downcast_ref::<WireError>().is_some());
+}
+
+#[test]
+fn ring_file_and_recover_errors_compose_with_question_mark() {
+    fn parse(bytes: &[u8]) -> Result<(), Error> {
+        RingImage::parse(bytes)?; // RingFileError -> Error
+        Ok(())
+    }
+    let e = parse(b"definitely not a ring file").unwrap_err();
+    let direct = RingImage::parse(b"definitely not a ring file").unwrap_err();
+    assert_eq!(e.to_string(), direct.to_string());
+    assert!(
+        matches!(
+            e,
+            Error::Recover(RecoverError::Format(RingFileError::NotARingFile))
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("pass the .ring file"));
+
+    fn recover(path: &std::path::Path) -> Result<usize, Error> {
+        Ok(recover_file(path)?.events.len()) // RecoverError -> Error
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = recover(&dir.path().join("gone.ring")).unwrap_err();
+    assert!(
+        matches!(missing, Error::Recover(RecoverError::Io(_))),
+        "{missing:?}"
+    );
+    assert!(missing
+        .to_string()
+        .starts_with("cannot read the ring file: "));
+    let os = missing.source().expect("the OS error");
+    assert!(os.downcast_ref::<std::io::Error>().is_some());
+
+    let not_ring = dir.path().join("x.ring");
+    std::fs::write(&not_ring, b"plain text").unwrap();
+    let e = recover(&not_ring).unwrap_err();
+    assert!(
+        matches!(e, Error::Recover(RecoverError::Format(_))),
+        "{e:?}"
+    );
+    // Transparent wrapping: Error's source is RecoverError's source.
+    let src = e.source().expect("the ring file error");
+    assert!(src.downcast_ref::<RingFileError>().is_some());
+}
+
+#[test]
+fn io_errors_are_held_whole_at_every_layer() {
+    let io = IoError::new(
+        "create trace file",
+        "/no/such/q0.qtr",
+        std::io::ErrorKind::NotFound.into(),
+    );
+    let text = io.to_string();
+    let config: ConfigError = io.into();
+    assert!(matches!(&config, ConfigError::Io(e) if e.action == "create trace file"));
+    assert_eq!(config.to_string(), text);
+    let top: Error = config.into();
+    match &top {
+        Error::Io(e) => assert_eq!(
+            e.path.as_deref(),
+            Some(std::path::Path::new("/no/such/q0.qtr"))
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(top.to_string(), text);
+    assert!(top
+        .source()
+        .unwrap()
+        .downcast_ref::<std::io::Error>()
+        .is_some());
+    #[cfg(feature = "export")]
+    {
+        let back: ExportError = top.into();
+        assert!(matches!(&back, ExportError::Io(_)));
+        assert_eq!(back.to_string(), text);
+        assert!(back
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .is_some());
+    }
 }

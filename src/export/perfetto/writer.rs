@@ -111,11 +111,10 @@ pub struct PerfettoWriter<W: Write> {
 }
 
 pub(super) fn io_err(e: std::io::Error) -> Error {
-    Error::Io {
-        path: None,
-        action: "write the Perfetto trace",
-        source: e,
-    }
+    Error::Io(crate::model::io_error::IoError::without_path(
+        "write the Perfetto trace",
+        e,
+    ))
 }
 
 impl<W: Write> PerfettoWriter<W> {

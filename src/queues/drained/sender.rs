@@ -54,10 +54,11 @@ impl UdpSender {
                 reason: format!("remote address {remote} has port 0: give the receiver's port"),
             });
         }
-        let io_err = |action: &'static str, addr: SocketAddr, e: io::Error| ConfigError::Io {
-            path: None,
-            action,
-            source: io::Error::new(e.kind(), format!("{addr}: {e}")),
+        let io_err = |action: &'static str, addr: SocketAddr, e: io::Error| {
+            let source = io::Error::new(e.kind(), format!("{addr}: {e}"));
+            ConfigError::Io(crate::model::io_error::IoError::without_path(
+                action, source,
+            ))
         };
         let domain = Domain::for_address(remote);
         let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))

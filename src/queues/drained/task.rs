@@ -143,10 +143,10 @@ impl Task {
         control: Arc<TaskControl>,
         work: W,
     ) -> Result<Task, ConfigError> {
-        Task::spawn(name, period, control, work).map_err(|source| ConfigError::Io {
-            path: None,
-            action,
-            source,
+        Task::spawn(name, period, control, work).map_err(|source| {
+            ConfigError::Io(crate::model::io_error::IoError::without_path(
+                action, source,
+            ))
         })
     }
 
@@ -161,11 +161,11 @@ impl Task {
         if self.stop() {
             Ok(())
         } else {
-            Err(ConfigError::Io {
+            Err(ConfigError::Io(crate::model::io_error::IoError {
                 path,
                 action,
                 source: std::io::Error::other(why),
-            })
+            }))
         }
     }
 

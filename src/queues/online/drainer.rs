@@ -571,11 +571,11 @@ impl OnlineQueue {
                 drop(sink);
                 let _ = std::fs::remove_file(path);
             }
-            return Err(ConfigError::Io {
+            return Err(ConfigError::Io(crate::model::io_error::IoError {
                 path: self.path.clone(),
                 action: "write the header of trace file",
                 source: e,
-            });
+            }));
         }
         self.shared.io.lock().file_opened = true;
         let file_path = file_handle.as_ref().and(self.path.clone());

@@ -1,0 +1,54 @@
+//! The classes the macro and scope tests declare with `qtrace::classes!`
+//! (tests/model/macros.rs, tests/export/scopes.rs), a tracer that knows
+//! them with one fixed queue, and that queue's records.
+
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::queues::{Fixed, FixedParams};
+use qtrace::{Config, EventId, QueueHandle, Tracer};
+
+qtrace::classes! {
+    /// This test's classes.
+    pub static CATALOG;
+
+    /// The network stack.
+    pub mod net: "network stack" {
+        /// A packet arrived.
+        event RX = "rx": "a packet was received" (len, port);
+        event TX = "tx": "a packet was sent" (len, port);
+        event IDLE = "idle": "nothing to do" ();
+        scope REQUEST = "request": "one request served" (conn);
+    }
+
+    /// The disk.
+    pub mod disk: "block device" {
+        event READ = "read": "a block was read" (block);
+        scope FLUSH = "flush": "a cache flush" ();
+    }
+}
+
+pub fn tracer(time: &ManualClock) -> (Tracer, QueueHandle) {
+    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(time)));
+    tracer.define_classes(&CATALOG).unwrap();
+    let q = tracer
+        .create_queue::<Fixed>(FixedParams {
+            capacity: 64,
+            ..FixedParams::default()
+        })
+        .unwrap();
+    tracer.assign_class(net::CLASS, q).unwrap();
+    tracer.assign_class(disk::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    (tracer, q)
+}
+
+pub fn recorded(tracer: &Tracer, q: QueueHandle) -> Vec<(u64, EventId, [u64; 2])> {
+    tracer
+        .queue(q)
+        .unwrap()
+        .as_fixed()
+        .unwrap()
+        .snapshot_events()
+        .iter()
+        .map(|e| (e.time, e.id, e.args))
+        .collect()
+}
