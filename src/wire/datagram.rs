@@ -68,7 +68,7 @@ pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
 /// The datagram format version this crate writes.
 pub const VERSION: u16 = field::VERSION_VALUE;
 /// Every datagram format version this crate reads.
-pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[1];
 pub use qtrace_core::layout::datagram::{CLOSE_PAYLOAD_LEN, FRAGMENT_PREFIX_LEN, HEADER_LEN};
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
@@ -146,11 +146,11 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             return Err(truncated(0, HEADER_LEN, len, "datagram header"));
         }
         let version = be16(b, field::VERSION);
-        if !SUPPORTED_VERSIONS.contains(&version) {
+        if !SUPPORTED_DATAGRAM_VERSIONS.contains(&version) {
             return Err(WireError::UnsupportedVersion {
                 offset: field::VERSION as u64,
                 version,
-                supported: SUPPORTED_VERSIONS,
+                supported: SUPPORTED_DATAGRAM_VERSIONS,
             });
         }
         if len < HEADER_LEN {

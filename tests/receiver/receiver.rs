@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use proptest::prelude::*;
 use qtrace::classes::{tracer::HOOPS, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::receiver::sequence::{Limits, WINDOW};
+use qtrace::receiver::sequence::{ReorderLimits, WINDOW};
 use qtrace::receiver::{ReceiverConfig, ReceiverCore, RefusedSource};
 use qtrace::wire::close::{close_part, unclosed_stream, UNCLOSED_FLAGS};
 use qtrace::wire::datagram::{
@@ -250,7 +250,7 @@ fn a_late_datagram_fills_its_gap_and_leaves_no_loss() {
 #[test]
 fn holding_is_bounded_and_an_overflow_gives_the_gap_up_exactly() {
     let mut r = Run::with(ReceiverConfig {
-        reorder: Limits {
+        reorder: ReorderLimits {
             datagrams: 3,
             bytes: 1 << 20,
         },
@@ -708,7 +708,7 @@ proptest! {
         let d = stream_of(9, &counts);
         let (delivered, order) = deliveries(&counts, &fates);
         let mut r = Run::with(ReceiverConfig {
-            reorder: Limits { datagrams: 2, bytes: 1 << 20 },
+            reorder: ReorderLimits { datagrams: 2, bytes: 1 << 20 },
             ..ReceiverConfig::default()
         });
         for &i in &order {
