@@ -78,12 +78,12 @@ use crate::model::event::TRACER_SOURCE;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
-pub const SOURCES_PID: u32 = 1;
+pub(crate) const SOURCES_PID: u32 = 1;
 /// The process that holds one thread per task/semaphore pair.
-pub const SEMAPHORES_PID: u32 = 2;
+pub(crate) const SEMAPHORES_PID: u32 = 2;
 /// The process that holds one thread per source with scopes (its `tid` is
 /// the source number).
-pub const SCOPES_PID: u32 = 3;
+pub(crate) const SCOPES_PID: u32 = 3;
 
 /// Tuning of [`ChromeWriter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

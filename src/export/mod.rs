@@ -77,8 +77,9 @@ pub struct ConvertStats {
     pub packets: u64,
     /// CTF: events whose timestamp was earlier than the previous event of the
     /// same stream and was raised to it (CTF streams must not go back in
-    /// time), or later than readers can place and was lowered to
-    /// [`ctf::max_timestamp`].
+    /// time), or later than readers can place (babeltrace2 holds times as
+    /// signed 64-bit ns since the Unix epoch: past year 2262) and was
+    /// lowered to that.
     pub clamped: u64,
     /// Chrome and Perfetto: duration events (task, semaphore and interrupt
     /// slices) written; SVG: running and blocked spans drawn.
@@ -150,6 +151,7 @@ pub fn convert<S: EventSink>(
 ///     .collect();
 /// assert_eq!(times, [(1, 0), (2, 1), (5, 0), (5, 1)]);
 /// ```
+#[doc(hidden)]
 #[deprecated(
     note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
 )]
@@ -191,6 +193,7 @@ where
 
 /// Merges event streams that cannot fail (each in time order) into one in
 /// time order: [`MergeByTime`] for plain events.
+#[doc(hidden)]
 #[deprecated(
     note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
 )]

@@ -64,15 +64,15 @@ use crate::model::event::TRACER_SOURCE;
 use crate::Event;
 
 /// The narrowest time area drawn, in pixels.
-pub const MIN_WIDTH_PX: u32 = 100;
+pub(crate) const MIN_WIDTH_PX: u32 = 100;
 /// The widest time area drawn, in pixels (what bounds the picture's size).
-pub const MAX_WIDTH_PX: u32 = 100_000;
+pub(crate) const MAX_WIDTH_PX: u32 = 100_000;
 
 /// Tuning of [`SvgTimeline`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SvgOptions {
-    /// Width of the time area, in pixels, kept within
-    /// [`MIN_WIDTH_PX`]..=[`MAX_WIDTH_PX`]. Default 1600.
+    /// Width of the time area, in pixels, kept within 100..=100 000.
+    /// Default 1600.
     pub width_px: u32,
     /// Most rows (sources plus tasks). Default 200.
     pub max_rows: usize,

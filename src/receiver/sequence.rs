@@ -117,7 +117,6 @@ pub struct Gap {
     pub events: u64,
 }
 
-
 /// Counts kept by a [`SequenceTracker`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SequenceCounts {

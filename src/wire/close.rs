@@ -33,8 +33,8 @@ use crate::Event;
 // The close run and the hoops record are the core's: one definition for the
 // std writers and a firmware's dump.
 pub use qtrace_core::encode::close::{
-    close_part, hoops_lost, CloseRecord, QueueTotals, CLOSES_FLAG, CLOSE_ID,
-    CLOSE_RECORD_FLAG, CLOSE_RUN_LEN, CLOSE_SOURCE,
+    close_part, hoops_lost, CloseRecord, QueueTotals, CLOSES_FLAG, CLOSE_ID, CLOSE_RECORD_FLAG,
+    CLOSE_RUN_LEN, CLOSE_SOURCE,
 };
 
 /// Record flags of the receiver's *unclosed-stream mark* (FORMAT.md 1.5):

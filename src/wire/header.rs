@@ -11,8 +11,8 @@ use super::header_error::HeaderFieldError;
 use super::WireError;
 use crate::model::classes::{validate_name, Catalog, MAX_NAME_LEN};
 use crate::model::clock::Clock;
-use qtrace_core::encode::header::HeaderSpec;
 use crate::QueueHandle;
+use qtrace_core::encode::header::HeaderSpec;
 
 pub use qtrace_core::layout::header::{
     BYTE_ORDER_MARK, FIXED_LEN, FORMAT_VERSION, MAX_HOST_LEN, NANOS_PER_SECOND, NO_QUEUE,
@@ -529,5 +529,18 @@ impl TraceHeader {
     pub fn decode(bytes: &[u8]) -> Result<(Self, usize), WireError> {
         let view = HeaderView::new_checked(bytes)?;
         Ok((TraceHeader::parse(&view)?, view.header_len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Was `supported_versions_are_listed` in tests/wire/format.rs.
+    #[test]
+    fn supported_versions_are_listed() {
+        assert_eq!(SUPPORTED_FILE_VERSIONS, &[1]);
+        assert_eq!(super::super::datagram::SUPPORTED_DATAGRAM_VERSIONS, &[1]);
+        assert_eq!(FORMAT_VERSION, 1);
     }
 }

@@ -48,10 +48,10 @@ pub use header::TraceHeader;
 pub use header_error::HeaderFieldError;
 pub use writer::{create_trace_file, TraceWriter};
 
-/// Moved: the crate root's [`QueueHandle`](crate::QueueHandle).
+// Moved: the crate root's `QueueHandle` (a re-export: no deprecation
+// warning is possible; a type alias would lose the tuple constructor).
 #[doc(hidden)]
-#[deprecated(note = "use qtrace::QueueHandle")]
-pub type QueueHandle = crate::QueueHandle;
+pub use crate::QueueHandle;
 
 /// Removed from the public API: the trace-file format version this crate
 /// writes ([`TraceHeader::version`] reads a header's).

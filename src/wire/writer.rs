@@ -179,7 +179,7 @@ mod tests {
     use super::*;
     use crate::model::classes::{system, Catalog, ClassSpec};
     use crate::model::clock::{Clock, ManualClock};
-    use crate::wire::QueueHandle;
+    use crate::QueueHandle;
     use crate::EventId;
 
     fn header() -> TraceHeader {

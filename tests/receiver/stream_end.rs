@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::receiver::sequence::ReorderLimits;
+use qtrace::receiver::ReorderLimits;
 use qtrace::receiver::{Receiver, ReceiverConfig, RunLimit};
-use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
+use qtrace::wire::unclosed_stream;
 use qtrace::{Config, Event, Tracer};
 
 use crate::common::loopback;
