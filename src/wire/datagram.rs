@@ -2,6 +2,12 @@
 //! or a fragment of the sender's trace header (which carries its class table,
 //! so a receiver can name user-defined events). FORMAT.md specifies it.
 //!
+//! **Not a public API** (hidden from the documentation): the fuzz targets,
+//! the `wire_throughput` example and the receiver's tests encode and decode
+//! datagrams with it, and it may change in any release. Programs receive
+//! datagrams with the [receiver](crate::receiver); a sender without the UDP
+//! queue (a firmware) encodes them with `qtrace_core::encode::datagram`.
+//!
 //! | offset | size | field                                                   |
 //! |--------|------|---------------------------------------------------------|
 //! | 0      | 4    | magic `QTRU` (`51 54 52 55`)                            |
@@ -569,7 +575,7 @@ pub fn encode_catalog_fragment(
 /// Reassembles a sender's trace header from catalog datagrams sent in order
 /// (offset 0, then each next offset). A fragment that does not continue the
 /// current one restarts at offset 0 or is ignored, so memory stays at most
-/// [`MAX_HEADER_LEN`] bytes per sender.
+/// 4 MiB (the largest header) per sender.
 #[derive(Debug, Default)]
 pub struct CatalogAssembler {
     buf: Vec<u8>,

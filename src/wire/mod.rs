@@ -30,10 +30,7 @@
 pub(crate) mod catalog;
 pub(crate) mod close;
 mod cursor;
-/// The UDP datagram codec (FORMAT.md section 3). Not a public API: the
-/// fuzz targets, the `wire_throughput` example and the receiver's tests use
-/// it; it may change in any release. Programs receive datagrams with the
-/// [receiver](crate::receiver).
+// Hidden: not a public API (see its module documentation).
 #[doc(hidden)]
 pub mod datagram;
 mod error;

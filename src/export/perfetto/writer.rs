@@ -241,7 +241,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// (`false`: for a tool that reads Perfetto's protobuf but cannot inflate
     /// `compressed_packets`; the file is several times larger). Either way
     /// the packets are the same, and they reach `out` in chunks of about
-    /// [`CHUNK_BYTES`].
+    /// 128 KiB.
     ///
     /// ```
     /// use qtrace::classes::{system, Catalog};
