@@ -179,8 +179,8 @@ mod tests {
     use super::*;
     use crate::model::classes::{system, Catalog, ClassSpec};
     use crate::model::clock::{Clock, ManualClock};
-    use crate::QueueHandle;
     use crate::EventId;
+    use crate::QueueHandle;
 
     fn header() -> TraceHeader {
         let mut catalog = Catalog::builtin();
