@@ -224,8 +224,8 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64) -> Result<usize, R
 /// assert_eq!(whole.by_ref().count(), 1);
 /// assert!(matches!(whole.completeness(), Some(Completeness::Complete(_))));
 ///
-/// // The same file without its last record: cut short.
-/// let mut cut = TraceReader::new(&bytes[..bytes.len() - 32])?;
+/// // The same file without its close run (3 records): cut short.
+/// let mut cut = TraceReader::new(&bytes[..bytes.len() - 3 * 32])?;
 /// assert_eq!(cut.by_ref().count(), 1);
 /// assert_eq!(cut.completeness(), Some(Completeness::Cut { records: 1, lost: 0 }));
 /// assert_eq!(cut.completeness().unwrap().is_complete(), Some(false));

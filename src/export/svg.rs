@@ -69,6 +69,14 @@ pub(crate) const MIN_WIDTH_PX: u32 = 100;
 pub(crate) const MAX_WIDTH_PX: u32 = 100_000;
 
 /// Tuning of [`SvgTimeline`].
+///
+/// ```
+/// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+///
+/// let options = SvgOptions { width_px: 800, max_rows: 20, ..SvgOptions::default() };
+/// assert_eq!(SvgOptions::default().width_px, 1600);
+/// let _timeline = SvgTimeline::new(Vec::new(), (0, 1_000_000), options);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SvgOptions {
     /// Width of the time area, in pixels, kept within 100..=100 000.
@@ -147,6 +155,25 @@ struct TaskState {
 
 /// Draws an SVG timeline of events pushed in time order (see the [module
 /// documentation](self)).
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+/// use qtrace::export;
+/// use qtrace::Event;
+///
+/// let mut svg = Vec::new();
+/// let events = [
+///     Event::new(0, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(600, system::SCHEDULE, 0, [2, 0]),
+/// ];
+/// let timeline = SvgTimeline::new(&mut svg, (0, 1_000), SvgOptions::default());
+/// let stats = export::convert(timeline, events)?;
+/// assert_eq!(stats.events, 2);
+/// let text = String::from_utf8(svg).unwrap();
+/// assert!(text.starts_with("<svg") || text.starts_with("<?xml"), "{text}");
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SvgTimeline<W: Write> {
     out: W,

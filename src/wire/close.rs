@@ -55,7 +55,9 @@ pub const UNCLOSED_FLAGS: u16 = CLOSE_RECORD_FLAG | 4;
 /// let mark = unclosed_mark(7000, 42, 9);
 /// assert_eq!((mark.id, mark.source, mark.flags), (EventId(0), 0xffff_ffff, 0x8004));
 /// assert_eq!(unclosed_stream(&mark), Some((42, 9)));
-/// assert_eq!(close_part(&mark), None); // not part of a close run
+/// // A tracer control record (id 0, flag bit 15), but not part 1 to 3 of a
+/// // close run: tell it apart with `unclosed_stream` first.
+/// assert_eq!(close_part(&mark), Some(4));
 /// assert_eq!(unclosed_stream(&Event::new(7000, EventId(0), 0, [42, 9])), None);
 /// ```
 pub fn unclosed_mark(time: u64, sender: u32, events: u64) -> Event {

@@ -28,7 +28,7 @@ const BATCH: usize = 128;
 /// w.write_event(&Event::new(10, system::SCHEDULE, 0, [3, 0]))?;
 /// assert_eq!(w.events_written(), 1);
 /// let bytes = w.finish()?;
-/// assert_eq!(bytes.len(), header.buffer_len() + 32);
+/// assert_eq!(bytes.len(), header.to_bytes().len() + 32);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -40,6 +40,11 @@ pub struct TraceWriter<W: Write> {
 
 impl<W: Write> TraceWriter<W> {
     /// Writes `header` to `sink` and returns a writer for the records.
+    /// (The example is [`TraceWriter`]'s.)
+    ///
+    /// # Errors
+    ///
+    /// The sink's error when writing the header fails.
     pub fn new(mut sink: W, header: &TraceHeader) -> io::Result<Self> {
         sink.write_all(&header.to_bytes())?;
         Ok(TraceWriter {
@@ -50,6 +55,10 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Appends one record.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error; the record may then be partly written.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
         let mut buf = [0u8; RECORD_LEN];
         record::emit(event, &mut buf);
@@ -63,6 +72,10 @@ impl<W: Write> TraceWriter<W> {
     ///
     /// On an error, [`TraceWriter::events_written`] counts the records of the
     /// batches that were fully handed to the sink.
+    ///
+    /// # Errors
+    ///
+    /// The sink's first error (see above for what was written).
     pub fn write_events(&mut self, events: &[Event]) -> io::Result<()> {
         let mut buf = [0u8; RECORD_LEN * BATCH];
         for chunk in events.chunks(BATCH) {
@@ -125,6 +138,10 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Flushes the sink.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error.
     pub fn flush(&mut self) -> io::Result<()> {
         self.sink.flush()
     }
