@@ -500,6 +500,17 @@ impl Analyzer {
     /// A new analysis. The catalog is not needed by the built-in measures;
     /// it is taken so that later measures of user classes can name their
     /// arguments.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::SCHEDULE, 0, [1, 0]));
+    /// a.push(&Event::new(100, system::SCHEDULE, 0, [2, 0]));
+    /// assert_eq!(a.finish().tasks[&1].cpu_ns, 100);
+    /// ```
     pub fn new(catalog: &Catalog, options: AnalysisOptions) -> Self {
         let latency = options.latency.as_ref().map(|_| LatencyReport::default());
         let table = ScopeTable::new(catalog);
@@ -826,6 +837,19 @@ impl Analyzer {
     }
 
     /// Closes what is open at the last event's time and returns the report.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::ACTIVATE, 0, [1, 0]));
+    /// a.push(&Event::new(200, system::SCHEDULE, 0, [1, 0])); // still running at the end
+    /// let report = a.finish();
+    /// assert_eq!((report.events, report.span_ns()), (2, 200));
+    /// assert_eq!(report.tasks[&1].dispatches, 1);
+    /// ```
     pub fn finish(mut self) -> Report {
         let end = self.report.last_ns;
         let mut sources: Vec<u32> = self.cpus.keys().copied().collect();

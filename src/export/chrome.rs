@@ -227,6 +227,18 @@ impl<W: Write> ChromeWriter<W> {
     /// `origin_unix_ns` is the Unix time of the trace's time zero. (The
     /// example is [`ChromeWriter`]'s.)
     ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::chrome::ChromeWriter;
+    /// use qtrace::export::EventSink;
+    /// use qtrace::Event;
+    ///
+    /// let mut w = ChromeWriter::new(&Catalog::builtin(), 0, Vec::new())?;
+    /// w.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(w.finish()?.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`ExportError::Io`](Error::Io) if `out` cannot be written.

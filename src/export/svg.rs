@@ -216,6 +216,18 @@ impl<W: Write> SvgTimeline<W> {
     /// A timeline of the time range `[range.0, range.1]` (ns since the
     /// trace's time zero; events outside it are clipped), written to `out`
     /// when finished.
+    ///
+    /// ```
+    /// use qtrace::classes::system;
+    /// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+    /// use qtrace::export::EventSink;
+    /// use qtrace::Event;
+    ///
+    /// let mut t = SvgTimeline::new(Vec::new(), (0, 10_000), SvgOptions::default());
+    /// t.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(t.finish()?.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn new(out: W, range: (u64, u64), options: SvgOptions) -> Self {
         SvgTimeline {
             out,

@@ -133,6 +133,25 @@ impl ReceiverCore {
 
     /// Handles one datagram from `from`; every record to write (events, and
     /// hoops records where losses are detected) goes to `out`, in order.
+    ///
+    /// ```
+    /// use qtrace::classes::system;
+    /// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    /// use qtrace::Event;
+    /// use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+    ///
+    /// // An events datagram of sender 7 with one event (FORMAT.md 3).
+    /// let event = Event::new(5, system::SCHEDULE, 0, [3, 0]);
+    /// let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence: 0, dropped: 0, first_event: 0 };
+    /// let mut bytes = [0u8; 72];
+    /// header.emit(1, (&mut bytes[..40]).try_into().unwrap());
+    /// qtrace_core::encode::record::emit(&event, (&mut bytes[40..]).try_into().unwrap());
+    ///
+    /// let mut core = ReceiverCore::new(ReceiverConfig::default());
+    /// let mut out = Vec::new();
+    /// core.handle("127.0.0.1:40000".parse().unwrap(), &bytes, &mut |e| out.push(*e));
+    /// assert_eq!(out, [event]);
+    /// ```
     pub fn handle(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn FnMut(&Event)) {
         self.handle_into(from, bytes, &mut EachEvent(out))
     }

@@ -40,7 +40,21 @@ pub struct TraceWriter<W: Write> {
 
 impl<W: Write> TraceWriter<W> {
     /// Writes `header` to `sink` and returns a writer for the records.
-    /// (The example is [`TraceWriter`]'s.)
+    ///
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// w.write_event(&Event::new(1, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(w.events_written(), 1);
+    /// assert_eq!(w.get_ref().len(), header.to_bytes().len() + 32);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -162,6 +176,21 @@ impl<W: Write> TraceWriter<W> {
     /// short; end it with [`TraceWriter::finish_with_close`] instead, or
     /// clear the flag with [`TraceHeader::with_close_run`]`(false)`.
     ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// w.write_events(&[Event::new(1, system::SCHEDULE, 0, [3, 0]); 3])?;
+    /// let bytes: Vec<u8> = w.finish()?; // the sink back
+    /// assert_eq!(TraceReader::new(&bytes[..])?.count(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The sink's error from flushing.
     pub fn finish(mut self) -> io::Result<W> {
@@ -172,6 +201,23 @@ impl<W: Write> TraceWriter<W> {
 
 /// Creates (or truncates) the trace file at `path`, creating missing parent
 /// directories, and writes `header` to it.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::reader::TraceReader;
+/// use qtrace::wire::{create_trace_file, TraceHeader};
+/// use qtrace::Event;
+///
+/// let path = std::env::temp_dir().join(format!("qtrace-create-doc-{}.qtr", std::process::id()));
+/// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+/// let mut w = create_trace_file(&path, &header)?;
+/// w.write_event(&Event::new(1, system::SCHEDULE, 0, [3, 0]))?;
+/// w.finish()?;
+/// assert_eq!(TraceReader::open(&path)?.count(), 1);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 ///

@@ -127,7 +127,21 @@ pub fn max_timestamp(origin_unix_ns: u64) -> u64 {
 impl CtfWriter {
     /// Creates `dir` (which must be new or empty) and writes its `metadata`,
     /// with default options; `origin_unix_ns` is the Unix time of the
-    /// trace's time zero. (The example is [`CtfWriter`]'s.)
+    /// trace's time zero.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::{self, ctf::CtfWriter};
+    /// use qtrace::Event;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-ctf-create-doc-{}", std::process::id()));
+    /// let events = [Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// let stats = export::convert(CtfWriter::create(&dir, &Catalog::builtin(), 0)?, events)?;
+    /// assert_eq!(stats.events, 1);
+    /// assert!(dir.join("metadata").exists());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     ///
     /// # Errors
     ///

@@ -153,6 +153,17 @@ impl<W: Write> PerfettoWriter<W> {
     /// Starts the trace on `out` with default options; `origin_unix_ns` is the
     /// Unix time of the trace's time zero.
     ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::{self, perfetto::PerfettoWriter};
+    /// use qtrace::Event;
+    ///
+    /// let events = [Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// let stats = export::convert(PerfettoWriter::new(&Catalog::builtin(), 0, Vec::new())?, events)?;
+    /// assert_eq!(stats.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`ExportError::Io`](Error::Io) if `out` cannot be written.
     pub fn new(catalog: &Catalog, origin_unix_ns: u64, out: W) -> Result<Self, Error> {
