@@ -826,7 +826,7 @@ impl<R: Read> std::iter::FusedIterator for TraceReader<R> {}
 ///
 /// As [`TraceReader::open`], then the first error reading the records.
 #[doc(hidden)]
-#[deprecated(note = "iterate qtrace::reader::TraceReader::open(path)? (an Iterator)")]
+#[deprecated(note = "iterate a qtrace::reader::TraceReader (an Iterator)")]
 pub fn read_trace<F>(path: impl AsRef<Path>, mut f: F) -> Result<u64, ReadError>
 where
     F: FnMut(&Event) -> ControlFlow<()>,
@@ -844,7 +844,7 @@ where
 
 /// The class of `id` in `catalog` (a file's table): S.Ha.R.K.'s `event_class`.
 #[doc(hidden)]
-#[deprecated(note = "use TraceReader::event_class, or Catalog::class_of and Catalog::class")]
+#[deprecated(note = "use TraceReader::event_class or Catalog::class_of")]
 pub fn event_class(catalog: &Catalog, id: EventId) -> Option<&ClassInfo> {
     catalog.class_of(id).and_then(|c| catalog.class(c))
 }

@@ -53,7 +53,7 @@ pub use crate::QueueHandle;
 /// Removed from the public API: the trace-file format version this crate
 /// writes ([`TraceHeader::version`] reads a header's).
 #[doc(hidden)]
-#[deprecated(note = "the format version is FORMAT.md's; a header's is TraceHeader::version()")]
+#[deprecated(note = "a header's version is TraceHeader::version()")]
 pub const FORMAT_VERSION: u16 = header::FORMAT_VERSION;
 
 /// Removed from the public API: the trace-file versions this crate reads.
