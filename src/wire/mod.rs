@@ -28,7 +28,11 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod catalog;
-pub(crate) mod close;
+// Hidden: the previous release's `wire::close::*` paths keep compiling (its
+// items are the core's close-run codec and the unclosed-stream mark, which
+// the `wire` root re-exports).
+#[doc(hidden)]
+pub mod close;
 mod cursor;
 // Hidden: not a public API (see its module documentation).
 #[doc(hidden)]
