@@ -1,5 +1,8 @@
 //! Reading trace files (S.Ha.R.K.'s `read_trace`, `event_class`,
-//! `event_name`), with the bytes treated as untrusted.
+//! `event_name`: [`TraceReader`], an iterator, and its
+//! [`event_class`](TraceReader::event_class) and
+//! [`event_name`](TraceReader::event_name)), with the bytes treated as
+//! untrusted.
 //!
 //! [`TraceReader`] checks the header, then yields events one by one. A
 //! damaged file yields every event before the damage and then one
@@ -7,7 +10,7 @@
 //! [`TraceReader::completeness`] says whether the file was complete (it ends
 //! with its close run), cut short, or written before close runs existed; a reader never panics on bad bytes
 //! and never holds more than the header (at most
-//! [`MAX_HEADER_LEN`](crate::wire::header::MAX_HEADER_LEN) bytes) and one
+//! 4 MiB) and one
 //! 64 KiB read-ahead block in memory. Records are decoded from that block,
 //! thousands from one `read` call; the reader still waits for no more than
 //! one record, so a socket's events come out as they arrive, and an I/O
@@ -17,10 +20,9 @@
 //! common time line (nanoseconds since the earliest clock origin), streaming.
 //!
 //! ```
-//! use std::ops::ControlFlow;
 //! use qtrace::classes::{system, Catalog};
 //! use qtrace::clock::{Clock, ManualClock};
-//! use qtrace::reader::{read_trace, TraceReader};
+//! use qtrace::reader::TraceReader;
 //! use qtrace::wire::{create_trace_file, TraceHeader};
 //! use qtrace::Event;
 //!
@@ -37,11 +39,10 @@
 //! assert_eq!(reader.count(), 10);
 //!
 //! // Stop after the first three events.
-//! let mut seen = Vec::new();
-//! read_trace(&path, |e| {
-//!     seen.push(e.time);
-//!     if seen.len() == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-//! })?;
+//! let seen: Vec<u64> = TraceReader::open(&path)?
+//!     .take(3)
+//!     .map(|e| e.map(|e| e.time))
+//!     .collect::<Result<_, _>>()?;
 //! assert_eq!(seen, [0, 1, 2]);
 //! # std::fs::remove_file(&path)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -62,7 +63,10 @@ use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
 use crate::{Event, EventId};
 
-pub use crate::wire::header::SUPPORTED_VERSIONS;
+/// Removed from the public API: the trace-file versions this crate reads.
+#[doc(hidden)]
+#[deprecated(note = "the supported versions are FORMAT.md's; ReadError names them")]
+pub const SUPPORTED_VERSIONS: &[u16] = crate::wire::header::SUPPORTED_FILE_VERSIONS;
 
 mod merge;
 mod merged;
@@ -71,6 +75,17 @@ pub(crate) use merge::TimeMerge;
 pub use merged::MergedReader;
 
 /// Why a trace could not be read (completely).
+///
+/// ```
+/// use qtrace::reader::{ReadError, TraceReader};
+///
+/// let err = TraceReader::new(&b"not a trace file"[..]).unwrap_err();
+/// assert!(matches!(err, ReadError::Format { .. }));
+/// assert_eq!(err.offset(), 0);
+/// assert!(err.to_string().contains("not a qtrace trace file"), "{err}");
+/// let missing = TraceReader::open("/nonexistent/run.qtr").unwrap_err();
+/// assert!(matches!(missing, ReadError::Open { .. }));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ReadError {
@@ -191,6 +206,32 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64) -> Result<usize, R
 
 /// Whether a trace file is complete, known once it has been read to its end
 /// ([`TraceReader::completeness`]). FORMAT.md 1.5 specifies the close run.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::reader::{Completeness, TraceReader};
+/// use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
+/// use qtrace::Event;
+///
+/// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+///     .with_close_run(true);
+/// let mut w = TraceWriter::new(Vec::new(), &header)?;
+/// w.write_event(&Event::new(1, system::SCHEDULE, 0, [3, 0]))?;
+/// let totals = QueueTotals { accepted: 1, dropped: 0, overwritten: 0, delivered: 1 };
+/// let bytes = w.finish_with_close(2, totals)?;
+///
+/// let mut whole = TraceReader::new(&bytes[..])?;
+/// assert_eq!(whole.by_ref().count(), 1);
+/// assert!(matches!(whole.completeness(), Some(Completeness::Complete(_))));
+///
+/// // The same file without its close run (3 records): cut short.
+/// let mut cut = TraceReader::new(&bytes[..bytes.len() - 3 * 32])?;
+/// assert_eq!(cut.by_ref().count(), 1);
+/// assert_eq!(cut.completeness(), Some(Completeness::Cut { records: 1, lost: 0 }));
+/// assert_eq!(cut.completeness().unwrap().is_complete(), Some(false));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Completeness {
@@ -373,6 +414,34 @@ const OPEN_BUFFER_LEN: usize = 8 * 1024;
 
 impl TraceReader<BufReader<File>> {
     /// Opens the trace file at `path` and checks its header.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::wire::{create_trace_file, TraceHeader};
+    /// use qtrace::Event;
+    ///
+    /// let path = std::env::temp_dir().join(format!("qtrace-open-doc-{}.qtr", std::process::id()));
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = create_trace_file(&path, &header)?;
+    /// w.write_event(&Event::new(7, system::SCHEDULE, 0, [3, 0]))?;
+    /// w.finish()?;
+    ///
+    /// let mut reader = TraceReader::open(&path)?;
+    /// assert_eq!(reader.path(), Some(path.as_path()));
+    /// assert_eq!(reader.next().unwrap()?.time, 7);
+    /// assert!(reader.next().is_none());
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Open`] when the file cannot be opened;
+    /// [`ReadError::Format`] (naming the file and the byte offset) when its
+    /// header is not a valid qtrace header; [`ReadError::Io`] when reading
+    /// the header fails.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
         let p = Some(path.to_path_buf());
@@ -389,6 +458,32 @@ impl TraceReader<BufReader<File>> {
 
 impl<R: Read> TraceReader<R> {
     /// Reads and checks the header from `source` (a file, a slice, a socket).
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// w.write_event(&Event::new(7, system::SCHEDULE, 0, [3, 0]))?;
+    /// let bytes = w.finish()?;
+    ///
+    /// let reader = TraceReader::new(&bytes[..])?;
+    /// assert_eq!(reader.header().clock_kind(), "manual");
+    /// assert_eq!(reader.event_name(system::SCHEDULE), Some("schedule"));
+    /// let times: Vec<u64> = reader.map(|e| e.map(|e| e.time)).collect::<Result<_, _>>()?;
+    /// assert_eq!(times, [7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Format`] (with the byte offset) when the header is not a
+    /// valid qtrace header or is cut short; [`ReadError::Io`] when reading
+    /// from `source` fails.
     pub fn new(mut source: R) -> Result<Self, ReadError> {
         let mut fixed = [0u8; FIXED_LEN];
         let n = read_full(&mut source, &mut fixed, 0)?;
@@ -726,7 +821,13 @@ impl<R: Read> std::iter::FusedIterator for TraceReader<R> {}
 /// until it returns [`ControlFlow::Break`]; returns how many events `f` saw.
 ///
 /// A damaged file: `f` sees every event before the damage, then the error is
-/// returned.
+/// returned. Deprecated: iterate a [`TraceReader`] (`TraceReader::open(path)?`).
+///
+/// # Errors
+///
+/// As [`TraceReader::open`], then the first error reading the records.
+#[doc(hidden)]
+#[deprecated(note = "iterate a qtrace::reader::TraceReader (an Iterator)")]
 pub fn read_trace<F>(path: impl AsRef<Path>, mut f: F) -> Result<u64, ReadError>
 where
     F: FnMut(&Event) -> ControlFlow<()>,
@@ -743,11 +844,15 @@ where
 }
 
 /// The class of `id` in `catalog` (a file's table): S.Ha.R.K.'s `event_class`.
+#[doc(hidden)]
+#[deprecated(note = "use TraceReader::event_class or Catalog::class_of")]
 pub fn event_class(catalog: &Catalog, id: EventId) -> Option<&ClassInfo> {
     catalog.class_of(id).and_then(|c| catalog.class(c))
 }
 
 /// The name of `id` in `catalog` (a file's table): S.Ha.R.K.'s `event_name`.
+#[doc(hidden)]
+#[deprecated(note = "use TraceReader::event_name or Catalog::event_name")]
 pub fn event_name(catalog: &Catalog, id: EventId) -> Option<&str> {
     catalog.event_name(id)
 }

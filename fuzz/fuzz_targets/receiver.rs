@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use libfuzzer_sys::fuzz_target;
 use qtrace::classes::tracer::HOOPS;
 use qtrace::receiver::{ReceiverConfig, ReceiverCore, MAX_RETIRED};
-use qtrace::wire::close::unclosed_stream;
+use qtrace::wire::unclosed_stream;
 
 const MAX_SENDERS: usize = 3;
 

@@ -80,6 +80,29 @@ const IRQ_LIST: usize = 8;
 const MAX_PENDING: usize = 4096;
 
 /// Which events a latency measures, and how a start finds its end.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer, LatencySpec, MatchKey};
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::Event;
+///
+/// // From a task's activation to its dispatch, matched by task (argument 0).
+/// let spec = LatencySpec { from: system::ACTIVATE, to: system::SCHEDULE, key: MatchKey::Arg(0) };
+/// let options = AnalysisOptions { latency: Some(spec), ..AnalysisOptions::default() };
+/// let mut a = Analyzer::new(&Catalog::builtin(), options);
+/// for e in [
+///     Event::new(0, system::ACTIVATE, 0, [1, 0]),
+///     Event::new(50, system::ACTIVATE, 0, [2, 0]),
+///     Event::new(250, system::SCHEDULE, 0, [2, 0]),
+///     Event::new(400, system::SCHEDULE, 0, [1, 0]),
+/// ] {
+///     a.push(&e);
+/// }
+/// let latency = a.finish().latency.unwrap();
+/// let s = latency.samples.summary();
+/// assert_eq!((s.count, s.min, s.max), (2, 200, 400));
+/// assert_eq!((latency.lossy, latency.unmatched_ends, latency.open_starts), (0, 0, 0));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LatencySpec {
     /// The event that starts an interval.
@@ -91,6 +114,27 @@ pub struct LatencySpec {
 }
 
 /// What a latency's start and end events must have in common.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer, LatencySpec, MatchKey};
+/// use qtrace::classes::{user, Catalog};
+/// use qtrace::Event;
+///
+/// // A request (user0) and its reply (user1) on the same thread (source).
+/// let spec = LatencySpec { from: user::USER0, to: user::USER1, key: MatchKey::Source };
+/// let options = AnalysisOptions { latency: Some(spec), ..AnalysisOptions::default() };
+/// let mut a = Analyzer::new(&Catalog::builtin(), options);
+/// for e in [
+///     Event::new(0, user::USER0, 7, [0, 0]),
+///     Event::new(10, user::USER0, 8, [0, 0]),
+///     Event::new(30, user::USER1, 8, [0, 0]), // thread 8: 20 ns
+///     Event::new(100, user::USER1, 7, [0, 0]), // thread 7: 100 ns
+/// ] {
+///     a.push(&e);
+/// }
+/// let s = a.finish().latency.unwrap().samples.summary();
+/// assert_eq!((s.count, s.min, s.max), (2, 20, 100));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatchKey {
     /// The same source (CPU or thread).
@@ -102,6 +146,14 @@ pub enum MatchKey {
 }
 
 /// Tuning of the analysis.
+///
+/// ```
+/// use qtrace::analysis::AnalysisOptions;
+///
+/// let options = AnalysisOptions { interrupt_max_ns: 5_000, ..AnalysisOptions::default() };
+/// assert_eq!(options.latency, None);
+/// assert_eq!(AnalysisOptions::default().interrupt_max_ns, 1_000);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AnalysisOptions {
     /// Longest interrupt handler, in ns (it ends earlier at the next event of
@@ -121,6 +173,28 @@ impl Default for AnalysisOptions {
 }
 
 /// What one task did.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// for e in [
+///     Event::new(0, system::ACTIVATE, 0, [1, 0]),
+///     Event::new(100, system::SCHEDULE, 0, [1, 0]), // task 1 runs on CPU 0
+///     Event::new(300, system::SCHEDULE, 0, [2, 0]), // preempted by task 2
+///     Event::new(500, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(600, system::ENDCYCLE, 0, [1, 0]), // its job ends
+/// ] {
+///     a.push(&e);
+/// }
+/// let report = a.finish();
+/// let task = &report.tasks[&1];
+/// assert_eq!((task.activations, task.dispatches, task.preemptions), (1, 2, 1));
+/// assert_eq!(task.cpu_ns, 300); // 100..300 and 500..600
+/// assert_eq!(task.response.summary().max, 600); // activate at 0, endcycle at 600
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskReport {
     /// `system:activate` events.
@@ -149,6 +223,28 @@ pub struct TaskReport {
 }
 
 /// What one source (CPU) did.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// for e in [
+///     Event::new(0, system::ACTIVATE, 0, [1, 0]),
+///     Event::new(100, system::SCHEDULE, 0, [1, 0]), // task 1 runs on CPU 0
+///     Event::new(300, system::SCHEDULE, 0, [2, 0]), // preempted by task 2
+///     Event::new(500, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(600, system::ENDCYCLE, 0, [1, 0]), // its job ends
+/// ] {
+///     a.push(&e);
+/// }
+/// let report = a.finish();
+/// let cpu = &report.cpus[&0];
+/// // Idle from the trace's start (0) to the first dispatch (100), then busy.
+/// assert_eq!((cpu.busy_ns, cpu.idle_ns, cpu.dispatches), (500, 100, 3));
+/// assert!((cpu.utilisation() - 500.0 / 6.0).abs() < 1e-9); // percent
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuReport {
     /// Nanoseconds a task ran on it (spans no loss touched).
@@ -177,6 +273,25 @@ impl CpuReport {
 }
 
 /// What one interrupt line did.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{lowlevel, system, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// for e in [
+///     Event::new(0, lowlevel::INTERRUPT, 0, [15, 0]),
+///     Event::new(300, system::SCHEDULE, 0, [1, 0]), // the handler ended
+///     Event::new(1_000, lowlevel::INTERRUPT, 0, [15, 0]),
+///     Event::new(9_000, system::SCHEDULE, 0, [1, 0]), // capped at 1 µs
+/// ] {
+///     a.push(&e);
+/// }
+/// let irq = &a.finish().interrupts[&15];
+/// assert_eq!(irq.count, 2);
+/// assert_eq!((irq.handler.summary().min, irq.handler.summary().max), (300, 1_000));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IrqReport {
     /// `lowlevel:interrupt` events.
@@ -186,6 +301,16 @@ pub struct IrqReport {
 }
 
 /// A latency between two events.
+///
+/// See [`LatencySpec`] for a whole example.
+///
+/// ```
+/// use qtrace::analysis::LatencyReport;
+///
+/// let none = LatencyReport::default();
+/// assert!(none.samples.is_empty());
+/// assert_eq!((none.lossy, none.unmatched_ends, none.open_starts), (0, 0, 0));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencyReport {
     /// Intervals that no loss touched.
@@ -199,6 +324,34 @@ pub struct LatencyReport {
 }
 
 /// What one scope (`class:S`) did.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::Catalog;
+/// use qtrace::Event;
+///
+/// qtrace::classes! {
+///     /// The example's classes.
+///     pub static CATALOG;
+///     /// The disk.
+///     pub mod disk: "block device" {
+///         scope FLUSH = "flush": "a cache flush" ();
+///     }
+/// }
+///
+/// let mut catalog = Catalog::builtin();
+/// catalog.define_static(&CATALOG)?;
+/// let mut a = Analyzer::new(&catalog, AnalysisOptions::default());
+/// a.push(&Event::new(10, disk::FLUSH.begin(), 1, [0, 0]));
+/// a.push(&Event::new(30, disk::FLUSH.end(), 1, [0, 0]));
+/// a.push(&Event::new(40, disk::FLUSH.begin(), 1, [0, 0]));
+/// a.push(&Event::new(90, disk::FLUSH.end(), 1, [5, 0])); // ended with code 5
+/// let report = a.finish();
+/// let flush = &report.scopes["disk:flush"];
+/// assert_eq!((flush.count, flush.nonzero_codes, flush.unended, flush.lossy), (2, 1, 0, 0));
+/// assert_eq!(flush.durations.summary().max, 50);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScopeReport {
     /// Scopes closed by their end event.
@@ -215,6 +368,28 @@ pub struct ScopeReport {
 }
 
 /// Everything the analysis found.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// for e in [
+///     Event::new(0, system::ACTIVATE, 0, [1, 0]),
+///     Event::new(100, system::SCHEDULE, 0, [1, 0]), // task 1 runs on CPU 0
+///     Event::new(300, system::SCHEDULE, 0, [2, 0]), // preempted by task 2
+///     Event::new(500, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(600, system::ENDCYCLE, 0, [1, 0]), // its job ends
+/// ] {
+///     a.push(&e);
+/// }
+/// let report = a.finish();
+/// assert_eq!((report.events, report.hoops, report.lost), (5, 0, 0));
+/// assert_eq!((report.first_ns, report.last_ns, report.span_ns()), (0, 600, 600));
+/// assert_eq!(report.tasks.keys().copied().collect::<Vec<_>>(), [1, 2]);
+/// assert!(report.latency.is_none() && report.interrupts.is_empty());
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     /// Records read, hoops records excepted.
@@ -275,6 +450,23 @@ struct CpuState {
 /// Computes a [`Report`] from events pushed in time order (see the [module
 /// documentation](self)). Memory: state per task, source and interrupt line,
 /// plus one 8-byte sample per measured interval.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{system, tracer, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// a.push(&Event::new(0, system::ACTIVATE, 0, [1, 0]));
+/// a.push(&Event::new(100, system::SCHEDULE, 0, [1, 0]));
+/// a.push(&Event::new(150, tracer::HOOPS, 0, [4, 0])); // 4 events lost here
+/// a.push(&Event::new(400, system::ENDCYCLE, 0, [1, 0]));
+/// let report = a.finish();
+/// assert_eq!((report.events, report.hoops, report.lost), (3, 1, 4));
+/// let task = &report.tasks[&1];
+/// // The running span and the job touched by the loss are counted apart.
+/// assert_eq!((task.cpu_ns, task.cpu_lossy, task.response_lossy), (0, 1, 1));
+/// ```
 #[derive(Debug)]
 pub struct Analyzer {
     options: AnalysisOptions,
@@ -308,6 +500,17 @@ impl Analyzer {
     /// A new analysis. The catalog is not needed by the built-in measures;
     /// it is taken so that later measures of user classes can name their
     /// arguments.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::SCHEDULE, 0, [1, 0]));
+    /// a.push(&Event::new(100, system::SCHEDULE, 0, [2, 0]));
+    /// assert_eq!(a.finish().tasks[&1].cpu_ns, 100);
+    /// ```
     pub fn new(catalog: &Catalog, options: AnalysisOptions) -> Self {
         let latency = options.latency.as_ref().map(|_| LatencyReport::default());
         let table = ScopeTable::new(catalog);
@@ -634,6 +837,19 @@ impl Analyzer {
     }
 
     /// Closes what is open at the last event's time and returns the report.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::ACTIVATE, 0, [1, 0]));
+    /// a.push(&Event::new(200, system::SCHEDULE, 0, [1, 0])); // still running at the end
+    /// let report = a.finish();
+    /// assert_eq!((report.events, report.span_ns()), (2, 200));
+    /// assert_eq!(report.tasks[&1].dispatches, 1);
+    /// ```
     pub fn finish(mut self) -> Report {
         let end = self.report.last_ns;
         let mut sources: Vec<u32> = self.cpus.keys().copied().collect();

@@ -2,12 +2,34 @@
 //! power-of-two histogram.
 
 /// Durations (nanoseconds) collected for one measure.
+///
+/// ```
+/// use qtrace::analysis::Samples;
+///
+/// let mut s = Samples::default();
+/// for ns in [300, 100, 200] {
+///     s.push(ns);
+/// }
+/// assert_eq!(s.len(), 3);
+/// assert_eq!(s.summary().mean, 200);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Samples {
     values: Vec<u64>,
 }
 
 /// What a set of samples says.
+///
+/// ```
+/// use qtrace::analysis::{Samples, Summary};
+///
+/// let mut s = Samples::default();
+/// s.push(10);
+/// s.push(30);
+/// let sum: Summary = s.summary();
+/// assert_eq!((sum.count, sum.min, sum.mean, sum.p99, sum.max, sum.total), (2, 10, 20, 30, 30, 40));
+/// assert_eq!(Samples::default().summary(), Summary::default());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     /// How many samples.

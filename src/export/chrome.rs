@@ -79,14 +79,32 @@ use crate::model::io_error::IoError;
 use crate::{Event, EventId};
 
 /// The process that holds one thread per source.
-pub const SOURCES_PID: u32 = 1;
+pub(crate) const SOURCES_PID: u32 = 1;
 /// The process that holds one thread per task/semaphore pair.
-pub const SEMAPHORES_PID: u32 = 2;
+pub(crate) const SEMAPHORES_PID: u32 = 2;
 /// The process that holds one thread per source with scopes (its `tid` is
 /// the source number).
-pub const SCOPES_PID: u32 = 3;
+pub(crate) const SCOPES_PID: u32 = 3;
 
 /// Tuning of [`ChromeWriter`].
+///
+/// ```
+/// use qtrace::classes::{lowlevel, system, Catalog};
+/// use qtrace::export::chrome::{ChromeOptions, ChromeWriter};
+/// use qtrace::export;
+/// use qtrace::Event;
+///
+/// // Interrupt slices last at most 5 µs (instead of 1 µs).
+/// let options = ChromeOptions { interrupt_max_ns: 5_000, ..ChromeOptions::default() };
+/// let writer = ChromeWriter::with_options(&Catalog::builtin(), 0, Vec::new(), options)?;
+/// let events = [
+///     Event::new(0, lowlevel::INTERRUPT, 0, [15, 0]),
+///     Event::new(9_000, system::SCHEDULE, 0, [1, 0]),
+/// ];
+/// let stats = export::convert(writer, events)?;
+/// assert_eq!(stats.events, 2);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChromeOptions {
     /// Longest interrupt slice, in nanoseconds (it ends earlier if the same
@@ -119,6 +137,25 @@ struct Names {
 
 /// Writes Chrome Trace Event JSON, one event at a time (see the [module
 /// documentation](self)).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::export::chrome::ChromeWriter;
+/// use qtrace::export::EventSink;
+/// use qtrace::Event;
+///
+/// let catalog = Catalog::builtin();
+/// let mut json = Vec::new();
+/// let mut w = ChromeWriter::new(&catalog, 0, &mut json)?;
+/// w.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+/// w.push(&Event::new(5_000, system::SCHEDULE, 0, [4, 0]))?;
+/// let stats = w.finish()?;
+/// assert_eq!((stats.events, stats.slices), (2, 2));
+/// drop(w);
+/// let text = String::from_utf8(json).unwrap();
+/// assert!(text.contains(r#""name":"task 3""#) && text.contains(r#""name":"task 4""#));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct ChromeWriter<W: Write> {
     out: BufWriter<W>,
@@ -183,12 +220,36 @@ fn io_err(e: std::io::Error) -> Error {
 }
 
 impl<W: Write> ChromeWriter<W> {
-    /// Starts the JSON document on `out` with default options.
+    /// Starts the JSON document on `out` with default options;
+    /// `origin_unix_ns` is the Unix time of the trace's time zero. (The
+    /// example is [`ChromeWriter`]'s.)
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::chrome::ChromeWriter;
+    /// use qtrace::export::EventSink;
+    /// use qtrace::Event;
+    ///
+    /// let mut w = ChromeWriter::new(&Catalog::builtin(), 0, Vec::new())?;
+    /// w.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(w.finish()?.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError::Io`](Error::Io) if `out` cannot be written.
     pub fn new(catalog: &Catalog, origin_unix_ns: u64, out: W) -> Result<Self, Error> {
         Self::with_options(catalog, origin_unix_ns, out, ChromeOptions::default())
     }
 
     /// As [`ChromeWriter::new`], with explicit options.
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError::Io`](Error::Io) if `out` cannot be written;
+    /// [`ExportError::InvalidExportOption`](Error::InvalidExportOption) if
+    /// an option is out of range.
     pub fn with_options(
         catalog: &Catalog,
         origin_unix_ns: u64,

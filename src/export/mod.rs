@@ -58,6 +58,21 @@ use crate::Event;
 pub use error::ExportError;
 
 /// What a conversion did, counted.
+///
+/// ```
+/// use qtrace::classes::{system, tracer, Catalog};
+/// use qtrace::export::{self, chrome::ChromeWriter};
+/// use qtrace::Event;
+///
+/// let events = [
+///     Event::new(0, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(5, tracer::HOOPS, 0, [3, 0]), // 3 events lost here
+///     Event::new(9, system::SCHEDULE, 1, [2, 0]),
+/// ];
+/// let stats = export::convert(ChromeWriter::new(&Catalog::builtin(), 0, Vec::new())?, events)?;
+/// assert_eq!((stats.events, stats.hoops, stats.lost, stats.sources), (2, 1, 3, 2));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConvertStats {
     /// Events converted, hoops records excepted (what `qtrace stats` counts
@@ -77,8 +92,9 @@ pub struct ConvertStats {
     pub packets: u64,
     /// CTF: events whose timestamp was earlier than the previous event of the
     /// same stream and was raised to it (CTF streams must not go back in
-    /// time), or later than readers can place and was lowered to
-    /// [`ctf::max_timestamp`].
+    /// time), or later than readers can place (babeltrace2 holds times as
+    /// signed 64-bit ns since the Unix epoch: past year 2262) and was
+    /// lowered to that.
     pub clamped: u64,
     /// Chrome and Perfetto: duration events (task, semaphore and interrupt
     /// slices) written; SVG: running and blocked spans drawn.
@@ -95,12 +111,51 @@ pub struct ConvertStats {
 /// [`perfetto::PerfettoWriter`], [`svg::SvgTimeline`] and
 /// [`split::SplitByTime`]. Memory use does not grow with the number of events
 /// pushed.
+///
+/// A sink of your own converts like the built-in ones:
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::export::{self, ConvertStats, EventSink, ExportError};
+/// use qtrace::Event;
+///
+/// /// Counts the events of each source.
+/// #[derive(Default)]
+/// struct PerSource(std::collections::BTreeMap<u32, u64>);
+///
+/// impl EventSink for PerSource {
+///     fn push(&mut self, event: &Event) -> Result<(), ExportError> {
+///         *self.0.entry(event.source).or_default() += 1;
+///         Ok(())
+///     }
+///     fn finish(&mut self) -> Result<ConvertStats, ExportError> {
+///         Ok(ConvertStats { events: self.0.values().sum(), ..ConvertStats::default() })
+///     }
+/// }
+///
+/// let mut sink = PerSource::default();
+/// let events = [0, 1, 1].map(|s| Event::new(0, system::SCHEDULE, s, [1, 0]));
+/// assert_eq!(export::convert(&mut sink, events)?.events, 3);
+/// assert_eq!(sink.0[&1], 2);
+/// # Ok::<(), ExportError>(())
+/// ```
 pub trait EventSink {
     /// Converts one event.
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError`] when the output cannot be written
+    /// ([`ExportError::Io`]) or the event is pushed after
+    /// [`EventSink::finish`].
     fn push(&mut self, event: &Event) -> Result<(), ExportError>;
 
     /// Flushes everything, closes what is open and returns the counts. Pushing
     /// after `finish` is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError::Io`] when the output cannot be written; an error when
+    /// the sink was already finished.
     fn finish(&mut self) -> Result<ConvertStats, ExportError>;
 }
 
@@ -117,6 +172,22 @@ impl<T: EventSink + ?Sized> EventSink for &mut T {
 }
 
 /// Feeds every event of `events` to `sink` and finishes it.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::export::{self, chrome::ChromeWriter};
+/// use qtrace::Event;
+///
+/// let events = (0..10).map(|t| Event::new(t * 1_000, system::SCHEDULE, 0, [t % 3, 0]));
+/// let stats = export::convert(ChromeWriter::new(&Catalog::builtin(), 0, Vec::new())?, events)?;
+/// assert_eq!((stats.events, stats.slices), (10, 10));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// The first error of [`EventSink::push`] or [`EventSink::finish`]; the
+/// events after it are not read.
 pub fn convert<S: EventSink>(
     mut sink: S,
     events: impl IntoIterator<Item = Event>,
@@ -150,6 +221,7 @@ pub fn convert<S: EventSink>(
 ///     .collect();
 /// assert_eq!(times, [(1, 0), (2, 1), (5, 0), (5, 1)]);
 /// ```
+#[doc(hidden)]
 #[deprecated(
     note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
 )]
@@ -191,6 +263,7 @@ where
 
 /// Merges event streams that cannot fail (each in time order) into one in
 /// time order: [`MergeByTime`] for plain events.
+#[doc(hidden)]
 #[deprecated(
     note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
 )]

@@ -35,6 +35,22 @@ use crate::Event;
 
 /// Feeds each time window's events to a sink of its own (see the [module
 /// documentation](self)).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::export::{self, perfetto::PerfettoWriter, split::SplitByTime};
+/// use qtrace::Event;
+///
+/// let catalog = Catalog::builtin();
+/// // One Perfetto trace per millisecond, kept in memory here.
+/// let mut split = SplitByTime::new(1_000_000, |_part, _start_ns| {
+///     PerfettoWriter::new(&catalog, 0, Vec::new())
+/// })?;
+/// let events = [0, 2_500_000].map(|t| Event::new(t, system::SCHEDULE, 0, [1, 0]));
+/// export::convert(&mut split, events)?;
+/// assert_eq!(split.parts().map(|(k, _)| k).collect::<Vec<_>>(), [0, 2]);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct SplitByTime<S, F> {
     window_ns: u64,
     make: F,

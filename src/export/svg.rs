@@ -65,15 +65,23 @@ use crate::model::io_error::IoError;
 use crate::Event;
 
 /// The narrowest time area drawn, in pixels.
-pub const MIN_WIDTH_PX: u32 = 100;
+pub(crate) const MIN_WIDTH_PX: u32 = 100;
 /// The widest time area drawn, in pixels (what bounds the picture's size).
-pub const MAX_WIDTH_PX: u32 = 100_000;
+pub(crate) const MAX_WIDTH_PX: u32 = 100_000;
 
 /// Tuning of [`SvgTimeline`].
+///
+/// ```
+/// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+///
+/// let options = SvgOptions { width_px: 800, max_rows: 20, ..SvgOptions::default() };
+/// assert_eq!(SvgOptions::default().width_px, 1600);
+/// let _timeline = SvgTimeline::new(Vec::new(), (0, 1_000_000), options);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SvgOptions {
-    /// Width of the time area, in pixels, kept within
-    /// [`MIN_WIDTH_PX`]..=[`MAX_WIDTH_PX`]. Default 1600.
+    /// Width of the time area, in pixels, kept within 100..=100 000.
+    /// Default 1600.
     pub width_px: u32,
     /// Most rows (sources plus tasks). Default 200.
     pub max_rows: usize,
@@ -148,6 +156,25 @@ struct TaskState {
 
 /// Draws an SVG timeline of events pushed in time order (see the [module
 /// documentation](self)).
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+/// use qtrace::export;
+/// use qtrace::Event;
+///
+/// let mut svg = Vec::new();
+/// let events = [
+///     Event::new(0, system::SCHEDULE, 0, [1, 0]),
+///     Event::new(600, system::SCHEDULE, 0, [2, 0]),
+/// ];
+/// let timeline = SvgTimeline::new(&mut svg, (0, 1_000), SvgOptions::default());
+/// let stats = export::convert(timeline, events)?;
+/// assert_eq!(stats.events, 2);
+/// let text = String::from_utf8(svg).unwrap();
+/// assert!(text.starts_with("<svg") || text.starts_with("<?xml"), "{text}");
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SvgTimeline<W: Write> {
     out: W,
@@ -190,6 +217,18 @@ impl<W: Write> SvgTimeline<W> {
     /// A timeline of the time range `[range.0, range.1]` (ns since the
     /// trace's time zero; events outside it are clipped), written to `out`
     /// when finished.
+    ///
+    /// ```
+    /// use qtrace::classes::system;
+    /// use qtrace::export::svg::{SvgOptions, SvgTimeline};
+    /// use qtrace::export::EventSink;
+    /// use qtrace::Event;
+    ///
+    /// let mut t = SvgTimeline::new(Vec::new(), (0, 10_000), SvgOptions::default());
+    /// t.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(t.finish()?.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn new(out: W, range: (u64, u64), options: SvgOptions) -> Self {
         SvgTimeline {
             out,

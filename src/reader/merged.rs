@@ -117,6 +117,33 @@ impl MergedReader<BufReader<File>> {
     /// Opens every file of `paths` and merges them (inputs are numbered in
     /// the order of `paths`, from 0).
     ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::MergedReader;
+    /// use qtrace::wire::{create_trace_file, TraceHeader};
+    /// use qtrace::Event;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-merged-open-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut paths = Vec::new();
+    /// for (q, times) in [[1, 4], [2, 3]].iter().enumerate() {
+    ///     let path = dir.join(format!("queue{q}.qtr"));
+    ///     let mut w = create_trace_file(&path, &header)?;
+    ///     for &t in times {
+    ///         w.write_event(&Event::new(t, system::SCHEDULE, q as u32, [t, 0]))?;
+    ///     }
+    ///     w.finish()?;
+    ///     paths.push(path);
+    /// }
+    /// let merged = MergedReader::open(&paths)?;
+    /// let times: Vec<u64> = merged.map(|e| e.map(|e| e.time)).collect::<Result<_, _>>()?;
+    /// assert_eq!(times, [1, 2, 3, 4]);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The first file that cannot be opened ([`ReadError::Open`]) or whose
     /// header is not a valid qtrace header ([`ReadError::Format`], naming
@@ -133,6 +160,29 @@ impl MergedReader<BufReader<File>> {
 impl<R: Read> MergedReader<R> {
     /// Merges `readers` (inputs are numbered in their order, from 0). Events
     /// the readers have already yielded are not seen again.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::{MergedReader, TraceReader};
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let file = |times: &[u64]| -> std::io::Result<Vec<u8>> {
+    ///     let mut w = TraceWriter::new(Vec::new(), &header)?;
+    ///     for &t in times {
+    ///         w.write_event(&Event::new(t, system::SCHEDULE, 0, [t, 0]))?;
+    ///     }
+    ///     w.finish()
+    /// };
+    /// let (a, b) = (file(&[1, 4])?, file(&[2, 3])?);
+    /// let merged = MergedReader::new(vec![TraceReader::new(&a[..])?, TraceReader::new(&b[..])?]);
+    /// assert_eq!(merged.len(), 2);
+    /// let times: Vec<u64> = merged.map(|e| e.map(|e| e.time)).collect::<Result<_, _>>()?;
+    /// assert_eq!(times, [1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(readers: Vec<TraceReader<R>>) -> Self {
         let base = readers
             .iter()

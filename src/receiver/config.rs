@@ -2,18 +2,39 @@
 
 use std::net::SocketAddr;
 
-use super::sequence::Limits;
+use super::sequence::ReorderLimits;
 
-/// The port the receiver listens on and the UDP queue sends to by default
-/// (defined by the wire layer).
-pub use crate::wire::DEFAULT_PORT;
+use crate::wire::DEFAULT_PORT;
 
-/// The address `qtrace recv` listens on by default: loopback only.
+/// The address a receiver listens on by default: loopback only, port
+/// [`DEFAULT_PORT`](crate::wire::DEFAULT_PORT).
+///
+/// ```
+/// use qtrace::receiver::default_listen_addr;
+///
+/// let addr = default_listen_addr();
+/// assert!(addr.ip().is_loopback());
+/// assert_eq!(addr.port(), qtrace::wire::DEFAULT_PORT);
+/// ```
 pub fn default_listen_addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))
 }
 
-/// Limits that bound the receiver's memory.
+/// Limits that bound the receiver's memory; [`Default`] gives the values in
+/// parentheses. Set the fields you need and keep the rest:
+///
+/// ```
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore, ReorderLimits};
+///
+/// let config = ReceiverConfig {
+///     max_senders: 64,
+///     reorder: ReorderLimits { datagrams: 1024, ..ReorderLimits::default() },
+///     ..ReceiverConfig::default()
+/// };
+/// assert_eq!(config.reorder.bytes, 512 << 10);
+/// let core = ReceiverCore::new(config);
+/// assert!(core.summary().senders.is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReceiverConfig {
     /// Senders tracked at once: the size of the sender table (16). A new
@@ -31,7 +52,7 @@ pub struct ReceiverConfig {
     /// Per sender, how many datagrams (256) and bytes (512 KiB) are held
     /// while a missing datagram may still arrive (the reorder window); beyond
     /// that it is given up on (counted lost).
-    pub reorder: Limits,
+    pub reorder: ReorderLimits,
     /// Bytes reserved for the header at the start of the file
     /// [`Receiver::run`](super::Receiver::run) writes (64 KiB): the sender's header replaces the
     /// provisional one in place when it fits, otherwise the file is
@@ -52,7 +73,7 @@ impl Default for ReceiverConfig {
             max_catalog_len: 1 << 20,
             recv_buffer: 8 << 20,
             idle_datagrams: 16,
-            reorder: Limits::default(),
+            reorder: ReorderLimits::default(),
             header_room: 64 << 10,
         }
     }

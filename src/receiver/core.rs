@@ -35,6 +35,42 @@ macro_rules! context {
 
 /// The receiver's logic without a socket: feed it datagrams with
 /// [`ReceiverCore::handle`], collect the records it hands out.
+///
+/// ```
+/// use qtrace::classes::{system, tracer};
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// let from = "127.0.0.1:40000".parse().unwrap();
+/// let mut core = ReceiverCore::new(ReceiverConfig::default());
+/// let mut out = Vec::new();
+/// let e = |t| Event::new(t, system::SCHEDULE, 0, [t, 0]);
+/// core.handle(from, &datagram(0, 0, &[e(1)]), &mut |r| out.push(*r));
+/// // Datagram 1 (events 1 and 2) is lost; datagram 2 holds event 3.
+/// core.handle(from, &datagram(2, 3, &[e(4)]), &mut |r| out.push(*r));
+/// core.finish(&mut |r| out.push(*r));
+///
+/// assert_eq!(out[0], e(1));
+/// assert_eq!((out[1].id, out[1].args[0]), (tracer::HOOPS, 2)); // exactly 2 lost, in place
+/// assert_eq!(out[2], e(4));
+/// // No close datagram: the stream is marked unclosed (4 events accounted for).
+/// assert_eq!(qtrace::wire::unclosed_stream(&out[3]), Some((7, 4)));
+/// let sender = &core.summary().senders[0];
+/// assert_eq!((sender.events, sender.lost_events, sender.closed), (2, 2, false));
+/// ```
 #[derive(Debug)]
 pub struct ReceiverCore {
     pub(super) config: ReceiverConfig,
@@ -64,6 +100,14 @@ pub struct ReceiverCore {
 
 impl ReceiverCore {
     /// A receiver core with `config`'s limits.
+    ///
+    /// ```
+    /// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    ///
+    /// let core = ReceiverCore::new(ReceiverConfig::default());
+    /// assert_eq!(core.progress().datagrams(), 0);
+    /// assert!(core.summary().senders.is_empty());
+    /// ```
     pub fn new(config: ReceiverConfig) -> Self {
         ReceiverCore {
             config,
@@ -89,6 +133,25 @@ impl ReceiverCore {
 
     /// Handles one datagram from `from`; every record to write (events, and
     /// hoops records where losses are detected) goes to `out`, in order.
+    ///
+    /// ```
+    /// use qtrace::classes::system;
+    /// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    /// use qtrace::Event;
+    /// use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+    ///
+    /// // An events datagram of sender 7 with one event (FORMAT.md 3).
+    /// let event = Event::new(5, system::SCHEDULE, 0, [3, 0]);
+    /// let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence: 0, dropped: 0, first_event: 0 };
+    /// let mut bytes = [0u8; 72];
+    /// header.emit(1, (&mut bytes[..40]).try_into().unwrap());
+    /// qtrace_core::encode::record::emit(&event, (&mut bytes[40..]).try_into().unwrap());
+    ///
+    /// let mut core = ReceiverCore::new(ReceiverConfig::default());
+    /// let mut out = Vec::new();
+    /// core.handle("127.0.0.1:40000".parse().unwrap(), &bytes, &mut |e| out.push(*e));
+    /// assert_eq!(out, [event]);
+    /// ```
     pub fn handle(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn FnMut(&Event)) {
         self.handle_into(from, bytes, &mut EachEvent(out))
     }

@@ -4,7 +4,7 @@
 //! - **Per sender** (a source address and the sender id in the datagram), it
 //!   detects lost datagrams (sequence gaps) and exactly how many events they
 //!   held (from the first-event field of the datagrams on both sides),
-//!   duplicates and reordering ([`sequence`]). A sender's datagrams are
+//!   duplicates and reordering. A sender's datagrams are
 //!   written in sequence order: one that arrives ahead of a missing one is
 //!   held (at most [`ReceiverConfig::reorder`]) until the missing one arrives
 //!   or is given up on. It reassembles the
@@ -44,7 +44,7 @@
 //!   that ends without a close is reported as such
 //!   ([`SenderSummary::closed`]) and marked in the trace: after its last
 //!   record, one unclosed-stream mark
-//!   ([`unclosed_mark`](crate::wire::close::unclosed_mark), FORMAT.md 1.5),
+//!   ([`unclosed_mark`](crate::wire::unclosed_mark), FORMAT.md 1.5),
 //!   written when it is replaced for good or the receiver stops. A datagram that arrives after it was given
 //!   up on is counted *late* ([`SenderSummary::late`]) and discarded.
 //!
@@ -58,7 +58,7 @@
 //!   record is never placed before an event that preceded the loss.
 //! - *Lost datagrams*: a datagram is given up on when more than
 //!   [`ReceiverConfig::reorder`] datagrams (or bytes) are held behind it,
-//!   when the sender is [`sequence::WINDOW`] datagrams further, or when the
+//!   when the sender is 1024 datagrams (its sequence window) further, or when the
 //!   receiver stops. Then one hoops record per gap (a run of consecutive lost
 //!   datagrams) goes exactly where the gap is — after the events before it,
 //!   before the events after it, with the time of the last event before it —
@@ -99,7 +99,7 @@
 //! ([`ReceiverSummary`], `summary.rs`), the socket ([`Receiver`],
 //! `socket.rs`), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
-//! [`sequence`] tracks a sender's datagram numbers.
+//! `sequence.rs` tracks a sender's datagram numbers.
 
 mod config;
 mod core;
@@ -107,15 +107,21 @@ mod file;
 mod progress;
 mod run;
 mod sender;
-pub mod sequence;
+mod sequence;
 mod sink;
 mod socket;
 mod spool;
 mod summary;
 
-pub use self::config::{default_listen_addr, ReceiverConfig, DEFAULT_PORT, MAX_RETIRED};
+pub use self::config::{default_listen_addr, ReceiverConfig, MAX_RETIRED};
 pub use self::core::ReceiverCore;
 pub use self::progress::Progress;
 pub use self::run::{RunLimit, Stopper};
+pub use self::sequence::ReorderLimits;
 pub use self::socket::Receiver;
 pub use self::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
+
+/// Moved: the wire layer's [`DEFAULT_PORT`](crate::wire::DEFAULT_PORT).
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::wire::DEFAULT_PORT")]
+pub const DEFAULT_PORT: u16 = crate::wire::DEFAULT_PORT;

@@ -4,6 +4,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live counters of a running receiver, readable from other threads (for
 /// progress displays and flow control in tests).
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// let mut core = ReceiverCore::new(ReceiverConfig::default());
+/// let progress = core.progress(); // an Arc: hand it to another thread
+/// let e = Event::new(1, system::SCHEDULE, 0, [1, 0]);
+/// core.handle("127.0.0.1:40000".parse().unwrap(), &datagram(0, 0, &[e, e]), &mut |_| {});
+/// assert_eq!((progress.datagrams(), progress.events(), progress.accounted()), (1, 2, 2));
+/// assert_eq!(progress.invalid(), 0);
+/// ```
 #[derive(Debug, Default)]
 pub struct Progress {
     pub(super) datagrams: AtomicU64,

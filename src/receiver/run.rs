@@ -6,6 +6,15 @@ use std::time::Duration;
 
 /// When [`Receiver::run`](super::Receiver::run) stops. With no limit at all it runs until
 /// [`Stopper::stop`] is called.
+///
+/// ```
+/// use qtrace::receiver::RunLimit;
+/// use std::time::Duration;
+///
+/// assert_eq!(RunLimit::duration(Duration::from_secs(10)).events, None);
+/// assert_eq!(RunLimit::events(1000).events, Some(1000));
+/// assert_eq!(RunLimit::default(), RunLimit { duration: None, events: None }); // until stopped
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunLimit {
     /// Stop after this long.
@@ -50,6 +59,19 @@ impl RunLimit {
 }
 
 /// Stops a running [`Receiver`](super::Receiver) from another thread.
+///
+/// ```
+/// use qtrace::receiver::{Receiver, RunLimit};
+///
+/// let mut receiver = Receiver::bind("127.0.0.1:0".parse()?)?;
+/// let stopper = receiver.stopper();
+/// let stopping = std::thread::spawn(move || stopper.stop());
+/// // No limit: it runs until stopped.
+/// let summary = receiver.run_with(RunLimit::default(), &mut |_| {})?;
+/// stopping.join().unwrap();
+/// assert_eq!(summary.events(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Stopper(pub(super) Arc<AtomicBool>);
 

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use super::sequence::{Gap, Limits, SequenceTracker};
+use super::sequence::{Gap, ReorderLimits, SequenceTracker};
 use super::sink::Context;
 use super::summary::SenderSummary;
 use crate::model::classes::tracer::HOOPS;
@@ -64,7 +64,7 @@ impl SenderState {
         sender: u32,
         ordinal: u64,
         clock: u64,
-        limits: Limits,
+        limits: ReorderLimits,
     ) -> Self {
         SenderState {
             addr,

@@ -22,7 +22,7 @@
 //! - [`MAX_JUMP`] or more above `next` is *implausible* (discarded).
 //!
 //! The tracker gives up on the lowest missing number when more than
-//! [`Limits::datagrams`] datagrams or [`Limits::bytes`] bytes are held, when
+//! [`ReorderLimits::datagrams`] datagrams or [`ReorderLimits::bytes`] bytes are held, when
 //! the highest number seen is more than [`WINDOW`] above it, or when the
 //! stream ends ([`SequenceTracker::pop`] with `flush`).
 //!
@@ -43,18 +43,27 @@ const WORDS: usize = (WINDOW / 64) as usize;
 /// invalid and the state is left alone.
 pub const MAX_JUMP: u64 = 1 << 32;
 
-/// How much a tracker holds while it waits for a missing datagram.
+/// How much the receiver holds per sender while it waits for a missing
+/// datagram ([`ReceiverConfig::reorder`](super::ReceiverConfig::reorder));
+/// beyond either limit the missing datagram is given up on (counted lost).
+///
+/// ```
+/// use qtrace::receiver::ReorderLimits;
+///
+/// let limits = ReorderLimits::default();
+/// assert_eq!((limits.datagrams, limits.bytes), (256, 512 << 10));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct ReorderLimits {
     /// Datagrams held at most (256).
     pub datagrams: usize,
     /// Bytes held at most (512 KiB; one datagram more may be held briefly).
     pub bytes: usize,
 }
 
-impl Default for Limits {
+impl Default for ReorderLimits {
     fn default() -> Self {
-        Limits {
+        ReorderLimits {
             datagrams: 256,
             bytes: 512 << 10,
         }
@@ -94,7 +103,7 @@ pub struct Span {
     pub first_event: u64,
     /// Events in this datagram (0 for a catalog datagram).
     pub events: u64,
-    /// The datagram's size (counted against [`Limits::bytes`] while held).
+    /// The datagram's size (counted against [`ReorderLimits::bytes`] while held).
     pub bytes: usize,
 }
 
@@ -106,13 +115,6 @@ pub struct Gap {
     /// Events they held, exactly: the released datagram's first event minus
     /// the end of the events released before it.
     pub events: u64,
-}
-
-impl Gap {
-    /// Whether nothing was lost.
-    pub fn is_empty(&self) -> bool {
-        self.datagrams == 0 && self.events == 0
-    }
 }
 
 /// Counts kept by a [`SequenceTracker`].
@@ -136,7 +138,7 @@ pub struct SequenceCounts {
 }
 
 /// The sequence state of one sender: a fixed window of bits and at most
-/// [`Limits`] held datagrams.
+/// [`ReorderLimits`] held datagrams.
 #[derive(Clone, Debug)]
 pub struct SequenceTracker<T> {
     /// The next number to release.
@@ -151,19 +153,19 @@ pub struct SequenceTracker<T> {
     released: [u64; WORDS],
     held: BTreeMap<u64, (Span, T)>,
     held_bytes: usize,
-    limits: Limits,
+    limits: ReorderLimits,
     counts: SequenceCounts,
 }
 
 impl<T> Default for SequenceTracker<T> {
     fn default() -> Self {
-        SequenceTracker::new(Limits::default())
+        SequenceTracker::new(ReorderLimits::default())
     }
 }
 
 impl<T> SequenceTracker<T> {
     /// A tracker expecting number 0 (whose first event is 0) first.
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(limits: ReorderLimits) -> Self {
         SequenceTracker {
             next: 0,
             top: 0,
@@ -398,7 +400,7 @@ mod tests {
 
     #[test]
     fn held_limits_force_the_gap_closed() {
-        let mut t = SequenceTracker::new(Limits {
+        let mut t = SequenceTracker::new(ReorderLimits {
             datagrams: 2,
             bytes: 1 << 20,
         });
@@ -411,7 +413,7 @@ mod tests {
             [(g(1, 1), 2), (g(0, 0), 3), (g(0, 0), 4)]
         );
         assert_eq!(t.held(), 0);
-        let mut t = SequenceTracker::new(Limits {
+        let mut t = SequenceTracker::new(ReorderLimits {
             datagrams: 100,
             bytes: 100,
         });
@@ -486,7 +488,7 @@ mod tests {
         fn tracker_matches_the_set_model(
             ops in prop::collection::vec((0u64..40, 0u8..4), 1..300)
         ) {
-            let mut t = SequenceTracker::new(Limits { datagrams: 10_000, bytes: usize::MAX });
+            let mut t = SequenceTracker::new(ReorderLimits { datagrams: 10_000, bytes: usize::MAX });
             let mut m = Model::default();
             let mut cursor = 0u64;
             let mut released = Vec::new();

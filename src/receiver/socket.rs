@@ -23,6 +23,41 @@ use crate::wire::datagram::MAX_DATAGRAM_LEN;
 use crate::wire::QueueTotals;
 
 /// A bound UDP socket and a [`ReceiverCore`].
+///
+/// ```
+/// use std::net::UdpSocket;
+/// use std::time::Duration;
+/// use qtrace::classes::system;
+/// use qtrace::receiver::{Receiver, RunLimit};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// let mut receiver = Receiver::bind("127.0.0.1:0".parse()?)?;
+/// let to = receiver.local_addr();
+/// // A sender (here a plain socket; in a program, the UDP queue).
+/// let socket = UdpSocket::bind("127.0.0.1:0")?;
+/// let e = Event::new(1, system::SCHEDULE, 0, [1, 0]);
+/// socket.send_to(&datagram(0, 0, &[e, e, e]), to)?;
+///
+/// let mut got = Vec::new();
+/// let limit = RunLimit::events(3).or_after(Duration::from_secs(10));
+/// let summary = receiver.run_with(limit, &mut |r| got.push(*r))?;
+/// assert_eq!(summary.events(), 3);
+/// assert_eq!(got.iter().filter(|r| r.id == system::SCHEDULE).count(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Receiver {
     socket: UdpSocket,
@@ -33,11 +68,29 @@ pub struct Receiver {
 impl Receiver {
     /// Binds to `addr` with the default limits. Port 0 lets the system choose
     /// (see [`Receiver::local_addr`]).
+    ///
+    /// ```
+    /// use qtrace::receiver::Receiver;
+    ///
+    /// let receiver = Receiver::bind("127.0.0.1:0".parse()?)?;
+    /// assert!(receiver.local_addr().ip().is_loopback());
+    /// assert_ne!(receiver.local_addr().port(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`IoError`] when the socket cannot be opened, bound (the address is
+    /// in use or not this machine's) or configured.
     pub fn bind(addr: SocketAddr) -> Result<Self, IoError> {
         Receiver::bind_with(addr, ReceiverConfig::default())
     }
 
     /// Binds to `addr` with `config`'s limits.
+    ///
+    /// # Errors
+    ///
+    /// As [`Receiver::bind`].
     pub fn bind_with(addr: SocketAddr, config: ReceiverConfig) -> Result<Self, IoError> {
         let io_err = |action: &'static str, e: io::Error| IoError {
             path: None,
@@ -71,7 +124,8 @@ impl Receiver {
             .expect("a bound socket has an address")
     }
 
-    /// A handle that stops [`Receiver::run`] from another thread.
+    /// A handle that stops [`Receiver::run`] from another thread (see
+    /// [`Stopper`]).
     pub fn stopper(&self) -> Stopper {
         self.stop.clone()
     }
@@ -82,7 +136,12 @@ impl Receiver {
     }
 
     /// Receives until `limit` (or the [`Stopper`]) says stop, handing every
-    /// record to `out`. Returns the account.
+    /// record to `out`. Returns the account. (The example is
+    /// [`Receiver`]'s.)
+    ///
+    /// # Errors
+    ///
+    /// [`IoError`] when receiving from the socket fails.
     pub fn run_with(
         &mut self,
         limit: RunLimit,
@@ -161,7 +220,44 @@ impl Receiver {
     /// ([`ReceiverSummary::file_error`]); this is not an `Err`, so the
     /// account is never lost.
     ///
+    /// ```
+    /// use std::net::UdpSocket;
+    /// use std::time::Duration;
+    /// use qtrace::classes::system;
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::receiver::{Receiver, RunLimit};
+    /// # use qtrace::Event;
+    /// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+    /// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+    /// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+    /// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+    /// #     let mut head = [0u8; 40];
+    /// #     header.emit(events.len() as u16, &mut head);
+    /// #     let mut bytes = head.to_vec();
+    /// #     for e in events {
+    /// #         let mut record = [0u8; 32];
+    /// #         qtrace_core::encode::record::emit(e, &mut record);
+    /// #         bytes.extend_from_slice(&record);
+    /// #     }
+    /// #     bytes
+    /// # }
+    /// let path = std::env::temp_dir().join(format!("qtrace-recv-doc-{}.qtr", std::process::id()));
+    /// let receiver = Receiver::bind("127.0.0.1:0".parse()?)?;
+    /// let socket = UdpSocket::bind("127.0.0.1:0")?;
+    /// let e = Event::new(1, system::SCHEDULE, 0, [1, 0]);
+    /// socket.send_to(&datagram(0, 0, &[e, e]), receiver.local_addr())?;
+    ///
+    /// let limit = RunLimit::events(2).or_after(Duration::from_secs(10));
+    /// let summary = receiver.run(&path, limit)?;
+    /// assert_eq!((summary.events(), summary.records_written), (2, 3)); // + the unclosed mark
+    /// let events: Vec<Event> = TraceReader::open(&path)?.collect::<Result<_, _>>()?;
+    /// assert_eq!(&events[..2], [e, e]);
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
+    ///
     /// [`IoError`] when the file cannot be created or the socket fails.
     pub fn run(
         mut self,

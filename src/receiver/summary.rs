@@ -7,6 +7,17 @@ use std::time::Duration;
 
 /// Datagrams that were skipped before they could be tied to a sender's
 /// stream.
+///
+/// ```
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+///
+/// let mut core = ReceiverCore::new(ReceiverConfig::default());
+/// let from = "127.0.0.1:40000".parse().unwrap();
+/// core.handle(from, b"GET / HTTP/1.1", &mut |_| {}); // not a qtrace datagram
+/// core.handle(from, b"QTRU", &mut |_| {}); // cut short
+/// let invalid = core.summary().invalid;
+/// assert_eq!((invalid.not_qtrace, invalid.truncated, invalid.total()), (1, 1, 2));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InvalidCounts {
     /// Not a qtrace datagram (wrong magic).
@@ -35,6 +46,39 @@ impl InvalidCounts {
 }
 
 /// Datagrams refused from one source address (the sender table was full).
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// // One slot, and a tracked sender is never idle enough to be replaced.
+/// let config = ReceiverConfig { max_senders: 1, idle_datagrams: u64::MAX, ..ReceiverConfig::default() };
+/// let mut core = ReceiverCore::new(config);
+/// let e = Event::new(1, system::SCHEDULE, 0, [1, 0]);
+/// core.handle("127.0.0.1:40000".parse().unwrap(), &datagram(0, 0, &[e]), &mut |_| {});
+/// let other = "127.0.0.1:40001".parse().unwrap();
+/// let mut second = datagram(0, 0, &[e, e]);
+/// second[8..12].copy_from_slice(&8u32.to_be_bytes()); // sender 8 (FORMAT.md 3.1)
+/// core.handle(other, &second, &mut |_| {});
+/// let summary = core.summary();
+/// assert_eq!(summary.invalid.too_many_senders, 1);
+/// let refused = summary.refused[0];
+/// assert_eq!((refused.addr, refused.sender, refused.datagrams, refused.events), (other, 8, 1, 2));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefusedSource {
     /// Where they came from.
@@ -48,6 +92,35 @@ pub struct RefusedSource {
 }
 
 /// What the receiver saw from one sender.
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// let mut core = ReceiverCore::new(ReceiverConfig::default());
+/// let from = "127.0.0.1:40000".parse().unwrap();
+/// let e = |t| Event::new(t, system::SCHEDULE, 0, [t, 0]);
+/// core.handle(from, &datagram(0, 0, &[e(1), e(2)]), &mut |_| {});
+/// core.handle(from, &datagram(0, 0, &[e(1), e(2)]), &mut |_| {}); // a duplicate
+/// core.finish(&mut |_| {});
+/// let s = &core.summary().senders[0];
+/// assert_eq!((s.addr, s.sender, s.datagrams, s.events, s.duplicates), (from, 7, 1, 2, 1));
+/// assert_eq!((s.lost(), s.accounted(), s.closed, s.logged), (0, 2, false, None));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SenderSummary {
     /// Where its datagrams came from.
@@ -116,6 +189,36 @@ impl SenderSummary {
 }
 
 /// The receiver's account.
+///
+/// ```
+/// use qtrace::classes::system;
+/// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+/// # use qtrace::Event;
+/// # use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+/// # /// An events datagram of sender 7 (FORMAT.md 3): the header, the records.
+/// # fn datagram(sequence: u64, first_event: u64, events: &[Event]) -> Vec<u8> {
+/// #     let header = DatagramHeader { kind: DatagramKind::Events, sender: 7, sequence, dropped: 0, first_event };
+/// #     let mut head = [0u8; 40];
+/// #     header.emit(events.len() as u16, &mut head);
+/// #     let mut bytes = head.to_vec();
+/// #     for e in events {
+/// #         let mut record = [0u8; 32];
+/// #         qtrace_core::encode::record::emit(e, &mut record);
+/// #         bytes.extend_from_slice(&record);
+/// #     }
+/// #     bytes
+/// # }
+/// let mut core = ReceiverCore::new(ReceiverConfig::default());
+/// let e = |t| Event::new(t, system::SCHEDULE, 0, [t, 0]);
+/// core.handle("127.0.0.1:40000".parse().unwrap(), &datagram(0, 0, &[e(1)]), &mut |_| {});
+/// core.handle("127.0.0.1:40001".parse().unwrap(), &datagram(0, 0, &[e(2)]), &mut |_| {});
+/// core.handle("127.0.0.1:40001".parse().unwrap(), b"garbage", &mut |_| {});
+/// let summary = core.summary();
+/// assert_eq!((summary.senders.len(), summary.events(), summary.lost_events()), (2, 2, 0));
+/// assert_eq!(summary.invalid.total(), 1);
+/// let text = summary.to_string(); // what `qtrace recv` prints
+/// assert!(!text.is_empty());
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReceiverSummary {
     /// One entry per sender stream (a restarted sender has one per

@@ -18,18 +18,8 @@
 //! ```
 //!
 //! A `str` is a big-endian u16 byte length followed by that many bytes of
-//! UTF-8. At most 4096 events in all.
-//!
-//! ```
-//! use qtrace::classes::Catalog;
-//! use qtrace::wire::catalog;
-//!
-//! let c = Catalog::builtin();
-//! let bytes = catalog::to_bytes(&c);
-//! assert_eq!(bytes.len(), catalog::buffer_len(&c));
-//! let (back, used) = catalog::parse(&bytes).unwrap();
-//! assert_eq!((back, used), (c, bytes.len()));
-//! ```
+//! UTF-8. At most 4096 events in all. The encoder is the core's
+//! ([`qtrace_core::encode::catalog`]); this module decodes.
 
 use super::cursor::Cursor;
 use super::WireError;
@@ -80,31 +70,10 @@ impl CatalogSource for Catalog {
     }
 }
 
-/// The number of bytes [`emit`] writes for `catalog`.
-pub fn buffer_len(catalog: &Catalog) -> usize {
-    qtrace_core::encode::catalog::buffer_len(catalog)
-}
-
-/// Appends the encoding of `catalog` to `out` (the core's encoder,
-/// [`qtrace_core::encode::catalog::emit`]).
-///
-/// Strings longer than the format allows (possible only in a catalog built
-/// with [`Catalog::from_parts`], never with [`Catalog::define`]) are cut at
-/// the limit.
-pub fn emit(catalog: &Catalog, out: &mut Vec<u8>) {
-    qtrace_core::encode::catalog::emit(catalog, &mut |b: &[u8]| out.extend_from_slice(b));
-}
-
-/// The encoding of `catalog` as a new vector.
-pub fn to_bytes(catalog: &Catalog) -> Vec<u8> {
-    let mut v = Vec::with_capacity(buffer_len(catalog));
-    emit(catalog, &mut v);
-    v
-}
-
 /// Decodes a catalog from the start of `bytes`; returns it and the number of
 /// bytes it used. Error offsets are relative to the start of `bytes`.
-pub fn parse(bytes: &[u8]) -> Result<(Catalog, usize), WireError> {
+#[cfg(test)]
+pub(crate) fn parse(bytes: &[u8]) -> Result<(Catalog, usize), WireError> {
     let mut cur = Cursor::new(bytes);
     let catalog = parse_from(&mut cur)?;
     Ok((catalog, cur.pos()))
@@ -230,4 +199,19 @@ pub(crate) fn parse_from(cur: &mut Cursor<'_>) -> Result<Catalog, WireError> {
         });
     }
     Catalog::from_parts(classes, events).map_err(|e| invalid(start, "class table", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_then_parse() {
+        let c = Catalog::builtin();
+        let mut bytes = Vec::new();
+        qtrace_core::encode::catalog::emit(&c, &mut |b: &[u8]| bytes.extend_from_slice(b));
+        assert_eq!(bytes.len(), qtrace_core::encode::catalog::buffer_len(&c));
+        let (back, used) = parse(&bytes).unwrap();
+        assert_eq!((back, used), (c, bytes.len()));
+    }
 }

@@ -14,7 +14,7 @@
 //! | 3 | records in the file before the run (events + hoops) | events lost as stated by the file's hoops records |
 //!
 //! ```
-//! use qtrace::wire::close::{CloseRecord, QueueTotals};
+//! use qtrace::wire::{CloseRecord, QueueTotals};
 //!
 //! let close = CloseRecord::new(
 //!     5000,
@@ -33,8 +33,8 @@ use crate::Event;
 // The close run and the hoops record are the core's: one definition for the
 // std writers and a firmware's dump.
 pub use qtrace_core::encode::close::{
-    close_part, hoops, hoops_lost, CloseRecord, QueueTotals, CLOSES_FLAG, CLOSE_ID,
-    CLOSE_RECORD_FLAG, CLOSE_RUN_LEN, CLOSE_SOURCE,
+    close_part, hoops_lost, CloseRecord, QueueTotals, CLOSES_FLAG, CLOSE_ID, CLOSE_RECORD_FLAG,
+    CLOSE_RUN_LEN, CLOSE_SOURCE,
 };
 
 /// Record flags of the receiver's *unclosed-stream mark* (FORMAT.md 1.5):
@@ -43,17 +43,22 @@ pub const UNCLOSED_FLAGS: u16 = CLOSE_RECORD_FLAG | 4;
 
 /// The receiver's mark that a sender's stream ended without its close
 /// datagram (FORMAT.md 1.5 and 3.3): id 0, source `0xffffffff`, flags
-/// [`UNCLOSED_FLAGS`], `arg0` = the sender id, `arg1` = the events of that
+/// `0x8004`, `arg0` = the sender id, `arg1` = the events of that
 /// stream received or marked lost; its time is the last event time written
 /// for the stream. Events the sender logged after its last datagram that
 /// arrived are lost without a count.
 ///
 /// ```
-/// use qtrace::wire::close::{unclosed_mark, unclosed_stream, UNCLOSED_FLAGS};
+/// use qtrace::wire::{close_part, unclosed_mark, unclosed_stream};
+/// use qtrace::{Event, EventId};
 ///
 /// let mark = unclosed_mark(7000, 42, 9);
-/// assert_eq!(mark.flags, UNCLOSED_FLAGS);
+/// assert_eq!((mark.id, mark.source, mark.flags), (EventId(0), 0xffff_ffff, 0x8004));
 /// assert_eq!(unclosed_stream(&mark), Some((42, 9)));
+/// // A tracer control record (id 0, flag bit 15), but not part 1 to 3 of a
+/// // close run: tell it apart with `unclosed_stream` first.
+/// assert_eq!(close_part(&mark), Some(4));
+/// assert_eq!(unclosed_stream(&Event::new(7000, EventId(0), 0, [42, 9])), None);
 /// ```
 pub fn unclosed_mark(time: u64, sender: u32, events: u64) -> Event {
     Event {
@@ -66,8 +71,9 @@ pub fn unclosed_mark(time: u64, sender: u32, events: u64) -> Event {
 }
 
 /// Whether `event` is an unclosed-stream mark ([`unclosed_mark`]: id 0,
-/// source `0xffffffff`, flags exactly [`UNCLOSED_FLAGS`], a sender id that
+/// source `0xffffffff`, flags exactly `0x8004`, a sender id that
 /// fits 32 bits); if so, the sender id and the events accounted for.
+/// (The example is [`unclosed_mark`]'s.)
 pub fn unclosed_stream(event: &Event) -> Option<(u32, u64)> {
     if event.id == CLOSE_ID && event.flags == UNCLOSED_FLAGS && event.source == CLOSE_SOURCE {
         let sender = u32::try_from(event.args[0]).ok()?;

@@ -2,6 +2,12 @@
 //! or a fragment of the sender's trace header (which carries its class table,
 //! so a receiver can name user-defined events). FORMAT.md specifies it.
 //!
+//! **Not a public API** (hidden from the documentation): the fuzz targets,
+//! the `wire_throughput` example and the receiver's tests encode and decode
+//! datagrams with it, and it may change in any release. Programs receive
+//! datagrams with the [receiver](crate::receiver); a sender without the UDP
+//! queue (a firmware) encodes them with `qtrace_core::encode::datagram`.
+//!
 //! | offset | size | field                                                   |
 //! |--------|------|---------------------------------------------------------|
 //! | 0      | 4    | magic `QTRU` (`51 54 52 55`)                            |
@@ -68,7 +74,7 @@ pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
 /// The datagram format version this crate writes.
 pub const VERSION: u16 = field::VERSION_VALUE;
 /// Every datagram format version this crate reads.
-pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[1];
 pub use qtrace_core::layout::datagram::{CLOSE_PAYLOAD_LEN, FRAGMENT_PREFIX_LEN, HEADER_LEN};
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
@@ -146,11 +152,11 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             return Err(truncated(0, HEADER_LEN, len, "datagram header"));
         }
         let version = be16(b, field::VERSION);
-        if !SUPPORTED_VERSIONS.contains(&version) {
+        if !SUPPORTED_DATAGRAM_VERSIONS.contains(&version) {
             return Err(WireError::UnsupportedVersion {
                 offset: field::VERSION as u64,
                 version,
-                supported: SUPPORTED_VERSIONS,
+                supported: SUPPORTED_DATAGRAM_VERSIONS,
             });
         }
         if len < HEADER_LEN {
@@ -569,7 +575,7 @@ pub fn encode_catalog_fragment(
 /// Reassembles a sender's trace header from catalog datagrams sent in order
 /// (offset 0, then each next offset). A fragment that does not continue the
 /// current one restarts at offset 0 or is ignored, so memory stays at most
-/// [`MAX_HEADER_LEN`] bytes per sender.
+/// 4 MiB (the largest header) per sender.
 #[derive(Debug, Default)]
 pub struct CatalogAssembler {
     buf: Vec<u8>,

@@ -9,6 +9,18 @@ use std::fmt;
 ///
 /// [`WireError::Truncated`] means "more bytes are needed" (the input ended
 /// early); every other variant means the bytes that are there are wrong.
+///
+/// ```
+/// use qtrace::wire::{TraceHeader, WireError};
+///
+/// // Eight bytes of a trace file's magic, then nothing: more bytes are needed.
+/// let err = TraceHeader::decode(b"QTRC\r\n\x1a\n").unwrap_err();
+/// assert!(err.is_truncated());
+/// // Bytes that are not a trace file at all.
+/// let err = TraceHeader::decode(b"%PDF-1.7 and so on, and so on, and so on, and on").unwrap_err();
+/// assert!(matches!(err, WireError::BadMagic { .. }));
+/// assert_eq!(err.offset(), 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WireError {

@@ -4,20 +4,6 @@
 //! [`HeaderView`] is the checked view (its constructor validates the magic,
 //! version, byte order, record size and lengths once); [`TraceHeader`] is the
 //! value type, which can only hold what the format can carry.
-//!
-//! ```
-//! use qtrace::classes::Catalog;
-//! use qtrace::clock::{Clock, ManualClock};
-//! use qtrace::wire::TraceHeader;
-//!
-//! let clock = Clock::manual(&ManualClock::new(0));
-//! let header = TraceHeader::new(Catalog::builtin(), &clock).with_process_id(42);
-//! let bytes = header.to_bytes();
-//! assert_eq!(&bytes[..8], b"QTRC\r\n\x1a\n");
-//! assert_eq!(bytes.len() % 8, 0);
-//! let (back, len) = TraceHeader::decode(&bytes).unwrap();
-//! assert_eq!((back, len), (header, bytes.len()));
-//! ```
 
 use super::catalog;
 use super::cursor::{be16, be32, be64, Cursor};
@@ -25,8 +11,8 @@ use super::header_error::HeaderFieldError;
 use super::WireError;
 use crate::model::classes::{validate_name, Catalog, MAX_NAME_LEN};
 use crate::model::clock::Clock;
+use crate::QueueHandle;
 use qtrace_core::encode::header::HeaderSpec;
-pub use qtrace_core::QueueHandle;
 
 pub use qtrace_core::layout::header::{
     BYTE_ORDER_MARK, FIXED_LEN, FORMAT_VERSION, MAX_HOST_LEN, NANOS_PER_SECOND, NO_QUEUE,
@@ -36,7 +22,7 @@ pub use qtrace_core::layout::header::{
 /// mangled by a text-mode transfer is detected.
 pub const MAGIC: [u8; 8] = qtrace_core::layout::header::MAGIC_BYTES;
 /// Every format version this crate reads.
-pub const SUPPORTED_VERSIONS: &[u16] = &[1];
+pub const SUPPORTED_FILE_VERSIONS: &[u16] = &[1];
 /// The largest header a reader accepts (a larger claim is corrupt, not an
 /// allocation).
 pub const MAX_HEADER_LEN: usize = 4 << 20;
@@ -79,11 +65,11 @@ pub fn check_fixed(prefix: &[u8]) -> Result<usize, WireError> {
         return Err(truncated());
     }
     let version = be16(prefix, field::VERSION);
-    if !SUPPORTED_VERSIONS.contains(&version) {
+    if !SUPPORTED_FILE_VERSIONS.contains(&version) {
         return Err(WireError::UnsupportedVersion {
             offset: field::VERSION as u64,
             version,
-            supported: SUPPORTED_VERSIONS,
+            supported: SUPPORTED_FILE_VERSIONS,
         });
     }
     if prefix.len() < FIXED_LEN {
@@ -200,6 +186,24 @@ impl<T: AsRef<[u8]>> HeaderView<T> {
 /// Built with [`TraceHeader::new`] or [`TraceHeader::for_queue`] and the
 /// `with_*` setters, which refuse values the format cannot carry, so every
 /// `TraceHeader` can be written and read back equal.
+///
+/// ```
+/// use qtrace::classes::Catalog;
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::wire::TraceHeader;
+///
+/// let clock = Clock::manual(&ManualClock::new(0));
+/// let header = TraceHeader::new(Catalog::builtin(), &clock)
+///     .with_process_id(42)
+///     .with_host("bench-7")?;
+/// let bytes = header.to_bytes();
+/// assert_eq!(&bytes[..8], b"QTRC\r\n\x1a\n");
+/// assert_eq!(bytes.len() % 8, 0);
+/// let (back, len) = TraceHeader::decode(&bytes)?;
+/// assert_eq!((back.host(), back.process_id()), ("bench-7", 42));
+/// assert_eq!((back, len), (header, bytes.len()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceHeader {
     version: u16,
@@ -241,6 +245,17 @@ fn valid_host(name: &str) -> bool {
 impl TraceHeader {
     /// A header for events timed by `clock` and named by `catalog`, from this
     /// host and process, not tied to a queue.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::wire::TraceHeader;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// assert_eq!(header.ticks_per_second(), 1_000_000_000);
+    /// assert_eq!(header.queue(), None);
+    /// assert_eq!(header.catalog().event(system::SCHEDULE).unwrap().name, "schedule");
+    /// ```
     pub fn new(catalog: Catalog, clock: &Clock) -> Self {
         TraceHeader {
             version: FORMAT_VERSION,
@@ -259,6 +274,11 @@ impl TraceHeader {
     /// bytes), the timestamp rate (non-zero; qtrace clocks count
     /// nanoseconds, 1,000,000,000 per second) and the wall-clock time of
     /// timestamp 0 in ns since the Unix epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`HeaderFieldError`] naming the field when the kind name is not a
+    /// valid name or the rate is zero.
     pub fn with_clock(
         mut self,
         kind: &str,
@@ -276,6 +296,11 @@ impl TraceHeader {
     }
 
     /// Sets the host name (1–255 bytes, no control characters).
+    ///
+    /// # Errors
+    ///
+    /// [`HeaderFieldError`] when the name is empty, longer than 255 bytes or
+    /// holds a control character.
     pub fn with_host(mut self, host: &str) -> Result<Self, HeaderFieldError> {
         if !valid_host(host) {
             return Err(bad(
@@ -295,6 +320,11 @@ impl TraceHeader {
 
     /// Names the queue that produced the file (handle below 65535, type name
     /// as a class name).
+    ///
+    /// # Errors
+    ///
+    /// [`HeaderFieldError`] when the handle is 65535 (reserved for "no
+    /// queue") or the type name is not a valid class name.
     pub fn with_queue(
         mut self,
         handle: impl Into<QueueHandle>,
@@ -315,7 +345,7 @@ impl TraceHeader {
         self
     }
 
-    /// Sets or clears header flag bit 0, [`CLOSES_FLAG`](super::close::CLOSES_FLAG):
+    /// Sets or clears header flag bit 0 (FORMAT.md 1.5):
     /// "this writer closes its files". A file with the flag that does not
     /// end with a close run ([`TraceWriter::finish_with_close`](super::TraceWriter::finish_with_close))
     /// reads as cut short. [`TraceHeader::for_queue`] sets it;
@@ -337,7 +367,8 @@ impl TraceHeader {
         self
     }
 
-    /// The format version (of the file read, or [`FORMAT_VERSION`]).
+    /// The format version: of the file read, or the one this crate writes
+    /// (FORMAT.md).
     pub fn version(&self) -> u16 {
         self.version
     }
@@ -400,8 +431,8 @@ impl TraceHeader {
         }
     }
 
-    /// The number of bytes [`TraceHeader::emit`] writes (a multiple of 8).
-    pub fn buffer_len(&self) -> usize {
+    /// The number of bytes [`TraceHeader::to_bytes`] returns (a multiple of 8).
+    pub(crate) fn buffer_len(&self) -> usize {
         self.spec().buffer_len(&self.catalog)
     }
 
@@ -414,17 +445,8 @@ impl TraceHeader {
         out
     }
 
-    /// Writes the header into the start of `buf`.
-    ///
-    /// # Panics
-    /// If `buf` is shorter than [`TraceHeader::buffer_len`].
-    pub fn emit(&self, buf: &mut [u8]) {
-        let bytes = self.to_bytes();
-        buf[..bytes.len()].copy_from_slice(&bytes);
-    }
-
     /// Decodes the header from a checked view.
-    pub fn parse<T: AsRef<[u8]>>(view: &HeaderView<T>) -> Result<Self, WireError> {
+    pub(crate) fn parse<T: AsRef<[u8]>>(view: &HeaderView<T>) -> Result<Self, WireError> {
         let mut cur = Cursor::new(view.variable());
         let r = (|| {
             let kind_at = cur.pos();
@@ -497,8 +519,28 @@ impl TraceHeader {
 
     /// Checks and decodes the header at the start of `bytes`; returns it and
     /// its length (where the records start).
+    ///
+    /// # Errors
+    ///
+    /// [`WireError`] naming the byte offset when the bytes are not a trace
+    /// header this crate reads (bad magic, unsupported version, a length
+    /// past the end, an invalid name), or are cut short
+    /// ([`WireError::is_truncated`]).
     pub fn decode(bytes: &[u8]) -> Result<(Self, usize), WireError> {
         let view = HeaderView::new_checked(bytes)?;
         Ok((TraceHeader::parse(&view)?, view.header_len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Was `supported_versions_are_listed` in tests/wire/format.rs.
+    #[test]
+    fn supported_versions_are_listed() {
+        assert_eq!(SUPPORTED_FILE_VERSIONS, &[1]);
+        assert_eq!(super::super::datagram::SUPPORTED_DATAGRAM_VERSIONS, &[1]);
+        assert_eq!(FORMAT_VERSION, 1);
     }
 }

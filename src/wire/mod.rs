@@ -4,13 +4,18 @@
 //! `buffer_len`). Every integer is big-endian. FORMAT.md specifies each
 //! format byte by byte.
 //!
-//! - [`record`]: the 32-byte event record.
-//! - [`catalog`]: the class/event table, shared by file headers and datagrams.
-//! - [`header`]: the trace-file header ([`TraceHeader`]).
-//! - [`datagram`]: the UDP datagram.
-//! - [`close`]: the close run that ends a complete trace file.
+//! - [`TraceHeader`]: the trace-file header (clock, host, queue, the class
+//!   and event table).
 //! - [`TraceWriter`] and [`create_trace_file`] write trace files; the
 //!   [reader](crate::reader) reads them.
+//! - [`CloseRecord`] and [`QueueTotals`]: the close run that ends a complete
+//!   trace file; [`close_part`] and [`unclosed_stream`] tell its records and
+//!   the receiver's [unclosed-stream marks](unclosed_mark) from events.
+//!
+//! The record, catalog and datagram layouts and their constants are not
+//! public: FORMAT.md specifies every byte, so a decoder in any language is
+//! written from it, and in Rust the [reader](crate::reader) and the
+//! [receiver](crate::receiver) decode them for you.
 //!
 //! The layouts' field offsets and the encoders are the `no_std` core's
 //! ([`qtrace_core::layout`], [`qtrace_core::encode`]): this module adds the
@@ -22,21 +27,43 @@
 //! format's stated limits, and a typed [`WireError`] naming the byte offset.
 #![forbid(unsafe_code)]
 
-pub mod catalog;
+pub(crate) mod catalog;
+// Hidden: the previous release's `wire::close::*` paths keep compiling (its
+// items are the core's close-run codec and the unclosed-stream mark, which
+// the `wire` root re-exports).
+#[doc(hidden)]
 pub mod close;
 mod cursor;
+// Hidden: not a public API (see its module documentation).
+#[doc(hidden)]
 pub mod datagram;
 mod error;
-pub mod header;
+pub(crate) mod header;
 mod header_error;
-pub mod record;
+pub(crate) mod record;
 mod writer;
 
-pub use close::{CloseRecord, QueueTotals};
+pub use close::{close_part, unclosed_mark, unclosed_stream, CloseRecord, QueueTotals};
 pub use error::WireError;
-pub use header::{HeaderView, QueueHandle, TraceHeader, FORMAT_VERSION, SUPPORTED_VERSIONS};
+pub use header::TraceHeader;
 pub use header_error::HeaderFieldError;
 pub use writer::{create_trace_file, TraceWriter};
+
+// Moved: the crate root's `QueueHandle` (a re-export: no deprecation
+// warning is possible; a type alias would lose the tuple constructor).
+#[doc(hidden)]
+pub use crate::QueueHandle;
+
+/// Removed from the public API: the trace-file format version this crate
+/// writes ([`TraceHeader::version`] reads a header's).
+#[doc(hidden)]
+#[deprecated(note = "a header's version is TraceHeader::version()")]
+pub const FORMAT_VERSION: u16 = header::FORMAT_VERSION;
+
+/// Removed from the public API: the trace-file versions this crate reads.
+#[doc(hidden)]
+#[deprecated(note = "the supported versions are FORMAT.md's; a reader names them in its error")]
+pub const SUPPORTED_VERSIONS: &[u16] = header::SUPPORTED_FILE_VERSIONS;
 
 /// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).
 pub const DEFAULT_PORT: u16 = qtrace_core::layout::DEFAULT_UDP_PORT;

@@ -14,18 +14,6 @@
 //! Every 32-byte pattern is a valid record: an id the catalog does not define
 //! is kept (readers name it "unknown"), and flag bits a reader does not know
 //! are kept and otherwise ignored.
-//!
-//! ```
-//! use qtrace::wire::record::{self, RecordView};
-//! use qtrace::{Event, EventId};
-//!
-//! let e = Event::new(5, EventId(0x04), 1, [3, 0]);
-//! let mut buf = [0u8; record::RECORD_LEN];
-//! record::emit(&e, &mut buf);
-//! assert_eq!(&buf[..10], &[0, 0, 0, 0, 0, 0, 0, 5, 0, 4]);
-//! let view = RecordView::new_checked(&buf[..]).unwrap();
-//! assert_eq!(view.to_event(), e);
-//! ```
 
 use super::cursor::{be16, be32, be64};
 use super::WireError;
@@ -109,4 +97,20 @@ pub(crate) fn emit_all(events: &[Event], out: &mut [u8]) -> usize {
         n += RECORD_LEN;
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emit_then_view() {
+        let e = Event::new(5, EventId(0x04), 1, [3, 0]);
+        let mut buf = [0u8; RECORD_LEN];
+        emit(&e, &mut buf);
+        assert_eq!(&buf[..10], &[0, 0, 0, 0, 0, 0, 0, 5, 0, 4]);
+        let view = RecordView::new_checked(&buf[..]).unwrap();
+        assert_eq!(view.to_event(), e);
+        assert_eq!(parse(&buf), e);
+    }
 }

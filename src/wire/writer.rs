@@ -28,7 +28,7 @@ const BATCH: usize = 128;
 /// w.write_event(&Event::new(10, system::SCHEDULE, 0, [3, 0]))?;
 /// assert_eq!(w.events_written(), 1);
 /// let bytes = w.finish()?;
-/// assert_eq!(bytes.len(), header.buffer_len() + 32);
+/// assert_eq!(bytes.len(), header.to_bytes().len() + 32);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -40,6 +40,25 @@ pub struct TraceWriter<W: Write> {
 
 impl<W: Write> TraceWriter<W> {
     /// Writes `header` to `sink` and returns a writer for the records.
+    ///
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// w.write_event(&Event::new(1, system::SCHEDULE, 0, [3, 0]))?;
+    /// assert_eq!(w.events_written(), 1);
+    /// assert_eq!(w.get_ref().len(), header.to_bytes().len() + 32);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The sink's error when writing the header fails.
     pub fn new(mut sink: W, header: &TraceHeader) -> io::Result<Self> {
         sink.write_all(&header.to_bytes())?;
         Ok(TraceWriter {
@@ -50,6 +69,10 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Appends one record.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error; the record may then be partly written.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
         let mut buf = [0u8; RECORD_LEN];
         record::emit(event, &mut buf);
@@ -63,6 +86,10 @@ impl<W: Write> TraceWriter<W> {
     ///
     /// On an error, [`TraceWriter::events_written`] counts the records of the
     /// batches that were fully handed to the sink.
+    ///
+    /// # Errors
+    ///
+    /// The sink's first error (see above for what was written).
     pub fn write_events(&mut self, events: &[Event]) -> io::Result<()> {
         let mut buf = [0u8; RECORD_LEN * BATCH];
         for chunk in events.chunks(BATCH) {
@@ -125,6 +152,10 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Flushes the sink.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error.
     pub fn flush(&mut self) -> io::Result<()> {
         self.sink.flush()
     }
@@ -145,6 +176,21 @@ impl<W: Write> TraceWriter<W> {
     /// short; end it with [`TraceWriter::finish_with_close`] instead, or
     /// clear the flag with [`TraceHeader::with_close_run`]`(false)`.
     ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// w.write_events(&[Event::new(1, system::SCHEDULE, 0, [3, 0]); 3])?;
+    /// let bytes: Vec<u8> = w.finish()?; // the sink back
+    /// assert_eq!(TraceReader::new(&bytes[..])?.count(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The sink's error from flushing.
     pub fn finish(mut self) -> io::Result<W> {
@@ -155,6 +201,23 @@ impl<W: Write> TraceWriter<W> {
 
 /// Creates (or truncates) the trace file at `path`, creating missing parent
 /// directories, and writes `header` to it.
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::clock::{Clock, ManualClock};
+/// use qtrace::reader::TraceReader;
+/// use qtrace::wire::{create_trace_file, TraceHeader};
+/// use qtrace::Event;
+///
+/// let path = std::env::temp_dir().join(format!("qtrace-create-doc-{}.qtr", std::process::id()));
+/// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+/// let mut w = create_trace_file(&path, &header)?;
+/// w.write_event(&Event::new(1, system::SCHEDULE, 0, [3, 0]))?;
+/// w.finish()?;
+/// assert_eq!(TraceReader::open(&path)?.count(), 1);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 ///
@@ -179,8 +242,8 @@ mod tests {
     use super::*;
     use crate::model::classes::{system, Catalog, ClassSpec};
     use crate::model::clock::{Clock, ManualClock};
-    use crate::wire::QueueHandle;
     use crate::EventId;
+    use crate::QueueHandle;
 
     fn header() -> TraceHeader {
         let mut catalog = Catalog::builtin();

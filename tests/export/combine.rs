@@ -358,7 +358,7 @@ fn every_length_through_a_udp_queue_and_the_receiver() {
     let mut records = read_file(&path);
     let mark = records.pop().unwrap();
     assert_eq!(
-        qtrace::wire::close::unclosed_stream(&mark),
+        qtrace::wire::unclosed_stream(&mark),
         Some((summary.senders[0].sender, total))
     );
     assert_exact(&assemble(records), 0..=MAX_PAYLOAD);

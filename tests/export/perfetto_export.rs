@@ -402,7 +402,8 @@ fn combine_runs_and_run_time_names() {
 /// events as the uncompressed file.
 #[test]
 fn compressed_and_uncompressed_hold_the_same_packets() {
-    use qtrace::export::perfetto::CHUNK_BYTES;
+    // The writer's chunk size (PerfettoWriter's docs: about 128 KiB).
+    const CHUNK_BYTES: usize = 128 * 1024;
     let events: Vec<Event> = (0..30_000u64)
         .map(|i| {
             let source = (i % 3) as u32;

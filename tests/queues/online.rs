@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queues::{Online, OnlineParams};
-use qtrace::wire::record;
 use qtrace::wire::{CloseRecord, TraceHeader};
 use qtrace::{Config, Event, Tracer};
+use qtrace_core::encode::record;
 
 const N: u64 = if cfg!(miri) { 300 } else { 1 };
 

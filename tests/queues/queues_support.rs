@@ -11,8 +11,9 @@ use qtrace::classes::tracer::HOOPS;
 use qtrace::classes::Catalog;
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::{QueueContext, QueueHandle};
-use qtrace::wire::{record, TraceHeader};
+use qtrace::wire::TraceHeader;
 use qtrace::Event;
+use qtrace_core::encode::record;
 
 /// A fresh empty directory under the system temp dir.
 pub fn scratch(tag: &str) -> PathBuf {

@@ -9,14 +9,20 @@ use std::net::SocketAddr;
 use proptest::prelude::*;
 use qtrace::classes::{tracer::HOOPS, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::receiver::sequence::{Limits, WINDOW};
+use qtrace::receiver::ReorderLimits;
 use qtrace::receiver::{ReceiverConfig, ReceiverCore, RefusedSource};
-use qtrace::wire::close::{close_part, unclosed_stream, UNCLOSED_FLAGS};
 use qtrace::wire::datagram::{
     encode_catalog_fragment, encode_close, encode_events, CloseCounts, DEFAULT_MAX_DATAGRAM_LEN,
 };
 use qtrace::wire::TraceHeader;
+use qtrace::wire::{close_part, unclosed_stream};
 use qtrace::{Event, QueueHandle};
+
+/// The receiver's sequence window: a sender this many datagrams ahead of a
+/// missing one gives it up (`qtrace::receiver`'s docs, "Lost datagrams").
+const WINDOW: u64 = 1024;
+/// The flags of an unclosed-stream mark (FORMAT.md 1.5).
+const UNCLOSED_FLAGS: u16 = 0x8004;
 
 fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
@@ -250,7 +256,7 @@ fn a_late_datagram_fills_its_gap_and_leaves_no_loss() {
 #[test]
 fn holding_is_bounded_and_an_overflow_gives_the_gap_up_exactly() {
     let mut r = Run::with(ReceiverConfig {
-        reorder: Limits {
+        reorder: ReorderLimits {
             datagrams: 3,
             bytes: 1 << 20,
         },
@@ -708,7 +714,7 @@ proptest! {
         let d = stream_of(9, &counts);
         let (delivered, order) = deliveries(&counts, &fates);
         let mut r = Run::with(ReceiverConfig {
-            reorder: Limits { datagrams: 2, bytes: 1 << 20 },
+            reorder: ReorderLimits { datagrams: 2, bytes: 1 << 20 },
             ..ReceiverConfig::default()
         });
         for &i in &order {

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::receiver::sequence::Limits;
+use qtrace::receiver::ReorderLimits;
 use qtrace::receiver::{Receiver, ReceiverConfig, RunLimit};
-use qtrace::wire::close::unclosed_stream;
 use qtrace::wire::datagram::{encode_events, DatagramKind, DatagramView};
+use qtrace::wire::unclosed_stream;
 use qtrace::{Config, Event, Tracer};
 
 use crate::common::loopback;
@@ -256,7 +256,7 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
     let dir = temp_dir("relay");
     let path = dir.join("relay.qtr");
     let config = ReceiverConfig {
-        reorder: Limits {
+        reorder: ReorderLimits {
             datagrams: 16,
             bytes: 1 << 20,
         },

@@ -14,7 +14,7 @@ use qtrace::classes::{tracer::HOOPS, user, ClassSpec};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
-use qtrace::wire::close::unclosed_stream;
+use qtrace::wire::unclosed_stream;
 use qtrace::wire::TraceHeader;
 use qtrace::{Config, Event, Tracer};
 

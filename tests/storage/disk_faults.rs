@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::wire::header::FIXED_LEN;
 use qtrace::{Config, Event, Queue, Tracer};
+use qtrace_core::layout::header::FIXED_LEN;
 
 use crate::common::tmpfs;
 use tmpfs::{is_root, Tmpfs};

@@ -140,7 +140,7 @@ fn seed_receiver_corpus() {
         let mut marks = 0u64;
         let mut count = |e: &qtrace::Event| {
             records += 1;
-            marks += u64::from(qtrace::wire::close::unclosed_stream(e).is_some());
+            marks += u64::from(qtrace::wire::unclosed_stream(e).is_some());
         };
         for (who, g) in &parts {
             let from = SocketAddr::from(([127, 0, 0, 1], 40_000 + *who as u16));

@@ -51,10 +51,7 @@ fn huge_drop_counts_from_two_senders_saturate() {
     // without a close: its unclosed-stream mark, the accounted count
     // saturated, comes between them.
     assert_eq!(out.len(), 5);
-    assert_eq!(
-        qtrace::wire::close::unclosed_stream(&out[2]),
-        Some((9, u64::MAX))
-    );
+    assert_eq!(qtrace::wire::unclosed_stream(&out[2]), Some((9, u64::MAX)));
     out.remove(2);
     for pair in out.chunks(2) {
         assert_eq!(pair[0].id, user::USER0);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use qtrace::classes::tracer;
 use qtrace::reader::Completeness;
-use qtrace::wire::close::unclosed_stream;
+use qtrace::wire::unclosed_stream;
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
 use crate::spine::io::{is_cut, open_all, with_stdout, Input};

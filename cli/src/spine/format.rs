@@ -137,7 +137,7 @@ mod tests {
     fn end_lines_are_the_library_wording_in_brackets() {
         // Failed before the wording had one source: the CLI wrote its own
         // text and `{:#}` was the plain sentence.
-        use qtrace::wire::close::{CloseRecord, QueueTotals};
+        use qtrace::wire::{CloseRecord, QueueTotals};
         let close = CloseRecord {
             time: 5,
             totals: QueueTotals {

@@ -73,6 +73,13 @@ fn api_names() -> BTreeSet<&'static str> {
         "Tracer::remove_trigger" => Tracer::remove_trigger,
         "DatagramHeader::emit" => qtrace::wire::datagram::DatagramHeader::emit,
         "qtrace::reader::MergedReader" => |p: Vec<&str>| qtrace::reader::MergedReader::open(p),
+        "qtrace::reader::TraceReader" => |p: &str| qtrace::reader::TraceReader::open(p),
+        "TraceReader::event_class" => |r: &qtrace::reader::TraceReader| r.event_class(qtrace::EventId(0)).is_some(),
+        "TraceReader::event_name" => |r: &qtrace::reader::TraceReader| r.event_name(qtrace::EventId(0)).is_some(),
+        "Catalog::class_of" => qtrace::classes::Catalog::class_of,
+        "Catalog::event_name" => qtrace::classes::Catalog::event_name,
+        "TraceHeader::version" => qtrace::wire::TraceHeader::version,
+        "qtrace::wire::DEFAULT_PORT" => qtrace::wire::DEFAULT_PORT,
         "define_classes" => Tracer::define_classes,
         "define_class" => Tracer::define_class,
         "qtrace::classes" => {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use qtrace::classes::{user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::wire::close::unclosed_mark;
+use qtrace::wire::unclosed_mark;
 use qtrace::wire::{create_trace_file, QueueTotals, TraceHeader};
 use qtrace::Event;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::TraceReader;
-use qtrace::wire::close::unclosed_stream;
+use qtrace::wire::unclosed_stream;
 use qtrace::{Event, Tracer};
 
 use crate::common::loopback;

@@ -69,5 +69,4 @@
 mod metadata;
 mod writer;
 
-pub use metadata::{field_identifier, metadata, CLOCK_NAME};
-pub use writer::{max_timestamp, CtfOptions, CtfWriter, EVENT_HEADER, MAGIC, PACKET_PREAMBLE};
+pub use writer::{CtfOptions, CtfWriter};

@@ -1,5 +1,5 @@
+use super::super::metadata::{field_identifier, metadata};
 use super::*;
-use crate::export::ctf::{field_identifier, metadata};
 use crate::export::{EventSink, ExportError};
 use crate::model::classes::{system, tracer, Catalog, ClassSpec};
 use crate::model::event::TRACER_SOURCE;
@@ -339,4 +339,17 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(stats.packets, packets);
     }
+}
+
+/// The latest time babeltrace2 can place: signed 64-bit ns since the epoch,
+/// minus the clock origin (an origin past that is capped, so the trace stays
+/// readable). Was in tests/export/export.rs.
+#[test]
+fn max_timestamp_is_what_babeltrace2_can_place() {
+    const ORIGIN: u64 = 1_704_067_200_500_000_000;
+    assert_eq!(max_timestamp(ORIGIN), i64::MAX as u64 - ORIGIN);
+    assert_eq!(
+        max_timestamp(u64::MAX),
+        i64::MAX as u64 - 9_223_372_034_000_000_000
+    );
 }

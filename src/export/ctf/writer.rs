@@ -25,6 +25,21 @@ pub const PACKET_PREAMBLE: usize = 4 + 4 + 8 + 8 * 6 + 4;
 pub const EVENT_HEADER: usize = 2 + 8;
 
 /// Tuning of [`CtfWriter`].
+///
+/// ```
+/// use qtrace::classes::Catalog;
+/// use qtrace::export::ctf::{CtfOptions, CtfWriter};
+/// use qtrace::export::ExportError;
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-ctf-options-doc-{}", std::process::id()));
+/// let tiny = CtfOptions { packet_bytes: 16, ..CtfOptions::default() };
+/// let err = CtfWriter::with_options(&dir, &Catalog::builtin(), 0, tiny).unwrap_err();
+/// assert!(matches!(err, ExportError::InvalidExportOption { .. }));
+/// let small = CtfOptions { packet_bytes: 4096, ..CtfOptions::default() };
+/// CtfWriter::with_options(&dir, &Catalog::builtin(), 0, small)?;
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CtfOptions {
     /// Largest packet, in bytes (header, context and events). Default 64 KiB.
@@ -64,6 +79,23 @@ pub(super) struct Stream {
 
 /// Writes a CTF 1.8 trace directory, one event at a time (see the [module
 /// documentation](super)).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::export::ctf::CtfWriter;
+/// use qtrace::export::EventSink;
+/// use qtrace::Event;
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-ctf-type-doc-{}", std::process::id()));
+/// let mut w = CtfWriter::create(&dir, &Catalog::builtin(), 0)?;
+/// w.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+/// let stats = w.finish()?;
+/// assert_eq!((stats.events, stats.packets), (1, 1));
+/// assert_eq!(w.dir(), dir.as_path());
+/// assert!(dir.join("metadata").exists());
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct CtfWriter {
     dir: PathBuf,
@@ -94,12 +126,37 @@ pub fn max_timestamp(origin_unix_ns: u64) -> u64 {
 
 impl CtfWriter {
     /// Creates `dir` (which must be new or empty) and writes its `metadata`,
-    /// with default options.
+    /// with default options; `origin_unix_ns` is the Unix time of the
+    /// trace's time zero.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::{self, ctf::CtfWriter};
+    /// use qtrace::Event;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-ctf-create-doc-{}", std::process::id()));
+    /// let events = [Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// let stats = export::convert(CtfWriter::create(&dir, &Catalog::builtin(), 0)?, events)?;
+    /// assert_eq!(stats.events, 1);
+    /// assert!(dir.join("metadata").exists());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError::Io`] (naming the path) if `dir` cannot be created or
+    /// written, or [`ExportError::InvalidExportOption`] if it is not empty.
     pub fn create(dir: &Path, catalog: &Catalog, origin_unix_ns: u64) -> Result<Self, ExportError> {
         Self::with_options(dir, catalog, origin_unix_ns, CtfOptions::default())
     }
 
     /// As [`CtfWriter::create`], with explicit options.
+    ///
+    /// # Errors
+    ///
+    /// As [`CtfWriter::create`], and [`ExportError::InvalidExportOption`]
+    /// if an option is out of range (a packet must hold one event).
     pub fn with_options(
         dir: &Path,
         catalog: &Catalog,

@@ -115,7 +115,7 @@
 //!   Slice times never go back on a track (a time earlier than the track's
 //!   previous one is raised to it), so slices nest on every track.
 //! - **Compression.** By default the packets are gathered into chunks of
-//!   about [`CHUNK_BYTES`] (128 KiB) and each chunk is written as one packet
+//!   about 128 KiB and each chunk is written as one packet
 //!   whose `compressed_packets` (field 50) is the zlib stream (level 6) of
 //!   the chunk's packets, each with its `Trace.packet` key and length, as
 //!   Perfetto's tracing service writes a trace with `compression_type:
@@ -186,6 +186,4 @@ mod schema;
 mod tracks;
 mod writer;
 
-pub use schema::{BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID};
-pub use tracks::{SIGNAL_SOURCE, WAIT_SOURCE};
-pub use writer::{PerfettoOptions, PerfettoWriter, CHUNK_BYTES};
+pub use writer::{PerfettoOptions, PerfettoWriter};

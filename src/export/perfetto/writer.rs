@@ -30,6 +30,19 @@ pub(super) struct TaskTrack {
 }
 
 /// Tuning of [`PerfettoWriter`].
+///
+/// ```
+/// use qtrace::classes::Catalog;
+/// use qtrace::export::perfetto::{PerfettoOptions, PerfettoWriter};
+/// use qtrace::export::ExportError;
+///
+/// let options = PerfettoOptions { max_tracks: 1_024, ..PerfettoOptions::default() };
+/// PerfettoWriter::with_options(&Catalog::builtin(), 0, Vec::new(), options)?;
+/// let none = PerfettoOptions { max_tracks: 0, ..PerfettoOptions::default() };
+/// let err = PerfettoWriter::with_options(&Catalog::builtin(), 0, Vec::new(), none).unwrap_err();
+/// assert!(matches!(err, ExportError::InvalidExportOption { .. }));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PerfettoOptions {
     /// Longest interrupt slice, in nanoseconds (it ends earlier if the same
@@ -58,6 +71,24 @@ impl Default for PerfettoOptions {
 
 /// Writes a Perfetto protobuf trace, one event at a time (see the [module
 /// documentation](super)).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+/// use qtrace::export::perfetto::PerfettoWriter;
+/// use qtrace::export::EventSink;
+/// use qtrace::Event;
+///
+/// let mut trace = Vec::new();
+/// let mut w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut trace)?;
+/// w.push(&Event::new(1_000, system::SCHEDULE, 0, [3, 0]))?;
+/// w.push(&Event::new(5_000, system::SCHEDULE, 0, [4, 0]))?;
+/// let stats = w.finish()?;
+/// // Each dispatch is a slice on the CPU's track and one on the task's.
+/// assert_eq!((stats.events, stats.slices), (2, 4));
+/// drop(w);
+/// assert!(!trace.is_empty()); // a protobuf `Trace`, for ui.perfetto.dev
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PerfettoWriter<W: Write> {
     pub(super) out: BufWriter<W>,
@@ -120,6 +151,17 @@ pub(super) fn io_err(e: std::io::Error) -> Error {
 impl<W: Write> PerfettoWriter<W> {
     /// Starts the trace on `out` with default options; `origin_unix_ns` is the
     /// Unix time of the trace's time zero.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::export::{self, perfetto::PerfettoWriter};
+    /// use qtrace::Event;
+    ///
+    /// let events = [Event::new(1_000, system::SCHEDULE, 0, [3, 0])];
+    /// let stats = export::convert(PerfettoWriter::new(&Catalog::builtin(), 0, Vec::new())?, events)?;
+    /// assert_eq!(stats.events, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`ExportError::Io`](Error::Io) if `out` cannot be written.
@@ -240,7 +282,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// (`false`: for a tool that reads Perfetto's protobuf but cannot inflate
     /// `compressed_packets`; the file is several times larger). Either way
     /// the packets are the same, and they reach `out` in chunks of about
-    /// [`CHUNK_BYTES`].
+    /// 128 KiB.
     ///
     /// ```
     /// use qtrace::classes::{system, Catalog};

@@ -11,7 +11,7 @@ use qtrace::classes::{tracer, Catalog};
 use qtrace::combine::{Assembler, Item, Names};
 use qtrace::export::args::event_args;
 use qtrace::reader::Completeness;
-use qtrace::wire::close::{close_part, unclosed_stream};
+use qtrace::wire::{close_part, unclosed_stream};
 use qtrace::{Event, EventId};
 
 use crate::spine::format::{
