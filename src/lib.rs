@@ -158,6 +158,7 @@
 
 // The layers, each in its folder (the table above); lower never imports higher.
 pub mod analysis;
+#[doc(hidden)] // the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
 pub mod error;
 pub mod export;
 pub mod filters;
@@ -173,21 +174,35 @@ pub mod storage;
 mod sync;
 pub mod wire;
 
-// The public paths of the model and set-up layers, as before.
-pub use model::{classes, clock, combine, event, macros, source};
+// The public modules of the model and set-up layers.
+pub use model::{classes, clock, combine, macros, source};
 pub use router::scope;
 #[cfg(feature = "tracing")]
 pub use setup::bridge;
 pub use setup::{global, init};
 
-pub use classes::ClassId;
-pub use error::Error;
-pub use event::{Event, EventId};
-pub use global::log_event;
+// The crate root holds the ids and the entry points, and they have no other
+// public path.
+pub use error::{Error, IoError};
+pub use model::event::{Event, EventId, TRACER_SOURCE};
+pub use qtrace_core::ClassId;
 pub use queue::config_error::ConfigError;
-pub use queue::{Queue, QueueCounters, QueueHandle, QueueType};
+pub use qtrace_core::QueueHandle;
 pub use router::registry::Phase;
 pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
+pub use setup::global::entry::log_event;
+
+// The previous release's paths, kept one release (hidden; a trait or a
+// module cannot carry a deprecation warning, a type alias can).
+#[doc(hidden)]
+pub use model::event;
+#[doc(hidden)]
+pub use queue::Queue;
+#[doc(hidden)]
+pub use queues::QueueType;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queue::QueueCounters")]
+pub type QueueCounters = queue::QueueCounters;
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

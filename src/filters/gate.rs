@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use crate::model::combine::Run;
 use crate::model::event::Event;
-use crate::queue::{AnyQueue, Queue, QueueCounters, Reservation};
+use crate::queue::{Queue, QueueCounters, Reservation};
+use crate::queues::AnyQueue;
 
 /// The gated queue, in the tracer's queue table.
 struct Target(*const AnyQueue);

@@ -83,7 +83,9 @@ use crate::model::classes::tracer::HOOPS;
 use crate::model::combine::Run;
 use crate::model::event::Event;
 use crate::queue::config_error::ConfigError;
-use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus};
+use crate::model::handle::QueueHandle;
+use crate::queue::{Queue, QueueContext, QueueCounters, QueueStatus};
+use crate::queues::AnyQueue;
 use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{Task, TaskControl, Work};
 use crate::storage::save::{write_trace, StatusCell};
@@ -772,7 +774,7 @@ pub(crate) fn stop_tasks(queues: &[std::sync::OnceLock<AnyQueue>]) {
 mod tests {
     use super::*;
     use crate::model::event::EventId;
-    use crate::queue::QueueHandle;
+    use crate::model::handle::QueueHandle;
     use crate::storage::save::hoops;
 
     fn ev(time: u64) -> Event {

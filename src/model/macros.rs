@@ -107,8 +107,13 @@
 //! ```
 
 use crate::EventId;
-#[doc(no_inline)]
+// What the macros' expansions name (`$crate::macros::…`): not a path to
+// use (one path per item: the core's `qtrace_core::classes::BuiltinClass`).
+#[doc(hidden)]
 pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
+/// The static catalog [`classes!`](crate::classes!) yields, which
+/// [`Tracer::define_classes`](crate::Tracer::define_classes) takes (the
+/// no_std core's type).
 #[doc(no_inline)]
 pub use qtrace_core::StaticCatalog;
 
@@ -202,7 +207,7 @@ impl<const N: usize> StaticScope<N> {
 #[doc(hidden)]
 pub mod __private {
     pub use super::{BuiltinClass, BuiltinEvent, StaticCatalog, StaticEvent, StaticScope};
-    pub use crate::model::classes::ClassId;
+    pub use crate::ClassId;
     pub use crate::EventId;
 
     /// The sum of `widths[..n]`.
@@ -457,8 +462,8 @@ macro_rules! event {
 
 /// Opens a scope declared by [`classes!`](crate::classes!): logs
 /// `NAME.begin` with the arguments given now and returns a
-/// [`Scope`](crate::router::scope::Scope) guard that logs `NAME.end` with its code
-/// (0, or what [`Scope::end_with`](crate::router::scope::Scope::end_with) set) when
+/// [`ScopeGuard`](crate::scope::ScopeGuard) guard that logs `NAME.end` with its code
+/// (0, or what [`ScopeGuard::end_with`](crate::scope::ScopeGuard::end_with) set) when
 /// it is dropped. `scope!(TRACER, SCOPE, ARG, ...)` expands to
 /// `TRACER.scope(SCOPE.begin(), SCOPE.end(), [ARG as u64, ...])`; `TRACER`
 /// is a [`Tracer`](crate::Tracer) (or a reference or `Arc` to one) or

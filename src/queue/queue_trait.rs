@@ -14,7 +14,7 @@ use crate::model::combine::{RecordedNames, Run};
 use crate::model::event::Event;
 use crate::queue::config_error::ConfigError;
 
-pub use crate::model::handle::QueueHandle;
+use crate::model::handle::QueueHandle;
 
 // The reservation and the counters are the no_std core's: one definition
 // serves the firmware rings and the std queues.

@@ -59,7 +59,7 @@ pub struct CircularParams {
     /// Events kept: a power of two (default 8192).
     pub capacity: usize,
     /// Single-producer shards: 0 (none: every thread uses the shared
-    /// multi-producer ring) or a power of two up to [`MAX_SHARDS`] (default
+    /// multi-producer ring) or a power of two up to [`CircularParams::MAX_SHARDS`] (default
     /// 16). Each shard holds `capacity` events too (32 bytes each; the
     /// shared ring 64), so the queue's memory is
     /// `capacity × (64 + 32 × shards)` bytes: 4.5 MiB for the defaults,
@@ -74,17 +74,33 @@ pub struct CircularParams {
     pub ring: RingStorage,
 }
 
-/// The largest number of shards of a circular queue.
-pub const MAX_SHARDS: usize = 256;
+impl CircularParams {
+    /// The largest number of shards of a circular queue.
+    ///
+    /// ```
+    /// use qtrace::queues::CircularParams;
+    /// assert_eq!(CircularParams::MAX_SHARDS, 256);
+    /// assert_eq!(CircularParams::default().shards, CircularParams::DEFAULT_SHARDS);
+    /// ```
+    pub const MAX_SHARDS: usize = 256;
+    /// Default number of shards.
+    pub const DEFAULT_SHARDS: usize = 16;
+}
 
-/// Default number of shards.
-pub const DEFAULT_SHARDS: usize = 16;
+/// The previous release's path of [`CircularParams::MAX_SHARDS`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queues::CircularParams::MAX_SHARDS")]
+pub const MAX_SHARDS: usize = CircularParams::MAX_SHARDS;
+/// The previous release's path of [`CircularParams::DEFAULT_SHARDS`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queues::CircularParams::DEFAULT_SHARDS")]
+pub const DEFAULT_SHARDS: usize = CircularParams::DEFAULT_SHARDS;
 
 impl Default for CircularParams {
     fn default() -> Self {
         CircularParams {
             capacity: 8192,
-            shards: DEFAULT_SHARDS,
+            shards: CircularParams::DEFAULT_SHARDS,
             file: None,
             ring: RingStorage::File,
         }
@@ -100,10 +116,12 @@ impl QueueType for Circular {
             queue_type: Self::NAME,
             reason,
         };
-        if params.shards != 0 && !(params.shards.is_power_of_two() && params.shards <= MAX_SHARDS) {
+        if params.shards != 0 && !(params.shards.is_power_of_two() && params.shards <= CircularParams::MAX_SHARDS) {
             return Err(bad(format!(
-                "shards {} is not 0 or a power of two up to {MAX_SHARDS}; use 0 (no shards), 1, 2, 4, …, or the default {DEFAULT_SHARDS}",
-                params.shards
+                "shards {} is not 0 or a power of two up to {}; use 0 (no shards), 1, 2, 4, …, or the default {}",
+                params.shards,
+                CircularParams::MAX_SHARDS,
+                CircularParams::DEFAULT_SHARDS
             )));
         }
         check_capacity(params.capacity).map_err(|e| bad(e.to_string()))?;

@@ -1,30 +1,33 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
+// One public path per item: the policies' types are `qtrace::queues::X`;
+// the modules stay reachable (hidden) for the previous release's paths
+// (`qtrace::queues::circular::CircularParams`, …).
+#[doc(hidden)]
 pub mod circular;
 pub(crate) mod drained;
+#[doc(hidden)]
 pub mod dummy;
+#[doc(hidden)]
 pub mod fixed;
+#[doc(hidden)]
 pub mod online;
 mod queue_type;
+#[doc(hidden)]
 pub mod udp;
 
-// The previous release's paths, kept for compatibility (hidden: the ring
-// mechanism is `crate::ring`, storage `crate::storage`, filters and
-// triggers `crate::filters`).
-#[doc(hidden)]
-pub mod ring {
-    //! The lock-free rings (moved to the crate's `ring/` folder).
-    pub use crate::ring::*;
-}
+// The previous release's paths, kept for compatibility (hidden: storage is
+// `qtrace::storage`, filters and triggers `qtrace::filters`; the ring
+// mechanism is crate-private).
 #[doc(hidden)]
 pub mod ring_file {
-    //! Moved: `qtrace::storage::ring_file`.
+    //! Moved: `qtrace::storage`.
     pub use crate::storage::ring_file::*;
 }
 #[doc(hidden)]
 pub mod recover {
-    //! Moved: `qtrace::storage::recover`.
+    //! Moved: `qtrace::storage`.
     pub use crate::storage::recover::*;
 }
 #[doc(hidden)]
@@ -52,13 +55,32 @@ use crate::queue::queue_trait::{
 use crate::model::combine::Run;
 
 #[doc(hidden)]
-pub use crate::filters::GateQueue;
+#[deprecated(note = "use qtrace::filters::GateQueue")]
+pub type GateQueue = crate::filters::GateQueue;
 #[doc(hidden)]
-pub use crate::filters::{Action, Scope, Snapshot, Trigger, TriggerQueue};
+#[deprecated(note = "use qtrace::filters::Action")]
+pub type Action = crate::filters::Action;
 #[doc(hidden)]
-pub use crate::filters::{Filter, FilterQueue};
+#[deprecated(note = "use qtrace::filters::Scope")]
+pub type Scope = crate::filters::Scope;
 #[doc(hidden)]
-pub use crate::storage::ring_file::RingStorage;
+#[deprecated(note = "use qtrace::filters::Snapshot")]
+pub type Snapshot = crate::filters::Snapshot;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::filters::Trigger")]
+pub type Trigger = crate::filters::Trigger;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::filters::TriggerQueue")]
+pub type TriggerQueue = crate::filters::TriggerQueue;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::filters::Filter")]
+pub type Filter = crate::filters::Filter;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::filters::FilterQueue")]
+pub type FilterQueue = crate::filters::FilterQueue;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::storage::RingStorage")]
+pub type RingStorage = crate::storage::RingStorage;
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};

@@ -88,6 +88,7 @@ impl DropRing {
     }
 
     /// Whether this ring latches when full ([`DropRing::new_latching`]).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn is_latching(&self) -> bool {
         self.latching
     }
@@ -178,6 +179,7 @@ impl DropRing {
     }
 
     /// Claims and commits: returns whether the event was stored.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     #[inline]
     pub fn push(&self, event: &Event) -> bool {
         match self.claim() {
@@ -220,6 +222,7 @@ impl DropRing {
     }
 
     /// Pops up to `max` records, appending them to `out`; returns how many.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn pop_batch(&self, out: &mut Vec<Event>, max: usize) -> usize {
         self.drain(max, |e| out.push(*e))
     }
@@ -275,6 +278,7 @@ impl DropRing {
     }
 
     /// The counters (`overwritten` is always 0; `delivered` counts pops).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn counters(&self) -> RingCounters {
         let dropped = self.dropped();
         let delivered = self.popped();

@@ -102,6 +102,7 @@ const _: () = {
 
 impl OverwriteRing {
     /// A ring of `capacity` slots (a power of two).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity(capacity)?;
         let bytes = capacity.saturating_mul(std::mem::size_of::<Slot>());
@@ -133,6 +134,7 @@ impl OverwriteRing {
     }
 
     /// The number of slots.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     #[inline]
     pub fn capacity(&self) -> usize {
         self.slots.len()
@@ -198,6 +200,7 @@ impl OverwriteRing {
     }
 
     /// Claims and commits: returns whether the event was stored.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     #[inline]
     pub fn push(&self, event: &Event) -> bool {
         match self.claim() {
@@ -311,6 +314,7 @@ impl OverwriteRing {
     /// The counters. `overwritten` is derived (`accepted - delivered -
     /// queued`, with `queued` counted by scanning the slots: O(capacity)), so
     /// it is exact whenever no producer is between claim and commit.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn counters(&self) -> RingCounters {
         let dropped = self.dropped();
         let attempts = self.attempts();

@@ -1,6 +1,7 @@
 //! Unit tests of both rings.
 
 use super::*;
+use capacity::BadCapacity;
 use crate::model::event::Event;
 use crate::sync::Ordering;
 use crate::EventId;
@@ -238,4 +239,20 @@ fn drop_ring_many_laps() {
         assert_eq!(ring.pop(), Some(ev(i)));
     }
     assert_eq!(ring.counters().delivered, 1000);
+}
+
+/// The module's example (was a doc test on the then public ring).
+#[test]
+fn drop_ring_drops_and_counts_when_full() {
+    let ring = DropRing::new(4).unwrap();
+    for i in 0..6 {
+        ring.push(&Event::new(i, EventId(0x0b), 0, [i, 0]));
+    }
+    assert_eq!(ring.accepted(), 4);
+    assert_eq!(ring.dropped(), 2); // the drainer writes a hoops record for these
+    let mut out = Vec::new();
+    assert_eq!(ring.pop_batch(&mut out, 16), 4);
+    assert_eq!(out.iter().map(|e| e.time).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(ring.popped(), 4);
+    assert!(ring.is_empty());
 }

@@ -7,7 +7,8 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::classes::{Catalog, ClassId};
+use crate::model::classes::Catalog;
+use crate::ClassId;
 use crate::model::handle::{QueueHandle, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queues::QueueType;

@@ -86,7 +86,8 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::model::classes::{ClassId, ClassSpec};
+use crate::model::classes::ClassSpec;
+use crate::ClassId;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
 use crate::router::tracer::Tracer;

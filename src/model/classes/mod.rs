@@ -37,9 +37,12 @@ pub use error::CatalogError;
 
 use crate::EventId;
 
-pub use qtrace_core::classes::{
-    builtin_class_of, ClassId, MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
-};
+pub use qtrace_core::classes::{builtin_class_of, MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
+
+// The previous release's path of `qtrace::ClassId` (a `pub use`, not a
+// deprecated alias: an alias cannot build the tuple struct, `ClassId(7)`).
+#[doc(hidden)]
+pub use qtrace_core::ClassId;
 
 /// One event's description: number, class, name, one line of text, and the
 /// names of the arguments it uses (0 to 2).

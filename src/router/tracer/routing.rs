@@ -4,11 +4,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{panic_message, Tracer};
-use crate::model::classes::{ClassId, ClassSpec, DefinedClass};
+use crate::model::classes::{ClassSpec, DefinedClass};
+use crate::ClassId;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
-use crate::queues::{AnyQueue, Filter, FilterQueue, QueueType};
+use crate::filters::{Filter, FilterQueue};
+use crate::queues::{AnyQueue, QueueType};
 use crate::router::registry::{Phase, Registry};
 use std::sync::atomic::Ordering;
 

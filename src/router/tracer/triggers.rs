@@ -8,9 +8,11 @@ use super::{run_hook, Tracer};
 use crate::filters::trigger::forwards;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
-use crate::queue::{AnyQueue, Queue, QueueHandle};
-use crate::queues::FilterQueue;
-use crate::queues::{Action, GateQueue, Scope, Trigger, TriggerQueue};
+use crate::model::handle::QueueHandle;
+use crate::queue::Queue;
+use crate::queues::AnyQueue;
+use crate::filters::FilterQueue;
+use crate::filters::{Action, GateQueue, Scope, Trigger, TriggerQueue};
 use crate::router::registry::{Phase, Registry};
 
 impl Tracer {
