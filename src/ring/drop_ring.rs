@@ -87,12 +87,6 @@ impl DropRing {
         Ok(ring)
     }
 
-    /// Whether this ring latches when full ([`DropRing::new_latching`]).
-    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
-    pub fn is_latching(&self) -> bool {
-        self.latching
-    }
-
     /// For the consumer of a latching ring, once it has popped everything
     /// ([`DropRing::is_empty`]): opens the ring again and returns the running
     /// drop total at that instant — every drop it counts happened before any

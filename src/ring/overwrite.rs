@@ -133,13 +133,6 @@ impl OverwriteRing {
         });
     }
 
-    /// The number of slots.
-    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
-    #[inline]
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
-    }
-
     #[inline(always)]
     fn slot(&self, ticket: u64) -> &Slot {
         let index = (ticket & self.mask) as usize;
