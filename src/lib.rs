@@ -158,7 +158,8 @@
 
 // The layers, each in its folder (the table above); lower never imports higher.
 pub mod analysis;
-#[doc(hidden)] // the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
+#[doc(hidden)]
+// the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
 pub mod error;
 pub mod export;
 pub mod filters;
@@ -186,8 +187,8 @@ pub use setup::{global, init};
 pub use error::{Error, IoError};
 pub use model::event::{Event, EventId, TRACER_SOURCE};
 pub use qtrace_core::ClassId;
-pub use queue::config_error::ConfigError;
 pub use qtrace_core::QueueHandle;
+pub use queue::config_error::ConfigError;
 pub use router::registry::Phase;
 pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
 pub use setup::global::entry::log_event;

@@ -43,7 +43,7 @@ type Handler = dyn Fn(&Event) -> bool + Send + Sync;
 /// a user handler.
 ///
 /// ```
-/// use qtrace::queues::Filter;
+/// use qtrace::filters::Filter;
 /// use qtrace::{Event, EventId};
 ///
 /// let e = Event::new(0, EventId(1), 3, [10, 20]);

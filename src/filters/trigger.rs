@@ -50,7 +50,8 @@
 //!
 //! ```
 //! use qtrace::classes::user;
-//! use qtrace::queues::{Fixed, FixedParams, Scope, Trigger};
+//! use qtrace::queues::{Fixed, FixedParams};
+//! use qtrace::filters::{Scope, Trigger};
 //! use qtrace::Tracer;
 //!
 //! let tracer = Tracer::new();
@@ -82,12 +83,12 @@ use crate::filters::gate::GateQueue;
 use crate::model::classes::tracer::HOOPS;
 use crate::model::combine::Run;
 use crate::model::event::Event;
-use crate::queue::config_error::ConfigError;
 use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
 use crate::queue::{Queue, QueueContext, QueueCounters, QueueStatus};
-use crate::queues::AnyQueue;
 use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{Task, TaskControl, Work};
+use crate::queues::AnyQueue;
 use crate::storage::save::{write_trace, StatusCell};
 
 /// Where a start or stop trigger switches recording.
@@ -104,7 +105,7 @@ pub enum Scope {
 /// What a snapshot trigger saves, and how often.
 ///
 /// ```
-/// use qtrace::queues::Snapshot;
+/// use qtrace::filters::Snapshot;
 /// use qtrace::QueueHandle;
 /// use std::time::Duration;
 ///

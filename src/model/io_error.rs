@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// `cannot create trace file /tmp/q0.qtr: Permission denied (os error 13)`.
 ///
 /// ```
-/// use qtrace::error::IoError;
+/// use qtrace::IoError;
 /// use std::io;
 /// let e = IoError::new("create trace file", "/nonexistent/q0.qtr", io::ErrorKind::NotFound.into());
 /// assert_eq!(e.to_string(), "cannot create trace file /nonexistent/q0.qtr: entity not found");

@@ -10,11 +10,11 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::model::classes::CatalogError;
-use crate::ClassId;
 use crate::model::clock::ClockUnavailable;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::model::io_error::{write_io, IoError};
+use crate::ClassId;
 
 /// What went wrong configuring or running a tracer, and what to do about it
 /// (the `Display` text says both). The hot path (`log_event`) never returns
@@ -247,7 +247,7 @@ impl fmt::Display for ConfigError {
             ),
             AfterPhase2 { operation } => write!(
                 f,
-                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate (init::phase2)"
+                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate"
             ),
             Phase2Twice => write!(
                 f,

@@ -62,9 +62,9 @@ pub use queue_trait::*;
 // (a `pub use`, not a deprecated alias: an alias cannot build the tuple
 // struct, `QueueHandle(0)`)
 #[doc(hidden)]
-pub use qtrace_core::QueueHandle;
-#[doc(hidden)]
 pub use crate::queues::QueueType;
+#[doc(hidden)]
+pub use qtrace_core::QueueHandle;
 #[doc(hidden)]
 #[deprecated(note = "use qtrace::queues::AnyQueue")]
 pub type AnyQueue = crate::queues::AnyQueue;

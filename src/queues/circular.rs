@@ -116,7 +116,9 @@ impl QueueType for Circular {
             queue_type: Self::NAME,
             reason,
         };
-        if params.shards != 0 && !(params.shards.is_power_of_two() && params.shards <= CircularParams::MAX_SHARDS) {
+        if params.shards != 0
+            && !(params.shards.is_power_of_two() && params.shards <= CircularParams::MAX_SHARDS)
+        {
             return Err(bad(format!(
                 "shards {} is not 0 or a power of two up to {}; use 0 (no shards), 1, 2, 4, …, or the default {}",
                 params.shards,

@@ -211,7 +211,8 @@ impl AnyQueue {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+    /// use qtrace::queues::{AnyQueue, QueueType};
+    /// use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
     /// use qtrace::{classes::user, ConfigError, Event, Tracer};
     ///
     /// /// Keeps the sum of every event's first argument.

@@ -4,10 +4,10 @@
 //! producers wrap it. Run with `scripts/loom.sh` (or
 //! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`).
 
-use loom::sync::Arc;
-use loom::thread;
 use super::{DropRing, OverwriteRing, Ticketed};
 use crate::{Event, EventId};
+use loom::sync::Arc;
+use loom::thread;
 
 fn ev(producer: u64, seq: u64) -> Event {
     Event::new(seq, EventId(0x0b), producer as u32, [producer, seq])

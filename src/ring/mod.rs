@@ -59,9 +59,7 @@ pub(crate) mod shard;
 mod slot;
 pub(crate) mod thread_token;
 
-pub(crate) use capacity::{
-    check_capacity, check_capacity_from, RingError, MAX_CAPACITY,
-};
+pub(crate) use capacity::{check_capacity, check_capacity_from, RingError, MAX_CAPACITY};
 pub(crate) use counters::RingCounters;
 pub(crate) use drop_ring::DropRing;
 pub(crate) use overwrite::{OverwriteRing, Ticketed};

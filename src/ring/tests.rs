@@ -1,10 +1,10 @@
 //! Unit tests of both rings.
 
 use super::*;
-use capacity::BadCapacity;
 use crate::model::event::Event;
 use crate::sync::Ordering;
 use crate::EventId;
+use capacity::BadCapacity;
 
 fn ev(i: u64) -> Event {
     Event::new(i, EventId(0x0b), 7, [i, !i])

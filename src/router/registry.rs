@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::classes::Catalog;
-use crate::ClassId;
 use crate::model::handle::{QueueHandle, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queues::QueueType;
+use crate::ClassId;
 use crate::EventId;
 
 /// The tracer's lifecycle.

@@ -87,10 +87,10 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
 use crate::model::classes::ClassSpec;
-use crate::ClassId;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
 use crate::router::tracer::Tracer;
+use crate::ClassId;
 
 /// The class the layer defines.
 pub const CLASS_NAME: &str = "tracing";

@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
+use qtrace::queue::Queue;
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::header::FIXED_LEN;
-use qtrace::{Config, Event, Queue, Tracer};
+use qtrace::{Config, Event, Tracer};
 
 use crate::common::tmpfs;
 use tmpfs::{is_root, Tmpfs};

@@ -4,14 +4,14 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{panic_message, Tracer};
+use crate::filters::{Filter, FilterQueue};
 use crate::model::classes::{ClassSpec, DefinedClass};
-use crate::ClassId;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
-use crate::filters::{Filter, FilterQueue};
 use crate::queues::{AnyQueue, QueueType};
 use crate::router::registry::{Phase, Registry};
+use crate::ClassId;
 use std::sync::atomic::Ordering;
 
 impl Tracer {
@@ -151,7 +151,8 @@ impl Tracer {
     ///
     /// ```
     /// use qtrace::classes::user;
-    /// use qtrace::queues::{Filter, Fixed, FixedParams};
+    /// use qtrace::filters::Filter;
+    /// use qtrace::queues::{Fixed, FixedParams};
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();

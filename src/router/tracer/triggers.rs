@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use super::{run_hook, Tracer};
 use crate::filters::trigger::forwards;
-use crate::model::event::EventId;
-use crate::queue::config_error::ConfigError;
-use crate::model::handle::QueueHandle;
-use crate::queue::Queue;
-use crate::queues::AnyQueue;
 use crate::filters::FilterQueue;
 use crate::filters::{Action, GateQueue, Scope, Trigger, TriggerQueue};
+use crate::model::event::EventId;
+use crate::model::handle::QueueHandle;
+use crate::queue::config_error::ConfigError;
+use crate::queue::Queue;
+use crate::queues::AnyQueue;
 use crate::router::registry::{Phase, Registry};
 
 impl Tracer {
@@ -32,7 +32,8 @@ impl Tracer {
     ///
     /// ```
     /// use qtrace::classes::user;
-    /// use qtrace::queues::{Fixed, FixedParams, Scope, Trigger};
+    /// use qtrace::queues::{Fixed, FixedParams};
+    /// use qtrace::filters::{Scope, Trigger};
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
@@ -40,7 +41,7 @@ impl Tracer {
     /// tracer.assign_class(user::CLASS, q)?;
     /// // Stop recording everything at the first USER7 with argument 0 above 100.
     /// let stop = Trigger::stop(Scope::Global)
-    ///     .when(qtrace::queues::Filter::arg(0, 101..=u64::MAX));
+    ///     .when(qtrace::filters::Filter::arg(0, 101..=u64::MAX));
     /// tracer.add_trigger(user::USER7, stop)?;
     /// for a in [1, 500, 2] {
     ///     tracer.log_event(user::USER0, [a, 0]);
