@@ -79,7 +79,7 @@
 //! ([`CatalogError`](classes::CatalogError),
 //! [`ClockUnavailable`](clock::ClockUnavailable), [`ConfigError`],
 //! [`WireError`](wire::WireError), [`ReadError`](reader::ReadError),
-//! [`ExportError`](export::ExportError), [`IoError`](error::IoError)), and
+//! [`ExportError`](export::ExportError), [`IoError`]), and
 //! [`Error`] on top composes them with `From`, so `?` works across layers
 //! in your code while no layer depends on another's errors. This crate root
 //! is a façade: it declares the layers and re-exports what users reach for.

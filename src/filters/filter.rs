@@ -85,7 +85,7 @@ impl Filter {
     /// logging thread, for every event routed through the filter: it must
     /// be quick and must not log into the same tracer (that event would be
     /// filtered again, recursively). A panic in it rejects the event (see
-    /// the [module documentation](self)).
+    /// the [module documentation](crate::filters)).
     pub fn handler(handler: impl Fn(&Event) -> bool + Send + Sync + 'static) -> Self {
         Filter(Kind::Handler(Arc::new(handler)))
     }
@@ -125,7 +125,7 @@ impl fmt::Debug for Filter {
 }
 
 /// A queue that runs a [`Filter`] on each event and forwards the ones it
-/// keeps to its target queue (see the [module documentation](self)). Made
+/// keeps to its target queue (see the [module documentation](crate::filters)). Made
 /// by [`Tracer::filter_event`](crate::Tracer::filter_event); reach it with
 /// `tracer.queue(handle)?.as_custom::<FilterQueue>()`.
 pub struct FilterQueue {

@@ -39,7 +39,7 @@ unsafe impl Send for Target {}
 unsafe impl Sync for Target {}
 
 /// A queue that forwards events to the queue behind it while recording is
-/// on (see the [module documentation](self)). Reach it with
+/// on (see the [module documentation](crate::filters)). Reach it with
 /// `tracer.queue(handle)?.as_custom::<GateQueue>()`; the shutdown report
 /// lists it as a `"gate"` queue.
 pub struct GateQueue {

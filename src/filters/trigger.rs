@@ -168,7 +168,7 @@ pub enum Action {
 /// A trigger: an [`Action`], from which occurrence of its event on it
 /// fires, and an optional condition. Attach it to an event with
 /// [`Tracer::add_trigger`](crate::Tracer::add_trigger); see the
-/// [module documentation](self).
+/// [module documentation](crate::filters).
 ///
 /// The first trigger added for a scope decides how recording starts there:
 /// off when it is a start trigger, on when it is a stop trigger. Later
@@ -404,7 +404,7 @@ impl Work for SnapWork {
 type Next = AtomicPtr<AnyQueue>;
 
 /// A queue that counts its event, fires its [`Trigger`] and forwards the
-/// event (see the [module documentation](self)). Made by
+/// event (see the [module documentation](crate::filters)). Made by
 /// [`Tracer::add_trigger`](crate::Tracer::add_trigger); reach it with
 /// `tracer.queue(handle)?.as_custom::<TriggerQueue>()`.
 pub struct TriggerQueue {
@@ -541,7 +541,7 @@ impl TriggerQueue {
     }
 
     /// Snapshots suppressed by the rate limit (see the
-    /// [module documentation](self)).
+    /// [module documentation](crate::filters)).
     pub fn suppressed(&self) -> u64 {
         self.snapper
             .as_ref()

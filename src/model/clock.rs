@@ -88,18 +88,8 @@ fn unix_now_ns() -> u64 {
 
 /// Whether a value of `QTRACE_NO_TSC` forces the monotonic clock: unset,
 /// empty, `0`, `false`, `no` and `off` (any case, blanks around ignored) do
-/// not; every other value does.
-///
-/// ```
-/// use qtrace::clock::no_tsc_requested;
-/// use std::ffi::OsStr;
-/// assert!(!no_tsc_requested(None));
-/// assert!(!no_tsc_requested(Some(OsStr::new("0"))));
-/// assert!(!no_tsc_requested(Some(OsStr::new(" Off "))));
-/// assert!(no_tsc_requested(Some(OsStr::new("1"))));
-/// assert!(no_tsc_requested(Some(OsStr::new("true"))));
-/// ```
-pub fn no_tsc_requested(value: Option<&OsStr>) -> bool {
+/// not; every other value does (test: `no_tsc_values`).
+pub(crate) fn no_tsc_requested(value: Option<&OsStr>) -> bool {
     match value {
         None => false,
         Some(v) => {
@@ -311,6 +301,17 @@ impl ManualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (Was the doc example of the then public `no_tsc_requested`.)
+    #[test]
+    fn no_tsc_values() {
+        use std::ffi::OsStr;
+        assert!(!no_tsc_requested(None));
+        assert!(!no_tsc_requested(Some(OsStr::new("0"))));
+        assert!(!no_tsc_requested(Some(OsStr::new(" Off "))));
+        assert!(no_tsc_requested(Some(OsStr::new("1"))));
+        assert!(no_tsc_requested(Some(OsStr::new("true"))));
+    }
     use std::time::Duration;
 
     #[test]

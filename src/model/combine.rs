@@ -14,7 +14,7 @@
 //!
 //! The logged length may exceed [`MAX_PAYLOAD`]: the payload was then cut to
 //! its first [`MAX_PAYLOAD`] bytes when it was logged, and readers say so. The
-//! checksum ([`checksum`]) covers the stored bytes, so a reader that
+//! checksum (FORMAT.md §1.8) covers the stored bytes, so a reader that
 //! reassembled a run from every record can prove it is the payload that was
 //! logged. FORMAT.md §1.8 is the specification.
 //!
@@ -55,28 +55,28 @@ mod recorded;
 pub use recorded::RecordedNames;
 
 /// `flags` bit 14: the record belongs to a combine run.
-pub const COMBINE: u16 = 0x4000;
+pub(crate) const COMBINE: u16 = 0x4000;
 /// `flags` bit 13: the run's first record.
-pub const BEGIN: u16 = 0x2000;
+pub(crate) const BEGIN: u16 = 0x2000;
 /// `flags` bit 12: the run's last record.
-pub const END: u16 = 0x1000;
+pub(crate) const END: u16 = 0x1000;
 /// `flags` bits 0–8: the record's index in its run (0 for the begin record).
-pub const INDEX_MASK: u16 = 0x01ff;
+pub(crate) const INDEX_MASK: u16 = 0x01ff;
 /// `flags` bit 15: control records (with `id = 0`, the close run); a record
 /// with this bit is never part of a combine run.
-pub const CONTROL: u16 = 0x8000;
+pub(crate) const CONTROL: u16 = 0x8000;
 
 /// The largest payload a run carries, in bytes (4 KiB). A longer payload is
 /// cut to this length when it is logged; the begin record keeps its logged
 /// length so readers show the cut.
 pub const MAX_PAYLOAD: usize = 4096;
 /// Payload bytes per continuation record.
-pub const BYTES_PER_RECORD: usize = 16;
+pub(crate) const BYTES_PER_RECORD: usize = 16;
 /// The most records one run takes: `1 + MAX_PAYLOAD / 16` = 257.
 pub const MAX_RECORDS: usize = 1 + MAX_PAYLOAD / BYTES_PER_RECORD;
 
 /// The event of name records: `tracer:reserved` (id 0) with the combine
-/// flags and without [`CONTROL`]. `args[1]` of the begin record is
+/// flags and without the control bit (15). `args[1]` of the begin record is
 /// `kind << 56 | subject` ([`NAME_SOURCE`], [`NAME_TASK`]).
 pub const NAME_EVENT: EventId = EventId(0);
 /// Name kind: the name of a source (a thread or CPU number); subject = the
@@ -110,11 +110,7 @@ pub const fn records_for(len: usize) -> usize {
 /// `h = (h.rotate_left(5) ^ w) * 0x517cc1b727220a95` (wrapping); the
 /// checksum is `(h >> 32) ^ (h & 0xffffffff)`.
 ///
-/// ```
-/// assert_eq!(qtrace::combine::checksum(b""), 0);
-/// assert_ne!(qtrace::combine::checksum(b"a"), qtrace::combine::checksum(b"b"));
-/// ```
-pub fn checksum(payload: &[u8]) -> u32 {
+pub(crate) fn checksum(payload: &[u8]) -> u32 {
     let mut h = payload.len() as u64;
     let mut chunks = payload.chunks_exact(8);
     for c in &mut chunks {
@@ -573,6 +569,13 @@ fn insert<K: std::hash::Hash + Eq>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (Was the doc example of the then public `checksum`.)
+    #[test]
+    fn checksum_of_empty_is_zero_and_differs_by_content() {
+        assert_eq!(checksum(b""), 0);
+        assert_ne!(checksum(b"a"), checksum(b"b"));
+    }
 
     fn run_records(time: u64, source: u32, text: &[u8]) -> Vec<Event> {
         let run = Run::new(time, EventId(0x0c), source, 9, text);

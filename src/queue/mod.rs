@@ -14,7 +14,7 @@
 //! one virtual call.
 //!
 //! The trait, counters, context and reservations live in this core module,
-//! which knows no queue; [`QueueType`](crate::queues::QueueType) (whose
+//! which knows no queue; [`queues::QueueType`](crate::queues::QueueType) (whose
 //! `create` returns [`AnyQueue`](crate::queues::AnyQueue)) and `AnyQueue`
 //! live with the built-in queues in [`crate::queues`].
 //!

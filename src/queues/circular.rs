@@ -217,7 +217,7 @@ impl Shard {
 ///
 /// Many threads log at once without a lock. The queue holds `shards`
 /// single-producer rings (see [`CircularParams::shards`]) and one
-/// multi-producer ring ([`OverwriteRing`]), each of `capacity` events. A
+/// multi-producer ring, each of `capacity` events. A
 /// thread with token `t` (a number unique to the thread, 1, 2, … in the
 /// order threads first log) uses shard `t mod shards`: the first thread to
 /// log there becomes its owner (one compare-and-swap, once) and from then on
@@ -295,7 +295,7 @@ impl Drop for CircularQueue {
 
 impl CircularQueue {
     /// The ring file the rings live in (recoverable after a crash with
-    /// [`crate::storage::recover`]), or `None` when they are on the heap
+    /// [`recover_file`](crate::storage::recover_file)), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()

@@ -165,7 +165,7 @@ impl Drop for FixedQueue {
 
 impl FixedQueue {
     /// The ring file the events live in (recoverable after a crash with
-    /// [`crate::storage::recover`]), or `None` when they are on the heap
+    /// [`recover_file`](crate::storage::recover_file)), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()

@@ -298,7 +298,7 @@ impl RingLayout {
 /// Why a ring file cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RingFileError {
-    /// The file does not start with [`MAGIC`].
+    /// The file does not start with the ring file's magic bytes (`qtrRING\0`).
     NotARingFile,
     /// A version this code does not read.
     Version(u32),

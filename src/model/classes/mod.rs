@@ -32,7 +32,7 @@ pub mod tracer;
 pub mod user;
 
 mod error;
-pub mod scopes;
+pub(crate) mod scopes;
 pub use error::CatalogError;
 
 use crate::EventId;

@@ -47,7 +47,7 @@ impl Tracer {
     /// Suspends the tracer, terminates every queue in handle order (so each
     /// saves or flushes what it holds) and reports every queue's counters.
     /// Before any queue terminates, snapshot triggers write the snapshot
-    /// still pending, if any ([`crate::filters::trigger`]).
+    /// still pending, if any ([`crate::filters`]).
     /// Logging afterwards is a no-op; configuration calls are
     /// [`ConfigError::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.

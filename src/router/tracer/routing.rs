@@ -140,7 +140,7 @@ impl Tracer {
 
     /// Routes `id` through a [`Filter`] that decides, per event, whether it
     /// is recorded into the queue `id` is assigned to; returns the filter's
-    /// queue handle (a [`FilterQueue`], see [`crate::filters::filter`] for its
+    /// queue handle (a [`FilterQueue`], see [`crate::filters`] for its
     /// counters and what a panicking handler does). A filter takes a queue
     /// slot of its own, for good (the tracer holds at most
     /// [`QueueHandle::MAX_QUEUES`] queues). Events without a filter pay

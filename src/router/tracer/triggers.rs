@@ -19,7 +19,7 @@ impl Tracer {
     /// Attaches `trigger` to event `id`: from then on each `id` event is
     /// counted and, from the trigger's [`Trigger::after`]-th on, fires it
     /// (start or stop recording, or a snapshot of a circular queue: see
-    /// [`crate::filters::trigger`]), then goes where it went before. Returns
+    /// [`crate::filters`]), then goes where it went before. Returns
     /// the trigger's queue handle (a [`TriggerQueue`]: its counters, and
     /// for a snapshot trigger its files and suppressed snapshots). A
     /// trigger takes a queue slot of its own for good, and a start or stop
