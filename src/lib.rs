@@ -58,13 +58,13 @@
 //!
 //! | layer | folder | public modules | what |
 //! |---|---|---|---|
-//! | model | `model/` | [`event`](mod@event), [`classes`](mod@classes), [`clock`], [`combine`], [`source`] | records, ids, the catalog, clocks, strings as record runs |
-//! | core | `queue/` | [`queue`], [`ConfigError`] | what a queue is; knows no queue |
+//! | model | `model/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
+//! | core | `queue/` | [`queue`]; at the root [`ConfigError`] | what a queue is; knows no queue |
 //! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
 //! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
 //! | queues | `queues/` | [`queues`] | the built-in policies, one file or folder each |
 //! | filters | `filters/` | [`filters`] | filters, gates and triggers in front of a queue |
-//! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`] | routing, masks, the hot path, the phases |
+//! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`], [`scope`](mod@scope) | routing, masks, the hot path, the phases, scopes |
 //! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
 //! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
 //! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
@@ -82,7 +82,16 @@
 //! [`ExportError`](export::ExportError), [`IoError`]), and
 //! [`Error`] on top composes them with `From`, so `?` works across layers
 //! in your code while no layer depends on another's errors. This crate root
-//! is a façade: it declares the layers and re-exports what users reach for.
+//! is a façade: it declares the layers and holds the ids and entry points
+//! ([`Tracer`], [`Config`], [`Event`], [`EventId`], [`ClassId`],
+//! [`QueueHandle`], [`Error`], [`ConfigError`], [`IoError`],
+//! [`log_event`], the macros); every public item has one path.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `tracing` | off | `bridge`: a `tracing` subscriber layer that records spans and events into a tracer |
 //!
 //! Below the model sits a separate crate, [`qtrace_core`] (`core/` in the
 //! repository): `#![no_std]`, no allocator, no `unsafe`. It holds the event

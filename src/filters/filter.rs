@@ -128,6 +128,23 @@ impl fmt::Debug for Filter {
 /// keeps to its target queue (see the [module documentation](crate::filters)). Made
 /// by [`Tracer::filter_event`](crate::Tracer::filter_event); reach it with
 /// `tracer.queue(handle)?.as_custom::<FilterQueue>()`.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::filters::{Filter, FilterQueue};
+/// use qtrace::queues::Dummy;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_event(user::USER0, q)?;
+/// let f = tracer.filter_event(user::USER0, Filter::arg(0, 10..=20))?;
+/// for a in [5, 15, 25] {
+///     tracer.log_event(user::USER0, [a, 0]);
+/// }
+/// let filter = tracer.queue(f)?.as_custom::<FilterQueue>().unwrap();
+/// assert_eq!((filter.passed(), filter.rejected()), (1, 2));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct FilterQueue {
     filter: Filter,
     /// The target queue, in the tracer's queue table (a gate in front of

@@ -92,6 +92,16 @@ use crate::queues::AnyQueue;
 use crate::storage::save::{write_trace, StatusCell};
 
 /// Where a start or stop trigger switches recording.
+///
+/// ```
+/// use qtrace::filters::{Scope, Trigger};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<qtrace::queues::Dummy>(())?;
+/// tracer.add_trigger(qtrace::classes::user::USER7, Trigger::start(Scope::Queue(q)))?;
+/// assert!(tracer.is_recording(Scope::Global)?);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Every queue that records events (created before or after the
@@ -132,6 +142,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// The last `last` events of circular queue `queue`, at most one file
     /// per 100 ms and 100 files.
+    ///
+    /// ```
+    /// use qtrace::filters::Snapshot;
+    /// let s = Snapshot::new(qtrace::QueueHandle(0), 256);
+    /// assert_eq!((s.queue, s.last), (qtrace::QueueHandle(0), 256));
+    /// ```
     pub fn new(queue: QueueHandle, last: usize) -> Self {
         Snapshot {
             queue,
@@ -155,6 +171,13 @@ impl Snapshot {
 }
 
 /// What a trigger does when it fires.
+///
+/// ```
+/// use qtrace::filters::{Action, Scope, Trigger};
+///
+/// let stop = Trigger::stop(Scope::Global);
+/// assert!(matches!(stop.action(), Action::Stop(Scope::Global)));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Switch recording on.
@@ -174,6 +197,14 @@ pub enum Action {
 /// off when it is a start trigger, on when it is a stop trigger. Later
 /// triggers share that scope's state (a start trigger on one event and a
 /// stop trigger on another switch the same recording on and off).
+///
+/// ```
+/// use qtrace::filters::{Filter, Scope, Trigger};
+///
+/// // Start recording at the third event whose argument 0 is 7.
+/// let start = Trigger::start(Scope::Global).after(3).when(Filter::arg(0, 7..=7));
+/// assert_eq!(start.count(), 3);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Trigger {
     action: Action,
@@ -199,6 +230,12 @@ impl Trigger {
     }
 
     /// A trigger doing `action`, from the first occurrence, on every event.
+    ///
+    /// ```
+    /// use qtrace::filters::{Action, Scope, Trigger};
+    /// let t = Trigger::new(Action::Start(Scope::Global));
+    /// assert_eq!(t.count(), 1);
+    /// ```
     pub fn new(action: Action) -> Self {
         Trigger {
             action,
@@ -407,6 +444,21 @@ type Next = AtomicPtr<AnyQueue>;
 /// event (see the [module documentation](crate::filters)). Made by
 /// [`Tracer::add_trigger`](crate::Tracer::add_trigger); reach it with
 /// `tracer.queue(handle)?.as_custom::<TriggerQueue>()`.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::filters::{Scope, Trigger, TriggerQueue};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let t = tracer.add_trigger(user::USER7, Trigger::stop(Scope::Global).after(2))?;
+/// for _ in 0..3 {
+///     tracer.log_event(user::USER7, [0, 0]);
+/// }
+/// let trigger = tracer.queue(t)?.as_custom::<TriggerQueue>().unwrap();
+/// assert_eq!(trigger.seen(), 3);
+/// assert!(trigger.fired() >= 1);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct TriggerQueue {
     trigger: Trigger,
     next: Next,

@@ -38,6 +38,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 mod tsc;
 
 /// Which source a [`Clock`] reads.
+///
+/// ```
+/// use qtrace::clock::{Clock, ClockKind};
+/// assert_eq!(Clock::monotonic().kind(), ClockKind::Monotonic);
+/// assert_eq!(ClockKind::Monotonic.name(), "monotonic");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClockKind {
     /// The CPU's time-stamp counter, scaled to nanoseconds.
@@ -60,6 +66,13 @@ impl ClockKind {
 }
 
 /// A clock that the tracer reads once per recorded event.
+///
+/// ```
+/// use qtrace::clock::Clock;
+/// let clock = Clock::monotonic();
+/// let (a, b) = (clock.now(), clock.now());
+/// assert!(a <= b);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Clock {
     source: Source,
@@ -273,11 +286,23 @@ impl Clock {
 }
 
 /// A clock that moves only when told to. Clones share the same time.
+///
+/// ```
+/// use qtrace::clock::{Clock, ManualClock};
+/// let time = ManualClock::new(10);
+/// let clock = Clock::manual(&time);
+/// time.advance(5);
+/// assert_eq!(clock.now(), 15);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ManualClock(Arc<AtomicU64>);
 
 impl ManualClock {
     /// A manual clock reading `start` nanoseconds.
+    ///
+    /// ```
+    /// assert_eq!(qtrace::clock::ManualClock::new(7).now(), 7);
+    /// ```
     pub fn new(start: u64) -> Self {
         ManualClock(Arc::new(AtomicU64::new(start)))
     }

@@ -133,6 +133,31 @@ fn mix(h: u64, w: u64) -> u64 {
 /// A payload to record as a combine run: builds its records one by one
 /// ([`Run::record`]), so a queue writes them straight into the slots it
 /// reserved, without a buffer.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Run<'a> {
     time: u64,
@@ -147,6 +172,11 @@ pub struct Run<'a> {
 impl<'a> Run<'a> {
     /// A run of `payload` (cut to [`MAX_PAYLOAD`] bytes) for event `id`
     /// with its argument `arg`, at `time` from `source`.
+    ///
+    /// ```
+    /// let run = qtrace::combine::Run::new(0, qtrace::classes::user::USER0, 0, 0, &[0u8; 40]);
+    /// assert_eq!(run.len(), 1 + 3); // the begin record and three of 16 bytes
+    /// ```
     pub fn new(time: u64, id: EventId, source: u32, arg: u64, payload: &'a [u8]) -> Self {
         let logged_len = payload.len().min(u32::MAX as usize) as u32;
         let payload = &payload[..payload.len().min(MAX_PAYLOAD)];
@@ -182,7 +212,7 @@ impl<'a> Run<'a> {
 
     /// The event the run was logged as — its id, source and time, with
     /// `[arg, 0]` for arguments — not one of its records: what a
-    /// [`Filter`](crate::queues::Filter) decides on.
+    /// [`Filter`](crate::filters::Filter) decides on.
     pub fn logged_event(&self) -> Event {
         Event::new(self.time, self.id, self.source, [self.arg, 0])
     }
@@ -230,6 +260,31 @@ impl<'a> Run<'a> {
 }
 
 /// What an [`Assembler`] made of a reassembled run.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PayloadState {
     /// Every record arrived and the checksum matches: exactly the payload
@@ -253,6 +308,31 @@ pub enum PayloadState {
 }
 
 /// A reassembled (or partly reassembled) payload.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Payload {
     /// The run's time.
@@ -297,6 +377,31 @@ impl Payload {
 }
 
 /// One item of a reassembled trace.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
     /// An ordinary record (not part of a run), as read.
@@ -329,6 +434,31 @@ struct Pending {
 /// that cannot continue it arrives from its source, or at
 /// [`Assembler::finish`]. Records that are not part of a run pass through at
 /// once, in order.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug, Default)]
 pub struct Assembler {
     pending: VecDeque<(u32, Pending)>,
@@ -476,6 +606,14 @@ fn close_cut(mut p: Pending) -> Payload {
 
 /// Names learned from name records ([`NAME_EVENT`]): sources and task ids,
 /// at most [`Names::MAX`] of each (later ones are ignored and counted).
+///
+/// ```
+/// use qtrace::combine::{Names, Run, NAME_SOURCE};
+///
+/// let run = Run::name(0, 0, NAME_SOURCE, 3, b"worker-3");
+/// let names = Names::gather((0..run.len()).map(|i| run.record(i)));
+/// assert_eq!(names.source(3), Some("worker-3"));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Names {
     sources: std::collections::HashMap<u32, String>,

@@ -36,6 +36,11 @@ pub struct IoError {
 
 impl IoError {
     /// An I/O error on `path` while doing `action`.
+    ///
+    /// ```
+    /// let e = qtrace::IoError::new("open trace", "/no/such/file", std::io::ErrorKind::NotFound.into());
+    /// assert!(e.to_string().contains("/no/such/file"));
+    /// ```
     pub fn new(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         IoError {
             path: Some(path.into()),

@@ -50,10 +50,46 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
 
 /// The circular queue type (`"circular"`).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Circular;
 
 /// Parameters of a circular queue.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircularParams {
     /// Events kept: a power of two (default 8192).
@@ -262,6 +298,24 @@ impl Shard {
 /// its own record until the thread's next event, and if it logs
 /// `capacity` or more events it can make the interrupted record
 /// unreliable.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct CircularQueue {
     shards: Region<Shard>,

@@ -139,6 +139,17 @@ macro_rules! any_queue {
 any_queue! {
     /// Every queue a tracer can hold: the built-ins by value, a user-defined
     /// queue boxed.
+    ///
+    /// ```
+    /// use qtrace::queues::{AnyQueue, Dummy};
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// let queue: &AnyQueue = tracer.queue(q)?;
+    /// assert!(queue.as_circular().is_none());
+    /// assert!(matches!(queue, AnyQueue::DummyQueue(_)));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     // The built-ins are stored inline (no pointer to chase on the hot path); their
     // producer indexes are cache-line padded, hence the size differences.
     #[allow(clippy::large_enum_variant)]

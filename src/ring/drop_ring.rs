@@ -66,21 +66,7 @@ impl DropRing {
     /// commit one event inside the latched period: a loss is then marked at
     /// most one event per producer late, never early.)
     ///
-    /// ```
-    /// use qtrace::queues::ring::DropRing;
-    /// use qtrace::{Event, EventId};
-    ///
-    /// let ring = DropRing::new_latching(2).unwrap();
-    /// let ev = |t| Event::new(t, EventId(0x0b), 0, [t, 0]);
-    /// assert!(ring.push(&ev(0)) && ring.push(&ev(1)));
-    /// assert!(!ring.push(&ev(2))); // full: latched
-    /// assert_eq!(ring.pop().unwrap().time, 0);
-    /// assert!(!ring.push(&ev(3))); // still latched, though there is room
-    /// assert_eq!(ring.pop().unwrap().time, 1);
-    /// assert_eq!(ring.reopen(), Some(2)); // empty: 2 drops, mark them here
-    /// assert!(ring.push(&ev(4)));
-    /// assert_eq!(ring.reopen(), None); // not latched
-    /// ```
+    /// (An example: the test `latching_drop_ring_refuses_until_reopened` in `tests.rs`.)
     pub fn new_latching(capacity: usize) -> Result<Self, RingError> {
         let mut ring = DropRing::new(capacity)?;
         ring.latching = true;

@@ -45,21 +45,7 @@ pub struct Ticketed {
 /// disturbing producers; [`OverwriteRing::consume`] copies and marks them
 /// delivered.
 ///
-/// ```
-/// use qtrace::queues::ring::OverwriteRing;
-/// use qtrace::{Event, EventId};
-///
-/// let ring = OverwriteRing::new(4).unwrap();
-/// for i in 0..6u64 {
-///     if let Some(t) = ring.claim() {
-///         ring.commit(t, &Event::new(i, EventId(0x0b), 0, [i, 0]));
-///     }
-/// }
-/// let kept: Vec<u64> = ring.read().iter().map(|r| r.ticket).collect();
-/// assert_eq!(kept, [2, 3, 4, 5]);
-/// let c = ring.counters();
-/// assert_eq!((c.accepted, c.dropped, c.overwritten, c.queued), (6, 0, 2, 4));
-/// ```
+/// (An example: the test `overwrite_ring_keeps_the_last_and_counts` in `tests.rs`.)
 ///
 /// Its layout is fixed (`repr(C)`: the ticket counter at byte 0, the drop
 /// counter at byte 128), because a circular queue may place it in a ring

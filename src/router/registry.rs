@@ -15,6 +15,18 @@ use crate::ClassId;
 use crate::EventId;
 
 /// The tracer's lifecycle.
+///
+/// ```
+/// use qtrace::{Phase, Tracer};
+///
+/// let tracer = Tracer::new();
+/// assert_eq!(tracer.phase(), Phase::Configuring);
+/// tracer.activate()?;
+/// assert_eq!(tracer.phase(), Phase::Active);
+/// tracer.shutdown()?;
+/// assert_eq!(tracer.phase(), Phase::ShutDown);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// Phase 1: register types, create queues, define classes, assign, enable.

@@ -44,6 +44,17 @@ pub(crate) use crate::ring::layout::{
 /// removes after saving the trace. [`RingStorage::Memory`] keeps the rings
 /// on the heap: then only a clean shutdown, a dropped tracer or the panic
 /// hook ([`crate::Config::save_on_panic`]) saves them.
+///
+/// ```
+/// use qtrace::queues::{Fixed, FixedParams};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// // On the heap: no file, saved only by a clean shutdown, a drop or the panic hook.
+/// let q = tracer.create_queue::<Fixed>(FixedParams { ring: RingStorage::Memory, ..Default::default() })?;
+/// assert_eq!(tracer.queue(q)?.as_fixed().unwrap().ring_file(), None);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum RingStorage {
     /// In a ring file at `<output_dir>/queue<handle>-<type>.ring` (the
@@ -296,6 +307,12 @@ impl RingLayout {
 }
 
 /// Why a ring file cannot be read.
+///
+/// ```
+/// use qtrace::storage::RingImage;
+/// let e = RingImage::parse(&[0u8; 16]).unwrap_err();
+/// assert!(!e.to_string().is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RingFileError {
     /// The file does not start with the ring file's magic bytes (`qtrRING\0`).
@@ -342,6 +359,35 @@ impl std::fmt::Display for RingFileError {
 impl std::error::Error for RingFileError {}
 
 /// One ring's contents as found in a ring file.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RingContents {
     /// Readable records, by ticket.
@@ -356,6 +402,35 @@ pub struct RingContents {
 }
 
 /// A ring file, parsed: what a recovery needs.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct RingImage {
     /// The layout declared by the header (validated against the file).
@@ -418,6 +493,35 @@ impl RingImage {
     ///
     /// [`RingFileError`] when the bytes are not a ring file this version
     /// reads, or are cut short.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Circular, CircularParams};
+    /// use qtrace::storage::{self, RingImage, RingStorage};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+    /// let ring = dir.join("q.ring");
+    /// let tracer = qtrace::Tracer::new();
+    /// let params = CircularParams {
+    ///     capacity: 64,
+    ///     shards: 0,
+    ///     ring: RingStorage::FileAt(ring.clone()),
+    ///     ..Default::default()
+    /// };
+    /// let q = tracer.create_queue::<Circular>(params)?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// tracer.log_event(user::USER0, [7, 0]);
+    /// // While the program runs (or after it died), the ring file holds the events.
+    /// let rec = storage::recover_file(&ring)?;
+    /// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+    /// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+    /// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+    /// assert_eq!(image.rings[0].records.len(), 1);
+    /// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+    /// # tracer.shutdown()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(b: &[u8]) -> Result<RingImage, RingFileError> {
         if b.len() < HEADER_FIXED_LEN || b[0..8] != MAGIC {
             return Err(RingFileError::NotARingFile);

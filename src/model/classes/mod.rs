@@ -46,6 +46,15 @@ pub use qtrace_core::ClassId;
 
 /// One event's description: number, class, name, one line of text, and the
 /// names of the arguments it uses (0 to 2).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+///
+/// let catalog = Catalog::builtin();
+/// let info = catalog.event(system::SCHEDULE).unwrap();
+/// assert_eq!((info.id, info.class), (system::SCHEDULE, system::CLASS));
+/// assert_eq!(info.name, "schedule");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventInfo {
     /// The event number.
@@ -61,6 +70,16 @@ pub struct EventInfo {
 }
 
 /// One class's description. Its events are numbered consecutively.
+///
+/// ```
+/// use qtrace::classes::{user, Catalog};
+///
+/// let catalog = Catalog::builtin();
+/// let info = catalog.class(user::CLASS).unwrap();
+/// assert_eq!(info.name, "user");
+/// assert_eq!(info.event_count, 8);
+/// assert!(info.contains(user::USER7));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassInfo {
     /// The class number.
@@ -93,6 +112,18 @@ impl ClassInfo {
 ///
 /// Names are ASCII identifiers-like strings of at most [`MAX_NAME_LEN`] bytes;
 /// each event has at most [`MAX_ARGS`] named arguments.
+///
+/// ```
+/// use qtrace::classes::ClassSpec;
+///
+/// let spec = ClassSpec::new("net", "network stack")
+///     .event("rx", "a packet arrived", &["len", "port"])
+///     .event("tx", "a packet left", &["len", "port"]);
+/// let tracer = qtrace::Tracer::new();
+/// let net = tracer.define_class(spec)?;
+/// assert!(net.event("tx").is_some());
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ClassSpec {
     name: String,
@@ -127,6 +158,18 @@ impl ClassSpec {
 }
 
 /// What [`Catalog::define`] hands back: the class number and its events' numbers.
+///
+/// ```
+/// use qtrace::classes::ClassSpec;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let net: qtrace::classes::DefinedClass =
+///     tracer.define_class(ClassSpec::new("net", "network").event("rx", "received", &[]))?;
+/// assert_eq!(net.id, qtrace::ClassId::FIRST_USER_DEFINED);
+/// assert_eq!(net.event("rx"), Some(qtrace::EventId::FIRST_USER_DEFINED));
+/// assert_eq!(net.event("nope"), None);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DefinedClass {
     /// The class number.
@@ -174,6 +217,14 @@ pub(crate) fn validate_description(name: &str, text: &str) -> Result<(), Catalog
 }
 
 /// The table of every class and event a tracer (or a trace file) knows.
+///
+/// ```
+/// use qtrace::classes::Catalog;
+///
+/// let catalog = qtrace::Tracer::new().catalog();
+/// assert_eq!(catalog.event_count(), Catalog::builtin().event_count());
+/// assert_eq!(catalog.class_by_name("system").unwrap().id, qtrace::ClassId::SYSTEM);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Catalog {
     classes: Vec<ClassInfo>,
@@ -189,6 +240,14 @@ impl Default for Catalog {
 
 impl Catalog {
     /// The five built-in classes and their 23 events, numbered as in S.Ha.R.K.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    ///
+    /// let catalog = Catalog::builtin();
+    /// assert_eq!(catalog.class_of(system::SCHEDULE), Some(system::CLASS));
+    /// assert_eq!(catalog.event_name(system::SCHEDULE), Some("schedule"));
+    /// ```
     pub fn builtin() -> Self {
         let mut catalog = Catalog {
             classes: Vec::new(),
@@ -220,6 +279,21 @@ impl Catalog {
     /// Builds a catalog from explicit tables (what a trace file's header holds),
     /// checking that it is consistent: classes numbered 0, 1, 2, …; each class's
     /// events consecutive, in class order, starting at event 0; names valid.
+    ///
+    /// # Errors
+    ///
+    /// [`CatalogError::InconsistentCatalog`] if the tables are out of order or
+    /// do not fit each other (the message says where);
+    /// [`CatalogError::InvalidName`] for an invalid class or event name.
+    ///
+    /// ```
+    /// use qtrace::classes::Catalog;
+    ///
+    /// let builtin = Catalog::builtin();
+    /// let copy = Catalog::from_parts(builtin.classes().to_vec(), builtin.events().to_vec())?;
+    /// assert_eq!(copy.event_count(), builtin.event_count());
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
     pub fn from_parts(
         classes: Vec<ClassInfo>,
         events: Vec<EventInfo>,
@@ -267,6 +341,25 @@ impl Catalog {
 
     /// Adds a user-defined class; its events are numbered after every event
     /// defined so far.
+    ///
+    /// # Errors
+    ///
+    /// [`CatalogError::InvalidName`], [`CatalogError::InvalidDescription`],
+    /// [`CatalogError::DuplicateName`], [`CatalogError::EmptyClass`],
+    /// [`CatalogError::TooManyClasses`], [`CatalogError::TooManyEvents`] or
+    /// [`CatalogError::TooManyArgs`]: the message names the offending name or
+    /// limit.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    ///
+    /// let mut catalog = Catalog::builtin();
+    /// let disk = catalog.define(ClassSpec::new("disk", "block device").event("read", "a read", &["block"]))?;
+    /// assert_eq!(catalog.class(disk.id).unwrap().name, "disk");
+    /// // The same name twice is an error.
+    /// assert!(catalog.define(ClassSpec::new("disk", "again").event("x", "", &[])).is_err());
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
     pub fn define(&mut self, spec: ClassSpec) -> Result<DefinedClass, CatalogError> {
         validate_name("class", &spec.name)?;
         validate_description(&spec.name, &spec.description)?;

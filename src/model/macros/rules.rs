@@ -197,7 +197,7 @@ macro_rules! __qtrace_fill {
 /// method: a [`Tracer`](crate::Tracer), a reference or an `Arc` to one, or
 /// [`global::Global`](crate::setup::global::Global), the process-wide tracer.
 /// The number of arguments must match the event's argument names, or the
-/// program does not compile (see [`StaticEvent`]); each is cast with `as u64`.
+/// program does not compile (see [`StaticEvent`](crate::macros::StaticEvent)); each is cast with `as u64`.
 ///
 /// ```
 /// qtrace::classes! {
@@ -244,7 +244,7 @@ macro_rules! event {
 /// `TRACER.scope(SCOPE.begin(), SCOPE.end(), [ARG as u64, ...])`; `TRACER`
 /// is a [`Tracer`](crate::Tracer) (or a reference or `Arc` to one) or
 /// [`global::Global`](crate::setup::global::Global). Scopes nest. The number of
-/// arguments must match the scope's argument names (see [`StaticScope`]).
+/// arguments must match the scope's argument names (see [`StaticScope`](crate::macros::StaticScope)).
 ///
 /// ```
 /// qtrace::classes! {

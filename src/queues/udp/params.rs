@@ -18,10 +18,34 @@ use crate::wire::datagram::{DEFAULT_MAX_DATAGRAM_LEN, MAX_DATAGRAM_LEN, MIN_DATA
 use crate::wire::DEFAULT_PORT;
 
 /// The UDP queue type. Parameters: [`UdpParams`].
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Udp, UdpParams, UdpQueue, UdpStats};
+///
+/// let receiver = std::net::UdpSocket::bind("127.0.0.1:0")?;
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Udp>(UdpParams::to(receiver.local_addr()?))?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// tracer.shutdown()?;
+/// let udp: &UdpQueue = tracer.queue(q)?.as_udp().unwrap();
+/// let stats: UdpStats = udp.stats();
+/// assert_eq!(stats.events_sent, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Udp;
 
 /// How many event datagrams the task sends per round.
+///
+/// ```
+/// use qtrace::queues::{DatagramsPerPeriod, UdpParams};
+/// let params = UdpParams::default().with_datagrams_per_period(DatagramsPerPeriod::All);
+/// assert_eq!(params.datagrams_per_period(), DatagramsPerPeriod::All);
+/// assert_eq!(UdpParams::default().datagrams_per_period(), DatagramsPerPeriod::Limit(1));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DatagramsPerPeriod {
     /// At most this many (S.Ha.R.K. sent 1).

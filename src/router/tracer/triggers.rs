@@ -59,7 +59,7 @@ impl Tracer {
     /// [`ConfigError::EventOutOfRange`]; [`ConfigError::TriggerExists`] when `id`
     /// already has a trigger ([`Tracer::remove_trigger`] first);
     /// [`ConfigError::InvalidParameter`] for [`Trigger::after`]`(0)` or a
-    /// [`Filter::arg`](crate::queues::Filter::arg) condition with an index
+    /// [`Filter::arg`](crate::filters::Filter::arg) condition with an index
     /// other than 0 or 1; [`ConfigError::BadQueueHandle`] for a scope or snapshot
     /// queue that does not exist; [`ConfigError::TriggerScopeNotRecording`] for a
     /// scope naming a filter, gate or trigger queue;
