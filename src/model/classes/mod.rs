@@ -37,7 +37,14 @@ pub use error::CatalogError;
 
 use crate::EventId;
 
-pub use qtrace_core::classes::{builtin_class_of, MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
+pub use qtrace_core::classes::{MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
+
+/// The previous release's second way to find a built-in event's class.
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::classes::Catalog::builtin().class_of(id)")]
+pub fn builtin_class_of(id: EventId) -> Option<ClassId> {
+    qtrace_core::classes::builtin_class_of(id)
+}
 
 // The previous release's path of `qtrace::ClassId` (a `pub use`, not a
 // deprecated alias: an alias cannot build the tuple struct, `ClassId(7)`).
@@ -608,10 +615,15 @@ mod tests {
             ]
         );
         for e in c.events() {
-            assert_eq!(builtin_class_of(e.id), Some(e.class), "{}", e.name);
+            assert_eq!(
+                qtrace_core::classes::builtin_class_of(e.id),
+                Some(e.class),
+                "{}",
+                e.name
+            );
             assert!(!e.description.is_empty());
         }
-        assert_eq!(builtin_class_of(EventId(0x17)), None);
+        assert_eq!(qtrace_core::classes::builtin_class_of(EventId(0x17)), None);
         assert_eq!(c.class_of(EventId(0x17)), None);
     }
 
