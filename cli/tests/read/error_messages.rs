@@ -78,6 +78,26 @@ fn api_names() -> BTreeSet<&'static str> {
             qtrace::classes! { static C; mod m: "d" { event E = "e": "d" (); } }
             C.event_count()
         },
+        // The deprecation notes of the previous release's paths.
+        "qtrace::Tracer::activate" => Tracer::activate,
+        "qtrace::Tracer::shutdown" => Tracer::shutdown,
+        "qtrace::Tracer::with_config" => Tracer::with_config,
+        "qtrace::log_event" => qtrace::log_event,
+        "qtrace::classes::Catalog::builtin" => qtrace::classes::Catalog::builtin,
+        "class_of" => qtrace::classes::Catalog::class_of,
+        "qtrace::filters::Action" => |a: qtrace::filters::Action| a,
+        "qtrace::filters::Filter" => qtrace::filters::Filter::source,
+        "qtrace::filters::FilterQueue" => |q: &qtrace::filters::FilterQueue| q.passed(),
+        "qtrace::filters::GateQueue" => |q: &qtrace::filters::GateQueue| q.passed(),
+        "qtrace::filters::Scope" => qtrace::filters::Scope::Global,
+        "qtrace::filters::Snapshot" => qtrace::filters::Snapshot::new,
+        "qtrace::filters::Trigger" => qtrace::filters::Trigger::start,
+        "qtrace::filters::TriggerQueue" => |q: &qtrace::filters::TriggerQueue| q.seen(),
+        "qtrace::queue::QueueCounters" => qtrace::queue::QueueCounters::default,
+        "qtrace::queues::AnyQueue" => qtrace::queues::AnyQueue::as_fixed,
+        "qtrace::queues::CircularParams::DEFAULT_SHARDS" => qtrace::queues::CircularParams::DEFAULT_SHARDS,
+        "qtrace::queues::CircularParams::MAX_SHARDS" => qtrace::queues::CircularParams::MAX_SHARDS,
+        "qtrace::storage::RingStorage" => qtrace::storage::RingStorage::Memory,
         "qtrace::event" => |t: &Tracer| qtrace::event!(t, qtrace_event_check::E),
         "qtrace::scope" => |t: &Tracer| drop(qtrace::scope!(t, qtrace_event_check::S)),
     }
