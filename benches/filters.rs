@@ -23,7 +23,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use qtrace::classes::user;
-use qtrace::queues::{Circular, CircularParams, Filter};
+use qtrace::filters::Filter;
+use qtrace::queues::{Circular, CircularParams};
 use qtrace::EventId;
 
 mod common;

@@ -39,7 +39,7 @@ use qtrace::{Event, Tracer};
 mod common;
 use common::{thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
 
-fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
+fn tracer_with<T: qtrace::queues::QueueType>(params: T::Params, enabled: bool) -> Tracer {
     common::tracer_with::<T>("overhead", params, enabled)
 }
 
@@ -137,7 +137,7 @@ fn log_event(c: &mut Criterion) {
         FixedParams {
             capacity: CAPACITY,
             file: None,
-            ring: qtrace::queues::RingStorage::Memory,
+            ring: qtrace::storage::RingStorage::Memory,
         },
         true,
     );

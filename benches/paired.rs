@@ -19,13 +19,14 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use qtrace::clock::Clock;
-use qtrace::queues::{Circular, CircularParams, Dummy, RingStorage};
+use qtrace::queues::{Circular, CircularParams, Dummy};
+use qtrace::storage::RingStorage;
 use qtrace::{Event, Tracer};
 
 mod common;
 use common::{thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
 
-fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
+fn tracer_with<T: qtrace::queues::QueueType>(params: T::Params, enabled: bool) -> Tracer {
     common::tracer_with::<T>("paired", params, enabled)
 }
 

@@ -25,7 +25,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use qtrace::classes::user;
-use qtrace::queues::{Circular, CircularParams, Scope, Snapshot, Trigger};
+use qtrace::filters::{Scope, Snapshot, Trigger};
+use qtrace::queues::{Circular, CircularParams};
 use qtrace::{EventId, Tracer};
 
 mod common;

@@ -20,9 +20,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use qtrace::classes::{tracer::HOOPS, user};
-use qtrace::queues::recover;
-use qtrace::queues::ring_file::RingImage;
 use qtrace::queues::{Circular, CircularParams};
+use qtrace::storage;
+use qtrace::storage::RingImage;
 use qtrace::{Config, Tracer};
 
 const CAPACITY: usize = 8192;
@@ -57,9 +57,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2. Recover the ring file it left behind.
     let ring = dir.join("queue0-circular.ring");
     let bytes = std::fs::read(&ring)?;
-    let rec = recover::recover_bytes(&bytes)?;
+    let rec = storage::recover_bytes(&bytes)?;
     let out = dir.join("recovered").join("queue0-circular.qtr");
-    recover::write_trace(&rec, &out)?;
+    storage::write_trace(&rec, &out)?;
     let c = rec.counts;
     println!("ring file {}: {} bytes", ring.display(), bytes.len());
     println!(

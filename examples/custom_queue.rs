@@ -7,7 +7,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use qtrace::classes::{lowlevel, semaphore, system, user, ClassSpec};
-use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::{ConfigError, Error, Event, Tracer};
 
 /// The queue type: registered once, then queues are created from it.

@@ -41,7 +41,7 @@ qtrace::classes! {
     }
 }
 
-fn tracer_with<T: qtrace::QueueType>(params: T::Params, enabled: bool) -> Tracer {
+fn tracer_with<T: qtrace::queues::QueueType>(params: T::Params, enabled: bool) -> Tracer {
     let tracer = Tracer::with_config(
         Config::default().with_output_dir(std::env::temp_dir().join("qtrace-log-loop")),
     );
@@ -195,7 +195,7 @@ fn main() -> ExitCode {
                 CircularParams {
                     capacity: CAPACITY,
                     file: None,
-                    ring: qtrace::queues::RingStorage::Memory,
+                    ring: qtrace::storage::RingStorage::Memory,
                     ..Default::default()
                 },
                 true,

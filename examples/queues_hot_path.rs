@@ -34,7 +34,7 @@ fn main() {
         .create_queue::<Fixed>(FixedParams {
             capacity: n as usize + 1,
             file: None,
-            ring: qtrace::queues::RingStorage::Memory,
+            ring: qtrace::storage::RingStorage::Memory,
         })
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();

@@ -14,7 +14,8 @@
 use std::time::Duration;
 
 use qtrace::classes::user;
-use qtrace::queues::{Circular, CircularParams, Scope, Snapshot, Trigger, TriggerQueue};
+use qtrace::filters::{Scope, Snapshot, Trigger, TriggerQueue};
+use qtrace::queues::{Circular, CircularParams};
 use qtrace::{Config, Tracer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

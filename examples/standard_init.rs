@@ -26,10 +26,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use qtrace::classes::{lowlevel, semaphore, system, ClassId};
+use qtrace::classes::{lowlevel, semaphore, system};
 use qtrace::global::Global;
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::TraceReader;
+use qtrace::ClassId;
 use qtrace::{global, init, Config, EventId};
 
 /// How long the simulated system runs.
@@ -349,7 +350,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ran = started.elapsed();
 
     // Shutdown: queues save (circular, fixed) or finish draining (online).
-    let report = init::shutdown(tracer)?;
+    let report = tracer.shutdown()?;
 
     println!(
         "qtrace standard_init: simulated scheduler, {CPUS} CPUs, {} periodic tasks + a network server, {:.2} s",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Model-checks the lock-free rings with loom: the unit models in
-# src/ring/loom_tests.rs and tests/loom_ring.rs.
+# src/ring/loom_tests.rs and src/ring/loom_api_tests.rs (one `--lib` run).
 #
 #   scripts/loom.sh
 #
@@ -19,5 +19,4 @@ args=(--release --target-dir target/loom)
 
 start=$(date +%s)
 cargo test "${args[@]}" --lib loom -- --test-threads=2
-cargo test "${args[@]}" --test loom_ring -- --test-threads=2
 echo "loom: all models passed in $(( $(date +%s) - start )) s (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-unbounded})"

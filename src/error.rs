@@ -58,6 +58,14 @@ pub use crate::wire::{HeaderFieldError, WireError};
 
 /// Any qtrace error: the error of the layer that failed (the `Display` text
 /// says what went wrong and what to do about it).
+///
+/// ```
+/// use qtrace::{ConfigError, Error};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let e: Error = tracer.assign_event(qtrace::EventId(60_000), qtrace::QueueHandle(0)).unwrap_err().into();
+/// assert!(matches!(e, Error::Config(ConfigError::EventOutOfRange { .. })));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

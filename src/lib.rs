@@ -58,13 +58,13 @@
 //!
 //! | layer | folder | public modules | what |
 //! |---|---|---|---|
-//! | model | `model/` | [`event`](mod@event), [`classes`](mod@classes), [`clock`], [`combine`], [`source`] | records, ids, the catalog, clocks, strings as record runs |
-//! | core | `queue/` | [`queue`], [`ConfigError`] | what a queue is; knows no queue |
+//! | model | `model/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
+//! | core | `queue/` | [`queue`]; at the root [`ConfigError`] | what a queue is; knows no queue |
 //! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
 //! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
 //! | queues | `queues/` | [`queues`] | the built-in policies, one file or folder each |
 //! | filters | `filters/` | [`filters`] | filters, gates and triggers in front of a queue |
-//! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`] | routing, masks, the hot path, the phases |
+//! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`], [`scope`](mod@scope) | routing, masks, the hot path, the phases, scopes |
 //! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
 //! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
 //! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
@@ -79,10 +79,19 @@
 //! ([`CatalogError`](classes::CatalogError),
 //! [`ClockUnavailable`](clock::ClockUnavailable), [`ConfigError`],
 //! [`WireError`](wire::WireError), [`ReadError`](reader::ReadError),
-//! `ExportError` (feature `export`), [`IoError`](error::IoError)), and
+//! `ExportError` (feature `export`), [`IoError`]), and
 //! [`Error`] on top composes them with `From`, so `?` works across layers
 //! in your code while no layer depends on another's errors. This crate root
-//! is a façade: it declares the layers and re-exports what users reach for.
+//! is a façade: it declares the layers and holds the ids and entry points
+//! ([`Tracer`], [`Config`], [`Event`], [`EventId`], [`ClassId`],
+//! [`QueueHandle`], [`Error`], [`ConfigError`], [`IoError`],
+//! [`log_event`], the macros); every public item has one path.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `tracing` | off | `bridge`: a `tracing` subscriber layer that records spans and events into a tracer |
 //!
 //! Below the model sits a separate crate, [`qtrace_core`] (`core/` in the
 //! repository): `#![no_std]`, no allocator, no `unsafe`. It holds the event
@@ -177,6 +186,8 @@
 // The layers, each in its folder (the table above); lower never imports higher.
 #[cfg(feature = "analysis")]
 pub mod analysis;
+#[doc(hidden)]
+// the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
 pub mod error;
 #[cfg(feature = "export")]
 pub mod export;
@@ -193,21 +204,35 @@ pub mod storage;
 mod sync;
 pub mod wire;
 
-// The public paths of the model and set-up layers, as before.
-pub use model::{classes, clock, combine, event, macros, source};
+// The public modules of the model and set-up layers.
+pub use model::{classes, clock, combine, macros, source};
 pub use router::scope;
 #[cfg(feature = "tracing")]
 pub use setup::bridge;
 pub use setup::{global, init};
 
-pub use classes::ClassId;
-pub use error::Error;
-pub use event::{Event, EventId};
-pub use global::log_event;
+// The crate root holds the ids and the entry points, and they have no other
+// public path.
+pub use error::{Error, IoError};
+pub use model::event::{Event, EventId, TRACER_SOURCE};
+pub use qtrace_core::ClassId;
+pub use qtrace_core::QueueHandle;
 pub use queue::config_error::ConfigError;
-pub use queue::{Queue, QueueCounters, QueueHandle, QueueType};
 pub use router::registry::Phase;
 pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
+pub use setup::global::entry::log_event;
+
+// The previous release's paths, kept one release (hidden; a trait or a
+// module cannot carry a deprecation warning, a type alias can).
+#[doc(hidden)]
+pub use model::event;
+#[doc(hidden)]
+pub use queue::Queue;
+#[doc(hidden)]
+pub use queues::QueueType;
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queue::QueueCounters")]
+pub type QueueCounters = queue::QueueCounters;
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

@@ -6,10 +6,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qtrace::classes::user;
-use qtrace::queues::{
-    Circular, CircularParams, Fixed, FixedParams, Online, OnlineParams, RingStorage,
-};
+use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams, Online, OnlineParams};
 use qtrace::reader::{Completeness, TraceReader};
+use qtrace::storage::RingStorage;
 use qtrace::{Config, Event, Tracer};
 
 /// The records of a trace file, and what its end says.
@@ -156,7 +155,7 @@ fn a_ring_file_left_by_a_crash_is_kept_not_overwritten() {
         .join(format!("queue0-fixed-pid{}.ring", std::process::id()));
     assert!(kept.exists(), "the previous ring file was not kept");
     assert!(ring.exists());
-    let rec = qtrace::queues::recover::recover_file(&kept).unwrap();
+    let rec = qtrace::storage::recover_file(&kept).unwrap();
     assert_eq!(rec.counts.attempts, 0);
 }
 

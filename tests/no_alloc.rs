@@ -11,8 +11,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use qtrace::classes::{system, user};
+use qtrace::queues::QueueType;
 use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
-use qtrace::{Config, QueueType, Tracer};
+use qtrace::{Config, Tracer};
 
 struct Counting;
 
@@ -87,7 +88,7 @@ fn tracer_with<T: QueueType>(params: T::Params) -> Tracer {
 
 /// Logs `EVENTS` enabled and `EVENTS` masked-out events, counting
 /// allocations, and returns the queue's counters.
-fn log_counting(tracer: &Tracer) -> qtrace::QueueCounters {
+fn log_counting(tracer: &Tracer) -> qtrace::queue::QueueCounters {
     let allocations = allocations_in(|| {
         for i in 0..EVENTS {
             tracer.log_event(user::USER0, [i, i]);

@@ -253,7 +253,9 @@ fn assert_every_event_named(path: &std::path::Path, line: u32) -> usize {
 #[test]
 fn a_circular_queue_that_overwrote_the_names_saves_files_that_name_every_callsite() {
     use qtrace::classes::user;
-    use qtrace::queues::{Circular, CircularParams, RingStorage, Snapshot, Trigger};
+    use qtrace::filters::{Snapshot, Trigger};
+    use qtrace::queues::{Circular, CircularParams};
+    use qtrace::storage::RingStorage;
 
     const CAPACITY: usize = 64;
     let dir = std::env::temp_dir().join(format!("qtrace-bridge-ring-{}", std::process::id()));
@@ -312,7 +314,7 @@ fn a_circular_queue_that_overwrote_the_names_saves_files_that_name_every_callsit
         let tq = tracer
             .queue(t)
             .unwrap()
-            .as_custom::<qtrace::queues::TriggerQueue>()
+            .as_custom::<qtrace::filters::TriggerQueue>()
             .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while tq.is_pending() {
@@ -345,7 +347,7 @@ fn the_layer_is_shared_by_cloning() {
     let layer = QtraceLayer::new(Arc::clone(&tracer), 1).unwrap();
     let q = tracer
         .create_queue::<Fixed>(FixedParams {
-            ring: qtrace::queues::RingStorage::Memory,
+            ring: qtrace::storage::RingStorage::Memory,
             ..Default::default()
         })
         .unwrap();

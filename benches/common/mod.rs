@@ -20,7 +20,11 @@ pub const ID: EventId = user::USER0;
 /// A tracer with one queue of type `T`, the user class routed to it, phase 2
 /// done; `enabled = false` masks [`ID`] out. Files (none are written by the
 /// benches' queues) would go to `<tmp>/qtrace-bench-<bench>`.
-pub fn tracer_with<T: qtrace::QueueType>(bench: &str, params: T::Params, enabled: bool) -> Tracer {
+pub fn tracer_with<T: qtrace::queues::QueueType>(
+    bench: &str,
+    params: T::Params,
+    enabled: bool,
+) -> Tracer {
     let tracer = Tracer::with_config(
         qtrace::Config::default()
             .with_output_dir(std::env::temp_dir().join(format!("qtrace-bench-{bench}"))),

@@ -4,10 +4,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use qtrace::queues::recover;
+use qtrace::storage;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(rec) = recover::recover_bytes(data) else {
+    let Ok(rec) = storage::recover_bytes(data) else {
         return;
     };
     let c = rec.counts;

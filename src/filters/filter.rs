@@ -43,7 +43,7 @@ type Handler = dyn Fn(&Event) -> bool + Send + Sync;
 /// a user handler.
 ///
 /// ```
-/// use qtrace::queues::Filter;
+/// use qtrace::filters::Filter;
 /// use qtrace::{Event, EventId};
 ///
 /// let e = Event::new(0, EventId(1), 3, [10, 20]);
@@ -85,7 +85,7 @@ impl Filter {
     /// logging thread, for every event routed through the filter: it must
     /// be quick and must not log into the same tracer (that event would be
     /// filtered again, recursively). A panic in it rejects the event (see
-    /// the [module documentation](self)).
+    /// the [module documentation](crate::filters)).
     pub fn handler(handler: impl Fn(&Event) -> bool + Send + Sync + 'static) -> Self {
         Filter(Kind::Handler(Arc::new(handler)))
     }
@@ -125,9 +125,26 @@ impl fmt::Debug for Filter {
 }
 
 /// A queue that runs a [`Filter`] on each event and forwards the ones it
-/// keeps to its target queue (see the [module documentation](self)). Made
+/// keeps to its target queue (see the [module documentation](crate::filters)). Made
 /// by [`Tracer::filter_event`](crate::Tracer::filter_event); reach it with
 /// `tracer.queue(handle)?.as_custom::<FilterQueue>()`.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::filters::{Filter, FilterQueue};
+/// use qtrace::queues::Dummy;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_event(user::USER0, q)?;
+/// let f = tracer.filter_event(user::USER0, Filter::arg(0, 10..=20))?;
+/// for a in [5, 15, 25] {
+///     tracer.log_event(user::USER0, [a, 0]);
+/// }
+/// let filter = tracer.queue(f)?.as_custom::<FilterQueue>().unwrap();
+/// assert_eq!((filter.passed(), filter.rejected()), (1, 2));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct FilterQueue {
     filter: Filter,
     /// The target queue, in the tracer's queue table (a gate in front of

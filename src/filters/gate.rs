@@ -5,8 +5,8 @@
 //! A [`GateQueue`] is a queue of its own that
 //! [`Tracer::add_trigger`](crate::Tracer::add_trigger) creates in the next
 //! free queue slot, in front of the queue a start or stop trigger's
-//! [`Scope`](crate::queues::Scope) names (or in front of every recording
-//! queue, for [`Scope::Global`](crate::queues::Scope::Global)); events routed
+//! [`Scope`](crate::filters::Scope) names (or in front of every recording
+//! queue, for [`Scope::Global`](crate::filters::Scope::Global)); events routed
 //! to that queue are routed to the gate instead (their filters and triggers
 //! forward to it). Its `post` reads two flags — the queue's own and the
 //! tracer's global one — and forwards the event to the queue when both are
@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use crate::model::combine::Run;
 use crate::model::event::Event;
-use crate::queue::{AnyQueue, Queue, QueueCounters, Reservation};
+use crate::queue::{Queue, QueueCounters, Reservation};
+use crate::queues::AnyQueue;
 
 /// The gated queue, in the tracer's queue table.
 struct Target(*const AnyQueue);
@@ -38,9 +39,31 @@ unsafe impl Send for Target {}
 unsafe impl Sync for Target {}
 
 /// A queue that forwards events to the queue behind it while recording is
-/// on (see the [module documentation](self)). Reach it with
+/// on (see the [module documentation](crate::filters)). Reach it with
 /// `tracer.queue(handle)?.as_custom::<GateQueue>()`; the shutdown report
 /// lists it as a `"gate"` queue.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::filters::{GateQueue, Scope, Trigger};
+/// use qtrace::queues::Dummy;
+/// use qtrace::QueueHandle;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_event(user::USER0, q)?;
+/// // A stop trigger scoped to queue q puts a gate in front of it.
+/// tracer.add_trigger(user::USER7, Trigger::stop(Scope::Queue(q)))?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// tracer.log_event(user::USER7, [0, 0]); // closes the gate
+/// tracer.log_event(user::USER0, [2, 0]);
+/// let gate = (0..tracer.queue_count() as u16)
+///     .find_map(|h| tracer.queue(QueueHandle(h)).ok()?.as_custom::<GateQueue>())
+///     .unwrap();
+/// assert!(!gate.is_open());
+/// assert_eq!((gate.passed(), gate.masked()), (1, 1));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct GateQueue {
     target: Target,
     /// Recording on for this queue.
@@ -82,7 +105,7 @@ impl GateQueue {
     }
 
     /// The flag of this queue's recording (start/stop triggers of
-    /// [`Scope::Queue`](crate::queues::Scope::Queue) set it).
+    /// [`Scope::Queue`](crate::filters::Scope::Queue) set it).
     pub(crate) fn flag(&self) -> &Arc<AtomicBool> {
         &self.open
     }

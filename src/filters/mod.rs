@@ -3,9 +3,9 @@
 //! queue behind is open (`gate.rs`), or what an event sets off — start,
 //! stop, snapshot (`trigger.rs`).
 
-pub mod filter;
-pub mod gate;
-pub mod trigger;
+pub(crate) mod filter;
+pub(crate) mod gate;
+pub(crate) mod trigger;
 
 pub use filter::{Filter, FilterQueue};
 pub use gate::GateQueue;

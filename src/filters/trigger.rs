@@ -50,7 +50,8 @@
 //!
 //! ```
 //! use qtrace::classes::user;
-//! use qtrace::queues::{Fixed, FixedParams, Scope, Trigger};
+//! use qtrace::queues::{Fixed, FixedParams};
+//! use qtrace::filters::{Scope, Trigger};
 //! use qtrace::Tracer;
 //!
 //! let tracer = Tracer::new();
@@ -82,13 +83,25 @@ use crate::filters::gate::GateQueue;
 use crate::model::classes::tracer::HOOPS;
 use crate::model::combine::Run;
 use crate::model::event::Event;
+use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
-use crate::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueHandle, QueueStatus};
+use crate::queue::{Queue, QueueContext, QueueCounters, QueueStatus};
 use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{Task, TaskControl, Work};
+use crate::queues::AnyQueue;
 use crate::storage::save::{write_trace, StatusCell};
 
 /// Where a start or stop trigger switches recording.
+///
+/// ```
+/// use qtrace::filters::{Scope, Trigger};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<qtrace::queues::Dummy>(())?;
+/// tracer.add_trigger(qtrace::classes::user::USER7, Trigger::start(Scope::Queue(q)))?;
+/// assert!(tracer.is_recording(Scope::Global)?);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Every queue that records events (created before or after the
@@ -102,7 +115,7 @@ pub enum Scope {
 /// What a snapshot trigger saves, and how often.
 ///
 /// ```
-/// use qtrace::queues::Snapshot;
+/// use qtrace::filters::Snapshot;
 /// use qtrace::QueueHandle;
 /// use std::time::Duration;
 ///
@@ -129,6 +142,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// The last `last` events of circular queue `queue`, at most one file
     /// per 100 ms and 100 files.
+    ///
+    /// ```
+    /// use qtrace::filters::Snapshot;
+    /// let s = Snapshot::new(qtrace::QueueHandle(0), 256);
+    /// assert_eq!((s.queue, s.last), (qtrace::QueueHandle(0), 256));
+    /// ```
     pub fn new(queue: QueueHandle, last: usize) -> Self {
         Snapshot {
             queue,
@@ -152,6 +171,13 @@ impl Snapshot {
 }
 
 /// What a trigger does when it fires.
+///
+/// ```
+/// use qtrace::filters::{Action, Scope, Trigger};
+///
+/// let stop = Trigger::stop(Scope::Global);
+/// assert!(matches!(stop.action(), Action::Stop(Scope::Global)));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Switch recording on.
@@ -165,12 +191,20 @@ pub enum Action {
 /// A trigger: an [`Action`], from which occurrence of its event on it
 /// fires, and an optional condition. Attach it to an event with
 /// [`Tracer::add_trigger`](crate::Tracer::add_trigger); see the
-/// [module documentation](self).
+/// [module documentation](crate::filters).
 ///
 /// The first trigger added for a scope decides how recording starts there:
 /// off when it is a start trigger, on when it is a stop trigger. Later
 /// triggers share that scope's state (a start trigger on one event and a
 /// stop trigger on another switch the same recording on and off).
+///
+/// ```
+/// use qtrace::filters::{Filter, Scope, Trigger};
+///
+/// // Start recording at the third event whose argument 0 is 7.
+/// let start = Trigger::start(Scope::Global).after(3).when(Filter::arg(0, 7..=7));
+/// assert_eq!(start.count(), 3);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Trigger {
     action: Action,
@@ -196,6 +230,12 @@ impl Trigger {
     }
 
     /// A trigger doing `action`, from the first occurrence, on every event.
+    ///
+    /// ```
+    /// use qtrace::filters::{Action, Scope, Trigger};
+    /// let t = Trigger::new(Action::Start(Scope::Global));
+    /// assert_eq!(t.count(), 1);
+    /// ```
     pub fn new(action: Action) -> Self {
         Trigger {
             action,
@@ -401,9 +441,24 @@ impl Work for SnapWork {
 type Next = AtomicPtr<AnyQueue>;
 
 /// A queue that counts its event, fires its [`Trigger`] and forwards the
-/// event (see the [module documentation](self)). Made by
+/// event (see the [module documentation](crate::filters)). Made by
 /// [`Tracer::add_trigger`](crate::Tracer::add_trigger); reach it with
 /// `tracer.queue(handle)?.as_custom::<TriggerQueue>()`.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::filters::{Scope, Trigger, TriggerQueue};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let t = tracer.add_trigger(user::USER7, Trigger::stop(Scope::Global).after(2))?;
+/// for _ in 0..3 {
+///     tracer.log_event(user::USER7, [0, 0]);
+/// }
+/// let trigger = tracer.queue(t)?.as_custom::<TriggerQueue>().unwrap();
+/// assert_eq!(trigger.seen(), 3);
+/// assert!(trigger.fired() >= 1);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct TriggerQueue {
     trigger: Trigger,
     next: Next,
@@ -538,7 +593,7 @@ impl TriggerQueue {
     }
 
     /// Snapshots suppressed by the rate limit (see the
-    /// [module documentation](self)).
+    /// [module documentation](crate::filters)).
     pub fn suppressed(&self) -> u64 {
         self.snapper
             .as_ref()
@@ -772,7 +827,7 @@ pub(crate) fn stop_tasks(queues: &[std::sync::OnceLock<AnyQueue>]) {
 mod tests {
     use super::*;
     use crate::model::event::EventId;
-    use crate::queue::QueueHandle;
+    use crate::model::handle::QueueHandle;
     use crate::storage::save::hoops;
 
     fn ev(time: u64) -> Event {

@@ -38,6 +38,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 mod tsc;
 
 /// Which source a [`Clock`] reads.
+///
+/// ```
+/// use qtrace::clock::{Clock, ClockKind};
+/// assert_eq!(Clock::monotonic().kind(), ClockKind::Monotonic);
+/// assert_eq!(ClockKind::Monotonic.name(), "monotonic");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClockKind {
     /// The CPU's time-stamp counter, scaled to nanoseconds.
@@ -60,6 +66,13 @@ impl ClockKind {
 }
 
 /// A clock that the tracer reads once per recorded event.
+///
+/// ```
+/// use qtrace::clock::Clock;
+/// let clock = Clock::monotonic();
+/// let (a, b) = (clock.now(), clock.now());
+/// assert!(a <= b);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Clock {
     source: Source,
@@ -88,18 +101,8 @@ fn unix_now_ns() -> u64 {
 
 /// Whether a value of `QTRACE_NO_TSC` forces the monotonic clock: unset,
 /// empty, `0`, `false`, `no` and `off` (any case, blanks around ignored) do
-/// not; every other value does.
-///
-/// ```
-/// use qtrace::clock::no_tsc_requested;
-/// use std::ffi::OsStr;
-/// assert!(!no_tsc_requested(None));
-/// assert!(!no_tsc_requested(Some(OsStr::new("0"))));
-/// assert!(!no_tsc_requested(Some(OsStr::new(" Off "))));
-/// assert!(no_tsc_requested(Some(OsStr::new("1"))));
-/// assert!(no_tsc_requested(Some(OsStr::new("true"))));
-/// ```
-pub fn no_tsc_requested(value: Option<&OsStr>) -> bool {
+/// not; every other value does (test: `no_tsc_values`).
+pub(crate) fn no_tsc_requested(value: Option<&OsStr>) -> bool {
     match value {
         None => false,
         Some(v) => {
@@ -283,11 +286,23 @@ impl Clock {
 }
 
 /// A clock that moves only when told to. Clones share the same time.
+///
+/// ```
+/// use qtrace::clock::{Clock, ManualClock};
+/// let time = ManualClock::new(10);
+/// let clock = Clock::manual(&time);
+/// time.advance(5);
+/// assert_eq!(clock.now(), 15);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ManualClock(Arc<AtomicU64>);
 
 impl ManualClock {
     /// A manual clock reading `start` nanoseconds.
+    ///
+    /// ```
+    /// assert_eq!(qtrace::clock::ManualClock::new(7).now(), 7);
+    /// ```
     pub fn new(start: u64) -> Self {
         ManualClock(Arc::new(AtomicU64::new(start)))
     }
@@ -311,6 +326,17 @@ impl ManualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (Was the doc example of the then public `no_tsc_requested`.)
+    #[test]
+    fn no_tsc_values() {
+        use std::ffi::OsStr;
+        assert!(!no_tsc_requested(None));
+        assert!(!no_tsc_requested(Some(OsStr::new("0"))));
+        assert!(!no_tsc_requested(Some(OsStr::new(" Off "))));
+        assert!(no_tsc_requested(Some(OsStr::new("1"))));
+        assert!(no_tsc_requested(Some(OsStr::new("true"))));
+    }
     use std::time::Duration;
 
     #[test]

@@ -14,7 +14,7 @@
 //!
 //! The logged length may exceed [`MAX_PAYLOAD`]: the payload was then cut to
 //! its first [`MAX_PAYLOAD`] bytes when it was logged, and readers say so. The
-//! checksum ([`checksum`]) covers the stored bytes, so a reader that
+//! checksum (FORMAT.md §1.8) covers the stored bytes, so a reader that
 //! reassembled a run from every record can prove it is the payload that was
 //! logged. FORMAT.md §1.8 is the specification.
 //!
@@ -55,28 +55,28 @@ mod recorded;
 pub use recorded::RecordedNames;
 
 /// `flags` bit 14: the record belongs to a combine run.
-pub const COMBINE: u16 = 0x4000;
+pub(crate) const COMBINE: u16 = 0x4000;
 /// `flags` bit 13: the run's first record.
-pub const BEGIN: u16 = 0x2000;
+pub(crate) const BEGIN: u16 = 0x2000;
 /// `flags` bit 12: the run's last record.
-pub const END: u16 = 0x1000;
+pub(crate) const END: u16 = 0x1000;
 /// `flags` bits 0–8: the record's index in its run (0 for the begin record).
-pub const INDEX_MASK: u16 = 0x01ff;
+pub(crate) const INDEX_MASK: u16 = 0x01ff;
 /// `flags` bit 15: control records (with `id = 0`, the close run); a record
 /// with this bit is never part of a combine run.
-pub const CONTROL: u16 = 0x8000;
+pub(crate) const CONTROL: u16 = 0x8000;
 
 /// The largest payload a run carries, in bytes (4 KiB). A longer payload is
 /// cut to this length when it is logged; the begin record keeps its logged
 /// length so readers show the cut.
 pub const MAX_PAYLOAD: usize = 4096;
 /// Payload bytes per continuation record.
-pub const BYTES_PER_RECORD: usize = 16;
+pub(crate) const BYTES_PER_RECORD: usize = 16;
 /// The most records one run takes: `1 + MAX_PAYLOAD / 16` = 257.
 pub const MAX_RECORDS: usize = 1 + MAX_PAYLOAD / BYTES_PER_RECORD;
 
 /// The event of name records: `tracer:reserved` (id 0) with the combine
-/// flags and without [`CONTROL`]. `args[1]` of the begin record is
+/// flags and without the control bit (15). `args[1]` of the begin record is
 /// `kind << 56 | subject` ([`NAME_SOURCE`], [`NAME_TASK`]).
 pub const NAME_EVENT: EventId = EventId(0);
 /// Name kind: the name of a source (a thread or CPU number); subject = the
@@ -110,11 +110,7 @@ pub const fn records_for(len: usize) -> usize {
 /// `h = (h.rotate_left(5) ^ w) * 0x517cc1b727220a95` (wrapping); the
 /// checksum is `(h >> 32) ^ (h & 0xffffffff)`.
 ///
-/// ```
-/// assert_eq!(qtrace::combine::checksum(b""), 0);
-/// assert_ne!(qtrace::combine::checksum(b"a"), qtrace::combine::checksum(b"b"));
-/// ```
-pub fn checksum(payload: &[u8]) -> u32 {
+pub(crate) fn checksum(payload: &[u8]) -> u32 {
     let mut h = payload.len() as u64;
     let mut chunks = payload.chunks_exact(8);
     for c in &mut chunks {
@@ -137,6 +133,31 @@ fn mix(h: u64, w: u64) -> u64 {
 /// A payload to record as a combine run: builds its records one by one
 /// ([`Run::record`]), so a queue writes them straight into the slots it
 /// reserved, without a buffer.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Run<'a> {
     time: u64,
@@ -151,6 +172,11 @@ pub struct Run<'a> {
 impl<'a> Run<'a> {
     /// A run of `payload` (cut to [`MAX_PAYLOAD`] bytes) for event `id`
     /// with its argument `arg`, at `time` from `source`.
+    ///
+    /// ```
+    /// let run = qtrace::combine::Run::new(0, qtrace::classes::user::USER0, 0, 0, &[0u8; 40]);
+    /// assert_eq!(run.len(), 1 + 3); // the begin record and three of 16 bytes
+    /// ```
     pub fn new(time: u64, id: EventId, source: u32, arg: u64, payload: &'a [u8]) -> Self {
         let logged_len = payload.len().min(u32::MAX as usize) as u32;
         let payload = &payload[..payload.len().min(MAX_PAYLOAD)];
@@ -186,7 +212,7 @@ impl<'a> Run<'a> {
 
     /// The event the run was logged as — its id, source and time, with
     /// `[arg, 0]` for arguments — not one of its records: what a
-    /// [`Filter`](crate::queues::Filter) decides on.
+    /// [`Filter`](crate::filters::Filter) decides on.
     pub fn logged_event(&self) -> Event {
         Event::new(self.time, self.id, self.source, [self.arg, 0])
     }
@@ -234,6 +260,31 @@ impl<'a> Run<'a> {
 }
 
 /// What an [`Assembler`] made of a reassembled run.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PayloadState {
     /// Every record arrived and the checksum matches: exactly the payload
@@ -257,6 +308,31 @@ pub enum PayloadState {
 }
 
 /// A reassembled (or partly reassembled) payload.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Payload {
     /// The run's time.
@@ -301,6 +377,31 @@ impl Payload {
 }
 
 /// One item of a reassembled trace.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
     /// An ordinary record (not part of a run), as read.
@@ -333,6 +434,31 @@ struct Pending {
 /// that cannot continue it arrives from its source, or at
 /// [`Assembler::finish`]. Records that are not part of a run pass through at
 /// once, in order.
+///
+/// ```
+/// use qtrace::combine::{Assembler, Item, PayloadState, Run};
+/// use qtrace::classes::user;
+///
+/// // A string logged with an event is a run of records...
+/// let run = Run::new(5, user::USER0, 1, 42, b"hello, world");
+/// let records: Vec<_> = (0..run.len()).map(|i| run.record(i)).collect();
+/// assert_eq!(records.len(), 2);
+/// // ...which a reader reassembles.
+/// let mut asm = Assembler::new();
+/// let mut items = Vec::new();
+/// for r in records {
+///     asm.push(r, &mut |item| items.push(item));
+/// }
+/// asm.finish(&mut |item| items.push(item));
+/// match &items[..] {
+///     [Item::Payload(p)] => {
+///         assert_eq!(p.text(), "hello, world");
+///         assert_eq!(p.arg, Some(42));
+///         assert_eq!(p.state, PayloadState::Complete);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug, Default)]
 pub struct Assembler {
     pending: VecDeque<(u32, Pending)>,
@@ -480,6 +606,14 @@ fn close_cut(mut p: Pending) -> Payload {
 
 /// Names learned from name records ([`NAME_EVENT`]): sources and task ids,
 /// at most [`Names::MAX`] of each (later ones are ignored and counted).
+///
+/// ```
+/// use qtrace::combine::{Names, Run, NAME_SOURCE};
+///
+/// let run = Run::name(0, 0, NAME_SOURCE, 3, b"worker-3");
+/// let names = Names::gather((0..run.len()).map(|i| run.record(i)));
+/// assert_eq!(names.source(3), Some("worker-3"));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Names {
     sources: std::collections::HashMap<u32, String>,
@@ -573,6 +707,13 @@ fn insert<K: std::hash::Hash + Eq>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (Was the doc example of the then public `checksum`.)
+    #[test]
+    fn checksum_of_empty_is_zero_and_differs_by_content() {
+        assert_eq!(checksum(b""), 0);
+        assert_ne!(checksum(b"a"), checksum(b"b"));
+    }
 
     fn run_records(time: u64, source: u32, text: &[u8]) -> Vec<Event> {
         let run = Run::new(time, EventId(0x0c), source, 9, text);

@@ -6,7 +6,7 @@
 //! layout and [`EventId`] for the numbering.
 //!
 //! ```
-//! use qtrace::event::{Event, EventId, TRACER_SOURCE};
+//! use qtrace::{Event, EventId, TRACER_SOURCE};
 //!
 //! assert_eq!(std::mem::size_of::<Event>(), 32);
 //! let hoops = Event::new(5, EventId(0x01), TRACER_SOURCE, [3, 0]);

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// `cannot create trace file /tmp/q0.qtr: Permission denied (os error 13)`.
 ///
 /// ```
-/// use qtrace::error::IoError;
+/// use qtrace::IoError;
 /// use std::io;
 /// let e = IoError::new("create trace file", "/nonexistent/q0.qtr", io::ErrorKind::NotFound.into());
 /// assert_eq!(e.to_string(), "cannot create trace file /nonexistent/q0.qtr: entity not found");
@@ -36,6 +36,11 @@ pub struct IoError {
 
 impl IoError {
     /// An I/O error on `path` while doing `action`.
+    ///
+    /// ```
+    /// let e = qtrace::IoError::new("open trace", "/no/such/file", std::io::ErrorKind::NotFound.into());
+    /// assert!(e.to_string().contains("/no/such/file"));
+    /// ```
     pub fn new(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         IoError {
             path: Some(path.into()),

@@ -9,11 +9,12 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::model::classes::{CatalogError, ClassId};
+use crate::model::classes::CatalogError;
 use crate::model::clock::ClockUnavailable;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::model::io_error::IoError;
+use crate::ClassId;
 
 /// What went wrong configuring or running a tracer, and what to do about it
 /// (the `Display` text says both). The hot path (`log_event`) never returns
@@ -41,7 +42,7 @@ use crate::model::io_error::IoError;
 pub enum ConfigError {
     /// A queue was created with a type that was never registered.
     UnknownQueueType {
-        /// The type's name ([`QueueType::NAME`](crate::QueueType::NAME)).
+        /// The type's name ([`QueueType::NAME`](crate::queues::QueueType::NAME)).
         name: &'static str,
         /// The Rust type ([`std::any::type_name`] of the type passed to
         /// `create_queue`), so the message can say what to register.
@@ -120,11 +121,11 @@ pub enum ConfigError {
         message: String,
     },
     // ----- triggers (`queues::trigger`) -----
-    /// A snapshot trigger ([`Trigger::snapshot`](crate::queues::Trigger::snapshot))
+    /// A snapshot trigger ([`Trigger::snapshot`](crate::filters::Trigger::snapshot))
     /// names a queue that is not circular: only a circular queue holds the
     /// last N events.
     SnapshotNeedsCircular {
-        /// The queue named in [`Snapshot::queue`](crate::queues::Snapshot::queue).
+        /// The queue named in [`Snapshot::queue`](crate::filters::Snapshot::queue).
         queue: QueueHandle,
         /// Its type's name.
         type_name: &'static str,
@@ -132,7 +133,7 @@ pub enum ConfigError {
     /// A snapshot trigger asks for no events, or for more than its circular
     /// queue holds.
     SnapshotSize {
-        /// [`Snapshot::last`](crate::queues::Snapshot::last) as given.
+        /// [`Snapshot::last`](crate::filters::Snapshot::last) as given.
         last: usize,
         /// The circular queue's capacity.
         capacity: usize,
@@ -145,7 +146,7 @@ pub enum ConfigError {
         /// The queue handle of its trigger.
         trigger: QueueHandle,
     },
-    /// A start or stop trigger's [`Scope::Queue`](crate::queues::Scope::Queue)
+    /// A start or stop trigger's [`Scope::Queue`](crate::filters::Scope::Queue)
     /// names a queue that only forwards events (a filter, a gate or a
     /// trigger), not one that records them.
     TriggerScopeNotRecording {
@@ -232,7 +233,7 @@ impl fmt::Display for ConfigError {
             ),
             AfterPhase2 { operation } => write!(
                 f,
-                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate (init::phase2)"
+                "cannot {operation} after phase 2: do it in phase 1, before Tracer::activate"
             ),
             Phase2Twice => write!(
                 f,

@@ -8,19 +8,19 @@
 //! Both run on the hot path, from any thread, and must never block or allocate.
 //!
 //! Built-in queues are dispatched statically through the
-//! [`AnyQueue`] enum; a user-defined queue (safe
+//! [`AnyQueue`](crate::queues::AnyQueue) enum; a user-defined queue (safe
 //! code is enough) is wrapped with
-//! [`AnyQueue::custom`] and reached through
+//! [`AnyQueue::custom`](crate::queues::AnyQueue::custom) and reached through
 //! one virtual call.
 //!
-//! A façade (one path for users, as before): the trait, counters, context
-//! and reservations live in a core module that knows no queue;
-//! [`QueueType`] (whose `create` returns
-//! [`AnyQueue`]) and `AnyQueue`
+//! The trait, counters, context and reservations live in this core module,
+//! which knows no queue; [`queues::QueueType`](crate::queues::QueueType) (whose
+//! `create` returns [`AnyQueue`](crate::queues::AnyQueue)) and `AnyQueue`
 //! live with the built-in queues in [`crate::queues`].
 //!
 //! In this folder: the trait, its context, counters and reservations
-//! (`queue_trait.rs`), and [`ConfigError`](crate::ConfigError), the error of
+//! (`queue_trait.rs`), and [`ConfigError`](crate::ConfigError) (public at the
+//! crate root), the error of
 //! configuring a tracer and its queues (`config_error.rs`).
 //!
 //! ```
@@ -54,10 +54,22 @@
 pub(crate) mod config_error;
 pub(crate) mod queue_trait;
 
-pub use crate::model::handle::QueueHandle;
 pub use queue_trait::*;
 
-// The previous release's paths; the types live with the built-in queues
-// (`crate::queues`), which this layer knows nothing of.
+// The previous release's paths: the handle is `qtrace::QueueHandle`;
+// `QueueType` and `AnyQueue` live with the built-in queues
+// (`qtrace::queues`), which this layer knows nothing of.
+// (a `pub use`, not a deprecated alias: an alias cannot build the tuple
+// struct, `QueueHandle(0)`)
 #[doc(hidden)]
-pub use crate::queues::{AnyQueue, QueueType};
+pub use crate::queues::QueueType;
+#[doc(hidden)]
+pub use qtrace_core::QueueHandle;
+#[doc(hidden)]
+mod moved {
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::queues::AnyQueue")]
+    pub type AnyQueue = crate::queues::AnyQueue;
+}
+#[doc(hidden)]
+pub use moved::*;

@@ -14,13 +14,22 @@ use crate::model::combine::{RecordedNames, Run};
 use crate::model::event::Event;
 use crate::queue::config_error::ConfigError;
 
-pub use crate::model::handle::QueueHandle;
+use crate::model::handle::QueueHandle;
 
 // The reservation and the counters are the no_std core's: one definition
 // serves the firmware rings and the std queues.
 pub use qtrace_core::{AtomicCounters, QueueCounters, Reservation};
 
 /// A queue's health, as its background task or hooks saw it.
+///
+/// ```
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<qtrace::queues::Dummy>(())?;
+/// let status: qtrace::queue::QueueStatus = tracer.status(q)?;
+/// assert!(status.is_healthy());
+/// assert!(status.files.is_empty());
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueStatus {
     /// I/O operations (writes, sends) that failed.
@@ -30,7 +39,7 @@ pub struct QueueStatus {
     /// Files the queue wrote or is writing.
     pub files: Vec<PathBuf>,
     /// Snapshots on trigger that a rate limit suppressed (a trigger queue's
-    /// count, [`crate::queues::TriggerQueue::suppressed`]; 0 for other
+    /// count, [`crate::filters::TriggerQueue::suppressed`]; 0 for other
     /// queues). Counted, not an error: the limit was asked for.
     pub snapshots_suppressed: u64,
 }
@@ -43,6 +52,28 @@ impl QueueStatus {
 }
 
 /// What a queue's hooks are told about where they live.
+///
+/// ```
+/// use qtrace::queue::QueueContext;
+/// use qtrace::queues::{AnyQueue, DummyQueue, QueueType};
+/// use qtrace::ConfigError;
+///
+/// /// A queue type that looks at where its queue lives.
+/// struct Named;
+/// impl QueueType for Named {
+///     type Params = ();
+///     const NAME: &'static str = "named";
+///     fn create(&self, _: (), ctx: &QueueContext) -> Result<AnyQueue, ConfigError> {
+///         assert_eq!(ctx.type_name, "named");
+///         assert!(ctx.catalog.event_count() > 0);
+///         Ok(AnyQueue::from(DummyQueue::default()))
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// tracer.register_queue_type(Named)?;
+/// tracer.create_queue::<Named>(())?;
+/// # Ok::<(), ConfigError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct QueueContext {
     /// This queue's handle.
@@ -69,6 +100,31 @@ pub struct QueueContext {
 /// `get` and `post` are the hot path: bounded time, no blocking, no
 /// allocation, callable from many threads at once. The hooks run on the
 /// configuration path and may block, allocate and fail.
+///
+/// ```
+/// use qtrace::queue::{AtomicCounters, Queue, QueueCounters, Reservation};
+/// use qtrace::queues::AnyQueue;
+/// use qtrace::Event;
+///
+/// /// Counts events and keeps none.
+/// #[derive(Default)]
+/// struct Counter(AtomicCounters);
+/// impl Queue for Counter {
+///     fn get(&self) -> Option<Reservation> {
+///         Some(Reservation::new(0))
+///     }
+///     fn post(&self, _: Reservation, _: &Event) {
+///         self.0.add_accepted(1);
+///     }
+///     fn counters(&self) -> QueueCounters {
+///         self.0.snapshot()
+///     }
+/// }
+/// let q = AnyQueue::custom(Counter::default());
+/// let r = q.get().unwrap();
+/// q.post(r, &Event::new(0, qtrace::EventId(0x0b), 0, [0, 0]));
+/// assert_eq!(q.counters().accepted, 1);
+/// ```
 pub trait Queue: Send + Sync {
     /// Reserves room for one event, or returns `None` at once when there is
     /// none. A queue that returns `None` counts the event as dropped (for a
@@ -102,6 +158,13 @@ pub trait Queue: Send + Sync {
 
     /// Phase 2: start tasks, open files and sockets. Events may already have
     /// been posted (they were logged between phase 1 and phase 2).
+    ///
+    /// # Errors
+    ///
+    /// Whatever stops the queue from recording: [`ConfigError::Io`] for a file or
+    /// socket it cannot open, [`ConfigError::Hook`] for anything else (say what to
+    /// do in the message). [`Tracer::activate`](crate::Tracer::activate) returns
+    /// it.
     fn activate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
         Ok(())
     }
@@ -109,6 +172,12 @@ pub trait Queue: Send + Sync {
     /// Shutdown: save, flush, stop tasks. Called once, after the tracer is
     /// suspended; late posts from threads still inside `log_event` must stay
     /// safe (and counted).
+    ///
+    /// # Errors
+    ///
+    /// What failed while saving or flushing ([`ConfigError::Io`],
+    /// [`ConfigError::Hook`]); the shutdown report shows it in the queue's entry
+    /// and the other queues still terminate.
     fn terminate(&self, _ctx: &QueueContext) -> Result<(), ConfigError> {
         Ok(())
     }
@@ -125,6 +194,20 @@ pub trait Queue: Send + Sync {
 /// A [`Queue`] that can also be seen as [`Any`](std::any::Any), so that
 /// [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom) can give a user-defined queue back as its own type.
 /// Every `Queue + 'static` type implements it: there is nothing to write.
+///
+/// ```
+/// use qtrace::queue::{CustomQueue, Queue, QueueCounters, Reservation};
+/// use qtrace::Event;
+///
+/// struct Nothing;
+/// impl Queue for Nothing {
+///     fn get(&self) -> Option<Reservation> { None }
+///     fn post(&self, _: Reservation, _: &Event) {}
+///     fn counters(&self) -> QueueCounters { QueueCounters::default() }
+/// }
+/// let q: &dyn CustomQueue = &Nothing;
+/// assert!(q.as_any().downcast_ref::<Nothing>().is_some());
+/// ```
 pub trait CustomQueue: Queue + std::any::Any {
     /// `self`, to downcast with `<dyn Any>::downcast_ref`.
     fn as_any(&self) -> &dyn std::any::Any;
@@ -172,6 +255,19 @@ pub struct DynQueue {
 
 impl DynQueue {
     /// Wraps a user-defined queue.
+    ///
+    /// ```
+    /// use qtrace::queue::{DynQueue, Queue, QueueCounters, Reservation};
+    /// use qtrace::Event;
+    ///
+    /// struct Nothing;
+    /// impl Queue for Nothing {
+    ///     fn get(&self) -> Option<Reservation> { None }
+    ///     fn post(&self, _: Reservation, _: &Event) {}
+    ///     fn counters(&self) -> QueueCounters { QueueCounters::default() }
+    /// }
+    /// assert_eq!(DynQueue::new(Nothing).refused(), 0);
+    /// ```
     pub fn new(queue: impl Queue + 'static) -> Self {
         DynQueue {
             inner: Box::new(queue),

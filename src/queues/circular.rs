@@ -50,16 +50,52 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
 
 /// The circular queue type (`"circular"`).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Circular;
 
 /// Parameters of a circular queue.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircularParams {
     /// Events kept: a power of two (default 8192).
     pub capacity: usize,
     /// Single-producer shards: 0 (none: every thread uses the shared
-    /// multi-producer ring) or a power of two up to [`MAX_SHARDS`] (default
+    /// multi-producer ring) or a power of two up to [`CircularParams::MAX_SHARDS`] (default
     /// 16). Each shard holds `capacity` events too (32 bytes each; the
     /// shared ring 64), so the queue's memory is
     /// `capacity × (64 + 32 × shards)` bytes: 4.5 MiB for the defaults,
@@ -74,17 +110,33 @@ pub struct CircularParams {
     pub ring: RingStorage,
 }
 
-/// The largest number of shards of a circular queue.
-pub const MAX_SHARDS: usize = 256;
+impl CircularParams {
+    /// The largest number of shards of a circular queue.
+    ///
+    /// ```
+    /// use qtrace::queues::CircularParams;
+    /// assert_eq!(CircularParams::MAX_SHARDS, 256);
+    /// assert_eq!(CircularParams::default().shards, CircularParams::DEFAULT_SHARDS);
+    /// ```
+    pub const MAX_SHARDS: usize = 256;
+    /// Default number of shards.
+    pub const DEFAULT_SHARDS: usize = 16;
+}
 
-/// Default number of shards.
-pub const DEFAULT_SHARDS: usize = 16;
+/// The previous release's path of [`CircularParams::MAX_SHARDS`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queues::CircularParams::MAX_SHARDS")]
+pub const MAX_SHARDS: usize = CircularParams::MAX_SHARDS;
+/// The previous release's path of [`CircularParams::DEFAULT_SHARDS`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::queues::CircularParams::DEFAULT_SHARDS")]
+pub const DEFAULT_SHARDS: usize = CircularParams::DEFAULT_SHARDS;
 
 impl Default for CircularParams {
     fn default() -> Self {
         CircularParams {
             capacity: 8192,
-            shards: DEFAULT_SHARDS,
+            shards: CircularParams::DEFAULT_SHARDS,
             file: None,
             ring: RingStorage::File,
         }
@@ -100,10 +152,14 @@ impl QueueType for Circular {
             queue_type: Self::NAME,
             reason,
         };
-        if params.shards != 0 && !(params.shards.is_power_of_two() && params.shards <= MAX_SHARDS) {
+        if params.shards != 0
+            && !(params.shards.is_power_of_two() && params.shards <= CircularParams::MAX_SHARDS)
+        {
             return Err(bad(format!(
-                "shards {} is not 0 or a power of two up to {MAX_SHARDS}; use 0 (no shards), 1, 2, 4, …, or the default {DEFAULT_SHARDS}",
-                params.shards
+                "shards {} is not 0 or a power of two up to {}; use 0 (no shards), 1, 2, 4, …, or the default {}",
+                params.shards,
+                CircularParams::MAX_SHARDS,
+                CircularParams::DEFAULT_SHARDS
             )));
         }
         check_capacity(params.capacity).map_err(|e| bad(e.to_string()))?;
@@ -197,7 +253,7 @@ impl Shard {
 ///
 /// Many threads log at once without a lock. The queue holds `shards`
 /// single-producer rings (see [`CircularParams::shards`]) and one
-/// multi-producer ring ([`OverwriteRing`]), each of `capacity` events. A
+/// multi-producer ring, each of `capacity` events. A
 /// thread with token `t` (a number unique to the thread, 1, 2, … in the
 /// order threads first log) uses shard `t mod shards`: the first thread to
 /// log there becomes its owner (one compare-and-swap, once) and from then on
@@ -242,6 +298,24 @@ impl Shard {
 /// its own record until the thread's next event, and if it logs
 /// `capacity` or more events it can make the interrupted record
 /// unreliable.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams, CircularQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..6 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let circular: &CircularQueue = tracer.queue(q)?.as_circular().unwrap();
+/// let kept: Vec<u64> = circular.snapshot_events().iter().skip(1).map(|e| e.args[0]).collect();
+/// assert_eq!(kept, [2, 3, 4, 5]); // after a hoops record for the 2 overwritten
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct CircularQueue {
     shards: Region<Shard>,
@@ -275,7 +349,7 @@ impl Drop for CircularQueue {
 
 impl CircularQueue {
     /// The ring file the rings live in (recoverable after a crash with
-    /// [`crate::storage::recover`]), or `None` when they are on the heap
+    /// [`recover_file`](crate::storage::recover_file)), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()

@@ -9,6 +9,19 @@ use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, Reservation}
 use crate::sync::{AtomicU64, Ordering};
 
 /// The dummy queue type. No parameters.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Dummy, DummyQueue};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// assert!(tracer.queue(q)?.as_custom::<DummyQueue>().is_none()); // a built-in, not a custom queue
+/// assert_eq!(tracer.counters(q)?.accepted, 1);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dummy;
 
@@ -23,6 +36,19 @@ impl QueueType for Dummy {
 
 /// A queue that accepts every event, then forgets it. Every event counts as
 /// accepted and delivered (to nowhere, on purpose).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Dummy, DummyQueue};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// assert!(tracer.queue(q)?.as_custom::<DummyQueue>().is_none()); // a built-in, not a custom queue
+/// assert_eq!(tracer.counters(q)?.accepted, 1);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct DummyQueue {
     accepted: AtomicU64,

@@ -41,10 +41,48 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::wire::TraceHeader;
 
 /// The fixed queue type (`"fixed"`).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Fixed>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..5 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let fixed: &FixedQueue = tracer.queue(q)?.as_fixed().unwrap();
+/// let kept: Vec<u64> = fixed.snapshot_events().iter().map(|e| e.args[0]).collect();
+/// assert_eq!(&kept[..2], [0, 1]); // the first 2 (then a hoops record for the 3 dropped)
+/// assert_eq!(tracer.counters(q)?.dropped, 3);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fixed;
 
 /// Parameters of a fixed queue.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Fixed>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..5 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let fixed: &FixedQueue = tracer.queue(q)?.as_fixed().unwrap();
+/// let kept: Vec<u64> = fixed.snapshot_events().iter().map(|e| e.args[0]).collect();
+/// assert_eq!(&kept[..2], [0, 1]); // the first 2 (then a hoops record for the 3 dropped)
+/// assert_eq!(tracer.counters(q)?.dropped, 3);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FixedParams {
     /// Events kept: any number from 1 to 2^32 (default 8192).
@@ -136,6 +174,25 @@ const SAVED: u64 = 2;
 /// region, so that a ring file holds it: one pointer load away; it counts
 /// every attempt: `accepted = min(tickets, capacity)`, `dropped = tickets -
 /// accepted`, no other atomic add), four relaxed stores and one release store.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let q = tracer.create_queue::<Fixed>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// for i in 0..5 {
+///     tracer.log_event(user::USER0, [i, 0]);
+/// }
+/// let fixed: &FixedQueue = tracer.queue(q)?.as_fixed().unwrap();
+/// let kept: Vec<u64> = fixed.snapshot_events().iter().map(|e| e.args[0]).collect();
+/// assert_eq!(&kept[..2], [0, 1]); // the first 2 (then a hoops record for the 3 dropped)
+/// assert_eq!(tracer.counters(q)?.dropped, 3);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct FixedQueue {
     ctl: Placed<Control>,
@@ -165,7 +222,7 @@ impl Drop for FixedQueue {
 
 impl FixedQueue {
     /// The ring file the events live in (recoverable after a crash with
-    /// [`crate::storage::recover`]), or `None` when they are on the heap
+    /// [`recover_file`](crate::storage::recover_file)), or `None` when they are on the heap
     /// ([`RingStorage::Memory`]). Removed by a successful save at shutdown.
     pub fn ring_file(&self) -> Option<&Path> {
         self.mem.path()

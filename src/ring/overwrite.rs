@@ -45,21 +45,7 @@ pub struct Ticketed {
 /// disturbing producers; [`OverwriteRing::consume`] copies and marks them
 /// delivered.
 ///
-/// ```
-/// use qtrace::queues::ring::OverwriteRing;
-/// use qtrace::{Event, EventId};
-///
-/// let ring = OverwriteRing::new(4).unwrap();
-/// for i in 0..6u64 {
-///     if let Some(t) = ring.claim() {
-///         ring.commit(t, &Event::new(i, EventId(0x0b), 0, [i, 0]));
-///     }
-/// }
-/// let kept: Vec<u64> = ring.read().iter().map(|r| r.ticket).collect();
-/// assert_eq!(kept, [2, 3, 4, 5]);
-/// let c = ring.counters();
-/// assert_eq!((c.accepted, c.dropped, c.overwritten, c.queued), (6, 0, 2, 4));
-/// ```
+/// (An example: the test `overwrite_ring_keeps_the_last_and_counts` in `tests.rs`.)
 ///
 /// Its layout is fixed (`repr(C)`: the ticket counter at byte 0, the drop
 /// counter at byte 128), because a circular queue may place it in a ring
@@ -102,6 +88,7 @@ const _: () = {
 
 impl OverwriteRing {
     /// A ring of `capacity` slots (a power of two).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn new(capacity: usize) -> Result<Self, RingError> {
         check_capacity(capacity)?;
         let bytes = capacity.saturating_mul(std::mem::size_of::<Slot>());
@@ -130,12 +117,6 @@ impl OverwriteRing {
         self.slots.fault_in(|s| {
             s.seq.fetch_add(0, Ordering::Relaxed);
         });
-    }
-
-    /// The number of slots.
-    #[inline]
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
     }
 
     #[inline(always)]
@@ -198,6 +179,7 @@ impl OverwriteRing {
     }
 
     /// Claims and commits: returns whether the event was stored.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     #[inline]
     pub fn push(&self, event: &Event) -> bool {
         match self.claim() {
@@ -311,6 +293,7 @@ impl OverwriteRing {
     /// The counters. `overwritten` is derived (`accepted - delivered -
     /// queued`, with `queued` counted by scanning the slots: O(capacity)), so
     /// it is exact whenever no producer is between claim and commit.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn counters(&self) -> RingCounters {
         let dropped = self.dropped();
         let attempts = self.attempts();

@@ -4,6 +4,7 @@ use super::*;
 use crate::model::event::Event;
 use crate::sync::Ordering;
 use crate::EventId;
+use capacity::BadCapacity;
 
 fn ev(i: u64) -> Event {
     Event::new(i, EventId(0x0b), 7, [i, !i])
@@ -238,4 +239,53 @@ fn drop_ring_many_laps() {
         assert_eq!(ring.pop(), Some(ev(i)));
     }
     assert_eq!(ring.counters().delivered, 1000);
+}
+
+/// The module's example (was a doc test on the then public ring).
+#[test]
+fn drop_ring_drops_and_counts_when_full() {
+    let ring = DropRing::new(4).unwrap();
+    for i in 0..6 {
+        ring.push(&Event::new(i, EventId(0x0b), 0, [i, 0]));
+    }
+    assert_eq!(ring.accepted(), 4);
+    assert_eq!(ring.dropped(), 2); // the drainer writes a hoops record for these
+    let mut out = Vec::new();
+    assert_eq!(ring.pop_batch(&mut out, 16), 4);
+    assert_eq!(out.iter().map(|e| e.time).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(ring.popped(), 4);
+    assert!(ring.is_empty());
+}
+
+/// (Was the doc example of `OverwriteRing` while it was public.)
+#[test]
+fn overwrite_ring_keeps_the_last_and_counts() {
+    let ring = OverwriteRing::new(4).unwrap();
+    for i in 0..6u64 {
+        if let Some(t) = ring.claim() {
+            ring.commit(t, &Event::new(i, EventId(0x0b), 0, [i, 0]));
+        }
+    }
+    let kept: Vec<u64> = ring.read().iter().map(|r| r.ticket).collect();
+    assert_eq!(kept, [2, 3, 4, 5]);
+    let c = ring.counters();
+    assert_eq!(
+        (c.accepted, c.dropped, c.overwritten, c.queued),
+        (6, 0, 2, 4)
+    );
+}
+
+/// (Was the doc example of `DropRing::new_latching` while it was public.)
+#[test]
+fn latching_drop_ring_refuses_until_reopened() {
+    let ring = DropRing::new_latching(2).unwrap();
+    let ev = |t| Event::new(t, EventId(0x0b), 0, [t, 0]);
+    assert!(ring.push(&ev(0)) && ring.push(&ev(1)));
+    assert!(!ring.push(&ev(2))); // full: latched
+    assert_eq!(ring.pop().unwrap().time, 0);
+    assert!(!ring.push(&ev(3))); // still latched, though there is room
+    assert_eq!(ring.pop().unwrap().time, 1);
+    assert_eq!(ring.reopen(), Some(2)); // empty: 2 drops, mark them here
+    assert!(ring.push(&ev(4)));
+    assert_eq!(ring.reopen(), None); // not latched
 }

@@ -10,7 +10,7 @@
 //! change, and a later shutdown (if the program survives the panic)
 //! overwrites the file with the complete save.
 //!
-//! [`RingStorage::Memory`]: crate::queues::RingStorage::Memory
+//! [`RingStorage::Memory`]: crate::storage::RingStorage::Memory
 //! [`CircularQueue::snapshot`]: crate::queues::CircularQueue::snapshot
 //! [`FixedQueue::snapshot`]: crate::queues::FixedQueue::snapshot
 

@@ -7,13 +7,26 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::classes::{Catalog, ClassId};
+use crate::model::classes::Catalog;
 use crate::model::handle::{QueueHandle, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queues::QueueType;
+use crate::ClassId;
 use crate::EventId;
 
 /// The tracer's lifecycle.
+///
+/// ```
+/// use qtrace::{Phase, Tracer};
+///
+/// let tracer = Tracer::new();
+/// assert_eq!(tracer.phase(), Phase::Configuring);
+/// tracer.activate()?;
+/// assert_eq!(tracer.phase(), Phase::Active);
+/// tracer.shutdown()?;
+/// assert_eq!(tracer.phase(), Phase::ShutDown);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// Phase 1: register types, create queues, define classes, assign, enable.

@@ -7,7 +7,7 @@
 //! with one `scope` entry, and a run-time
 //! [`ClassSpec`](crate::model::classes::ClassSpec) may name two events so. The
 //! begin event carries the caller's arguments; the end event carries a
-//! *code* in argument 0 (0 unless [`Scope::end_with`] or [`Scope::set_code`]
+//! *code* in argument 0 (0 unless [`ScopeGuard::end_with`] or [`ScopeGuard::set_code`]
 //! set one) and 0 in argument 1. The duration is not logged: it is the
 //! difference of the two records' times, which every reader has, and
 //! logging it would cost a second clock read. Readers pair a `NAME.end` with
@@ -69,18 +69,18 @@ use crate::{EventId, Tracer};
 /// ```
 #[must_use = "a scope ends when its guard is dropped: bind it with `let _name = ...`"]
 #[derive(Debug)]
-pub struct Scope<'a> {
+pub struct ScopeGuard<'a> {
     tracer: Option<&'a Tracer>,
     end: EventId,
     code: u64,
 }
 
-impl<'a> Scope<'a> {
+impl<'a> ScopeGuard<'a> {
     /// A scope whose begin was logged (or not) by the caller; it logs `end`
     /// into `tracer` (if any) when dropped.
     #[inline(always)]
     pub(crate) fn open(tracer: Option<&'a Tracer>, end: EventId) -> Self {
-        Scope {
+        ScopeGuard {
             tracer,
             end,
             code: 0,
@@ -105,7 +105,7 @@ impl<'a> Scope<'a> {
     }
 }
 
-impl Drop for Scope<'_> {
+impl Drop for ScopeGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(tracer) = self.tracer {
@@ -139,8 +139,8 @@ impl Tracer {
     /// # Ok::<(), qtrace::ConfigError>(())
     /// ```
     #[inline(always)]
-    pub fn scope(&self, begin: EventId, end: EventId, args: [u64; 2]) -> Scope<'_> {
+    pub fn scope(&self, begin: EventId, end: EventId, args: [u64; 2]) -> ScopeGuard<'_> {
         self.log_event(begin, args);
-        Scope::open(Some(self), end)
+        ScopeGuard::open(Some(self), end)
     }
 }

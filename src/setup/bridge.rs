@@ -28,7 +28,7 @@
 //!   `i64` as two's complement, `bool`) go to the record's two arguments in
 //!   field order; **string and debug** fields (and the message, floats and
 //!   128-bit integers, which `tracing` hands over as debug values) are
-//!   formatted into a stack buffer of [`MAX_TEXT`] bytes (never the heap),
+//!   formatted into a stack buffer of [`QtraceLayer::MAX_TEXT`] bytes (never the heap),
 //!   with numeric fields after the second. An event without text is one
 //!   record ([`Tracer::log_event`]); an event with text is a combine run
 //!   ([`Tracer::log_event_bytes`]) whose begin record keeps the first
@@ -86,16 +86,20 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::model::classes::{ClassId, ClassSpec};
+use crate::model::classes::ClassSpec;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
 use crate::router::tracer::Tracer;
+use crate::ClassId;
 
-/// The class the layer defines.
-pub const CLASS_NAME: &str = "tracing";
-/// The largest text of one event's string fields, in bytes (the rest is
-/// cut, and the text ends with `…`).
-pub const MAX_TEXT: usize = 1024;
+/// The previous release's path of [`QtraceLayer::CLASS_NAME`].
+#[doc(hidden)]
+#[deprecated(note = "use the QtraceLayer associated constant of the same name")]
+pub const CLASS_NAME: &str = QtraceLayer::CLASS_NAME;
+/// The previous release's path of [`QtraceLayer::MAX_TEXT`].
+#[doc(hidden)]
+#[deprecated(note = "use the QtraceLayer associated constant of the same name")]
+pub const MAX_TEXT: usize = QtraceLayer::MAX_TEXT;
 
 /// Records `tracing` events and spans into a [`Tracer`] (see the [module
 /// documentation](self)).
@@ -157,6 +161,16 @@ impl fmt::Debug for QtraceLayer {
 }
 
 impl QtraceLayer {
+    /// The class the layer defines.
+    ///
+    /// ```
+    /// assert_eq!(qtrace::bridge::QtraceLayer::CLASS_NAME, "tracing");
+    /// ```
+    pub const CLASS_NAME: &'static str = "tracing";
+    /// The largest text of one event's string fields, in bytes (the rest is
+    /// cut, and the text ends with `…`).
+    pub const MAX_TEXT: usize = 1024;
+
     /// Defines the `tracing` class with `slots` callsite events (phase 1)
     /// and returns the layer.
     ///
@@ -167,7 +181,7 @@ impl QtraceLayer {
     /// already defined, or too many events in the tracer (at most
     /// [`EventId::MAX_EVENTS`] in all: ask for fewer slots).
     pub fn new(tracer: Arc<Tracer>, slots: u16) -> Result<Self, ConfigError> {
-        let mut spec = ClassSpec::new(CLASS_NAME, "events and spans of the tracing crate")
+        let mut spec = ClassSpec::new(Self::CLASS_NAME, "events and spans of the tracing crate")
             .event("span_begin", "a span was entered", &["span", "callsite"])
             .event("span_end", "a span was exited", &["span", "callsite"]);
         for i in 0..slots {
@@ -351,7 +365,7 @@ struct Fields {
     args: [u64; 2],
     numeric: usize,
     second: &'static str,
-    text: ArrayString<MAX_TEXT>,
+    text: ArrayString<{ QtraceLayer::MAX_TEXT }>,
     full: bool,
 }
 
@@ -382,7 +396,7 @@ impl Fields {
         if ok.is_err() {
             // Cut, with a mark that fits.
             self.full = true;
-            while self.text.len() > MAX_TEXT - '…'.len_utf8() {
+            while self.text.len() > QtraceLayer::MAX_TEXT - '…'.len_utf8() {
                 self.text.pop();
             }
             self.text.push('…');

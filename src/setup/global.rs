@@ -28,8 +28,17 @@ static GLOBAL: OnceLock<Tracer> = OnceLock::new();
 
 /// Installs `tracer` as the process-wide tracer and returns it. It lives until
 /// the process ends; call [`Tracer::shutdown`] on it to save its queues.
-/// A second install is [`ConfigError::GlobalAlreadyInstalled`] (the tracer passed is
-/// dropped).
+///
+/// # Errors
+///
+/// [`ConfigError::GlobalAlreadyInstalled`] if a tracer is already installed
+/// (the tracer passed is dropped): install one tracer, once, at start-up.
+///
+/// ```
+/// let tracer = qtrace::global::install(qtrace::Tracer::new())?;
+/// assert!(std::ptr::eq(tracer, qtrace::global::get().unwrap()));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub fn install(tracer: Tracer) -> Result<&'static Tracer, ConfigError> {
     let mut tracer = Some(tracer);
     let installed = GLOBAL.get_or_init(|| tracer.take().expect("taken once"));
@@ -41,17 +50,42 @@ pub fn install(tracer: Tracer) -> Result<&'static Tracer, ConfigError> {
 }
 
 /// The process-wide tracer, if installed.
+///
+/// ```
+/// // Nothing is installed in this program: logging to it is a no-op.
+/// assert!(qtrace::global::get().is_none());
+/// ```
 #[inline(always)]
 pub fn get() -> Option<&'static Tracer> {
     GLOBAL.get()
 }
 
-/// Logs to the process-wide tracer; a no-op before [`install`].
+/// The root's [`crate::log_event`] (one public path: `qtrace::log_event`).
+pub(crate) mod entry {
+    use crate::EventId;
+
+    /// Logs to the process-wide tracer ([`crate::global::install`]); a
+    /// no-op, one load and a branch, before it is installed.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// qtrace::log_event(user::USER0, [1, 0]); // nothing installed: a no-op
+    /// assert!(qtrace::global::get().is_none());
+    /// ```
+    #[inline(always)]
+    pub fn log_event(id: EventId, args: [u64; 2]) {
+        if let Some(tracer) = super::GLOBAL.get() {
+            tracer.log_event(id, args);
+        }
+    }
+}
+
+/// The previous release's path of [`crate::log_event`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::log_event")]
 #[inline(always)]
 pub fn log_event(id: EventId, args: [u64; 2]) {
-    if let Some(tracer) = GLOBAL.get() {
-        tracer.log_event(id, args);
-    }
+    entry::log_event(id, args);
 }
 
 /// The process-wide tracer as a value, for [`event!`](crate::event!) and
@@ -75,10 +109,10 @@ pub fn log_event(id: EventId, args: [u64; 2]) {
 pub struct Global;
 
 impl Global {
-    /// [`log_event`] (the process-wide tracer's [`Tracer::log_event`]).
+    /// [`crate::log_event`] (the process-wide tracer's [`Tracer::log_event`]).
     #[inline(always)]
     pub fn log_event(self, id: EventId, args: [u64; 2]) {
-        log_event(id, args);
+        entry::log_event(id, args);
     }
 
     /// [`Tracer::scope`] on the process-wide tracer; before [`install`] it
@@ -89,10 +123,10 @@ impl Global {
         begin: EventId,
         end: EventId,
         args: [u64; 2],
-    ) -> crate::router::scope::Scope<'static> {
+    ) -> crate::router::scope::ScopeGuard<'static> {
         match get() {
             Some(tracer) => tracer.scope(begin, end, args),
-            None => crate::router::scope::Scope::open(None, end),
+            None => crate::router::scope::ScopeGuard::open(None, end),
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Two-phase initialisation, as in S.Ha.R.K. (`TRC_init_phase1`,
 //! `TRC_init_phase2`), and shutdown.
 //!
-//! - **Phase 1** ([`phase1`]) builds a [`Tracer`] with the built-in classes and
-//!   queue types. Then, still in phase 1: register more queue types, create
+//! - **Phase 1** ([`Tracer::new`], [`Tracer::with_config`]) builds a
+//!   [`Tracer`] with the built-in classes and queue types. Then, still in phase 1: register more queue types, create
 //!   queues, define classes, assign events and classes to queues, switch
 //!   events and classes on or off. This may allocate.
-//! - **Phase 2** ([`phase2`]) activates every queue: background tasks start,
+//! - **Phase 2** ([`Tracer::activate`]) activates every queue: background tasks start,
 //!   files and sockets open. Run it once; a second run is
 //!   [`ConfigError::Phase2Twice`].
-//! - **Shutdown** ([`shutdown`]) suspends the tracer, terminates every queue
+//! - **Shutdown** ([`Tracer::shutdown`]) suspends the tracer, terminates every queue
 //!   so it saves or flushes, and reports every queue's counters.
 //!
 //! # The standard preset
@@ -41,7 +41,7 @@
 //! init::standard_phase2(&tracer)?;
 //! tracer.log_event(system::SCHEDULE, [3, 0]);
 //! tracer.log_event(semaphore::WAIT, [3, 1]);
-//! let report = init::shutdown(&tracer)?;
+//! let report = tracer.shutdown()?;
 //! assert_eq!(report.queues[0].counters.accepted, 1);
 //! assert_eq!(report.queues[1].counters.accepted, 1);
 //! assert!(dir.join("queue0-circular.qtr").exists());
@@ -62,15 +62,15 @@
 //! assigned to a queue are not recorded, in any phase.
 //!
 //! ```
-//! use qtrace::{init, classes::system, queues::Dummy, Config};
+//! use qtrace::{classes::system, queues::Dummy, Config, Tracer};
 //!
-//! let tracer = init::phase1(Config::default());
+//! let tracer = Tracer::with_config(Config::default()); // phase 1
 //! let q = tracer.create_queue::<Dummy>(()).unwrap();
 //! tracer.assign_class(system::CLASS, q).unwrap();
 //! tracer.log_event(system::CREATE, [1, 0]); // recorded: assigned before phase 2
-//! init::phase2(&tracer).unwrap();
+//! tracer.activate().unwrap(); // phase 2
 //! tracer.log_event(system::ACTIVATE, [1, 0]);
-//! let report = init::shutdown(&tracer).unwrap();
+//! let report = tracer.shutdown().unwrap();
 //! assert_eq!(report.queues[0].counters.accepted, 2);
 //! ```
 
@@ -80,17 +80,31 @@ use crate::queue::config_error::ConfigError;
 use crate::queues::{Circular, CircularParams, Fixed, FixedParams};
 use crate::router::tracer::{Config, ShutdownReport, Tracer};
 
-/// Phase 1: a tracer with the built-in classes and queue types registered.
+/// The previous release's phase 1; one way per thing: [`Tracer::with_config`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::Tracer::with_config")]
 pub fn phase1(config: Config) -> Tracer {
     Tracer::with_config(config)
 }
 
-/// Phase 2: activates every queue ([`Tracer::activate`]).
+/// The previous release's phase 2; one way per thing: [`Tracer::activate`].
+///
+/// # Errors
+///
+/// As [`Tracer::activate`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::Tracer::activate")]
 pub fn phase2(tracer: &Tracer) -> Result<(), ConfigError> {
     tracer.activate()
 }
 
-/// Suspends, terminates every queue, and reports ([`Tracer::shutdown`]).
+/// The previous release's shutdown; one way per thing: [`Tracer::shutdown`].
+///
+/// # Errors
+///
+/// As [`Tracer::shutdown`].
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::Tracer::shutdown")]
 pub fn shutdown(tracer: &Tracer) -> Result<ShutdownReport, ConfigError> {
     tracer.shutdown()
 }
@@ -105,8 +119,25 @@ pub const STANDARD_FIXED: QueueHandle = QueueHandle(1);
 /// `<output_dir>/queue0-circular.qtr` and `queue1-fixed.qtr` at shutdown) and
 /// the whole system class routed to queue 0. Assign other classes before
 /// [`standard_phase2`] or later (see the [module documentation](self)).
+///
+/// # Errors
+///
+/// [`ConfigError`] if a queue cannot be created: a ring file that cannot be
+/// created in [`Config::output_dir`] (make the directory writable, or choose
+/// another with [`Config::with_output_dir`]), or a ring file left there by a
+/// crashed run (recover it with `qtrace recover`, then remove it).
+///
+/// ```
+/// use qtrace::{init, Config};
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-phase1-{}", std::process::id()));
+/// let tracer = init::standard_phase1(Config::default().with_output_dir(&dir))?;
+/// assert_eq!(tracer.queue_count(), 2);
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub fn standard_phase1(config: Config) -> Result<Tracer, ConfigError> {
-    let tracer = phase1(config);
+    let tracer = Tracer::with_config(config);
     let circular = tracer.create_queue::<Circular>(CircularParams::default())?;
     let fixed = tracer.create_queue::<Fixed>(FixedParams::default())?;
     debug_assert_eq!((circular, fixed), (STANDARD_CIRCULAR, STANDARD_FIXED));
@@ -115,9 +146,16 @@ pub fn standard_phase1(config: Config) -> Result<Tracer, ConfigError> {
 }
 
 /// The standard preset, phase 2 (S.Ha.R.K. `TRC_init_phase2_standard`):
-/// activates every queue, including any created after [`standard_phase1`].
+/// activates every queue, including any created after [`standard_phase1`]
+/// (the same as [`Tracer::activate`]).
+///
+/// # Errors
+///
+/// As [`Tracer::activate`]: [`ConfigError::Phase2Twice`] if the tracer is
+/// already active, or the error of the queue that failed to activate (a file
+/// or socket it could not open).
 pub fn standard_phase2(tracer: &Tracer) -> Result<(), ConfigError> {
-    phase2(tracer)
+    tracer.activate()
 }
 
 #[cfg(test)]
@@ -151,7 +189,7 @@ mod tests {
             tracer.log_event(system::SCHEDULE, [i, 0]);
         }
         tracer.log_event(user::USER0, [1, 0]);
-        let report = shutdown(&tracer).unwrap();
+        let report = tracer.shutdown().unwrap();
         let c0 = report.queues[0].counters;
         assert_eq!((c0.accepted, c0.overwritten), (10_000, 10_000 - 8192));
         assert_eq!(report.queues[1].counters.accepted, 0);

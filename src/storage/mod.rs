@@ -9,11 +9,13 @@
 //! - `trace_header.rs`: the header a queue writes, from its context;
 //! - `reserve.rs`: disk space reserved ahead of the online queue's writes.
 
-pub mod recover;
+pub(crate) mod recover;
 pub(crate) mod reserve;
-pub mod ring_file;
+pub(crate) mod ring_file;
 
-pub use recover::{recover_bytes, recover_file, RecoverError, Recovered, RecoveryCounts};
-pub use ring_file::{RingFileError, RingStorage};
+pub use recover::{
+    recover_bytes, recover_file, write_trace, RecoverError, Recovered, RecoveryCounts, UNREADABLE,
+};
+pub use ring_file::{RingContents, RingFileError, RingImage, RingStorage};
 pub(crate) mod save;
 pub(crate) mod trace_header;

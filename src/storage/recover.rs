@@ -50,6 +50,35 @@ pub const UNREADABLE: u16 = 0x0001;
 /// `accepted = recovered + overwritten + unreadable` hold exactly, and the
 /// hoops records of the recovered trace add up to
 /// `attempts - recovered` ([`RecoveryCounts::lost`]).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryCounts {
     /// Every event the program tried to log into the queue.
@@ -76,6 +105,35 @@ impl RecoveryCounts {
 }
 
 /// A recovered queue: an ordinary trace's header and records.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Recovered {
     /// The queue's trace header (catalog, clock, queue).
@@ -91,6 +149,12 @@ pub struct Recovered {
 }
 
 /// Why a ring file could not be recovered.
+///
+/// ```
+/// use qtrace::storage::{recover_file, RecoverError};
+/// let e = recover_file("/no/such/ring/file").unwrap_err();
+/// assert!(matches!(e, RecoverError::Io(_)));
+/// ```
 #[derive(Debug)]
 pub enum RecoverError {
     /// The file could not be read.
@@ -123,6 +187,35 @@ impl std::error::Error for RecoverError {
 ///
 /// [`RecoverError::Io`] when it cannot be read, [`RecoverError::Format`]
 /// when it is not a ring file (or is cut short).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn recover_file(path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
     let bytes = std::fs::read(path).map_err(RecoverError::Io)?;
     recover_bytes(&bytes).map_err(RecoverError::Format)
@@ -134,6 +227,12 @@ pub fn recover_file(path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
 /// # Errors
 ///
 /// [`RingFileError`] when the bytes are not a ring file this version reads.
+///
+/// ```
+/// use qtrace::storage::{recover_bytes, RingFileError};
+/// // Not a ring file: a typed error, never a panic.
+/// assert!(matches!(recover_bytes(b"not a ring file"), Err(RingFileError::NotARingFile | RingFileError::Truncated { .. })));
+/// ```
 pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
     let image = RingImage::parse(bytes)?;
     let queue = QueueHandle(image.queue);
@@ -163,6 +262,35 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
 /// # Errors
 ///
 /// [`IoError`] naming the path.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), IoError> {
     let path = path.as_ref();
     let header = rec.header.clone().with_close_run(true);

@@ -17,19 +17,19 @@ use crate::ring::backing::PAGE;
 use crate::wire::TraceHeader;
 
 /// The first 8 bytes of a ring file.
-pub const MAGIC: [u8; 8] = *b"qtrRING\0";
+pub(crate) const MAGIC: [u8; 8] = *b"qtrRING\0";
 /// The ring file version this code writes and reads.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// Written as a native `u32`: reads as this value in the writer's order.
-pub const ORDER_MARK: u32 = 0x0102_0304;
+pub(crate) const ORDER_MARK: u32 = 0x0102_0304;
 /// `kind` of a circular queue's ring file.
-pub const KIND_CIRCULAR: u32 = 1;
+pub(crate) const KIND_CIRCULAR: u32 = 1;
 /// `kind` of a fixed queue's ring file.
-pub const KIND_FIXED: u32 = 2;
+pub(crate) const KIND_FIXED: u32 = 2;
 /// Bytes of the fixed part of the header (the trace header follows).
-pub const HEADER_FIXED_LEN: usize = 128;
+pub(crate) const HEADER_FIXED_LEN: usize = 128;
 // The ring's memory layout, which this file maps byte for byte.
-pub use crate::ring::layout::{
+pub(crate) use crate::ring::layout::{
     CLAIMED_AT, COMMITTED_AT, CTL_BYTES, DROPPED_AT, OWNER_AT, RECORD_BYTES, SHARD_BYTES,
     SLOT_BYTES, TAIL_AT,
 };
@@ -44,6 +44,17 @@ pub use crate::ring::layout::{
 /// removes after saving the trace. [`RingStorage::Memory`] keeps the rings
 /// on the heap: then only a clean shutdown, a dropped tracer or the panic
 /// hook ([`crate::Config::save_on_panic`]) saves them.
+///
+/// ```
+/// use qtrace::queues::{Fixed, FixedParams};
+/// use qtrace::storage::RingStorage;
+///
+/// let tracer = qtrace::Tracer::new();
+/// // On the heap: no file, saved only by a clean shutdown, a drop or the panic hook.
+/// let q = tracer.create_queue::<Fixed>(FixedParams { ring: RingStorage::Memory, ..Default::default() })?;
+/// assert_eq!(tracer.queue(q)?.as_fixed().unwrap().ring_file(), None);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum RingStorage {
     /// In a ring file at `<output_dir>/queue<handle>-<type>.ring` (the
@@ -190,31 +201,31 @@ fn page_up(n: usize) -> Option<u64> {
 /// Where everything is in a ring file of a given shape (all offsets in
 /// bytes from the start of the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RingLayout {
+pub(crate) struct RingLayout {
     /// [`KIND_CIRCULAR`] or [`KIND_FIXED`].
-    pub kind: u32,
+    pub(crate) kind: u32,
     /// Events the queue keeps.
-    pub capacity: u64,
+    pub(crate) capacity: u64,
     /// Shard control blocks (circular; 0 for fixed).
-    pub shard_blocks: u64,
+    pub(crate) shard_blocks: u64,
     /// Records per shard.
-    pub shard_capacity: u64,
+    pub(crate) shard_capacity: u64,
     /// The header's length (a multiple of a page): the control block's offset.
-    pub header_len: u64,
+    pub(crate) header_len: u64,
     /// The slots of the shared ring or the fixed queue.
-    pub slots_at: u64,
+    pub(crate) slots_at: u64,
     /// The shard control blocks.
-    pub shards_at: u64,
+    pub(crate) shards_at: u64,
     /// The shard records (shard `s`'s record `i` at
     /// `records_at + (s × shard_capacity + i) × 32`).
-    pub records_at: u64,
+    pub(crate) records_at: u64,
     /// The file's length.
-    pub file_len: u64,
+    pub(crate) file_len: u64,
 }
 
 impl RingLayout {
     /// A circular queue's layout; `None` if it overflows.
-    pub fn circular(
+    pub(crate) fn circular(
         trace_header_len: usize,
         capacity: u64,
         shard_blocks: u64,
@@ -252,7 +263,7 @@ impl RingLayout {
     }
 
     /// A fixed queue's layout; `None` if it overflows.
-    pub fn fixed(trace_header_len: usize, capacity: u64) -> Option<RingLayout> {
+    pub(crate) fn fixed(trace_header_len: usize, capacity: u64) -> Option<RingLayout> {
         let header_len = page_up(HEADER_FIXED_LEN.checked_add(trace_header_len)?)?;
         let slots_at = header_len.checked_add(CTL_BYTES as u64)?;
         let end = slots_at.checked_add(capacity.checked_mul(SLOT_BYTES as u64)?)?;
@@ -272,7 +283,7 @@ impl RingLayout {
     /// The header's fixed part followed by `trace_header` (the ordinary
     /// trace file header of the queue, which a recovered trace starts
     /// with), in this machine's byte order.
-    pub fn header_bytes(&self, queue: u16, trace_header: &[u8]) -> Vec<u8> {
+    pub(crate) fn header_bytes(&self, queue: u16, trace_header: &[u8]) -> Vec<u8> {
         let mut h = vec![0u8; HEADER_FIXED_LEN];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_ne_bytes());
@@ -296,9 +307,15 @@ impl RingLayout {
 }
 
 /// Why a ring file cannot be read.
+///
+/// ```
+/// use qtrace::storage::RingImage;
+/// let e = RingImage::parse(&[0u8; 16]).unwrap_err();
+/// assert!(!e.to_string().is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RingFileError {
-    /// The file does not start with [`MAGIC`].
+    /// The file does not start with the ring file's magic bytes (`qtrRING\0`).
     NotARingFile,
     /// A version this code does not read.
     Version(u32),
@@ -342,6 +359,35 @@ impl std::fmt::Display for RingFileError {
 impl std::error::Error for RingFileError {}
 
 /// One ring's contents as found in a ring file.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RingContents {
     /// Readable records, by ticket.
@@ -356,10 +402,39 @@ pub struct RingContents {
 }
 
 /// A ring file, parsed: what a recovery needs.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Circular, CircularParams};
+/// use qtrace::storage::{self, RingImage, RingStorage};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+/// let ring = dir.join("q.ring");
+/// let tracer = qtrace::Tracer::new();
+/// let params = CircularParams {
+///     capacity: 64,
+///     shards: 0,
+///     ring: RingStorage::FileAt(ring.clone()),
+///     ..Default::default()
+/// };
+/// let q = tracer.create_queue::<Circular>(params)?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.log_event(user::USER0, [7, 0]);
+/// // While the program runs (or after it died), the ring file holds the events.
+/// let rec = storage::recover_file(&ring)?;
+/// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+/// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+/// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+/// assert_eq!(image.rings[0].records.len(), 1);
+/// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+/// # tracer.shutdown()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct RingImage {
     /// The layout declared by the header (validated against the file).
-    pub layout: RingLayout,
+    pub(crate) layout: RingLayout,
     /// The queue handle that wrote it.
     pub queue: u16,
     /// The writer's process id.
@@ -418,6 +493,35 @@ impl RingImage {
     ///
     /// [`RingFileError`] when the bytes are not a ring file this version
     /// reads, or are cut short.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Circular, CircularParams};
+    /// use qtrace::storage::{self, RingImage, RingStorage};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
+    /// let ring = dir.join("q.ring");
+    /// let tracer = qtrace::Tracer::new();
+    /// let params = CircularParams {
+    ///     capacity: 64,
+    ///     shards: 0,
+    ///     ring: RingStorage::FileAt(ring.clone()),
+    ///     ..Default::default()
+    /// };
+    /// let q = tracer.create_queue::<Circular>(params)?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// tracer.log_event(user::USER0, [7, 0]);
+    /// // While the program runs (or after it died), the ring file holds the events.
+    /// let rec = storage::recover_file(&ring)?;
+    /// assert_eq!((rec.counts.attempts, rec.counts.recovered), (1, 1));
+    /// assert_eq!(rec.events.iter().filter(|e| e.id == user::USER0).count(), 1);
+    /// let image = RingImage::parse(&std::fs::read(&ring)?)?;
+    /// assert_eq!(image.rings[0].records.len(), 1);
+    /// storage::write_trace(&rec, dir.join("recovered.qtr"))?;
+    /// # tracer.shutdown()?;
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(b: &[u8]) -> Result<RingImage, RingFileError> {
         if b.len() < HEADER_FIXED_LEN || b[0..8] != MAGIC {
             return Err(RingFileError::NotARingFile);

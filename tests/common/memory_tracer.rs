@@ -2,7 +2,8 @@
 //! use this file as `common::…`): files in a directory of the test's own,
 //! nothing saved on a panic, fixed queues on the heap.
 
-use qtrace::queues::{Fixed, FixedParams, RingStorage};
+use qtrace::queues::{Fixed, FixedParams};
+use qtrace::storage::RingStorage;
 use qtrace::{Config, QueueHandle, Tracer};
 
 /// A tracer made from `config` whose files go to a directory of its own

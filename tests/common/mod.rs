@@ -6,9 +6,8 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use qtrace::queue::{
-    AnyQueue, AtomicCounters, Queue, QueueContext, QueueCounters, QueueType, Reservation,
-};
+use qtrace::queue::{AtomicCounters, Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::{ConfigError, Event};
 
 /// Where a recorder's events end up: shared with the test.

@@ -12,10 +12,11 @@ use qtrace::combine::{self, Assembler, Item, Payload, PayloadState, MAX_PAYLOAD}
 use qtrace::export::{self, chrome::ChromeWriter, ctf::CtfWriter};
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Dummy, Fixed, FixedParams, Online, OnlineParams,
-    RingStorage, Udp, UdpParams,
+    Udp, UdpParams,
 };
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::receiver::{Receiver, RunLimit};
+use qtrace::storage::RingStorage;
 use qtrace::{Config, Event, Tracer};
 
 use crate::common::combine_runs;

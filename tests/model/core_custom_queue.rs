@@ -5,7 +5,8 @@ use crate::common;
 
 use common::{log, Recorder, RecorderQueue};
 use qtrace::classes::user;
-use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::queues::{Dummy, DummyQueue};
 use qtrace::{ConfigError, Event, Tracer};
 

@@ -5,9 +5,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use qtrace::classes::{lowlevel, semaphore, system, tracer::HOOPS, ClassId};
+use qtrace::classes::tracer::HOOPS;
+use qtrace::classes::{lowlevel, semaphore, system};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::{CloseRecord, QueueTotals};
+use qtrace::ClassId;
 use qtrace::{Event, EventId};
 use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 use qtrace_core::encode::header::HeaderSpec;

@@ -4,9 +4,11 @@
 use crate::common;
 
 use common::{log, Recorder};
-use qtrace::classes::{system, ClassId, ClassSpec};
-use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::classes::{system, ClassSpec};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
 use qtrace::queues::Dummy;
+use qtrace::queues::{AnyQueue, QueueType};
+use qtrace::ClassId;
 use qtrace::{ConfigError, Event, EventId, QueueHandle, Tracer};
 
 fn message(e: &ConfigError) -> String {

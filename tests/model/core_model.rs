@@ -6,7 +6,8 @@ use crate::common;
 
 use common::{log, Log, Recorder};
 use proptest::prelude::*;
-use qtrace::classes::{Catalog, ClassId, ClassSpec};
+use qtrace::classes::{Catalog, ClassSpec};
+use qtrace::ClassId;
 use qtrace::{EventId, QueueHandle, Tracer};
 
 #[derive(Clone, Debug)]

@@ -3,9 +3,10 @@
 use crate::common;
 
 use common::{ids, log, Recorder};
-use qtrace::classes::{semaphore, system, user, ClassId, ClassSpec};
+use qtrace::classes::{semaphore, system, user, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queues::Dummy;
+use qtrace::ClassId;
 use qtrace::{Config, EventId, Phase, QueueHandle, Tracer};
 
 fn tracer() -> (Tracer, ManualClock) {

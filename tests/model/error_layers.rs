@@ -9,14 +9,14 @@ use std::error::Error as StdError;
 use qtrace::classes::{Catalog, CatalogError, ClassSpec};
 use qtrace::clock::{Clock, ClockKind, ClockUnavailable};
 #[cfg(feature = "export")]
-use qtrace::error::ExportError;
-use qtrace::error::{IoError, ReadError, RecoverError, RingFileError, WireError};
+use qtrace::export::ExportError;
 #[cfg(feature = "export")]
 use qtrace::export::{chrome::ChromeWriter, EventSink};
-use qtrace::queues::recover::recover_file;
-use qtrace::queues::ring_file::RingImage;
 use qtrace::queues::{Dummy, Fixed, FixedParams};
-use qtrace::reader::TraceReader;
+use qtrace::reader::{ReadError, TraceReader};
+use qtrace::storage::{recover_file, RecoverError, RingFileError, RingImage};
+use qtrace::wire::WireError;
+use qtrace::IoError;
 use qtrace::{Config, ConfigError, Error, Tracer};
 
 /// Every error type is a `std::error::Error` that crosses threads.
@@ -49,8 +49,7 @@ fn a_config_error_becomes_error_config_with_the_same_text() {
     assert_eq!(composed.to_string(), direct.to_string());
     assert_eq!(
         composed.to_string(),
-        "cannot create a queue after phase 2: do it in phase 1, before Tracer::activate \
-         (init::phase2)"
+        "cannot create a queue after phase 2: do it in phase 1, before Tracer::activate"
     );
     assert!(matches!(
         composed,

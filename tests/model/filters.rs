@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use qtrace::classes::user;
-use qtrace::queues::{Filter, FilterQueue};
-use qtrace::{ConfigError, QueueCounters, QueueHandle, Tracer};
+use qtrace::filters::{Filter, FilterQueue};
+use qtrace::queue::QueueCounters;
+use qtrace::{ConfigError, QueueHandle, Tracer};
 
 use crate::common::memory_tracer;
 use memory_tracer::{memory_fixed, tracer};

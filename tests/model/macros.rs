@@ -116,7 +116,7 @@ fn nested_scopes_log_begin_then_end_with_code() {
 
 #[test]
 fn guard_is_small() {
-    assert!(std::mem::size_of::<qtrace::scope::Scope<'static>>() <= 24);
+    assert!(std::mem::size_of::<qtrace::scope::ScopeGuard<'static>>() <= 24);
 }
 
 #[test]

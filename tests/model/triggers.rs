@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queues::{
-    Circular, CircularParams, Filter, GateQueue, RingStorage, Scope, Snapshot, Trigger,
-    TriggerQueue,
-};
+use qtrace::filters::{Filter, GateQueue, Scope, Snapshot, Trigger, TriggerQueue};
+use qtrace::queue::QueueCounters;
+use qtrace::queues::{Circular, CircularParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::{Config, ConfigError, EventId, QueueCounters, QueueHandle, Tracer};
+use qtrace::storage::RingStorage;
+use qtrace::{Config, ConfigError, EventId, QueueHandle, Tracer};
 
 use crate::common::memory_tracer;
 use memory_tracer::{memory_fixed, tracer, tracer_with};

@@ -14,7 +14,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
-use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Online, OnlineParams, Udp, UdpParams,
 };

@@ -13,7 +13,6 @@ mod hot_path_nonblocking;
 mod online;
 mod queues_files;
 mod queues_model;
-mod queues_ring;
 mod queues_shards;
 mod queues_threads;
 mod stress_loss;

@@ -458,7 +458,10 @@ fn the_drain_task_never_logs_into_the_queue_it_drains() {
     tracer.activate().unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let report = tracer.shutdown().unwrap();
-    assert_eq!(report.queues[0].counters, qtrace::QueueCounters::default());
+    assert_eq!(
+        report.queues[0].counters,
+        qtrace::queue::QueueCounters::default()
+    );
     let (_, events) = read_trace(&dir.join("queue0-online.qtr"));
     assert!(events.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();

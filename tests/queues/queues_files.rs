@@ -6,8 +6,9 @@ use crate::queues_support;
 
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::ManualClock;
-use qtrace::queue::{Queue, QueueHandle};
+use qtrace::queue::Queue;
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
+use qtrace::QueueHandle;
 use qtrace::{ConfigError, Event, Tracer};
 use queues_support::{hoops, read_trace, scratch};
 

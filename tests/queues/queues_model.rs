@@ -10,7 +10,8 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 use qtrace::classes::user;
-use qtrace::queue::{AnyQueue, Queue, QueueCounters, QueueType};
+use qtrace::queue::{Queue, QueueCounters};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
 use qtrace::Event;
 use queues_support::{context, hoops, read_trace, scratch};

@@ -6,7 +6,8 @@
 use crate::queues_support;
 
 use qtrace::classes::user;
-use qtrace::queue::{AnyQueue, Queue, QueueCounters, QueueType};
+use qtrace::queue::{Queue, QueueCounters};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::queues::{Circular, CircularParams};
 use qtrace::{ConfigError, Event};
 use queues_support::{context, hoops, read_trace, scratch};

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use qtrace::classes::tracer::HOOPS;
 use qtrace::classes::Catalog;
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::{QueueContext, QueueHandle};
+use qtrace::queue::QueueContext;
 use qtrace::wire::TraceHeader;
 use qtrace::Event;
+use qtrace::QueueHandle;
 use qtrace_core::encode::record;
 
 /// A fresh empty directory under the system temp dir.

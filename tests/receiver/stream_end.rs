@@ -334,7 +334,7 @@ fn four_senders_through_a_lossy_relay_are_accounted_for_exactly() {
             })
         })
         .collect();
-    let counters: HashMap<u32, qtrace::QueueCounters> =
+    let counters: HashMap<u32, qtrace::queue::QueueCounters> =
         senders.into_iter().map(|t| t.join().unwrap()).collect();
     let logged: u64 = counters.values().map(|c| c.attempts()).sum();
     assert_eq!(logged, 4 * per_sender);

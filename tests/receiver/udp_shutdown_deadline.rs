@@ -15,9 +15,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
+use qtrace::queue::Queue;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::receiver::{Receiver, RunLimit};
-use qtrace::{Queue, Tracer};
+use qtrace::Tracer;
 
 #[test]
 fn events_left_at_the_shutdown_deadline_are_dropped_and_marked_lost() {

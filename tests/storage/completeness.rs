@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::{Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::QueueType;
 use qtrace::queues::{
     AnyQueue, Circular, CircularParams, Fixed, FixedParams, Online, OnlineParams,
 };
@@ -208,11 +209,11 @@ fn a_bad_directory_fails_phase_2_for_fixed_and_circular_queues() {
         let t = Tracer::with_config(Config::default().with_output_dir(blocker.join("out")));
         let q = match kind {
             "fixed" => t.create_queue::<Fixed>(FixedParams {
-                ring: qtrace::queues::RingStorage::Memory,
+                ring: qtrace::storage::RingStorage::Memory,
                 ..Default::default()
             }),
             "circular" => t.create_queue::<Circular>(CircularParams {
-                ring: qtrace::queues::RingStorage::Memory,
+                ring: qtrace::storage::RingStorage::Memory,
                 ..Default::default()
             }),
             _ => t.create_queue::<Online>(OnlineParams::default()),

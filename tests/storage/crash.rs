@@ -34,10 +34,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
-use qtrace::queues::recover::{self, RecoveryCounts, UNREADABLE};
-use qtrace::queues::ring_file::RingImage;
-use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams, RingStorage};
+use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
 use qtrace::reader::Completeness;
+use qtrace::storage;
+use qtrace::storage::RingImage;
+use qtrace::storage::RingStorage;
+use qtrace::storage::{RecoveryCounts, UNREADABLE};
 use qtrace::{Config, Event, Tracer};
 
 const CIRC: usize = 4096;
@@ -208,8 +210,8 @@ fn lost(events: &[Event]) -> u64 {
 
 /// Writes the recovered trace and reads it back: the same records, and a
 /// complete file whose close run carries the counters.
-fn check_written(rec: &recover::Recovered, path: &Path) {
-    recover::write_trace(rec, path).unwrap();
+fn check_written(rec: &storage::Recovered, path: &Path) {
+    storage::write_trace(rec, path).unwrap();
     let mut r = qtrace::reader::TraceReader::open(path).unwrap();
     let back: Vec<Event> = r.by_ref().map(|e| e.unwrap()).collect();
     assert_eq!(back, rec.events);
@@ -264,7 +266,7 @@ fn consecutive(v: &[u64]) -> bool {
 fn check_circular(path: &Path) -> (u64, u64) {
     let bytes = std::fs::read(path).unwrap();
     let image = RingImage::parse(&bytes).unwrap();
-    let rec = recover::recover_bytes(&bytes).unwrap();
+    let rec = storage::recover_bytes(&bytes).unwrap();
     check_equations(&rec.counts, &rec.events);
     check_written(&rec, &path.with_extension("qtr"));
     // Time order.
@@ -321,7 +323,7 @@ fn check_circular(path: &Path) -> (u64, u64) {
 
 /// Checks the fixed ring file; returns its attempts.
 fn check_fixed(path: &Path) -> u64 {
-    let rec = recover::recover_file(path).unwrap();
+    let rec = storage::recover_file(path).unwrap();
     let c = rec.counts;
     check_equations(&c, &rec.events);
     check_written(&rec, &path.with_extension("qtr"));

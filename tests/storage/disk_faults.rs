@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
+use qtrace::queue::Queue;
 use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::{Completeness, TraceReader};
-use qtrace::{Config, Event, Queue, Tracer};
+use qtrace::{Config, Event, Tracer};
 use qtrace_core::layout::header::FIXED_LEN;
 
 use crate::common::tmpfs;

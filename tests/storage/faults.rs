@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::{AnyQueue, Queue, QueueContext, QueueCounters, QueueType, Reservation};
+use qtrace::queue::{Queue, QueueContext, QueueCounters, Reservation};
+use qtrace::queues::{AnyQueue, QueueType};
 use qtrace::queues::{
     Circular, CircularParams, DatagramsPerPeriod, Fixed, FixedParams, Online, OnlineParams, Udp,
     UdpParams,
@@ -238,12 +239,12 @@ fn the_udp_receiver_disappears_and_comes_back() {
         dir.join("a.qtr"),
     );
     let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
-    let mut params = UdpParams::to(addr)
+    let params = UdpParams::to(addr)
         .with_capacity(1024)
         .with_period(Duration::from_millis(1))
         .with_datagrams_per_period(DatagramsPerPeriod::All)
-        .with_sender_id(5);
-    params.catalog_interval = Duration::from_millis(20);
+        .with_sender_id(5)
+        .with_catalog_interval(Duration::from_millis(20));
     let q = tracer.create_queue::<Udp>(params).unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();

@@ -6,8 +6,9 @@
 use qtrace::classes::{tracer::HOOPS, user};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queue::Queue;
-use qtrace::queues::recover::{self, RecoveryCounts, UNREADABLE};
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
+use qtrace::storage;
+use qtrace::storage::{RecoveryCounts, UNREADABLE};
 use qtrace::{Config, Event, QueueHandle, Tracer};
 
 fn leaked_tracer(dir: &std::path::Path, clock: &ManualClock) -> &'static Tracer {
@@ -85,7 +86,7 @@ fn shared_ring_shard_and_fixed_mark_the_slot_being_written() {
 
     // Shared ring (capacity 4): tickets 0, 1, 2 events, 3 being written,
     // 4 is event 4 and overwrote ticket 0.
-    let rec = recover::recover_file(ring(shared, "circular")).unwrap();
+    let rec = storage::recover_file(ring(shared, "circular")).unwrap();
     assert_eq!(
         summary(&rec.events),
         [(true, 1), (false, 1), (false, 2), (true, MARK), (false, 4)]
@@ -104,7 +105,7 @@ fn shared_ring_shard_and_fixed_mark_the_slot_being_written() {
 
     // A shard: tickets 0, 1, 2 events, 3 claimed and not committed. Its
     // slot (3 mod 4) held nothing older, so only the mark is lost.
-    let rec = recover::recover_file(ring(sharded, "circular")).unwrap();
+    let rec = storage::recover_file(ring(sharded, "circular")).unwrap();
     assert_eq!(
         summary(&rec.events),
         [(false, 0), (false, 1), (false, 2), (true, MARK)]
@@ -114,7 +115,7 @@ fn shared_ring_shard_and_fixed_mark_the_slot_being_written() {
 
     // Fixed (capacity 4): tickets 0, 1, 2 events, 3 being written, the
     // 5th attempt dropped.
-    let rec = recover::recover_file(ring(fixed, "fixed")).unwrap();
+    let rec = storage::recover_file(ring(fixed, "fixed")).unwrap();
     assert_eq!(
         summary(&rec.events),
         [(false, 0), (false, 1), (false, 2), (true, MARK), (true, 1)]

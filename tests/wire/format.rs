@@ -2,12 +2,13 @@
 //! agreement with the worked examples in FORMAT.md, and bad input.
 
 use proptest::prelude::*;
-use qtrace::classes::{Catalog, ClassId, ClassInfo, ClassSpec, EventInfo};
+use qtrace::classes::{Catalog, ClassInfo, ClassSpec, EventInfo};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::QueueHandle;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::datagram::{self, CatalogAssembler, DatagramKind, DatagramView};
 use qtrace::wire::{CloseRecord, QueueTotals, TraceHeader, TraceWriter, WireError};
+use qtrace::ClassId;
+use qtrace::QueueHandle;
 use qtrace::{Event, EventId};
 
 /// The hex dump after `<!-- example:NAME -->` in FORMAT.md.

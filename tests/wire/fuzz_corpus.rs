@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog, ClassSpec};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::QueueHandle;
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::datagram::{self, DatagramView};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
+use qtrace::QueueHandle;
 use qtrace::{Event, EventId};
 
 use crate::common::net_class;
@@ -201,7 +201,7 @@ fn ring_file_seeds() {
     {
         let bytes = std::fs::read(work.path().join(format!("{name}.ring"))).unwrap();
         assert!(bytes.len() <= 16384, "{name}: {} bytes", bytes.len());
-        let rec = qtrace::queues::recover::recover_bytes(&bytes).unwrap();
+        let rec = qtrace::storage::recover_bytes(&bytes).unwrap();
         assert_eq!(rec.counts.unreadable, 1);
         std::fs::write(dir.join(format!("seed-ring-{n}")), &bytes).unwrap();
     }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use qtrace::queues::recover;
+use qtrace::storage::{recover_file, write_trace};
 
 use crate::spine::io::with_stdout;
 use crate::spine::Exit;
@@ -34,7 +34,7 @@ pub fn run(args: RecoverArgs) -> Exit {
 fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     let mut status = Exit::Ok;
     for file in &args.files {
-        let rec = match recover::recover_file(file) {
+        let rec = match recover_file(file) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("qtrace: {}: {e}", file.display());
@@ -43,7 +43,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
             }
         };
         let target = args.out.join(output_name(file));
-        if let Err(e) = recover::write_trace(&rec, &target) {
+        if let Err(e) = write_trace(&rec, &target) {
             eprintln!("qtrace: {e}");
             status = status.and(Exit::Failed);
             continue;

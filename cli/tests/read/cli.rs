@@ -5,8 +5,8 @@ use std::process::{Command, Output};
 
 use qtrace::classes::{system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
-use qtrace::queue::QueueHandle;
 use qtrace::wire::{create_trace_file, TraceHeader};
+use qtrace::QueueHandle;
 use qtrace::{Event, EventId};
 
 /// A fresh directory, removed when the guard drops.

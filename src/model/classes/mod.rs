@@ -32,17 +32,40 @@ pub mod tracer;
 pub mod user;
 
 mod error;
-pub mod scopes;
+// Scope pairing: what the views (export, analysis) draw scopes with.
+#[cfg(any(feature = "export", feature = "analysis", test))]
+// (Each view uses part of it: with one of them off, the rest is unused.)
+#[cfg_attr(not(all(feature = "export", feature = "analysis")), allow(dead_code))]
+pub(crate) mod scopes;
 pub use error::CatalogError;
 
 use crate::EventId;
 
-pub use qtrace_core::classes::{
-    builtin_class_of, ClassId, MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
-};
+pub use qtrace_core::classes::{MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
+
+/// The previous release's second way to find a built-in event's class.
+#[doc(hidden)]
+#[deprecated(note = "use qtrace::classes::Catalog::builtin().class_of(id)")]
+pub fn builtin_class_of(id: EventId) -> Option<ClassId> {
+    qtrace_core::classes::builtin_class_of(id)
+}
+
+// The previous release's path of `qtrace::ClassId` (a `pub use`, not a
+// deprecated alias: an alias cannot build the tuple struct, `ClassId(7)`).
+#[doc(hidden)]
+pub use qtrace_core::ClassId;
 
 /// One event's description: number, class, name, one line of text, and the
 /// names of the arguments it uses (0 to 2).
+///
+/// ```
+/// use qtrace::classes::{system, Catalog};
+///
+/// let catalog = Catalog::builtin();
+/// let info = catalog.event(system::SCHEDULE).unwrap();
+/// assert_eq!((info.id, info.class), (system::SCHEDULE, system::CLASS));
+/// assert_eq!(info.name, "schedule");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventInfo {
     /// The event number.
@@ -58,6 +81,16 @@ pub struct EventInfo {
 }
 
 /// One class's description. Its events are numbered consecutively.
+///
+/// ```
+/// use qtrace::classes::{user, Catalog};
+///
+/// let catalog = Catalog::builtin();
+/// let info = catalog.class(user::CLASS).unwrap();
+/// assert_eq!(info.name, "user");
+/// assert_eq!(info.event_count, 8);
+/// assert!(info.contains(user::USER7));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassInfo {
     /// The class number.
@@ -90,6 +123,18 @@ impl ClassInfo {
 ///
 /// Names are ASCII identifiers-like strings of at most [`MAX_NAME_LEN`] bytes;
 /// each event has at most [`MAX_ARGS`] named arguments.
+///
+/// ```
+/// use qtrace::classes::ClassSpec;
+///
+/// let spec = ClassSpec::new("net", "network stack")
+///     .event("rx", "a packet arrived", &["len", "port"])
+///     .event("tx", "a packet left", &["len", "port"]);
+/// let tracer = qtrace::Tracer::new();
+/// let net = tracer.define_class(spec)?;
+/// assert!(net.event("tx").is_some());
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ClassSpec {
     name: String,
@@ -124,6 +169,18 @@ impl ClassSpec {
 }
 
 /// What [`Catalog::define`] hands back: the class number and its events' numbers.
+///
+/// ```
+/// use qtrace::classes::ClassSpec;
+///
+/// let tracer = qtrace::Tracer::new();
+/// let net: qtrace::classes::DefinedClass =
+///     tracer.define_class(ClassSpec::new("net", "network").event("rx", "received", &[]))?;
+/// assert_eq!(net.id, qtrace::ClassId::FIRST_USER_DEFINED);
+/// assert_eq!(net.event("rx"), Some(qtrace::EventId::FIRST_USER_DEFINED));
+/// assert_eq!(net.event("nope"), None);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DefinedClass {
     /// The class number.
@@ -171,6 +228,14 @@ pub(crate) fn validate_description(name: &str, text: &str) -> Result<(), Catalog
 }
 
 /// The table of every class and event a tracer (or a trace file) knows.
+///
+/// ```
+/// use qtrace::classes::Catalog;
+///
+/// let catalog = qtrace::Tracer::new().catalog();
+/// assert_eq!(catalog.event_count(), Catalog::builtin().event_count());
+/// assert_eq!(catalog.class_by_name("system").unwrap().id, qtrace::ClassId::SYSTEM);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Catalog {
     classes: Vec<ClassInfo>,
@@ -186,6 +251,14 @@ impl Default for Catalog {
 
 impl Catalog {
     /// The five built-in classes and their 23 events, numbered as in S.Ha.R.K.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    ///
+    /// let catalog = Catalog::builtin();
+    /// assert_eq!(catalog.class_of(system::SCHEDULE), Some(system::CLASS));
+    /// assert_eq!(catalog.event_name(system::SCHEDULE), Some("schedule"));
+    /// ```
     pub fn builtin() -> Self {
         let mut catalog = Catalog {
             classes: Vec::new(),
@@ -217,6 +290,21 @@ impl Catalog {
     /// Builds a catalog from explicit tables (what a trace file's header holds),
     /// checking that it is consistent: classes numbered 0, 1, 2, …; each class's
     /// events consecutive, in class order, starting at event 0; names valid.
+    ///
+    /// # Errors
+    ///
+    /// [`CatalogError::InconsistentCatalog`] if the tables are out of order or
+    /// do not fit each other (the message says where);
+    /// [`CatalogError::InvalidName`] for an invalid class or event name.
+    ///
+    /// ```
+    /// use qtrace::classes::Catalog;
+    ///
+    /// let builtin = Catalog::builtin();
+    /// let copy = Catalog::from_parts(builtin.classes().to_vec(), builtin.events().to_vec())?;
+    /// assert_eq!(copy.event_count(), builtin.event_count());
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
     pub fn from_parts(
         classes: Vec<ClassInfo>,
         events: Vec<EventInfo>,
@@ -264,6 +352,25 @@ impl Catalog {
 
     /// Adds a user-defined class; its events are numbered after every event
     /// defined so far.
+    ///
+    /// # Errors
+    ///
+    /// [`CatalogError::InvalidName`], [`CatalogError::InvalidDescription`],
+    /// [`CatalogError::DuplicateName`], [`CatalogError::EmptyClass`],
+    /// [`CatalogError::TooManyClasses`], [`CatalogError::TooManyEvents`] or
+    /// [`CatalogError::TooManyArgs`]: the message names the offending name or
+    /// limit.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    ///
+    /// let mut catalog = Catalog::builtin();
+    /// let disk = catalog.define(ClassSpec::new("disk", "block device").event("read", "a read", &["block"]))?;
+    /// assert_eq!(catalog.class(disk.id).unwrap().name, "disk");
+    /// // The same name twice is an error.
+    /// assert!(catalog.define(ClassSpec::new("disk", "again").event("x", "", &[])).is_err());
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
     pub fn define(&mut self, spec: ClassSpec) -> Result<DefinedClass, CatalogError> {
         validate_name("class", &spec.name)?;
         validate_description(&spec.name, &spec.description)?;
@@ -512,10 +619,15 @@ mod tests {
             ]
         );
         for e in c.events() {
-            assert_eq!(builtin_class_of(e.id), Some(e.class), "{}", e.name);
+            assert_eq!(
+                qtrace_core::classes::builtin_class_of(e.id),
+                Some(e.class),
+                "{}",
+                e.name
+            );
             assert!(!e.description.is_empty());
         }
-        assert_eq!(builtin_class_of(EventId(0x17)), None);
+        assert_eq!(qtrace_core::classes::builtin_class_of(EventId(0x17)), None);
         assert_eq!(c.class_of(EventId(0x17)), None);
     }
 

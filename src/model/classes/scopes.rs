@@ -8,34 +8,7 @@
 //! Used by `analyze` and by the Perfetto and Chrome exports, so every
 //! reader draws the same scopes.
 //!
-//! ```
-//! use qtrace::classes::scopes::{ScopeTable, Step};
-//! use qtrace::classes::{Catalog, ClassSpec};
-//! use qtrace::Event;
-//!
-//! let mut catalog = Catalog::builtin();
-//! let app = catalog.define(
-//!     ClassSpec::new("app", "the application")
-//!         .event("load.begin", "loading", &["file"])
-//!         .event("load.end", "loaded", &["code"]),
-//! )?;
-//! let (begin, end) = (app.event("load.begin").unwrap(), app.event("load.end").unwrap());
-//! let table = ScopeTable::new(&catalog);
-//! assert_eq!(table.name(0), Some("app:load"));
-//!
-//! let mut tracker = table.tracker(64);
-//! let mut steps = Vec::new();
-//! tracker.push(&Event::new(10, begin, 1, [7, 0]), &mut steps);
-//! tracker.push(&Event::new(30, end, 1, [0, 0]), &mut steps);
-//! assert_eq!(
-//!     steps,
-//!     [
-//!         Step::Begin { source: 1, scope: 0, depth: 0, t: 10, args: [7, 0], first: true },
-//!         Step::End { source: 1, scope: 0, depth: 0, begin: 10, t: 30, code: Some(0) },
-//!     ]
-//! );
-//! # Ok::<(), qtrace::classes::CatalogError>(())
-//! ```
+//! (An example: the test `pairs_a_begin_and_an_end`.)
 
 use std::collections::BTreeMap;
 
@@ -89,6 +62,7 @@ impl ScopeTable {
     }
 
     /// Whether the catalog has no scope.
+    #[cfg_attr(not(test), allow(dead_code))] // the tests use it
     pub fn is_empty(&self) -> bool {
         self.scopes.is_empty()
     }
@@ -248,5 +222,57 @@ impl ScopeTracker {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::classes::ClassSpec;
+
+    /// (Was the module's doc example while the module was public.)
+    #[test]
+    fn pairs_a_begin_and_an_end() {
+        let mut catalog = Catalog::builtin();
+        let app = catalog
+            .define(
+                ClassSpec::new("app", "the application")
+                    .event("load.begin", "loading", &["file"])
+                    .event("load.end", "loaded", &["code"]),
+            )
+            .unwrap();
+        let (begin, end) = (
+            app.event("load.begin").unwrap(),
+            app.event("load.end").unwrap(),
+        );
+        let table = ScopeTable::new(&catalog);
+        assert_eq!(table.name(0), Some("app:load"));
+
+        let mut tracker = table.tracker(64);
+        let mut steps = Vec::new();
+        tracker.push(&Event::new(10, begin, 1, [7, 0]), &mut steps);
+        tracker.push(&Event::new(30, end, 1, [0, 0]), &mut steps);
+        assert_eq!(
+            steps,
+            [
+                Step::Begin {
+                    source: 1,
+                    scope: 0,
+                    depth: 0,
+                    t: 10,
+                    args: [7, 0],
+                    first: true
+                },
+                Step::End {
+                    source: 1,
+                    scope: 0,
+                    depth: 0,
+                    begin: 10,
+                    t: 30,
+                    code: Some(0)
+                },
+            ]
+        );
+        assert!(!table.is_empty());
     }
 }

@@ -4,4 +4,11 @@
 //! Defined in the `no_std` core ([`qtrace_core::classes::system`]) and
 //! re-exported here.
 
-pub use qtrace_core::classes::system::*;
+pub use qtrace_core::classes::system::{
+    ACTIVATE, CLASS, CREATE, DELAY, DESTROY, DISABLE, ENDCYCLE, INTACTIVATION, SCHEDULE, SLEEP,
+};
+
+// The core's table of this class's events, of a type with no public path
+// here (`qtrace::classes::Catalog::builtin` describes the events): hidden.
+#[doc(hidden)]
+pub use qtrace_core::classes::system::EVENTS;

@@ -69,6 +69,11 @@ impl RecordedNames {
     pub const MAX_BYTES: usize = 512 * 1024;
 
     /// An empty book.
+    ///
+    /// ```
+    /// let names = qtrace::combine::RecordedNames::new();
+    /// assert!(names.is_empty());
+    /// ```
     pub fn new() -> Self {
         RecordedNames::default()
     }

@@ -119,6 +119,27 @@ impl Shared {
 }
 
 /// A circular-online queue (see the [module documentation](self)).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Online, OnlineParams, OnlineQueue};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Online>(
+///     OnlineParams::default().with_capacity(1024).with_file(dir.join("online.qtr")),
+/// )?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// let online: &OnlineQueue = tracer.queue(q)?.as_online().unwrap();
+/// assert_eq!(online.capacity(), 1024);
+/// let report = tracer.shutdown()?;
+/// assert_eq!(report.queues[0].counters.accepted, 1);
+/// assert!(dir.join("online.qtr").exists());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct OnlineQueue {
     shared: Arc<Shared>,
     path: Option<PathBuf>,

@@ -16,6 +16,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The circular-online queue type. Parameters: [`OnlineParams`].
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Online, OnlineParams, OnlineQueue};
+///
+/// let dir = std::env::temp_dir().join(format!("qtrace-doc-online-{}", std::process::id()));
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Online>(
+///     OnlineParams::default().with_capacity(1024).with_file(dir.join("online.qtr")),
+/// )?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// let online: &OnlineQueue = tracer.queue(q)?.as_online().unwrap();
+/// assert_eq!(online.capacity(), 1024);
+/// let report = tracer.shutdown()?;
+/// assert_eq!(report.queues[0].counters.accepted, 1);
+/// assert!(dir.join("online.qtr").exists());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Online;
 
@@ -30,17 +51,31 @@ pub(super) enum Target {
     Writer(Box<dyn Write + Send>),
 }
 
-/// Parameters of an [`Online`] queue. `Default` gives S.Ha.R.K.'s values:
-/// 8192 events, a 500 ms period, and QNX's 80 % high-water mark.
+/// Parameters of an [`Online`] queue, a builder (`with_*`; the getters read
+/// a value back). `Default` gives S.Ha.R.K.'s values: 8192 events, a 500 ms
+/// period, and QNX's 80 % high-water mark.
+///
+/// ```
+/// use std::time::Duration;
+/// use qtrace::queues::OnlineParams;
+///
+/// let params = OnlineParams::default()
+///     .with_capacity(1024)
+///     .with_period(Duration::from_millis(100))
+///     .with_file("trace/online.qtr");
+/// assert_eq!(params.capacity(), 1024);
+/// assert_eq!(params.period(), Duration::from_millis(100));
+/// assert_eq!(params.high_water_percent(), 80);
+/// ```
 pub struct OnlineParams {
     target: Target,
     /// Capacity in events (a power of two).
-    pub capacity: usize,
+    pub(crate) capacity: usize,
     /// How often the task drains the queue.
-    pub period: Duration,
+    pub(crate) period: Duration,
     /// Fill level, in percent of `capacity` (1–100), at which the task is woken
     /// before its period ends.
-    pub high_water_percent: u8,
+    pub(crate) high_water_percent: u8,
 }
 
 impl Default for OnlineParams {
@@ -100,6 +135,22 @@ impl OnlineParams {
     pub fn with_high_water_percent(mut self, percent: u8) -> Self {
         self.high_water_percent = percent;
         self
+    }
+
+    /// Capacity in events (a power of two; default 8192).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How often the task drains the queue (default 500 ms).
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Fill level, in percent of the capacity (1–100), at which the task is
+    /// woken before its period ends (default 80).
+    pub fn high_water_percent(&self) -> u8 {
+        self.high_water_percent
     }
 }
 

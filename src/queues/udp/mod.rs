@@ -95,6 +95,23 @@ mod streamer;
 pub use params::{DatagramsPerPeriod, Udp, UdpParams};
 
 /// What a UDP queue's task has done.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Udp, UdpParams, UdpQueue, UdpStats};
+///
+/// let receiver = std::net::UdpSocket::bind("127.0.0.1:0")?;
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Udp>(UdpParams::to(receiver.local_addr()?))?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// tracer.shutdown()?;
+/// let udp: &UdpQueue = tracer.queue(q)?.as_udp().unwrap();
+/// let stats: UdpStats = udp.stats();
+/// assert_eq!(stats.events_sent, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UdpStats {
     /// Event datagrams handed to the network.
@@ -145,6 +162,23 @@ struct Shared {
 }
 
 /// A UDP queue (see the [module documentation](self)).
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Udp, UdpParams, UdpQueue, UdpStats};
+///
+/// let receiver = std::net::UdpSocket::bind("127.0.0.1:0")?;
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Udp>(UdpParams::to(receiver.local_addr()?))?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// tracer.shutdown()?;
+/// let udp: &UdpQueue = tracer.queue(q)?.as_udp().unwrap();
+/// let stats: UdpStats = udp.stats();
+/// assert_eq!(stats.events_sent, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct UdpQueue {
     shared: Arc<Shared>,
     params: UdpParams,

@@ -18,10 +18,34 @@ use crate::wire::datagram::{DEFAULT_MAX_DATAGRAM_LEN, MAX_DATAGRAM_LEN, MIN_DATA
 use crate::wire::DEFAULT_PORT;
 
 /// The UDP queue type. Parameters: [`UdpParams`].
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::{Udp, UdpParams, UdpQueue, UdpStats};
+///
+/// let receiver = std::net::UdpSocket::bind("127.0.0.1:0")?;
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Udp>(UdpParams::to(receiver.local_addr()?))?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// tracer.shutdown()?;
+/// let udp: &UdpQueue = tracer.queue(q)?.as_udp().unwrap();
+/// let stats: UdpStats = udp.stats();
+/// assert_eq!(stats.events_sent, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Udp;
 
 /// How many event datagrams the task sends per round.
+///
+/// ```
+/// use qtrace::queues::{DatagramsPerPeriod, UdpParams};
+/// let params = UdpParams::default().with_datagrams_per_period(DatagramsPerPeriod::All);
+/// assert_eq!(params.datagrams_per_period(), DatagramsPerPeriod::All);
+/// assert_eq!(UdpParams::default().datagrams_per_period(), DatagramsPerPeriod::Limit(1));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DatagramsPerPeriod {
     /// At most this many (S.Ha.R.K. sent 1).
@@ -30,38 +54,52 @@ pub enum DatagramsPerPeriod {
     All,
 }
 
-/// Parameters of a [`Udp`] queue. `Default` sends to `127.0.0.1:5510`
+/// Parameters of a [`Udp`] queue, a builder ([`UdpParams::to`], `with_*`;
+/// the getters read a value back). `Default` sends to `127.0.0.1:5510`
 /// ([`DEFAULT_PORT`]) with S.Ha.R.K.'s values: 8192 events, a 250 ms period,
 /// one datagram per period.
+///
+/// ```
+/// use std::time::Duration;
+/// use qtrace::queues::{DatagramsPerPeriod, UdpParams};
+///
+/// let params = UdpParams::to("192.0.2.7:5510".parse().unwrap())
+///     .with_period(Duration::from_millis(50))
+///     .with_datagrams_per_period(DatagramsPerPeriod::All);
+/// assert_eq!(params.remote().port(), 5510);
+/// assert_eq!(params.period(), Duration::from_millis(50));
+/// assert_eq!(params.capacity(), 8192);
+/// assert_eq!(params.sender_id(), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UdpParams {
     /// Capacity in events (a power of two).
-    pub capacity: usize,
+    pub(crate) capacity: usize,
     /// The address to send from; `None`: any address of the remote's IP
     /// version, a port the system chooses.
-    pub local: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
     /// The receiver's address.
-    pub remote: SocketAddr,
+    pub(crate) remote: SocketAddr,
     /// How often the task runs.
-    pub period: Duration,
+    pub(crate) period: Duration,
     /// Event datagrams per round.
-    pub datagrams_per_period: DatagramsPerPeriod,
+    pub(crate) datagrams_per_period: DatagramsPerPeriod,
     /// The largest datagram, in bytes (72 to 65507; 1472 fits Ethernet: 44
     /// records in a 1448-byte datagram).
-    pub max_datagram_len: usize,
+    pub(crate) max_datagram_len: usize,
     /// Fill level (percent, 1–100) that wakes the task early.
-    pub high_water_percent: u8,
+    pub(crate) high_water_percent: u8,
     /// How often the catalog is sent again (10 s); it is also sent first and
     /// at shutdown.
-    pub catalog_interval: Duration,
+    pub(crate) catalog_interval: Duration,
     /// The sender id in every datagram; `None`: derived from the process,
     /// the queue handle and the time.
-    pub sender_id: Option<u32>,
+    pub(crate) sender_id: Option<u32>,
     /// Let the kernel split a batch of full datagrams, handed over in one
     /// call, into datagrams (Linux UDP segmentation offload; the datagrams
     /// on the wire are the same). On by default; where the kernel does not
     /// support it, one call per datagram is used.
-    pub segmentation_offload: bool,
+    pub(crate) segmentation_offload: bool,
 }
 
 impl Default for UdpParams {
@@ -72,6 +110,11 @@ impl Default for UdpParams {
 
 impl UdpParams {
     /// The defaults, sending to `remote`.
+    ///
+    /// ```
+    /// let params = qtrace::queues::UdpParams::to(([127, 0, 0, 1], 9000).into());
+    /// assert_eq!(params.remote().port(), 9000);
+    /// ```
     pub fn to(remote: SocketAddr) -> Self {
         UdpParams {
             capacity: 8192,
@@ -130,6 +173,63 @@ impl UdpParams {
     pub fn with_sender_id(mut self, id: u32) -> Self {
         self.sender_id = Some(id);
         self
+    }
+
+    /// Capacity in events (a power of two).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The address to send from; `None`: any address of the remote's IP
+    /// version, a port the system chooses.
+    pub fn local(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// The receiver's address.
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// How often the task runs.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Event datagrams per round.
+    pub fn datagrams_per_period(&self) -> DatagramsPerPeriod {
+        self.datagrams_per_period
+    }
+
+    /// The largest datagram, in bytes (72 to 65507; 1472 fits Ethernet: 44
+    /// records in a 1448-byte datagram).
+    pub fn max_datagram_len(&self) -> usize {
+        self.max_datagram_len
+    }
+
+    /// Fill level (percent, 1–100) that wakes the task early.
+    pub fn high_water_percent(&self) -> u8 {
+        self.high_water_percent
+    }
+
+    /// How often the catalog is sent again (10 s); it is also sent first and
+    /// at shutdown.
+    pub fn catalog_interval(&self) -> Duration {
+        self.catalog_interval
+    }
+
+    /// The sender id in every datagram; `None`: derived from the process,
+    /// the queue handle and the time.
+    pub fn sender_id(&self) -> Option<u32> {
+        self.sender_id
+    }
+
+    /// Let the kernel split a batch of full datagrams, handed over in one
+    /// call, into datagrams (Linux UDP segmentation offload; the datagrams
+    /// on the wire are the same). On by default; where the kernel does not
+    /// support it, one call per datagram is used.
+    pub fn segmentation_offload(&self) -> bool {
+        self.segmentation_offload
     }
 }
 

@@ -7,6 +7,18 @@ use crate::queue::config_error::ConfigError;
 
 /// How a tracer is set up. `Default` gives the fast clock and the output
 /// directory `$QTRACE_DIR`, or `./qtrace-out` when that is unset.
+///
+/// ```
+/// use qtrace::clock::{Clock, ClockKind};
+/// use qtrace::{Config, Tracer};
+///
+/// let config = Config::default()
+///     .with_output_dir(std::env::temp_dir().join("qtrace-doc-config"))
+///     .with_clock(Clock::monotonic());
+/// let tracer = Tracer::with_config(config);
+/// assert_eq!(tracer.clock().kind(), ClockKind::Monotonic);
+/// assert!(tracer.output_dir().ends_with("qtrace-doc-config"));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The clock read once per recorded event.
@@ -15,7 +27,7 @@ pub struct Config {
     pub output_dir: PathBuf,
     /// Whether a panic in any thread saves this tracer's fixed and circular
     /// queues whose rings are on the heap
-    /// ([`crate::queues::RingStorage::Memory`]) to their trace files, from a
+    /// ([`crate::storage::RingStorage::Memory`]) to their trace files, from a
     /// panic hook installed at phase 2 (chained before the hook that was
     /// there). Default `true`.
     pub save_on_panic: bool,

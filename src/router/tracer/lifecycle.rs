@@ -16,6 +16,23 @@ impl Tracer {
     /// files and sockets). A second call is [`ConfigError::Phase2Twice`]. If a
     /// queue fails to activate, the error is returned, the queues before it stay
     /// active, and a later call activates the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Phase2Twice`] on a second call; [`ConfigError::AfterShutdown`]
+    /// after [`Tracer::shutdown`]; the error of the first queue whose `activate`
+    /// hook failed ([`ConfigError::Hook`], [`ConfigError::Io`]: a file or socket it
+    /// could not open; the message says which and what to do).
+    ///
+    /// ```
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<qtrace::queues::Dummy>(())?;
+    /// tracer.activate()?;
+    /// assert_eq!(tracer.phase(), qtrace::Phase::Active);
+    /// assert!(tracer.activate().is_err()); // only once
+    /// # let _ = q;
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn activate(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         match r.phase {
@@ -47,13 +64,37 @@ impl Tracer {
     /// Suspends the tracer, terminates every queue in handle order (so each
     /// saves or flushes what it holds) and reports every queue's counters.
     /// Before any queue terminates, snapshot triggers write the snapshot
-    /// still pending, if any ([`crate::filters::trigger`]).
+    /// still pending, if any ([`crate::filters`]).
     /// Logging afterwards is a no-op; configuration calls are
     /// [`ConfigError::AfterShutdown`]. A failing terminate hook is reported in its
     /// queue's entry and does not stop the others.
     ///
     /// A tracer dropped without this call runs it from its `Drop` (for every
     /// queue type alike) and discards the report.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::AfterShutdown`] if the tracer was already shut down (the
+    /// first call's report is the only one). A queue that fails to save is not an
+    /// error of this call: its [`QueueReport`](crate::QueueReport)`::error` says
+    /// what failed, and [`ShutdownReport::is_clean`](crate::ShutdownReport::is_clean)
+    /// is false.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// tracer.activate()?;
+    /// tracer.log_event(user::USER0, [1, 2]);
+    /// let report = tracer.shutdown()?;
+    /// assert_eq!(report.queues[0].counters.accepted, 1);
+    /// assert!(report.is_clean());
+    /// tracer.log_event(user::USER0, [3, 4]); // a no-op now
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn shutdown(&self) -> Result<ShutdownReport, ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("shut down")?;

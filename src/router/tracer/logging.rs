@@ -23,6 +23,20 @@ impl Tracer {
     /// token pool, and the registration of the thread-exit hook that gives
     /// the token back (which may allocate). Log once from a thread before
     /// relying on its signal handlers logging.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_event(user::USER0, q)?;
+    /// tracer.activate()?;
+    /// tracer.log_event(user::USER0, [42, 7]); // recorded
+    /// tracer.log_event(user::USER1, [0, 0]); // not assigned: not recorded
+    /// assert_eq!(tracer.counters(q)?.accepted, 1);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     #[inline(always)]
     pub fn log_event(&self, id: EventId, args: [u64; 2]) {
         let word = self.routes[id.0 as usize].load(Ordering::Relaxed);

@@ -42,6 +42,26 @@ pub use report::{QueueReport, ShutdownReport};
 /// its class are enabled (both are, by default), and the tracer is neither
 /// suspended nor shut down. A later assignment replaces an earlier one, whether
 /// it was made for the event or for its whole class.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::Dummy;
+/// use std::sync::Arc;
+///
+/// let tracer = Arc::new(qtrace::Tracer::new());
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// let threads: Vec<_> = (0..2)
+///     .map(|t| {
+///         let tracer = Arc::clone(&tracer);
+///         std::thread::spawn(move || tracer.log_event(user::USER0, [t, 0]))
+///     })
+///     .collect();
+/// threads.into_iter().for_each(|t| t.join().unwrap());
+/// assert_eq!(tracer.shutdown()?.queues[0].counters.accepted, 2);
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 pub struct Tracer {
     /// One word per possible event id (`LIVE | queue index`, or 0): the only
     /// thing a masked-out event reads. 65536 entries, so a `u16` id needs no
@@ -109,11 +129,27 @@ impl Default for Tracer {
 impl Tracer {
     /// Phase 1 begins: a tracer with the default [`Config`], the built-in
     /// classes, and the built-in queue types registered.
+    ///
+    /// ```
+    /// let tracer = qtrace::Tracer::new();
+    /// assert_eq!(tracer.phase(), qtrace::Phase::Configuring);
+    /// assert_eq!(tracer.queue_count(), 0);
+    /// assert!(tracer.queue_type_names().contains(&"circular"));
+    /// ```
     pub fn new() -> Self {
         Tracer::with_config(Config::default())
     }
 
     /// Phase 1 begins with `config`.
+    ///
+    /// ```
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::{Config, Tracer};
+    ///
+    /// let time = ManualClock::new(1_000);
+    /// let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&time)));
+    /// assert_eq!(tracer.clock().now(), 1_000);
+    /// ```
     pub fn with_config(config: Config) -> Self {
         let routes: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
         let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
@@ -186,6 +222,10 @@ impl Tracer {
     }
 
     /// The queue an event is routed to, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`] if the catalog does not define `id`.
     pub fn route_of(&self, id: EventId) -> Result<Option<QueueHandle>, ConfigError> {
         let r = self.registry.lock();
         r.check_event(id)?;
@@ -193,6 +233,11 @@ impl Tracer {
     }
 
     /// A queue, to call its own methods (a circular queue's snapshot, say).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::BadQueueHandle`] if `handle` is not one that
+    /// [`Tracer::create_queue`] returned.
     pub fn queue(&self, handle: QueueHandle) -> Result<&AnyQueue, ConfigError> {
         self.registry.lock().check_queue(handle)?;
         Ok(self.queues[handle.index()]
@@ -201,11 +246,21 @@ impl Tracer {
     }
 
     /// A queue's counters so far.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::BadQueueHandle`] if `handle` is not one that
+    /// [`Tracer::create_queue`] returned.
     pub fn counters(&self, handle: QueueHandle) -> Result<QueueCounters, ConfigError> {
         self.queue(handle).map(|q| q.counters())
     }
 
     /// A queue's health and files.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::BadQueueHandle`] if `handle` is not one that
+    /// [`Tracer::create_queue`] returned.
     pub fn status(&self, handle: QueueHandle) -> Result<QueueStatus, ConfigError> {
         self.queue(handle).map(|q| q.status())
     }

@@ -5,6 +5,25 @@ use crate::model::handle::QueueHandle;
 use crate::queue::queue_trait::{QueueCounters, QueueStatus};
 
 /// One queue's account at shutdown.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::Dummy;
+/// use qtrace::{QueueReport, ShutdownReport};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// let report: ShutdownReport = tracer.shutdown()?;
+/// let queue: &QueueReport = &report.queues[0];
+/// assert_eq!((queue.handle, queue.type_name), (q, "dummy"));
+/// assert_eq!(queue.counters.accepted, 1);
+/// assert_eq!(report.total_lost(), 0);
+/// assert!(report.is_clean());
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueReport {
     /// The queue's handle.
@@ -20,6 +39,25 @@ pub struct QueueReport {
 }
 
 /// What [`Tracer::shutdown`](super::Tracer::shutdown) reports: every queue's account, in handle order.
+///
+/// ```
+/// use qtrace::classes::user;
+/// use qtrace::queues::Dummy;
+/// use qtrace::{QueueReport, ShutdownReport};
+///
+/// let tracer = qtrace::Tracer::new();
+/// let q = tracer.create_queue::<Dummy>(())?;
+/// tracer.assign_class(user::CLASS, q)?;
+/// tracer.activate()?;
+/// tracer.log_event(user::USER0, [1, 0]);
+/// let report: ShutdownReport = tracer.shutdown()?;
+/// let queue: &QueueReport = &report.queues[0];
+/// assert_eq!((queue.handle, queue.type_name), (q, "dummy"));
+/// assert_eq!(queue.counters.accepted, 1);
+/// assert_eq!(report.total_lost(), 0);
+/// assert!(report.is_clean());
+/// # Ok::<(), qtrace::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
     /// One entry per queue.

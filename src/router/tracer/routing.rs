@@ -4,12 +4,14 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{panic_message, Tracer};
-use crate::model::classes::{ClassId, ClassSpec, DefinedClass};
+use crate::filters::{Filter, FilterQueue};
+use crate::model::classes::{ClassSpec, DefinedClass};
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
-use crate::queues::{AnyQueue, Filter, FilterQueue, QueueType};
+use crate::queues::{AnyQueue, QueueType};
 use crate::router::registry::{Phase, Registry};
+use crate::ClassId;
 use std::sync::atomic::Ordering;
 
 impl Tracer {
@@ -20,6 +22,12 @@ impl Tracer {
     ///
     /// Hooks (create, activate, terminate) run with the tracer's configuration
     /// lock held: they must not call back into the tracer.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueTypeAlreadyRegistered`] if a type of that name is
+    /// registered already (the built-in ones are); [`ConfigError::AfterPhase2`]
+    /// after [`Tracer::activate`], [`ConfigError::AfterShutdown`] after shutdown.
     pub fn register_queue_type<T: QueueType>(&self, queue_type: T) -> Result<(), ConfigError> {
         self.registry.lock().register_type(queue_type)
     }
@@ -31,6 +39,34 @@ impl Tracer {
 
     /// Creates a queue of the registered type `T` (S.Ha.R.K.
     /// `trc_create_queue`). Handles are 0, 1, 2, … in creation order.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnknownQueueType`] if `T` was not registered
+    /// ([`Tracer::register_queue_type`]); [`ConfigError::TooManyQueues`];
+    /// [`ConfigError::InvalidParameter`] for parameters out of range (the message
+    /// says what is allowed); [`ConfigError::Io`] if the queue's ring file cannot
+    /// be created; [`ConfigError::AfterPhase2`] after [`Tracer::activate`],
+    /// [`ConfigError::AfterShutdown`] after shutdown.
+    ///
+    /// ```
+    /// use qtrace::queues::{Circular, CircularParams, Dummy};
+    /// use qtrace::{QueueHandle, Tracer};
+    /// use qtrace::storage::RingStorage;
+    ///
+    /// let tracer = Tracer::new();
+    /// let q0 = tracer.create_queue::<Dummy>(())?;
+    /// let q1 = tracer.create_queue::<Circular>(CircularParams {
+    ///     capacity: 1024,
+    ///     ring: RingStorage::Memory,
+    ///     ..CircularParams::default()
+    /// })?;
+    /// assert_eq!((q0, q1), (QueueHandle(0), QueueHandle(1)));
+    /// // A capacity that is not a power of two is a typed error.
+    /// let bad = CircularParams { capacity: 1000, ..CircularParams::default() };
+    /// assert!(tracer.create_queue::<Circular>(bad).is_err());
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn create_queue<T: QueueType>(
         &self,
         params: T::Params,
@@ -64,6 +100,26 @@ impl Tracer {
 
     /// Defines a user class; its events are numbered after every event known
     /// so far. Phase 1 only, so every file a queue writes lists it.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Catalog`] if the class does not fit the catalog (an invalid
+    /// or duplicate name, too many events or arguments: the inner
+    /// [`CatalogError`](crate::classes::CatalogError) says which);
+    /// [`ConfigError::AfterPhase2`] after [`Tracer::activate`],
+    /// [`ConfigError::AfterShutdown`] after shutdown.
+    ///
+    /// ```
+    /// use qtrace::classes::ClassSpec;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let net = tracer.define_class(
+    ///     ClassSpec::new("net", "network stack").event("rx", "a packet arrived", &["len", "port"]),
+    /// )?;
+    /// let rx = net.event("rx").unwrap();
+    /// assert_eq!(tracer.catalog().event_name(rx), Some("rx"));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn define_class(&self, spec: ClassSpec) -> Result<DefinedClass, ConfigError> {
         let mut r = self.registry.lock();
         r.require_phase1("define a class")?;
@@ -112,6 +168,24 @@ impl Tracer {
     // ----- routing and masks (any time before shutdown) -------------------------
 
     /// Routes one event to a queue (S.Ha.R.K. `trc_assign_event_to_queue`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`] if the catalog does not define `id`;
+    /// [`ConfigError::BadQueueHandle`] if `queue` is not a handle of this tracer;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_event(user::USER3, q)?;
+    /// assert_eq!(tracer.route_of(user::USER3)?, Some(q));
+    /// assert_eq!(tracer.route_of(user::USER4)?, None);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn assign_event(&self, id: EventId, queue: QueueHandle) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("assign an event")?;
@@ -124,6 +198,23 @@ impl Tracer {
 
     /// Routes every event of a class to a queue (S.Ha.R.K.
     /// `trc_assign_class_to_queue`); the same as assigning each of its events.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ClassOutOfRange`] if the catalog does not define `class`;
+    /// [`ConfigError::BadQueueHandle`] if `queue` is not a handle of this tracer;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
+    ///
+    /// ```
+    /// use qtrace::classes::system;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_class(system::CLASS, q)?;
+    /// assert_eq!(tracer.route_of(system::SCHEDULE)?, Some(q));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
     pub fn assign_class(&self, class: ClassId, queue: QueueHandle) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("assign a class")?;
@@ -138,7 +229,7 @@ impl Tracer {
 
     /// Routes `id` through a [`Filter`] that decides, per event, whether it
     /// is recorded into the queue `id` is assigned to; returns the filter's
-    /// queue handle (a [`FilterQueue`], see [`crate::filters::filter`] for its
+    /// queue handle (a [`FilterQueue`], see [`crate::filters`] for its
     /// counters and what a panicking handler does). A filter takes a queue
     /// slot of its own, for good (the tracer holds at most
     /// [`QueueHandle::MAX_QUEUES`] queues). Events without a filter pay
@@ -149,7 +240,8 @@ impl Tracer {
     ///
     /// ```
     /// use qtrace::classes::user;
-    /// use qtrace::queues::{Filter, Fixed, FixedParams};
+    /// use qtrace::filters::Filter;
+    /// use qtrace::queues::{Fixed, FixedParams};
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
@@ -301,22 +393,42 @@ impl Tracer {
     }
 
     /// Switches one event on (S.Ha.R.K. `trc_trace_event`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`] if the catalog does not define `id`;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn trace_event(&self, id: EventId) -> Result<(), ConfigError> {
         self.set_event(id, true)
     }
 
     /// Switches one event off (S.Ha.R.K. `trc_notrace_event`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::EventOutOfRange`] if the catalog does not define `id`;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn notrace_event(&self, id: EventId) -> Result<(), ConfigError> {
         self.set_event(id, false)
     }
 
     /// Switches a class on (S.Ha.R.K. `trc_trace_class`). Events switched off
     /// one by one stay off.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ClassOutOfRange`] if the catalog does not define `class`;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn trace_class(&self, class: ClassId) -> Result<(), ConfigError> {
         self.set_class(class, true)
     }
 
     /// Switches a whole class off (S.Ha.R.K. `trc_notrace_class`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ClassOutOfRange`] if the catalog does not define `class`;
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn notrace_class(&self, class: ClassId) -> Result<(), ConfigError> {
         self.set_class(class, false)
     }
@@ -351,6 +463,10 @@ impl Tracer {
 
     /// Stops recording everything (S.Ha.R.K. `trc_suspend`); routing and masks
     /// are kept. Suspending twice is harmless.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn suspend(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("suspend the tracer")?;
@@ -360,6 +476,10 @@ impl Tracer {
     }
 
     /// Records again after [`Tracer::suspend`] (S.Ha.R.K. `trc_resume`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::AfterShutdown`] after shutdown.
     pub fn resume(&self) -> Result<(), ConfigError> {
         let mut r = self.registry.lock();
         r.require_running("resume the tracer")?;

@@ -6,18 +6,20 @@ use std::sync::Arc;
 
 use super::{run_hook, Tracer};
 use crate::filters::trigger::forwards;
+use crate::filters::FilterQueue;
+use crate::filters::{Action, GateQueue, Scope, Trigger, TriggerQueue};
 use crate::model::event::EventId;
+use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
-use crate::queue::{AnyQueue, Queue, QueueHandle};
-use crate::queues::FilterQueue;
-use crate::queues::{Action, GateQueue, Scope, Trigger, TriggerQueue};
+use crate::queue::Queue;
+use crate::queues::AnyQueue;
 use crate::router::registry::{Phase, Registry};
 
 impl Tracer {
     /// Attaches `trigger` to event `id`: from then on each `id` event is
     /// counted and, from the trigger's [`Trigger::after`]-th on, fires it
     /// (start or stop recording, or a snapshot of a circular queue: see
-    /// [`crate::filters::trigger`]), then goes where it went before. Returns
+    /// [`crate::filters`]), then goes where it went before. Returns
     /// the trigger's queue handle (a [`TriggerQueue`]: its counters, and
     /// for a snapshot trigger its files and suppressed snapshots). A
     /// trigger takes a queue slot of its own for good, and a start or stop
@@ -30,7 +32,8 @@ impl Tracer {
     ///
     /// ```
     /// use qtrace::classes::user;
-    /// use qtrace::queues::{Fixed, FixedParams, Scope, Trigger};
+    /// use qtrace::queues::{Fixed, FixedParams};
+    /// use qtrace::filters::{Scope, Trigger};
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
@@ -38,7 +41,7 @@ impl Tracer {
     /// tracer.assign_class(user::CLASS, q)?;
     /// // Stop recording everything at the first USER7 with argument 0 above 100.
     /// let stop = Trigger::stop(Scope::Global)
-    ///     .when(qtrace::queues::Filter::arg(0, 101..=u64::MAX));
+    ///     .when(qtrace::filters::Filter::arg(0, 101..=u64::MAX));
     /// tracer.add_trigger(user::USER7, stop)?;
     /// for a in [1, 500, 2] {
     ///     tracer.log_event(user::USER0, [a, 0]);
@@ -56,7 +59,7 @@ impl Tracer {
     /// [`ConfigError::EventOutOfRange`]; [`ConfigError::TriggerExists`] when `id`
     /// already has a trigger ([`Tracer::remove_trigger`] first);
     /// [`ConfigError::InvalidParameter`] for [`Trigger::after`]`(0)` or a
-    /// [`Filter::arg`](crate::queues::Filter::arg) condition with an index
+    /// [`Filter::arg`](crate::filters::Filter::arg) condition with an index
     /// other than 0 or 1; [`ConfigError::BadQueueHandle`] for a scope or snapshot
     /// queue that does not exist; [`ConfigError::TriggerScopeNotRecording`] for a
     /// scope naming a filter, gate or trigger queue;

@@ -122,7 +122,7 @@ fn text_line(
     let _ = write!(out, "{:>20}  ", fmt_time(time));
     if e.id == tracer::HOOPS {
         let _ = write!(out, "[LOST {} EVENTS] (queue {})", e.args[0], e.args[1]);
-        if e.flags & qtrace::queues::recover::UNREADABLE != 0 {
+        if e.flags & qtrace::storage::UNREADABLE != 0 {
             let _ = write!(out, " unreadable: being written at the crash");
         }
         return;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use qtrace::classes::Catalog;
 use qtrace::combine::{Names, Payload, PayloadState, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
-use qtrace::event::TRACER_SOURCE;
+use qtrace::TRACER_SOURCE;
 
 use crate::spine::format::{fmt_time, json_str};
 

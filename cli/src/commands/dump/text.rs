@@ -8,9 +8,9 @@
 //! labels), unknown events and flags go through `text_line`.
 
 use qtrace::classes::{tracer, Catalog};
-use qtrace::event::TRACER_SOURCE;
 use qtrace::export::args::UNNAMED;
 use qtrace::Event;
+use qtrace::TRACER_SOURCE;
 
 /// Bytes of `{class:<10} {event:<14}` kept per event (longer names: slow path).
 const HEAD: usize = 48;

@@ -1,14 +1,13 @@
-//! Model checks of the rings' public API with loom, complementing the unit
-//! models in `src/ring/loom_tests.rs`: a reader that *consumes* (and restores)
+//! Model checks of the rings' API with loom (moved from `tests/loom_ring.rs`),
+//! complementing the unit models in `loom_tests.rs`: a reader that *consumes* (and restores)
 //! while producers write and wrap, and a drop ring drained while two
 //! producers wrap it. Run with `scripts/loom.sh` (or
-//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_ring`).
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`).
 
+use super::{DropRing, OverwriteRing, Ticketed};
+use crate::{Event, EventId};
 use loom::sync::Arc;
 use loom::thread;
-use qtrace::queues::ring::{DropRing, OverwriteRing, Ticketed};
-use qtrace::{Event, EventId};
 
 fn ev(producer: u64, seq: u64) -> Event {
     Event::new(seq, EventId(0x0b), producer as u32, [producer, seq])

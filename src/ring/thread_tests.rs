@@ -1,4 +1,4 @@
-//! The rings under real threads: two producers and a drainer that stalls now
+//! The rings under real threads (moved from `tests/queues/queues_ring.rs`): two producers and a drainer that stalls now
 //! and then (DropRing), two producers and a concurrent reader (OverwriteRing).
 //! Every attempt is counted exactly, nothing read is torn, and each producer's
 //! events come out in the order it wrote them.
@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use qtrace::queues::ring::{DropRing, OverwriteRing};
-use qtrace::{Event, EventId};
+use super::{DropRing, OverwriteRing};
+use crate::{Event, EventId};
 
 const PER_THREAD: u64 = if cfg!(miri) { 200 } else { 1_000_000 };
 
