@@ -87,19 +87,14 @@
 //! [`QueueHandle`], [`Error`], [`ConfigError`], [`IoError`],
 //! [`log_event`], the macros); every public item has one path.
 //!
-//! # Cargo features
-//!
-//! | feature | default | what it adds |
-//! |---|---|---|
-//! | `tracing` | off | `bridge`: a `tracing` subscriber layer that records spans and events into a tracer |
-//!
 //! Below the model sits a separate crate, [`qtrace_core`] (`core/` in the
 //! repository): `#![no_std]`, no allocator, no `unsafe`. It holds the event
 //! record and ids, the built-in classes, the byte layouts of FORMAT.md and
 //! their encoders, and static rings with a firmware tracer; this crate
 //! re-exports what it shares with it ([`Event`], [`EventId`], [`ClassId`],
-//! [`QueueHandle`], the built-in class modules, the record and close-run
-//! codecs of [`wire`]), so a file a firmware writes is the file this crate
+//! [`QueueHandle`], [`TRACER_SOURCE`], the built-in class modules, the
+//! close-run record of [`wire`]), and reads and writes files with the core's
+//! layouts and encoders, so a file a firmware writes is the file this crate
 //! reads. The `qtrace` command is a third crate, `qtrace-cli` (`cli/`): this
 //! library depends on none of its crates.
 //!
@@ -182,6 +177,9 @@
 //! run all of this on QEMU's Cortex-M3.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+// Every public function that returns a `Result` says when it fails: clippy
+// (`-D warnings` in .ci/run) fails the build on one without `# Errors`.
+#![warn(clippy::missing_errors_doc)]
 
 // The layers, each in its folder (the table above); lower never imports higher.
 #[cfg(feature = "analysis")]
