@@ -18,6 +18,11 @@
 //! reassembled a run from every record can prove it is the payload that was
 //! logged. FORMAT.md §1.8 is the specification.
 //!
+//! In this folder: the writer's side (`run.rs`), the reader's reassembly
+//! (`assembler.rs`), the names a trace carries as readers gather them
+//! (`names.rs`), and the names the tracer keeps for its saved files
+//! (`recorded.rs`); the flags and limits of FORMAT.md §1.8 here.
+//!
 //! Readers reassemble runs with an [`Assembler`]: a run cut by a loss, an
 //! overwrite (a circular queue may evict a run's head) or a crash comes out
 //! as a [`Payload`] whose [`PayloadState`] says what is missing; it is never
