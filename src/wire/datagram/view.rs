@@ -1,0 +1,229 @@
+//! A checked view of one datagram ([`DatagramView`]): magic, version, kind
+//! and every length validated once, then accessors that cannot panic; and
+//! the close datagram's counts ([`CloseCounts`]).
+
+#![forbid(unsafe_code)]
+
+use super::*;
+
+/// A checked view of one datagram. [`DatagramView::new_checked`] validates
+/// the magic, version, kind and every length once; then no accessor can
+/// panic.
+#[derive(Clone, Copy, Debug)]
+pub struct DatagramView<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> DatagramView<T> {
+    /// Checks `buffer` (exactly one datagram: trailing bytes are an error).
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let b = buffer.as_ref();
+        let len = b.len();
+        if len < MAGIC.len() || b[..4] != MAGIC {
+            if len < MAGIC.len() && MAGIC.starts_with(b) {
+                return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+            }
+            return Err(WireError::BadMagic { what: "datagram" });
+        }
+        // The version as soon as its two bytes are there: a later version
+        // may have another header (FORMAT.md 4.3).
+        if len < field::VERSION + 2 {
+            return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+        }
+        let version = be16(b, field::VERSION);
+        if !SUPPORTED_DATAGRAM_VERSIONS.contains(&version) {
+            return Err(WireError::UnsupportedVersion {
+                offset: field::VERSION as u64,
+                version,
+                supported: SUPPORTED_DATAGRAM_VERSIONS,
+            });
+        }
+        if len < HEADER_LEN {
+            return Err(truncated(0, HEADER_LEN, len, "datagram header"));
+        }
+        if len > MAX_DATAGRAM_LEN {
+            return Err(WireError::TooLarge {
+                offset: 0,
+                what: "datagram",
+                len: len as u64,
+                max: MAX_DATAGRAM_LEN as u64,
+            });
+        }
+        let count = be16(b, field::COUNT) as usize;
+        let expected = match DatagramKind::from_u8(b[field::KIND]) {
+            None => {
+                return Err(WireError::Invalid {
+                    offset: field::KIND as u64,
+                    what: "datagram kind",
+                    reason: format!(
+                        "{} is not 1 (events), 2 (catalog) or 3 (close)",
+                        b[field::KIND]
+                    ),
+                })
+            }
+            Some(DatagramKind::Events) => HEADER_LEN + count * RECORD_LEN,
+            Some(DatagramKind::Catalog) => {
+                if len < HEADER_LEN + FRAGMENT_PREFIX_LEN {
+                    return Err(truncated(
+                        HEADER_LEN,
+                        FRAGMENT_PREFIX_LEN,
+                        len - HEADER_LEN,
+                        "catalog fragment",
+                    ));
+                }
+                let total = be32(b, field::FRAGMENT_TOTAL) as usize;
+                let offset = be32(b, field::FRAGMENT_OFFSET) as usize;
+                if total > MAX_HEADER_LEN {
+                    return Err(WireError::TooLarge {
+                        offset: field::FRAGMENT_TOTAL as u64,
+                        what: "catalog",
+                        len: total as u64,
+                        max: MAX_HEADER_LEN as u64,
+                    });
+                }
+                if offset + count > total || count == 0 {
+                    return Err(WireError::Invalid {
+                        offset: field::FRAGMENT_OFFSET as u64,
+                        what: "catalog fragment",
+                        reason: if count == 0 {
+                            "the fragment is empty".to_string()
+                        } else {
+                            format!(
+                                "bytes {offset} to {} do not lie within the {total}-byte catalog",
+                                offset + count - 1
+                            )
+                        },
+                    });
+                }
+                HEADER_LEN + FRAGMENT_PREFIX_LEN + count
+            }
+            Some(DatagramKind::Close) => {
+                if count != 0 {
+                    return Err(WireError::Invalid {
+                        offset: field::COUNT as u64,
+                        what: "close datagram count",
+                        reason: format!("{count}: a close datagram has count 0"),
+                    });
+                }
+                HEADER_LEN + CLOSE_PAYLOAD_LEN
+            }
+        };
+        if len < expected {
+            return Err(truncated(
+                0,
+                expected,
+                len,
+                "datagram (its count claims more than arrived)",
+            ));
+        }
+        if len > expected {
+            return Err(WireError::Invalid {
+                offset: expected as u64,
+                what: "datagram length",
+                reason: format!(
+                    "{} bytes past the {expected} its count gives",
+                    len - expected
+                ),
+            });
+        }
+        Ok(DatagramView { buffer })
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// The format version.
+    pub fn version(&self) -> u16 {
+        be16(self.b(), field::VERSION)
+    }
+
+    /// What the datagram carries.
+    pub fn kind(&self) -> DatagramKind {
+        // new_checked accepted only known kinds.
+        DatagramKind::from_u8(self.b()[field::KIND]).unwrap_or(DatagramKind::Events)
+    }
+
+    /// Flags (0 in version 1; unknown bits are ignored).
+    pub fn flags(&self) -> u8 {
+        self.b()[field::FLAGS]
+    }
+
+    /// The count field: records (events) or fragment bytes (catalog).
+    pub fn count(&self) -> u16 {
+        be16(self.b(), field::COUNT)
+    }
+
+    /// The header fields.
+    pub fn header(&self) -> DatagramHeader {
+        let b = self.b();
+        DatagramHeader {
+            kind: self.kind(),
+            sender: be32(b, field::SENDER),
+            sequence: be64(b, field::SEQUENCE),
+            dropped: be64(b, field::DROPPED),
+            first_event: be64(b, field::FIRST_EVENT),
+        }
+    }
+
+    /// The number of event records (0 for a catalog datagram).
+    pub fn record_count(&self) -> usize {
+        match self.kind() {
+            DatagramKind::Events => self.count() as usize,
+            DatagramKind::Catalog | DatagramKind::Close => 0,
+        }
+    }
+
+    /// The event records, in order (none for a catalog datagram).
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        let n = self.record_count();
+        self.b()[HEADER_LEN..]
+            .chunks_exact(RECORD_LEN)
+            .take(n)
+            .filter_map(|c| RecordView::new_checked(c).ok().map(|v| v.to_event()))
+    }
+
+    /// The catalog fragment (none for an events datagram).
+    pub fn fragment(&self) -> Option<CatalogFragment<'_>> {
+        match self.kind() {
+            DatagramKind::Events | DatagramKind::Close => None,
+            DatagramKind::Catalog => {
+                let b = self.b();
+                Some(CatalogFragment {
+                    total_len: be32(b, field::FRAGMENT_TOTAL),
+                    offset: be32(b, field::FRAGMENT_OFFSET),
+                    bytes: &b[HEADER_LEN + FRAGMENT_PREFIX_LEN..],
+                })
+            }
+        }
+    }
+}
+
+impl<T: AsRef<[u8]>> DatagramView<T> {
+    /// The final counts of a close datagram (none for other kinds).
+    pub fn close(&self) -> Option<CloseCounts> {
+        match self.kind() {
+            DatagramKind::Close => {
+                let b = self.b();
+                Some(CloseCounts {
+                    logged: be64(b, field::CLOSE_LOGGED),
+                    unsent: be64(b, field::CLOSE_UNSENT),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a close datagram says besides its header: the sender's final counts.
+/// With the header's `first_event` (events put in datagrams, *sent*) and
+/// `dropped` (events refused by a full queue), `logged = sent + dropped +
+/// unsent` for a sender that is consistent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CloseCounts {
+    /// Every event routed to the sending queue (accepted + dropped).
+    pub logged: u64,
+    /// Events the queue accepted but never put in a datagram (still queued
+    /// when its shutdown gave up).
+    pub unsent: u64,
+}
