@@ -1,0 +1,458 @@
+//! The [`Analyzer`]: a state machine fed one event at a time, in time
+//! order, in bounded memory.
+
+use super::*;
+
+#[derive(Debug, Default)]
+struct TaskState {
+    report: TaskReport,
+    /// Activation times of jobs not yet ended, oldest first, with the loss
+    /// count at their start.
+    pending: VecDeque<(u64, u64)>,
+    /// The source it runs on.
+    on: Option<u32>,
+    /// A wait not yet resolved: (time, loss count then, lost its source since).
+    waiting: Option<(u64, u64, bool)>,
+}
+
+#[derive(Debug, Default)]
+struct CpuState {
+    report: CpuReport,
+    /// The task running and since when (with the loss count then); `None`:
+    /// idle since `since`.
+    running: Option<u64>,
+    since: u64,
+    losses_at: u64,
+    /// The pending interrupt: (irq, start).
+    irq: Option<(u64, u64)>,
+}
+
+/// Computes a [`Report`] from events pushed in time order (see the [module
+/// documentation](crate::analysis)). Memory: state per task, source and interrupt line,
+/// plus one 8-byte sample per measured interval.
+///
+/// ```
+/// use qtrace::analysis::{AnalysisOptions, Analyzer};
+/// use qtrace::classes::{system, tracer, Catalog};
+/// use qtrace::Event;
+///
+/// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+/// a.push(&Event::new(0, system::ACTIVATE, 0, [1, 0]));
+/// a.push(&Event::new(100, system::SCHEDULE, 0, [1, 0]));
+/// a.push(&Event::new(150, tracer::HOOPS, 0, [4, 0])); // 4 events lost here
+/// a.push(&Event::new(400, system::ENDCYCLE, 0, [1, 0]));
+/// let report = a.finish();
+/// assert_eq!((report.events, report.hoops, report.lost), (3, 1, 4));
+/// let task = &report.tasks[&1];
+/// // The running span and the job touched by the loss are counted apart.
+/// assert_eq!((task.cpu_ns, task.cpu_lossy, task.response_lossy), (0, 1, 1));
+/// ```
+#[derive(Debug)]
+pub struct Analyzer {
+    options: AnalysisOptions,
+    report: Report,
+    tasks: HashMap<u64, TaskState, BuildIdHasher>,
+    cpus: HashMap<u32, CpuState, BuildIdHasher>,
+    interrupts: HashMap<u64, IrqReport, BuildIdHasher>,
+    /// Hoops records seen so far: an interval touched by a loss is one whose
+    /// start saw fewer than its end.
+    losses: u64,
+    /// Sources with a pending interrupt.
+    pending_irqs: usize,
+    /// Some of those sources (`irq_sources[..irq_listed]`); all of them when
+    /// `irq_listed == pending_irqs`, and then an event of a source not listed
+    /// costs a scan of at most [`IRQ_LIST`] numbers instead of a map lookup.
+    irq_sources: [u32; IRQ_LIST],
+    irq_listed: usize,
+    started: bool,
+    /// Open latency starts per key: (time, loss count).
+    open: HashMap<u64, VecDeque<(u64, u64)>>,
+    /// Pairs scope events; `scope_range` bounds their ids (empty without
+    /// scopes), so other events cost two compares.
+    scopes: ScopeTracker,
+    scope_range: (u16, u16),
+    scope_steps: Vec<Step>,
+    /// Per source, the loss count at each open scope's begin, innermost last.
+    scope_losses: HashMap<u32, Vec<u64>, BuildIdHasher>,
+}
+
+impl Analyzer {
+    /// A new analysis. The catalog is not needed by the built-in measures;
+    /// it is taken so that later measures of user classes can name their
+    /// arguments.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::SCHEDULE, 0, [1, 0]));
+    /// a.push(&Event::new(100, system::SCHEDULE, 0, [2, 0]));
+    /// assert_eq!(a.finish().tasks[&1].cpu_ns, 100);
+    /// ```
+    pub fn new(catalog: &Catalog, options: AnalysisOptions) -> Self {
+        let latency = options.latency.as_ref().map(|_| LatencyReport::default());
+        let table = ScopeTable::new(catalog);
+        let scope_range = (0..table.len())
+            .filter_map(|i| table.events(i))
+            .fold((u16::MAX, 0), |(lo, hi), (b, e)| {
+                (lo.min(b.0).min(e.0), hi.max(b.0).max(e.0))
+            });
+        Analyzer {
+            options,
+            report: Report {
+                latency,
+                ..Report::default()
+            },
+            tasks: HashMap::default(),
+            cpus: HashMap::default(),
+            interrupts: HashMap::default(),
+            losses: 0,
+            pending_irqs: 0,
+            irq_sources: [0; IRQ_LIST],
+            irq_listed: 0,
+            started: false,
+            open: HashMap::new(),
+            scopes: table.tracker(MAX_SCOPE_DEPTH),
+            scope_range,
+            scope_steps: Vec::new(),
+            scope_losses: HashMap::default(),
+        }
+    }
+
+    /// Counts the scope steps in `scope_steps`.
+    #[inline(never)]
+    fn scope_steps(&mut self) {
+        for step in self.scope_steps.drain(..) {
+            match step {
+                Step::Begin { source, .. } => {
+                    self.scope_losses
+                        .entry(source)
+                        .or_default()
+                        .push(self.losses);
+                }
+                Step::End {
+                    source,
+                    scope,
+                    begin,
+                    t,
+                    code,
+                    ..
+                } => {
+                    let at = self
+                        .scope_losses
+                        .get_mut(&source)
+                        .and_then(|v| v.pop())
+                        .unwrap_or(0);
+                    let name = self.scopes.table().name(scope).unwrap_or("scope");
+                    let rep = match self.report.scopes.get_mut(name) {
+                        Some(r) => r,
+                        None => self.report.scopes.entry(name.to_string()).or_default(),
+                    };
+                    match code {
+                        None => rep.unended += 1,
+                        Some(c) => {
+                            rep.count += 1;
+                            rep.nonzero_codes += (c != 0) as u64;
+                            if at == self.losses {
+                                rep.durations.push(t - begin.min(t));
+                            } else {
+                                rep.lossy += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn task(&mut self, id: u64) -> &mut TaskState {
+        self.tasks.entry(id).or_default()
+    }
+
+    /// Ends the running span of `source` at `t` (busy or idle) and starts the
+    /// next one, running `next` (or idle).
+    fn switch(&mut self, source: u32, t: u64, next: Option<u64>) {
+        let losses = self.losses;
+        let first = self.report.first_ns;
+        let cpu = self.cpus.entry(source).or_insert_with(|| CpuState {
+            since: first,
+            ..CpuState::default()
+        });
+        let (prev, since, clean) = (cpu.running, cpu.since, cpu.losses_at == losses);
+        let span = t.saturating_sub(since);
+        cpu.running = next;
+        cpu.since = t.max(since);
+        cpu.losses_at = losses;
+        let rep = &mut cpu.report;
+        match (clean, prev) {
+            (false, _) => rep.lossy_ns += span,
+            (true, Some(_)) => rep.busy_ns += span,
+            (true, None) => rep.idle_ns += span,
+        }
+        if let Some(task) = prev {
+            let st = self.task(task);
+            if clean {
+                st.report.cpu_ns += span;
+            } else {
+                st.report.cpu_lossy += 1;
+            }
+            if st.on == Some(source) && next != Some(task) {
+                st.on = None;
+                match &mut st.waiting {
+                    // Taken off its source in a wait: blocked, not preempted.
+                    Some((_, _, lost_cpu)) => *lost_cpu = true,
+                    // Taken off its source for another task with its job
+                    // unfinished: preempted.
+                    None if next.is_some() && !st.pending.is_empty() => st.report.preemptions += 1,
+                    None => {}
+                }
+            }
+        }
+    }
+
+    /// Ends the pending interrupt of `source` at `t` at the latest.
+    #[inline(never)]
+    fn close_irq(&mut self, source: u32, t: u64) {
+        let listed = &self.irq_sources[..self.irq_listed];
+        let cap = self.options.interrupt_max_ns;
+        if let Some(cpu) = self.cpus.get_mut(&source) {
+            if let Some((irq, start)) = cpu.irq.take() {
+                self.pending_irqs -= 1;
+                if let Some(i) = listed.iter().position(|&s| s == source) {
+                    self.irq_listed -= 1;
+                    self.irq_sources[i] = self.irq_sources[self.irq_listed];
+                }
+                let end = t.min(start.saturating_add(cap));
+                self.interrupts
+                    .entry(irq)
+                    .or_default()
+                    .handler
+                    .push(end.saturating_sub(start));
+            }
+        }
+    }
+
+    /// Analyses one event (events must come in time order; one earlier than
+    /// the previous is taken at the previous one's time).
+    #[inline]
+    pub fn push(&mut self, e: &Event) {
+        if !self.started {
+            self.started = true;
+            self.report.first_ns = e.time;
+            self.report.last_ns = e.time;
+        }
+        let t = e.time.max(self.report.last_ns);
+        self.report.last_ns = t;
+        if e.id == tracer::HOOPS {
+            self.report.hoops += 1;
+            self.report.lost = self.report.lost.saturating_add(e.args[0]);
+            self.losses += 1;
+            return;
+        }
+        self.report.events += 1;
+        // The common event (a user event, no interrupt pending on its source)
+        // costs a few compares here; the work is out of line.
+        if self.irq_listed != self.pending_irqs
+            || self.irq_sources[..self.irq_listed].contains(&e.source)
+        {
+            self.close_irq(e.source, t);
+        }
+        if matches!(
+            e.id,
+            system::SCHEDULE
+                | system::ACTIVATE
+                | system::ENDCYCLE
+                | system::DELAY
+                | system::SLEEP
+                | system::DISABLE
+                | system::DESTROY
+                | semaphore::WAIT
+                | semaphore::SIGNAL
+                | semaphore::WAITNB
+                | lowlevel::INTERRUPT
+        ) {
+            self.measure(e, t);
+        }
+        if self.options.latency.is_some() {
+            self.latency(e, t);
+        }
+        if e.id.0 >= self.scope_range.0 && e.id.0 <= self.scope_range.1 {
+            self.scopes.push(e, &mut self.scope_steps);
+            self.scope_steps();
+        }
+    }
+
+    /// The measures of the system, semaphore and interrupt events.
+    #[inline(never)]
+    fn measure(&mut self, e: &Event, t: u64) {
+        let task = e.args[0];
+        match e.id {
+            system::SCHEDULE => {
+                self.switch(e.source, t, Some(task));
+                if let Some(cpu) = self.cpus.get_mut(&e.source) {
+                    cpu.report.dispatches += 1;
+                }
+                let losses = self.losses;
+                let st = self.task(task);
+                st.report.dispatches += 1;
+                if let Some(old) = st.on.replace(e.source) {
+                    // Still running elsewhere by the events: that span ends here.
+                    if old != e.source {
+                        self.switch(old, t, None);
+                        self.tasks.entry(task).or_default().on = Some(e.source);
+                    }
+                }
+                let st = self.task(task);
+                if let Some((since, at, lost_cpu)) = st.waiting.take() {
+                    if lost_cpu {
+                        st.report.blocked_waits += 1;
+                        if at == losses {
+                            st.report.blocked_ns += t - since.min(t);
+                        } else {
+                            st.report.blocked_lossy += 1;
+                        }
+                    }
+                }
+            }
+            system::ACTIVATE => {
+                let losses = self.losses;
+                let st = self.task(task);
+                st.report.activations += 1;
+                if st.pending.len() >= MAX_PENDING {
+                    st.pending.pop_front();
+                    st.report.unmatched += 1;
+                }
+                st.pending.push_back((t, losses));
+            }
+            system::ENDCYCLE
+            | system::DELAY
+            | system::SLEEP
+            | system::DISABLE
+            | system::DESTROY => {
+                let losses = self.losses;
+                if e.id == system::ENDCYCLE {
+                    let st = self.task(task);
+                    match st.pending.pop_front() {
+                        Some((start, at)) if at == losses => {
+                            st.report.response.push(t - start.min(t))
+                        }
+                        Some(_) => st.report.response_lossy += 1,
+                        None => st.report.unmatched += 1,
+                    }
+                }
+                // The task gives up its source: the source is idle from here.
+                let on = self.tasks.get(&task).and_then(|s| s.on);
+                if let Some(source) = on {
+                    let cpu_runs_it = self.cpus.get(&source).and_then(|c| c.running) == Some(task);
+                    if cpu_runs_it {
+                        self.switch(source, t, None);
+                    }
+                    if let Some(st) = self.tasks.get_mut(&task) {
+                        st.on = None;
+                    }
+                }
+            }
+            semaphore::WAIT => {
+                let losses = self.losses;
+                let st = self.task(task);
+                st.waiting = Some((t, losses, false));
+            }
+            semaphore::SIGNAL | semaphore::WAITNB => {
+                // The task runs (it logs): a wait it had did not block it.
+                let st = self.task(task);
+                if matches!(st.waiting, Some((_, _, false))) {
+                    st.waiting = None;
+                }
+            }
+            lowlevel::INTERRUPT => {
+                let first = self.report.first_ns;
+                let cpu = self.cpus.entry(e.source).or_insert_with(|| CpuState {
+                    since: first,
+                    ..CpuState::default()
+                });
+                if cpu.irq.replace((task, t)).is_none() {
+                    if self.irq_listed == self.pending_irqs && self.irq_listed < IRQ_LIST {
+                        self.irq_sources[self.irq_listed] = e.source;
+                        self.irq_listed += 1;
+                    }
+                    self.pending_irqs += 1;
+                }
+                self.interrupts.entry(task).or_default().count += 1;
+            }
+            _ => {}
+        }
+    }
+
+    fn latency(&mut self, e: &Event, t: u64) {
+        let Some(spec) = &self.options.latency else {
+            return;
+        };
+        let key = match spec.key {
+            MatchKey::Source => u64::from(e.source),
+            MatchKey::Arg(i) => e.args[i.min(1)],
+            MatchKey::Any => 0,
+        };
+        let (from, to) = (spec.from, spec.to);
+        let Some(rep) = self.report.latency.as_mut() else {
+            return;
+        };
+        // An event that is both (from == to) ends the open interval, then starts one.
+        if e.id == to {
+            match self.open.get_mut(&key).and_then(|q| q.pop_front()) {
+                Some((start, at)) if at == self.losses => rep.samples.push(t - start.min(t)),
+                Some(_) => rep.lossy += 1,
+                None => rep.unmatched_ends += 1,
+            }
+        }
+        if e.id == from {
+            let q = self.open.entry(key).or_default();
+            if q.len() >= MAX_PENDING {
+                q.pop_front();
+                rep.open_starts += 1;
+            }
+            q.push_back((t, self.losses));
+        }
+    }
+
+    /// Closes what is open at the last event's time and returns the report.
+    ///
+    /// ```
+    /// use qtrace::analysis::{AnalysisOptions, Analyzer};
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::Event;
+    ///
+    /// let mut a = Analyzer::new(&Catalog::builtin(), AnalysisOptions::default());
+    /// a.push(&Event::new(0, system::ACTIVATE, 0, [1, 0]));
+    /// a.push(&Event::new(200, system::SCHEDULE, 0, [1, 0])); // still running at the end
+    /// let report = a.finish();
+    /// assert_eq!((report.events, report.span_ns()), (2, 200));
+    /// assert_eq!(report.tasks[&1].dispatches, 1);
+    /// ```
+    pub fn finish(mut self) -> Report {
+        let end = self.report.last_ns;
+        let mut sources: Vec<u32> = self.cpus.keys().copied().collect();
+        sources.sort_unstable();
+        for s in sources {
+            self.close_irq(s, end);
+            self.switch(s, end, None);
+        }
+        // A source that never ran a task (interrupts only) is no CPU here.
+        self.report.cpus = self
+            .cpus
+            .drain()
+            .filter(|(_, c)| c.report.dispatches > 0)
+            .map(|(id, c)| (id, c.report))
+            .collect();
+        self.report.tasks = self.tasks.drain().map(|(id, t)| (id, t.report)).collect();
+        self.report.interrupts = self.interrupts.drain().collect();
+        if let Some(rep) = self.report.latency.as_mut() {
+            rep.open_starts += self.open.values().map(|q| q.len() as u64).sum::<u64>();
+        }
+        self.scopes.finish(end, &mut self.scope_steps);
+        self.scope_steps();
+        self.report.scope_unpaired = self.scopes.unpaired();
+        self.report
+    }
+}
