@@ -118,7 +118,7 @@ fn log_event_returns_while_the_online_drain_is_stuck_in_a_write() {
     // Every call returned; the queue filled and counted the rest as drops.
     let c = tracer.counters(q).unwrap();
     assert_eq!(c.accepted + c.dropped, EVENTS + 10, "{c:?}");
-    assert!(c.dropped >= EVENTS - 1024, "{c:?}");
+    assert!(c.dropped >= EVENTS.saturating_sub(1024), "{c:?}");
     // The status and counters stay readable while the drain is stuck.
     assert!(tracer.status(q).unwrap().is_healthy());
     eprintln!("{EVENTS} log_event calls with the drain stuck: {took:?}");
