@@ -78,9 +78,14 @@ impl Backing {
     }
 
     /// Creates `path`, which must not exist, sizes it to `len` bytes (rounded
-    /// up to a page, all zero) and maps it shared, read-write.
+    /// up to a page, all zero) with every block allocated on the disk
+    /// ([`allocate_blocks`]), and maps it shared, read-write.
     ///
     /// # Errors
+    ///
+    /// `StorageFull` (ENOSPC) or `QuotaExceeded` when the file system has no
+    /// room for the whole file: the file is removed and nothing is mapped, so
+    /// a full disk is this error and never a SIGBUS at the first store.
     ///
     /// `AlreadyExists` when `path` exists: it was created since the caller
     /// moved a previous file aside, by another live queue using the same
@@ -93,7 +98,12 @@ impl Backing {
             .write(true)
             .create_new(true)
             .open(path)?;
-        file.set_len(len as u64)?;
+        if let Err(e) = allocate_blocks(&file, len as u64) {
+            // Leave no sparse file behind: the queue is not created.
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         // SAFETY: the file was just created (not opened: `create_new`) by
         // this process and is only ever accessed through this mapping (plain bytes before the
         // rings are placed, atomics after). Another process that truncates
@@ -213,6 +223,48 @@ impl Backing {
             }
         }
     }
+}
+
+/// Gives the new, empty `file` a length of `len` bytes with every block
+/// allocated, so that stores through a shared mapping of it never need the
+/// file system to find room (a store into a hole of a full file system is a
+/// SIGBUS, not an error). `fallocate` where the file system has it (ext4,
+/// xfs, btrfs, tmpfs); else zeros written through `write` (whose errors are
+/// returned), then the length set.
+#[cfg(not(any(miri, loom)))]
+fn allocate_blocks(file: &std::fs::File, len: u64) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let size = libc::off_t::try_from(len)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        loop {
+            // SAFETY: `fallocate` takes a descriptor and integers; the
+            // descriptor is open while `file` is borrowed; no memory is passed.
+            if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } == 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => break, // write zeros
+                _ => return Err(e),
+            }
+        }
+    }
+    use std::io::Write;
+    let zeros = [0u8; 64 * 1024];
+    let mut w = file;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        w.write_all(&zeros[..n])?;
+        left -= n as u64;
+    }
+    // Blocks written this way are only sure to be there once the file
+    // system has them: `sync_data` reports a delayed allocation failure.
+    file.sync_data()?;
+    file.set_len(len)
 }
 
 /// Whether `path` names the file `file` is open on.

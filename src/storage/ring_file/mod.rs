@@ -113,12 +113,13 @@ impl RingStorage {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|e| {
-                        crate::queue::config_error::ConfigError::io("create ring file directory", dir, hint(e))
+                        crate::queue::config_error::ConfigError::io("create ring file directory", dir, hint(e, len))
                     })?;
                 }
                 keep_previous(&path)?;
-                Backing::file(&path, len)
-                    .map_err(|e| crate::queue::config_error::ConfigError::io("create ring file", &path, hint(e)))?
+                Backing::file(&path, len).map_err(|e| {
+                    crate::queue::config_error::ConfigError::io("create ring file", &path, hint(e, len))
+                })?
             }
         };
         mem.write_bytes(0, &layout.header_bytes(ctx.handle.0, header));
@@ -126,8 +127,21 @@ impl RingStorage {
     }
 }
 
-/// `e` with what the user can do about a ring file that cannot be made.
-fn hint(e: std::io::Error) -> std::io::Error {
+/// `e` with what the user can do about a ring file of `len` bytes that
+/// cannot be made.
+fn hint(e: std::io::Error, len: usize) -> std::io::Error {
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) {
+        return std::io::Error::new(
+            e.kind(),
+            format!(
+                "{e}: the ring file needs {len} bytes ({:.1} MiB) on its file system and they are not free; free that much space, give the tracer a directory on another file system (Config::with_output_dir) or the queue its own ring file (`ring: RingStorage::FileAt(path)`), choose a smaller capacity or fewer shards, or keep the rings on the heap (`ring: RingStorage::Memory`)",
+                len as f64 / (1024.0 * 1024.0)
+            ),
+        );
+    }
     if e.kind() == std::io::ErrorKind::AlreadyExists {
         return std::io::Error::new(
             e.kind(),
