@@ -42,12 +42,19 @@ pub struct QueueStatus {
     /// count, [`crate::filters::TriggerQueue::suppressed`]; 0 for other
     /// queues). Counted, not an error: the limit was asked for.
     pub snapshots_suppressed: u64,
+    /// Events that may be lost to a panic: a user-defined queue's `get`,
+    /// `post` or `post_run` that panicked (counted by the tracer, see
+    /// [`DynQueue`]; 0 for the built-in queues, whose get and post do not
+    /// panic). Whether such an event was kept is unknown, so any count here
+    /// makes the queue unhealthy and the shutdown report not clean.
+    pub lost_to_panic: u64,
 }
 
 impl QueueStatus {
-    /// No failure so far.
+    /// No failure so far: no I/O error, no error noted, and no event that
+    /// may be lost to a panic.
     pub fn is_healthy(&self) -> bool {
-        self.io_errors == 0 && self.last_error.is_none()
+        self.io_errors == 0 && self.last_error.is_none() && self.lost_to_panic == 0
     }
 }
 
@@ -220,7 +227,8 @@ impl<T: Queue + std::any::Any> CustomQueue for T {
 }
 
 /// A user-defined queue behind one virtual call, with the tracer's own
-/// count of the events its `get` refused (build it with [`AnyQueue::custom`](crate::queues::AnyQueue::custom);
+/// count of the events its `get` refused and of those its `get`, `post` or
+/// `post_run` panicked on (build it with [`AnyQueue::custom`](crate::queues::AnyQueue::custom);
 /// get the concrete type back with [`AnyQueue::as_custom`](crate::queues::AnyQueue::as_custom)).
 ///
 /// A `None` from a user queue's [`Queue::get`] is a lost event whatever the
@@ -229,6 +237,15 @@ impl<T: Queue + std::any::Any> CustomQueue for T {
 /// `dropped` as the larger of the queue's own count and the tracer's. A queue
 /// whose own count is lower than the tracer's is under-reporting: its
 /// [`Queue::status`] says so, which makes the shutdown report not clean.
+///
+/// A panic in the user queue's `get`, `post` or `post_run` still unwinds
+/// to the caller of [`Tracer::log_event`](crate::Tracer::log_event) (the
+/// tracer does not hide a bug), but on its way the tracer counts the events
+/// involved as *lost to a panic* (one for `get` or `post`, the run's length
+/// for `post_run`: whether the queue kept any of them is unknown).
+/// [`QueueStatus::lost_to_panic`] carries the count and `last_error` says
+/// it, so the shutdown report is not clean. The count costs nothing until a
+/// panic: a guard armed before the call is forgotten after it.
 ///
 /// ```
 /// use qtrace::queue::{DynQueue, Queue, QueueCounters, Reservation};
@@ -251,6 +268,21 @@ impl<T: Queue + std::any::Any> CustomQueue for T {
 pub struct DynQueue {
     inner: Box<dyn CustomQueue>,
     refused: AtomicU64,
+    panicked: AtomicU64,
+}
+
+/// Adds `n` to a counter if dropped, i.e. if the call it guards unwound
+/// (forgotten when the call returns).
+struct OnUnwind<'a> {
+    counter: &'a AtomicU64,
+    n: u64,
+}
+
+impl Drop for OnUnwind<'_> {
+    #[cold]
+    fn drop(&mut self) {
+        self.counter.fetch_add(self.n, Ordering::Relaxed);
+    }
 }
 
 impl DynQueue {
@@ -272,7 +304,33 @@ impl DynQueue {
         DynQueue {
             inner: Box::new(queue),
             refused: AtomicU64::new(0),
+            panicked: AtomicU64::new(0),
         }
+    }
+
+    /// Events that may be lost because the queue's `get`, `post` or
+    /// `post_run` panicked while handling them, as the tracer counted them.
+    ///
+    /// ```
+    /// use qtrace::queue::{DynQueue, Queue, QueueCounters, Reservation};
+    /// use qtrace::Event;
+    ///
+    /// struct Broken;
+    /// impl Queue for Broken {
+    ///     fn get(&self) -> Option<Reservation> { Some(Reservation::new(0)) }
+    ///     fn post(&self, _: Reservation, _: &Event) { panic!("bug") }
+    ///     fn counters(&self) -> QueueCounters { QueueCounters::default() }
+    /// }
+    /// let q = DynQueue::new(Broken);
+    /// let r = q.get().unwrap();
+    /// let e = Event::new(0, qtrace::EventId(0x0b), 0, [0, 0]);
+    /// assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.post(r, &e))).is_err());
+    /// assert_eq!(q.lost_to_panic(), 1);
+    /// assert_eq!(q.status().lost_to_panic, 1);
+    /// assert!(!q.status().is_healthy());
+    /// ```
+    pub fn lost_to_panic(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
     }
 
     /// Events the queue's `get` refused (returned `None`), as the tracer
@@ -291,6 +349,7 @@ impl std::fmt::Debug for DynQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DynQueue")
             .field("refused", &self.refused())
+            .field("lost_to_panic", &self.lost_to_panic())
             .finish_non_exhaustive()
     }
 }
@@ -298,7 +357,12 @@ impl std::fmt::Debug for DynQueue {
 impl Queue for DynQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {
+        let guard = OnUnwind {
+            counter: &self.panicked,
+            n: 1,
+        };
         let r = self.inner.get();
+        std::mem::forget(guard);
         if r.is_none() {
             self.refused.fetch_add(1, Ordering::Relaxed);
         }
@@ -306,12 +370,23 @@ impl Queue for DynQueue {
     }
     #[inline]
     fn post(&self, reservation: Reservation, event: &Event) {
-        self.inner.post(reservation, event)
+        let guard = OnUnwind {
+            counter: &self.panicked,
+            n: 1,
+        };
+        self.inner.post(reservation, event);
+        std::mem::forget(guard);
     }
     /// The user queue's own `post_run`; records it did not accept count
-    /// as refused.
+    /// as refused, and all of the run's records as lost to a panic if it
+    /// panics.
     fn post_run(&self, run: &Run<'_>) -> usize {
+        let guard = OnUnwind {
+            counter: &self.panicked,
+            n: run.len() as u64,
+        };
         let accepted = self.inner.post_run(run);
+        std::mem::forget(guard);
         if accepted < run.len() {
             self.refused
                 .fetch_add((run.len() - accepted) as u64, Ordering::Relaxed);
@@ -332,9 +407,21 @@ impl Queue for DynQueue {
         c
     }
     /// The queue's status; if its own drop count is below the tracer's, a
+    /// `last_error` saying so; the events lost to a panic, and a
     /// `last_error` saying so.
     fn status(&self) -> QueueStatus {
         let mut s = self.inner.status();
+        let panicked = self.lost_to_panic();
+        if panicked > 0 {
+            s.lost_to_panic += panicked;
+            let note = format!(
+                "the queue's get, post or post_run panicked on {panicked} events, which may be lost (whether the queue kept them is unknown): fix the panic in the queue's code"
+            );
+            s.last_error = Some(match s.last_error {
+                Some(e) => format!("{e}; {note}"),
+                None => note,
+            });
+        }
         let (refused, own) = (self.refused(), self.inner.counters().dropped);
         if refused > own {
             let note = format!(

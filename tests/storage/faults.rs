@@ -9,8 +9,9 @@
 //! - the clock goes backwards (a manual clock);
 //! - shutdown while producers still log, for every draining queue type;
 //! - panics in a user-defined queue's hooks (caught, typed errors) and in
-//!   its `get`/`post` (not caught: they unwind into the caller of
-//!   `log_event`, and the tracer stays usable).
+//!   its `get`/`post`/`post_run` (not caught: they unwind into the caller
+//!   of `log_event`, the tracer stays usable, and the events are counted
+//!   as lost to a panic, so the report is not clean).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -490,6 +491,7 @@ enum PanicIn {
     Terminate,
     Post,
     Get,
+    PostRun,
 }
 
 struct Fragile(PanicIn);
@@ -525,6 +527,13 @@ impl Queue for FragileQueue {
             panic!("post exploded on 13");
         }
         self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+    fn post_run(&self, run: &qtrace::combine::Run<'_>) -> usize {
+        if self.at == PanicIn::PostRun {
+            panic!("post_run exploded");
+        }
+        self.accepted.fetch_add(run.len() as u64, Ordering::Relaxed);
+        run.len()
     }
     fn terminate(&self, _: &QueueContext) -> Result<(), ConfigError> {
         if self.at == PanicIn::Terminate {
@@ -576,13 +585,16 @@ fn panics_in_create_and_terminate_hooks_become_typed_errors() {
 
 /// The hot path does not catch panics (a `catch_unwind` per event is not
 /// free, and a panicking queue is a bug in that queue): a panic in a user
-/// queue's `get` or `post` unwinds into the thread that called `log_event`,
-/// like a panic in its own code. The tracer holds no lock on the hot path, so
-/// it stays consistent and usable from every other thread, and other queues
-/// are untouched.
+/// queue's `get`, `post` or `post_run` unwinds into the thread that called
+/// `log_event` (or `log_str`), like a panic in its own code. The tracer holds
+/// no lock on the hot path, so it stays consistent and usable from every
+/// other thread, and other queues are untouched. On its way out the tracer
+/// counts the events involved as lost to a panic (issue 23, item 7): the
+/// queue's status and the shutdown report say so and the report is not
+/// clean.
 #[test]
 fn a_panic_in_get_or_post_unwinds_into_the_caller_and_the_tracer_goes_on() {
-    for at in [PanicIn::Post, PanicIn::Get] {
+    for at in [PanicIn::Post, PanicIn::Get, PanicIn::PostRun] {
         let tracer = Arc::new(Tracer::with_config(
             Config::default().with_output_dir(scratch("post")),
         ));
@@ -603,7 +615,12 @@ fn a_panic_in_get_or_post_unwinds_into_the_caller_and_the_tracer_goes_on() {
             thread::spawn(move || {
                 for i in 0..20 {
                     tracer.log_event(user::USER1, [i, 0]);
-                    tracer.log_event(user::USER0, [i, 0]);
+                    if at == PanicIn::PostRun {
+                        // 1 + ⌈20 / 16⌉ = 3 records.
+                        tracer.log_str(user::USER0, "twenty bytes of text");
+                    } else {
+                        tracer.log_event(user::USER0, [i, 0]);
+                    }
                 }
             })
         };
@@ -618,8 +635,21 @@ fn a_panic_in_get_or_post_unwinds_into_the_caller_and_the_tracer_goes_on() {
         for i in 100..110 {
             tracer.log_event(user::USER1, [i, 0]);
         }
+        let lost = if at == PanicIn::PostRun { 3 } else { 1 };
+        let status = tracer.status(q).unwrap();
+        assert_eq!(status.lost_to_panic, lost, "{status:?}");
+        assert!(!status.is_healthy());
+        let said = format!("panicked on {lost} events, which may be lost");
+        assert!(
+            status.last_error.as_deref().unwrap_or("").contains(&said),
+            "{status:?}"
+        );
         let report = tracer.shutdown().unwrap();
-        assert!(report.is_clean(), "{report:?}");
+        assert!(!report.is_clean(), "{report:?}");
+        assert_eq!(report.lost_to_panic(), lost);
+        assert_eq!(report.queues[q.index()].status.lost_to_panic, lost);
+        assert_eq!(report.queues[c.index()].status.lost_to_panic, 0);
+        assert!(report.queues[c.index()].status.is_healthy());
         let fragile = report.queues[q.index()].counters;
         let circular = report.queues[c.index()].counters;
         if at == PanicIn::Post {

@@ -244,6 +244,7 @@ impl Queue for OnlineQueue {
                 .cloned()
                 .collect(),
             snapshots_suppressed: 0,
+            lost_to_panic: 0,
         }
     }
 }

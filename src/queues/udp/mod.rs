@@ -283,6 +283,7 @@ impl Queue for UdpQueue {
             last_error: self.shared.last_error.lock().clone(),
             files: Vec::new(),
             snapshots_suppressed: 0,
+            lost_to_panic: 0,
         }
     }
 }

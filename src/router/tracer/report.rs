@@ -79,7 +79,15 @@ impl ShutdownReport {
             .sum()
     }
 
-    /// Whether every terminate hook succeeded and no queue saw an I/O error.
+    /// Events that may be lost to a panic in a user-defined queue, over
+    /// every queue ([`QueueStatus::lost_to_panic`]).
+    pub fn lost_to_panic(&self) -> u64 {
+        self.queues.iter().map(|q| q.status.lost_to_panic).sum()
+    }
+
+    /// Whether every terminate hook succeeded, no queue saw an I/O error
+    /// and no event may be lost to a panic (a user-defined queue whose
+    /// `get`, `post` or `post_run` panicked: [`ShutdownReport::lost_to_panic`]).
     pub fn is_clean(&self) -> bool {
         self.queues
             .iter()
