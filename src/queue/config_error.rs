@@ -155,6 +155,18 @@ pub enum ConfigError {
         /// Its type's name.
         type_name: &'static str,
     },
+    /// A tracer inherited across `fork()` was asked to change or shut down
+    /// in the child: it belongs to the parent, whose queues, files and tasks
+    /// the child must not touch (see
+    /// [`Tracer::is_inherited`](crate::Tracer::is_inherited)).
+    InheritedAcrossFork {
+        /// What was asked.
+        operation: &'static str,
+        /// The process that created the tracer.
+        owner: u32,
+        /// This process.
+        pid: u32,
+    },
     /// A class specification that cannot be defined
     /// ([`Tracer::define_class`](crate::Tracer::define_class)).
     Catalog(CatalogError),
@@ -266,6 +278,10 @@ impl fmt::Display for ConfigError {
             TriggerScopeNotRecording { queue, type_name } => write!(
                 f,
                 "Scope::Queue({queue}) names a `{type_name}` queue, which only forwards events: name the queue that records them (the handle Tracer::create_queue returned)"
+            ),
+            InheritedAcrossFork { operation, owner, pid } => write!(
+                f,
+                "cannot {operation}: this tracer belongs to process {owner} and this process ({pid}) is a fork of it; in a forked child an inherited tracer records nothing and leaves the parent's queues, files and tasks alone; build a new Tracer in the child, with its own output directory (Config::with_output_dir), to trace it"
             ),
             Catalog(e) => write!(f, "{e}"),
             Io(e) => write!(f, "{e}"),

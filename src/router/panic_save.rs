@@ -22,7 +22,9 @@ use parking_lot::Mutex;
 use crate::queues::AnyQueue;
 
 /// A registered tracer's queue table.
-struct Entry(*const [OnceLock<AnyQueue>; 256]);
+/// A registered tracer's queue table, and the process that registered it
+/// (a forked child does not save its parent's queues).
+struct Entry(*const [OnceLock<AnyQueue>; 256], u32);
 
 // SAFETY: the table is `Sync` (`OnceLock<AnyQueue>` is, since every queue is
 // `Send + Sync`); the pointer is only dereferenced under `TRACERS`' lock
@@ -54,7 +56,7 @@ pub(crate) fn register(queues: &[OnceLock<AnyQueue>; 256]) {
     let ptr = queues as *const _;
     let mut list = TRACERS.lock();
     if !list.iter().any(|e| e.0 == ptr) {
-        list.push(Entry(ptr));
+        list.push(Entry(ptr, std::process::id()));
     }
 }
 
@@ -73,7 +75,9 @@ fn save_all() {
     }
     {
         let list = TRACERS.lock();
-        for entry in list.iter() {
+        let pid = std::process::id();
+        // A forked child's inherited tracers are the parent's to save.
+        for entry in list.iter().filter(|e| e.1 == pid) {
             // SAFETY: see `Entry`: registered, so the table is alive while
             // the lock is held.
             let table = unsafe { &*entry.0 };

@@ -65,10 +65,12 @@ pub(crate) struct Registry {
     /// The names recorded at run time, for the files queues save
     /// ([`QueueContext::names`](crate::queue::QueueContext::names)).
     pub(crate) names: Arc<crate::model::combine::RecordedNames>,
+    /// The process that created the tracer (see `router::fork`).
+    owner_pid: u32,
 }
 
 impl Registry {
-    pub(crate) fn new(catalog: Catalog) -> Self {
+    pub(crate) fn new(catalog: Catalog, owner_pid: u32) -> Self {
         let mut r = Registry {
             phase: Phase::Configuring,
             suspended: false,
@@ -85,6 +87,7 @@ impl Registry {
             global_gated: false,
             global_gate: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             names: Arc::default(),
+            owner_pid,
         };
         r.set_catalog(catalog);
         r
@@ -99,8 +102,24 @@ impl Registry {
         self.catalog = Arc::new(catalog);
     }
 
-    /// Fails unless the tracer is still in phase 1.
+    /// Fails in a forked child: the tracer is the parent's.
+    pub(crate) fn require_owner(&self, operation: &'static str) -> Result<(), ConfigError> {
+        let pid = std::process::id();
+        if pid == self.owner_pid {
+            Ok(())
+        } else {
+            Err(ConfigError::InheritedAcrossFork {
+                operation,
+                owner: self.owner_pid,
+                pid,
+            })
+        }
+    }
+
+    /// Fails unless the tracer is still in phase 1 (and in the process that
+    /// created it).
     pub(crate) fn require_phase1(&self, operation: &'static str) -> Result<(), ConfigError> {
+        self.require_owner(operation)?;
         match self.phase {
             Phase::Configuring => Ok(()),
             Phase::Active => Err(ConfigError::AfterPhase2 { operation }),
@@ -108,8 +127,9 @@ impl Registry {
         }
     }
 
-    /// Fails once the tracer is shut down.
+    /// Fails once the tracer is shut down (or in a forked child).
     pub(crate) fn require_running(&self, operation: &'static str) -> Result<(), ConfigError> {
+        self.require_owner(operation)?;
         match self.phase {
             Phase::ShutDown => Err(ConfigError::AfterShutdown { operation }),
             _ => Ok(()),

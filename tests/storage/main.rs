@@ -11,6 +11,7 @@ mod completeness;
 mod crash;
 mod disk_faults;
 mod faults;
+mod fork;
 mod online_open_full_disk;
 mod recover_marks;
 mod ring_full_disk;

@@ -84,19 +84,37 @@ pub struct Tracer {
     key_base: u64,
     /// [`Config::save_on_panic`].
     save_on_panic: bool,
+    /// The process that created the tracer: in any other (a forked child)
+    /// the tracer is inherited and detached (`router::fork`).
+    owner_pid: u32,
+    /// This tracer's entry in the list the fork handler unroutes.
+    fork_node: &'static crate::router::fork::Node,
 }
 
 /// A tracer dropped without [`Tracer::shutdown`] shuts down as
 /// `shutdown()` would (every queue saves or flushes what it holds, files
 /// are written, ring files of a clean save are removed); the report is
 /// discarded. Call `shutdown()` to see it and its errors.
+///
+/// In a forked child, a tracer inherited from the parent is dropped without
+/// touching the parent's queues: nothing is saved, no ring file is removed,
+/// no task is stopped (the child's copy of the queues is leaked; the files
+/// and tasks are the parent's).
 impl Drop for Tracer {
     fn drop(&mut self) {
+        if self.is_inherited() {
+            let empty: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
+            let empty: Box<[OnceLock<AnyQueue>; 256]> = empty.try_into().expect("256 queues");
+            std::mem::forget(std::mem::replace(&mut self.queues, empty));
+            crate::router::fork::forget(self.fork_node);
+            return;
+        }
         crate::router::panic_save::deregister(&self.queues);
         let phase = self.registry.lock().phase;
         if phase != Phase::ShutDown {
             let _ = self.shutdown();
         }
+        crate::router::fork::forget(self.fork_node);
     }
 }
 
@@ -153,12 +171,16 @@ impl Tracer {
     pub fn with_config(config: Config) -> Self {
         let routes: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
         let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
+        let routes: Box<[AtomicU32; 1 << 16]> = routes.try_into().expect("65536 routes");
+        let owner_pid = std::process::id();
         let tracer = Tracer {
-            routes: routes.try_into().expect("65536 routes"),
+            fork_node: crate::router::fork::register(&routes),
+            owner_pid,
+            routes,
             queues: queues.try_into().expect("256 queues"),
             clock: config.clock,
             output_dir: config.output_dir,
-            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin()))),
+            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin(), owner_pid))),
             key_base: match NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) {
                 serial @ 1..=0xffff_ffff => serial << 32,
                 // Four billion tracers later: correct, just uncached.
@@ -182,6 +204,21 @@ impl Tracer {
     }
 
     // ----- inspection ---------------------------------------------------------
+
+    /// Whether this tracer was inherited across `fork()`: created by another
+    /// process (the parent) than the one calling. An inherited tracer records
+    /// nothing, refuses configuration calls and `shutdown`
+    /// ([`ConfigError::InheritedAcrossFork`]), and its drop leaves the
+    /// parent's queues, files and tasks alone. Build a new tracer in the
+    /// child to trace it.
+    ///
+    /// ```
+    /// let tracer = qtrace::Tracer::new();
+    /// assert!(!tracer.is_inherited()); // this process made it
+    /// ```
+    pub fn is_inherited(&self) -> bool {
+        self.owner_pid != std::process::id()
+    }
 
     /// The lifecycle phase.
     pub fn phase(&self) -> Phase {

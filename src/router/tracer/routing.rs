@@ -489,14 +489,22 @@ impl Tracer {
     }
 
     pub(super) fn publish(&self, r: &Registry, id: EventId) {
+        self.publish_one(r, id, !self.is_inherited());
+    }
+
+    /// Publishes `id`'s route; `owned` false (a forked child's inherited
+    /// tracer) unroutes it whatever the registry says.
+    fn publish_one(&self, r: &Registry, id: EventId, owned: bool) {
         // Forwarding queues first, so the route never leads to a stale one.
         super::triggers::rewire(r, &self.queues[..], id);
-        self.routes[id.0 as usize].store(r.route_word(id), Ordering::Relaxed);
+        let word = if owned { r.route_word(id) } else { 0 };
+        self.routes[id.0 as usize].store(word, Ordering::Relaxed);
     }
 
     pub(super) fn publish_all(&self, r: &Registry) {
+        let owned = !self.is_inherited();
         for i in 0..r.catalog.event_count() {
-            self.publish(r, EventId(i as u16));
+            self.publish_one(r, EventId(i as u16), owned);
         }
     }
 }

@@ -127,13 +127,18 @@ impl RingStorage {
     }
 }
 
+/// Whether `e` says the file system (or the user's quota) has no room.
+fn no_space(e: &std::io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    return matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+    #[cfg(not(target_os = "linux"))]
+    return e.raw_os_error() == Some(28); // ENOSPC on every Unix
+}
+
 /// `e` with what the user can do about a ring file of `len` bytes that
 /// cannot be made.
 fn hint(e: std::io::Error, len: usize) -> std::io::Error {
-    if matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    ) {
+    if no_space(&e) {
         return std::io::Error::new(
             e.kind(),
             format!(
@@ -181,6 +186,22 @@ fn keep_previous(path: &std::path::Path) -> Result<(), crate::queue::config_erro
     } else {
         0
     };
+    if pid != 0 && pid != std::process::id() && mapped_by(pid, path) {
+        // Not a crash's leftover: the live ring of another process (a
+        // parent after `fork`, or another program with the same output
+        // directory). Moving it aside would let two processes save to the
+        // same names; refuse instead.
+        return Err(crate::queue::config_error::ConfigError::io(
+            "create ring file",
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!(
+                    "the ring file is the live ring of process {pid}, which has it mapped; give this tracer its own directory (Config::with_output_dir) or the queue its own ring file (`ring: RingStorage::FileAt(path)`)"
+                ),
+            ),
+        ));
+    }
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -202,6 +223,35 @@ fn keep_previous(path: &std::path::Path) -> Result<(), crate::queue::config_erro
             )
         }),
     }
+}
+
+/// Whether process `pid` is alive and has the file at `path` mapped (its
+/// `/proc/<pid>/maps` lists the file's inode): a live ring, never a crash's
+/// leftover, whatever process now holds that number.
+#[cfg(target_os = "linux")]
+fn mapped_by(pid: u32, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return false;
+    };
+    let (ino, name) = (meta.ino().to_string(), path.file_name());
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        fields.nth(4) == Some(ino.as_str())
+            && fields
+                .next()
+                .is_some_and(|p| std::path::Path::new(p).file_name() == name)
+    })
+}
+
+/// Elsewhere no process's mappings can be read: a ring file left at the
+/// path is always taken for a crash's leftover.
+#[cfg(not(target_os = "linux"))]
+fn mapped_by(_pid: u32, _path: &std::path::Path) -> bool {
+    false
 }
 
 /// The largest capacity a ring file may declare (as [`crate::ring::MAX_CAPACITY`]).
