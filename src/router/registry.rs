@@ -66,11 +66,13 @@ pub(crate) struct Registry {
     /// ([`QueueContext::names`](crate::queue::QueueContext::names)).
     pub(crate) names: Arc<crate::model::combine::RecordedNames>,
     /// The process that created the tracer (see `router::fork`).
-    owner_pid: u32,
+    pub(crate) owner_pid: u32,
+    /// The tracer's entry in the list the fork handler unroutes.
+    pub(crate) fork_node: &'static crate::router::fork::Node,
 }
 
 impl Registry {
-    pub(crate) fn new(catalog: Catalog, owner_pid: u32) -> Self {
+    pub(crate) fn new(catalog: Catalog, fork_node: &'static crate::router::fork::Node) -> Self {
         let mut r = Registry {
             phase: Phase::Configuring,
             suspended: false,
@@ -87,7 +89,8 @@ impl Registry {
             global_gated: false,
             global_gate: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             names: Arc::default(),
-            owner_pid,
+            owner_pid: std::process::id(),
+            fork_node,
         };
         r.set_catalog(catalog);
         r
@@ -100,6 +103,11 @@ impl Registry {
         self.event_on.resize(catalog.event_count(), true);
         self.class_on.resize(catalog.classes().len(), true);
         self.catalog = Arc::new(catalog);
+    }
+
+    /// Whether this process created the tracer (false in a forked child).
+    pub(crate) fn is_owner(&self) -> bool {
+        self.owner_pid == std::process::id()
     }
 
     /// Fails in a forked child: the tracer is the parent's.

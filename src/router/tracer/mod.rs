@@ -84,11 +84,6 @@ pub struct Tracer {
     key_base: u64,
     /// [`Config::save_on_panic`].
     save_on_panic: bool,
-    /// The process that created the tracer: in any other (a forked child)
-    /// the tracer is inherited and detached (`router::fork`).
-    owner_pid: u32,
-    /// This tracer's entry in the list the fork handler unroutes.
-    fork_node: &'static crate::router::fork::Node,
 }
 
 /// A tracer dropped without [`Tracer::shutdown`] shuts down as
@@ -102,11 +97,17 @@ pub struct Tracer {
 /// and tasks are the parent's).
 impl Drop for Tracer {
     fn drop(&mut self) {
-        if self.is_inherited() {
+        // `get_mut`: no lock taken (in a forked child, a thread of the
+        // parent may have held it).
+        let (owner_pid, fork_node) = {
+            let r = self.registry.get_mut();
+            (r.owner_pid, r.fork_node)
+        };
+        if owner_pid != std::process::id() {
             let empty: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
             let empty: Box<[OnceLock<AnyQueue>; 256]> = empty.try_into().expect("256 queues");
             std::mem::forget(std::mem::replace(&mut self.queues, empty));
-            crate::router::fork::forget(self.fork_node);
+            crate::router::fork::forget(fork_node);
             return;
         }
         crate::router::panic_save::deregister(&self.queues);
@@ -114,7 +115,7 @@ impl Drop for Tracer {
         if phase != Phase::ShutDown {
             let _ = self.shutdown();
         }
-        crate::router::fork::forget(self.fork_node);
+        crate::router::fork::forget(fork_node);
     }
 }
 
@@ -172,15 +173,13 @@ impl Tracer {
         let routes: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
         let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
         let routes: Box<[AtomicU32; 1 << 16]> = routes.try_into().expect("65536 routes");
-        let owner_pid = std::process::id();
+        let fork_node = crate::router::fork::register(&routes);
         let tracer = Tracer {
-            fork_node: crate::router::fork::register(&routes),
-            owner_pid,
             routes,
             queues: queues.try_into().expect("256 queues"),
             clock: config.clock,
             output_dir: config.output_dir,
-            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin(), owner_pid))),
+            registry: Box::new(Mutex::new(Registry::new(Catalog::builtin(), fork_node))),
             key_base: match NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) {
                 serial @ 1..=0xffff_ffff => serial << 32,
                 // Four billion tracers later: correct, just uncached.
@@ -217,7 +216,7 @@ impl Tracer {
     /// assert!(!tracer.is_inherited()); // this process made it
     /// ```
     pub fn is_inherited(&self) -> bool {
-        self.owner_pid != std::process::id()
+        self.registry.lock().owner_pid != std::process::id()
     }
 
     /// The lifecycle phase.

@@ -489,7 +489,7 @@ impl Tracer {
     }
 
     pub(super) fn publish(&self, r: &Registry, id: EventId) {
-        self.publish_one(r, id, !self.is_inherited());
+        self.publish_one(r, id, r.is_owner());
     }
 
     /// Publishes `id`'s route; `owned` false (a forked child's inherited
@@ -502,7 +502,7 @@ impl Tracer {
     }
 
     pub(super) fn publish_all(&self, r: &Registry) {
-        let owned = !self.is_inherited();
+        let owned = r.is_owner();
         for i in 0..r.catalog.event_count() {
             self.publish_one(r, EventId(i as u16), owned);
         }

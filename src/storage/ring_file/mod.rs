@@ -65,9 +65,13 @@ pub enum RingStorage {
     /// a process that did not shut down) is kept, renamed
     /// `queue<handle>-<type>-pid<P>.ring` after the process that wrote it.
     /// Two live queues must not share a ring file path (two tracers with the
-    /// same output directory and handles): the second would move the
-    /// first's file aside as if it were left by a crash, and it would stay
-    /// there after a clean shutdown.
+    /// same output directory and handles). In one process the second would
+    /// move the first's file aside as if it were left by a crash, and it
+    /// would stay there after a clean shutdown; a ring file that another
+    /// live process has mapped (a parent after `fork`, another program) is
+    /// refused instead (Linux). The blocks of a ring file are allocated
+    /// when it is created: a file system without room for it is an error of
+    /// `create_queue` (naming the path and the size), never a SIGBUS later.
     #[default]
     File,
     /// In a ring file at this path.
