@@ -109,7 +109,12 @@ extern "C" fn in_child() {
                 // SAFETY: a listed table holds `ROUTES` words and is
                 // unlisted before it is freed; in the child no other
                 // thread runs, so it cannot be freed meanwhile.
-                unsafe { (*routes.add(i)).store(0, Ordering::Relaxed) };
+                let word = unsafe { &*routes.add(i) };
+                // Only live words are written: a page of unrouted events
+                // is read, not copied (the child's pages are copy-on-write).
+                if word.load(Ordering::Relaxed) != 0 {
+                    word.store(0, Ordering::Relaxed);
+                }
             }
         }
         at = node.next.cast_mut();
