@@ -1,6 +1,6 @@
 //! What outlives a crash or a fault: ring files recovered after a killed child,
 //! slots being written marked, full and failing disks, every file ending with
-//! its close run.
+//! its close run; ring files on a full disk; a real `fork()`.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 
