@@ -4,7 +4,6 @@
 //! close early, output files, and the one place that says which files were
 //! cut short and what the exit status is.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,11 +28,6 @@ pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<Exit>) -> Ex
             Exit::Failed
         }
     }
-}
-
-/// Creates (or truncates) an output file, with an error that names it.
-pub fn create(path: &Path) -> Result<File, qtrace::Error> {
-    File::create(path).map_err(|e| qtrace::Error::io("create", path, e))
 }
 
 /// The label a file is shown with: its file name.
