@@ -240,7 +240,13 @@ impl LiveFile {
                 .unwrap_or_else(|| self.header.clone().with_close_run(true).to_bytes());
             let header_len = bytes.len();
             if lost_events > 0 {
-                let hoops = Event::new(self.last_time, HOOPS, TRACER_SOURCE, [lost_events, 0]);
+                // Queue 0xffff: the records of every sender went with it.
+                let hoops = Event::new(
+                    self.last_time,
+                    HOOPS,
+                    TRACER_SOURCE,
+                    [lost_events, u64::from(crate::wire::header::NO_QUEUE)],
+                );
                 let mut rec = [0u8; RECORD_LEN];
                 record::emit(&hoops, &mut rec);
                 bytes.extend_from_slice(&rec);

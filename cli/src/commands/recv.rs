@@ -8,7 +8,8 @@
 //! that path: an existing trace is otherwise moved aside to
 //! `<stem>-previous.<ext>`, never overwritten) or the socket fails; 3 when
 //! writing the file failed part way (a full disk) or the file was deleted
-//! or replaced while written (re-created, its lost records marked): the
+//! or replaced while written with records in it (re-created, the lost
+//! records marked): the
 //! summary is printed.
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -167,7 +168,7 @@ pub fn run(args: RecvArgs) -> Exit {
         Ok(summary) => {
             println!("{summary}");
             println!("read it with: qtrace dump {}", args.out.display());
-            if summary.file_error.is_some() || summary.files_replaced > 0 {
+            if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
                 Exit::Cut
             } else {
                 Exit::Ok
