@@ -218,7 +218,7 @@ impl Receiver {
     /// A file already at `path` is never overwritten: it is moved aside to
     /// `<stem>-previous.<ext>` (or `-previous-2`, …), unless another process
     /// is writing it (it holds the file's lock: `flock`), and then this
-    /// fails. The file is deleted or replaced while written: it is
+    /// fails. If the file is deleted or replaced while written, it is
     /// re-created with a hoops record for the events that went with it
     /// ([`ReceiverSummary::files_replaced`]).
     ///
