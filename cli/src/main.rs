@@ -44,6 +44,10 @@ enum Command {
     /// close records gets no END line (`qtrace stats` says "completeness
     /// unknown").
     ///
+    /// A file that cannot be opened (a bad header) is reported and the other
+    /// files are still dumped; a FIFO is refused at once (save the stream to
+    /// a file first).
+    ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
     /// events before the damage are printed); otherwise 3 when a file is cut
     /// short or its close record disagrees with it, or when it holds a
@@ -52,7 +56,8 @@ enum Command {
     /// a count); 0 otherwise.
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span,
-    /// and whether each file is complete.
+    /// and whether each file is complete. What a cut left of a close run is
+    /// counted as control records, not events; a FIFO is refused at once.
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged; otherwise
     /// 3 when a file is cut short (no close record) or its close record
@@ -62,6 +67,12 @@ enum Command {
     /// old files whose completeness is unknown).
     Stats(stats::StatsArgs),
     /// Receive UDP queue datagrams and write them to a trace file.
+    ///
+    /// A trace already at --out is moved aside to `<stem>-previous.<ext>`,
+    /// never overwritten; another `qtrace recv` writing it makes this one
+    /// refuse (exit status 1). An output deleted or replaced while written is
+    /// re-created, starting with a hoops record for what went with it (exit
+    /// status 3).
     Recv(recv::RecvArgs),
     /// Turn ring files (left by fixed and circular queues whose process died
     /// without shutting down: SIGKILL, abort, a crash) into trace files.
@@ -79,7 +90,9 @@ enum Command {
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
     /// complete); 3 when a file is cut short (no close record; its events are
-    /// converted); 1 when the output cannot be written.
+    /// converted); 1 when the output cannot be written. Outputs are written
+    /// beside (`.NAME.partial-PID`) and renamed once whole: a conversion that
+    /// fails or is killed leaves nothing at --out.
     Convert(convert::Args),
     /// What the scheduler did: per task, per CPU, per interrupt, latencies.
     ///

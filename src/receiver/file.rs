@@ -29,6 +29,23 @@
 //!   (`fallocate` with `FALLOC_FL_KEEP_SIZE`): when that reservation can no
 //!   longer be renewed the disk is treated as full while the reserved space
 //!   still takes the records waiting and the end of the file.
+//! - **Never over another trace.** The file is created new (never
+//!   truncated) and held with an exclusive advisory lock (`flock`) while it
+//!   is written. A file already at the path that another process holds
+//!   locked (another receiver writing it) is left alone and creating fails
+//!   with a message saying so; any other file there (a previous trace, a
+//!   killed receiver's) is moved aside to `<stem>-previous.<ext>`
+//!   (`<stem>-previous-2.<ext>`, … when taken), never overwritten; an empty
+//!   file there is removed.
+//! - **Deleted or replaced while written** (its link count is 0, or the
+//!   path names another file or nothing; checked at most every 100 ms,
+//!   before a write): the records written so far went with the old inode.
+//!   The file is re-created (whatever now holds the path is moved aside)
+//!   with the current header and one hoops record for the events that were
+//!   in the old file plus the losses its hoops records stated; then
+//!   writing goes on. [`LiveFile::records_written`] counts the records in
+//!   the file at the path only; [`LiveFile::records_lost_with_file`] and
+//!   [`LiveFile::files_replaced`] say what went with deleted files.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -36,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::model::classes::tracer::HOOPS;
+use crate::model::event::{Event, TRACER_SOURCE};
 use crate::model::io_error::IoError;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
@@ -46,6 +64,8 @@ const FLUSH_BYTES: usize = 64 << 10;
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// Space kept allocated past the end of the file (Linux).
 const RESERVE: u64 = 256 << 10;
+/// How often the file is checked for having been deleted or replaced.
+const REPLACED_CHECK: Duration = Duration::from_millis(100);
 /// The offset of the header-length field in the fixed header (FORMAT.md
 /// §1.1).
 const HEADER_LEN_FIELD: usize = 16;
@@ -83,6 +103,23 @@ pub(crate) struct LiveFile {
     written: u64,
     /// Events lost as the hoops records pushed so far say (sum of `arg0`).
     lost: u64,
+    /// Of `lost`, what the records still in `buf` say.
+    buf_lost: u64,
+    /// Events (records other than hoops and control records) in the file.
+    file_events: u64,
+    /// Events waiting in `buf`.
+    buf_events: u64,
+    /// The latest record time pushed (the time of a re-created file's hoops).
+    last_time: u64,
+    /// The header in the file (to re-create it).
+    header: TraceHeader,
+    /// Records written to files that were then deleted or replaced.
+    lost_with_file: u64,
+    /// Events of those records.
+    events_lost_with_file: u64,
+    /// Times the file was found deleted or replaced and re-created.
+    replaced: u64,
+    last_check: Instant,
     /// Where the reservation past the end reaches (Linux).
     reserved_to: u64,
     last_flush: Instant,
@@ -94,21 +131,21 @@ pub(crate) struct LiveFile {
 }
 
 impl LiveFile {
-    /// Creates (or truncates) `path` with `header`, reserving `room` bytes
-    /// for the header.
+    /// Creates `path` with `header`, reserving `room` bytes for the header:
+    /// a new file, locked, never over another trace (see the module's
+    /// documentation).
+    ///
+    /// # Errors
+    ///
+    /// [`IoError`] if the directory or the file cannot be created, if
+    /// another process is writing a trace at `path`, or if the trace there
+    /// cannot be moved aside.
     pub(crate) fn create(path: &Path, header: &TraceHeader, room: usize) -> Result<Self, IoError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
         }
-        // Read and write: a rewrite copies the records from it.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| IoError::new("create trace file", path, e))?;
+        let mut file = create_new_locked(path)?;
         let room = room_for(header, room);
         let bytes = padded_header(header, room)
             .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
@@ -121,6 +158,15 @@ impl LiveFile {
             header_len: bytes.len() as u64,
             written: 0,
             lost: 0,
+            buf_lost: 0,
+            file_events: 0,
+            buf_events: 0,
+            last_time: 0,
+            header: header.clone(),
+            lost_with_file: 0,
+            events_lost_with_file: 0,
+            replaced: 0,
+            last_check: Instant::now(),
             reserved_to: 0,
             last_flush: Instant::now(),
             failure: None,
@@ -128,6 +174,107 @@ impl LiveFile {
         };
         f.reserve();
         Ok(f)
+    }
+
+    /// Records written to files at the path that were then deleted or
+    /// replaced (lost with their inode; the re-created file marks their
+    /// events with a hoops record).
+    pub(crate) fn records_lost_with_file(&self) -> u64 {
+        self.lost_with_file
+    }
+
+    /// Events written to files that were then deleted or replaced.
+    pub(crate) fn events_lost_with_file(&self) -> u64 {
+        self.events_lost_with_file
+    }
+
+    /// Checks now (whenever it was last checked) whether the file was
+    /// deleted or replaced, re-creates it if so, and writes what waits: the
+    /// counts are then final for the close run.
+    pub(crate) fn settle(&mut self) {
+        if self.failure.is_none() && self.file_replaced() {
+            self.recreate();
+        }
+        self.last_check = Instant::now();
+        self.flush();
+    }
+
+    /// Times the file was found deleted or replaced and re-created.
+    pub(crate) fn files_replaced(&self) -> u64 {
+        self.replaced
+    }
+
+    /// Whether the file being written was deleted (no link left) or
+    /// replaced (its path names another file, or nothing).
+    fn file_replaced(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = self.file.metadata() else {
+            return false;
+        };
+        if meta.nlink() == 0 {
+            return true;
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(m) => m.ino() != meta.ino() || m.dev() != meta.dev(),
+            Err(_) => true,
+        }
+    }
+
+    /// The file was deleted or replaced: what was written to it went with
+    /// its inode. Re-creates it (moving aside whatever holds the path now)
+    /// with the header and one hoops record for the events of the old file
+    /// and the losses it stated. Called before a write (the records in
+    /// `buf` are not lost: they go into the new file).
+    fn recreate(&mut self) {
+        let stated = self.lost - self.buf_lost;
+        let lost_events = self.file_events.saturating_add(stated);
+        let opened = (|| -> Result<(File, Vec<u8>), IoError> {
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    IoError::new("create the directory of trace file", &self.path, e)
+                })?;
+            }
+            let mut file = create_new_locked(&self.path)?;
+            let room = room_for(&self.header, self.header_len as usize);
+            let mut bytes = padded_header(&self.header, room)
+                .unwrap_or_else(|| self.header.clone().with_close_run(true).to_bytes());
+            let header_len = bytes.len();
+            if lost_events > 0 {
+                // Queue 0xffff: the records of every sender went with it.
+                let hoops = Event::new(
+                    self.last_time,
+                    HOOPS,
+                    TRACER_SOURCE,
+                    [lost_events, u64::from(crate::wire::header::NO_QUEUE)],
+                );
+                let mut rec = [0u8; RECORD_LEN];
+                record::emit(&hoops, &mut rec);
+                bytes.extend_from_slice(&rec);
+            }
+            file.write_all(&bytes)
+                .map_err(|e| IoError::new("write the header of trace file", &self.path, e))?;
+            bytes.truncate(header_len);
+            Ok((file, bytes))
+        })();
+        match opened {
+            Ok((file, header)) => {
+                self.file = file;
+                self.header_len = header.len() as u64;
+                self.lost_with_file = self.lost_with_file.saturating_add(self.written);
+                self.events_lost_with_file =
+                    self.events_lost_with_file.saturating_add(self.file_events);
+                self.replaced += 1;
+                self.written = u64::from(lost_events > 0);
+                self.file_events = 0;
+                self.lost = lost_events.saturating_add(self.buf_lost);
+                self.reserved_to = 0;
+                self.reserve();
+            }
+            Err(e) => self.fail(format!(
+                "trace file {} was deleted or replaced while written, and re-creating it failed: {e}",
+                self.path.display()
+            )),
+        }
     }
 
     /// Why receiving must stop (the disk is full, or writing failed).
@@ -146,10 +293,19 @@ impl LiveFile {
             return;
         }
         for c in raw.chunks_exact(RECORD_LEN) {
-            if u16::from_be_bytes([c[8], c[9]]) == HOOPS.0 {
+            let mut t = [0u8; 8];
+            t.copy_from_slice(&c[0..8]);
+            self.last_time = self.last_time.max(u64::from_be_bytes(t));
+            let id = u16::from_be_bytes([c[8], c[9]]);
+            if id == HOOPS.0 {
                 let mut n = [0u8; 8];
                 n.copy_from_slice(&c[16..24]);
-                self.lost = self.lost.saturating_add(u64::from_be_bytes(n));
+                let n = u64::from_be_bytes(n);
+                self.lost = self.lost.saturating_add(n);
+                self.buf_lost = self.buf_lost.saturating_add(n);
+            } else if id != 0 {
+                // Id 0: the tracer's control records (marks), not events.
+                self.buf_events += 1;
             }
         }
         self.buf.extend_from_slice(raw);
@@ -169,12 +325,27 @@ impl LiveFile {
     /// back to its last whole record and stops the writing).
     pub(crate) fn flush(&mut self) {
         self.last_flush = Instant::now();
-        if self.failure.is_some() || self.buf.is_empty() {
+        if self.failure.is_some() {
+            return;
+        }
+        if self.last_check.elapsed() >= REPLACED_CHECK {
+            self.last_check = Instant::now();
+            if self.file_replaced() {
+                self.recreate();
+                if self.failure.is_some() {
+                    return;
+                }
+            }
+        }
+        if self.buf.is_empty() {
             return;
         }
         match self.file.write_all(&self.buf) {
             Ok(()) => {
                 self.written += (self.buf.len() / RECORD_LEN) as u64;
+                self.file_events += self.buf_events;
+                self.buf_events = 0;
+                self.buf_lost = 0;
                 self.buf.clear();
                 self.reserve();
             }
@@ -188,6 +359,8 @@ impl LiveFile {
     /// Stops the writing: the file keeps its whole records.
     fn fail(&mut self, why: String) {
         self.buf.clear();
+        self.buf_events = 0;
+        self.buf_lost = 0;
         let len = self.file.seek(SeekFrom::End(0)).unwrap_or(self.header_len);
         let whole = len.saturating_sub(self.header_len) / RECORD_LEN as u64;
         let _ = self
@@ -254,6 +427,7 @@ impl LiveFile {
         if self.failure.is_some() {
             return;
         }
+        self.header = header.clone();
         if let Some(bytes) = padded_header(header, self.header_len as usize) {
             let r = (|| {
                 self.file.seek(SeekFrom::Start(0))?;
@@ -290,6 +464,7 @@ impl LiveFile {
             .create(true)
             .truncate(true)
             .open(&tmp)?;
+        lock(&out)?;
         let copy = (|| {
             out.write_all(&bytes)?;
             self.file.seek(SeekFrom::Start(self.header_len))?;
@@ -344,6 +519,116 @@ impl LiveFile {
         let _ = self.file.set_len(len);
         let _ = self.file.sync_all();
         ok
+    }
+}
+
+/// Takes the exclusive advisory lock of `file` without waiting.
+fn lock(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is `file`'s, open for the whole call; flock
+    // touches no memory of ours.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `path` with `-previous` (then `-previous-2`, …) added to its stem: the
+/// first name not taken.
+fn aside_name(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let mut k = 1;
+    loop {
+        let name = if k == 1 {
+            format!("{stem}-previous{ext}")
+        } else {
+            format!("{stem}-previous-{k}{ext}")
+        };
+        let target = path.with_file_name(name);
+        if std::fs::symlink_metadata(&target).is_err() {
+            return target;
+        }
+        k += 1;
+    }
+}
+
+/// Creates `path` as a new file (read and write) holding its exclusive
+/// lock. A file already there is never truncated: if another process holds
+/// its lock, this fails saying so; if it is empty it is removed; otherwise it
+/// is moved aside ([`aside_name`]).
+pub(crate) fn create_new_locked(path: &Path) -> Result<File, IoError> {
+    let mut last = None;
+    // A few rounds: another receiver may create or move the file meanwhile.
+    for _ in 0..8 {
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(f) => {
+                if let Err(e) = lock(&f) {
+                    // Locked by another process between its creation and
+                    // ours: theirs.
+                    return Err(IoError::new("lock trace file", path, busy(e)));
+                }
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(IoError::new("create trace file", path, e)),
+        }
+        let old = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(IoError::new("open the trace file already at", path, e)),
+        };
+        if let Err(e) = lock(&old) {
+            return Err(IoError::new("lock trace file", path, busy(e)));
+        }
+        let len = old.metadata().map(|m| m.len()).unwrap_or(1);
+        let moved = if len == 0 {
+            std::fs::remove_file(path)
+        } else {
+            std::fs::rename(path, aside_name(path))
+        };
+        match moved {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(IoError::new(
+                    "move aside the previous trace file (it is never overwritten)",
+                    path,
+                    e,
+                ))
+            }
+        }
+        last = Some(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    Err(IoError::new(
+        "create trace file (another process keeps creating it)",
+        path,
+        last.unwrap_or_else(|| io::ErrorKind::AlreadyExists.into()),
+    ))
+}
+
+/// What to say when a trace file's lock is held.
+fn busy(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another process is writing a trace there (it holds the file's lock); give this receiver another output path, or stop the other one first",
+        )
+    } else {
+        e
     }
 }
 

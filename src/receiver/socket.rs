@@ -215,6 +215,13 @@ impl Receiver {
     /// short. On Linux 256 KiB stay allocated past the end of the file, so
     /// a full disk is seen before a write fails and the end still fits.
     ///
+    /// A file already at `path` is never overwritten: it is moved aside to
+    /// `<stem>-previous.<ext>` (or `-previous-2`, …), unless another process
+    /// is writing it (it holds the file's lock: `flock`), and then this
+    /// fails. If the file is deleted or replaced while written, it is
+    /// re-created with a hoops record for the events that went with it
+    /// ([`ReceiverSummary::files_replaced`]).
+    ///
     /// A full disk or another write error stops the receiver early: the
     /// file keeps every whole record written, and the summary says why
     /// ([`ReceiverSummary::file_error`]); this is not an `Err`, so the
@@ -274,14 +281,20 @@ impl Receiver {
         let mut summary = self.run_into(limit, &mut out)?;
         let FileSink { file: mut live, .. } = out;
         let received = summary.events();
+        live.settle();
+        // Events written to a file deleted under the receiver went with it:
+        // overwritten, not delivered (as the online queue counts them).
+        let gone = live.events_lost_with_file().min(received);
         let totals = QueueTotals {
             accepted: received,
             dropped: live.lost(),
-            overwritten: 0,
-            delivered: received,
+            overwritten: gone,
+            delivered: received - gone,
         };
         live.finish(self.core.last_time(), totals);
         summary.records_written = live.records_written();
+        summary.records_lost_with_file = live.records_lost_with_file();
+        summary.files_replaced = live.files_replaced();
         summary.file_error = live.failure().map(str::to_string);
         summary.file = Some(path.to_path_buf());
         Ok(summary)

@@ -234,6 +234,13 @@ pub struct ReceiverSummary {
     /// Records written to the trace file (events and hoops), before the
     /// end records.
     pub records_written: u64,
+    /// Records written to the trace file that was then deleted or replaced
+    /// while the receiver ran: lost with its inode, not in
+    /// [`records_written`](Self::records_written). The re-created file
+    /// starts with a hoops record for their events.
+    pub records_lost_with_file: u64,
+    /// Times the trace file was found deleted or replaced and re-created.
+    pub files_replaced: u64,
     /// The trace file, if one was written.
     pub file: Option<PathBuf>,
     /// Why the trace file was not written to the end (a full disk, an I/O
@@ -340,6 +347,13 @@ impl fmt::Display for ReceiverSummary {
                 "\n  wrote {} records to {}",
                 self.records_written,
                 p.display()
+            )?;
+        }
+        if self.files_replaced > 0 {
+            write!(
+                f,
+                "\n  the file was deleted or replaced {} times while written: {} records written before went with it (lost; the re-created file marks their events with a hoops record)",
+                self.files_replaced, self.records_lost_with_file
             )?;
         }
         if let Some(e) = &self.file_error {

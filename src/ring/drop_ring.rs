@@ -85,6 +85,17 @@ impl DropRing {
         (before & LATCHED != 0).then_some(before & !LATCHED)
     }
 
+    /// Latches a latching ring shut without counting a drop: every claim is
+    /// then refused (and counted) until [`DropRing::reopen`]. For a queue
+    /// that cannot deliver (its activation failed). Does nothing to a ring
+    /// that does not latch.
+    #[cold]
+    pub fn latch(&self) {
+        if self.latching {
+            self.dropped.fetch_or(LATCHED, Ordering::AcqRel);
+        }
+    }
+
     /// Counts one refused claim, latching the ring if it latches.
     #[cold]
     #[inline(never)]

@@ -1,6 +1,8 @@
 //! What the in-memory queues share for saving: hoops records from ticket
 //! gaps, the default file name, writing a trace file, and the status cell.
 
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -13,7 +15,7 @@ use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::{QueueContext, QueueStatus};
 use crate::ring::Ticketed;
 
-use crate::wire::{create_trace_file, QueueTotals, TraceHeader};
+use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
 
 /// A hoops record: `lost` events were lost at `time` by queue `queue`.
 #[inline]
@@ -55,17 +57,101 @@ pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
         .join(format!("queue{}-{}.qtr", ctx.handle, ctx.type_name))
 }
 
+/// Trace files this process holds locked, from the phase 2 that created
+/// them until their queue saves: (path, the locked file).
+static HELD: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
+
+/// Whether `file` is the file `path` names now.
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Opens `path` to write a trace over it, holding its exclusive advisory
+/// lock (`flock`) so two processes never overwrite each other's traces: the
+/// file this process already holds for it (from phase 2), or the file there
+/// (or a new one) once its lock is taken. Only then is it emptied. Not a
+/// regular file (a device, a FIFO): opened as it is, without a lock.
+///
+/// # Errors
+/// [`ConfigError::Io`] naming the path: the directory or the file cannot be
+/// created, or another process holds the file's lock (it is writing a trace
+/// there: a tracer or a receiver), which says to give another directory.
+pub(crate) fn create_locked(path: &Path) -> Result<File, ConfigError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| ConfigError::io("create the directory of trace file", path, e))?;
+    }
+    let held = {
+        let mut held = HELD.lock();
+        let at = held.iter().position(|(p, _)| p == path);
+        at.map(|i| held.swap_remove(i).1)
+    };
+    let mut file = match held.filter(|f| same_file(f, path)) {
+        Some(f) => f,
+        None => {
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| ConfigError::io("create trace file", path, e))?;
+            if f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+                lock(&f).map_err(|e| ConfigError::io("lock trace file", path, e))?;
+            }
+            f
+        }
+    };
+    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)).map(drop))
+            .map_err(|e| ConfigError::io("empty trace file", path, e))?;
+    }
+    Ok(file)
+}
+
+/// Takes `file`'s exclusive lock without waiting. Held by another process:
+/// an error that says what to do; a file system without locks: no error.
+fn lock(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is `file`'s, open for the whole call; flock
+    // touches no memory of ours.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another process is writing a trace there (it holds the file's lock); give this tracer another output directory (Config::with_output_dir) or the queue its own file",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Writes a trace file: the queue's header, the names prologue (every name
 /// the tracer recorded, FORMAT.md 1.8, stamped with the first event's time),
 /// then `events`, then the close run (FORMAT.md 1.5) carrying `totals`,
-/// stamped with the clock's time.
+/// stamped with the clock's time. The file is opened with
+/// [`create_locked`]: a trace another process is writing there is never
+/// overwritten.
 pub(crate) fn write_trace(
     path: &Path,
     ctx: &QueueContext,
     events: &[Event],
     totals: QueueTotals,
 ) -> Result<(), ConfigError> {
-    let mut w = create_trace_file(path, &TraceHeader::for_queue(ctx))?;
+    let file = create_locked(path)?;
+    let mut w = TraceWriter::new(
+        BufWriter::with_capacity(64 * 1024, file),
+        &TraceHeader::for_queue(ctx),
+    )
+    .map_err(|e| ConfigError::io("write the header of trace file", path, e))?;
     let first = events.first().map_or_else(|| ctx.clock.now(), |e| e.time);
     w.write_events(&ctx.names.records(first))
         .map_err(|e| ConfigError::io("write trace file", path, e))?;
@@ -81,15 +167,22 @@ pub(crate) fn write_trace(
 /// [`Tracer::activate`](crate::Tracer::activate) instead of the save at
 /// shutdown. Until the queue saves, the file holds only a header whose flag
 /// promises a close run, so it reads as cut short — the truth for a process
-/// that dies before saving.
+/// that dies before saving. The file stays locked (`flock`) until the queue
+/// saves, so another process tracing into the same directory is refused
+/// ([`create_locked`]) instead of overwriting it.
 ///
 /// # Errors
 /// [`ConfigError::Io`] naming the path and saying what to do.
 pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), ConfigError> {
-    let w =
-        create_trace_file(path, &TraceHeader::for_queue(ctx)).map_err(|e| with_hint(e.into()))?;
+    let file = create_locked(path).map_err(with_hint)?;
+    let keep = file
+        .try_clone()
+        .map_err(|e| with_hint(ConfigError::io("open trace file", path, e)))?;
+    let w = TraceWriter::new(BufWriter::new(file), &TraceHeader::for_queue(ctx))
+        .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;
     w.finish()
         .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;
+    HELD.lock().push((path.to_path_buf(), keep));
     Ok(())
 }
 

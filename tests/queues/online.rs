@@ -376,15 +376,48 @@ fn unwritable_files_are_typed_errors_at_activation() {
     tracer
         .create_queue::<Online>(OnlineParams::default().with_file(blocker.join("t.qtr")))
         .unwrap();
+    tracer
+        .assign_class(user::CLASS, qtrace::QueueHandle(0))
+        .unwrap();
     let e = tracer.activate().unwrap_err();
     assert!(matches!(e, qtrace::ConfigError::Io(_)), "{e}");
     assert!(e.to_string().contains("t.qtr"), "{e}");
-    // Fix the cause and run phase 2 again: the queue starts.
+    // The status says so at once (not only the shutdown report)...
+    let status = tracer.status(qtrace::QueueHandle(0)).unwrap();
+    assert_eq!(status.io_errors, 1, "{status:?}");
+    let last = status.last_error.unwrap();
+    assert!(last.contains("t.qtr") && last.contains("dropped"), "{last}");
+    // ...and events logged after the failed activation are refused and
+    // counted as dropped, not accepted into a queue that cannot write them.
+    for i in 0..10 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let c = tracer.counters(qtrace::QueueHandle(0)).unwrap();
+    assert_eq!((c.accepted, c.dropped), (0, 10), "{c:?}");
+    // Fix the cause and run phase 2 again: the queue starts, drains,
+    // reopens and marks the 10 drops with a hoops record.
     std::fs::remove_file(&blocker).unwrap();
     tracer.activate().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    tracer.log_event(user::USER0, [10, 0]);
     let report = tracer.shutdown().unwrap();
-    assert!(report.is_clean(), "{report:?}");
+    let c = report.queues[0].counters;
+    assert_eq!(
+        (c.accepted, c.dropped, c.delivered),
+        (1, 10, 1),
+        "{report:?}"
+    );
+    // The failed phase 2 stays in the report: it is not clean.
+    assert!(!report.is_clean(), "{report:?}");
     assert!(blocker.join("t.qtr").exists());
+    let (_, events, _) = crate::common::read_all::read_all(&blocker.join("t.qtr"));
+    let hoops: u64 = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum();
+    assert_eq!(hoops, 10, "{events:?}");
+    assert_eq!(events.iter().filter(|e| e.id == user::USER0).count(), 1);
     #[cfg(target_os = "linux")]
     {
         // A disk that is always full.

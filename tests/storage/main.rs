@@ -15,3 +15,4 @@ mod fork;
 mod online_open_full_disk;
 mod recover_marks;
 mod ring_full_disk;
+mod shared_output_dir;

@@ -17,7 +17,8 @@ use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
 use qtrace::Event;
 
 use crate::spine::format::parse_time;
-use crate::spine::io::{create, ends, gather_names, read_status, report_cuts};
+use crate::spine::io::{ends, gather_names, read_status, report_cuts};
+use crate::spine::staged::Staged;
 use crate::spine::Exit;
 
 /// Any failure of the command: the message says what to do.
@@ -178,6 +179,25 @@ pub fn run(args: &Args) -> Exit {
     }
 }
 
+/// A CTF trace goes to a new or empty directory (it is renamed there once
+/// whole, which replaces an empty directory).
+fn ctf_target_usable(out: &std::path::Path) -> Result<(), Failure> {
+    let why = match std::fs::read_dir(out) {
+        Ok(mut entries) => entries.next().map(|_| "the directory is not empty"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) if out.exists() => Some("it is not a directory"),
+        Err(_) => None,
+    };
+    if let Some(why) = why {
+        return Err(format!(
+            "cannot write a CTF trace into {}: {why}; give a new or empty directory (babeltrace2 would read stale stream files)",
+            out.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Converts the files named in `args`.
 pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     let mut inputs: Vec<TraceReader> = Vec::with_capacity(args.files.len());
@@ -210,12 +230,18 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
             "--uncompressed applies to --to perfetto only; drop it for CTF and Chrome JSON".into(),
         );
     }
+    // Written beside and renamed once whole: a failed or killed conversion
+    // leaves nothing at the paths the user named.
+    let staged = std::cell::RefCell::new(Staged::new());
+    let create = |path: &std::path::Path| staged.borrow_mut().create(path);
     let outcome = match (args.to, args.split) {
         (Format::Ctf, Some(_)) => {
             return Err("--split applies to --to chrome and --to perfetto; convert a time range of a CTF trace with babeltrace2's --begin/--end".into())
         }
         (Format::Ctf, None) => {
-            let mut w = CtfWriter::create(&args.out, &catalog, base)?;
+            ctf_target_usable(&args.out)?;
+            let tmp = staged.borrow_mut().beside(&args.out);
+            let mut w = CtfWriter::create(&tmp, &catalog, base)?;
             pump(&mut w, &mut merged, &bar)?
         }
         (Format::Chrome, None) => {
@@ -251,6 +277,7 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
             pump(&mut w, &mut merged, &bar)?
         }
     };
+    staged.into_inner().commit()?;
     if args.to == Format::Chrome && args.split.is_none() {
         let bytes = std::fs::metadata(&args.out).map_or(0, |m| m.len());
         let events = outcome.stats.events;

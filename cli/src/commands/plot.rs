@@ -10,7 +10,8 @@ use qtrace::export::EventSink;
 use qtrace::reader::Completeness;
 
 use crate::spine::format::parse_time;
-use crate::spine::io::{create, ends, open_merged, read_merged, report_and_status};
+use crate::spine::io::{ends, open_merged, read_merged, report_and_status};
+use crate::spine::staged::Staged;
 use crate::spine::Exit;
 
 /// Arguments of `qtrace plot`.
@@ -86,7 +87,11 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
         ));
     }
     let mut merged = open_merged(&args.files).map_err(bad_input)?;
-    let file = create(&args.out).map_err(|e| (e.to_string(), Exit::Failed))?;
+    // Written beside and renamed once whole.
+    let mut staged = Staged::new();
+    let file = staged
+        .create(&args.out)
+        .map_err(|e| (e.to_string(), Exit::Failed))?;
     let options = SvgOptions {
         width_px: args.width,
         ..SvgOptions::default()
@@ -109,5 +114,6 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
     let stats = timeline
         .finish()
         .map_err(|e| (e.to_string(), Exit::Failed))?;
+    staged.commit().map_err(|e| (e.to_string(), Exit::Failed))?;
     Ok((stats, (clean, ends(&merged))))
 }

@@ -4,9 +4,13 @@
 //!
 //! Exit status: 0 when the receiver ran to its limit (or was stopped) and
 //! wrote its file; 2 for bad arguments or an address it cannot listen on; 1
-//! when the file cannot be created or the socket fails; 3 when writing the
-//! file failed part way (a full disk): the file is valid up to there and
-//! the summary is printed.
+//! when the file cannot be created (another process is writing a trace at
+//! that path: an existing trace is otherwise moved aside to
+//! `<stem>-previous.<ext>`, never overwritten) or the socket fails; 3 when
+//! writing the file failed part way (a full disk) or the file was deleted
+//! or replaced while written with records in it (re-created, the lost
+//! records marked): the
+//! summary is printed.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -164,7 +168,7 @@ pub fn run(args: RecvArgs) -> Exit {
         Ok(summary) => {
             println!("{summary}");
             println!("read it with: qtrace dump {}", args.out.display());
-            if summary.file_error.is_some() {
+            if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
                 Exit::Cut
             } else {
                 Exit::Ok

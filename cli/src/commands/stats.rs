@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use qtrace::classes::tracer;
 use qtrace::reader::Completeness;
-use qtrace::wire::unclosed_stream;
+use qtrace::wire::{close_part, unclosed_stream};
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
 use crate::spine::io::{is_cut, open_all, with_stdout, Input};
@@ -36,6 +36,10 @@ struct Totals {
     lost: u64,
     /// Unclosed-stream marks (FORMAT.md 1.5): not events.
     unclosed: u64,
+    /// Other tracer control records (id 0, flag bit 15) outside a final
+    /// close run: what a cut left of one (its first parts), or unknown. Not
+    /// events.
+    control: u64,
     min: Option<u64>,
     max: Option<u64>,
 }
@@ -107,6 +111,7 @@ fn file_json(out: &mut String, f: &FileJson) {
         }
         _ => out.push_str(",\"first_ns\":null,\"last_ns\":null"),
     }
+    let _ = write!(out, ",\"control_records\":{}", f.t.control);
     out.push_str(",\"damaged\":");
     match &f.damaged {
         Some(d) => json_str(out, d),
@@ -145,6 +150,8 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
             if unclosed_stream(&e).is_some() {
                 t.unclosed += 1;
+            } else if close_part(&e).is_some() {
+                t.control += 1;
             } else if e.id == tracer::HOOPS {
                 t.hoops += 1;
                 // Counts come from the file: a corrupt one may claim up to
@@ -185,6 +192,13 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         match &end {
             Some(c) => writeln!(out, "  end: {c}")?,
             None => writeln!(out, "  end: not reached (the file is damaged)")?,
+        }
+        if t.control > 0 {
+            writeln!(
+                out,
+                "  control records outside a close run: {} (left of a close run cut short; not events)",
+                t.control
+            )?;
         }
         if t.unclosed > 0 {
             writeln!(out, "  unclosed streams: {}", unclosed_words(t.unclosed))?;

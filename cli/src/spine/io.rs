@@ -4,7 +4,6 @@
 //! close early, output files, and the one place that says which files were
 //! cut short and what the exit status is.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -31,11 +30,6 @@ pub fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<Exit>) -> Ex
     }
 }
 
-/// Creates (or truncates) an output file, with an error that names it.
-pub fn create(path: &Path) -> Result<File, qtrace::Error> {
-    File::create(path).map_err(|e| qtrace::Error::io("create", path, e))
-}
-
 /// The label a file is shown with: its file name.
 pub fn label(path: &Path) -> String {
     path.file_name()
@@ -51,6 +45,38 @@ pub struct Input {
     pub reader: TraceReader,
 }
 
+/// Opens one trace file. A FIFO (named pipe) is refused with a message at
+/// once: opening one blocks until a writer comes, and a trace is read more
+/// than once (names first, then events), which a pipe cannot give.
+///
+/// # Errors
+/// [`ReadError::Open`] for a FIFO or a socket (saying what to do), else
+/// what [`TraceReader::open`] returns.
+pub fn open_trace(path: &Path) -> Result<TraceReader, ReadError> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(m) = std::fs::metadata(path) {
+        let t = m.file_type();
+        if t.is_fifo() || t.is_socket() {
+            let what = if t.is_fifo() {
+                "a FIFO (named pipe)"
+            } else {
+                "a socket"
+            };
+            return Err(ReadError::Open {
+                path: path.to_path_buf(),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "it is {what}, not a trace file; save the stream to a file first (cat {} > trace.qtr) and read that",
+                        path.display()
+                    ),
+                ),
+            });
+        }
+    }
+    TraceReader::open(path)
+}
+
 /// Opens every file, one reader each; the error of the first bad one.
 pub fn open_all(files: &[PathBuf]) -> Result<Vec<Input>, ReadError> {
     files
@@ -58,16 +84,36 @@ pub fn open_all(files: &[PathBuf]) -> Result<Vec<Input>, ReadError> {
         .map(|path| {
             Ok(Input {
                 label: label(path),
-                reader: TraceReader::open(path)?,
+                reader: open_trace(path)?,
             })
         })
         .collect()
 }
 
+/// Opens every file that opens: (their paths and readers, the errors of
+/// the others), so one bad file does not keep the others from being read.
+pub fn open_each(files: &[PathBuf]) -> (Vec<PathBuf>, Vec<TraceReader>, Vec<ReadError>) {
+    let (mut paths, mut readers, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for path in files {
+        match open_trace(path) {
+            Ok(r) => {
+                paths.push(path.clone());
+                readers.push(r);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    (paths, readers, errors)
+}
+
 /// Opens every file and merges them in time order (times in ns since the
 /// earliest clock origin); the error of the first bad one.
 pub fn open_merged(files: &[PathBuf]) -> Result<MergedReader, ReadError> {
-    MergedReader::open(files)
+    let readers = files
+        .iter()
+        .map(|p| open_trace(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(MergedReader::new(readers))
 }
 
 /// Reads `merged` to its end, calling `f(input, event)` for every event in
@@ -152,7 +198,7 @@ pub fn gather_names(files: &[PathBuf]) -> Names {
 
 /// The records of `file`, up to its end or its first damage.
 fn records(file: &Path) -> impl Iterator<Item = Event> {
-    let mut reader = TraceReader::open(file).ok();
+    let mut reader = open_trace(file).ok();
     std::iter::from_fn(move || {
         let r = reader.as_mut()?;
         if let Some(e) = r.next_buffered() {

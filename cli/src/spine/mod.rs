@@ -7,5 +7,6 @@
 pub mod exit;
 pub mod format;
 pub mod io;
+pub mod staged;
 
 pub use exit::Exit;

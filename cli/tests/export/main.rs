@@ -9,5 +9,6 @@ mod common;
 mod analysis;
 mod args_survive;
 mod combine;
+mod convert_beside;
 mod convert_cli;
 mod perfetto_cli;

@@ -8,6 +8,7 @@ mod common;
 
 mod cli;
 mod completeness;
+mod edges;
 mod error_messages;
 mod recover_cli;
 mod standard_init;

@@ -5,5 +5,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod outputs;
 mod recv_cli;
 mod stream_end;

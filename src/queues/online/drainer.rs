@@ -537,8 +537,9 @@ impl OnlineQueue {
                     })?;
                 }
                 let removable = removable_on_failure(&path);
-                let file = File::create(&path)
-                    .map_err(|e| ConfigError::io("create trace file", &path, e))?;
+                // Locked while written: another process tracing into the
+                // same directory is refused, never overwrites it.
+                let file = crate::storage::save::create_locked(&path)?;
                 // Room for the final hoops record and close run, so a disk
                 // that fills up still takes them (see `reserve`); then a
                 // second handle to reserve room ahead of the writes, cut a

@@ -31,6 +31,12 @@
 //!   target keeps 4 KiB allocated past its end (`fallocate` with
 //!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
 //!   made), so a disk that stays full still takes them.
+//! - **A failed activation** (the file cannot be created, or is locked by
+//!   another process): [`Queue::status`] counts the I/O error and holds its
+//!   message, and the queue latches shut: events logged afterwards are
+//!   refused and counted as dropped, never accepted into a queue that
+//!   cannot write them. A later phase 2 that succeeds drains it, reopens it
+//!   and writes a hoops record for those drops.
 //! - **A file deleted or replaced while written** (link count 0, or the path
 //!   names another inode; checked once per round) is re-created with a header
 //!   and a hoops record for the events that went with the old inode, which
@@ -207,14 +213,18 @@ impl Queue for OnlineQueue {
             self.open(target, ctx)
                 .map_err(crate::storage::save::with_hint)
                 .map_err(|e| {
-                    if retry.is_none() {
-                        // Nothing can be written from now on: say so in the
-                        // status too, so the shutdown report is not clean.
-                        self.shared.io_error(
-                            "activate (events routed here will not be written)",
-                            &io::Error::other(e.to_string()),
-                        );
-                    }
+                    // The status says so (the shutdown report is not clean),
+                    // and the queue refuses events from now on, counting
+                    // them dropped, rather than accept what it cannot write.
+                    // A phase 2 that succeeds later reopens it once drained,
+                    // marking the drops with a hoops record.
+                    self.shared.feed.ring.latch();
+                    let what = if retry.is_none() {
+                        "activate (events routed here are dropped from now on, counted: nothing can be written)"
+                    } else {
+                        "activate (events routed here are dropped from now on, counted, until a phase 2 succeeds)"
+                    };
+                    self.shared.io_error(what, &io::Error::other(e.to_string()));
                     (e, retry)
                 })
         })

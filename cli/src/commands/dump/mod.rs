@@ -17,7 +17,7 @@ use qtrace::{Event, EventId};
 use crate::spine::format::{
     end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
 };
-use crate::spine::io::{ends, gather_names, is_cut, label, open_merged, read_merged, with_stdout};
+use crate::spine::io::{ends, gather_names, is_cut, label, open_each, read_merged, with_stdout};
 use crate::spine::Exit;
 use text::TextFormat;
 
@@ -254,13 +254,21 @@ fn json_line(
 
 /// Runs `qtrace dump`.
 pub fn run(args: DumpArgs) -> Exit {
-    let mut merged = match open_merged(&args.files) {
-        Ok(m) => m,
-        Err(e) => {
+    // A file that does not open (a bad header) is reported and the others
+    // are read; the exit status then says damaged.
+    let (files, readers, unopened) = open_each(&args.files);
+    for e in &unopened {
+        if files.is_empty() {
             eprintln!("qtrace: {e}");
-            return Exit::BadInput;
+        } else {
+            eprintln!("qtrace: {e}; the other files are read");
         }
-    };
+    }
+    if files.is_empty() {
+        return Exit::BadInput;
+    }
+    let opened_all = unopened.is_empty();
+    let mut merged = qtrace::reader::MergedReader::new(readers);
     let mut matched = vec![false; args.classes.len() + args.events.len()];
     let filters: Vec<Filter> = merged
         .readers()
@@ -274,7 +282,7 @@ pub fn run(args: DumpArgs) -> Exit {
         return Exit::BadInput;
     }
     let catalogs: Vec<Catalog> = merged.readers().map(|r| r.catalog().clone()).collect();
-    let labels: Vec<String> = args.files.iter().map(|p| label(p)).collect();
+    let labels: Vec<String> = files.iter().map(|p| label(p)).collect();
     let several = merged.len() > 1;
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let mut line = String::with_capacity(256);
@@ -290,8 +298,7 @@ pub fn run(args: DumpArgs) -> Exit {
     // the lines before the name record (a circular queue's snapshot may
     // hold it after the source's first events).
     let mut assemblers: Vec<Assembler> = labels.iter().map(|_| Assembler::new()).collect();
-    let names: Vec<Names> = args
-        .files
+    let names: Vec<Names> = files
         .iter()
         .map(|p| gather_names(std::slice::from_ref(p)))
         .collect();
@@ -408,7 +415,11 @@ pub fn run(args: DumpArgs) -> Exit {
                 eprintln!("qtrace: {label}: {}", unclosed_words(n));
             }
         }
-        let damaged = if clean { Exit::Ok } else { Exit::BadInput };
+        let damaged = if clean && opened_all {
+            Exit::Ok
+        } else {
+            Exit::BadInput
+        };
         Ok(
             if ends.iter().any(|e| is_cut(*e)) || unclosed.iter().any(|&n| n > 0) {
                 damaged.and(Exit::Cut)

@@ -1,0 +1,169 @@
+//! `qtrace convert` and `qtrace plot` write beside the output and rename it
+//! there once whole (issue 23, item 6): a conversion killed part way leaves
+//! nothing at the path the user named (only `.NAME.partial-PID` beside it);
+//! one that fails removes what it wrote; one that succeeds leaves nothing
+//! else behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use qtrace::classes::{system, Catalog};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::wire::{create_trace_file, TraceHeader};
+use qtrace::Event;
+
+use crate::common::temp_dirs;
+
+/// A trace of `n` schedule events over 8 sources.
+fn big_trace(path: &Path, n: u64) {
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(path, &header).unwrap();
+    let events: Vec<Event> = (0..n)
+        .map(|i| Event::new(i * 10, system::SCHEDULE, (i % 8) as u32, [i % 97, 0]))
+        .collect();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Starts `qtrace ARGS…`, waits until `partial` holds data, kills it with
+/// SIGKILL; returns whether it was killed while still converting.
+fn kill_part_way(args: &[&std::ffi::OsStr], partial: &dyn Fn(u32) -> PathBuf) -> bool {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = partial(child.id());
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        let has_data = match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(&p).map_or(0, |d| d.count()) > 1,
+            Ok(m) => m.len() > 0,
+            Err(_) => false,
+        };
+        if has_data {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "no output at {p:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    true
+}
+
+#[test]
+fn a_killed_conversion_leaves_nothing_at_the_output_path() {
+    let dir = temp_dirs::created_dir("beside", "killed");
+    let trace = dir.join("big.qtr");
+    big_trace(&trace, 2_000_000);
+    for (to, name) in [
+        ("chrome", "out.json"),
+        ("perfetto", "out.pftrace"),
+        ("ctf", "ctf"),
+    ] {
+        let out = dir.join(name);
+        let args: Vec<&std::ffi::OsStr> = vec![
+            "convert".as_ref(),
+            "--to".as_ref(),
+            to.as_ref(),
+            trace.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ];
+        let partial = |pid: u32| dir.join(format!(".{name}.partial-{pid}"));
+        assert!(
+            kill_part_way(&args, &partial),
+            "{to}: the conversion ended before it could be killed; use a larger trace"
+        );
+        assert!(!out.exists(), "{to}: a partial output at the final path");
+        let left = names(&dir);
+        assert!(
+            left.iter()
+                .any(|n| n.starts_with(&format!(".{name}.partial-"))),
+            "{to}: {left:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_finished_conversion_is_at_its_path_and_a_failed_one_leaves_nothing() {
+    let dir = temp_dirs::created_dir("beside", "done");
+    let trace = dir.join("t.qtr");
+    big_trace(&trace, 1000);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    for (to, out) in [
+        ("chrome", "t.json"),
+        ("perfetto", "t.pftrace"),
+        ("ctf", "ctf"),
+    ] {
+        let o = run(&["convert", "--to", to, "t.qtr", "--out", out]);
+        assert!(o.status.success(), "{to}: {o:?}");
+    }
+    // Split outputs, and plot.
+    let o = run(&[
+        "convert", "--to", "chrome", "t.qtr", "--out", "s.json", "--split", "4us",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = run(&["plot", "t.qtr", "--out", "t.svg"]);
+    assert!(o.status.success(), "{o:?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("t.json")).unwrap()).unwrap();
+    assert!(json.is_object() || json.is_array());
+    assert!(dir.join("ctf").join("metadata").exists());
+    assert_eq!(
+        names(&dir),
+        [
+            "ctf",
+            "s-0000.json",
+            "s-0001.json",
+            "s-0002.json",
+            "t.json",
+            "t.pftrace",
+            "t.qtr",
+            "t.svg"
+        ]
+    );
+    // A CTF directory that is not empty: refused, nothing written or left.
+    let o = run(&["convert", "--to", "ctf", "t.qtr", "--out", "ctf"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the directory is not empty"),
+        "{o:?}"
+    );
+    // An input that stops being readable part way (a body cut to a partial
+    // record is read up to there; a bad record size fails the reader at
+    // once): nothing at the output path.
+    std::fs::write(dir.join("bad.qtr"), b"not a trace at all, not even close").unwrap();
+    let o = run(&["convert", "--to", "chrome", "bad.qtr", "--out", "bad.json"]);
+    assert!(!o.status.success());
+    assert!(!dir.join("bad.json").exists());
+    assert!(
+        !names(&dir).iter().any(|n| n.contains(".partial-")),
+        "{:?}",
+        names(&dir)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
