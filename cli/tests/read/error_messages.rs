@@ -70,6 +70,7 @@ fn api_names() -> BTreeSet<&'static str> {
         "Trigger::after" => qtrace::filters::Trigger::after,
         "after" => qtrace::filters::Trigger::after,
         "Tracer::remove_trigger" => Tracer::remove_trigger,
+        "post_run" => <qtrace::queues::AnyQueue as qtrace::queue::Queue>::post_run,
         "DatagramHeader::emit" => qtrace::wire::datagram::DatagramHeader::emit,
         "qtrace::reader::MergedReader" => |p: Vec<&str>| qtrace::reader::MergedReader::open(p),
         "qtrace::reader::TraceReader" => |p: &str| qtrace::reader::TraceReader::open(p),
