@@ -21,8 +21,14 @@ use crate::wire::TraceHeader;
 
 /// The first 8 bytes of a ring file.
 pub(crate) const MAGIC: [u8; 8] = *b"qtrRING\0";
-/// The ring file version this code writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The ring file version this code writes (it also reads version 1, which
+/// has no header checksum).
+pub(crate) const VERSION: u32 = 2;
+/// The oldest ring file version this code reads.
+pub(crate) const VERSION_MIN: u32 = 1;
+/// Offset of the header checksum (version 2): FNV-1a 64 of the fixed
+/// header (this field as zeros) and the trace header, in the writer's order.
+pub(crate) const CHECKSUM_AT: usize = 80;
 /// Written as a native `u32`: reads as this value in the writer's order.
 pub(crate) const ORDER_MARK: u32 = 0x0102_0304;
 /// `kind` of a circular queue's ring file.
@@ -305,13 +311,32 @@ impl RingLayout {
         }
         h[72..76].copy_from_slice(&std::process::id().to_ne_bytes());
         h.extend_from_slice(trace_header);
+        let sum = header_checksum(&h);
+        h[CHECKSUM_AT..CHECKSUM_AT + 8].copy_from_slice(&sum.to_ne_bytes());
         h
     }
 }
 
+/// The header checksum of `header` (the 128-byte fixed part followed by the
+/// trace header): FNV-1a 64 over every byte, the checksum field read as
+/// zeros. Written once when the file is created, never on the hot path.
+pub(crate) fn header_checksum(header: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, &b) in header.iter().enumerate() {
+        let b = if (CHECKSUM_AT..CHECKSUM_AT + 8).contains(&i) {
+            0
+        } else {
+            b
+        };
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 mod image;
 
-pub use image::{RingContents, RingFileError, RingImage};
+pub use image::{Damage, DamageKind, RingContents, RingFileError, RingImage};
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -372,7 +397,10 @@ mod tests {
         h[24..32].copy_from_slice(&0u64.to_ne_bytes());
         assert_eq!(
             RingImage::parse(&h).unwrap_err(),
-            RingFileError::Header("capacity out of range")
+            RingFileError::Header {
+                offset: 24,
+                what: "capacity out of range (1 to 2^32)"
+            }
         );
     }
 
