@@ -321,7 +321,10 @@ fn mapped_by(path: &Path, pid: u32) -> bool {
             && dev
                 .split_once(':')
                 .and_then(|(a, b)| {
-                    Some((u32::from_str_radix(a, 16).ok()?, u32::from_str_radix(b, 16).ok()?))
+                    Some((
+                        u32::from_str_radix(a, 16).ok()?,
+                        u32::from_str_radix(b, 16).ok()?,
+                    ))
                 })
                 .is_some_and(|(a, b)| a == major && b == minor)
     })

@@ -13,3 +13,4 @@ mod disk_faults;
 mod faults;
 mod online_open_full_disk;
 mod recover_marks;
+mod ring_integrity;

@@ -399,7 +399,10 @@ impl RingImage {
         let mut damage = Vec::new();
         let end = HEADER_FIXED_LEN + head.trace_len;
         if head.version >= 2 {
-            let stored = head.r.u64(CHECKSUM_AT as u64).expect("inside the fixed header");
+            let stored = head
+                .r
+                .u64(CHECKSUM_AT as u64)
+                .expect("inside the fixed header");
             let computed = super::header_checksum(&b[..end]);
             if stored != computed {
                 damage.push(Damage {
@@ -517,7 +520,9 @@ impl<'a> Head<'a> {
         }
         let trace_len = trace_len as usize;
         let layout = match kind {
-            KIND_CIRCULAR => RingLayout::circular(trace_len, capacity, shard_blocks, shard_capacity),
+            KIND_CIRCULAR => {
+                RingLayout::circular(trace_len, capacity, shard_blocks, shard_capacity)
+            }
             _ => RingLayout::fixed(trace_len, capacity),
         }
         .ok_or(bad(24, "layout overflows"))?;
@@ -540,7 +545,6 @@ impl<'a> Head<'a> {
         })
     }
 }
-
 
 fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Vec<RingContents> {
     let in_file = "offsets checked against the file length";
@@ -575,7 +579,10 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
             }
             _ => damage.push(Damage {
                 offset: at,
-                kind: DamageKind::Slot { index: i, word: seq },
+                kind: DamageKind::Slot {
+                    index: i,
+                    word: seq,
+                },
             }),
         }
     }
@@ -696,7 +703,9 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
         } else {
             (claimed, committed)
         };
-        let lo = claimed.saturating_sub(cap).max(committed.saturating_sub(cap));
+        let lo = claimed
+            .saturating_sub(cap)
+            .max(committed.saturating_sub(cap));
         let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
         let mut ring = RingContents {
             attempts: claimed,
