@@ -243,8 +243,14 @@ fn sixteen_corrupted_ring_files_and_their_exact_verdicts() {
     let mut b = foreign.clone();
     b[sbody..sbody + 8].reverse();
     case("foreign byte order, tail not converted", b, format!(
-        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{sbody}:TailAheadOfSlots {{ tail: {}, newest: 99 }}\"], not complete",
+        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{sbody}:CounterOutOfRange {{ value: {} }}\"], not complete",
         100u64.swap_bytes()
+    ));
+    // 5b. A tail past the slots by more than a ring's worth (and no drops).
+    let mut b = shared.clone();
+    put(&mut b, sbody, 100 + 64 + 1);
+    case("tail far ahead of the slots", b, format!(
+        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{sbody}:TailAheadOfSlots {{ tail: 165, newest: 99 }}\"], not complete"
     ));
     // 6. A version this code does not read.
     let mut b = sharded.clone();
@@ -383,4 +389,27 @@ fn errors_name_their_offsets_in_order() {
         DamageKind::LongerThanLayout { layout: 0 },
         DamageKind::LongerThanLayout { .. }
     ));
+}
+
+/// `ring_file` fuzz target, first minute with the new checks: a shared
+/// ring whose tail and drop counter are both `u64::MAX` (consistent with each
+/// other: every attempt dropped) beside a shard with records made the
+/// saturating sums of attempts break `attempts = accepted + dropped`
+/// (accepted 0, 64 recovered). No counter may now exceed 2^55; the tail is
+/// taken from the slots and the damage listed.
+#[test]
+fn fuzz_finding_counters_that_sum_past_u64() {
+    let (sharded, _, _) = ring_files();
+    let (body, _, _, _) = layout(&sharded);
+    let mut b = sharded.clone();
+    put(&mut b, body, u64::MAX);
+    put(&mut b, body + 128, u64::MAX);
+    assert_eq!(
+        verdict(&b),
+        format!(
+            "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{body}:CounterOutOfRange {{ value: {m} }}\", \"{}:DroppedAboveAttempts {{ attempts: 0, dropped: {m} }}\"], not complete",
+            body + 128,
+            m = u64::MAX
+        )
+    );
 }

@@ -118,6 +118,13 @@ pub enum DamageKind {
         /// The checksum of the bytes.
         computed: u64,
     },
+    /// A counter beyond any real run (more than 2^55 events, over a year at
+    /// a billion events a second): taken from the slots instead (circular
+    /// tail, fixed tail) or the shard is skipped (both shard counters).
+    CounterOutOfRange {
+        /// The counter's value.
+        value: u64,
+    },
     /// The file is longer than its layout (bytes past it are ignored).
     LongerThanLayout {
         /// The layout's length.
@@ -184,6 +191,10 @@ impl std::fmt::Display for Damage {
             DamageKind::HeaderChecksum { stored, computed } => write!(
                 f,
                 "header checksum {stored:#018x} does not match its bytes ({computed:#018x}): queue, process id or names may be wrong"
+            ),
+            DamageKind::CounterOutOfRange { value } => write!(
+                f,
+                "counter {value} is beyond any real run (2^55 events); taken from the slots"
             ),
             DamageKind::LongerThanLayout { layout } => write!(
                 f,
@@ -546,11 +557,24 @@ impl<'a> Head<'a> {
     }
 }
 
+/// The largest count a ring file's counter may hold: 2^55 events (over a
+/// year at a billion a second). With at most 257 rings, sums of counters
+/// cannot overflow.
+const MAX_COUNT: u64 = 1 << 55;
+
 fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Vec<RingContents> {
     let in_file = "offsets checked against the file length";
     let ctl = l.header_len;
-    let tail = r.u64(ctl + TAIL_AT as u64).expect(in_file);
+    let mut tail = r.u64(ctl + TAIL_AT as u64).expect(in_file);
     let mut dropped = r.u64(ctl + DROPPED_AT as u64).expect(in_file);
+    let tail_out_of_range = tail > MAX_COUNT;
+    if tail_out_of_range {
+        damage.push(Damage {
+            offset: ctl + TAIL_AT as u64,
+            kind: DamageKind::CounterOutOfRange { value: tail },
+        });
+        tail = 0; // replaced by the newest ticket in the slots + 1 below
+    }
     if dropped > tail {
         damage.push(Damage {
             offset: ctl + DROPPED_AT as u64,
@@ -573,7 +597,7 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
         }
         let state = seq & MP_STATE_MASK;
         match (seq >> 2).checked_sub(1) {
-            Some(ticket) if ticket & mask == i && state != 3 => {
+            Some(ticket) if ticket & mask == i && state != 3 && ticket < MAX_COUNT => {
                 newest = Some(newest.map_or(ticket, |n| n.max(ticket)));
                 found.push((ticket, state, at));
             }
@@ -594,7 +618,9 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
     // and the tickets after the newest one are drops, slots being written
     // (at most a ring's worth) or slots found impossible.
     let mut attempts = tail;
-    if let Some(n) = newest {
+    if tail_out_of_range {
+        attempts = newest.map_or(0, |n| n + 1);
+    } else if let Some(n) = newest {
         if n >= tail {
             damage.push(Damage {
                 offset: ctl + TAIL_AT as u64,
@@ -689,6 +715,15 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
         // The producer stores `claimed` before a record and `committed`
         // after it, so `committed <= claimed <= committed + 1`; a record is
         // readable when its slot was not being overwritten.
+        if claimed.min(committed) > MAX_COUNT {
+            damage.push(Damage {
+                offset: at + CLAIMED_AT as u64,
+                kind: DamageKind::CounterOutOfRange {
+                    value: claimed.min(committed),
+                },
+            });
+            continue;
+        }
         let (claimed, committed) = if committed > claimed || claimed - committed > 1 {
             damage.push(Damage {
                 offset: at + CLAIMED_AT as u64,
@@ -730,6 +765,13 @@ fn fixed_ring(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> RingCo
     let in_file = "offsets checked against the file length";
     let tail_at = l.header_len + TAIL_AT as u64;
     let mut tail = r.u64(tail_at).expect(in_file);
+    if tail > MAX_COUNT {
+        damage.push(Damage {
+            offset: tail_at,
+            kind: DamageKind::CounterOutOfRange { value: tail },
+        });
+        tail = 0; // replaced by the last written slot + 1 below
+    }
     // Slots past the tail must be empty: a record there means the tail is
     // wrong (taken as the last such slot + 1).
     let mut past = None;
