@@ -200,7 +200,7 @@ impl std::fmt::Display for RecoverError {
             RecoverError::Format(e) => e.fmt(f),
             RecoverError::Live { pid } => write!(
                 f,
-                "the process that writes this ring file (pid {pid}) is still running: stop it (a clean shutdown saves its trace), or recover a snapshot with --force (not complete: its producers keep writing)"
+                "the process that writes this ring file (pid {pid}) is still running: stop it (a clean shutdown saves its trace), or read it anyway as a snapshot, which is not complete (its producers keep writing)"
             ),
         }
     }

@@ -53,7 +53,11 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     for file in &args.files {
         let live = writer_alive(file);
         if let (Some(pid), false) = (live, args.force) {
-            eprintln!("qtrace: {}: {}", file.display(), RecoverError::Live { pid });
+            eprintln!(
+                "qtrace: {}: {} (--force)",
+                file.display(),
+                RecoverError::Live { pid }
+            );
             status = status.and(Exit::BadInput);
             continue;
         }
