@@ -284,11 +284,17 @@ pub fn recover_file(path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
 /// The process id of the live process writing the ring file at `path`, if
 /// there is one: the pid in its header, when that process maps this very
 /// file (Linux: `/proc/<pid>/maps` names its device and inode). `None` when
-/// the writer is gone, the file cannot be read, or this is not Linux (where
-/// nothing is checked).
+/// the writer is gone, the file cannot be read or is not a regular file
+/// (a pipe is never read here), or this is not Linux (where nothing is
+/// checked).
 pub fn writer_alive(path: impl AsRef<Path>) -> Option<u32> {
     use std::io::Read;
     let path = path.as_ref();
+    // Only a regular file can be a live ring (and reading a pipe here
+    // would take bytes from the recovery).
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut head = [0u8; HEADER_FIXED_LEN];
     std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
     RingImage::layout_len(&head).ok()?;

@@ -411,3 +411,46 @@ fn fuzz_finding_counters_that_sum_past_u64() {
         )
     );
 }
+
+/// A pipe that sends a real ring file and then zeros without end: the
+/// recovery reads the header, then the layout's length and one byte more,
+/// and stops — the file is longer than its layout (damage), its records
+/// are recovered, and memory stays bounded by the layout.
+#[test]
+fn an_endless_pipe_is_read_only_to_its_layout() {
+    use std::io::Write;
+    let (sharded, _, _) = ring_files();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ring.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let len = sharded.len() as u64;
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            f.write_all(&sharded).unwrap();
+            let zeros = [0u8; 65536];
+            let mut sent = 0u64;
+            // Until the reader closes its end (EPIPE).
+            while f.write_all(&zeros).is_ok() {
+                sent += zeros.len() as u64;
+                assert!(sent < 1 << 30, "the reader kept reading");
+            }
+        })
+    };
+    assert!(
+        storage::writer_alive(&fifo).is_none(),
+        "a pipe is not read for the check"
+    );
+    let rec = storage::recover_file(&fifo).unwrap();
+    writer.join().unwrap();
+    assert_eq!(rec.counts.recovered, 64);
+    assert_eq!(rec.damage.len(), 1);
+    assert_eq!(rec.damage[0].offset, len);
+    assert_eq!(
+        rec.damage[0].kind,
+        DamageKind::LongerThanLayout { layout: len }
+    );
+}
