@@ -14,8 +14,9 @@ pub(crate) mod reserve;
 pub(crate) mod ring_file;
 
 pub use recover::{
-    recover_bytes, recover_file, write_trace, RecoverError, Recovered, RecoveryCounts, UNREADABLE,
+    recover_bytes, recover_file, write_trace, writer_alive, RecoverError, Recovered,
+    RecoveryCounts, DAMAGED, UNREADABLE,
 };
-pub use ring_file::{RingContents, RingFileError, RingImage, RingStorage};
+pub use ring_file::{Damage, DamageKind, RingContents, RingFileError, RingImage, RingStorage};
 pub(crate) mod save;
 pub(crate) mod trace_header;

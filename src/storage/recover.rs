@@ -32,7 +32,9 @@ use std::path::Path;
 use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::model::io_error::IoError;
-use crate::storage::ring_file::{RingContents, RingFileError, RingImage, KIND_CIRCULAR};
+use crate::storage::ring_file::{
+    Damage, RingContents, RingFileError, RingImage, HEADER_FIXED_LEN, KIND_CIRCULAR,
+};
 use crate::storage::save::hoops;
 use crate::wire::create_trace_file;
 use crate::wire::{QueueTotals, TraceHeader};
@@ -42,6 +44,11 @@ use crate::wire::{QueueTotals, TraceHeader};
 /// Bit 0, not a high bit: bit 15 marks control records and bit 14 combine
 /// runs (FORMAT.md 1.4), and a plain record's low bits are free.
 pub const UNREADABLE: u16 = 0x0001;
+
+/// Flag bit of the hoops record (of 0 events) that ends a trace recovered
+/// from a damaged ring file ([`Recovered::damage`]): the counts before it are
+/// what the trusted fields show, not the whole truth. Bit 1.
+pub const DAMAGED: u16 = 0x0002;
 
 /// The counters of a recovered queue, as the queue would have reported
 /// them at the moment it stopped.
@@ -144,8 +151,24 @@ pub struct Recovered {
     pub process_id: u32,
     /// The records, oldest first: events and hoops records.
     pub events: Vec<Event>,
-    /// The counters.
+    /// The counters. When [`Recovered::damage`] is not empty they are what
+    /// the fields that passed the cross-checks show (FORMAT.md 6.4).
     pub counts: RecoveryCounts,
+    /// What the cross-checks found wrong in the ring file (empty for a
+    /// well-formed file). A damaged recovery is written without its close
+    /// run, so readers never report it complete.
+    pub damage: Vec<Damage>,
+    /// Read from the ring of a process still running (`qtrace recover
+    /// --force`): a snapshot, written without its close run.
+    pub snapshot: bool,
+}
+
+impl Recovered {
+    /// Whether the recovery is the whole record of a dead process's ring:
+    /// no damage and not a snapshot of a live one.
+    pub fn is_complete(&self) -> bool {
+        self.damage.is_empty() && !self.snapshot
+    }
 }
 
 /// Why a ring file could not be recovered.
@@ -161,6 +184,13 @@ pub enum RecoverError {
     Io(std::io::Error),
     /// It is not a ring file this version reads.
     Format(RingFileError),
+    /// The process that writes it is still running (its header's process
+    /// id maps the file): recovering it would give a snapshot, not its
+    /// last events.
+    Live {
+        /// The writer's process id.
+        pid: u32,
+    },
 }
 
 impl std::fmt::Display for RecoverError {
@@ -168,6 +198,10 @@ impl std::fmt::Display for RecoverError {
         match self {
             RecoverError::Io(e) => write!(f, "cannot read the ring file: {e}"),
             RecoverError::Format(e) => e.fmt(f),
+            RecoverError::Live { pid } => write!(
+                f,
+                "the process that writes this ring file (pid {pid}) is still running: stop it (a clean shutdown saves its trace), or read it anyway as a snapshot, which is not complete (its producers keep writing)"
+            ),
         }
     }
 }
@@ -177,6 +211,7 @@ impl std::error::Error for RecoverError {
         match self {
             RecoverError::Io(e) => Some(e),
             RecoverError::Format(e) => Some(e),
+            RecoverError::Live { .. } => None,
         }
     }
 }
@@ -186,7 +221,11 @@ impl std::error::Error for RecoverError {
 /// # Errors
 ///
 /// [`RecoverError::Io`] when it cannot be read, [`RecoverError::Format`]
-/// when it is not a ring file (or is cut short).
+/// when it is not a ring file (or is cut short). The magic and the layout
+/// are checked on the first 128 bytes before the body is read, and no more
+/// than the layout's length (and one byte, to see whether the file is
+/// longer) is ever read: `/dev/zero` or an endless pipe ends at once.
+/// This does not check whether the writer is alive ([`writer_alive`]).
 ///
 /// ```
 /// use qtrace::classes::user;
@@ -217,8 +256,55 @@ impl std::error::Error for RecoverError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn recover_file(path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
-    let bytes = std::fs::read(path).map_err(RecoverError::Io)?;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(RecoverError::Io)?;
+    let mut bytes = Vec::with_capacity(HEADER_FIXED_LEN);
+    (&mut f)
+        .take(HEADER_FIXED_LEN as u64)
+        .read_to_end(&mut bytes)
+        .map_err(RecoverError::Io)?;
+    let len = RingImage::layout_len(&bytes).map_err(RecoverError::Format)?;
+    // A regular file shorter than its layout: say so before reading it.
+    if let Ok(m) = f.metadata() {
+        if m.is_file() && m.len() < len {
+            return Err(RecoverError::Format(RingFileError::Truncated {
+                needed: len,
+                present: m.len(),
+            }));
+        }
+    }
+    // The layout's bytes and one more (which only says "longer").
+    (&mut f)
+        .take(len + 1 - HEADER_FIXED_LEN as u64)
+        .read_to_end(&mut bytes)
+        .map_err(RecoverError::Io)?;
     recover_bytes(&bytes).map_err(RecoverError::Format)
+}
+
+/// The process id of the live process writing the ring file at `path`, if
+/// there is one: the pid in its header, when that process maps this very
+/// file (Linux: `/proc/<pid>/maps` names its device and inode). `None` when
+/// the writer is gone, the file cannot be read or is not a regular file
+/// (a pipe is never read here), or this is not Linux (where nothing is
+/// checked).
+pub fn writer_alive(path: impl AsRef<Path>) -> Option<u32> {
+    use std::io::Read;
+    let path = path.as_ref();
+    // Only a regular file can be a live ring (and reading a pipe here
+    // would take bytes from the recovery).
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut head = [0u8; HEADER_FIXED_LEN];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    RingImage::layout_len(&head).ok()?;
+    let swap = u32::from_ne_bytes(head[12..16].try_into().ok()?) != 0x0102_0304;
+    let pid = u32::from_ne_bytes(head[72..76].try_into().ok()?);
+    let pid = if swap { pid.swap_bytes() } else { pid };
+    if pid == 0 {
+        return None; // names no process
+    }
+    crate::storage::ring_file::mapped_by(pid, path).then_some(pid)
 }
 
 /// Recovers a ring file from its bytes (safe code; never panics on bad
@@ -241,20 +327,30 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
     } else {
         u64::MAX // a fixed queue keeps every record it holds
     };
-    let (events, counts) = rebuild(&image.rings, capacity, queue);
+    let (mut events, counts) = rebuild(&image.rings, capacity, queue);
+    if !image.damage.is_empty() {
+        let time = events.iter().map(|e| e.time).max().unwrap_or(0);
+        let mut mark = hoops(time, 0, queue);
+        mark.flags = DAMAGED;
+        events.push(mark);
+    }
     Ok(Recovered {
         header: image.trace_header,
         queue,
         process_id: image.process_id,
         events,
         counts,
+        damage: image.damage,
+        snapshot: false,
     })
 }
 
 /// Writes `rec` as an ordinary trace file at `path`, ending with the close
 /// run (FORMAT.md 1.5) that carries the recovered counters, so readers
 /// report it complete: everything the ring file can tell is in it, and what
-/// it cannot is stated by its hoops records. In the close run, the
+/// it cannot is stated by its hoops records. A damaged recovery or a
+/// snapshot ([`Recovered::is_complete`] false) is written without the close
+/// run: readers report it cut, never complete. In the close run, the
 /// unreadable events count as overwritten (lost from the accepted ones:
 /// `accepted = delivered + overwritten`), and its time is the newest
 /// record's.
@@ -297,6 +393,12 @@ pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), IoErro
     let mut w = create_trace_file(path, &header)?;
     w.write_events(&rec.events)
         .map_err(|e| IoError::new("write recovered trace", path, e))?;
+    if !rec.is_complete() {
+        return w
+            .finish()
+            .map(|_| ())
+            .map_err(|e| IoError::new("flush recovered trace", path, e));
+    }
     let c = rec.counts;
     let totals = QueueTotals {
         accepted: c.accepted,

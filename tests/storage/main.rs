@@ -15,4 +15,5 @@ mod fork;
 mod online_open_full_disk;
 mod recover_marks;
 mod ring_full_disk;
+mod ring_integrity;
 mod shared_output_dir;

@@ -203,6 +203,7 @@ fn ring_file_seeds() {
         assert!(bytes.len() <= 16384, "{name}: {} bytes", bytes.len());
         let rec = qtrace::storage::recover_bytes(&bytes).unwrap();
         assert_eq!(rec.counts.unreadable, 1);
+        assert_eq!(rec.damage, [], "{name}: a real ring file is not damaged");
         std::fs::write(dir.join(format!("seed-ring-{n}")), &bytes).unwrap();
     }
 }

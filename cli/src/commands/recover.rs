@@ -1,12 +1,20 @@
 //! `qtrace recover FILE... --out DIR`: turns the ring files that fixed and
 //! circular queues leave behind when their process dies into ordinary
 //! trace files.
+//!
+//! Each input's header is checked (magic, byte order, version, layout)
+//! before its body is read, and no more than its layout is read, so a file
+//! that is not a ring file (`/dev/zero`, a pipe) ends at once. A ring file
+//! whose writer still runs is refused unless `--force` (then the output is
+//! a snapshot, written without its close run). An output that exists is
+//! never overwritten: the trace is written beside it and linked into place
+//! only if the name is free.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use qtrace::storage::{recover_file, write_trace};
+use qtrace::storage::{recover_file, write_trace, writer_alive, RecoverError};
 
 use crate::spine::io::with_stdout;
 use crate::spine::Exit;
@@ -19,14 +27,23 @@ pub struct RecoverArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Directory for the recovered traces (created if needed); each is named
-    /// after its ring file with the extension `.qtr`.
+    /// after its ring file with the extension `.qtr`. An existing trace there
+    /// is never overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Recover a ring file whose process is still running: the result is a
+    /// snapshot of rings still being written, not complete (it has no close
+    /// run and reads as cut).
+    #[arg(long)]
+    pub force: bool,
 }
 
-/// Runs `qtrace recover`: exit status 0 when every file was recovered, 2
-/// when one could not be read or is not a ring file (the others are still
-/// recovered), 1 when an output file cannot be written.
+/// Runs `qtrace recover`: exit status 0 when every file was recovered
+/// whole, 2 when one could not be read, is not a ring file, is damaged (its
+/// trace is still written, marked and not complete) or belongs to a live
+/// process (without `--force`), 3 when a snapshot of a live process was
+/// written (`--force`), 1 when an output cannot be written or already
+/// exists. The other files are still recovered.
 pub fn run(args: RecoverArgs) -> Exit {
     with_stdout(|out| recover_all(&args, out))
 }
@@ -34,7 +51,17 @@ pub fn run(args: RecoverArgs) -> Exit {
 fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     let mut status = Exit::Ok;
     for file in &args.files {
-        let rec = match recover_file(file) {
+        let live = writer_alive(file);
+        if let (Some(pid), false) = (live, args.force) {
+            eprintln!(
+                "qtrace: {}: {} (--force)",
+                file.display(),
+                RecoverError::Live { pid }
+            );
+            status = status.and(Exit::BadInput);
+            continue;
+        }
+        let mut rec = match recover_file(file) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("qtrace: {}: {e}", file.display());
@@ -42,8 +69,9 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
                 continue;
             }
         };
+        rec.snapshot = live.is_some();
         let target = args.out.join(output_name(file));
-        if let Err(e) = write_trace(&rec, &target) {
+        if let Err(e) = write_new(&rec, &args.out, &target) {
             eprintln!("qtrace: {e}");
             status = status.and(Exit::Failed);
             continue;
@@ -60,8 +88,72 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
             c.overwritten,
             c.unreadable
         )?;
+        if let Some(pid) = live {
+            eprintln!(
+                "qtrace: {}: a snapshot of process {pid}, which is still running: {} is not complete (no close run; its producers kept writing while it was read)",
+                file.display(),
+                target.display()
+            );
+            status = status.and(Exit::Cut);
+        }
+        if !rec.damage.is_empty() {
+            for d in rec.damage.iter().take(10) {
+                eprintln!("qtrace: {}: {d}", file.display());
+            }
+            if rec.damage.len() > 10 {
+                eprintln!(
+                    "qtrace: {}: {} more damaged fields",
+                    file.display(),
+                    rec.damage.len() - 10
+                );
+            }
+            eprintln!(
+                "qtrace: {}: the ring file is damaged: {} holds the records that passed the checks, marked damaged and not complete (counts are what the trusted fields show)",
+                file.display(),
+                target.display()
+            );
+            status = status.and(Exit::BadInput);
+        }
     }
     Ok(status)
+}
+
+/// Writes `rec` beside `target` and links it into place only if `target`
+/// does not exist: an earlier output is never overwritten, and a killed
+/// recovery leaves no partial trace at `target`.
+fn write_new(rec: &qtrace::storage::Recovered, dir: &Path, target: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let exists = |t: &Path| {
+        format!(
+            "{} already exists: it is not overwritten; remove it or choose another --out",
+            t.display()
+        )
+    };
+    if target.symlink_metadata().is_ok() {
+        return Err(exists(target));
+    }
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+    write_trace(rec, &tmp).map_err(|e| {
+        std::fs::remove_file(&tmp).ok();
+        e.to_string()
+    })?;
+    // A hard link fails if the name is taken (no race with another writer);
+    // file systems without hard links fall back to a rename after the check above.
+    let placed = match std::fs::hard_link(&tmp, target) {
+        Ok(()) => std::fs::remove_file(&tmp).map_err(|e| e.to_string()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists(target)),
+        Err(_) => std::fs::rename(&tmp, target).map_err(|e| {
+            format!(
+                "cannot move the recovered trace to {}: {e}",
+                target.display()
+            )
+        }),
+    };
+    if placed.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    placed
 }
 
 /// `queue0-circular.ring` → `queue0-circular.qtr`.

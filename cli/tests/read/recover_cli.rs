@@ -26,13 +26,20 @@ fn recovers_ring_files_and_reports_what_was_lost() {
         t.log_event(user::USER1, [i, 0]);
     }
     std::mem::forget(t); // no shutdown, no drop: as after SIGKILL
+                         // This process still maps the files (its writer is alive): copies of
+                         // them, as taken from a dead process, are what `recover` reads.
+    let dead = dir.path().join("dead");
+    std::fs::create_dir(&dead).unwrap();
+    for name in ["queue0-circular.ring", "queue1-fixed.ring"] {
+        std::fs::copy(dir.path().join(name), dead.join(name)).unwrap();
+    }
     let out_dir = dir.path().join("recovered");
     let bad = dir.path().join("not-a-ring.ring");
     std::fs::write(&bad, b"hello").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .arg("recover")
-        .arg(dir.path().join("queue0-circular.ring"))
-        .arg(dir.path().join("queue1-fixed.ring"))
+        .arg(dead.join("queue0-circular.ring"))
+        .arg(dead.join("queue1-fixed.ring"))
         .arg(&bad)
         .arg("--out")
         .arg(&out_dir)
@@ -59,4 +66,149 @@ fn recovers_ring_files_and_reports_what_was_lost() {
     let text = String::from_utf8(dump.stdout).unwrap();
     assert!(text.contains("[LOST 6 EVENTS]"), "{text}");
     assert_eq!(text.matches("user0").count(), 4, "{text}");
+}
+
+fn qtrace(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A ring file of this (live) process, and a copy of it as a dead process
+/// would leave it.
+fn live_and_dead_rings(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let clock = ManualClock::new(100);
+    let t = manual_tracer(dir, &clock);
+    circular_and_fixed(&t, 4, 3);
+    t.activate().unwrap();
+    for i in 0..10 {
+        clock.advance(10);
+        t.log_event(user::USER0, [i, 0]);
+    }
+    std::mem::forget(t);
+    let live = dir.join("queue0-circular.ring");
+    let dead = dir.join("copy.ring");
+    std::fs::copy(&live, &dead).unwrap();
+    (live, dead)
+}
+
+#[test]
+fn recover_of_dev_zero_ends_at_once_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let (code, _, err) = qtrace(&[
+        "recover".as_ref(),
+        "/dev/zero".as_ref(),
+        "--out".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a qtrace ring file"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no output"
+    );
+}
+
+#[test]
+fn a_live_process_ring_is_refused_unless_forced_and_then_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, _) = live_and_dead_rings(dir.path());
+    let out = dir.path().join("out");
+    let (code, _, err) = qtrace(&[
+        "recover".as_ref(),
+        live.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("(pid {}) is still running", std::process::id()))
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!out.join("queue0-circular.qtr").exists());
+    let (code, text, err) = qtrace(&[
+        "recover".as_ref(),
+        live.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--force".as_ref(),
+    ]);
+    assert_eq!(code, Some(3), "{text}{err}");
+    assert!(
+        err.contains("a snapshot of process") && err.contains("is not complete"),
+        "{err}"
+    );
+    // The snapshot reads as cut, never complete.
+    let (code, _, err) = qtrace(&[
+        "stats".as_ref(),
+        out.join("queue0-circular.qtr").as_os_str(),
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+}
+
+#[test]
+fn an_existing_output_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, dead) = live_and_dead_rings(dir.path());
+    let out = dir.path().join("out");
+    let (code, _, err) = qtrace(&[
+        "recover".as_ref(),
+        dead.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let target = out.join("copy.qtr");
+    let first = std::fs::read(&target).unwrap();
+    std::fs::write(&target, b"an earlier trace").unwrap();
+    let (code, _, err) = qtrace(&[
+        "recover".as_ref(),
+        dead.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("already exists: it is not overwritten"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"an earlier trace");
+    assert!(!first.is_empty());
+    // No partial file is left beside it.
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+}
+
+#[test]
+fn a_damaged_ring_is_recovered_marked_and_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, dead) = live_and_dead_rings(dir.path());
+    let mut b = std::fs::read(&dead).unwrap();
+    b[72] ^= 1; // the process id: the header checksum no longer matches
+    std::fs::write(&dead, &b).unwrap();
+    let out = dir.path().join("out");
+    let (code, text, err) = qtrace(&[
+        "recover".as_ref(),
+        dead.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{text}{err}");
+    assert!(
+        err.contains("damaged at offset 80: header checksum"),
+        "{err}"
+    );
+    assert!(err.contains("the ring file is damaged"), "{err}");
+    assert!(text.contains("4 events recovered"), "{text}");
+    let (code, _, err) = qtrace(&["stats".as_ref(), out.join("copy.qtr").as_os_str()]);
+    assert_eq!(code, Some(3), "a damaged recovery reads as cut: {err}");
 }

@@ -21,8 +21,14 @@ use crate::wire::TraceHeader;
 
 /// The first 8 bytes of a ring file.
 pub(crate) const MAGIC: [u8; 8] = *b"qtrRING\0";
-/// The ring file version this code writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The ring file version this code writes (it also reads version 1, which
+/// has no header checksum).
+pub(crate) const VERSION: u32 = 2;
+/// The oldest ring file version this code reads.
+pub(crate) const VERSION_MIN: u32 = 1;
+/// Offset of the header checksum (version 2): FNV-1a 64 of the fixed
+/// header (this field as zeros) and the trace header, in the writer's order.
+pub(crate) const CHECKSUM_AT: usize = 80;
 /// Written as a native `u32`: reads as this value in the writer's order.
 pub(crate) const ORDER_MARK: u32 = 0x0102_0304;
 /// `kind` of a circular queue's ring file.
@@ -230,10 +236,10 @@ fn keep_previous(path: &std::path::Path) -> Result<(), crate::queue::config_erro
 }
 
 /// Whether process `pid` is alive and has the file at `path` mapped (its
-/// `/proc/<pid>/maps` lists the file's inode): a live ring, never a crash's
-/// leftover, whatever process now holds that number.
+/// `/proc/<pid>/maps` lists the file's device and inode): a live ring, never
+/// a crash's leftover, whatever process now holds that number.
 #[cfg(target_os = "linux")]
-fn mapped_by(pid: u32, path: &std::path::Path) -> bool {
+pub(crate) fn mapped_by(pid: u32, path: &std::path::Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
@@ -241,20 +247,31 @@ fn mapped_by(pid: u32, path: &std::path::Path) -> bool {
     let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
         return false;
     };
-    let (ino, name) = (meta.ino().to_string(), path.file_name());
-    maps.lines().any(|line| {
-        let mut fields = line.split_whitespace();
-        fields.nth(4) == Some(ino.as_str())
-            && fields
-                .next()
-                .is_some_and(|p| std::path::Path::new(p).file_name() == name)
+    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    let ino = meta.ino().to_string();
+    maps.lines().any(|l| {
+        // address perms offset dev inode path
+        let mut f = l.split_whitespace().skip(3);
+        let (Some(dev), Some(inode)) = (f.next(), f.next()) else {
+            return false;
+        };
+        inode == ino
+            && dev
+                .split_once(':')
+                .and_then(|(a, b)| {
+                    Some((
+                        u32::from_str_radix(a, 16).ok()?,
+                        u32::from_str_radix(b, 16).ok()?,
+                    ))
+                })
+                .is_some_and(|(a, b)| a == major && b == minor)
     })
 }
 
 /// Elsewhere no process's mappings can be read: a ring file left at the
-/// path is always taken for a crash's leftover.
+/// path is always taken for a crash's leftover (FORMAT.md 6.3).
 #[cfg(not(target_os = "linux"))]
-fn mapped_by(_pid: u32, _path: &std::path::Path) -> bool {
+pub(crate) fn mapped_by(_pid: u32, _path: &std::path::Path) -> bool {
     false
 }
 
@@ -373,13 +390,32 @@ impl RingLayout {
         }
         h[72..76].copy_from_slice(&std::process::id().to_ne_bytes());
         h.extend_from_slice(trace_header);
+        let sum = header_checksum(&h);
+        h[CHECKSUM_AT..CHECKSUM_AT + 8].copy_from_slice(&sum.to_ne_bytes());
         h
     }
 }
 
+/// The header checksum of `header` (the 128-byte fixed part followed by the
+/// trace header): FNV-1a 64 over every byte, the checksum field read as
+/// zeros. Written once when the file is created, never on the hot path.
+pub(crate) fn header_checksum(header: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, &b) in header.iter().enumerate() {
+        let b = if (CHECKSUM_AT..CHECKSUM_AT + 8).contains(&i) {
+            0
+        } else {
+            b
+        };
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 mod image;
 
-pub use image::{RingContents, RingFileError, RingImage};
+pub use image::{Damage, DamageKind, RingContents, RingFileError, RingImage};
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -440,7 +476,10 @@ mod tests {
         h[24..32].copy_from_slice(&0u64.to_ne_bytes());
         assert_eq!(
             RingImage::parse(&h).unwrap_err(),
-            RingFileError::Header("capacity out of range")
+            RingFileError::Header {
+                offset: 24,
+                what: "capacity out of range (1 to 2^32)"
+            }
         );
     }
 
