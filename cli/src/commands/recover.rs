@@ -51,6 +51,16 @@ pub fn run(args: RecoverArgs) -> Exit {
 fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     let mut status = Exit::Ok;
     for file in &args.files {
+        // As `dump` and `stats`: a FIFO would block until something writes
+        // it, and a ring file is a file a process mapped, never a stream.
+        if let Some(what) = crate::spine::io::not_a_file(file) {
+            eprintln!(
+                "qtrace: {}: it is {what}, not a ring file; copy the ring file and recover the copy",
+                file.display()
+            );
+            status = status.and(Exit::BadInput);
+            continue;
+        }
         let live = writer_alive(file);
         if let (Some(pid), false) = (live, args.force) {
             eprintln!(

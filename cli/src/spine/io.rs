@@ -45,6 +45,20 @@ pub struct Input {
     pub reader: TraceReader,
 }
 
+/// What `path` is when it is a FIFO or a socket (which a reader would wait
+/// on, or read as a stream), `None` for anything else.
+pub fn not_a_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
 /// Opens one trace file. A FIFO (named pipe) is refused with a message at
 /// once: opening one blocks until a writer comes, and a trace is read more
 /// than once (names first, then events), which a pipe cannot give.
@@ -53,26 +67,17 @@ pub struct Input {
 /// [`ReadError::Open`] for a FIFO or a socket (saying what to do), else
 /// what [`TraceReader::open`] returns.
 pub fn open_trace(path: &Path) -> Result<TraceReader, ReadError> {
-    use std::os::unix::fs::FileTypeExt;
-    if let Ok(m) = std::fs::metadata(path) {
-        let t = m.file_type();
-        if t.is_fifo() || t.is_socket() {
-            let what = if t.is_fifo() {
-                "a FIFO (named pipe)"
-            } else {
-                "a socket"
-            };
-            return Err(ReadError::Open {
-                path: path.to_path_buf(),
-                source: io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "it is {what}, not a trace file; save the stream to a file first (cat {} > trace.qtr) and read that",
-                        path.display()
-                    ),
+    if let Some(what) = not_a_file(path) {
+        return Err(ReadError::Open {
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "it is {what}, not a trace file; save the stream to a file first (cat {} > trace.qtr) and read that",
+                    path.display()
                 ),
-            });
-        }
+            ),
+        });
     }
     TraceReader::open(path)
 }

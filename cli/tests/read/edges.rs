@@ -67,7 +67,7 @@ fn a_multi_file_dump_reads_the_others_after_one_bad_header() {
 
 #[cfg(unix)]
 #[test]
-fn dump_and_stats_on_a_fifo_refuse_at_once() {
+fn dump_stats_and_recover_on_a_fifo_refuse_at_once() {
     let d = temp_dirs::created_dir("edges-cli", "fifo");
     let fifo = d.join("pipe.qtr");
     let c = std::ffi::CString::new(s(&fifo)).unwrap();
@@ -86,6 +86,17 @@ fn dump_and_stats_on_a_fifo_refuse_at_once() {
             "{cmd}: {stderr}"
         );
     }
+    // `recover` too: a ring file is a file a process mapped, never a stream.
+    let out = d.join("out");
+    let t = Instant::now();
+    let o = qtrace(&["recover", "--out", &s(&out), &s(&fifo)]);
+    assert!(t.elapsed() < Duration::from_secs(10), "recover blocked");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "recover: {stderr}");
+    assert!(
+        stderr.contains("FIFO") && stderr.contains("not a ring file"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
