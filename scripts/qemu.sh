@@ -13,7 +13,8 @@
 #    timeout. SysTick (every 1 ms) and the main loop log 7 events a tick for
 #    100 ticks (700 events) into a static 512-slot circular ring, which the
 #    firmware then writes over semihosting as a standard trace file,
-#    target/qemu/qtrace-firmware.qtr, and exits with status 0.
+#    <target dir>/qemu/qtrace-firmware.qtr (`target/` unless CARGO_TARGET_DIR
+#    says otherwise), and exits with status 0.
 # 4. Reads the file with `qtrace dump`, `qtrace stats --json` and
 #    `qtrace convert --to chrome`, and checks: exit status 0 (a complete
 #    file), exactly 512 events and one hoops record of 188 lost events, the
@@ -38,13 +39,22 @@ if ! rustup target list --installed | grep -qx thumbv7m-none-eabi; then
     rustup target add thumbv7m-none-eabi
 fi
 
+# Where cargo puts what it builds: `target/` unless CARGO_TARGET_DIR (or a
+# config file) says otherwise — asked of cargo, never assumed.
+target_dir_of() {
+    (cd "$1" && cargo metadata --format-version 1 --no-deps --offline 2>/dev/null ||
+        cargo metadata --format-version 1 --no-deps) |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])'
+}
+
 echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
 (cd examples/firmware-cortex-m && cargo build --release --quiet)
-firmware=examples/firmware-cortex-m/target/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m
+firmware="$(target_dir_of examples/firmware-cortex-m)/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m"
 cargo build --release --quiet -p qtrace-cli --bin qtrace
-qtrace="$root/target/release/qtrace"
+target="$(target_dir_of "$root")"
+qtrace="$target/release/qtrace"
 
-run="$root/target/qemu"
+run="$target/qemu"
 rm -rf "$run"
 mkdir -p "$run"
 trace="$run/qtrace-firmware.qtr"
@@ -53,7 +63,7 @@ echo "== run on qemu-system-arm -machine mps2-an385"
 status=0
 (cd "$run" && timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
     -semihosting-config enable=on,target=native \
-    -kernel "$root/$firmware") >"$run/console.txt" 2>&1 || status=$?
+    -kernel "$firmware") >"$run/console.txt" 2>&1 || status=$?
 cat "$run/console.txt"
 if [ "$status" -ne 0 ]; then
     echo "qemu.sh: the firmware exited with status $status (124: timed out)" >&2

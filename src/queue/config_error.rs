@@ -256,7 +256,7 @@ impl fmt::Display for ConfigError {
                 "the process-wide tracer is already installed: install once at start-up, then reach it with qtrace::global::get() (or keep the reference install returned)"
             ),
             InvalidParameter { queue_type, reason } => {
-                write!(f, "invalid parameter for a `{queue_type}` queue: {reason}")
+                write!(f, "invalid parameter for the queue type `{queue_type}`: {reason}")
             }
             ClockUnavailable(e) => write!(f, "{e}"),
             Hook { queue, hook, message } => {

@@ -179,7 +179,7 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
     ));
     assert_eq!(
         e.to_string(),
-        "invalid parameter for a `circular` queue: capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
+        "invalid parameter for the queue type `circular`: capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
     );
     let e = t
         .create_queue::<Circular>(CircularParams {
