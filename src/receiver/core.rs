@@ -427,6 +427,13 @@ impl ReceiverCore {
         }
     }
 
+    /// Whether every sender in the table has closed its stream (its close
+    /// datagram arrived): what a receiver that reached its event count
+    /// waits a moment for, so a run that lost nothing ends closed.
+    pub(crate) fn all_closed(&self) -> bool {
+        self.senders.iter().all(|s| s.closed.is_some())
+    }
+
     /// The account so far.
     pub fn summary(&self) -> ReceiverSummary {
         let mut senders: Vec<(u64, SenderSummary)> = self

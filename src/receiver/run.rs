@@ -24,7 +24,10 @@ pub struct RunLimit {
     /// [`Progress::accounted`](super::Progress::accounted)), so a lossy stream still reaches the count.
     /// Events lost after a sender's last datagram count once its close
     /// datagram arrives; add a duration so a stream that ends without one
-    /// cannot keep the receiver waiting.
+    /// cannot keep the receiver waiting. Once the count is reached, the
+    /// receiver waits up to 1 s more for every sender's close datagram (a
+    /// sender closes right after its last events), so a run that lost
+    /// nothing is not reported with an unclosed stream.
     pub events: Option<u64>,
 }
 

@@ -22,6 +22,10 @@ use crate::model::io_error::IoError;
 use crate::wire::datagram::MAX_DATAGRAM_LEN;
 use crate::wire::QueueTotals;
 
+/// How long a receiver that reached its event count ([`RunLimit::events`])
+/// still waits for the senders' close datagrams.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// A bound UDP socket and a [`ReceiverCore`].
 ///
 /// ```
@@ -157,6 +161,10 @@ impl Receiver {
     ) -> Result<ReceiverSummary, IoError> {
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
+        // When the event count is reached: until every sender's close
+        // datagram is in, for at most CLOSE_GRACE (a sender closes right
+        // after its last events; one that does not is marked unclosed).
+        let mut counted_at: Option<Instant> = None;
         loop {
             if self.stop.0.load(Ordering::Acquire) {
                 break;
@@ -168,7 +176,10 @@ impl Receiver {
                 .events
                 .is_some_and(|n| self.core.progress.accounted() >= n)
             {
-                break;
+                let since = *counted_at.get_or_insert_with(Instant::now);
+                if self.core.all_closed() || since.elapsed() >= CLOSE_GRACE {
+                    break;
+                }
             }
             match self.socket.recv_from(&mut buf) {
                 Ok((n, from)) => self.core.handle_into(from, &buf[..n], out),

@@ -61,6 +61,13 @@ pub(crate) fn default_path(ctx: &QueueContext) -> PathBuf {
 /// them until their queue saves: (path, the locked file).
 static HELD: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
 
+/// Every trace file path this process has locked. `flock` cannot tell this
+/// process's other open files from another process's, so a lock refused on
+/// one of these paths is this process's own (another tracer of it writing
+/// the same path): processes are kept apart, tracers of one process are
+/// not (the later save wins, as before; RELIABILITY.md).
+static OURS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// Whether `file` is the file `path` names now.
 fn same_file(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -100,7 +107,17 @@ pub(crate) fn create_locked(path: &Path) -> Result<File, ConfigError> {
                 .open(path)
                 .map_err(|e| ConfigError::io("create trace file", path, e))?;
             if f.metadata().is_ok_and(|m| m.file_type().is_file()) {
-                lock(&f).map_err(|e| ConfigError::io("lock trace file", path, e))?;
+                match lock(&f) {
+                    Ok(()) => {
+                        let mut ours = OURS.lock();
+                        if !ours.iter().any(|p| p == path) {
+                            ours.push(path.to_path_buf());
+                        }
+                    }
+                    // This process's own lock (another of its tracers).
+                    Err(_) if OURS.lock().iter().any(|p| p == path) => {}
+                    Err(e) => return Err(ConfigError::io("lock trace file", path, e)),
+                }
             }
             f
         }

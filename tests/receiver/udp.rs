@@ -483,9 +483,11 @@ fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
     assert_eq!((s.event_datagrams, s.events_sent), (11, 450));
     let summary = rx.join().unwrap();
     assert_eq!(summary.events(), 450);
-    // The receiver stopped at the 450th event, before the catalog's last
-    // copy (one datagram) and the close datagrams that follow it.
-    assert_eq!(summary.senders[0].datagrams, 11 + s.catalog_datagrams - 1);
+    // At the 450th event the receiver waited for the close (RunLimit::events):
+    // every events and catalog datagram, then the first close datagram, which
+    // ended the wait (its two copies come after the receiver stopped).
+    assert_eq!(summary.senders[0].datagrams, 11 + s.catalog_datagrams + 1);
+    assert!(summary.senders[0].closed);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 

@@ -64,8 +64,23 @@ fn recv_writes_the_stream_and_prints_a_summary() {
     let dir = temp_dirs::fresh_dir("recv", "cli");
     let out = dir.join("sub/received.qtr");
     let (listen, child) = recv_listening(&out, &["--count", "500"]);
-    send_user3(listen, 500);
+    // The sender closes only after the receiver stopped (at the count, then
+    // 1 s of waiting for a close that does not come): an unclosed stream.
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..500 {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
     let stdout = wait_success(child);
+    tracer.shutdown().unwrap();
     assert!(
         stdout.contains("received 500 events from 1 sender(s)"),
         "{stdout}"
@@ -79,8 +94,8 @@ fn recv_writes_the_stream_and_prints_a_summary() {
     let records: Vec<Event> = reader.map(|e| e.unwrap()).collect();
     let values: Vec<u64> = records[..500].iter().map(|e| e.args[0]).collect();
     assert_eq!(values, (0..500).collect::<Vec<_>>());
-    // It stopped at the count, before the sender's close: the stream ends
-    // with its unclosed-stream mark (FORMAT.md 1.5), the file's last record.
+    // It stopped before the sender's close: the stream ends with its
+    // unclosed-stream mark (FORMAT.md 1.5), the file's last record.
     assert_eq!(records.len(), 501);
     let (sender, n) = unclosed_stream(&records[500]).expect("an unclosed-stream mark");
     assert_eq!(n, 500);
@@ -263,13 +278,14 @@ fn count_and_duration_stop_at_whichever_comes_first_and_host_names_resolve() {
         stdout.contains("received 300 events from 1 sender(s)"),
         "{stdout}"
     );
-    // 300 events, then the unclosed-stream mark (stopped before the close).
+    // 300 events and no unclosed-stream mark: with the count reached the
+    // receiver waited (up to 1 s) for the sender's close.
     let records: Vec<Event> = TraceReader::open(&out)
         .unwrap()
         .map(|e| e.unwrap())
         .collect();
-    assert_eq!(records.len(), 301);
-    assert_eq!(unclosed_stream(&records[300]).map(|(_, n)| n), Some(300));
+    assert_eq!(records.len(), 300);
+    assert!(records.iter().all(|r| unclosed_stream(r).is_none()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -316,4 +332,44 @@ fn a_duration_too_large_for_a_duration_is_refused_not_a_panic() {
             "--duration {bad}"
         );
     }
+}
+
+#[test]
+fn count_waits_a_moment_for_the_close_so_a_lossless_run_ends_closed() {
+    // The sender's close comes 300 ms after its last events: `--count`
+    // is reached first, and the receiver waits (up to 1 s) for the close
+    // instead of marking the stream unclosed and exiting with status 3.
+    let dir = temp_dirs::fresh_dir("recv", "count-close");
+    let out = dir.join("received.qtr");
+    let (listen, child) = recv_listening(&out, &["--count", "100", "--duration", "30"]);
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..100 {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    tracer.shutdown().unwrap();
+    let stdout = wait_success(child);
+    assert!(
+        stdout.contains("received 100 events from 1 sender(s)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("unclosed"), "{stdout}");
+    let mut reader = TraceReader::open(&out).unwrap();
+    let events = reader
+        .by_ref()
+        .filter_map(Result::ok)
+        .filter(|e| e.id == user::USER3)
+        .count();
+    assert_eq!(events, 100);
+    let completeness = reader.completeness().expect("read to the end");
+    assert_eq!(completeness.is_complete(), Some(true), "{completeness:?}");
 }
