@@ -57,16 +57,21 @@ pub(crate) fn register(routes: &[AtomicU32; ROUTES]) -> &'static Node {
         }
         at = node.next.cast_mut();
     }
-    let node: &'static mut Node = Box::leak(Box::new(Node {
+    // Leaked (never freed), and every access goes through this one raw
+    // pointer (a `&mut` next to it would invalidate it: Stacked Borrows).
+    let new: *mut Node = Box::into_raw(Box::new(Node {
         routes: AtomicPtr::new(ptr),
         next: std::ptr::null(),
     }));
     let mut head = HEAD.load(Ordering::Acquire);
     loop {
-        node.next = head;
-        let ptr: *mut Node = &mut *node;
-        match HEAD.compare_exchange(head, ptr, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return node,
+        // SAFETY: `new` is valid (just allocated) and only this thread knows
+        // it until the compare-exchange below publishes it.
+        unsafe { (*new).next = head };
+        match HEAD.compare_exchange(head, new, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: the node is never freed; from now on it is only read
+            // (its `routes` is an atomic).
+            Ok(_) => return unsafe { &*new },
             Err(now) => head = now,
         }
     }
