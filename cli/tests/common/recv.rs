@@ -8,7 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use super::loopback::{loopback, wait_until};
+use qtrace::classes::user;
+use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
+use qtrace::{ShutdownReport, Tracer};
+
+use super::loopback::{free_port, loopback, wait_until};
 
 /// Starts `qtrace recv --listen LISTEN --out OUT ARGS…` with its output
 /// piped; see [`wait_listening`].
@@ -34,4 +38,39 @@ pub fn wait_listening(listen: SocketAddr) {
         thread::sleep(Duration::from_millis(20));
         probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok()
     });
+}
+
+/// `qtrace recv --listen 127.0.0.1:PORT --out OUT ARGS…` started on a free
+/// port and listening: (its address, the child).
+pub fn recv_listening(out: &Path, args: &[&str]) -> (SocketAddr, Child) {
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = spawn_recv(listen, out, args);
+    wait_listening(listen);
+    (listen, child)
+}
+
+/// An active tracer whose user class goes to a UDP queue streaming to
+/// `listen` every 2 ms, all it holds each round.
+pub fn user_sender(listen: SocketAddr) -> Tracer {
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    tracer
+}
+
+/// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen`, then shuts the
+/// tracer down (the close datagram follows): its report.
+pub fn send_user3(listen: SocketAddr, n: u64) -> ShutdownReport {
+    let tracer = user_sender(listen);
+    for i in 0..n {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
+    tracer.shutdown().unwrap()
 }

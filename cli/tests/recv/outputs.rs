@@ -9,39 +9,16 @@ use std::process::{Child, Output};
 use std::time::Duration;
 
 use qtrace::classes::{tracer, user};
-use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::Completeness;
-use qtrace::Tracer;
 
 use crate::common::loopback::free_port;
 use crate::common::read_all::read_all;
-use crate::common::recv::{spawn_recv, wait_listening};
+use crate::common::recv::{recv_listening as start, send_user3};
 use crate::common::temp_dirs;
-
-/// `qtrace recv` on a free port writing `out`, listening.
-fn start(out: &Path, args: &[&str]) -> (SocketAddr, Child) {
-    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let child = spawn_recv(listen, out, args);
-    wait_listening(listen);
-    (listen, child)
-}
 
 /// Streams `n` events `user3 [i, 7]` to `listen`, then closes the stream.
 fn send(listen: SocketAddr, n: u64) {
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    for i in 0..n {
-        tracer.log_event(user::USER3, [i, 7]);
-    }
-    let report = tracer.shutdown().unwrap();
+    let report = send_user3(listen, n);
     assert_eq!(report.queues[0].counters.delivered, n, "{report:?}");
 }
 

@@ -7,44 +7,15 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
-use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::reader::TraceReader;
 use qtrace::wire::unclosed_stream;
-use qtrace::{Event, Tracer};
+use qtrace::Event;
 
 use crate::common::loopback;
 use crate::common::recv;
 use crate::common::temp_dirs;
 use loopback::free_port;
-use recv::{spawn_recv, wait_listening};
-
-/// `qtrace recv --listen 127.0.0.1:PORT --out OUT ARGS…` started on a free
-/// port and listening: (its address, the child).
-fn recv_listening(out: &Path, args: &[&str]) -> (SocketAddr, Child) {
-    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let child = spawn_recv(listen, out, args);
-    wait_listening(listen);
-    (listen, child)
-}
-
-/// Streams `n` events `user3 [i, 7]` (i = 0..n) to `listen` through a UDP
-/// queue sending every 2 ms, then shuts the tracer down.
-fn send_user3(listen: SocketAddr, n: u64) {
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
-    for i in 0..n {
-        tracer.log_event(user::USER3, [i, 7]);
-    }
-    tracer.shutdown().unwrap();
-}
+use recv::{recv_listening, send_user3, spawn_recv, user_sender, wait_listening};
 
 /// Waits for `child` to end, which must succeed (the test fails showing its
 /// stdout and stderr); returns its stdout.
@@ -66,16 +37,7 @@ fn recv_writes_the_stream_and_prints_a_summary() {
     let (listen, child) = recv_listening(&out, &["--count", "500"]);
     // The sender closes only after the receiver stopped (at the count, then
     // 1 s of waiting for a close that does not come): an unclosed stream.
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let tracer = user_sender(listen);
     for i in 0..500 {
         tracer.log_event(user::USER3, [i, 7]);
     }
@@ -342,16 +304,7 @@ fn count_waits_a_moment_for_the_close_so_a_lossless_run_ends_closed() {
     let dir = temp_dirs::fresh_dir("recv", "count-close");
     let out = dir.join("received.qtr");
     let (listen, child) = recv_listening(&out, &["--count", "100", "--duration", "30"]);
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(listen)
-                .with_period(Duration::from_millis(2))
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let tracer = user_sender(listen);
     for i in 0..100 {
         tracer.log_event(user::USER3, [i, 7]);
     }
