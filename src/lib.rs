@@ -126,6 +126,7 @@
 //! `stats` and `convert` read like any other:
 //!
 //! ```
+//! # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 //! use qtrace_core::classes::{lowlevel, system, BuiltinClass, BuiltinEvent, ClassId};
 //! use qtrace_core::encode::header::HeaderSpec;
 //! use qtrace_core::ring::CircularRing;

@@ -49,6 +49,7 @@
 //! those its condition kept, [`TriggerQueue::fired`] those it fired on.
 //!
 //! ```
+//! # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 //! use qtrace::classes::user;
 //! use qtrace::queues::{Fixed, FixedParams};
 //! use qtrace::filters::{Scope, Trigger};

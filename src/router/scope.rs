@@ -15,6 +15,7 @@
 //! nest.
 //!
 //! ```
+//! # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 //! use qtrace::clock::{Clock, ManualClock};
 //! use qtrace::queues::{Fixed, FixedParams};
 //! use qtrace::{Config, Event, Tracer};

@@ -43,6 +43,7 @@
 //!   subscriber and keep one for [`QtraceLayer::unmapped`].
 //!
 //! ```
+//! # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 //! use std::sync::Arc;
 //! use qtrace::bridge::QtraceLayer;
 //! use qtrace::queues::{Fixed, FixedParams};
@@ -109,6 +110,7 @@ pub const MAX_TEXT: usize = QtraceLayer::MAX_TEXT;
 /// count. Give a clone to the subscriber and keep one to read its counters:
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use std::sync::Arc;
 /// use qtrace::bridge::QtraceLayer;
 /// use qtrace::queues::{Circular, CircularParams};

@@ -59,6 +59,7 @@ pub const DAMAGED: u16 = 0x0002;
 /// `attempts - recovered` ([`RecoveryCounts::lost`]).
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};
@@ -114,6 +115,7 @@ impl RecoveryCounts {
 /// A recovered queue: an ordinary trace's header and records.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};
@@ -228,6 +230,7 @@ impl std::error::Error for RecoverError {
 /// This does not check whether the writer is alive ([`writer_alive`]).
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};
@@ -360,6 +363,7 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
 /// [`IoError`] naming the path.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};

@@ -30,6 +30,7 @@ use crate::model::event::Event;
 /// writes its own files can write [`RecordedNames::records`] first, too.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use std::sync::Arc;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::{EventId, Tracer};

@@ -68,6 +68,7 @@ impl CircularParams {
     /// The largest number of shards of a circular queue.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::queues::CircularParams;
     /// assert_eq!(CircularParams::MAX_SHARDS, 256);
     /// assert_eq!(CircularParams::default().shards, CircularParams::DEFAULT_SHARDS);

@@ -127,6 +127,7 @@ impl Shared {
 /// A circular-online queue (see the [module documentation](self)).
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Online, OnlineParams, OnlineQueue};
 ///

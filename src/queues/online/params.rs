@@ -18,6 +18,7 @@ use std::time::Duration;
 /// The circular-online queue type. Parameters: [`OnlineParams`].
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Online, OnlineParams, OnlineQueue};
 ///
@@ -56,6 +57,7 @@ pub(super) enum Target {
 /// period, and QNX's 80 % high-water mark.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use std::time::Duration;
 /// use qtrace::queues::OnlineParams;
 ///

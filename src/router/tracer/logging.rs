@@ -76,6 +76,7 @@ impl Tracer {
     /// with no room is dropped and counted record by record).
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::classes::user;
     /// use qtrace::combine::{Assembler, Item};
     /// use qtrace::queues::{Fixed, FixedParams};

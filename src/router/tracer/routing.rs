@@ -239,6 +239,7 @@ impl Tracer {
     /// Any time before shutdown.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::classes::user;
     /// use qtrace::filters::Filter;
     /// use qtrace::queues::{Fixed, FixedParams};

@@ -31,6 +31,7 @@ impl Tracer {
     /// trigger's task starts at phase 2 (at once after it).
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::classes::user;
     /// use qtrace::queues::{Fixed, FixedParams};
     /// use qtrace::filters::{Scope, Trigger};

@@ -234,6 +234,7 @@ impl std::fmt::Display for Damage {
 /// One ring's contents as found in a ring file.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};
@@ -277,6 +278,7 @@ pub struct RingContents {
 /// A ring file, parsed: what a recovery needs.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams};
 /// use qtrace::storage::{self, RingImage, RingStorage};
@@ -371,6 +373,7 @@ impl RingImage {
     /// reads, or are cut short.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::classes::user;
     /// use qtrace::queues::{Circular, CircularParams};
     /// use qtrace::storage::{self, RingImage, RingStorage};
