@@ -1035,11 +1035,11 @@ fn tick(time: u64, n: u64) -> Event {
 
 #[test]
 fn datagram_error_examples_are_exact() {
-    let later = b"QTRU\x00\x02".to_vec();
+    let later = b"QTRU\x00\x03".to_vec();
     check_example("datagram-short-later-version", &later);
     assert_eq!(
         dgram_err(&later).to_string(),
-        "format version 2 at byte 4 is not supported: this reader accepts versions [1]; use a newer qtrace"
+        "format version 3 at byte 4 is not supported: this reader accepts versions [1, 2]; use a newer qtrace"
     );
     // The 2.3 example with a count of 2: one record is missing.
     let mut two = events_datagram(5, 3, 120, &[tick(1000, 7)]);
