@@ -455,16 +455,22 @@ impl Streamer {
     /// counts, so the receiver can mark what it sent but never received.
     fn send_close(&mut self) {
         let ring = &self.shared.feed.ring;
+        // One reading of each counter, so the close agrees with itself
+        // (logged = sent + dropped + unsent: a receiver refuses one that
+        // does not, FORMAT.md 3.2) even if a late producer drops meanwhile.
+        let popped = ring.popped();
+        let accepted = ring.accepted();
+        let dropped = ring.dropped();
         let counts = CloseCounts {
-            logged: ring.accepted() + ring.dropped(),
-            unsent: ring.len() as u64,
+            logged: accepted + dropped,
+            unsent: accepted.saturating_sub(popped),
         };
         let mut buf = [0u8; 56 + KEYED_OVERHEAD];
         let Ok(len) = encode_close(
             &mut buf,
             self.sender,
             self.sequence,
-            ring.dropped(),
+            dropped,
             self.first_event,
             counts,
         ) else {
