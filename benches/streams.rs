@@ -16,6 +16,15 @@
 //!   Datagrams of at most 1472 bytes (44 records, the Ethernet default).
 //! - `streams/udp_loopback_jumbo`: the same with 8972-byte datagrams (279
 //!   records, a 9000-byte jumbo-frame MTU).
+//! - `streams/udp_loopback_keyed` (feature `keys`, run right after
+//!   `udp_loopback`): the same stream keyed (FORMAT.md 2.6: the send task
+//!   computes an HMAC-SHA256 tag per datagram, the receiver checks it),
+//!   still 44 records a datagram. Both print the receiver thread's CPU time
+//!   per datagram (`CLOCK_THREAD_CPUTIME_ID` around its run).
+//! - `streams/receiver_core` and `streams/receiver_core_keyed` (feature
+//!   `keys`): the receiver's logic alone, no socket: 4096 datagrams of 44
+//!   records of one sender handed to a `ReceiverCore`, unkeyed and keyed —
+//!   the receiver's CPU per datagram without the system call.
 //! - `streams/online_drain`: 262144 events are logged into a circular-online
 //!   queue before phase 2; the time from activation until the drain task has
 //!   written them all to the file is the drain's speed (32 bytes a record).
@@ -30,7 +39,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Online, OnlineParams, Udp, UdpParams};
-use qtrace::receiver::{Receiver, RunLimit};
+use qtrace::receiver::{Receiver, ReceiverConfig, ReceiverCore, RunLimit};
+use qtrace::wire::datagram;
 use qtrace::{Config, Tracer};
 
 const UDP_EVENTS: u64 = 1_000_000;
@@ -45,30 +55,77 @@ fn out_dir() -> std::path::PathBuf {
     d
 }
 
-fn udp_once(events: u64, max_datagram_len: usize) -> Duration {
-    let receiver = Receiver::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+/// The key of the keyed cases.
+#[cfg(feature = "keys")]
+fn key() -> qtrace::wire::DatagramKey {
+    qtrace::wire::DatagramKey::from_bytes([0x42; 32])
+}
+
+/// The calling thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec the call writes into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Receiver thread CPU time and datagrams, summed over the runs of a case.
+#[derive(Default)]
+struct Cpu {
+    time: Duration,
+    datagrams: u64,
+}
+
+impl Cpu {
+    fn report(&self, case: &str) {
+        if self.datagrams > 0 {
+            eprintln!(
+                "streams/{case}: receiver thread CPU {:.3} us per datagram ({} datagrams)",
+                self.time.as_secs_f64() * 1e6 / self.datagrams as f64,
+                self.datagrams
+            );
+        }
+    }
+}
+
+fn udp_once(events: u64, max_datagram_len: usize, keyed: bool, cpu: &mut Cpu) -> Duration {
+    #[allow(unused_mut)]
+    let mut config = ReceiverConfig::default();
+    #[cfg(feature = "keys")]
+    if keyed {
+        config.keys = vec![key()];
+    }
+    let receiver = Receiver::bind_with(SocketAddr::from(([127, 0, 0, 1], 0)), config).unwrap();
     let addr = receiver.local_addr();
     let progress = receiver.progress();
     let path = out_dir().join("udp.qtr");
     let rx = thread::spawn(move || {
-        receiver
+        let before = thread_cpu();
+        let summary = receiver
             .run(
                 &path,
                 RunLimit::events(events).or_after(Duration::from_secs(60)),
             )
-            .unwrap()
+            .unwrap();
+        (summary, thread_cpu() - before)
     });
+    #[allow(unused_mut)]
+    let mut params = UdpParams::to(addr)
+        .with_capacity(1 << 16)
+        .with_period(Duration::from_millis(1))
+        .with_datagrams_per_period(DatagramsPerPeriod::All)
+        .with_high_water_percent(50)
+        .with_max_datagram_len(max_datagram_len);
+    #[cfg(feature = "keys")]
+    if keyed {
+        params = params.with_key(key());
+    }
+    assert!(cfg!(feature = "keys") || !keyed);
     let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(addr)
-                .with_capacity(1 << 16)
-                .with_period(Duration::from_millis(1))
-                .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_high_water_percent(50)
-                .with_max_datagram_len(max_datagram_len),
-        )
-        .unwrap();
+    let q = tracer.create_queue::<Udp>(params).unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();
     let start = Instant::now();
@@ -86,10 +143,57 @@ fn udp_once(events: u64, max_datagram_len: usize) -> Duration {
         thread::sleep(Duration::from_micros(100));
     }
     let elapsed = start.elapsed();
-    let summary = rx.join().unwrap();
+    let (summary, receiver_cpu) = rx.join().unwrap();
     tracer.shutdown().unwrap();
     assert_eq!(summary.events(), events, "loss at the receiver");
     assert_eq!(summary.lost_datagrams() + summary.sender_dropped(), 0);
+    assert_eq!(summary.invalid.rejected.total(), 0);
+    assert_eq!(summary.senders[0].key_id.is_some(), keyed);
+    cpu.time += receiver_cpu;
+    cpu.datagrams += summary.senders.iter().map(|s| s.datagrams).sum::<u64>();
+    elapsed
+}
+
+/// 4096 events datagrams of 44 records of sender 1, keyed or not.
+fn datagrams(keyed: bool) -> Vec<Vec<u8>> {
+    let events: Vec<qtrace::Event> = (0..44)
+        .map(|i| qtrace::Event::new(i, user::USER0, 0, [i, 0]))
+        .collect();
+    (0..4096u64)
+        .map(|seq| {
+            let mut buf = vec![0u8; 1472];
+            let (len, _) = datagram::encode_events(&mut buf, 1, seq, 0, seq * 44, &events).unwrap();
+            #[cfg(feature = "keys")]
+            let len = if keyed {
+                datagram::keyed::seal(&key(), 1, &mut buf, len).unwrap()
+            } else {
+                len
+            };
+            assert!(cfg!(feature = "keys") || !keyed);
+            buf.truncate(len);
+            buf
+        })
+        .collect()
+}
+
+/// The receiver's logic on `datagrams`, in a fresh core each time.
+fn core_once(datagrams: &[Vec<u8>], keyed: bool) -> Duration {
+    #[allow(unused_mut)]
+    let mut config = ReceiverConfig::default();
+    #[cfg(feature = "keys")]
+    if keyed {
+        config.keys = vec![key()];
+    }
+    let _ = keyed;
+    let mut core = ReceiverCore::new(config);
+    let from = SocketAddr::from(([127, 0, 0, 1], 40000));
+    let mut n = 0u64;
+    let start = Instant::now();
+    for d in datagrams {
+        core.handle(from, d, &mut |_| n += 1);
+    }
+    let elapsed = start.elapsed();
+    assert_eq!(n, datagrams.len() as u64 * 44);
     elapsed
 }
 
@@ -161,12 +265,47 @@ fn streams(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(UDP_EVENTS));
+    let mut cpu = Cpu::default();
     g.bench_function("udp_loopback", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| udp_once(UDP_EVENTS, 1472)).sum())
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| udp_once(UDP_EVENTS, 1472, false, &mut cpu))
+                .sum()
+        })
     });
+    cpu.report("udp_loopback");
+    #[cfg(feature = "keys")]
+    {
+        let mut cpu = Cpu::default();
+        g.bench_function("udp_loopback_keyed", |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| udp_once(UDP_EVENTS, 1472, true, &mut cpu))
+                    .sum()
+            })
+        });
+        cpu.report("udp_loopback_keyed");
+    }
     g.bench_function("udp_loopback_jumbo", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| udp_once(UDP_EVENTS, 8972)).sum())
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| udp_once(UDP_EVENTS, 8972, false, &mut Cpu::default()))
+                .sum()
+        })
     });
+    let plain = datagrams(false);
+    g.throughput(Throughput::Elements(plain.len() as u64));
+    g.bench_function("receiver_core", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| core_once(&plain, false)).sum())
+    });
+    #[cfg(feature = "keys")]
+    {
+        let keyed = datagrams(true);
+        g.bench_function("receiver_core_keyed", |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| core_once(&keyed, true)).sum())
+        });
+    }
+    g.throughput(Throughput::Elements(UDP_EVENTS));
     g.throughput(Throughput::Bytes(DRAIN_EVENTS * 32));
     g.bench_function("online_drain", |b| {
         b.iter_custom(|iters| (0..iters).map(|_| drain_once(DRAIN_EVENTS)).sum())

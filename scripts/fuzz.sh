@@ -20,7 +20,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 # Seed corpus: trace files and datagrams written by qtrace itself.
-QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --test wire -- fuzz_corpus:: fuzz_corpus_receiver::
+QTRACE_FUZZ_CORPUS="$PWD/fuzz/corpus" cargo test --quiet --features keys --test wire -- fuzz_corpus:: fuzz_corpus_receiver::
 # Traces a run of the examples left behind are real output too.
 if compgen -G "qtrace-out/*.qtr" >/dev/null; then
     cp qtrace-out/*.qtr fuzz/corpus/reader/ 2>/dev/null || true

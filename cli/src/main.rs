@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod spine;
 
-use commands::{analyze, convert, dump, events, plot, recover, recv, stats};
+use commands::{analyze, convert, dump, events, keygen, plot, recover, recv, stats};
 use spine::Exit;
 
 /// Tools for qtrace traces.
@@ -74,6 +74,14 @@ enum Command {
     /// re-created, starting with a hoops record for what went with it (exit
     /// status 3).
     Recv(recv::RecvArgs),
+    /// Write a new key for keyed datagrams to FILE: 32 random bytes, mode
+    /// 600, never over an existing file.
+    ///
+    /// Give the same file to the senders (`UdpParams::with_key`) and to
+    /// `qtrace recv --key-file FILE`: the receiver then accepts only
+    /// datagrams that key authenticates. Exit status 1 when the file exists
+    /// or cannot be written.
+    Keygen(keygen::KeygenArgs),
     /// Turn ring files (left by fixed and circular queues whose process died
     /// without shutting down: SIGKILL, abort, a crash) into trace files.
     ///
@@ -131,6 +139,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Recv(args) => recv::run(args),
+        Command::Keygen(args) => keygen::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),

@@ -1,14 +1,49 @@
 //! Datagram bytes into the checked view: never a panic, and every datagram it
 //! accepts re-encodes to the same bytes (up to ignored flag and reserved bits).
+//! Keyed datagrams (FORMAT.md 2.6): a version 2 input is checked under the
+//! target's key (its fields, its tag, the version 1 datagram it carries),
+//! and every version 1 datagram accepted is keyed and checked back: the tag
+//! verifies, one bit changed does not, and the datagram comes back whole.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use qtrace::wire::datagram::{self, CatalogAssembler, DatagramKind, DatagramView};
+use qtrace::wire::datagram::{self, keyed, CatalogAssembler, DatagramKind, DatagramView};
+use qtrace::wire::DatagramKey;
 
 fuzz_target!(|data: &[u8]| {
+    let key = DatagramKey::from_bytes([0x5a; 32]);
+    if data.len() >= 6 && data[..4] == *b"QTRU" && data[4..6] == [0, 2] {
+        let Ok((id, _session)) = keyed::keyed_fields(data) else {
+            return;
+        };
+        let mut inner = Vec::new();
+        keyed::unkeyed_into(data, &mut inner);
+        assert_eq!(inner.len(), data.len() - keyed::KEYED_OVERHEAD);
+        if keyed::verify(&key, data) {
+            assert_eq!(id, key.id(), "a tag verified under a key of another id");
+        }
+        let _ = DatagramView::new_checked(&inner[..]);
+        return;
+    }
     let Ok(view) = DatagramView::new_checked(data) else {
         return;
     };
+    if data.len() + keyed::KEYED_OVERHEAD <= datagram::MAX_DATAGRAM_LEN {
+        let mut sealed = data.to_vec();
+        sealed.resize(data.len() + keyed::KEYED_OVERHEAD, 0);
+        let len = keyed::seal(&key, 7, &mut sealed, data.len()).expect("room to key it");
+        assert!(keyed::verify(&key, &sealed[..len]));
+        assert_eq!(keyed::keyed_fields(&sealed[..len]), Ok((key.id(), 7)));
+        let mut back = Vec::new();
+        keyed::unkeyed_into(&sealed[..len], &mut back);
+        let mut plain = data.to_vec();
+        plain[14] = 0; // the reserved field carries the key id
+        plain[15] = 0;
+        assert_eq!(back, plain);
+        let bit = data.len() % len;
+        sealed[bit] ^= 0x80;
+        assert!(!keyed::verify(&key, &sealed[..len]));
+    }
     let h = view.header();
     let mut canonical = data.to_vec();
     canonical[7] = 0; // flags

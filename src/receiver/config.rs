@@ -58,6 +58,14 @@ pub struct ReceiverConfig {
     /// provisional one in place when it fits, otherwise the file is
     /// rewritten (to a temporary file renamed over it).
     pub header_room: usize,
+    /// The keys datagrams are checked with (feature `keys`; FORMAT.md 2.6).
+    /// Empty (the default): keyed datagrams are rejected (a key this
+    /// receiver does not hold) and unkeyed ones accepted. Otherwise only
+    /// keyed datagrams whose tag one of these keys confirms are accepted;
+    /// several keys (one per host or group, or an old and a new one while
+    /// senders move over) are held at once.
+    #[cfg(feature = "keys")]
+    pub keys: Vec<crate::wire::DatagramKey>,
 }
 
 /// Accounts of replaced senders kept for the summary; beyond this many,
@@ -75,6 +83,8 @@ impl Default for ReceiverConfig {
             idle_datagrams: 16,
             reorder: ReorderLimits::default(),
             header_room: 64 << 10,
+            #[cfg(feature = "keys")]
+            keys: Vec::new(),
         }
     }
 }

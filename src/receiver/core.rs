@@ -1,12 +1,14 @@
 //! The receiver's logic without I/O: datagrams in, records out.
 
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::config::{ReceiverConfig, MAX_RETIRED};
 use super::progress::Progress;
-use super::sender::SenderState;
+use super::rejection::{RejectedSource, RejectionKind};
+use super::sender::{SenderState, CLOSE_COPIES};
 use super::sequence::Span;
 use super::sink::{Context, EachEvent, Sink};
 use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
@@ -14,7 +16,8 @@ use crate::model::classes::{tracer::HOOPS, Catalog};
 use crate::model::clock::Clock;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
-use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView};
+use crate::wire::datagram::keyed::{self, KEYED_VERSION};
+use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView, MAGIC};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::{TraceHeader, WireError};
 
@@ -95,7 +98,31 @@ pub struct ReceiverCore {
     /// Datagrams handled (a logical clock for idleness).
     clock: u64,
     invalid: InvalidCounts,
+    /// Rejections per source address (at most [`MAX_RETIRED`] addresses).
+    rejected: Vec<RejectedSource>,
+    /// Per sender id, the newest session admitted (keyed streams): an
+    /// older one is a replay. At most [`MAX_SESSIONS`] ids, oldest
+    /// forgotten first (`session_order`).
+    sessions: HashMap<u32, u64>,
+    session_order: VecDeque<u32>,
+    /// The version 1 datagram a keyed one carries (reused: no allocation
+    /// per datagram).
+    scratch: Vec<u8>,
     pub(super) progress: Arc<Progress>,
+}
+
+/// Sender ids whose newest keyed session is remembered.
+const MAX_SESSIONS: usize = 4096;
+
+/// Which stream a datagram belongs to, decided before anything changes.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// The stream in this slot of the table.
+    Table(usize),
+    /// This parked stream, which resumes.
+    Parked(usize),
+    /// A new stream (it replaces one of the same sender id, if any).
+    New,
 }
 
 impl ReceiverCore {
@@ -122,6 +149,10 @@ impl ReceiverCore {
             senders_seen: 0,
             clock: 0,
             invalid: InvalidCounts::default(),
+            rejected: Vec::new(),
+            sessions: HashMap::new(),
+            session_order: VecDeque::new(),
+            scratch: Vec::new(),
             progress: Arc::default(),
         }
     }
@@ -167,9 +198,11 @@ impl ReceiverCore {
     }
 
     /// A new stream's state, counted as a sender seen.
-    fn fresh(&mut self, from: SocketAddr, sender: u32) -> SenderState {
+    fn fresh(&mut self, from: SocketAddr, sender: u32, key: Option<(u16, u64)>) -> SenderState {
         let ordinal = self.count_stream();
-        SenderState::new(from, sender, ordinal, self.clock, self.config.reorder)
+        let mut s = SenderState::new(from, sender, ordinal, self.clock, self.config.reorder);
+        s.key = key;
+        s
     }
 
     /// Ends a stream for good: what it held is written, the events of its
@@ -266,40 +299,127 @@ impl ReceiverCore {
         }
     }
 
-    /// The table slot of the stream datagram `header` from `from` belongs
-    /// to, taking one if needed; `None` when it is refused.
+    /// The stream datagram `header` from `from` belongs to, changing
+    /// nothing: `Err` when it must be rejected (a keyed session older than
+    /// its sender's newest, or one that ended).
+    fn identify(
+        &self,
+        from: SocketAddr,
+        header: &DatagramHeader,
+        key: Option<(u16, u64)>,
+    ) -> Result<Target, RejectionKind> {
+        let id = header.sender;
+        let Some((_, session)) = key else {
+            // Unkeyed: known by its id, from its address, unless it restarts.
+            if let Some(i) = self.senders.iter().position(|s| s.sender == id) {
+                let s = &self.senders[i];
+                return Ok(if s.addr == from && !s.restarts(header) {
+                    Target::Table(i)
+                } else {
+                    Target::New
+                });
+            }
+            if let Some(p) = self.parked.iter().position(|s| s.sender == id) {
+                let s = &self.parked[p];
+                return Ok(if s.addr == from && !s.restarts(header) {
+                    Target::Parked(p)
+                } else {
+                    Target::New
+                });
+            }
+            return Ok(Target::New);
+        };
+        // Keyed: known by its id and session, from any address; a newer
+        // session is a new incarnation, an older one a replay.
+        let same = |s: &SenderState| s.sender == id && s.key.is_some_and(|(_, x)| x == session);
+        match self.sessions.get(&id) {
+            Some(&newest) if session < newest => Err(RejectionKind::Replayed),
+            Some(&newest) if session == newest => {
+                if let Some(i) = self.senders.iter().position(same) {
+                    Ok(Target::Table(i))
+                } else if let Some(p) = self.parked.iter().position(same) {
+                    Ok(Target::Parked(p))
+                } else {
+                    // Its stream ended for good.
+                    Err(RejectionKind::Replayed)
+                }
+            }
+            _ => Ok(Target::New),
+        }
+    }
+
+    /// Remembers `session` as the newest of sender `id`.
+    fn note_session(&mut self, id: u32, session: u64) {
+        if self.sessions.insert(id, session).is_none() {
+            self.session_order.push_back(id);
+            if self.session_order.len() > MAX_SESSIONS {
+                if let Some(old) = self.session_order.pop_front() {
+                    self.sessions.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Counts a rejected datagram against its source address (it changes
+    /// nothing else).
+    fn reject(&mut self, from: SocketAddr, kind: RejectionKind) {
+        self.invalid.rejected.add(kind);
+        self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+        self.progress.rejected.fetch_add(1, Ordering::Relaxed);
+        *self.progress.last_rejection.lock() = Some((from, kind.describe()));
+        match self.rejected.iter().position(|r| r.addr == from) {
+            Some(i) => self.rejected[i].counts.add(kind),
+            None if self.rejected.len() < MAX_RETIRED => {
+                let mut r = RejectedSource {
+                    addr: from,
+                    counts: Default::default(),
+                };
+                r.counts.add(kind);
+                self.rejected.push(r);
+            }
+            None => {}
+        }
+    }
+
+    /// The table slot of `target` (what [`ReceiverCore::identify`] decided
+    /// for datagram `header` from `from`), taking one if needed; `None`
+    /// when it is refused (the table is full).
     fn slot(
         &mut self,
+        target: Target,
         from: SocketAddr,
         header: &DatagramHeader,
         events: u64,
+        key: Option<(u16, u64)>,
         out: &mut dyn Sink,
     ) -> Option<usize> {
-        if let Some(i) = self.senders.iter().position(|s| s.sender == header.sender) {
-            let s = &self.senders[i];
-            if s.addr == from && !s.restarts(header) {
-                return Some(i);
-            }
-            // A restarted sender (new port, or numbering from 0 again):
-            // its earlier incarnation ends here, and it keeps the slot.
-            let fresh = self.fresh(from, header.sender);
-            let old = std::mem::replace(&mut self.senders[i], fresh);
-            self.retire(old, out);
-            return Some(i);
-        }
-        let state = match self.parked.iter().position(|s| s.sender == header.sender) {
-            Some(p) => {
-                let old = self.parked.remove(p);
-                if old.addr == from && !old.restarts(header) {
-                    old
-                } else {
-                    self.retire(old, out);
-                    self.fresh(from, header.sender)
+        let state = match target {
+            Target::Table(i) => return Some(i),
+            Target::Parked(p) => self.parked.remove(p),
+            Target::New => {
+                if let Some((_, session)) = key {
+                    self.note_session(header.sender, session);
                 }
-            }
-            None => {
-                // Not counted as seen until it gets a slot.
-                SenderState::new(from, header.sender, 0, self.clock, self.config.reorder)
+                if let Some(i) = self.senders.iter().position(|s| s.sender == header.sender) {
+                    // A restarted sender (new port, numbering from 0
+                    // again, a newer session): its earlier incarnation
+                    // ends here, and it keeps the slot.
+                    let fresh = self.fresh(from, header.sender, key);
+                    let old = std::mem::replace(&mut self.senders[i], fresh);
+                    self.retire(old, out);
+                    return Some(i);
+                }
+                if let Some(p) = self.parked.iter().position(|s| s.sender == header.sender) {
+                    let old = self.parked.remove(p);
+                    self.retire(old, out);
+                    self.fresh(from, header.sender, key)
+                } else {
+                    // Not counted as seen until it gets a slot.
+                    let mut s =
+                        SenderState::new(from, header.sender, 0, self.clock, self.config.reorder);
+                    s.key = key;
+                    s
+                }
             }
         };
         let new = state.ordinal == 0;
@@ -323,6 +443,13 @@ impl ReceiverCore {
                     state.refused_end = state.refused_end.max(end);
                     state.refused_next = state.refused_next.max(header.sequence.saturating_add(1));
                     self.parked.push(*state);
+                } else if let Some((_, session)) = key {
+                    // A new keyed session that got no slot is not yet its
+                    // sender's newest: its next datagram tries again.
+                    if self.sessions.get(&header.sender) == Some(&session) {
+                        self.sessions.remove(&header.sender);
+                        self.session_order.retain(|&id| id != header.sender);
+                    }
                 }
                 self.refuse(from, header.sender, events, end, !new);
                 None
@@ -330,24 +457,122 @@ impl ReceiverCore {
         }
     }
 
+    /// The key that confirms keyed datagram `bytes` (key id `id`), or why
+    /// it is rejected.
+    fn check_tag(&self, id: u16, bytes: &[u8]) -> Result<(), RejectionKind> {
+        #[cfg(feature = "keys")]
+        {
+            let mut held = self.config.keys.iter().filter(|k| k.id() == id).peekable();
+            if held.peek().is_none() {
+                return Err(RejectionKind::UnknownKey);
+            }
+            if held.any(|k| keyed::verify(k, bytes)) {
+                Ok(())
+            } else {
+                Err(RejectionKind::BadTag)
+            }
+        }
+        #[cfg(not(feature = "keys"))]
+        {
+            let _ = (id, bytes);
+            Err(RejectionKind::UnknownKey)
+        }
+    }
+
+    /// Whether this receiver accepts only keyed datagrams.
+    fn keyed_only(&self) -> bool {
+        #[cfg(feature = "keys")]
+        {
+            !self.config.keys.is_empty()
+        }
+        #[cfg(not(feature = "keys"))]
+        {
+            false
+        }
+    }
+
+    /// Counts a datagram that failed its checks (FORMAT.md 3.1).
+    fn count_invalid(&mut self, e: &WireError) {
+        match e {
+            WireError::BadMagic { .. } => self.invalid.not_qtrace += 1,
+            WireError::Truncated { .. } => self.invalid.truncated += 1,
+            WireError::UnsupportedVersion { .. } => self.invalid.unsupported_version += 1,
+            _ => self.invalid.malformed += 1,
+        }
+        self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) fn handle_into(&mut self, from: SocketAddr, bytes: &[u8], out: &mut dyn Sink) {
         self.clock += 1;
+        let keyed_version = bytes.len() >= 6
+            && bytes[..4] == MAGIC
+            && u16::from_be_bytes([bytes[4], bytes[5]]) == KEYED_VERSION;
+        if !keyed_version {
+            return self.handle_checked(from, bytes, None, out);
+        }
+        // A keyed datagram: its tag is checked before anything else is
+        // read (FORMAT.md 4.3), then the version 1 datagram it carries.
+        let (id, session) = match keyed::keyed_fields(bytes) {
+            Ok(x) => x,
+            Err(e) => return self.count_invalid(&e),
+        };
+        if let Err(kind) = self.check_tag(id, bytes) {
+            return self.reject(from, kind);
+        }
+        let mut inner = std::mem::take(&mut self.scratch);
+        keyed::unkeyed_into(bytes, &mut inner);
+        self.handle_checked(from, &inner, Some((id, session)), out);
+        self.scratch = inner;
+    }
+
+    /// Handles a version 1 datagram (`key`: the key id and session of the
+    /// keyed datagram that carried it, its tag checked).
+    fn handle_checked(
+        &mut self,
+        from: SocketAddr,
+        bytes: &[u8],
+        key: Option<(u16, u64)>,
+        out: &mut dyn Sink,
+    ) {
         let view = match DatagramView::new_checked(bytes) {
             Ok(v) => v,
-            Err(e) => {
-                match e {
-                    WireError::BadMagic { .. } => self.invalid.not_qtrace += 1,
-                    WireError::Truncated { .. } => self.invalid.truncated += 1,
-                    WireError::UnsupportedVersion { .. } => self.invalid.unsupported_version += 1,
-                    _ => self.invalid.malformed += 1,
-                }
-                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+            Err(e) => return self.count_invalid(&e),
         };
+        if key.is_none() && self.keyed_only() {
+            return self.reject(from, RejectionKind::Unkeyed);
+        }
         let header = view.header();
         let events = view.record_count() as u64;
-        let Some(index) = self.slot(from, &header, events, out) else {
+        let span = Span {
+            first_event: header.first_event,
+            events,
+            bytes: bytes.len(),
+            dropped: header.dropped,
+        };
+        // Judged before any stream changes: a rejected datagram never
+        // takes, resets or parks a slot, nor changes a stream's counts.
+        if let Some(c) = view.close() {
+            let said = header
+                .first_event
+                .saturating_add(header.dropped)
+                .saturating_add(c.unsent);
+            if c.logged < said {
+                return self.reject(from, RejectionKind::CountersBackwards);
+            }
+        }
+        let target = match self.identify(from, &header, key) {
+            Ok(t) => t,
+            Err(kind) => return self.reject(from, kind),
+        };
+        let existing = match target {
+            Target::Table(i) => Some(&self.senders[i]),
+            Target::Parked(p) => Some(&self.parked[p]),
+            Target::New => None,
+        };
+        if let Some(Err(kind)) = existing.map(|s| s.judge(&header, span)) {
+            return self.reject(from, kind);
+        }
+        let Some(index) = self.slot(target, from, &header, events, key, out) else {
             return;
         };
         let s = &mut self.senders[index];
@@ -357,6 +582,7 @@ impl ReceiverCore {
                 // A repeated close (sent 2 ms after the first): counted, and
                 // what is still missing before the close is given up on —
                 // the stream is over.
+                s.close_copies = (s.close_copies + 1).min(CLOSE_COPIES);
                 s.datagrams += 1;
                 self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
                 if s.closed.is_none() {
@@ -366,13 +592,9 @@ impl ReceiverCore {
             }
             if s.close_seq.is_none() {
                 s.close_seq = Some(header.sequence);
+                s.close_copies = 1;
             }
         }
-        let span = Span {
-            first_event: header.first_event,
-            events,
-            bytes: bytes.len(),
-        };
         let (verdict, now) = s.seq.observe(header.sequence, span, || bytes.into());
         if !verdict.accepted() {
             self.progress.invalid.fetch_add(1, Ordering::Relaxed);
@@ -453,6 +675,7 @@ impl ReceiverCore {
             retired_uncounted: self.retired_uncounted,
             invalid: self.invalid,
             refused: self.refused.clone(),
+            rejected: self.rejected.clone(),
             ..ReceiverSummary::default()
         }
     }

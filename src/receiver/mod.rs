@@ -14,6 +14,14 @@
 //! - **Untrusted input**: datagrams that are not qtrace datagrams, are
 //!   truncated, come from a newer format version or fail validation are
 //!   counted and skipped; nothing panics.
+//! - **Only the senders you trust** (FORMAT.md 2.6, 3.1): with keys
+//!   (`ReceiverConfig::keys`, feature `keys`) only keyed datagrams a key
+//!   confirms are accepted, and a keyed stream is known by its sender id and
+//!   session. Forged, other-keyed and replayed datagrams — and, keyed or
+//!   not, counters that go backwards and datagrams after a close — are
+//!   *rejected* before they touch any stream (no slot taken, reset or
+//!   parked, no count changed) and counted per source address
+//!   ([`ReceiverSummary::rejected`], [`RejectionCounts`]).
 //! - **Bounded memory, no lock-out**: at most [`ReceiverConfig::max_senders`]
 //!   senders are tracked at once. A sender is known by its sender id: the
 //!   same id from a new source address (a restarted sender on a new port),
@@ -105,6 +113,7 @@ mod config;
 mod core;
 mod file;
 mod progress;
+mod rejection;
 mod run;
 mod sender;
 mod sequence;
@@ -116,6 +125,7 @@ mod summary;
 pub use self::config::{default_listen_addr, ReceiverConfig, MAX_RETIRED};
 pub use self::core::ReceiverCore;
 pub use self::progress::Progress;
+pub use self::rejection::{RejectedSource, RejectionCounts};
 pub use self::run::{RunLimit, Stopper};
 pub use self::sequence::ReorderLimits;
 pub use self::socket::Receiver;

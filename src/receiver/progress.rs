@@ -1,6 +1,9 @@
 //! Live counts another thread may read while the receiver runs.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 /// Live counters of a running receiver, readable from other threads (for
 /// progress displays and flow control in tests).
@@ -38,6 +41,9 @@ pub struct Progress {
     pub(super) lost_events: AtomicU64,
     pub(super) unsent: AtomicU64,
     pub(super) invalid: AtomicU64,
+    pub(super) rejected: AtomicU64,
+    /// The latest rejection: where from, and why.
+    pub(super) last_rejection: Mutex<Option<(SocketAddr, &'static str)>>,
 }
 
 impl Progress {
@@ -73,5 +79,16 @@ impl Progress {
     /// Datagrams skipped so far (invalid, duplicate, late, refused).
     pub fn invalid(&self) -> u64 {
         self.invalid.load(Ordering::Relaxed)
+    }
+    /// Datagrams rejected so far (part of [`Progress::invalid`]): forged,
+    /// keyed with another key, replayed, counters going backwards, after a
+    /// close ([`RejectionCounts`](super::RejectionCounts)).
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+    /// The latest rejected datagram's source address and why it was
+    /// rejected: for a log that says at most one line now and then.
+    pub fn last_rejection(&self) -> Option<(SocketAddr, &'static str)> {
+        *self.last_rejection.lock()
     }
 }

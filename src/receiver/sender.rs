@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use super::sequence::{Gap, ReorderLimits, SequenceTracker};
+use super::rejection::RejectionKind;
+use super::sequence::{Gap, ReorderLimits, SequenceTracker, Span, Verdict};
 use super::sink::Context;
 use super::summary::SenderSummary;
 use crate::model::classes::tracer::HOOPS;
@@ -56,7 +57,15 @@ pub(super) struct SenderState {
     /// Whether the unclosed-stream mark was written
     /// ([`SenderState::mark_unclosed`]).
     unclosed_marked: bool,
+    /// A keyed stream's key id and session (FORMAT.md 2.6).
+    pub(super) key: Option<(u16, u64)>,
+    /// Copies of the close datagram accepted (the first included).
+    pub(super) close_copies: u32,
 }
+
+/// How many copies of its close datagram a sender sends (FORMAT.md 2.4): a
+/// keyed stream accepts no more.
+pub(super) const CLOSE_COPIES: u32 = 3;
 
 impl SenderState {
     pub(super) fn new(
@@ -87,7 +96,46 @@ impl SenderState {
             refused_lost: 0,
             refused_lost_datagrams: 0,
             unclosed_marked: false,
+            key: None,
+            close_copies: 0,
         }
+    }
+
+    /// Judges a datagram of this stream before anything of the stream
+    /// changes (FORMAT.md 3.2): `Err` says why it is rejected. A keyed
+    /// stream rejects what it already received or can no longer place
+    /// (replays); every stream rejects counters that go backwards and
+    /// datagrams numbered after its close.
+    pub(super) fn judge(&self, header: &DatagramHeader, span: Span) -> Result<(), RejectionKind> {
+        let n = header.sequence;
+        let keyed = self.key.is_some();
+        if header.kind == DatagramKind::Close && self.close_seq == Some(n) {
+            // A copy of the close datagram (2.4).
+            if keyed && self.close_copies >= CLOSE_COPIES {
+                return Err(RejectionKind::Replayed);
+            }
+            return Ok(());
+        }
+        let verdict = self.seq.classify(n);
+        if keyed {
+            match verdict {
+                Verdict::Duplicate => return Err(RejectionKind::Replayed),
+                Verdict::TooLate | Verdict::Implausible => {
+                    return Err(RejectionKind::OutsideWindow)
+                }
+                Verdict::InOrder { .. } | Verdict::Reordered => {}
+            }
+        }
+        if self.close_seq.is_some_and(|c| n > c)
+            || (header.kind == DatagramKind::Close
+                && self.seq.highest_held().is_some_and(|h| h > n))
+        {
+            return Err(RejectionKind::AfterClose);
+        }
+        if verdict.accepted() && !self.seq.consistent(n, span) {
+            return Err(RejectionKind::CountersBackwards);
+        }
+        Ok(())
     }
 
     fn queue_handle(&self) -> u64 {
@@ -245,6 +293,7 @@ impl SenderState {
         SenderSummary {
             addr: self.addr,
             sender: self.sender,
+            key_id: self.key.map(|(id, _)| id),
             queue: self
                 .header
                 .as_ref()

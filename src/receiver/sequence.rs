@@ -105,6 +105,8 @@ pub struct Span {
     pub events: u64,
     /// The datagram's size (counted against [`ReorderLimits::bytes`] while held).
     pub bytes: usize,
+    /// Events the sender had dropped (cumulative, never decreasing).
+    pub dropped: u64,
 }
 
 /// Loss just before a released datagram.
@@ -148,6 +150,8 @@ pub struct SequenceTracker<T> {
     /// Events released or counted lost: the first event the next datagram
     /// should carry.
     end: u64,
+    /// The largest drop count released.
+    dropped_end: u64,
     /// Bit `n % WINDOW` is set when number `n` (in `next - WINDOW .. next`)
     /// arrived and was released (clear: given up on).
     released: [u64; WORDS],
@@ -170,6 +174,7 @@ impl<T> SequenceTracker<T> {
             next: 0,
             top: 0,
             end: 0,
+            dropped_end: 0,
             released: [0; WORDS],
             held: BTreeMap::new(),
             held_bytes: 0,
@@ -204,23 +209,7 @@ impl<T> SequenceTracker<T> {
         span: Span,
         make: impl FnOnce() -> T,
     ) -> (Verdict, Option<Gap>) {
-        let verdict = if n < self.next {
-            if self.next - n <= WINDOW && self.bit(n) {
-                Verdict::Duplicate
-            } else {
-                Verdict::TooLate
-            }
-        } else if n - self.next >= MAX_JUMP {
-            Verdict::Implausible
-        } else if self.held.contains_key(&n) {
-            Verdict::Duplicate
-        } else if n < self.top {
-            Verdict::Reordered
-        } else {
-            Verdict::InOrder {
-                skipped: n - self.top,
-            }
-        };
+        let verdict = self.classify(n);
         match verdict {
             Verdict::InOrder { .. } => self.counts.accepted += 1,
             Verdict::Reordered => {
@@ -243,6 +232,59 @@ impl<T> SequenceTracker<T> {
         (verdict, None)
     }
 
+    /// What [`SequenceTracker::observe`] would decide about number `n`,
+    /// changing nothing.
+    pub fn classify(&self, n: u64) -> Verdict {
+        if n < self.next {
+            if self.next - n <= WINDOW && self.bit(n) {
+                Verdict::Duplicate
+            } else {
+                Verdict::TooLate
+            }
+        } else if n - self.next >= MAX_JUMP {
+            Verdict::Implausible
+        } else if self.held.contains_key(&n) {
+            Verdict::Duplicate
+        } else if n < self.top {
+            Verdict::Reordered
+        } else {
+            Verdict::InOrder {
+                skipped: n - self.top,
+            }
+        }
+    }
+
+    /// Whether datagram `n` (one [`SequenceTracker::classify`] accepts)
+    /// fits its neighbours: its first event and drop count are not below
+    /// those of what was released or is held before it (`first + events`
+    /// for the first event), nor above those of the held datagram after it.
+    /// Counters that go backwards are a forgery or a broken sender: never
+    /// believed (FORMAT.md 3.2).
+    pub fn consistent(&self, n: u64, span: Span) -> bool {
+        let end = span.first_event.saturating_add(span.events);
+        if span.first_event < self.end || span.dropped < self.dropped_end {
+            return false;
+        }
+        if let Some((_, (before, _))) = self.held.range(..n).next_back() {
+            if span.first_event < before.first_event.saturating_add(before.events)
+                || span.dropped < before.dropped
+            {
+                return false;
+            }
+        }
+        if let Some((_, (after, _))) = self.held.range(n + 1..).next() {
+            if end > after.first_event || span.dropped > after.dropped {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The highest number held, if any.
+    pub fn highest_held(&self) -> Option<u64> {
+        self.held.last_key_value().map(|(&n, _)| n)
+    }
+
     /// Releases `next` (which arrived with `span`): the gap before it.
     fn release(&mut self, span: Span) -> Gap {
         let gap = Gap {
@@ -251,6 +293,7 @@ impl<T> SequenceTracker<T> {
         };
         self.counts.lost_events += gap.events;
         self.end = self.end.max(span.first_event.saturating_add(span.events));
+        self.dropped_end = self.dropped_end.max(span.dropped);
         self.set(self.next, true);
         self.next += 1;
         gap
@@ -331,6 +374,7 @@ mod tests {
             first_event: first,
             events: n % 3,
             bytes: 40 + 32 * (n % 3) as usize,
+            dropped: 0,
         }
     }
 

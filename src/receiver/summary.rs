@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::rejection::{RejectedSource, RejectionCounts};
+
 /// Datagrams that were skipped before they could be tied to a sender's
 /// stream.
 ///
@@ -32,6 +34,10 @@ pub struct InvalidCounts {
     /// no tracked sender was closed or idle (per source address:
     /// [`ReceiverSummary::refused`]).
     pub too_many_senders: u64,
+    /// Rejected before they touched a sender's stream: forged, keyed with
+    /// another key, replayed, counters going backwards, after a close (per
+    /// source address: [`ReceiverSummary::rejected`]).
+    pub rejected: RejectionCounts,
 }
 
 impl InvalidCounts {
@@ -42,6 +48,7 @@ impl InvalidCounts {
             + self.unsupported_version
             + self.malformed
             + self.too_many_senders
+            + self.rejected.total()
     }
 }
 
@@ -127,6 +134,9 @@ pub struct SenderSummary {
     pub addr: SocketAddr,
     /// The sender id in its datagrams.
     pub sender: u32,
+    /// The id of the key its datagrams were checked with (FORMAT.md 2.6);
+    /// `None`: unkeyed.
+    pub key_id: Option<u16>,
     /// Its queue handle and type, from its header, once received.
     pub queue: Option<(u16, String)>,
     /// Datagrams accepted (events, catalog and close; repeated close
@@ -231,6 +241,11 @@ pub struct ReceiverSummary {
     /// Refused datagrams per source address (the first [`MAX_RETIRED`](super::MAX_RETIRED)
     /// addresses; the rest are in [`InvalidCounts::too_many_senders`] only).
     pub refused: Vec<RefusedSource>,
+    /// Rejected datagrams per source address (the first
+    /// [`MAX_RETIRED`](super::MAX_RETIRED) addresses; the rest are in
+    /// [`InvalidCounts::rejected`] only). Counts a store can record as they
+    /// are.
+    pub rejected: Vec<RejectedSource>,
     /// Records written to the trace file (events and hoops), before the
     /// end records.
     pub records_written: u64,
@@ -297,6 +312,10 @@ impl fmt::Display for ReceiverSummary {
                 Some((h, t)) => format!("queue {h} ({t})"),
                 None => "queue unknown (no header yet)".to_string(),
             };
+            let queue = match s.key_id {
+                Some(id) => format!("{queue}, key {id:#06x}"),
+                None => queue,
+            };
             let end = match s.logged {
                 Some(n) if s.closed => format!("closed: {n} events logged"),
                 _ => "ended without a close (loss after its last datagram unknown)".to_string(),
@@ -335,12 +354,24 @@ impl fmt::Display for ReceiverSummary {
                 r.datagrams, r.events, r.addr, r.sender
             )?;
         }
+        for r in &self.rejected {
+            writeln!(
+                f,
+                "  rejected {} datagrams from {}: {}",
+                r.counts.total(),
+                r.addr,
+                r.counts.describe()
+            )?;
+        }
         let i = &self.invalid;
         write!(
             f,
             "  skipped datagrams: {} not qtrace, {} truncated, {} unsupported version, {} malformed, {} refused (sender table full)",
             i.not_qtrace, i.truncated, i.unsupported_version, i.malformed, i.too_many_senders
         )?;
+        if i.rejected.total() > 0 {
+            write!(f, ", {} rejected", i.rejected.total())?;
+        }
         if let Some(p) = &self.file {
             write!(
                 f,

@@ -40,6 +40,8 @@ pub mod datagram;
 mod error;
 pub(crate) mod header;
 mod header_error;
+#[cfg(feature = "keys")]
+mod key;
 pub(crate) mod record;
 mod writer;
 
@@ -47,6 +49,8 @@ pub use close::{close_part, unclosed_mark, unclosed_stream, CloseRecord, QueueTo
 pub use error::WireError;
 pub use header::TraceHeader;
 pub use header_error::HeaderFieldError;
+#[cfg(feature = "keys")]
+pub use key::DatagramKey;
 pub use writer::{create_trace_file, TraceWriter};
 
 // Moved: the crate root's `QueueHandle` (a re-export: no deprecation

@@ -6,6 +6,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[cfg(feature = "keys")]
+mod keys;
 mod receiver;
 mod stream_end;
 mod udp;

@@ -150,7 +150,7 @@ fn garbage_truncated_and_newer_versions_are_counted_and_skipped() {
     r.feed(addr(1), &good[..good.len() - 1]);
     // A newer version.
     let mut newer = good.clone();
-    newer[4..6].copy_from_slice(&2u16.to_be_bytes());
+    newer[4..6].copy_from_slice(&3u16.to_be_bytes());
     r.feed(addr(1), &newer);
     // Trailing bytes and an unknown kind.
     let mut long = good.clone();

@@ -1035,11 +1035,11 @@ fn tick(time: u64, n: u64) -> Event {
 
 #[test]
 fn datagram_error_examples_are_exact() {
-    let later = b"QTRU\x00\x02".to_vec();
+    let later = b"QTRU\x00\x03".to_vec();
     check_example("datagram-short-later-version", &later);
     assert_eq!(
         dgram_err(&later).to_string(),
-        "format version 2 at byte 4 is not supported: this reader accepts versions [1]; use a newer qtrace"
+        "format version 3 at byte 4 is not supported: this reader accepts versions [1, 2]; use a newer qtrace"
     );
     // The 2.3 example with a count of 2: one record is missing.
     let mut two = events_datagram(5, 3, 120, &[tick(1000, 7)]);
@@ -1208,4 +1208,61 @@ fn receiver_writes_the_stream_example_byte_for_byte() {
         (4, 4, 1, 3, 4, 1, 1)
     );
     assert_eq!(s.queue, Some((0, "udp".to_string())));
+}
+
+/// FORMAT.md 2.6: the 2.3 datagram keyed with the key 0..31 and session
+/// 1,795,000,000,000,000,000, byte for byte; a receiver holding the key
+/// accepts it, and rejects it with any one byte changed.
+#[cfg(feature = "keys")]
+#[test]
+fn keyed_datagram_is_byte_exact_with_format_md() {
+    use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    use qtrace::wire::DatagramKey;
+
+    let key = DatagramKey::from_bytes(std::array::from_fn(|i| i as u8));
+    assert_eq!(key.id(), 0x885d);
+    let mut buf = [0u8; 128];
+    let (len, _) =
+        datagram::encode_events(&mut buf, 0x2a, 5, 3, 120, &example_events()[..1]).unwrap();
+    let len = datagram::keyed::seal(&key, 1_795_000_000_000_000_000, &mut buf, len).unwrap();
+    check_example("keyed-datagram", &buf[..len]);
+    assert_eq!(len, 96);
+    assert!(datagram::keyed::verify(&key, &buf[..len]));
+    // The version 1 datagram it carries is the 2.3 example.
+    let mut inner = Vec::new();
+    datagram::keyed::unkeyed_into(&buf[..len], &mut inner);
+    assert_eq!(inner, format_md_example("datagram"));
+    // A receiver holding the key takes its record; one byte changed
+    // anywhere (or another key) and it is rejected, nothing received.
+    let config = ReceiverConfig {
+        keys: vec![DatagramKey::from_bytes([9; 32]), key.clone()],
+        ..ReceiverConfig::default()
+    };
+    let from = "127.0.0.1:40000".parse().unwrap();
+    let mut core = ReceiverCore::new(config.clone());
+    let mut out = Vec::new();
+    core.handle(from, &buf[..len], &mut |e| out.push(*e));
+    core.finish(&mut |e| out.push(*e));
+    let ticks: Vec<Event> = out.into_iter().filter(|e| e.id == EventId(2)).collect();
+    assert_eq!(ticks, example_events()[..1]);
+    assert_eq!(core.summary().senders[0].key_id, Some(0x885d));
+    for i in 0..len {
+        let mut bad = buf[..len].to_vec();
+        bad[i] ^= 0x01;
+        let mut core = ReceiverCore::new(config.clone());
+        core.handle(from, &bad, &mut |_| {
+            panic!("byte {i} changed, yet accepted")
+        });
+        let s = core.summary();
+        assert!(s.senders.is_empty(), "byte {i}");
+        assert_eq!(s.invalid.total(), 1, "byte {i}");
+    }
+    let mut other = ReceiverCore::new(ReceiverConfig {
+        keys: vec![DatagramKey::from_bytes([9; 32])],
+        ..ReceiverConfig::default()
+    });
+    other.handle(from, &buf[..len], &mut |_| {
+        panic!("accepted without its key")
+    });
+    assert_eq!(other.summary().invalid.rejected.unknown_key, 1);
 }

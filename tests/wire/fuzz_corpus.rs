@@ -136,6 +136,16 @@ fn seed_corpus() {
         offset += n;
         i += 1;
     }
+    // Keyed datagrams (FORMAT.md 2.6) under the fuzz target's key.
+    #[cfg(feature = "keys")]
+    for (i, chunk) in events.chunks(5).take(3).enumerate() {
+        let key = qtrace::wire::DatagramKey::from_bytes([0x5a; 32]);
+        let (len, _) =
+            datagram::encode_events(&mut buf, 43, i as u64, 0, 5 * i as u64, chunk).unwrap();
+        let len = datagram::keyed::seal(&key, 1_795_000_000_000_000_000, &mut buf, len).unwrap();
+        assert!(datagram::keyed::verify(&key, &buf[..len]));
+        save(&dgram_dir, &format!("keyed-{i}.bin"), &buf[..len]);
+    }
     if std::env::var_os("QTRACE_FUZZ_CORPUS").is_none() {
         std::fs::remove_dir_all(&root).unwrap();
     }

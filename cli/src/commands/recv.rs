@@ -21,12 +21,16 @@ use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
 
 use crate::spine::Exit;
 
+mod keys;
+
 /// Arguments of `qtrace recv`.
 #[derive(Args, Debug)]
 pub struct RecvArgs {
     /// Address to listen on, IP:PORT or HOST:PORT (a host name listens on its
     /// first IPv4 address, else IPv6; loopback by default; use 0.0.0.0:PORT
-    /// or [::]:PORT to accept senders on other machines).
+    /// or [::]:PORT to accept senders on other machines, with --key-file:
+    /// without a key anyone on that network can forge datagrams, and a
+    /// warning says so).
     #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr().to_string())]
     pub listen: String,
     /// Trace file to write (its directory is created).
@@ -50,6 +54,12 @@ pub struct RecvArgs {
     /// one when it has sent nothing during this many datagrams.
     #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().idle_datagrams)]
     pub idle_datagrams: u64,
+    /// Accept only datagrams keyed with the key in FILE (32 bytes, mode 600:
+    /// `qtrace keygen FILE`); repeat to hold several keys at once (one per
+    /// host or group, or the old and the new while senders move over).
+    /// Others are rejected and counted per source address in the summary.
+    #[arg(long = "key-file", value_name = "FILE")]
+    pub key_file: Vec<PathBuf>,
 }
 
 /// Resolves `--listen`: an IP:PORT, or HOST:PORT looked up (its first IPv4
@@ -114,9 +124,18 @@ pub fn run(args: RecvArgs) -> Exit {
             return Exit::BadInput;
         }
     };
+    let keys = match keys::load(&args.key_file) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return Exit::BadInput;
+        }
+    };
+    keys::warn_if_exposed(listen, !keys.is_empty());
     let config = ReceiverConfig {
         max_senders: args.max_senders,
         idle_datagrams: args.idle_datagrams,
+        keys,
         ..ReceiverConfig::default()
     };
     let receiver = match Receiver::bind_with(listen, config) {
@@ -135,6 +154,7 @@ pub fn run(args: RecvArgs) -> Exit {
         (None, Some(n)) => format!("until {n} events"),
         (None, None) => "until interrupted".to_string(),
     };
+    keys::log_rejections(receiver.progress());
     eprintln!(
         "qtrace: listening on {} {until}, writing {}",
         receiver.local_addr(),

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod keys;
 mod outputs;
 mod recv_cli;
 mod stream_end;

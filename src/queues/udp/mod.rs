@@ -16,6 +16,10 @@
 //!   datagrams do not count against the per-period limit.
 //! - **Datagrams**: at most `max_datagram_len` bytes (1472: fits a 1500-byte
 //!   Ethernet MTU over IPv4), numbered 0, 1, 2, … per sender.
+//! - **Keys** (feature `keys`, `UdpParams::with_key`): every datagram is
+//!   keyed (FORMAT.md 2.6: a key id, the stream's session, an HMAC-SHA256
+//!   tag) by the task as it builds it; `log_event` does exactly what it does
+//!   unkeyed. A receiver holding the key rejects forgeries and replays.
 //! - **Segmentation offload** (Linux): full datagrams built in one round are
 //!   handed to the kernel together and split by it (`UDP_SEGMENT`), one
 //!   system call for up to 45 datagrams; the datagrams on the wire are the

@@ -11,6 +11,7 @@ use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
 use crate::queues::drained::sender::{SendOutcome, UdpSender};
 use crate::queues::drained::task::Work;
+use crate::wire::datagram::keyed::KEYED_OVERHEAD;
 use crate::wire::datagram::{
     encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, MAX_DATAGRAM_LEN,
 };
@@ -21,14 +22,29 @@ use crate::wire::TraceHeader;
 const MAX_SEGMENTS: usize = 64;
 
 impl UdpQueue {
+    /// Whether its datagrams are keyed.
+    fn keyed(&self) -> bool {
+        #[cfg(feature = "keys")]
+        {
+            self.params.key.is_some()
+        }
+        #[cfg(not(feature = "keys"))]
+        {
+            false
+        }
+    }
+
     pub(super) fn streamer(&self, ctx: &QueueContext) -> Result<Streamer, ConfigError> {
         let local = self.params.local.expect("filled in at create");
         let socket = UdpSender::open(local, self.params.remote)?;
         // A full events datagram: every datagram is at most this long, all
         // but the last of a batch exactly this long.
-        let seg = crate::wire::datagram::HEADER_LEN
-            + crate::wire::datagram::records_per_datagram(self.params.max_datagram_len)
+        // Keyed, each datagram is KEYED_OVERHEAD bytes longer (FORMAT.md 2.6).
+        let overhead = if self.keyed() { KEYED_OVERHEAD } else { 0 };
+        let room = crate::wire::datagram::HEADER_LEN
+            + crate::wire::datagram::records_per_datagram(self.params.max_datagram_len - overhead)
                 * crate::wire::record::RECORD_LEN;
+        let seg = room + overhead;
         let batch = (MAX_DATAGRAM_LEN / seg).min(MAX_SEGMENTS);
         let gso = self.params.segmentation_offload && batch > 1 && socket.set_segment_size(seg);
         Ok(Streamer {
@@ -38,6 +54,12 @@ impl UdpQueue {
             header: TraceHeader::for_queue(ctx).to_bytes(),
             buf: vec![0u8; if gso { seg * batch } else { seg }],
             seg,
+            room,
+            #[cfg(feature = "keys")]
+            key: self.params.key.as_deref().cloned(),
+            session: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
             gso,
             pending: None,
             sequence: 0,
@@ -76,6 +98,16 @@ pub(super) struct Streamer {
     /// The size of a full events datagram (at most `max_datagram_len`);
     /// catalog datagrams are no longer.
     seg: usize,
+    /// The size of a full events datagram before it is keyed (`seg` less
+    /// the key's 24 bytes; `seg` unkeyed): what the encoders fill.
+    room: usize,
+    /// The key datagrams are keyed with, in this task (never in
+    /// `log_event`).
+    #[cfg(feature = "keys")]
+    key: Option<crate::wire::DatagramKey>,
+    /// This stream's session (FORMAT.md 2.6): its start, ns since the
+    /// Unix epoch.
+    session: u64,
     /// Whether the kernel splits batches into datagrams (Linux UDP GSO).
     gso: bool,
     pending: Option<Pending>,
@@ -100,6 +132,25 @@ pub(super) struct Streamer {
 impl Streamer {
     fn note(&self, msg: String) {
         *self.shared.last_error.lock() = Some(msg);
+    }
+
+    /// Keys the datagram in `buf[at..at + len]` in place (FORMAT.md 2.6):
+    /// its keyed length. Unkeyed: `len`.
+    fn seal(&mut self, at: usize, len: usize) -> usize {
+        #[cfg(feature = "keys")]
+        if let Some(key) = &self.key {
+            let end = (at + len + KEYED_OVERHEAD).min(self.buf.len());
+            // The buffer has room: `seg` = `room` + the overhead.
+            return crate::wire::datagram::keyed::seal(
+                key,
+                self.session,
+                &mut self.buf[at..end],
+                len,
+            )
+            .unwrap_or(len);
+        }
+        let _ = (at, self.session);
+        len
     }
 
     /// Sends what is pending: with segmentation offload the whole batch in
@@ -183,7 +234,7 @@ impl Streamer {
         let mut offset = 0;
         while offset < self.header.len() {
             let (len, n) = match encode_catalog_fragment(
-                &mut self.buf[..self.seg],
+                &mut self.buf[..self.room],
                 self.sender,
                 self.sequence,
                 self.sent_dropped,
@@ -199,6 +250,7 @@ impl Streamer {
             };
             self.sequence += 1;
             offset += n;
+            let len = self.seal(0, len);
             self.pending = Some(Pending {
                 start: 0,
                 end: len,
@@ -229,7 +281,8 @@ impl Streamer {
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
         let seg = self.seg;
-        let records = crate::wire::datagram::records_per_datagram(seg);
+        let room = self.room;
+        let records = crate::wire::datagram::records_per_datagram(room);
         let mut sent = 0;
         // Datagrams are built one after the other in `buf[..at]`; with
         // segmentation offload, full ones are sent together.
@@ -255,7 +308,7 @@ impl Streamer {
                 self.sent_dropped
             };
             let mut enc = match EventsEncoder::new(
-                &mut self.buf[at..at + seg],
+                &mut self.buf[at..at + room],
                 self.sender,
                 self.sequence,
                 dropped,
@@ -274,6 +327,7 @@ impl Streamer {
             }
             let count = enc.len() as u64;
             let len = enc.finish();
+            let len = self.seal(at, len);
             self.sequence += 1;
             self.first_event += count;
             self.sent_dropped = dropped;
@@ -401,20 +455,33 @@ impl Streamer {
     /// counts, so the receiver can mark what it sent but never received.
     fn send_close(&mut self) {
         let ring = &self.shared.feed.ring;
+        // One reading of each counter, so the close agrees with itself
+        // (logged = sent + dropped + unsent: a receiver refuses one that
+        // does not, FORMAT.md 3.2) even if a late producer drops meanwhile.
+        let popped = ring.popped();
+        let accepted = ring.accepted();
+        let dropped = ring.dropped();
         let counts = CloseCounts {
-            logged: ring.accepted() + ring.dropped(),
-            unsent: ring.len() as u64,
+            logged: accepted + dropped,
+            unsent: accepted.saturating_sub(popped),
         };
-        let mut buf = [0u8; 56];
+        let mut buf = [0u8; 56 + KEYED_OVERHEAD];
         let Ok(len) = encode_close(
             &mut buf,
             self.sender,
             self.sequence,
-            ring.dropped(),
+            dropped,
             self.first_event,
             counts,
         ) else {
             return;
+        };
+        #[cfg(feature = "keys")]
+        let len = match &self.key {
+            Some(key) => {
+                crate::wire::datagram::keyed::seal(key, self.session, &mut buf, len).unwrap_or(len)
+            }
+            None => len,
         };
         let stats = &self.shared.stats;
         for copy in 0..CLOSE_COPIES {

@@ -74,7 +74,9 @@ pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
 /// The datagram format version this crate writes.
 pub const VERSION: u16 = field::VERSION_VALUE;
 /// Every datagram format version this crate reads.
-pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[1];
+/// Version 2 is a keyed datagram (FORMAT.md 2.6): [`keyed`] checks its tag
+/// and hands on the version 1 datagram it carries.
+pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[1, keyed::KEYED_VERSION];
 pub use qtrace_core::layout::datagram::{CLOSE_PAYLOAD_LEN, FRAGMENT_PREFIX_LEN, HEADER_LEN};
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
@@ -130,6 +132,7 @@ fn truncated(offset: usize, needed: usize, available: usize, what: &'static str)
 
 mod catalog;
 mod encode;
+pub mod keyed;
 mod view;
 
 pub use catalog::CatalogAssembler;
@@ -211,10 +214,10 @@ mod tests {
             WireError::BadMagic { what: "datagram" }
         );
         let mut version = good.clone();
-        version[5] = 2;
+        version[5] = 3;
         assert!(matches!(
             DatagramView::new_checked(&version[..]),
-            Err(WireError::UnsupportedVersion { version: 2, .. })
+            Err(WireError::UnsupportedVersion { version: 3, .. })
         ));
         let mut kind = good.clone();
         kind[6] = 4;

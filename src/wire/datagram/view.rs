@@ -38,6 +38,15 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 supported: SUPPORTED_DATAGRAM_VERSIONS,
             });
         }
+        if version == keyed::KEYED_VERSION {
+            // Its tag is checked with its key first (the receiver does), and
+            // the version 1 datagram it carries is viewed (FORMAT.md 2.6).
+            return Err(WireError::Invalid {
+                offset: field::VERSION as u64,
+                what: "datagram version",
+                reason: "2 is a keyed datagram: check its tag with its key, then view the version 1 datagram it carries (FORMAT.md 2.6)".to_string(),
+            });
+        }
         if len < HEADER_LEN {
             return Err(truncated(0, HEADER_LEN, len, "datagram header"));
         }
