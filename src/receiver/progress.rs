@@ -1,6 +1,9 @@
 //! Live counts another thread may read while the receiver runs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::summary::ReceiverSummary;
 
 /// Live counters of a running receiver, readable from other threads (for
 /// progress displays and flow control in tests).
@@ -38,6 +41,10 @@ pub struct Progress {
     pub(super) lost_events: AtomicU64,
     pub(super) unsent: AtomicU64,
     pub(super) invalid: AtomicU64,
+    /// Set by [`Progress::summary`]: publish an account at the next turn.
+    summary_wanted: AtomicBool,
+    /// The account published last, until taken.
+    summary: Mutex<Option<ReceiverSummary>>,
 }
 
 impl Progress {
@@ -73,5 +80,35 @@ impl Progress {
     /// Datagrams skipped so far (invalid, duplicate, late, refused).
     pub fn invalid(&self) -> u64 {
         self.invalid.load(Ordering::Relaxed)
+    }
+
+    /// The full account (per sender: events, losses, whether its stream
+    /// closed; refused sources) as a running [`Receiver`](super::Receiver)
+    /// last published it, taken: `None` when none was published since the
+    /// last call. Each call asks the receiver for a fresh one, which it
+    /// publishes after its next datagram or idle wait (about 20 ms), so a
+    /// display that calls this a few times a second shows an account at
+    /// most one call old. The receiver builds an account only when asked
+    /// (one relaxed load per datagram otherwise), so watching costs its
+    /// write path nothing measurable. [`ReceiverSummary::elapsed`] is the
+    /// time since the run started; the file fields are not set.
+    pub fn summary(&self) -> Option<ReceiverSummary> {
+        self.summary_wanted.store(true, Ordering::Relaxed);
+        self.summary.lock().ok()?.take()
+    }
+
+    /// Whether [`Progress::summary`] asked for an account.
+    #[inline]
+    pub(super) fn summary_wanted(&self) -> bool {
+        self.summary_wanted.load(Ordering::Relaxed)
+    }
+
+    /// Publishes `summary` for [`Progress::summary`].
+    #[cold]
+    pub(super) fn publish(&self, summary: ReceiverSummary) {
+        self.summary_wanted.store(false, Ordering::Relaxed);
+        if let Ok(mut slot) = self.summary.lock() {
+            *slot = Some(summary);
+        }
     }
 }

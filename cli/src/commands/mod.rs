@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod convert;
 pub mod dump;
 pub mod events;
+pub mod live;
 pub mod plot;
 pub mod recover;
 pub mod recv;
