@@ -5,7 +5,7 @@
 //! the view cannot take is counted, never waited for.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -180,7 +180,7 @@ impl Source {
 }
 
 /// Follows `path` into `feed` until it closes, fails or `state.stop`.
-fn follow_into(path: &PathBuf, state: Arc<FollowState>, feed: &Feed) {
+fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
     let mut follower = match Follower::open(path, state) {
         Ok(Some(f)) => f,
         Ok(None) => return,
@@ -189,21 +189,33 @@ fn follow_into(path: &PathBuf, state: Arc<FollowState>, feed: &Feed) {
             return;
         }
     };
-    let set_catalog = |f: &Follower| {
-        if let (Some(r), Ok(mut c)) = (f.reader(), feed.catalog.lock()) {
+    // The file's class table for the view, and its clock to turn ticks
+    // into ns.
+    let header = |f: &Follower| {
+        let r = f.reader()?;
+        if let Ok(mut c) = feed.catalog.lock() {
             *c = Some(r.catalog().clone());
         }
+        Some(r.header().clone())
     };
-    set_catalog(&follower);
+    let Some(mut clock) = header(&follower) else {
+        return;
+    };
+    let push = |clock: &qtrace::wire::TraceHeader, mut e: Event| {
+        e.time = clock.ticks_to_ns(e.time);
+        feed.push(&e);
+    };
     loop {
         if let Some(e) = follower.buffered() {
-            feed.push(&e);
+            push(&clock, e);
             continue;
         }
         match follower.next() {
-            Some(Step::Event(e)) => feed.push(&e),
+            Some(Step::Event(e)) => push(&clock, e),
             Some(Step::Replaced { copy }) => {
-                set_catalog(&follower);
+                if let Some(h) = header(&follower) {
+                    clock = h;
+                }
                 feed.set_note(if copy {
                     "the file was rewritten (a copy): following the new one".to_string()
                 } else {

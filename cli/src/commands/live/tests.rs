@@ -302,7 +302,7 @@ fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
     let lines = screen(&t);
     assert_eq!(
         lines[0].trim_end(),
-        "qtrace live: listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events  sort: cpu"
+        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events"
     );
     assert!(lines[1].starts_with("┌Tasks"), "{}", lines[1]);
     let row = |task: &str| {
@@ -361,7 +361,7 @@ fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
     );
     assert_eq!(
         lines[29].trim_end(),
-        "q quit  p pause  s sort  c class  t task"
+        "q quit  p pause  s sort: cpu  c class: system  t task: all"
     );
 }
 
@@ -378,7 +378,7 @@ fn the_plain_text_summary_says_the_same() {
     let text = view::plain(&m.snapshot(), &st);
     assert_eq!(
         text,
-        "qtrace live: listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  sort: cpu  task: 1  PAUSED\n\
+        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  PAUSED\n\
          task 1  cpu 28.5%  act 1  resp p50 700ns p99 700ns max 700ns  preempt 1  blocked 0ns\n\
          cpu 0  busy 85.7%\n\
          cpu 1  busy 28.5%\n\n"

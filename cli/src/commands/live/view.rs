@@ -44,7 +44,7 @@ fn pct(permille: u64) -> String {
 /// The header line's text.
 fn head(s: &Snapshot, st: &Status) -> String {
     let mut h = format!(
-        "qtrace live: {}  window {:.1}s ({} of trace)  {} events",
+        "{}  window {:.1}s ({} of trace)  {} events",
         st.source,
         st.window_s,
         dur(s.span_ns),
@@ -55,10 +55,6 @@ fn head(s: &Snapshot, st: &Status) -> String {
     }
     if s.skipped > 0 {
         let _ = write!(h, "  (view skipped {} events)", s.skipped);
-    }
-    let _ = write!(h, "  sort: {}", st.sort);
-    if let Some(t) = st.task {
-        let _ = write!(h, "  task: {t}");
     }
     if st.paused {
         h.push_str("  PAUSED");
@@ -109,10 +105,16 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, st: &Status) {
     draw_cpus(frame, s, cpus);
     draw_senders(frame, s, senders);
     draw_recent(frame, s, recent);
-    frame.render_widget(
-        Paragraph::new("q quit  p pause  s sort  c class  t task"),
-        keys,
-    );
+    frame.render_widget(Paragraph::new(keys_line(s, st)), keys);
+}
+
+/// The keys and the choices they change.
+fn keys_line(s: &Snapshot, st: &Status) -> String {
+    let task = st.task.map_or("all".to_string(), |t| t.to_string());
+    format!(
+        "q quit  p pause  s sort: {}  c class: {}  t task: {task}",
+        st.sort, s.class
+    )
 }
 
 fn draw_tasks(frame: &mut Frame, s: &Snapshot, area: Rect) {
@@ -202,6 +204,7 @@ fn draw_recent(frame: &mut Frame, s: &Snapshot, area: Rect) {
 
 /// `s` as plain text (a standard output that is not a terminal): the
 /// header line, then tasks, CPUs, senders, each a line, and a blank line.
+/// No recent events: a pipe gets `qtrace dump --follow` for those.
 pub fn plain(s: &Snapshot, st: &Status) -> String {
     let mut out = head(s, st);
     out.push('\n');
