@@ -9,8 +9,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use qtrace::classes::Catalog;
+use qtrace::reader::TraceReader;
 use qtrace::receiver::{Progress, Receiver, ReceiverConfig, ReceiverSummary, RunLimit, Stopper};
 use qtrace::Event;
 
@@ -205,10 +207,25 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
         e.time = clock.ticks_to_ns(e.time);
         feed.push(&e);
     };
+    let mut looked = Instant::now();
     loop {
         if let Some(e) = follower.buffered() {
             push(&clock, e);
             continue;
+        }
+        // About to wait: a header rewritten in place (`qtrace recv` puts
+        // the sender's in once its catalog arrives) is read again, at most
+        // once a second.
+        if looked.elapsed() >= Duration::from_secs(1) {
+            looked = Instant::now();
+            if let Ok(h) = TraceReader::open(path).map(|r| r.header().clone()) {
+                if h != clock {
+                    if let Ok(mut c) = feed.catalog.lock() {
+                        *c = Some(h.catalog().clone());
+                    }
+                    clock = h;
+                }
+            }
         }
         match follower.next() {
             Some(Step::Event(e)) => push(&clock, e),

@@ -12,7 +12,7 @@ use qtrace::queues::{Online, OnlineParams};
 use qtrace::{Config, Tracer};
 
 use crate::common::temp_dirs::created_dir;
-use crate::stream::log_cycles;
+use crate::live_stream::log_cycles;
 
 #[test]
 fn a_pipe_gets_periodic_plain_summaries_of_a_growing_file() {
@@ -97,4 +97,67 @@ fn rate_of(block: &str) -> String {
         .find(|w| w.ends_with("/s"))
         .unwrap()
         .to_string()
+}
+
+/// `qtrace recv --live` with a pipe: the receiver writes every event to its
+/// file while the view prints its figures (from the file as written and
+/// the receiver's account), then the receiver's own summary.
+#[test]
+fn recv_live_writes_every_event_while_the_view_prints() {
+    let dir = created_dir("live", "recv");
+    let file = dir.join("received.qtr");
+    let (listen, recv) = crate::common::recv::recv_listening(
+        &file,
+        &["--live", "--count", "3600", "--duration", "60"],
+    );
+    let report = crate::live_stream::stream(listen, Duration::from_millis(5));
+    let c = report.queues[0].counters;
+    assert_eq!(c.accepted + c.dropped, 3600);
+    let out = recv.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The view's last figures: the sender closed, every event accounted.
+    let view_end = stdout.find("received ").unwrap_or(stdout.len());
+    let blocks: Vec<&str> = stdout[..view_end]
+        .split("\n\n")
+        .filter(|b| b.starts_with("receiving into"))
+        .collect();
+    let last = blocks.last().expect("the view's summaries");
+    assert!(
+        last.starts_with(&format!(
+            "receiving into {}  window 2.0s (100.60ms of trace)  {} events, {} lost",
+            file.display(),
+            c.delivered,
+            c.dropped
+        )),
+        "{last}"
+    );
+    let sender = last.lines().find(|l| l.starts_with("sender ")).unwrap();
+    let words: Vec<&str> = sender.split_whitespace().collect();
+    assert_eq!(
+        [words[3], words[4], words[7], words[8], words[9], words[10]],
+        [
+            "events",
+            c.delivered.to_string().as_str(),
+            "lost",
+            c.dropped.to_string().as_str(),
+            "stream",
+            "closed"
+        ],
+        "{sender}"
+    );
+    // The file holds every event the sender delivered (the view took none).
+    let events = qtrace::reader::TraceReader::open(&file)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.id != qtrace::classes::tracer::HOOPS)
+        })
+        .count() as u64;
+    assert_eq!(events, c.delivered);
 }
