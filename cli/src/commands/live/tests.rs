@@ -168,7 +168,7 @@ fn losses_in_the_window_and_the_file_row() {
         lost: 4,
         health: Health::Open,
     };
-    assert_eq!(s.senders, [row.clone()]);
+    assert_eq!(s.senders, [row]);
     m.file_tick("a.qtr", Duration::from_millis(1500), true);
     let s = m.snapshot();
     assert_eq!(s.senders[0].health, Health::Closed);
