@@ -8,10 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages some tests use: babeltrace2 (CTF export is read back by the
-# reference reader), valgrind (instruction-count budget of the hot path).
+# reference reader), valgrind (instruction-count budget of the hot path), tmux
+# (`qtrace live` is driven in a real terminal: cli/tests/live/terminal.rs).
 missing=()
 command -v babeltrace2 >/dev/null 2>&1 || missing+=(babeltrace2)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 if ((${#missing[@]})) && [[ -z "${QTRACE_SKIP_INSTALL:-}" ]]; then
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "scripts/test.sh: installing ${missing[*]}"

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod spine;
 
-use commands::{analyze, convert, dump, events, keygen, plot, recover, recv, stats};
+use commands::{analyze, convert, dump, events, keygen, live, plot, recover, recv, stats};
 use spine::Exit;
 
 /// Tools for qtrace traces.
@@ -116,6 +116,20 @@ enum Command {
     /// interrupt spans, activations, loss markers and a time axis. Open the
     /// file in a browser.
     Plot(plot::PlotArgs),
+    /// Watch a running system: per task CPU share, activations, response
+    /// times (p50, p99, max), preemptions and time blocked; per CPU busy
+    /// time; per sender event rate, losses and stream health; the recent
+    /// events of a class. Refreshed every 250 ms over a sliding window.
+    ///
+    /// Events come from a receiver of its own (`--listen ADDR`: nothing is
+    /// written; `qtrace recv --out FILE --live` keeps the trace and shows
+    /// this view), or from a trace file followed as it grows (FILE: an
+    /// online queue's file). Keys: q quit, p pause, s sort the tasks, c the
+    /// class of the recent events, t one task or all. When standard output
+    /// is not a terminal, the same figures are printed as plain text every
+    /// --every seconds (1 by default) until --duration, Ctrl-C or the file's
+    /// close. Exit status 2 for bad arguments or an address it cannot bind.
+    Live(live::LiveArgs),
 }
 
 fn main() -> ExitCode {
@@ -138,8 +152,9 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Stats(args) => stats::run(args),
-        Command::Recv(args) => recv::run(args),
+        Command::Recv(args) => recv::run(args, live::watch),
         Command::Keygen(args) => keygen::run(args),
+        Command::Live(args) => live::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),

@@ -1,4 +1,4 @@
-//! Samples of a duration and their summary: count, min, mean, p99, max, and a
+//! Samples of a duration and their summary: count, min, mean, median, p99, max, and a
 //! power-of-two histogram.
 
 /// Durations (nanoseconds) collected for one measure.
@@ -27,7 +27,7 @@ pub struct Samples {
 /// s.push(10);
 /// s.push(30);
 /// let sum: Summary = s.summary();
-/// assert_eq!((sum.count, sum.min, sum.mean, sum.p99, sum.max, sum.total), (2, 10, 20, 30, 30, 40));
+/// assert_eq!((sum.count, sum.min, sum.mean, sum.p50, sum.p99, sum.max, sum.total), (2, 10, 20, 10, 30, 30, 40));
 /// assert_eq!(Samples::default().summary(), Summary::default());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub struct Summary {
     pub min: u64,
     /// The mean, in ns, rounded down.
     pub mean: u64,
+    /// The median, in ns (nearest rank: the smallest value that at least
+    /// half of the samples do not exceed).
+    pub p50: u64,
     /// The 99th percentile, in ns (nearest rank: the smallest value that at
     /// least 99% of the samples do not exceed).
     pub p99: u64,
@@ -63,7 +66,7 @@ impl Samples {
         self.values.is_empty()
     }
 
-    /// Count, min, mean, p99 and max.
+    /// Count, min, mean, median, p99 and max.
     ///
     /// ```
     /// use qtrace::analysis::Samples;
@@ -73,7 +76,7 @@ impl Samples {
     ///     s.push(v);
     /// }
     /// let sum = s.summary();
-    /// assert_eq!((sum.count, sum.min, sum.mean, sum.p99, sum.max), (100, 1, 50, 99, 100));
+    /// assert_eq!((sum.count, sum.min, sum.mean, sum.p50, sum.p99, sum.max), (100, 1, 50, 50, 99, 100));
     /// ```
     pub fn summary(&self) -> Summary {
         if self.values.is_empty() {
@@ -85,10 +88,12 @@ impl Samples {
         let total: u128 = v.iter().map(|&x| u128::from(x)).sum();
         // Nearest rank: ceil(0.99 n), 1-based.
         let rank = (n * 99).div_ceil(100).max(1);
+        let median = n.div_ceil(2).max(1);
         Summary {
             count: n as u64,
             min: v[0],
             mean: (total / n as u128) as u64,
+            p50: v[median - 1],
             p99: v[rank - 1],
             max: v[n - 1],
             total,

@@ -1,7 +1,9 @@
 //! Live counts another thread may read while the receiver runs.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::summary::ReceiverSummary;
 
 use parking_lot::Mutex;
 
@@ -44,6 +46,10 @@ pub struct Progress {
     pub(super) rejected: AtomicU64,
     /// The latest rejection: where from, and why.
     pub(super) last_rejection: Mutex<Option<(SocketAddr, &'static str)>>,
+    /// Set by [`Progress::summary`]: publish an account at the next turn.
+    summary_wanted: AtomicBool,
+    /// The account published last, until taken.
+    summary: Mutex<Option<ReceiverSummary>>,
 }
 
 impl Progress {
@@ -90,5 +96,33 @@ impl Progress {
     /// rejected: for a log that says at most one line now and then.
     pub fn last_rejection(&self) -> Option<(SocketAddr, &'static str)> {
         *self.last_rejection.lock()
+    }
+
+    /// The full account (per sender: events, losses, whether its stream
+    /// closed; refused sources) as a running [`Receiver`](super::Receiver)
+    /// last published it, taken: `None` when none was published since the
+    /// last call. Each call asks the receiver for a fresh one, which it
+    /// publishes after its next datagram or idle wait (about 20 ms), so a
+    /// display that calls this a few times a second shows an account at
+    /// most one call old. The receiver builds an account only when asked
+    /// (one relaxed load per datagram otherwise), so watching costs its
+    /// write path nothing measurable. [`ReceiverSummary::elapsed`] is the
+    /// time since the run started; the file fields are not set.
+    pub fn summary(&self) -> Option<ReceiverSummary> {
+        self.summary_wanted.store(true, Ordering::Relaxed);
+        self.summary.lock().take()
+    }
+
+    /// Whether [`Progress::summary`] asked for an account.
+    #[inline]
+    pub(super) fn summary_wanted(&self) -> bool {
+        self.summary_wanted.load(Ordering::Relaxed)
+    }
+
+    /// Publishes `summary` for [`Progress::summary`].
+    #[cold]
+    pub(super) fn publish(&self, summary: ReceiverSummary) {
+        self.summary_wanted.store(false, Ordering::Relaxed);
+        *self.summary.lock() = Some(summary);
     }
 }

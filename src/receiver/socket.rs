@@ -203,12 +203,25 @@ impl Receiver {
             if !out.tick(self.core.header_generation(), &|| self.core.trace_header()) {
                 break;
             }
+            if self.core.progress.summary_wanted() {
+                self.publish_summary(start);
+            }
         }
         self.core.finish_into(out);
         out.tick(self.core.header_generation(), &|| self.core.trace_header());
         let mut summary = self.core.summary();
         summary.elapsed = start.elapsed();
+        self.core.progress.publish(summary.clone());
         Ok(summary)
+    }
+
+    /// Publishes the account a watcher asked for ([`Progress::summary`]).
+    #[cold]
+    #[inline(never)]
+    fn publish_summary(&self, start: Instant) {
+        let mut summary = self.core.summary();
+        summary.elapsed = start.elapsed();
+        self.core.progress.publish(summary);
     }
 
     /// Receives until `limit` (or the [`Stopper`]) says stop, writing what
@@ -334,6 +347,62 @@ pub(super) fn bind_hint(e: &io::Error) -> &'static str {
 mod tests {
     use super::*;
     use std::io;
+
+    /// A watcher asking [`Progress::summary`] while the receiver runs gets
+    /// the per-sender account of what arrived so far, and the final one at
+    /// the end.
+    #[test]
+    fn a_watcher_gets_the_account_while_the_receiver_runs() {
+        use crate::model::classes::system;
+        use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
+        let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to = receiver.local_addr();
+        let progress = receiver.progress();
+        let stop = receiver.stopper();
+        let e = Event::new(1, system::SCHEDULE, 0, [1, 0]);
+        let header = DatagramHeader {
+            kind: DatagramKind::Events,
+            sender: 9,
+            sequence: 0,
+            dropped: 0,
+            first_event: 0,
+        };
+        let mut bytes = [0u8; 40];
+        header.emit(3, &mut bytes);
+        let mut bytes = bytes.to_vec();
+        for _ in 0..3 {
+            let mut rec = [0u8; 32];
+            qtrace_core::encode::record::emit(&e, &mut rec);
+            bytes.extend_from_slice(&rec);
+        }
+        let watcher = std::thread::spawn(move || {
+            assert_eq!(progress.summary(), None); // nothing published yet
+            let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            socket.send_to(&bytes, to).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let seen = loop {
+                if let Some(s) = progress.summary() {
+                    if s.events() == 3 {
+                        break s;
+                    }
+                }
+                assert!(Instant::now() < deadline, "no account with 3 events");
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            stop.stop();
+            seen
+        });
+        let summary = receiver
+            .run_with(RunLimit::duration(Duration::from_secs(20)), &mut |_| {})
+            .unwrap();
+        let seen = watcher.join().unwrap();
+        assert_eq!(seen.senders.len(), 1);
+        let s = &seen.senders[0];
+        assert_eq!((s.sender, s.events, s.closed), (9, 3, false));
+        assert_eq!(summary.senders[0].events, 3);
+        // The final account is published too.
+        assert_eq!(receiver.progress().summary(), Some(summary));
+    }
 
     #[test]
     fn each_bind_error_has_its_own_hint() {

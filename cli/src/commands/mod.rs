@@ -6,6 +6,7 @@ pub mod convert;
 pub mod dump;
 pub mod events;
 pub mod keygen;
+pub mod live;
 pub mod plot;
 pub mod recover;
 pub mod recv;

@@ -12,14 +12,15 @@
 //! records marked): the
 //! summary is printed.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
 
-use crate::spine::Exit;
+use crate::spine::listen::listen_addr;
+use crate::spine::watch::{Watch, Watcher};
+use crate::spine::{interrupt, Exit};
 
 mod keys;
 
@@ -60,39 +61,12 @@ pub struct RecvArgs {
     /// Others are rejected and counted per source address in the summary.
     #[arg(long = "key-file", value_name = "FILE")]
     pub key_file: Vec<PathBuf>,
-}
-
-/// Resolves `--listen`: an IP:PORT, or HOST:PORT looked up (its first IPv4
-/// address, else its first IPv6 one).
-fn listen_addr(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(a) = text.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if !text.contains(':') {
-        return Err(format!(
-            "--listen {text}: give a port too, as IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
-        ));
-    }
-    match text.to_socket_addrs() {
-        // IPv4 first: UDP queues send to 127.0.0.1 by default, and
-        // `localhost` may list ::1 first.
-        Ok(addrs) => {
-            let addrs: Vec<SocketAddr> = addrs.collect();
-            addrs
-                .iter()
-                .find(|a| a.is_ipv4())
-                .or(addrs.first())
-                .copied()
-                .ok_or_else(|| {
-                    format!(
-                        "--listen {text}: the host name has no address; write IP:PORT, e.g. 127.0.0.1:5510"
-                    )
-                })
-        }
-        Err(e) => Err(format!(
-            "--listen {text}: {e}; write IP:PORT (127.0.0.1:5510) or HOST:PORT (localhost:5510)"
-        )),
-    }
+    /// Show the live view (`qtrace live`) while receiving: it reads the file
+    /// as written and the receiver's account, so it never slows the
+    /// receiver, which writes every event. `q` stops both. Not a terminal:
+    /// the figures as plain text every second.
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// The longest `--duration` (seconds): far beyond any run, well inside what
@@ -100,7 +74,7 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 const MAX_DURATION_S: f64 = 1e18;
 
 /// Runs `qtrace recv`.
-pub fn run(args: RecvArgs) -> Exit {
+pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     let mut limit = RunLimit::default();
     if let Some(s) = args.duration {
         // `Duration::from_secs_f64` panics above about 1.8e19 s: bound it.
@@ -172,7 +146,7 @@ pub fn run(args: RecvArgs) -> Exit {
             std::thread::sleep(Duration::from_millis(20));
         });
     }
-    if limit == RunLimit::default() {
+    if limit == RunLimit::default() && !args.live {
         // No limit: Enter on a terminal stops cleanly too. A closed stdin
         // does not stop it.
         let stop = receiver.stopper();
@@ -184,7 +158,26 @@ pub fn run(args: RecvArgs) -> Exit {
             }
         });
     }
-    match receiver.run(&args.out, limit) {
+    let result = if args.live {
+        let watch = Watch {
+            progress: receiver.progress(),
+            file: args.out.clone(),
+            stop: receiver.stopper(),
+        };
+        let out = args.out.clone();
+        let receiving = std::thread::spawn(move || receiver.run(&out, limit));
+        live(watch);
+        receiving.join().unwrap_or_else(|_| {
+            Err(qtrace::IoError {
+                path: None,
+                action: "receive (the receiver thread panicked)",
+                source: std::io::Error::other("panic"),
+            })
+        })
+    } else {
+        receiver.run(&args.out, limit)
+    };
+    match result {
         Ok(summary) => {
             println!("{summary}");
             println!("read it with: qtrace dump {}", args.out.display());
@@ -198,43 +191,5 @@ pub fn run(args: RecvArgs) -> Exit {
             eprintln!("qtrace: {e}");
             Exit::Failed
         }
-    }
-}
-
-/// Ctrl-C: a flag set by a signal handler, polled by a thread.
-#[cfg(target_os = "linux")]
-mod interrupt {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_interrupt(_signal: libc::c_int) {
-        INTERRUPTED.store(true, Ordering::SeqCst);
-    }
-
-    /// Routes SIGINT to the flag; `false` if the handler could not be set.
-    pub fn install() -> bool {
-        let handler: extern "C" fn(libc::c_int) = on_interrupt;
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe, and stays valid for the life of the process.
-        let previous = unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
-        previous != libc::SIG_ERR
-    }
-
-    /// Whether SIGINT arrived.
-    pub fn happened() -> bool {
-        INTERRUPTED.load(Ordering::SeqCst)
-    }
-}
-
-/// Elsewhere Ctrl-C ends the process (the file keeps the records written,
-/// and reads as cut short); use --duration, --count or Enter.
-#[cfg(not(target_os = "linux"))]
-mod interrupt {
-    pub fn install() -> bool {
-        false
-    }
-    pub fn happened() -> bool {
-        false
     }
 }

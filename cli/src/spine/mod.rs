@@ -5,8 +5,12 @@
 //! other.
 
 pub mod exit;
+pub mod follow;
 pub mod format;
+pub mod interrupt;
 pub mod io;
+pub mod listen;
 pub mod staged;
+pub mod watch;
 
 pub use exit::Exit;

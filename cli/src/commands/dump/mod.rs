@@ -21,6 +21,7 @@ use crate::spine::io::{ends, gather_names, is_cut, label, open_each, read_merged
 use crate::spine::Exit;
 use text::TextFormat;
 
+mod follow;
 mod payload;
 mod text;
 
@@ -53,6 +54,13 @@ pub struct DumpArgs {
     /// object (none for files whose completeness is unknown).
     #[arg(long)]
     pub json: bool,
+    /// Follow one FILE as it grows, like `tail -f`: print its events, then
+    /// each new one as its writer (an online queue, `qtrace recv`) adds it,
+    /// until the file ends with its close run (then its END line) or
+    /// Ctrl-C. A file not there yet is waited for; one re-created by its
+    /// writer is followed anew.
+    #[arg(long)]
+    pub follow: bool,
 }
 
 /// Which event ids of one file pass the `--class`/`--event` filters.
@@ -254,6 +262,9 @@ fn json_line(
 
 /// Runs `qtrace dump`.
 pub fn run(args: DumpArgs) -> Exit {
+    if args.follow {
+        return follow::run(&args);
+    }
     // A file that does not open (a bad header) is reported and the others
     // are read; the exit status then says damaged.
     let (files, readers, unopened) = open_each(&args.files);

@@ -1,0 +1,338 @@
+//! Following a trace file as it grows, like `tail -f` (`qtrace dump
+//! --follow`, `qtrace live FILE`): the events written so far, then each new
+//! one as its writer (an online queue, `qtrace recv`) appends it, until the
+//! file ends with its close run (it says it is complete), the caller stops,
+//! or Ctrl-C.
+//!
+//! [`Follow`] is a `Read` over the file that waits at its end instead of
+//! ending, so the library's [`TraceReader`] reads it unchanged (it waits
+//! for no more than one whole record). [`Follower`] reopens the path when
+//! the writer re-creates the file (the online queue re-creates one that was
+//! deleted or replaced; `qtrace recv` may rewrite its file to a copy renamed
+//! over it, whose records already read are then skipped).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use qtrace::reader::{Completeness, ReadError, TraceReader};
+use qtrace::wire::CloseRecord;
+use qtrace::Event;
+use qtrace_core::encode::record::{parse, RECORD_LEN};
+
+use super::interrupt;
+
+/// How often a follower looks at the file again once it has read all of it.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// Why a [`Follow`] said "end of file".
+const GOING: u8 = 0;
+const STOPPED: u8 = 1;
+const REPLACED: u8 = 2;
+const CLOSED: u8 = 3;
+
+/// What a [`Follow`] and its owner share.
+#[derive(Debug, Default)]
+pub struct FollowState {
+    /// Set by the owner (or Ctrl-C): stop waiting.
+    pub stop: AtomicBool,
+    /// The header's length, once read: where records start.
+    header_len: AtomicU64,
+    /// Why it ended (GOING until then).
+    end: AtomicU8,
+}
+
+/// A trace file read to its current end, then waited on as it grows.
+pub struct Follow {
+    file: File,
+    path: PathBuf,
+    /// (device, inode) of the open file.
+    id: (u64, u64),
+    pos: u64,
+    state: Arc<FollowState>,
+}
+
+impl Follow {
+    fn open(path: &Path, state: Arc<FollowState>) -> io::Result<Follow> {
+        let file = File::open(path)?;
+        let m = file.metadata()?;
+        state.end.store(GOING, Ordering::Relaxed);
+        state.header_len.store(0, Ordering::Relaxed);
+        Ok(Follow {
+            file,
+            path: path.to_path_buf(),
+            id: (m.dev(), m.ino()),
+            pos: 0,
+            state,
+        })
+    }
+
+    /// Whether the path now names another file (re-created by its writer).
+    fn replaced(&self) -> bool {
+        match std::fs::metadata(&self.path) {
+            Ok(m) => (m.dev(), m.ino()) != self.id || m.len() < self.pos,
+            // Deleted and not yet re-created: keep waiting.
+            Err(_) => false,
+        }
+    }
+
+    /// Whether what was read so far ends with a well-formed close run.
+    fn closed(&self) -> bool {
+        let start = self.state.header_len.load(Ordering::Relaxed);
+        let run = 3 * RECORD_LEN as u64;
+        if start == 0 || self.pos < start + run || (self.pos - start) % RECORD_LEN as u64 != 0 {
+            return false;
+        }
+        let mut bytes = [0u8; 3 * RECORD_LEN];
+        if self.file.read_exact_at(&mut bytes, self.pos - run).is_err() {
+            return false;
+        }
+        let mut recs = [Event::default(); 3];
+        for (r, c) in recs.iter_mut().zip(bytes.chunks_exact(RECORD_LEN)) {
+            if let Ok(c) = <&[u8; RECORD_LEN]>::try_from(c) {
+                *r = parse(c);
+            }
+        }
+        CloseRecord::from_records(&recs).is_some()
+    }
+}
+
+impl Read for Follow {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = self.file.read(buf)?;
+            if n > 0 {
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            let why = if self.state.stop.load(Ordering::Relaxed) || interrupt::happened() {
+                STOPPED
+            } else if self.closed() {
+                CLOSED
+            } else if self.replaced() {
+                REPLACED
+            } else {
+                std::thread::sleep(POLL);
+                continue;
+            };
+            self.state.end.store(why, Ordering::Relaxed);
+            return Ok(0);
+        }
+    }
+}
+
+/// One step of a [`Follower`].
+#[derive(Debug)]
+pub enum Step {
+    /// The next event (hoops records included).
+    Event(Event),
+    /// The writer re-created the file: what follows is the new file's
+    /// (`copy`: a copy of the old one, whose records already shown are
+    /// skipped).
+    Replaced {
+        /// Whether the new file starts as the old one did.
+        copy: bool,
+    },
+    /// The file is damaged at this point: nothing more is read.
+    Damaged(ReadError),
+    /// The end: the file closed (its completeness), or the caller stopped
+    /// (`None`).
+    End(Option<Completeness>),
+}
+
+/// Follows the trace file at a path, across re-creations.
+pub struct Follower {
+    path: PathBuf,
+    state: Arc<FollowState>,
+    reader: Option<TraceReader<Follow>>,
+    /// The first record of the file followed, and records yielded from it.
+    first: Option<Event>,
+    read: u64,
+    /// Records of a copy still to skip.
+    skip: u64,
+    /// The first event of a re-created file, read to tell it from a copy.
+    pending: Option<Event>,
+    done: bool,
+}
+
+impl Follower {
+    /// Opens `path`, waiting (every [`POLL`]) until it exists and holds a
+    /// whole header, or until `state.stop` (then `Ok(None)`).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError`] when the file cannot be opened (other than not existing
+    /// yet) or its header is not a qtrace header.
+    pub fn open(path: &Path, state: Arc<FollowState>) -> Result<Option<Follower>, ReadError> {
+        let mut f = Follower {
+            path: path.to_path_buf(),
+            state,
+            reader: None,
+            first: None,
+            read: 0,
+            skip: 0,
+            pending: None,
+            done: false,
+        };
+        Ok(f.reopen()?.then_some(f))
+    }
+
+    /// The reader of the file followed now (its header, its catalog).
+    pub fn reader(&self) -> Option<&TraceReader<Follow>> {
+        self.reader.as_ref()
+    }
+
+    /// (Re)opens the path; `false` when stopped before it existed.
+    fn reopen(&mut self) -> Result<bool, ReadError> {
+        if let Some(what) = super::io::not_a_file(&self.path) {
+            return Err(ReadError::Open {
+                path: self.path.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("it is {what}, not a trace file"),
+                ),
+            });
+        }
+        let follow = loop {
+            match Follow::open(&self.path, self.state.clone()) {
+                Ok(f) => break f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if self.state.stop.load(Ordering::Relaxed) || interrupt::happened() {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(POLL);
+                }
+                Err(source) => {
+                    return Err(ReadError::Open {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
+            }
+        };
+        let state = self.state.clone();
+        let reader = TraceReader::new(follow).map_err(|e| match e {
+            ReadError::Format { error, .. } => ReadError::Format {
+                path: Some(self.path.clone()),
+                error,
+            },
+            other => other,
+        })?;
+        if state.end.load(Ordering::Relaxed) == STOPPED {
+            return Ok(false);
+        }
+        state
+            .header_len
+            .store(reader.header_len(), Ordering::Relaxed);
+        self.reader = Some(reader);
+        Ok(true)
+    }
+
+    /// The next event if it is already read (never waits).
+    pub fn buffered(&mut self) -> Option<Event> {
+        if self.pending.is_some() {
+            return None;
+        }
+        loop {
+            let e = self.reader.as_mut()?.next_buffered()?;
+            if self.take(&e) {
+                return Some(e);
+            }
+        }
+    }
+
+    /// Whether `e` is shown (not a record of a copy already shown).
+    fn take(&mut self, e: &Event) -> bool {
+        if self.first.is_none() {
+            self.first = Some(*e);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        self.read += 1;
+        true
+    }
+
+    /// The next step: waits for the next event as long as the file is not
+    /// closed and the caller has not stopped. After [`Step::End`] or
+    /// [`Step::Damaged`], `None`.
+    pub fn next(&mut self) -> Option<Step> {
+        if let Some(e) = self.pending.take() {
+            self.read += 1;
+            return Some(Step::Event(e));
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(reader) = self.reader.as_mut() else {
+                self.done = true;
+                return Some(Step::End(None));
+            };
+            match reader.next() {
+                Some(Ok(e)) => {
+                    if self.take(&e) {
+                        return Some(Step::Event(e));
+                    }
+                }
+                Some(Err(e)) if self.state.end.load(Ordering::Relaxed) == GOING => {
+                    self.done = true;
+                    return Some(Step::Damaged(e));
+                }
+                // Ended by a stop or a re-creation: the cut is not damage.
+                Some(Err(_)) | None => match self.state.end.load(Ordering::Relaxed) {
+                    REPLACED => {
+                        let (first, read) = (self.first.take(), self.read);
+                        self.reader = None;
+                        match self.reopen() {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                self.done = true;
+                                return Some(Step::End(None));
+                            }
+                            Err(e) => {
+                                self.done = true;
+                                return Some(Step::Damaged(e));
+                            }
+                        }
+                        // A copy starts with the same record: skip what was shown.
+                        let copy = match self.reader.as_mut().and_then(|r| r.next()) {
+                            Some(Ok(e)) if Some(e) == first => {
+                                self.first = Some(e);
+                                self.read = 1;
+                                self.skip = read.saturating_sub(1);
+                                true
+                            }
+                            Some(Ok(e)) => {
+                                self.first = Some(e);
+                                self.read = 0;
+                                self.skip = 0;
+                                // Shown after the Replaced step.
+                                self.pending = Some(e);
+                                false
+                            }
+                            _ => {
+                                self.read = 0;
+                                false
+                            }
+                        };
+                        return Some(Step::Replaced { copy });
+                    }
+                    CLOSED => {
+                        self.done = true;
+                        return Some(Step::End(reader.completeness()));
+                    }
+                    _ => {
+                        self.done = true;
+                        return Some(Step::End(None));
+                    }
+                },
+            }
+        }
+    }
+}

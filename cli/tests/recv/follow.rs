@@ -1,0 +1,120 @@
+//! `qtrace dump --follow FILE` on a file an online queue is writing: the
+//! events as they are written, across the queue re-creating a deleted
+//! file, until its close run.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use qtrace::classes::user;
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::queues::{Online, OnlineParams};
+use qtrace::{Config, Tracer};
+
+use crate::common::loopback::wait_until;
+use crate::common::temp_dirs::created_dir;
+
+#[test]
+fn dump_follow_prints_events_as_the_file_grows_and_across_its_re_creation() {
+    let dir = created_dir("live", "follow");
+    let file = dir.join("online.qtr");
+    // Started before the file exists: it waits for it.
+    let mut dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["dump", "--follow"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stdout = dump.stdout.take().unwrap();
+    let seen = lines.clone();
+    let reading = std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            seen.lock().unwrap().push(l.unwrap());
+        }
+    });
+    let shown = |n: usize| {
+        let lines = lines.clone();
+        move || lines.lock().unwrap().len() >= n
+    };
+    let clock = ManualClock::new(0);
+    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_file(&file)
+                .with_period(Duration::from_millis(10)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let log = |range: std::ops::Range<u64>| {
+        for i in range {
+            clock.set(1000 * (i + 1));
+            tracer.log_event(user::USER0, [i, 0]);
+        }
+    };
+    log(0..50);
+    // Shown while the queue runs: the file grows under the follower.
+    wait_until(
+        "the first 50 events shown",
+        Duration::from_secs(30),
+        shown(50),
+    );
+    // Deleted under the queue: it re-creates the file, starting with a
+    // hoops record for the 50 events that went with the old one.
+    let inode = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).map(|m| m.ino()).ok()
+    };
+    let old = inode(&file);
+    std::fs::remove_file(&file).unwrap();
+    wait_until("the file re-created", Duration::from_secs(30), || {
+        inode(&file).is_some_and(|i| Some(i) != old)
+    });
+    log(50..80);
+    wait_until(
+        "the new file's events shown",
+        Duration::from_secs(30),
+        shown(81),
+    );
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(report.queues[0].counters.overwritten, 50); // went with the old file
+                                                           // The close run ends it.
+    let status = dump.wait().unwrap();
+    reading.join().unwrap();
+    let mut err = String::new();
+    dump.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(
+        err.contains("online.qtr was re-created by its writer"),
+        "{err}"
+    );
+    let lines = lines.lock().unwrap();
+    assert_eq!(lines.len(), 82, "{lines:#?}");
+    let value = |l: &str| -> u64 {
+        assert!(l.contains(" user0 "), "{l}");
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix("value="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no value in {l:?}"))
+    };
+    let values: Vec<u64> = lines[..50].iter().map(|l| value(l)).collect();
+    assert_eq!(values, (0..50).collect::<Vec<_>>());
+    assert_eq!(
+        lines[50].split_whitespace().collect::<Vec<_>>()[1..],
+        ["[LOST", "50", "EVENTS]", "(queue", "0)"],
+        "{}",
+        lines[50]
+    );
+    let values: Vec<u64> = lines[51..81].iter().map(|l| value(l)).collect();
+    assert_eq!(values, (50..80).collect::<Vec<_>>());
+    assert_eq!(lines[1].split_whitespace().next(), Some("0.000002000"));
+    assert!(lines[81].contains("[END: complete"), "{}", lines[81]);
+}
