@@ -116,11 +116,13 @@
 //!   previous one is raised to it), so slices nest on every track.
 //! - **Compression.** By default the packets are gathered into chunks of
 //!   about 128 KiB and each chunk is written as one packet
-//!   whose `compressed_packets` (field 50) is the zlib stream (level 6) of
-//!   the chunk's packets, each with its `Trace.packet` key and length, as
+//!   whose `compressed_packets` (field 50) is the zlib stream (level 5,
+//!   `flate2` with the pure-Rust zlib-rs backend, deflated on a thread of its
+//!   own while the next chunk is encoded) of the chunk's packets, each with its `Trace.packet` key and length, as
 //!   Perfetto's tracing service writes a trace with `compression_type:
 //!   COMPRESSION_TYPE_DEFLATE` (`src/tracing/service/zlib_compressor.cc`:
-//!   `deflateInit(&stream_, 6)`, a zlib header; a `Trace.packet` preamble per
+//!   `deflateInit(&stream_, 6)`, a zlib header (the level is the writer's
+//!   choice: readers inflate any); a `Trace.packet` preamble per
 //!   packet; one `compressed_packets` packet per batch). The trace processor
 //!   inflates it and reads the packets inside as if they were in the file
 //!   (`src/trace_processor/importers/proto/proto_trace_tokenizer.cc`,
@@ -185,5 +187,6 @@ mod protobuf;
 mod schema;
 mod tracks;
 mod writer;
+mod zipper;
 
 pub use writer::{PerfettoOptions, PerfettoWriter};

@@ -5,15 +5,13 @@
 
 use std::io::Write;
 
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
-
 use super::protobuf::{put_bytes, put_message, put_uint};
 use super::schema::{
     field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES};
+use super::zipper::{zip_chunk, Zipper};
 use crate::export::ExportError as Error;
 
 impl<W: Write> PerfettoWriter<W> {
@@ -81,7 +79,8 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Writes the chunk: its packets as they are, or (compressing) one
-    /// packet whose `compressed_packets` is the zlib stream of them.
+    /// packet whose `compressed_packets` is the zlib stream of them, made on
+    /// the compression thread when there is one (written when it is back).
     pub(super) fn flush_chunk(&mut self) -> Result<(), Error> {
         if self.chunk.is_empty() {
             return Ok(());
@@ -91,19 +90,20 @@ impl<W: Write> PerfettoWriter<W> {
             self.chunk.clear();
             return Ok(());
         }
-        // Level 6, zlib's default and what Perfetto's service uses.
-        let mut z = ZlibEncoder::new(std::mem::take(&mut self.zipped), Compression::default());
-        z.write_all(&self.chunk).map_err(io_err)?;
-        let zipped = z.finish().map_err(io_err)?;
+        if self.zipper.is_none() && !self.zipper_failed {
+            self.zipper = Zipper::start();
+            self.zipper_failed = self.zipper.is_none();
+        }
+        if let Some(z) = &mut self.zipper {
+            let chunk = std::mem::take(&mut self.chunk);
+            self.chunk = z.submit(chunk, &mut self.out).map_err(io_err)?;
+            return Ok(());
+        }
+        self.packet.clear();
+        zip_chunk(&self.chunk, &mut self.zipped, &mut self.packet).map_err(io_err)?;
+        self.out.write_all(&self.packet).map_err(io_err)?;
         self.chunk.clear();
         self.packet.clear();
-        put_bytes(&mut self.packet, field::COMPRESSED_PACKETS, &zipped);
-        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
-        self.out.write_all(&self.chunk).map_err(io_err)?;
-        self.chunk.clear();
-        self.packet.clear();
-        self.zipped = zipped;
-        self.zipped.clear();
         Ok(())
     }
 

@@ -96,11 +96,11 @@ impl<W: Write> PerfettoWriter<W> {
                 self.stats.sources += 1;
                 let seq = self.seqs.len();
                 let id = SEQUENCE_ID + seq as u64;
-                self.seqs.push(Sequence {
+                self.seqs.push(Box::new(Sequence {
                     id,
                     track: Some(uuid),
                     ..Sequence::default()
-                });
+                }));
                 self.sources.insert(source, (uuid, seq));
                 self.enter(seq);
                 self.sequence_start(id, Some(uuid), None)?;

@@ -6,6 +6,7 @@ use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
+use super::zipper::Zipper;
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
@@ -99,12 +100,17 @@ pub struct PerfettoWriter<W: Write> {
     /// at most about [`CHUNK_BYTES`]; and the compressed chunk, reused.
     pub(super) chunk: Vec<u8>,
     pub(super) zipped: Vec<u8>,
+    /// The compression thread, started at the first chunk compressed
+    /// (`None` before, when compression is off, or if no thread started).
+    pub(super) zipper: Option<Zipper>,
+    pub(super) zipper_failed: bool,
     /// Per catalog event: its name, category (class) name and argument names.
     pub(super) events: Vec<(String, String, Vec<String>)>,
     /// The state of the packet sequence being written (`seqs[cur]` holds a
-    /// placeholder meanwhile), and of the others.
-    pub(super) st: Sequence,
-    pub(super) seqs: Vec<Sequence>,
+    /// placeholder meanwhile), and of the others; boxed, so that switching
+    /// sequences swaps pointers, not five tables (8 % of the export's time).
+    pub(super) st: Box<Sequence>,
+    pub(super) seqs: Vec<Box<Sequence>>,
     pub(super) cur: usize,
     /// Combine runs being reassembled, the names learned from name runs,
     /// and the items reassembled but not yet written.
@@ -208,12 +214,14 @@ impl<W: Write> PerfettoWriter<W> {
             compress: true,
             chunk: Vec::with_capacity(CHUNK_BYTES + 4 * 1024),
             zipped: Vec::new(),
+            zipper: None,
+            zipper_failed: false,
             events,
-            st: Sequence {
+            st: Box::new(Sequence {
                 id: SEQUENCE_ID,
                 ..Sequence::default()
-            },
-            seqs: vec![Sequence::default()],
+            }),
+            seqs: vec![Box::default()],
             cur: 0,
             runs: Assembler::new(),
             run_names: RunNames::new(),
@@ -361,6 +369,9 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
         }
         self.stats.unpaired += self.slices.unpaired();
         self.flush_chunk()?;
+        if let Some(z) = &mut self.zipper {
+            z.drain(&mut self.out).map_err(io_err)?;
+        }
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)
     }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use qtrace::classes::{tracer, Catalog};
-use qtrace::combine::{Assembler, Item, Names};
+use qtrace::combine::{is_combine, Assembler, Item, Names, Payload};
 use qtrace::export::args::event_args;
 use qtrace::reader::Completeness;
 use qtrace::wire::{close_part, unclosed_stream};
@@ -17,7 +17,7 @@ use qtrace::{Event, EventId};
 use crate::spine::format::{
     end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
 };
-use crate::spine::io::{ends, gather_names, is_cut, label, open_each, read_merged, with_stdout};
+use crate::spine::io::{ends, is_cut, label, open_each, read_merged, with_stdout};
 use crate::spine::Exit;
 use text::TextFormat;
 
@@ -112,6 +112,22 @@ impl Filter {
 
     fn passes(&self, id: EventId) -> bool {
         self.all || self.ids.contains(&id.0)
+    }
+}
+
+/// An item to show, borrowed: a record read, or a reassembled run.
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    Event(&'a Event),
+    Payload(&'a Payload),
+}
+
+impl<'a> Shown<'a> {
+    fn of(item: &'a Item) -> Self {
+        match item {
+            Item::Event(e) => Shown::Event(e),
+            Item::Payload(p) => Shown::Payload(p),
+        }
     }
 }
 
@@ -304,31 +320,31 @@ pub fn run(args: DumpArgs) -> Exit {
         args.from.unwrap_or(0) as u128,
         args.to.map_or(u128::MAX, |t| t as u128),
     );
-    // Combine runs are reassembled per file. Names are gathered per file in
-    // a first pass, so every line of a named source shows its name, also
-    // the lines before the name record (a circular queue's snapshot may
-    // hold it after the source's first events).
+    // Combine runs are reassembled per file, in one pass: a name applies
+    // from its name record on. Saved files (fixed and circular queues) start
+    // with every name the tracer recorded (FORMAT.md 1.8, "Names
+    // prologue"), so their lines are named from the first.
     let mut assemblers: Vec<Assembler> = labels.iter().map(|_| Assembler::new()).collect();
-    let names: Vec<Names> = files
-        .iter()
-        .map(|p| gather_names(std::slice::from_ref(p)))
-        .collect();
+    let mut names: Vec<Names> = labels.iter().map(|_| Names::new()).collect();
     let mut items: Vec<Item> = Vec::new();
     // Files holding an unclosed-stream mark (FORMAT.md 1.5), by index.
     let mut unclosed: Vec<u64> = labels.iter().map(|_| 0).collect();
     with_stdout(|out| {
         let mut show =
-            |i: usize, item: Item, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
-                let (time, id) = match &item {
-                    Item::Event(e) => (e.time, e.id),
-                    Item::Payload(p) => (p.time, p.id),
+            |i: usize, item: Shown, line: &mut String, buf: &mut Vec<u8>| -> io::Result<()> {
+                let (time, id) = match item {
+                    Shown::Event(e) => (e.time, e.id),
+                    Shown::Payload(p) => (p.time, p.id),
                 };
                 let e_time = time as u128;
-                let is_name = matches!(&item, Item::Payload(p) if p.name_of().is_some());
+                let is_name = match item {
+                    Shown::Payload(p) => names[i].learn(p).is_some(),
+                    Shown::Event(_) => false,
+                };
                 if e_time < from || e_time > to {
                     return Ok(());
                 }
-                let is_mark = matches!(&item, Item::Event(e) if unclosed_stream(e).is_some());
+                let is_mark = matches!(item, Shown::Event(e) if unclosed_stream(e).is_some());
                 if is_mark {
                     unclosed[i] += 1;
                 }
@@ -336,12 +352,14 @@ pub fn run(args: DumpArgs) -> Exit {
                     return Ok(());
                 }
                 let label = several.then_some((labels[i].as_str(), width));
-                match &item {
-                    Item::Event(e) => {
-                        // The fast formatter knows no run-time names: once a
-                        // file has taught some, its lines take the general one.
+                match item {
+                    Shown::Event(e) => {
+                        // The fast formatter knows no run-time names: a line
+                        // that shows one takes the general one.
                         if args.json
-                            || !names[i].is_empty()
+                            || (!names[i].is_empty()
+                                && (names[i].source(e.source).is_some()
+                                    || names[i].event(e.id).is_some()))
                             || !formats[i].line(buf, label, e.time, e)
                         {
                             line.clear();
@@ -353,7 +371,7 @@ pub fn run(args: DumpArgs) -> Exit {
                             buf.extend_from_slice(line.as_bytes());
                         }
                     }
-                    Item::Payload(p) => {
+                    Shown::Payload(p) => {
                         line.clear();
                         if args.json {
                             payload::json_line(line, &labels[i], &catalogs[i], &names[i], p);
@@ -372,9 +390,14 @@ pub fn run(args: DumpArgs) -> Exit {
                 Ok(())
             };
         let clean = read_merged(&mut merged, |i, e| {
+            // A record outside a combine run is shown as it is read (the
+            // assembler would pass it through at once).
+            if !is_combine(e) {
+                return show(i, Shown::Event(e), &mut line, &mut buf);
+            }
             assemblers[i].push(*e, &mut |item| items.push(item));
             for item in items.drain(..) {
-                show(i, item, &mut line, &mut buf)?;
+                show(i, Shown::of(&item), &mut line, &mut buf)?;
             }
             Ok(())
         })?;
@@ -382,7 +405,7 @@ pub fn run(args: DumpArgs) -> Exit {
         for (i, a) in assemblers.iter_mut().enumerate() {
             a.finish(&mut |item| items.push(item));
             for item in items.drain(..) {
-                show(i, item, &mut line, &mut buf)?;
+                show(i, Shown::of(&item), &mut line, &mut buf)?;
             }
         }
         out.write_all(&buf)?;

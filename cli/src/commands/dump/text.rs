@@ -56,7 +56,7 @@ fn fixed<const N: usize>(s: &str) -> Option<([u8; N], usize)> {
 }
 
 /// Writes `v` in decimal at `b[p..]`; returns the new cursor.
-#[inline]
+#[inline(always)]
 fn put_u64(b: &mut [u8; LINE], p: usize, v: u64) -> usize {
     let n = v.checked_ilog10().unwrap_or(0) as usize + 1;
     let mut end = p + n;
@@ -77,7 +77,7 @@ fn put_u64(b: &mut [u8; LINE], p: usize, v: u64) -> usize {
 }
 
 /// Writes `frac` (< 10^9) with nine digits at `b[p..]`.
-#[inline]
+#[inline(always)]
 fn put_nine(b: &mut [u8; LINE], p: usize, frac: u64) -> usize {
     let mut v = frac % 1_000_000_000;
     let mut end = p + 9;
