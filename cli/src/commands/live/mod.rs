@@ -202,8 +202,16 @@ fn take(source: &Source, model: &mut Model) {
     if let Some(c) = source.feed.catalog() {
         model.set_catalog(c);
     }
-    for e in source.feed.take() {
-        model.push(&e);
+    let (events, gaps) = source.feed.take();
+    let mut gaps = gaps.into_iter().peekable();
+    for (i, e) in events.iter().enumerate() {
+        while gaps.next_if(|&g| g == i).is_some() {
+            model.gap();
+        }
+        model.push(e);
+    }
+    if gaps.next().is_some() {
+        model.gap();
     }
     model.skipped = source.feed.skipped();
 }

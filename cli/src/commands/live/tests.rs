@@ -387,3 +387,14 @@ fn the_plain_text_summary_says_the_same() {
     assert_eq!(view::dur(3_200_000), "3.20ms");
     assert_eq!(view::dur(12_500), "12.5us");
 }
+
+#[test]
+fn after_a_jump_ahead_the_window_starts_again() {
+    let mut m = model_of(&schedule());
+    m.gap(); // the input skipped events: nothing before is contiguous with what follows
+    m.push(&ev(5000, system::SCHEDULE, 0, 7));
+    m.push(&ev(5400, system::ENDCYCLE, 0, 7));
+    let s = m.snapshot();
+    assert_eq!((s.span_ns, s.events), (400, 2));
+    assert_eq!(s.tasks, [task(7, 1000, 0, 0, 0)]);
+}
