@@ -244,6 +244,7 @@ fn status(source: &Source, model: &Model, settings: &Settings, paused: bool) -> 
         sort: model.sort.name(),
         task: model.task,
         paused,
+        ended: false,
     }
 }
 
@@ -309,7 +310,8 @@ fn tui(source: &Source, model: &mut Model, settings: &Settings) -> io::Result<()
             if !paused {
                 shown = model.snapshot();
             }
-            let st = status(source, model, settings, paused);
+            let mut st = status(source, model, settings, paused);
+            st.ended = source.feed.ended.load(std::sync::atomic::Ordering::Relaxed);
             terminal.draw(|f| view::draw(f, &shown, &st))?;
             next = Instant::now() + settings.refresh;
         }

@@ -268,6 +268,7 @@ fn status() -> Status {
         sort: "cpu",
         task: None,
         paused: false,
+        ended: false,
     }
 }
 
@@ -373,12 +374,13 @@ fn the_plain_text_summary_says_the_same() {
     m.push(&Event::new(1400, tracer::HOOPS, 0, [4, 0]));
     let mut st = status();
     st.paused = true;
+    st.ended = true;
     st.task = Some(1);
     m.task = Some(1);
     let text = view::plain(&m.snapshot(), &st);
     assert_eq!(
         text,
-        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  PAUSED\n\
+        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  PAUSED  ENDED\n\
          task 1  cpu 28.5%  act 1  resp p50 700ns p99 700ns max 700ns  preempt 1  blocked 0ns\n\
          cpu 0  busy 85.7%\n\
          cpu 1  busy 28.5%\n\n"
