@@ -128,7 +128,10 @@ enum Command {
     /// class of the recent events, t one task or all. When standard output
     /// is not a terminal, the same figures are printed as plain text every
     /// --every seconds (1 by default) until --duration, Ctrl-C or the file's
-    /// close. Exit status 2 for bad arguments or an address it cannot bind.
+    /// close. The view samples: it reads a followed file at most 250 000
+    /// events a second, then jumps to the newest events (the header counts
+    /// those it skipped). Exit status 2 for bad arguments or an address it
+    /// cannot bind.
     Live(live::LiveArgs),
 }
 

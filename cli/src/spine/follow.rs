@@ -49,6 +49,9 @@ pub struct FollowState {
 /// A trace file read to its current end, then waited on as it grows.
 pub struct Follow {
     file: File,
+    /// Bytes served before the file's (a header, when the file is read
+    /// from a later offset: [`Follower::skip_to_end`]).
+    prefix: Vec<u8>,
     path: PathBuf,
     /// (device, inode) of the open file.
     id: (u64, u64),
@@ -64,6 +67,7 @@ impl Follow {
         state.header_len.store(0, Ordering::Relaxed);
         Ok(Follow {
             file,
+            prefix: Vec::new(),
             path: path.to_path_buf(),
             id: (m.dev(), m.ino()),
             pos: 0,
@@ -103,6 +107,12 @@ impl Follow {
 
 impl Read for Follow {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.prefix.is_empty() {
+            let n = buf.len().min(self.prefix.len());
+            buf[..n].copy_from_slice(&self.prefix[..n]);
+            self.prefix.drain(..n);
+            return Ok(n);
+        }
         loop {
             let n = self.file.read(buf)?;
             if n > 0 {
@@ -156,6 +166,9 @@ pub struct Follower {
     skip: u64,
     /// The first event of a re-created file, read to tell it from a copy.
     pending: Option<Event>,
+    /// Bytes of the file skipped by [`Follower::skip_to_end`]: the reader's
+    /// offsets are this much behind the file's.
+    base: u64,
     done: bool,
 }
 
@@ -176,6 +189,7 @@ impl Follower {
             read: 0,
             skip: 0,
             pending: None,
+            base: 0,
             done: false,
         };
         Ok(f.reopen()?.then_some(f))
@@ -229,7 +243,51 @@ impl Follower {
             .header_len
             .store(reader.header_len(), Ordering::Relaxed);
         self.reader = Some(reader);
+        self.base = 0;
         Ok(true)
+    }
+
+    /// Jumps ahead to the newest records (leaving the last three to be read,
+    /// so a close run is still seen): what a view that cannot keep up
+    /// does. Returns the records skipped (0 when it is near the end). The
+    /// file's end is then [`Completeness::Mismatch`] (its close record
+    /// counts the records skipped): that it ended with a close run is what
+    /// [`Step::End`] with a completeness says.
+    pub fn skip_to_end(&mut self) -> u64 {
+        let Some(reader) = self.reader.as_ref() else {
+            return 0;
+        };
+        let (start, at) = (reader.header_len(), reader.offset() + self.base);
+        let rec = RECORD_LEN as u64;
+        let Ok(len) = std::fs::metadata(&self.path).map(|m| m.len()) else {
+            return 0;
+        };
+        let end = start + (len.saturating_sub(start) / rec) * rec;
+        let to = end.saturating_sub(3 * rec).max(at);
+        if to - at < 2 * rec * 1024 || self.pending.is_some() {
+            return 0;
+        }
+        // A reader over the header, then the file from `to`.
+        let Ok(mut follow) = Follow::open(&self.path, self.state.clone()) else {
+            return 0;
+        };
+        let mut head = vec![0u8; start as usize];
+        if follow.file.read_exact_at(&mut head, 0).is_err()
+            || io::Seek::seek(&mut follow.file, io::SeekFrom::Start(to)).is_err()
+        {
+            return 0;
+        }
+        follow.prefix = head;
+        follow.pos = to;
+        let Ok(reader) = TraceReader::new(follow) else {
+            return 0;
+        };
+        self.state.header_len.store(start, Ordering::Relaxed);
+        self.reader = Some(reader);
+        self.base = to - start;
+        let skipped = (to - at) / rec;
+        self.read += skipped;
+        skipped
     }
 
     /// The next event if it is already read (never waits).
@@ -334,5 +392,123 @@ impl Follower {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qtrace::classes::{system, Catalog};
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, QueueTotals, TraceWriter};
+    use std::io::BufWriter;
+
+    fn header() -> qtrace::wire::TraceHeader {
+        qtrace::wire::TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+            .with_close_run(true)
+    }
+
+    fn ev(t: u64) -> Event {
+        Event::new(t, system::SCHEDULE, 0, [t, 0])
+    }
+
+    /// A trace file at `path` holding `times`, open for more.
+    fn file(path: &Path, times: &[u64]) -> TraceWriter<BufWriter<File>> {
+        let mut w = create_trace_file(path, &header()).unwrap();
+        for &t in times {
+            w.write_event(&ev(t)).unwrap();
+        }
+        w.flush().unwrap();
+        w
+    }
+
+    fn event(step: Option<Step>) -> u64 {
+        match step {
+            Some(Step::Event(e)) => e.time,
+            other => panic!("not an event: {other:?}"),
+        }
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("qtrace-follow-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_copy_renamed_over_the_file_goes_on_where_it_was() {
+        let d = dir("copy");
+        let path = d.join("t.qtr");
+        let mut w = file(&path, &[1, 2]);
+        let mut f = Follower::open(&path, Arc::new(FollowState::default()))
+            .unwrap()
+            .unwrap();
+        assert_eq!((event(f.next()), event(f.next())), (1, 2));
+        w.write_event(&ev(3)).unwrap();
+        w.flush().unwrap();
+        assert_eq!(event(f.next()), 3); // the file grew
+                                        // The writer rewrites it to a copy with more, renamed over it.
+        let copy = d.join("t.qtr.new");
+        let w2 = file(&copy, &[1, 2, 3, 4, 5]);
+        w2.finish_with_close(9, QueueTotals::default()).unwrap();
+        std::fs::rename(&copy, &path).unwrap();
+        assert!(matches!(f.next(), Some(Step::Replaced { copy: true })));
+        assert_eq!((event(f.next()), event(f.next())), (4, 5));
+        match f.next() {
+            Some(Step::End(Some(c))) => assert_eq!(c.is_complete(), Some(true)),
+            other => panic!("{other:?}"),
+        }
+        assert!(f.next().is_none());
+        drop(w);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_re_created_file_is_followed_from_its_start_and_stop_ends_a_wait() {
+        let d = dir("new");
+        let path = d.join("t.qtr");
+        let _w = file(&path, &[1]);
+        let state = Arc::new(FollowState::default());
+        let mut f = Follower::open(&path, state.clone()).unwrap().unwrap();
+        assert_eq!(event(f.next()), 1);
+        std::fs::remove_file(&path).unwrap();
+        let _w2 = file(&path, &[7, 8]);
+        assert!(matches!(f.next(), Some(Step::Replaced { copy: false })));
+        assert_eq!(f.buffered(), None); // the new file's first event comes from next
+        assert_eq!((event(f.next()), event(f.next())), (7, 8));
+        let stopping = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            state.stop.store(true, Ordering::Relaxed);
+        });
+        assert!(matches!(f.next(), Some(Step::End(None))));
+        stopping.join().unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn skip_to_end_jumps_to_the_newest_records_and_still_sees_the_close() {
+        let d = dir("skip");
+        let path = d.join("t.qtr");
+        let times: Vec<u64> = (1..=10_000).collect();
+        let w = file(&path, &times);
+        let mut f = Follower::open(&path, Arc::new(FollowState::default()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(event(f.next()), 1);
+        // Near the end already: nothing to skip... after 1 of 10 000 there is.
+        assert_eq!(f.skip_to_end(), 9996);
+        assert_eq!(f.skip_to_end(), 0);
+        assert_eq!(
+            (event(f.next()), event(f.next()), event(f.next())),
+            (9998, 9999, 10_000)
+        );
+        w.finish_with_close(20_000, QueueTotals::default()).unwrap();
+        // Closed; the close record counts the records skipped too.
+        match f.next() {
+            Some(Step::End(Some(c))) => assert!(matches!(c, Completeness::Mismatch { .. })),
+            other => panic!("{other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -10,6 +10,7 @@ pub mod format;
 pub mod interrupt;
 pub mod io;
 pub mod listen;
+pub mod priority;
 pub mod staged;
 pub mod watch;
 

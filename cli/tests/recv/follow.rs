@@ -117,4 +117,60 @@ fn dump_follow_prints_events_as_the_file_grows_and_across_its_re_creation() {
     assert_eq!(values, (50..80).collect::<Vec<_>>());
     assert_eq!(lines[1].split_whitespace().next(), Some("0.000002000"));
     assert!(lines[81].contains("[END: complete"), "{}", lines[81]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Ctrl-C (SIGINT) ends a follow of a file still being written: what was
+/// read is printed, the status is 0, and there is no END line (the file
+/// has not ended).
+#[test]
+fn dump_follow_stops_on_ctrl_c() {
+    let dir = created_dir("live", "follow-int");
+    let file = dir.join("online.qtr");
+    let clock = ManualClock::new(0);
+    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_file(&file)
+                .with_period(Duration::from_millis(10)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..5 {
+        clock.set(1000 * (i + 1));
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let mut dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["dump", "--follow"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = dump.stdout.take().unwrap();
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let reading = std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            seen.lock().unwrap().push(l.unwrap());
+        }
+    });
+    let shown = lines.clone();
+    wait_until("the 5 events shown", Duration::from_secs(30), move || {
+        shown.lock().unwrap().len() >= 5
+    });
+    // SAFETY: kill with a child's pid and a signal number has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(dump.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let status = dump.wait().unwrap();
+    reading.join().unwrap();
+    assert!(status.success(), "{status:?}");
+    let lines = lines.lock().unwrap();
+    assert_eq!(lines.len(), 5, "{lines:#?}");
+    assert!(lines.iter().all(|l| l.contains(" user0 ")), "{lines:#?}");
+    drop(tracer);
+    let _ = std::fs::remove_dir_all(&dir);
 }

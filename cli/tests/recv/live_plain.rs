@@ -88,6 +88,7 @@ fn a_pipe_gets_periodic_plain_summaries_of_a_growing_file() {
         .as_str()
         .replace("rate 0/s", &format!("rate {}", rate_of(last))),
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The rate word of a summary's sender line (wall-clock: not exact).
@@ -160,4 +161,5 @@ fn recv_live_writes_every_event_while_the_view_prints() {
         })
         .count() as u64;
     assert_eq!(events, c.delivered);
+    let _ = std::fs::remove_dir_all(&dir);
 }

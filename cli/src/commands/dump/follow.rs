@@ -11,7 +11,7 @@ use qtrace::combine::{Assembler, Item, Names};
 use qtrace::reader::Completeness;
 use qtrace::wire::TraceHeader;
 
-use super::{json_line, payload, text_line, DumpArgs, Filter};
+use super::{end_json, json_line, payload, text_line, DumpArgs, Filter};
 use crate::spine::follow::{FollowState, Follower, Step};
 use crate::spine::format::{end_text, fmt_time};
 use crate::spine::io::{is_cut, label, with_stdout};
@@ -127,6 +127,22 @@ pub fn run(args: &DumpArgs) -> Exit {
                         show(item, &mut names, &file, out)?;
                     }
                     return Ok(match c {
+                        Some(c) if args.json => {
+                            let t = match c {
+                                Completeness::Complete(close) => {
+                                    Some(u128::from(file.header.ticks_to_ns(close.time)))
+                                }
+                                _ => None,
+                            };
+                            line.clear();
+                            end_json(&mut line, &name, t, &c);
+                            writeln!(out, "{line}")?;
+                            if is_cut(Some(c)) {
+                                Exit::Cut
+                            } else {
+                                Exit::Ok
+                            }
+                        }
                         Some(c) => {
                             match c {
                                 Completeness::Complete(close) => {

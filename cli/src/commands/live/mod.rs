@@ -165,6 +165,9 @@ pub fn run(args: LiveArgs) -> Exit {
 /// `qtrace recv --live`: the view of the file the receiver writes, with its
 /// account; quitting the view stops the receiver.
 pub fn watch(w: Watch) -> Exit {
+    // The receiver's thread is running: this one (and the follower it
+    // starts, which inherits it) yields the CPU to it under contention.
+    crate::spine::priority::lower_this_thread();
     let settings = Settings::default();
     let source = Source::receiver_file(&w.file, w.progress, w.stop, settings.max_events);
     show(source, &settings).0
@@ -193,15 +196,30 @@ fn show(source: Source, settings: &Settings) -> (Exit, Option<qtrace::receiver::
     (status, summary)
 }
 
-/// Takes what the input has for the model, at `now` since the start.
-fn feed(source: &Source, model: &mut Model, now: Duration) {
+/// Takes the events the input has for the model (often: the feed holds at
+/// most `max_events` between two calls).
+fn take(source: &Source, model: &mut Model) {
     if let Some(c) = source.feed.catalog() {
         model.set_catalog(c);
     }
-    for e in source.feed.take() {
-        model.push(&e);
+    let (events, gaps) = source.feed.take();
+    let mut gaps = gaps.into_iter().peekable();
+    for (i, e) in events.iter().enumerate() {
+        while gaps.next_if(|&g| g == i).is_some() {
+            model.gap();
+        }
+        model.push(e);
+    }
+    if gaps.next().is_some() {
+        model.gap();
     }
     model.skipped = source.feed.skipped();
+}
+
+/// Before a refresh at `now` since the start: the events, and the senders'
+/// account (the receiver's, or the followed file's).
+fn feed(source: &Source, model: &mut Model, now: Duration) {
+    take(source, model);
     if let Some(p) = &source.progress {
         if let Some(s) = p.summary() {
             model.senders(&s, now);
@@ -216,6 +234,9 @@ fn feed(source: &Source, model: &mut Model, now: Duration) {
     }
 }
 
+/// How often the events are taken from the input between refreshes.
+const TAKE_EVERY: Duration = Duration::from_millis(20);
+
 fn status(source: &Source, model: &Model, settings: &Settings, paused: bool) -> Status {
     Status {
         source: source.what.clone(),
@@ -223,6 +244,7 @@ fn status(source: &Source, model: &Model, settings: &Settings, paused: bool) -> 
         sort: model.sort.name(),
         task: model.task,
         paused,
+        ended: false,
     }
 }
 
@@ -257,7 +279,8 @@ fn plain(source: &Source, model: &mut Model, settings: &Settings) -> Exit {
         if done {
             return Exit::Ok;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(TAKE_EVERY);
+        take(source, model);
     }
 }
 
@@ -287,7 +310,8 @@ fn tui(source: &Source, model: &mut Model, settings: &Settings) -> io::Result<()
             if !paused {
                 shown = model.snapshot();
             }
-            let st = status(source, model, settings, paused);
+            let mut st = status(source, model, settings, paused);
+            st.ended = source.feed.ended.load(std::sync::atomic::Ordering::Relaxed);
             terminal.draw(|f| view::draw(f, &shown, &st))?;
             next = Instant::now() + settings.refresh;
         }
@@ -295,7 +319,8 @@ fn tui(source: &Source, model: &mut Model, settings: &Settings) -> io::Result<()
             return Ok(());
         }
         let wait = next.saturating_duration_since(Instant::now());
-        if !event::poll(wait)? {
+        if !event::poll(wait.min(TAKE_EVERY))? {
+            take(source, model);
             continue;
         }
         if let TermEvent::Key(k) = event::read()? {

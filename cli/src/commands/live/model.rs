@@ -260,6 +260,14 @@ impl Model {
         }
     }
 
+    /// The input jumped ahead (it could not keep up): the window starts
+    /// again from the next event, as nothing is known of the time between.
+    pub fn gap(&mut self) {
+        self.window.clear();
+        self.running.clear();
+        self.left_at = None;
+    }
+
     /// Keeps the state at the window's start as the analysis reads it: a
     /// `schedule` puts its task on its source; the task's own end of
     /// running (`endcycle`, `delay`, `sleep`, `disable`, `destroy`) idles it.

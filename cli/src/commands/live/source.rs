@@ -21,7 +21,9 @@ use crate::spine::follow::{FollowState, Follower, Step};
 /// Events waiting for the view, and what the input says about itself.
 #[derive(Debug, Default)]
 pub struct Feed {
-    events: Mutex<Vec<Event>>,
+    /// Events, and where the input jumped ahead (indices into them: the
+    /// events before and after such a point are not contiguous).
+    events: Mutex<(Vec<Event>, Vec<usize>)>,
     /// Most events waiting at once: past it the input counts and goes on.
     cap: usize,
     skipped: AtomicU64,
@@ -46,21 +48,37 @@ impl Feed {
 
     /// Hands one event to the view (or counts it skipped).
     pub fn push(&self, e: &Event) {
-        if let Ok(mut v) = self.events.lock() {
-            if v.len() < self.cap {
-                v.push(*e);
-                return;
-            }
-        }
-        self.skipped.fetch_add(1, Ordering::Relaxed);
+        self.push_all(std::slice::from_ref(e));
     }
 
-    /// The events waiting, taken.
-    pub fn take(&self) -> Vec<Event> {
+    /// Hands events to the view, what fits; counts the rest skipped.
+    pub fn push_all(&self, events: &[Event]) {
+        let mut taken = 0;
+        if let Ok(mut v) = self.events.lock() {
+            taken = events.len().min(self.cap.saturating_sub(v.0.len()));
+            v.0.extend_from_slice(&events[..taken]);
+        }
+        let rest = (events.len() - taken) as u64;
+        if rest > 0 {
+            self.skipped.fetch_add(rest, Ordering::Relaxed);
+        }
+    }
+
+    /// The events waiting, taken, and where the input jumped ahead.
+    pub fn take(&self) -> (Vec<Event>, Vec<usize>) {
         self.events
             .lock()
             .map(|mut v| std::mem::take(&mut *v))
             .unwrap_or_default()
+    }
+
+    /// The input jumps ahead: `skipped` events are not handed over.
+    fn gap(&self, skipped: u64) {
+        self.skipped.fetch_add(skipped, Ordering::Relaxed);
+        if let Ok(mut v) = self.events.lock() {
+            let at = v.0.len();
+            v.1.push(at);
+        }
     }
 
     /// Events skipped so far.
@@ -181,6 +199,14 @@ impl Source {
     }
 }
 
+/// Events the follower hands over at once.
+const BATCH: usize = 1024;
+
+/// Most events a second the view reads from a followed file; past that it
+/// jumps to the newest ones (counted as skipped), so that a view of a fast
+/// stream costs a bounded share of a core.
+pub const RATE: u64 = 250_000;
+
 /// Follows `path` into `feed` until it closes, fails or `state.stop`.
 fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
     let mut follower = match Follower::open(path, state) {
@@ -203,16 +229,43 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
     let Some(mut clock) = header(&follower) else {
         return;
     };
-    let push = |clock: &qtrace::wire::TraceHeader, mut e: Event| {
+    // Handed over a batch at a time: one lock per batch, not per event.
+    let mut batch: Vec<Event> = Vec::with_capacity(BATCH);
+    let push = |clock: &qtrace::wire::TraceHeader, mut e: Event, batch: &mut Vec<Event>| {
         e.time = clock.ticks_to_ns(e.time);
-        feed.push(&e);
+        batch.push(e);
+        if batch.len() == BATCH {
+            feed.push_all(batch);
+            batch.clear();
+        }
     };
     let mut looked = Instant::now();
+    // The view's budget: at most RATE events a second; past it, what was
+    // read goes over and the follower jumps to the newest records.
+    let (mut second, mut taken) = (Instant::now(), 0u64);
     loop {
         if let Some(e) = follower.buffered() {
-            push(&clock, e);
+            push(&clock, e, &mut batch);
+            taken += 1;
+            if taken >= RATE {
+                feed.push_all(&batch);
+                batch.clear();
+                let wait = Duration::from_secs(1).saturating_sub(second.elapsed());
+                std::thread::sleep(wait);
+                let skipped = follower.skip_to_end();
+                if skipped > 0 {
+                    feed.gap(skipped);
+                }
+                (second, taken) = (Instant::now(), 0);
+            }
             continue;
         }
+        if second.elapsed() >= Duration::from_secs(1) {
+            (second, taken) = (Instant::now(), 0);
+        }
+        // About to wait: what was read goes to the view first.
+        feed.push_all(&batch);
+        batch.clear();
         // About to wait: a header rewritten in place (`qtrace recv` puts
         // the sender's in once its catalog arrives) is read again, at most
         // once a second.
@@ -228,7 +281,7 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
             }
         }
         match follower.next() {
-            Some(Step::Event(e)) => push(&clock, e),
+            Some(Step::Event(e)) => push(&clock, e, &mut batch),
             Some(Step::Replaced { copy }) => {
                 if let Some(h) = header(&follower) {
                     clock = h;
@@ -240,16 +293,23 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
                 });
             }
             Some(Step::Damaged(e)) => {
+                feed.push_all(&batch);
                 feed.set_note(e.to_string());
                 return;
             }
             Some(Step::End(c)) => {
-                if c.is_some_and(|c| c.is_complete() == Some(true)) {
+                feed.push_all(&batch);
+                // The file ended with its close run (after a jump ahead its
+                // counts disagree with the records read: not damage).
+                if c.is_some() {
                     feed.closed.store(true, Ordering::Relaxed);
                 }
                 return;
             }
-            None => return,
+            None => {
+                feed.push_all(&batch);
+                return;
+            }
         }
     }
 }

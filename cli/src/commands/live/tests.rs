@@ -269,6 +269,7 @@ fn status() -> Status {
         sort: "cpu",
         task: None,
         paused: false,
+        ended: false,
     }
 }
 
@@ -374,12 +375,13 @@ fn the_plain_text_summary_says_the_same() {
     m.push(&Event::new(1400, tracer::HOOPS, 0, [4, 0]));
     let mut st = status();
     st.paused = true;
+    st.ended = true;
     st.task = Some(1);
     m.task = Some(1);
     let text = view::plain(&m.snapshot(), &st);
     assert_eq!(
         text,
-        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  PAUSED\n\
+        "listening on 127.0.0.1:5510  window 2.0s (1.4us of trace)  11 events, 4 lost  PAUSED  ENDED\n\
          task 1  cpu 28.5%  act 1  resp p50 700ns p99 700ns max 700ns  preempt 1  blocked 0ns\n\
          cpu 0  busy 85.7%\n\
          cpu 1  busy 28.5%\n\n"
@@ -387,4 +389,15 @@ fn the_plain_text_summary_says_the_same() {
     assert_eq!(view::dur(1_500_000_000), "1.50s");
     assert_eq!(view::dur(3_200_000), "3.20ms");
     assert_eq!(view::dur(12_500), "12.5us");
+}
+
+#[test]
+fn after_a_jump_ahead_the_window_starts_again() {
+    let mut m = model_of(&schedule());
+    m.gap(); // the input skipped events: nothing before is contiguous with what follows
+    m.push(&ev(5000, system::SCHEDULE, 0, 7));
+    m.push(&ev(5400, system::ENDCYCLE, 0, 7));
+    let s = m.snapshot();
+    assert_eq!((s.span_ns, s.events), (400, 2));
+    assert_eq!(s.tasks, [task(7, 1000, 0, 0, 0)]);
 }

@@ -24,6 +24,9 @@ pub struct Status {
     pub task: Option<u64>,
     /// Whether the view is paused.
     pub paused: bool,
+    /// Whether the input ended (the file closed, the receiver stopped):
+    /// the figures are final.
+    pub ended: bool,
 }
 
 /// A duration in ns, short: `950ns`, `12.5us`, `3.20ms`, `1.50s`.
@@ -58,6 +61,9 @@ fn head(s: &Snapshot, st: &Status) -> String {
     }
     if st.paused {
         h.push_str("  PAUSED");
+    }
+    if st.ended {
+        h.push_str("  ENDED");
     }
     h
 }
