@@ -393,6 +393,39 @@ mod tests {
     }
 
     #[test]
+    fn counters_are_judged_against_both_neighbours_without_changing_anything() {
+        let sp = |first_event, events, dropped| Span {
+            first_event,
+            events,
+            bytes: 40,
+            dropped,
+        };
+        let mut t = SequenceTracker::default();
+        assert!(t.consistent(0, sp(0, 2, 0)));
+        t.observe(0, sp(0, 2, 1), || 0u64);
+        // 1 is missing; 3 is held with first event 10, dropped 5.
+        t.observe(3, sp(10, 2, 5), || 3);
+        let (counts, held) = (t.counts(), t.held());
+        // Behind what was released (2 events, 1 dropped).
+        assert!(!t.consistent(1, sp(1, 1, 1)));
+        assert!(!t.consistent(1, sp(2, 1, 0)));
+        // Past what is held after it (first event 10, dropped 5).
+        assert!(!t.consistent(2, sp(9, 2, 1)));
+        assert!(!t.consistent(2, sp(4, 2, 6)));
+        // Behind what is held before it.
+        assert!(!t.consistent(4, sp(11, 0, 5)));
+        assert!(!t.consistent(4, sp(12, 0, 4)));
+        assert!(t.consistent(1, sp(2, 3, 1)));
+        assert!(t.consistent(2, sp(5, 5, 5)));
+        assert!(t.consistent(4, sp(12, 1, 5)));
+        // Judging changed nothing; classify neither.
+        assert_eq!(t.classify(0), Verdict::Duplicate);
+        assert_eq!(t.classify(1), Verdict::Reordered);
+        assert_eq!((t.counts(), t.held()), (counts, held));
+        assert_eq!(t.highest_held(), Some(3));
+    }
+
+    #[test]
     fn in_order_stream_loses_nothing() {
         let mut t = SequenceTracker::default();
         for n in 0..5000 {

@@ -318,3 +318,55 @@ fn without_a_key_counters_going_backwards_and_events_after_a_close_are_refused()
         "{summary}"
     );
 }
+
+/// With one slot that any new sender may take (idle limit 0), forged and
+/// replayed datagrams of another sender id neither take nor park it, and
+/// the real stream's account does not move.
+#[test]
+fn a_rejected_datagram_never_takes_a_slot_nor_moves_a_count() {
+    use qtrace::receiver::ReceiverCore;
+    let k = key(3);
+    let config = ReceiverConfig {
+        max_senders: 1,
+        idle_datagrams: 0,
+        keys: vec![k.clone()],
+        ..ReceiverConfig::default()
+    };
+    let mut core = ReceiverCore::new(config);
+    let real: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+    let forger: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+    let mut out = Vec::new();
+    let first = sealed(&k, 100, plain(1, 0, 0, 0, 2));
+    core.handle(real, &first, &mut |e| out.push(*e));
+    core.handle(real, &sealed(&k, 100, plain(1, 1, 0, 2, 2)), &mut |e| {
+        out.push(*e)
+    });
+    let before = (core.summary().senders, out.len());
+    // Another sender id: forged (wrong key, and the right id with a wrong
+    // tag), then a replay of the real sender's first datagram and one of
+    // an older session of it.
+    let wrong = sealed(&key(4), 100, plain(2, 0, 0, 0, 5));
+    let mut made_up = wrong.clone();
+    made_up[14..16].copy_from_slice(&k.id().to_be_bytes());
+    for d in [
+        &wrong,
+        &made_up,
+        &first,
+        &sealed(&k, 99, plain(1, 0, 0, 0, 2)),
+    ] {
+        core.handle(forger, d, &mut |e| out.push(*e));
+    }
+    let after = core.summary();
+    assert_eq!((after.senders, out.len()), before);
+    assert_eq!(after.refused, []);
+    let c = after.rejected[0].counts;
+    assert_eq!(
+        (after.rejected[0].addr, c.unknown_key, c.bad_tag, c.replayed),
+        (forger, 1, 1, 2)
+    );
+    // A new keyed sender with the key does take the idle slot.
+    core.handle(forger, &sealed(&k, 5, plain(2, 0, 0, 0, 1)), &mut |e| {
+        out.push(*e)
+    });
+    assert_eq!(core.summary().senders.len(), 2);
+}

@@ -52,6 +52,8 @@ fn api_names() -> BTreeSet<&'static str> {
         "packet_bytes" => |o: &CtfOptions| o.packet_bytes,
         "high_water_percent" => |p: &qtrace::queues::OnlineParams| p.high_water_percent(),
         "sender_id" => |p: &qtrace::queues::UdpParams| p.sender_id(),
+        "UdpParams::with_key" => qtrace::queues::UdpParams::with_key,
+        "DatagramKey::from_file" => |p: &str| qtrace::wire::DatagramKey::from_file(p),
         "UdpStats::abandoned_events" => |s: &qtrace::queues::UdpStats| s.abandoned_events,
         "Limit" => qtrace::queues::DatagramsPerPeriod::Limit,
         "Clock::manual" => qtrace::clock::Clock::manual,
