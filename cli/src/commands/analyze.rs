@@ -301,7 +301,10 @@ fn text(
             capped_summary_text(&i.handler.summary(), irq_max)
         )?;
     }
-    if r.interrupts.values().any(|i| i.handler.summary().max >= irq_max) {
+    if r.interrupts
+        .values()
+        .any(|i| i.handler.summary().max >= irq_max)
+    {
         writeln!(
             out,
             "  * = the --irq-max cap ({}): a handler ends at the next event of its source or at the cap; a time marked * is the cap, not a measurement",

@@ -87,7 +87,10 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
     );
     if range.1 < range.0 {
         let msg = match (&args.from, &args.to) {
-            (Some(f), Some(t)) => format!("--to {} is before --from {}: give a later --to", t.text, f.text),
+            (Some(f), Some(t)) => format!(
+                "--to {} is before --from {}: give a later --to",
+                t.text, f.text
+            ),
             (Some(f), None) => format!(
                 "--from {} is after the last event (at {} s): give an earlier --from",
                 f.text,
@@ -133,7 +136,8 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
     if stats.events == 0 && stats.hoops == 0 {
         // Nothing to draw: no picture (the staged file is removed).
         let window = |t: &Option<TimeArg>, or: &str| {
-            t.as_ref().map_or_else(|| or.to_string(), |t| t.text.clone())
+            t.as_ref()
+                .map_or_else(|| or.to_string(), |t| t.text.clone())
         };
         let place = match span()? {
             Some((a, b)) => format!(

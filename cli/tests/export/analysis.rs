@@ -256,7 +256,10 @@ fn plot_names_rows_by_what_they_do_has_a_legend_and_spaces_loss_labels() {
         .map(|r| r.split("\">").nth(1).unwrap().split('<').next().unwrap())
         .collect();
     assert_eq!(rows, ["CPU 0", "irq 3,9", "task 1"]);
-    assert!(svg.contains(">irq 3,9<title>source 100</title></text>"), "{svg}");
+    assert!(
+        svg.contains(">irq 3,9<title>source 100</title></text>"),
+        "{svg}"
+    );
     // Three loss lines; the two 5 px apart share one label with their sum.
     assert_eq!(svg.matches("<g class=\"loss\">").count(), 3);
     let labels: Vec<&str> = svg
@@ -272,8 +275,14 @@ fn plot_names_rows_by_what_they_do_has_a_legend_and_spaces_loss_labels() {
         .skip(1)
         .map(|k| k.split('"').next().unwrap())
         .collect();
-    assert_eq!(kinds, ["run", "run mixed", "blocked", "irq", "activate", "loss"]);
-    assert!(legend.contains(">interrupt (up to 1000 ns)</text>"), "{legend}");
+    assert_eq!(
+        kinds,
+        ["run", "run mixed", "blocked", "irq", "activate", "loss"]
+    );
+    assert!(
+        legend.contains(">interrupt (up to 1000 ns)</text>"),
+        "{legend}"
+    );
 }
 
 /// Issue 25 item 3: a window without events is an error that says where the
@@ -300,7 +309,10 @@ fn plot_of_an_empty_window_fails_in_the_units_given() {
         let mut args = vec!["plot", "-o", svg.to_str().unwrap(), file.to_str().unwrap()];
         args.extend_from_slice(extra);
         let o = qtrace(&args);
-        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
     };
     let (code, err) = plot(&["--from", "3us", "--to", "8us"]);
     assert_eq!(code, Some(2), "{err}");
@@ -311,7 +323,10 @@ fn plot_of_an_empty_window_fails_in_the_units_given() {
     assert!(!svg.exists());
     let (code, err) = plot(&["--from", "5us", "--to", "3us"]);
     assert_eq!(code, Some(2));
-    assert_eq!(err.trim_end(), "qtrace plot: --to 3us is before --from 5us: give a later --to");
+    assert_eq!(
+        err.trim_end(),
+        "qtrace plot: --to 3us is before --from 5us: give a later --to"
+    );
     let (code, err) = plot(&["--from", "0.5ms"]);
     assert_eq!(code, Some(2));
     assert_eq!(
@@ -320,7 +335,10 @@ fn plot_of_an_empty_window_fails_in_the_units_given() {
     );
     let (code, err) = plot(&["--from", "1.5us", "--to", "2.5us"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("qtrace plot: 1 events (0 lost) from 1 sources"), "{err}");
+    assert!(
+        err.contains("qtrace plot: 1 events (0 lost) from 1 sources"),
+        "{err}"
+    );
 }
 
 /// Issue 25 item 4: the latency's events are `--latency-from/--latency-to`
@@ -346,16 +364,29 @@ fn analyze_names_its_latency_flags_hints_by_any_and_marks_the_irq_cap() {
     let f = file.to_str().unwrap();
     // Failed before: "0 intervals" and nothing more.
     let out = run(&["--from", "interrupt", "--to", "schedule"], &file);
-    assert!(out.contains("latency interrupt -> schedule (by source)\n  0 intervals"), "{out}");
+    assert!(
+        out.contains("latency interrupt -> schedule (by source)\n  0 intervals"),
+        "{out}"
+    );
     assert!(
         out.contains("  no end (schedule) followed a start (interrupt) with the same source: when the two come from different sources (an interrupt and a CPU's scheduler), pair them with --by any\n"),
         "{out}"
     );
     let new = run(
-        &["--latency-from", "interrupt", "--latency-to", "schedule", "--by", "any"],
+        &[
+            "--latency-from",
+            "interrupt",
+            "--latency-to",
+            "schedule",
+            "--by",
+            "any",
+        ],
         &file,
     );
-    assert!(new.contains("  2 intervals: min 50ns mean 65ns p99 80ns max 80ns"), "{new}");
+    assert!(
+        new.contains("  2 intervals: min 50ns mean 65ns p99 80ns max 80ns"),
+        "{new}"
+    );
     assert!(!new.contains("pair them with --by any"), "{new}");
     // The handler ends at the source's next event (none here: the cap).
     // Failed before: "1000ns" shown as if measured.

@@ -62,7 +62,13 @@ fn mixed_trace(d: &Path) -> PathBuf {
         .collect();
     let string = Run::new(200, user::USER1, 1, 0, &[b'x'; 42]);
     records.extend((0..string.len()).map(|i| string.record(i)));
-    let name = Run::name(300, 1, NAME_EVENT_ID, u64::from(callsite.0), b"INFO app::db query");
+    let name = Run::name(
+        300,
+        1,
+        NAME_EVENT_ID,
+        u64::from(callsite.0),
+        b"INFO app::db query",
+    );
     records.extend((0..name.len()).map(|i| name.record(i)));
     records.push(Event::new(400, begin, 1, [77, u64::from(callsite.0)]));
     records.push(Event::new(450, callsite, 1, [5, 0]));

@@ -334,7 +334,13 @@ impl Assembler {
                 let mut payload = close_cut(p);
                 if padded {
                     let bytes = &mut payload.bytes;
-                    let keep = bytes.len() - bytes.iter().rev().take(BYTES_PER_RECORD - 1).take_while(|&&b| b == 0).count();
+                    let keep = bytes.len()
+                        - bytes
+                            .iter()
+                            .rev()
+                            .take(BYTES_PER_RECORD - 1)
+                            .take_while(|&&b| b == 0)
+                            .count();
                     bytes.truncate(keep);
                 }
                 out(Item::Payload(payload))

@@ -139,9 +139,7 @@ fn span_name<'a>(catalog: &Catalog, names: &'a Names, e: &Event) -> Option<&'a s
 fn is_span(catalog: &Catalog, id: EventId) -> bool {
     catalog.event(id).is_some_and(|e| {
         (e.name == "span_begin" || e.name == "span_end")
-            && catalog
-                .class(e.class)
-                .is_some_and(|c| c.name == "tracing")
+            && catalog.class(e.class).is_some_and(|c| c.name == "tracing")
     })
 }
 
