@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Side by side on one 5 M-event trace (the workload of examples/convert_memory.rs):
 #   - `qtrace dump` text vs babeltrace2's text output of the same trace
-#     converted to CTF (target: dump at least 15x faster);
+#     converted to CTF (target: dump at least 20x faster);
 #   - `qtrace analyze` end to end (reading included; target 50 M events/s);
-#   - bytes an event of `qtrace convert --to perfetto` and `--to chrome`.
+#   - `qtrace convert --to perfetto`: events/s (CPU and wall; target 10 M
+#     events/s) and bytes an event; bytes an event of `--to chrome`.
 # Each command runs RUNS times (default 3); the best CPU time (user + sys) and
 # the best wall time are kept: on a shared machine CPU time is the steadier
 # figure. babeltrace2's half is skipped (with a message) where it is absent.
@@ -16,7 +17,7 @@ runs=${RUNS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build --release -q -p qtrace-cli --bin qtrace
-cargo build --release -q --example convert_memory
+cargo build --release -q --features export --example convert_memory
 target=${CARGO_TARGET_DIR:-target}/release
 qtrace=$target/qtrace
 "$target/examples/convert_memory" qtr "$n" "$work/t.qtr" >/dev/null
@@ -41,9 +42,11 @@ rate() { awk -v n="$n" -v t="$1" 'BEGIN { printf "%.1f", n / t / 1e6 }'; }
 
 read -r dump_cpu dump_wall < <(best "$qtrace" dump "$work/t.qtr")
 read -r an_cpu an_wall < <(best "$qtrace" analyze "$work/t.qtr")
+read -r pf_cpu pf_wall < <(best "$qtrace" convert --to perfetto "$work/t.qtr" --out "$work/best.pftrace")
 echo "events: $n ($(nproc) cores; $(uptime | sed 's/.*load average/load average/'))"
 echo "qtrace dump:      cpu ${dump_cpu}s  wall ${dump_wall}s  ($(rate "$dump_cpu") M events/s of CPU)"
 echo "qtrace analyze:   cpu ${an_cpu}s  wall ${an_wall}s  ($(rate "$an_cpu") M events/s of CPU)"
+echo "convert perfetto: cpu ${pf_cpu}s  wall ${pf_wall}s  ($(rate "$pf_cpu") M events/s of CPU, $(rate "$pf_wall") M events/s of wall)"
 if command -v babeltrace2 >/dev/null 2>&1; then
     read -r bt_cpu bt_wall < <(best babeltrace2 "$work/ctf")
     echo "babeltrace2 text: cpu ${bt_cpu}s  wall ${bt_wall}s  ($(rate "$bt_cpu") M events/s of CPU)"

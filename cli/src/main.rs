@@ -83,7 +83,8 @@ enum Command {
     /// or cannot be written.
     Keygen(keygen::KeygenArgs),
     /// Turn ring files (left by fixed and circular queues whose process died
-    /// without shutting down: SIGKILL, abort, a crash) into trace files.
+    /// without shutting down: SIGKILL, abort, a crash) into trace files; a
+    /// directory given stands for every `*.ring` file in it.
     ///
     /// Prints one line per file: events recovered and lost, with the lost
     /// split into dropped, overwritten and unreadable (slots being written
@@ -106,15 +107,19 @@ enum Command {
     ///
     /// Per task: activations, CPU time, response times, preemptions, time
     /// blocked on semaphores; per CPU: utilisation and idle; interrupts: rate
-    /// and handler time; `--from EVENT --to EVENT`: a latency histogram. Measures during which events were lost are left
+    /// and handler time (a time at the --irq-max cap is marked `*`);
+    /// `--latency-from EVENT --latency-to EVENT` (or `--from`/`--to`): a
+    /// latency histogram. Measures during which events were lost are left
     /// out and counted apart. Exit status 2 when a file is damaged (the
     /// events before the damage are analysed).
     Analyze(analyze::AnalyzeArgs),
     /// Draw a self-contained SVG timeline of the schedule.
     ///
-    /// A row per source (CPU) and per task with running, blocked and
-    /// interrupt spans, activations, loss markers and a time axis. Open the
-    /// file in a browser.
+    /// A row per source (`CPU N`, or `irq L` for a source that only takes
+    /// interrupts) and per task with running, blocked and interrupt spans,
+    /// activations, loss markers, a time axis and a legend. Open the file in
+    /// a browser. Exit status 2 when --from/--to hold no event (no picture
+    /// is written).
     Plot(plot::PlotArgs),
     /// Watch a running system: per task CPU share, activations, response
     /// times (p50, p99, max), preemptions and time blocked; per CPU busy

@@ -4,7 +4,10 @@
 //!
 //! # What is drawn
 //!
-//! - **Source rows** (`source N`): a bar per running span of a task (from its
+//! - **Source rows** (`CPU N` for a source that schedules tasks, `irq L`
+//!   with its interrupt lines for one that only takes interrupts, else
+//!   `source N`; the source number is the label's tooltip): a bar per
+//!   running span of a task (from its
 //!   `system:schedule` to the next `schedule` on that source, or to the task's
 //!   own `endcycle`/`delay`/`sleep`/`disable`/`destroy`), coloured by task and
 //!   labelled `task N` where it is wide enough; interrupts as short red bars
@@ -16,12 +19,14 @@
 //!   when it lost its source in between), and activations as small ticks.
 //! - **Losses**: a red dashed line across every row at each hoops record,
 //!   with the number of events lost (records within one pixel share a line
-//!   and their sum).
+//!   and their sum; labels closer than 56 pixels share the first one's
+//!   label, with their sum, so they never print over each other).
+//! - **Legend**: the colours and marks, under the axis.
 //! - **Axis**: ticks at 1, 2 or 5 × 10^k ns, labelled in ns, µs, ms or s since
 //!   the trace's time zero.
 //!
 //! Each drawn element has a `class` (`run`, `irq`, `blocked`, `activate`,
-//! `loss`, `row`, `tick`) and a `<title>` (a tooltip in browsers) for the
+//! `loss`, `loss-label`, `row`, `tick`, `legend`) and a `<title>` (a tooltip in browsers) for the
 //! spans, so that tests and tools can read the picture back.
 //!
 //! # Memory and size
@@ -32,7 +37,9 @@
 //! two bars per pixel whatever the number of events; rows are bounded by
 //! [`SvgOptions::max_rows`] (further sources and tasks are counted in
 //! [`ConvertStats::unpaired`] and not drawn). The picture is written at
-//! [`EventSink::finish`].
+//! [`EventSink::finish`]. Its [`ConvertStats`] count what lies inside the
+//! time range (events, losses, sources): events before it only set the
+//! state the range starts with (which task runs where).
 //!
 //! ```
 //! use qtrace::classes::{system, Catalog};
@@ -145,7 +152,22 @@ struct SourceState {
     running: Option<(u64, u64)>,
     /// Pending interrupt: (irq, start).
     irq: Option<(u64, u64)>,
+    /// It scheduled a task: its row is a CPU's.
+    scheduled: bool,
+    /// The interrupt lines it logged (the first [`LINES_NAMED`], and one
+    /// more to know there are more), for its row's name when it scheduled
+    /// nothing.
+    lines: Vec<u64>,
+    /// It logged an event inside the range.
+    drawn: bool,
 }
+
+/// Interrupt lines named in a row's label, at most.
+const LINES_NAMED: usize = 3;
+
+/// Nearest two loss labels may be, in pixels: a loss closer to the last
+/// label adds its count to it (its line is still drawn).
+const LOSS_LABEL_GAP: f64 = 56.0;
 
 #[derive(Debug, Default)]
 struct TaskState {
@@ -345,13 +367,88 @@ impl<W: Write> SvgTimeline<W> {
         }
     }
 
+    /// A row's name for `source`: `CPU N` when it scheduled tasks, `irq L`
+    /// (its interrupt lines) when it only took interrupts, else `source N`.
+    fn source_name(&self, source: u32) -> String {
+        let Some(st) = self.sources.get(&source) else {
+            return format!("source {source}");
+        };
+        if st.scheduled {
+            return format!("CPU {source}");
+        }
+        if st.lines.is_empty() {
+            return format!("source {source}");
+        }
+        let mut name = format!(
+            "irq {}",
+            st.lines
+                .iter()
+                .take(LINES_NAMED)
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        if st.lines.len() > LINES_NAMED {
+            name.push_str(",…");
+        }
+        name
+    }
+
+    /// The colour legend, one line at `y`.
+    fn legend(&self, s: &mut String, y: f64) {
+        let irq = format!("interrupt (up to {} ns)", self.options.interrupt_max_ns);
+        let items: [(&str, &str, &str); 6] = [
+            (
+                "run",
+                "hsl(137,55%,55%)",
+                "task running (a colour per task)",
+            ),
+            ("run mixed", "#999", "several spans in one pixel"),
+            ("blocked", "orange", "blocked on a semaphore"),
+            ("irq", "crimson", &irq),
+            ("activate", "#333", "activation"),
+            ("loss", "red", "events lost"),
+        ];
+        let _ = write!(s, "<g class=\"legend\">");
+        let mut x = 90.0;
+        for (kind, fill, what) in items {
+            let mark = match kind {
+                "activate" => format!(
+                    "<path d=\"M{:.1} {:.1} l-3 -5 h6 z\" fill=\"{fill}\"/>",
+                    x + 5.0,
+                    y + 1.0
+                ),
+                "loss" => format!(
+                    "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{fill}\" stroke-dasharray=\"4 2\"/>",
+                    x + 5.0,
+                    y - 9.0,
+                    x + 5.0,
+                    y + 2.0
+                ),
+                _ => format!(
+                    "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{fill}\"/>",
+                    y - 9.0
+                ),
+            };
+            let _ = write!(
+                s,
+                "<g class=\"key\" data-kind=\"{kind}\">{mark}<text x=\"{:.1}\" y=\"{y:.1}\">{}</text></g>",
+                x + 14.0,
+                esc(what)
+            );
+            // About 6 px a character at 11 px.
+            x += 14.0 + 6.0 * what.chars().count() as f64 + 16.0;
+        }
+        let _ = writeln!(s, "</g>");
+    }
+
     fn render(&mut self) -> std::io::Result<()> {
         const LEFT: f64 = 90.0;
         const ROW_H: f64 = 22.0;
         const TOP: f64 = 30.0;
         let width = f64::from(self.options.width_px);
         let rows: Vec<(RowKey, Row)> = std::mem::take(&mut self.rows).into_iter().collect();
-        let height = TOP + ROW_H * rows.len() as f64 + 40.0;
+        let height = TOP + ROW_H * rows.len() as f64 + 60.0;
         let mut s = String::with_capacity(64 * 1024);
         let _ = write!(
             s,
@@ -393,7 +490,7 @@ impl<W: Write> SvgTimeline<W> {
             let y = TOP + ROW_H * i as f64;
             let name = match key {
                 RowKey::Source(TRACER_SOURCE) => "tracer".to_string(),
-                RowKey::Source(n) => format!("source {n}"),
+                RowKey::Source(n) => self.source_name(*n),
                 RowKey::Task(n) => format!("task {n}"),
             };
             let shade = if matches!(key, RowKey::Source(_)) {
@@ -401,9 +498,13 @@ impl<W: Write> SvgTimeline<W> {
             } else {
                 "#fbfbfb"
             };
+            let title = match key {
+                RowKey::Source(n) if *n != TRACER_SOURCE => format!("<title>source {n}</title>"),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "<g class=\"row\"><rect x=\"{LEFT}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"{shade}\"/><text x=\"4\" y=\"{:.1}\">{}</text>",
+                "<g class=\"row\"><rect x=\"{LEFT}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"{shade}\"/><text x=\"4\" y=\"{:.1}\">{}{title}</text>",
                 ROW_H - 2.0,
                 y + ROW_H * 0.65,
                 esc(&name)
@@ -473,19 +574,36 @@ impl<W: Write> SvgTimeline<W> {
             self.out.write_all(s.as_bytes())?;
             s.clear();
         }
+        // One label per group of losses closer than LOSS_LABEL_GAP pixels
+        // (the sum of the group, at its first line): labels never overlap.
+        let mut labels: Vec<(f64, u64)> = Vec::new();
+        for &(x, _, lost) in &self.losses {
+            match labels.last_mut() {
+                Some((lx, n)) if x - *lx < LOSS_LABEL_GAP => *n = n.saturating_add(lost),
+                _ => labels.push((x, lost)),
+            }
+        }
         for (x, t, lost) in &self.losses {
             let lx = LEFT + x;
             let _ = writeln!(
                 s,
-                "<g class=\"loss\"><line x1=\"{lx:.1}\" y1=\"{:.1}\" x2=\"{lx:.1}\" y2=\"{axis_y:.1}\" stroke=\"red\" stroke-dasharray=\"4 2\"/><text x=\"{lx:.1}\" y=\"{:.1}\" fill=\"red\" text-anchor=\"middle\">{lost} lost</text><title>{lost} events lost at {t} ns</title></g>",
+                "<g class=\"loss\"><line x1=\"{lx:.1}\" y1=\"{:.1}\" x2=\"{lx:.1}\" y2=\"{axis_y:.1}\" stroke=\"red\" stroke-dasharray=\"4 2\"/><title>{lost} events lost at {t} ns</title></g>",
                 TOP - 4.0,
+            );
+        }
+        for (x, lost) in &labels {
+            let _ = writeln!(
+                s,
+                "<text class=\"loss-label\" x=\"{:.1}\" y=\"{:.1}\" fill=\"red\" text-anchor=\"middle\">{lost} lost</text>",
+                LEFT + x,
                 TOP - 8.0
             );
         }
+        self.legend(&mut s, axis_y + 32.0);
         let _ = writeln!(
             s,
             "<text x=\"{LEFT}\" y=\"{:.1}\" fill=\"#555\">qtrace timeline: {}..{} ns since the trace's time zero</text>\n</svg>",
-            axis_y + 32.0,
+            axis_y + 52.0,
             a,
             b
         );
@@ -501,10 +619,15 @@ impl<W: Write> EventSink for SvgTimeline<W> {
         }
         let t = e.time.max(self.end);
         self.end = t;
+        // Events before the range still set the state (who runs); only
+        // those inside it are counted.
+        let inside = (self.range.0..=self.range.1).contains(&t);
         if e.id == tracer::HOOPS {
-            self.stats.hoops += 1;
-            self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
-            if (self.range.0..=self.range.1).contains(&t) {
+            if inside {
+                self.stats.hoops += 1;
+                self.stats.lost = self.stats.lost.saturating_add(e.args[0]);
+            }
+            if inside {
                 let x = self.x(t);
                 // Losses within one pixel share one marker (their sum).
                 match self.losses.last_mut() {
@@ -514,10 +637,22 @@ impl<W: Write> EventSink for SvgTimeline<W> {
             }
             return Ok(());
         }
-        self.stats.events += 1;
-        if !self.sources.contains_key(&e.source) {
-            self.stats.sources += 1;
-            self.sources.insert(e.source, SourceState::default());
+        let st = self.sources.entry(e.source).or_default();
+        if inside {
+            self.stats.events += 1;
+            if !st.drawn {
+                st.drawn = true;
+                self.stats.sources += 1;
+            }
+        }
+        match e.id {
+            system::SCHEDULE => st.scheduled = true,
+            lowlevel::INTERRUPT
+                if st.lines.len() <= LINES_NAMED && !st.lines.contains(&e.args[0]) =>
+            {
+                st.lines.push(e.args[0]);
+            }
+            _ => {}
         }
         self.close_irq(e.source, t);
         let task = e.args[0];
@@ -628,7 +763,9 @@ mod tests {
         t.push(&Event::new(1_000_000, system::ENDCYCLE, 0, [1, 0]))
             .unwrap();
         let stats = t.finish().unwrap();
-        assert_eq!((stats.events, stats.lost), (1001, 3));
+        // The loss and the first schedule, at 0, lie before the range: they
+        // set the state, and are not counted.
+        assert_eq!((stats.events, stats.lost), (1000, 0));
         let svg = String::from_utf8(out).unwrap();
         assert!(!svg.contains("class=\"loss\""));
         // On the source row: one grey bar for the first 999 spans, then task 1's

@@ -104,10 +104,17 @@ impl fmt::Display for Completeness {
                 } else {
                     "complete (closed; "
                 })?;
+                // The file's own count, then the queue's counters at the
+                // moment the file was written (a snapshot's queue goes on:
+                // they are not statements about the file).
                 write!(
                     f,
-                    "queue accepted {}, dropped {}, overwritten {}, delivered {}",
-                    c.totals.accepted, c.totals.dropped, c.totals.overwritten, c.totals.delivered
+                    "the file holds {} records; its queue had then accepted {}, dropped {}, overwritten {}, delivered {}",
+                    c.records,
+                    c.totals.accepted,
+                    c.totals.dropped,
+                    c.totals.overwritten,
+                    c.totals.delivered
                 )?;
                 if !short {
                     f.write_str(")")?;

@@ -3,6 +3,7 @@
 
 use super::error::read_full;
 use super::*;
+use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
 
 /// A trace file being read: its header, then its events as an iterator.
 ///
@@ -67,6 +68,10 @@ pub struct TraceReader<R = BufReader<File>> {
     read_error: Option<ReadError>,
     /// The source said end of file.
     eof: bool,
+    /// Run-time names learned from the name records yielded so far, and
+    /// the name runs being reassembled (only name records go through it).
+    names: Names,
+    name_runs: Assembler,
 }
 
 /// Bytes a [`TraceReader`] reads ahead in one call: 2048 records. Larger than
@@ -186,6 +191,8 @@ impl<R: Read> TraceReader<R> {
             end: 0,
             read_error: None,
             eof: false,
+            names: Names::new(),
+            name_runs: Assembler::new(),
         })
     }
 
@@ -225,10 +232,17 @@ impl<R: Read> TraceReader<R> {
         catalog.class_of(id).and_then(|c| catalog.class(c))
     }
 
-    /// The name of any event id in the file's table, as S.Ha.R.K.'s
-    /// `event_name`.
+    /// The name of any event id, as S.Ha.R.K.'s `event_name`: its run-time
+    /// name when a name record read so far gave one
+    /// ([`Tracer::name_event`](crate::Tracer::name_event), the `tracing`
+    /// bridge's callsite names), else its name in the file's table. A saved
+    /// file carries every name at its start (FORMAT.md 1.8, "Names
+    /// prologue"); a file written as the program ran has a name from its
+    /// name record on.
     pub fn event_name(&self, id: EventId) -> Option<&str> {
-        self.catalog().event_name(id)
+        self.names
+            .event(id)
+            .or_else(|| self.catalog().event_name(id))
     }
 
     /// Where the records start.
@@ -387,6 +401,9 @@ impl<R: Read> TraceReader<R> {
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);
         }
+        if e.id == NAME_EVENT && is_combine(&e) {
+            self.learn_name(e);
+        }
         Some(e)
     }
 }
@@ -454,7 +471,22 @@ impl<R: Read> TraceReader<R> {
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);
         }
+        if e.id == NAME_EVENT && is_combine(&e) {
+            self.learn_name(e);
+        }
         Some(e)
+    }
+
+    /// Takes a record of a name run (for [`TraceReader::event_name`]).
+    #[cold]
+    #[inline(never)]
+    fn learn_name(&mut self, e: Event) {
+        let names = &mut self.names;
+        self.name_runs.push(e, &mut |item| {
+            if let Item::Payload(p) = item {
+                names.learn(&p);
+            }
+        });
     }
 
     /// [`Iterator::next`] past its fast path: reads ahead, holds close-run

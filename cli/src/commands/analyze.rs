@@ -23,19 +23,32 @@ pub struct AnalyzeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Also measure the latency from each of these events (`name`,
-    /// `class:name` or a number such as 0x03)…
-    #[arg(long, value_name = "EVENT", requires = "to")]
-    pub from: Option<String>,
-    /// …to the next of these with the same `--by` value.
-    #[arg(long, value_name = "EVENT", requires = "from")]
-    pub to: Option<String>,
+    /// `class:name` or a number such as 0x03)… (The old spelling `--from`
+    /// still works; in `dump` and `plot`, `--from`/`--to` are times.)
+    #[arg(
+        long = "latency-from",
+        alias = "from",
+        value_name = "EVENT",
+        requires = "latency_to"
+    )]
+    pub latency_from: Option<String>,
+    /// …to the next of these with the same `--by` value (old spelling:
+    /// `--to`).
+    #[arg(
+        long = "latency-to",
+        alias = "to",
+        value_name = "EVENT",
+        requires = "latency_from"
+    )]
+    pub latency_to: Option<String>,
     /// What a latency's two events share: `source`, an argument name of both
     /// (`task`), or `any`. Default: `task` when both events have it, else
     /// `source`.
     #[arg(long, value_name = "KEY")]
     pub by: Option<String>,
     /// Longest interrupt handler (it ends earlier at the next event of the
-    /// same source).
+    /// same source): a handler time equal to it is this cap, not a
+    /// measurement (marked `*` in the table).
     #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us")]
     pub irq_max: u64,
     /// One JSON document instead of text tables.
@@ -51,11 +64,17 @@ fn find_event(catalog: &Catalog, name: &str) -> Result<EventId, String> {
     number
         .map(EventId)
         .or_else(|| catalog.event_by_name(name).map(|e| e.id))
-        .ok_or_else(|| format!("no event {name:?} in the trace: `qtrace events` lists the built-in ones, `qtrace stats FILE` a file's"))
+        .ok_or_else(|| {
+            if parse_time(name).is_ok() {
+                format!("{name:?} is a time, not an event: --latency-from/--latency-to (also spelled --from/--to here) name the latency's two events; `qtrace dump` and `qtrace plot` take times with --from/--to")
+            } else {
+                format!("no event {name:?} in the trace: `qtrace events` lists the built-in ones, `qtrace stats FILE` a file's")
+            }
+        })
 }
 
 fn latency_spec(catalog: &Catalog, args: &AnalyzeArgs) -> Result<Option<LatencySpec>, String> {
-    let (Some(from), Some(to)) = (&args.from, &args.to) else {
+    let (Some(from), Some(to)) = (&args.latency_from, &args.latency_to) else {
         return Ok(None);
     };
     let (from, to) = (find_event(catalog, from)?, find_event(catalog, to)?);
@@ -141,9 +160,9 @@ pub fn run(args: AnalyzeArgs) -> Exit {
     let report = analyzer.finish();
     with_stdout(|out| {
         if args.json {
-            json(out, &report, label.as_ref())?;
+            json(out, &report, label.as_ref(), args.irq_max)?;
         } else {
-            text(out, &report, label.as_ref())?;
+            text(out, &report, label.as_ref(), args.irq_max)?;
         }
         Ok(report_and_status(
             "qtrace analyze",
@@ -189,6 +208,7 @@ fn text(
     out: &mut dyn Write,
     r: &Report,
     label: Option<&(String, String, String)>,
+    irq_max: u64,
 ) -> io::Result<()> {
     let span = r.span_ns();
     writeln!(
@@ -278,7 +298,17 @@ fn text(
             irq,
             i.count,
             rate,
-            summary_text(&i.handler.summary())
+            capped_summary_text(&i.handler.summary(), irq_max)
+        )?;
+    }
+    if r.interrupts
+        .values()
+        .any(|i| i.handler.summary().max >= irq_max)
+    {
+        writeln!(
+            out,
+            "  * = the --irq-max cap ({}): a handler ends at the next event of its source or at the cap; a time marked * is the cap, not a measurement",
+            dur(irq_max)
         )?;
     }
     if let (Some(l), Some((from, to, by))) = (&r.latency, label) {
@@ -294,6 +324,12 @@ fn text(
             dur(s.max),
             lossy_note(l.lossy)
         )?;
+        if s.count == 0 && by != "any" && l.unmatched_ends > 0 && l.open_starts > 0 {
+            writeln!(
+                out,
+                "  no end ({to}) followed a start ({from}) with the same {by}: when the two come from different sources (an interrupt and a CPU's scheduler), pair them with --by any"
+            )?;
+        }
         if l.unmatched_ends + l.open_starts > 0 {
             writeln!(
                 out,
@@ -347,6 +383,28 @@ fn histogram(out: &mut dyn Write, samples: &Samples) -> io::Result<()> {
     Ok(())
 }
 
+/// [`summary_text`] of handler times capped at `cap`: a value at the cap is
+/// marked `*` (it is the cap, not a measurement).
+fn capped_summary_text(s: &Summary, cap: u64) -> String {
+    if s.count == 0 {
+        return summary_text(s);
+    }
+    let v = |ns: u64| {
+        if ns >= cap {
+            format!("{}*", dur(ns))
+        } else {
+            dur(ns)
+        }
+    };
+    format!(
+        "{:>8} {:>8} {:>8} {:>8}",
+        v(s.min),
+        v(s.mean),
+        v(s.p99),
+        v(s.max)
+    )
+}
+
 fn summary_json(s: &mut String, sum: &Summary) {
     let _ = write!(
         s,
@@ -359,6 +417,7 @@ fn json(
     out: &mut dyn Write,
     r: &Report,
     label: Option<&(String, String, String)>,
+    irq_max: u64,
 ) -> io::Result<()> {
     let mut s = String::new();
     let _ = write!(
@@ -403,10 +462,12 @@ fn json(
             s.push(',');
         }
         let _ = write!(s, "{{\"irq\":{irq},\"count\":{},\"handler\":", v.count);
-        summary_json(&mut s, &v.handler.summary());
-        s.push('}');
+        let h = v.handler.summary();
+        summary_json(&mut s, &h);
+        // Whether the longest handler time is the --irq-max cap.
+        let _ = write!(s, ",\"max_is_cap\":{}}}", h.count > 0 && h.max >= irq_max);
     }
-    s.push(']');
+    let _ = write!(s, "],\"irq_max_ns\":{irq_max}");
     if let (Some(l), Some((from, to, by))) = (&r.latency, label) {
         s.push_str(",\"latency\":{\"from\":");
         json_str(&mut s, from);

@@ -9,7 +9,7 @@ use qtrace::export::svg::{SvgOptions, SvgTimeline};
 use qtrace::export::EventSink;
 use qtrace::reader::Completeness;
 
-use crate::spine::format::parse_time;
+use crate::spine::format::{fmt_time, parse_time_arg, TimeArg};
 use crate::spine::io::{ends, open_merged, read_merged, report_and_status};
 use crate::spine::staged::Staged;
 use crate::spine::Exit;
@@ -23,12 +23,13 @@ pub struct PlotArgs {
     /// The SVG file to write (open it in a browser).
     #[arg(long, short)]
     pub out: PathBuf,
-    /// Draw from this time since the clock origin (default: the first event).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub from: Option<u64>,
+    /// Draw from this time since the clock origin (default: the first
+    /// event): `1500`, `1500ns`, `20us`, `3ms`, `1.5s`, as `dump --from`.
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    pub from: Option<TimeArg>,
     /// Draw up to this time (default: the last event).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
-    pub to: Option<u64>,
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    pub to: Option<TimeArg>,
     /// Width of the time area in pixels.
     #[arg(long, default_value_t = 1600)]
     pub width: u32,
@@ -62,8 +63,10 @@ type ReadEnds = (bool, Vec<Option<Completeness>>);
 
 fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Failure> {
     let bad_input = |e: qtrace::reader::ReadError| (e.to_string(), Exit::BadInput);
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    if args.from.is_none() || args.to.is_none() {
+    // The first and last event times, read in a first pass (only when a
+    // bound is not given, or to say where the events are).
+    let span = || -> Result<Option<(u64, u64)>, Failure> {
+        let (mut first, mut last) = (u64::MAX, 0u64);
         let mut merged = open_merged(&args.files).map_err(bad_input)?;
         read_merged(&mut merged, |_, e| {
             first = first.min(e.time);
@@ -71,20 +74,36 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
             Ok(())
         })
         .map_err(|e| (e.to_string(), Exit::BadInput))?;
-    }
+        Ok((first != u64::MAX).then_some((first, last)))
+    };
+    let known = match (&args.from, &args.to) {
+        (Some(_), Some(_)) => None,
+        _ => span()?,
+    };
+    let (first, last) = known.unwrap_or((0, 0));
     let range = (
-        args.from
-            .unwrap_or(if first == u64::MAX { 0 } else { first }),
-        args.to.unwrap_or(last),
+        args.from.as_ref().map_or(first, |t| t.ns),
+        args.to.as_ref().map_or(last, |t| t.ns),
     );
     if range.1 < range.0 {
-        return Err((
-            format!(
+        let msg = match (&args.from, &args.to) {
+            (Some(f), Some(t)) => format!(
                 "--to {} is before --from {}: give a later --to",
-                range.1, range.0
+                t.text, f.text
             ),
-            Exit::BadInput,
-        ));
+            (Some(f), None) => format!(
+                "--from {} is after the last event (at {} s): give an earlier --from",
+                f.text,
+                fmt_time(u128::from(last))
+            ),
+            (None, Some(t)) => format!(
+                "--to {} is before the first event (at {} s): give a later --to",
+                t.text,
+                fmt_time(u128::from(first))
+            ),
+            (None, None) => "the trace's times go back".to_string(),
+        };
+        return Err((msg, Exit::BadInput));
     }
     let mut merged = open_merged(&args.files).map_err(bad_input)?;
     // Written beside and renamed once whole.
@@ -114,6 +133,29 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
     let stats = timeline
         .finish()
         .map_err(|e| (e.to_string(), Exit::Failed))?;
+    if stats.events == 0 && stats.hoops == 0 {
+        // Nothing to draw: no picture (the staged file is removed).
+        let window = |t: &Option<TimeArg>, or: &str| {
+            t.as_ref()
+                .map_or_else(|| or.to_string(), |t| t.text.clone())
+        };
+        let place = match span()? {
+            Some((a, b)) => format!(
+                "the events lie between {} s and {} s",
+                fmt_time(u128::from(a)),
+                fmt_time(u128::from(b))
+            ),
+            None => "the trace holds no events".to_string(),
+        };
+        return Err((
+            format!(
+                "no events between {} and {}: {place}; choose --from/--to inside it",
+                window(&args.from, "the first event"),
+                window(&args.to, "the last event")
+            ),
+            Exit::BadInput,
+        ));
+    }
     staged.commit().map_err(|e| (e.to_string(), Exit::Failed))?;
     Ok((stats, (clean, ends(&merged))))
 }

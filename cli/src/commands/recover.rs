@@ -1,6 +1,6 @@
-//! `qtrace recover FILE... --out DIR`: turns the ring files that fixed and
-//! circular queues leave behind when their process dies into ordinary
-//! trace files.
+//! `qtrace recover FILE|DIR... --out DIR`: turns the ring files that fixed
+//! and circular queues leave behind when their process dies into ordinary
+//! trace files (a directory given stands for the `*.ring` files in it).
 //!
 //! Each input's header is checked (magic, byte order, version, layout)
 //! before its body is read, and no more than its layout is read, so a file
@@ -23,7 +23,7 @@ use crate::spine::Exit;
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
     /// Ring files (`*.ring`, left in the output directory by a process that
-    /// did not shut down).
+    /// did not shut down), or directories: every `*.ring` file in each.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Directory for the recovered traces (created if needed); each is named
@@ -50,7 +50,28 @@ pub fn run(args: RecoverArgs) -> Exit {
 
 fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     let mut status = Exit::Ok;
-    for file in &args.files {
+    let mut files = Vec::new();
+    for arg in &args.files {
+        if !arg.is_dir() {
+            files.push(arg.clone());
+            continue;
+        }
+        match ring_files(arg) {
+            Ok(found) if found.is_empty() => {
+                eprintln!(
+                    "qtrace: {}: no ring files (*.ring) in this directory: a process that shut down leaves none (its traces are the .qtr files)",
+                    arg.display()
+                );
+                status = status.and(Exit::BadInput);
+            }
+            Ok(found) => files.extend(found),
+            Err(e) => {
+                eprintln!("qtrace: {}: cannot list the directory: {e}", arg.display());
+                status = status.and(Exit::BadInput);
+            }
+        }
+    }
+    for file in &files {
         // As `dump` and `stats`: a FIFO would block until something writes
         // it, and a ring file is a file a process mapped, never a stream.
         if let Some(what) = crate::spine::io::not_a_file(file) {
@@ -164,6 +185,19 @@ fn write_new(rec: &qtrace::storage::Recovered, dir: &Path, target: &Path) -> Res
         std::fs::remove_file(&tmp).ok();
     }
     placed
+}
+
+/// The `*.ring` files in `dir` (not its subdirectories), by name.
+fn ring_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "ring") && path.is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// `queue0-circular.ring` → `queue0-circular.qtr`.

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 use qtrace::classes::tracer;
+use qtrace::combine::{is_combine, Assembler, Item};
 use qtrace::reader::Completeness;
 use qtrace::wire::{close_part, unclosed_stream};
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
-use crate::spine::io::{is_cut, open_all, with_stdout, Input};
+use crate::spine::io::{is_cut, open_all, ring_hint, with_stdout, Input};
 use crate::spine::Exit;
 
 /// Arguments of `qtrace stats`.
@@ -36,6 +37,9 @@ struct Totals {
     lost: u64,
     /// Unclosed-stream marks (FORMAT.md 1.5): not events.
     unclosed: u64,
+    /// Name records (runs of id 0 naming a source, task or event): not
+    /// events.
+    names: u64,
     /// Other tracer control records (id 0, flag bit 15) outside a final
     /// close run: what a cut left of one (its first parts), or unknown. Not
     /// events.
@@ -70,8 +74,8 @@ fn file_json(out: &mut String, f: &FileJson) {
     json_str(out, &f.label);
     let _ = write!(
         out,
-        ",\"events\":{},\"lost\":{},\"hoops\":{},\"unclosed_streams\":{},\"complete\":",
-        f.t.events, f.t.lost, f.t.hoops, f.t.unclosed
+        ",\"events\":{},\"lost\":{},\"hoops\":{},\"name_records\":{},\"unclosed_streams\":{},\"complete\":",
+        f.t.events, f.t.lost, f.t.hoops, f.t.names, f.t.unclosed
     );
     match f.end.and_then(|c| c.is_complete()) {
         Some(b) => {
@@ -137,6 +141,24 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         let mut t = Totals::default();
         let mut per_event: BTreeMap<u16, u64> = BTreeMap::new();
         let mut error = None;
+        // A combine run (a string, bytes, a name) is one event of many
+        // records, as `dump` shows it: runs are reassembled, whole or cut.
+        let mut runs = Assembler::new();
+        let mut items: Vec<Item> = Vec::new();
+        let count = |items: &mut Vec<Item>, t: &mut Totals, per_event: &mut BTreeMap<u16, u64>| {
+            for item in items.drain(..) {
+                let id = match item {
+                    Item::Payload(p) if p.name_of().is_some() => {
+                        t.names += 1;
+                        continue;
+                    }
+                    Item::Payload(p) => p.id,
+                    Item::Event(e) => e.id,
+                };
+                t.events += 1;
+                *per_event.entry(id.0).or_insert(0) += 1;
+            }
+        };
         for e in input.reader.by_ref() {
             let e = match e {
                 Ok(e) => e,
@@ -148,7 +170,10 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             let ns = h.ticks_to_ns(e.time);
             t.min = Some(t.min.map_or(ns, |m| m.min(ns)));
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
-            if unclosed_stream(&e).is_some() {
+            if is_combine(&e) {
+                runs.push(e, &mut |item| items.push(item));
+                count(&mut items, &mut t, &mut per_event);
+            } else if unclosed_stream(&e).is_some() {
                 t.unclosed += 1;
             } else if close_part(&e).is_some() {
                 t.control += 1;
@@ -162,6 +187,8 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
                 *per_event.entry(e.id.0).or_insert(0) += 1;
             }
         }
+        runs.finish(&mut |item| items.push(item));
+        count(&mut items, &mut t, &mut per_event);
         let end = input.reader.completeness();
         match end.and_then(|c| c.is_complete()) {
             Some(true) => complete_n += 1,
@@ -184,13 +211,28 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             queue
         )?;
         writeln!(out, "  events: {}", t.events)?;
+        if t.names > 0 {
+            writeln!(
+                out,
+                "  names: {} name records (sources, tasks, events named; not events)",
+                t.names
+            )?;
+        }
         writeln!(
             out,
             "  lost: {} events in {} hoops records",
             t.lost, t.hoops
         )?;
+        let hint = end
+            .filter(|c| is_cut(Some(*c)))
+            .and_then(|_| ring_hint(&input.path));
         match &end {
-            Some(c) => writeln!(out, "  end: {c}")?,
+            Some(c) => {
+                writeln!(out, "  end: {c}")?;
+                if let Some(h) = &hint {
+                    writeln!(out, "  {h}")?;
+                }
+            }
             None => writeln!(out, "  end: not reached (the file is damaged)")?,
         }
         if t.control > 0 {
@@ -229,9 +271,11 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         writeln!(out, "  per event:")?;
         for (&id, n) in &per_event {
             let eid = qtrace::EventId(id);
+            // The run-time name when the file gave one (a `tracing`
+            // callsite's description), as `dump` shows it.
             let name = match (
                 catalog.class_of(eid).and_then(|c| catalog.class(c)),
-                catalog.event_name(eid),
+                input.reader.event_name(eid),
             ) {
                 (Some(c), Some(e)) => format!("{}:{}", c.name, e),
                 _ => format!("unknown({eid})"),
@@ -248,6 +292,9 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         }
         if end.is_some_and(|c| c.is_complete() == Some(false)) && damaged.is_none() {
             eprintln!("qtrace: {}: {}", input.label, end.expect("checked"));
+            if let Some(h) = &hint {
+                eprintln!("qtrace: {}: {h}", input.label);
+            }
         }
         grand.events += t.events;
         grand.hoops += t.hoops;

@@ -48,6 +48,24 @@ pub fn parse_time(s: &str) -> Result<u64, String> {
     u64::try_from(value).map_err(|_| bad())
 }
 
+/// A time given as an argument: its value in ns and the text given, so that
+/// messages about it use the user's units (`--from 3ms`, not 3000000).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeArg {
+    /// The time, in ns.
+    pub ns: u64,
+    /// As it was given.
+    pub text: String,
+}
+
+/// [`parse_time`], keeping the text given.
+pub fn parse_time_arg(s: &str) -> Result<TimeArg, String> {
+    Ok(TimeArg {
+        ns: parse_time(s)?,
+        text: s.trim().to_string(),
+    })
+}
+
 /// Appends `s` as a JSON string.
 #[inline]
 pub fn json_str(out: &mut String, s: &str) {
@@ -152,7 +170,7 @@ mod tests {
         let cases = [
             (
                 Completeness::Complete(close),
-                "[END: complete; queue accepted 3, dropped 2, overwritten 1, delivered 3]",
+                "[END: complete; the file holds 6 records; its queue had then accepted 3, dropped 2, overwritten 1, delivered 3]",
             ),
             (
                 Completeness::Mismatch {

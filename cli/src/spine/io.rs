@@ -41,6 +41,8 @@ pub fn label(path: &Path) -> String {
 pub struct Input {
     /// The label shown for the file ([`label`]).
     pub label: String,
+    /// Its path.
+    pub path: PathBuf,
     /// The reader.
     pub reader: TraceReader,
 }
@@ -79,7 +81,47 @@ pub fn open_trace(path: &Path) -> Result<TraceReader, ReadError> {
             ),
         });
     }
-    TraceReader::open(path)
+    TraceReader::open(path).map_err(|e| match e {
+        ReadError::Format { .. } if is_ring_file(path) => ReadError::Open {
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "it is a ring file (what a fixed or circular queue keeps while its process runs), not a trace: run `qtrace recover {} --out DIR` to turn it into one",
+                    path.display()
+                ),
+            ),
+        },
+        e => e,
+    })
+}
+
+/// The first bytes of a ring file (FORMAT.md, "Ring files": the header's
+/// magic).
+const RING_MAGIC: &[u8; 8] = b"qtrRING\0";
+
+/// Whether `path` starts with a ring file's magic.
+pub fn is_ring_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == RING_MAGIC
+}
+
+/// For a trace file cut short: what to do when the ring file of its queue
+/// lies beside it (the `.qtr` a fixed or circular queue left when its
+/// process died holds only the header; its events are in the `.ring`).
+pub fn ring_hint(path: &Path) -> Option<String> {
+    let ring = path.with_extension("ring");
+    is_ring_file(&ring).then(|| {
+        format!(
+            "its queue's ring file {} is beside it, with the events of a process that did not shut down: run `qtrace recover {} --out DIR`",
+            ring.display(),
+            ring.display()
+        )
+    })
 }
 
 /// Opens every file, one reader each; the error of the first bad one.
@@ -89,6 +131,7 @@ pub fn open_all(files: &[PathBuf]) -> Result<Vec<Input>, ReadError> {
         .map(|path| {
             Ok(Input {
                 label: label(path),
+                path: path.clone(),
                 reader: open_trace(path)?,
             })
         })
@@ -159,11 +202,14 @@ pub fn is_cut(c: Option<Completeness>) -> bool {
 }
 
 /// Reports each file of `files` that was cut short on stderr, after
-/// `command`.
+/// `command` (with the ring file beside it, if any: [`ring_hint`]).
 pub fn report_cuts(command: &str, files: &[PathBuf], ends: &[Option<Completeness>]) {
     for (path, end) in files.iter().zip(ends) {
         if let Some(c) = end.filter(|c| is_cut(Some(*c))) {
             eprintln!("{command}: {}: {c}", path.display());
+            if let Some(hint) = ring_hint(path) {
+                eprintln!("{command}: {}: {hint}", path.display());
+            }
         }
     }
 }

@@ -153,7 +153,7 @@ fn cli_plot_draws_rows_spans_and_losses() {
             text.split('<').next().unwrap()
         })
         .collect();
-    assert_eq!(rows, ["source 0", "source 1", "task 1", "task 2", "task 3"]);
+    assert_eq!(rows, ["CPU 0", "CPU 1", "task 1", "task 2", "task 3"]);
     let titles = |class: &str| -> Vec<String> {
         svg.split(&format!("<rect class=\"{class}\""))
             .skip(1)
@@ -197,4 +197,224 @@ fn cli_plot_draws_rows_spans_and_losses() {
     // Axis: 100 ns steps from 0 to 1000.
     assert_eq!(svg.matches("class=\"tick\"").count(), 11);
     assert!(svg.contains(">500ns</text>"));
+}
+
+fn write_trace(dir: &std::path::Path, name: &str, events: &[qtrace::Event]) -> std::path::PathBuf {
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, TraceHeader};
+    let path = dir.join(name);
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(events).unwrap();
+    w.finish().unwrap();
+    path
+}
+
+fn qtrace(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Issue 25 item 3: rows named for what their source does, a legend, loss
+/// labels that never overlap.
+#[test]
+fn plot_names_rows_by_what_they_do_has_a_legend_and_spaces_loss_labels() {
+    use qtrace::classes::{lowlevel, system, tracer};
+    use qtrace::Event;
+    // Failed before: rows "source 0" and "source 100", no legend, and two
+    // labels "3 lost" and "4 lost" 5 pixels apart.
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_trace(
+        dir.path(),
+        "t.qtr",
+        &[
+            Event::new(0, system::SCHEDULE, 0, [1, 0]),
+            Event::new(100, lowlevel::INTERRUPT, 100, [3, 0]),
+            Event::new(300, lowlevel::INTERRUPT, 100, [9, 0]),
+            Event::new(500, tracer::HOOPS, u32::MAX, [3, 0]),
+            Event::new(505, tracer::HOOPS, u32::MAX, [4, 0]),
+            Event::new(900, tracer::HOOPS, u32::MAX, [2, 0]),
+            Event::new(1_000, system::ENDCYCLE, 0, [1, 0]),
+        ],
+    );
+    let svg_path = dir.path().join("t.svg");
+    let o = qtrace(&[
+        "plot",
+        "--width",
+        "1000",
+        "-o",
+        svg_path.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let rows: Vec<&str> = svg
+        .split("<g class=\"row\">")
+        .skip(1)
+        .map(|r| r.split("\">").nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(rows, ["CPU 0", "irq 3,9", "task 1"]);
+    assert!(
+        svg.contains(">irq 3,9<title>source 100</title></text>"),
+        "{svg}"
+    );
+    // Three loss lines; the two 5 px apart share one label with their sum.
+    assert_eq!(svg.matches("<g class=\"loss\">").count(), 3);
+    let labels: Vec<&str> = svg
+        .split("<text class=\"loss-label\"")
+        .skip(1)
+        .map(|l| l.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(labels, ["7 lost", "2 lost"]);
+    // The legend names every colour and mark.
+    let legend = svg.split("<g class=\"legend\">").nth(1).unwrap();
+    let kinds: Vec<&str> = legend
+        .split("data-kind=\"")
+        .skip(1)
+        .map(|k| k.split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["run", "run mixed", "blocked", "irq", "activate", "loss"]
+    );
+    assert!(
+        legend.contains(">interrupt (up to 1000 ns)</text>"),
+        "{legend}"
+    );
+}
+
+/// Issue 25 item 3: a window without events is an error that says where the
+/// events are; times in messages are in the units given; the summary counts
+/// the window.
+#[test]
+fn plot_of_an_empty_window_fails_in_the_units_given() {
+    use qtrace::classes::system;
+    use qtrace::Event;
+    // Failed before: exit 0 with a blank picture and "3 events", and
+    // "--to 3000 is before --from 5000".
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_trace(
+        dir.path(),
+        "t.qtr",
+        &[
+            Event::new(1_000, system::SCHEDULE, 0, [1, 0]),
+            Event::new(2_000, system::SCHEDULE, 0, [2, 0]),
+            Event::new(9_000, system::SCHEDULE, 0, [1, 0]),
+        ],
+    );
+    let svg = dir.path().join("t.svg");
+    let plot = |extra: &[&str]| {
+        let mut args = vec!["plot", "-o", svg.to_str().unwrap(), file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = qtrace(&args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = plot(&["--from", "3us", "--to", "8us"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "qtrace plot: no events between 3us and 8us: the events lie between 0.000001000 s and 0.000009000 s; choose --from/--to inside it"
+    );
+    assert!(!svg.exists());
+    let (code, err) = plot(&["--from", "5us", "--to", "3us"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "qtrace plot: --to 3us is before --from 5us: give a later --to"
+    );
+    let (code, err) = plot(&["--from", "0.5ms"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "qtrace plot: --from 0.5ms is after the last event (at 0.000009000 s): give an earlier --from"
+    );
+    let (code, err) = plot(&["--from", "1.5us", "--to", "2.5us"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("qtrace plot: 1 events (0 lost) from 1 sources"),
+        "{err}"
+    );
+}
+
+/// Issue 25 item 4: the latency's events are `--latency-from/--latency-to`
+/// (`--from/--to` still work; a time there is refused with the reason); a
+/// latency without intervals says when `--by any` is needed; a handler time
+/// at the `--irq-max` cap is marked.
+#[test]
+fn analyze_names_its_latency_flags_hints_by_any_and_marks_the_irq_cap() {
+    use qtrace::classes::{lowlevel, system};
+    use qtrace::Event;
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_trace(
+        dir.path(),
+        "t.qtr",
+        &[
+            Event::new(100, lowlevel::INTERRUPT, 100, [3, 0]),
+            Event::new(150, system::SCHEDULE, 0, [1, 0]),
+            Event::new(5_100, lowlevel::INTERRUPT, 100, [3, 0]),
+            Event::new(5_180, system::SCHEDULE, 0, [2, 0]),
+            Event::new(9_000, system::ENDCYCLE, 0, [2, 0]),
+        ],
+    );
+    let f = file.to_str().unwrap();
+    // Failed before: "0 intervals" and nothing more.
+    let out = run(&["--from", "interrupt", "--to", "schedule"], &file);
+    assert!(
+        out.contains("latency interrupt -> schedule (by source)\n  0 intervals"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  no end (schedule) followed a start (interrupt) with the same source: when the two come from different sources (an interrupt and a CPU's scheduler), pair them with --by any\n"),
+        "{out}"
+    );
+    let new = run(
+        &[
+            "--latency-from",
+            "interrupt",
+            "--latency-to",
+            "schedule",
+            "--by",
+            "any",
+        ],
+        &file,
+    );
+    assert!(
+        new.contains("  2 intervals: min 50ns mean 65ns p99 80ns max 80ns"),
+        "{new}"
+    );
+    assert!(!new.contains("pair them with --by any"), "{new}");
+    // The handler ends at the source's next event (none here: the cap).
+    // Failed before: "1000ns" shown as if measured.
+    let irq_line = out
+        .lines()
+        .skip_while(|l| !l.starts_with("interrupts"))
+        .nth(2)
+        .unwrap();
+    assert_eq!(
+        irq_line,
+        "     3        2   224719.1  1000ns*  1000ns*  1000ns*  1000ns*"
+    );
+    assert!(
+        out.contains("  * = the --irq-max cap (1000ns): a handler ends at the next event of its source or at the cap; a time marked * is the cap, not a measurement\n"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(&["--json"], &file)).unwrap();
+    assert_eq!(v["irq_max_ns"], 1000);
+    assert_eq!(v["interrupts"][0]["max_is_cap"], true);
+    // A time where an event is expected: refused, with the reason.
+    // Failed before: `no event "3ms" in the trace`.
+    let o = qtrace(&["analyze", "--from", "3ms", "--to", "schedule", f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "\"3ms\" is a time, not an event: --latency-from/--latency-to (also spelled --from/--to here) name the latency's two events"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

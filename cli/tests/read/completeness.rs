@@ -83,7 +83,7 @@ fn the_cli_tells_complete_cut_and_unknown_files_apart() {
     let out = String::from_utf8(o.stdout).unwrap();
     assert!(
         out.contains(
-            "  end: complete (closed; queue accepted 3, dropped 2, overwritten 0, delivered 3)\n"
+            "  end: complete (closed; the file holds 4 records; its queue had then accepted 3, dropped 2, overwritten 0, delivered 3)\n"
         ),
         "{out}"
     );
@@ -110,7 +110,7 @@ fn the_cli_tells_complete_cut_and_unknown_files_apart() {
     assert_eq!(lines.len(), 5, "{out}");
     assert_eq!(
         lines[4],
-        "         0.000005000  [END: complete; queue accepted 3, dropped 2, overwritten 0, delivered 3]"
+        "         0.000005000  [END: complete; the file holds 4 records; its queue had then accepted 3, dropped 2, overwritten 0, delivered 3]"
     );
     let o = qtrace(&["dump", &s(&cut)]);
     assert_eq!(o.status.code(), Some(3));

@@ -11,5 +11,6 @@ mod completeness;
 mod edges;
 mod error_messages;
 mod recover_cli;
+mod rough_edges;
 mod standard_init;
 mod stats_total;

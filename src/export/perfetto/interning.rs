@@ -5,6 +5,11 @@
 
 use std::collections::HashMap;
 
+/// The tables are looked up on every event: FxHash (one multiplication a
+/// word) instead of SipHash. Keys come from the trace's catalog and
+/// arguments, so a hostile trace could make a table slow, never wrong.
+type Fx = rustc_hash::FxBuildHasher;
+
 use super::protobuf::{put_bytes, put_message, put_uint};
 use super::schema::field;
 
@@ -19,9 +24,9 @@ pub(super) struct Sequence {
     /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.
     pub(super) track: Option<u64>,
     /// Per catalog event id: interned iids of its name and category.
-    pub(super) event_iids: HashMap<u16, (u64, u64)>,
+    pub(super) event_iids: HashMap<u16, (u64, u64), Fx>,
     /// Per catalog event id: interned iids of its two argument names (0: not yet).
-    pub(super) arg_iids: HashMap<u16, [u64; 2]>,
+    pub(super) arg_iids: HashMap<u16, [u64; 2], Fx>,
     pub(super) names: Interner,
     pub(super) categories: Interner,
     pub(super) annotation_names: Interner,
@@ -32,7 +37,7 @@ pub(super) struct Sequence {
 /// Interned strings of one kind.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
-    pub(super) ids: HashMap<String, u64>,
+    pub(super) ids: HashMap<String, u64, Fx>,
 }
 
 /// Appends an interned-string entry (`{iid, name}`) to `interned`.

@@ -110,6 +110,8 @@ pub struct PerfettoWriter<W: Write> {
     /// placeholder meanwhile), and of the others; boxed, so that switching
     /// sequences swaps pointers, not five tables (8 % of the export's time).
     pub(super) st: Box<Sequence>,
+    // Boxed on purpose: `enter` swaps a sequence with `st`.
+    #[allow(clippy::vec_box)]
     pub(super) seqs: Vec<Box<Sequence>>,
     pub(super) cur: usize,
     /// Combine runs being reassembled, the names learned from name runs,

@@ -99,8 +99,10 @@ pub struct Payload {
     /// missing). More than [`MAX_PAYLOAD`] when the payload was cut at
     /// logging.
     pub logged_len: Option<u32>,
-    /// The bytes recovered (for a cut run whose begin record is missing, the
-    /// last record's zero padding is kept: the length is unknown).
+    /// The bytes recovered. A cut run whose begin record is missing has lost
+    /// its length: when its last record is here, the zero bytes ending it
+    /// (at most 15) are taken for padding and dropped (a payload that itself
+    /// ends in zero bytes loses them).
     pub bytes: Vec<u8>,
     /// Whether the payload is whole.
     pub state: PayloadState,
@@ -323,7 +325,26 @@ impl Assembler {
                 };
                 out(Item::Payload(p.payload))
             }
-            _ => out(Item::Payload(close_cut(p))),
+            _ => {
+                // Without its begin record a run's length is lost: the zero
+                // bytes that fill its last record (at most 15, when that
+                // record is here and nothing is missing before it) are
+                // taken for padding.
+                let padded = is_end && !p.gap && p.payload.logged_len.is_none();
+                let mut payload = close_cut(p);
+                if padded {
+                    let bytes = &mut payload.bytes;
+                    let keep = bytes.len()
+                        - bytes
+                            .iter()
+                            .rev()
+                            .take(BYTES_PER_RECORD - 1)
+                            .take_while(|&&b| b == 0)
+                            .count();
+                    bytes.truncate(keep);
+                }
+                out(Item::Payload(payload))
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use qtrace::{Event, EventId};
 use crate::spine::format::{
     end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
 };
-use crate::spine::io::{ends, is_cut, label, open_each, read_merged, with_stdout};
+use crate::spine::io::{ends, is_cut, label, open_each, read_merged, ring_hint, with_stdout};
 use crate::spine::Exit;
 use text::TextFormat;
 
@@ -131,6 +131,26 @@ impl<'a> Shown<'a> {
     }
 }
 
+/// The name of the span a `tracing:span_begin` or `span_end` record (of the
+/// `tracing` bridge: `args = [span id, callsite event id]`) belongs to: its
+/// callsite's run-time name, when a name record gave one.
+fn span_name<'a>(catalog: &Catalog, names: &'a Names, e: &Event) -> Option<&'a str> {
+    if names.is_empty() || !is_span(catalog, e.id) {
+        return None;
+    }
+    u16::try_from(e.args[1])
+        .ok()
+        .and_then(|id| names.event(EventId(id)))
+}
+
+/// Whether `id` is the `tracing` bridge's `span_begin` or `span_end`.
+fn is_span(catalog: &Catalog, id: EventId) -> bool {
+    catalog.event(id).is_some_and(|e| {
+        (e.name == "span_begin" || e.name == "span_end")
+            && catalog.class(e.class).is_some_and(|c| c.name == "tracing")
+    })
+}
+
 /// Formats one event as a text line.
 fn text_line(
     out: &mut String,
@@ -183,6 +203,9 @@ fn text_line(
     }
     for (name, v) in event_args(catalog, e) {
         let _ = write!(out, " {name}={v}");
+    }
+    if let Some(name) = span_name(catalog, names, e) {
+        let _ = write!(out, " name={name:?}");
     }
     if e.flags != 0 {
         let _ = write!(out, " flags={:#06x}", e.flags);
@@ -261,6 +284,10 @@ fn json_line(
         let _ = write!(out, ":{v}");
     }
     out.push('}');
+    if let Some(name) = span_name(catalog, names, e) {
+        out.push_str(",\"span_name\":");
+        json_str(out, name);
+    }
     if e.id == tracer::HOOPS {
         let _ = write!(out, ",\"lost\":{},\"queue\":{}", e.args[0], e.args[1]);
     }
@@ -359,7 +386,8 @@ pub fn run(args: DumpArgs) -> Exit {
                         if args.json
                             || (!names[i].is_empty()
                                 && (names[i].source(e.source).is_some()
-                                    || names[i].event(e.id).is_some()))
+                                    || names[i].event(e.id).is_some()
+                                    || span_name(&catalogs[i], &names[i], e).is_some()))
                             || !formats[i].line(buf, label, e.time, e)
                         {
                             line.clear();
@@ -442,6 +470,9 @@ pub fn run(args: DumpArgs) -> Exit {
             out.write_all(line.as_bytes())?;
             if is_cut(Some(*c)) {
                 eprintln!("qtrace: {}: {c}", labels[i]);
+                if let Some(hint) = ring_hint(&files[i]) {
+                    eprintln!("qtrace: {}: {hint}", labels[i]);
+                }
             }
         }
         for (label, &n) in labels.iter().zip(&unclosed) {

@@ -1,8 +1,8 @@
 //! The fast path of `qtrace dump`'s text lines. Per event number, the padded
 //! `class event` text and the ` name=` prefixes are made once, as fixed-size
-//! arrays; a line is built in a stack buffer pre-filled with spaces (padding
+//! arrays; a line is built in a buffer pre-filled with spaces (padding
 //! is a move of the cursor), with fixed-size copies and a two-digits-a-step
-//! integer formatter, then appended to the output in one copy. Output is byte
+//! integer formatter, in place at the end of the output buffer (no copy). Output is byte
 //! for byte that of `dump::text_line` (a test checks both on every built-in
 //! event and corner cases); what does not fit the fixed sizes (long names or
 //! labels), unknown events and flags go through `text_line`.
@@ -138,13 +138,23 @@ impl TextFormat {
             Some(Some(k)) if e.flags == 0 => k,
             _ => return false,
         };
-        let mut b = [b' '; LINE];
-        let mut p = 0;
-        if let Some((l, width)) = label {
-            let pad = width.saturating_sub(l.chars().count());
-            if l.len() + pad > LABEL {
-                return false;
+        let label = match label {
+            Some((l, width)) => {
+                let pad = width.saturating_sub(l.chars().count());
+                if l.len() + pad > LABEL {
+                    return false;
+                }
+                Some((l, pad))
             }
+            None => None,
+        };
+        // The line is built in place at the end of `out`, space-filled
+        // (padding is a move of the cursor), then cut to its length.
+        let start = out.len();
+        out.resize(start + LINE, b' ');
+        let b: &mut [u8; LINE] = (&mut out[start..]).try_into().expect("LINE bytes");
+        let mut p = 0;
+        if let Some((l, pad)) = label {
             b[..l.len()].copy_from_slice(l.as_bytes());
             p = l.len() + pad + 2;
         }
@@ -152,16 +162,16 @@ impl TextFormat {
         let (secs, frac) = (time / 1_000_000_000, time % 1_000_000_000);
         let width = secs.checked_ilog10().unwrap_or(0) as usize + 1 + 10;
         p += 20usize.saturating_sub(width);
-        p = put_u64(&mut b, p, secs);
+        p = put_u64(b, p, secs);
         b[p] = b'.';
-        p = put_nine(&mut b, p + 1, frac) + 2;
+        p = put_nine(b, p + 1, frac) + 2;
         if e.id == tracer::HOOPS {
             b[p..p + 6].copy_from_slice(b"[LOST ");
-            p = put_u64(&mut b, p + 6, e.args[0]);
+            p = put_u64(b, p + 6, e.args[0]);
             b[p..p + 16].copy_from_slice(b" EVENTS] (queue ");
-            p = put_u64(&mut b, p + 16, e.args[1]);
+            p = put_u64(b, p + 16, e.args[1]);
             b[p] = b')';
-            out.extend_from_slice(&b[..p + 1]);
+            out.truncate(start + p + 1);
             return true;
         }
         // `{:>6}` of the source, two spaces.
@@ -172,22 +182,22 @@ impl TextFormat {
             let s = u64::from(e.source);
             let n = s.checked_ilog10().unwrap_or(0) as usize + 1;
             p += 6usize.saturating_sub(n);
-            p = put_u64(&mut b, p, s) + 2;
+            p = put_u64(b, p, s) + 2;
         }
         b[p..p + HEAD].copy_from_slice(&known.head);
         let shown = |i: usize| i < known.declared || e.args[i] != 0;
         if !shown(0) && !shown(1) {
-            out.extend_from_slice(&b[..p + known.head_trimmed]);
+            out.truncate(start + p + known.head_trimmed);
             return true;
         }
         p += known.head_len;
         for (i, (prefix, len)) in known.args.iter().enumerate() {
             if shown(i) {
                 b[p..p + ARG].copy_from_slice(prefix);
-                p = put_u64(&mut b, p + len, e.args[i]);
+                p = put_u64(b, p + len, e.args[i]);
             }
         }
-        out.extend_from_slice(&b[..p]);
+        out.truncate(start + p);
         true
     }
 }
