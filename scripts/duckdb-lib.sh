@@ -39,20 +39,25 @@ aarch64 | arm64)
     integrity='sha512-3jnUaDil1BrF/6vAZwVaInJ1xoBaWGHB4PDiUnzJWKCo8a8TLx9j7/gPyPl/UGRBftrYIuTihRZSfF4mWMgtWA=='
     ;;
 *)
-    echo "scripts/duckdb-lib.sh: no prebuilt DuckDB library for $(uname -m); build with the cli feature sql-bundled instead (compiles DuckDB from source, ~25 min on 2 cores)" >&2
+    echo "scripts/duckdb-lib.sh: no prebuilt DuckDB library for $(uname -m) here; compile DuckDB from source instead: cargo build --release -p qtrace-cli --features sql,duckdb/parquet (~25 min on 2 cores)" >&2
     exit 1
     ;;
 esac
 if [[ "$(uname -s)" != Linux ]]; then
-    echo "scripts/duckdb-lib.sh: the prebuilt library fetched here is for Linux; on $(uname -s) build with the cli feature sql-bundled, or set DUCKDB_LIB_DIR to a DuckDB $version library of your own" >&2
+    echo "scripts/duckdb-lib.sh: the prebuilt library fetched here is for Linux; on $(uname -s) compile DuckDB from source (--features sql,duckdb/parquet), or set DUCKDB_LIB_DIR to a DuckDB $version library of your own" >&2
     exit 1
 fi
 package="@duckdb/node-bindings-linux-$arch@$npm_version"
 dir="$root/target/duckdb/$version"
 
 if [[ ! -f "$dir/libduckdb.so" ]]; then
+    if ! command -v npm >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "scripts/duckdb-lib.sh: installing npm" >&2
+        apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >&2
+    fi
     command -v npm >/dev/null 2>&1 || {
-        echo "scripts/duckdb-lib.sh: npm is needed to fetch $package (apt-get install npm), or build with the cli feature sql-bundled" >&2
+        echo "scripts/duckdb-lib.sh: npm is needed to fetch $package (sudo apt-get install npm), or compile DuckDB from source: --features sql,duckdb/parquet" >&2
         exit 1
     }
     tmp="$(mktemp -d)"

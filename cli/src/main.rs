@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod spine;
 
+#[cfg(feature = "sql")]
+use commands::sql;
 use commands::{analyze, convert, dump, events, plot, recover, recv, stats};
 use spine::Exit;
 
@@ -108,6 +110,30 @@ enum Command {
     /// interrupt spans, activations, loss markers and a time axis. Open the
     /// file in a browser.
     Plot(plot::PlotArgs),
+    /// Query traces with SQL, in-process: DuckDB over Parquet stores and
+    /// trace files, with ready views.
+    ///
+    /// Inputs: store folders (written by `qtrace convert --to parquet --out
+    /// DIR` or `qtrace recv --store DIR`; read where they lie, no import) and
+    /// .qtr trace files (converted to a scratch store first). Tables:
+    /// `events`, `losses`, `payloads`, `streams` (FORMAT.md 7). Ready views,
+    /// whose figures equal `qtrace analyze`'s (each host's records are one
+    /// trace, merged in time order): `slices` (task runs, interrupt handlers,
+    /// semaphore holds, as the Perfetto export draws them), `response_times`
+    /// (one row per job; `lossy` when a loss falls inside), `preemptions`,
+    /// `cpu_busy`. Example:
+    ///
+    ///   qtrace sql store "SELECT task, count(*), quantile_disc(response_ns, 0.99)
+    ///   FROM response_times WHERE NOT lossy GROUP BY task ORDER BY task"
+    ///
+    /// Without a query, statements (ending with `;`) are read from standard
+    /// input: a prompt on a terminal (.views, .mode, .help, .quit).
+    ///
+    /// Exit status: 2 when an input is not a store or a trace, or a statement
+    /// fails (DuckDB's message is printed; at the prompt, when any failed);
+    /// 1 when the output cannot be written.
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -136,6 +162,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Events => events::run(),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(args),
     };
     ExitCode::from(status.code())
 }

@@ -8,4 +8,6 @@ pub mod events;
 pub mod plot;
 pub mod recover;
 pub mod recv;
+#[cfg(feature = "sql")]
+pub mod sql;
 pub mod stats;
