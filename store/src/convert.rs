@@ -107,7 +107,7 @@ pub fn convert(
             Ok(e) => {
                 runs[i].push(e, &mut set);
                 records += 1;
-                if records % crate::schema::BATCH_ROWS as u64 == 0 {
+                if records.is_multiple_of(crate::schema::BATCH_ROWS as u64) {
                     set.flush_full()?;
                     progress(records);
                 }

@@ -135,6 +135,8 @@ pub struct StoreReport {
 /// ```
 #[derive(Debug)]
 pub struct Store {
+    /// Held (locked) while the store is open: one writer per folder.
+    _lock: std::fs::File,
     root: PathBuf,
     config: StoreConfig,
     /// The receiver's start (Unix ms): runs of different receiver runs
@@ -164,7 +166,9 @@ impl Store {
     /// [`StoreError`] when the folder cannot be read or written.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self, StoreError> {
         std::fs::create_dir_all(root).map_err(|e| StoreError::io("create", root, e))?;
+        let lock = lock(root)?;
         let mut store = Store {
+            _lock: lock,
             root: root.to_path_buf(),
             config,
             started_ms: SystemTime::now()
@@ -193,6 +197,11 @@ impl Store {
         }
         store.retain()?;
         Ok(store)
+    }
+
+    /// The temps of unfinished parts found (and accounted for) at opening.
+    pub fn recovered(&self) -> Vec<PathBuf> {
+        self.report.unfinished.clone()
     }
 
     /// The first write error, if the store stopped on one.
@@ -585,7 +594,33 @@ fn recover_found(root: &Path, found: &[Found], next: &mut u64) -> Result<Vec<Pat
 /// # Errors
 /// [`StoreError`] when the folder cannot be read or written.
 pub fn recover_dir(root: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let _lock = lock(root)?;
     let found = scan(root)?;
     let mut next = next_part_number(root)?;
     recover_found(root, &found, &mut next)
+}
+
+/// The name of the lock file in a store's folder.
+pub const LOCK_NAME: &str = ".qtrace-store.lock";
+
+/// Locks the store at `root` for this process (released when the file is
+/// dropped or the process ends, even killed): a second receiver, or a
+/// recovery, cannot take the temps of a running one.
+fn lock(root: &Path) -> Result<std::fs::File, StoreError> {
+    let path = root.join(LOCK_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::io("open the lock file", &path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Target(format!(
+            "another process writes the store {} (it holds {}): stop that receiver first, or give another folder",
+            root.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", &path, e)),
+    }
 }

@@ -136,7 +136,7 @@ fn pump(
             Err(err) => damaged.push(err),
         }
         n += 1;
-        if n % 4096 == 0 {
+        if n.is_multiple_of(4096) {
             bar.set_position(n);
         }
     }
@@ -217,7 +217,7 @@ fn ctf_target_usable(out: &std::path::Path) -> Result<(), Failure> {
 /// Converts the files named in `args` to Parquet tables.
 fn convert_parquet(args: &Args) -> Result<Outcome, Failure> {
     if args.split.is_some() || args.uncompressed {
-        return Err("--split and --uncompressed do not apply to --to parquet: the tables hold every event once; select a time range with SQL (WHERE time_ns BETWEEN …)".into());
+        return Err("--split and --uncompressed do not apply to --to parquet: the tables hold every event once; select a time range with a query on the time column".into());
     }
     let mut inputs = Vec::with_capacity(args.files.len());
     let mut total = 0;

@@ -9,3 +9,4 @@
 mod common;
 
 mod convert_rows;
+mod store;
