@@ -86,15 +86,17 @@ enum Command {
     /// when an output cannot be written.
     Recover(recover::RecoverArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
-    /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
-    /// chrome://tracing).
+    /// protobuf trace (ui.perfetto.dev), Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing) or Parquet tables (DuckDB, ClickHouse, pyarrow,
+    /// polars; FORMAT.md 7).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
     /// complete); 3 when a file is cut short (no close record; its events are
     /// converted); 1 when the output cannot be written. Outputs are written
-    /// beside (`.NAME.partial-PID`) and renamed once whole: a conversion that
-    /// fails or is killed leaves nothing at --out.
+    /// beside (`.NAME.partial-PID`; Parquet parts `.part-N.parquet.tmp`) and
+    /// renamed once whole: a conversion that fails or is killed leaves
+    /// nothing at --out that a reader would take for a whole output.
     Convert(convert::Args),
     /// What the scheduler did: per task, per CPU, per interrupt, latencies.
     ///
