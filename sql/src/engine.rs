@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use duckdb::arrow::record_batch::RecordBatch;
 use duckdb::{Config, Connection};
+use qtrace::reader::TraceReader;
 
 use crate::output::Printer;
 use crate::views;
@@ -56,6 +57,7 @@ pub struct Engine {
     conn: Connection,
     /// Where `.qtr` inputs were converted (removed on drop).
     _scratch: Option<tempfile::TempDir>,
+    notes: Vec<String>,
 }
 
 impl Engine {
@@ -78,12 +80,16 @@ impl Engine {
         Ok(Engine {
             conn,
             _scratch: None,
+            notes: Vec::new(),
         })
     }
 
     /// An engine over `inputs`: Parquet store folders (each with `events/`,
     /// `losses/` … folders of parts, as `qtrace convert --to parquet --out
-    /// DIR` and `qtrace recv --store DIR` write them), read where they are.
+    /// DIR` and `qtrace recv --store DIR` write them), read where they are,
+    /// and trace files (`.qtr`: queues' files, received files, recovered
+    /// rings), converted together, as `qtrace convert --to parquet` does,
+    /// into a scratch store removed when the engine is dropped.
     ///
     /// # Errors
     ///
@@ -95,6 +101,7 @@ impl Engine {
             return Err(Error::NoInput);
         }
         let mut stores = Vec::new();
+        let mut traces = Vec::new();
         for p in inputs {
             if p.is_dir() {
                 if !TABLES.iter().any(|t| p.join(t).is_dir()) {
@@ -108,12 +115,7 @@ impl Engine {
                 }
                 stores.push(p.clone());
             } else if p.is_file() {
-                return Err(Error::BadInput {
-                    path: p.clone(),
-                    why: "trace files are not read yet: convert them first with `qtrace \
-                          convert --to parquet --out DIR FILES` and give DIR"
-                        .into(),
-                });
+                traces.push(p.clone());
             } else {
                 return Err(Error::BadInput {
                     path: p.clone(),
@@ -121,10 +123,21 @@ impl Engine {
                 });
             }
         }
-        let engine = Engine::empty(options)?;
+        let mut engine = Engine::empty(options)?;
+        if !traces.is_empty() {
+            let scratch = convert(&traces, &mut engine.notes)?;
+            stores.push(scratch.path().to_path_buf());
+            engine._scratch = Some(scratch);
+        }
         engine.attach(&stores)?;
         engine.create_views()?;
         Ok(engine)
+    }
+
+    /// What the engine noticed opening its inputs, to show the user: damaged
+    /// or cut trace files (their events up to the damage are in the tables).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Makes `events`, `losses`, `payloads` and `streams` views over the
@@ -195,6 +208,43 @@ impl Engine {
         }
         Ok(printer.finish()?)
     }
+}
+
+/// Converts `traces` (one run each, merged in time order) into the tables
+/// of a new scratch folder; notes damaged and cut files in `notes`.
+fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::TempDir, Error> {
+    let mut inputs = Vec::with_capacity(traces.len());
+    for path in traces {
+        let reader = TraceReader::open(path).map_err(|e| Error::Convert {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        inputs.push((path.clone(), reader));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("qtrace-sql-")
+        .tempdir()
+        .map_err(|e| Error::Convert {
+            path: traces[0].clone(),
+            message: format!("cannot create a scratch folder: {e}"),
+        })?;
+    let report =
+        qtrace_store::convert(inputs, scratch.path(), &mut |_| {}).map_err(|e| Error::Convert {
+            path: traces[0].clone(),
+            message: e.to_string(),
+        })?;
+    for e in &report.damaged {
+        notes.push(format!("{e} (its events before the damage are in the tables)"));
+    }
+    for (path, end) in traces.iter().zip(&report.ends) {
+        if end.is_some_and(|c| c.is_complete() == Some(false)) {
+            notes.push(format!(
+                "{}: cut short or its close record disagrees with it (qtrace stats says more)",
+                path.display()
+            ));
+        }
+    }
+    Ok(scratch)
 }
 
 /// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and

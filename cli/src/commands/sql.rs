@@ -61,6 +61,9 @@ pub fn run(args: SqlArgs) -> Exit {
             return Exit::BadInput;
         }
     };
+    for note in engine.notes() {
+        eprintln!("qtrace sql: {note}");
+    }
     match query {
         Some(q) => with_stdout(|out| {
             let mut printer = Printer::new(args.format, out);
