@@ -37,6 +37,12 @@ if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev
     fi
 fi
 
+# The prebuilt DuckDB library `qtrace sql` links (crate sql/, cli feature
+# sql): fetched from the npm registry into target/duckdb/ when missing.
+if [[ -z "${QTRACE_SKIP_INSTALL:-}" ]] || [[ -f target/duckdb/1.5.6/libduckdb.so ]]; then
+    eval "$(scripts/duckdb-lib.sh)"
+fi
+
 echo "== cargo test (unit, integration, doc tests)"
 # --workspace: the command (cli/, qtrace-cli) is not a default member.
 cargo test --workspace --all-features

@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod spine;
 
+#[cfg(feature = "sql")]
+use commands::sql;
 use commands::{analyze, convert, dump, events, keygen, live, plot, recover, recv, stats};
 use spine::Exit;
 
@@ -93,15 +95,17 @@ enum Command {
     /// when an output cannot be written.
     Recover(recover::RecoverArgs),
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
-    /// protobuf trace (ui.perfetto.dev) or Chrome Trace Event JSON (Perfetto,
-    /// chrome://tracing).
+    /// protobuf trace (ui.perfetto.dev), Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing) or Parquet tables (DuckDB, ClickHouse, pyarrow,
+    /// polars; FORMAT.md 7).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
     /// damaged (the events before the damage are converted and the output is
     /// complete); 3 when a file is cut short (no close record; its events are
     /// converted); 1 when the output cannot be written. Outputs are written
-    /// beside (`.NAME.partial-PID`) and renamed once whole: a conversion that
-    /// fails or is killed leaves nothing at --out.
+    /// beside (`.NAME.partial-PID`; Parquet parts `.part-N.parquet.tmp`) and
+    /// renamed once whole: a conversion that fails or is killed leaves
+    /// nothing at --out that a reader would take for a whole output.
     Convert(convert::Args),
     /// What the scheduler did: per task, per CPU, per interrupt, latencies.
     ///
@@ -138,6 +142,30 @@ enum Command {
     /// those it skipped). Exit status 2 for bad arguments or an address it
     /// cannot bind.
     Live(live::LiveArgs),
+    /// Query traces with SQL, in-process: DuckDB over Parquet stores and
+    /// trace files, with ready views.
+    ///
+    /// Inputs: store folders (written by `qtrace convert --to parquet --out
+    /// DIR` or `qtrace recv --store DIR`; read where they lie, no import) and
+    /// .qtr trace files (converted to a scratch store first). Tables:
+    /// `events`, `losses`, `payloads`, `streams` (FORMAT.md 7). Ready views,
+    /// whose figures equal `qtrace analyze`'s (each host's records are one
+    /// trace, merged in time order): `slices` (task runs, interrupt handlers,
+    /// semaphore holds, as the Perfetto export draws them), `response_times`
+    /// (one row per job; `lossy` when a loss falls inside), `preemptions`,
+    /// `cpu_busy`. Example:
+    ///
+    ///   qtrace sql store "SELECT task, count(*), quantile_disc(response_ns, 0.99)
+    ///   FROM response_times WHERE NOT lossy GROUP BY task ORDER BY task"
+    ///
+    /// Without a query, statements (ending with `;`) are read from standard
+    /// input: a prompt on a terminal (.views, .mode, .help, .quit).
+    ///
+    /// Exit status: 2 when an input is not a store or a trace, or a statement
+    /// fails (DuckDB's message is printed; at the prompt, when any failed);
+    /// 1 when the output cannot be written.
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -168,6 +196,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Events => events::run(),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(args),
     };
     ExitCode::from(status.code())
 }

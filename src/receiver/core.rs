@@ -10,7 +10,7 @@ use super::progress::Progress;
 use super::rejection::{RejectedSource, RejectionKind};
 use super::sender::{SenderState, CLOSE_COPIES};
 use super::sequence::Span;
-use super::sink::{Context, EachEvent, Sink};
+use super::sink::{Context, EachEvent, Sink, StreamId};
 use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
 use crate::model::classes::{tracer::HOOPS, Catalog};
 use crate::model::clock::Clock;
@@ -636,8 +636,16 @@ impl ReceiverCore {
             time = time.max(s.last_time);
         }
         // Refused events no stream claimed: their sender never got a slot.
-        for (events, _) in &mut self.refused_unclaimed {
+        for (i, (events, _)) in self.refused_unclaimed.iter_mut().enumerate() {
             if *events > 0 {
+                if let Some(r) = self.refused.get(i) {
+                    let id = StreamId {
+                        addr: r.addr,
+                        sender: r.sender,
+                        ordinal: 0,
+                    };
+                    cx.out.stream(&id, None);
+                }
                 cx.out.event(&Event::new(
                     time,
                     HOOPS,

@@ -102,7 +102,8 @@
 //!
 //! One concept per file: the limits and default address (`config.rs`),
 //! the core without I/O ([`ReceiverCore`], `core.rs`) and the state of one
-//! sender stream in it (`sender.rs`), where its records go (`sink.rs`), the
+//! sender stream in it (`sender.rs`), where its records go (`sink.rs`:
+//! a file, a closure, or a [`StreamSink`] told each batch's stream), the
 //! live counts ([`Progress`], `progress.rs`) and the summary
 //! ([`ReceiverSummary`], `summary.rs`), the socket ([`Receiver`],
 //! `socket.rs`), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
@@ -128,6 +129,7 @@ pub use self::progress::Progress;
 pub use self::rejection::{RejectedSource, RejectionCounts};
 pub use self::run::{RunLimit, Stopper};
 pub use self::sequence::ReorderLimits;
+pub use self::sink::{StreamId, StreamSink};
 pub use self::socket::Receiver;
 pub use self::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
 

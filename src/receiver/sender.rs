@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::rejection::RejectionKind;
 use super::sequence::{Gap, ReorderLimits, SequenceTracker, Span, Verdict};
-use super::sink::Context;
+use super::sink::{Context, StreamId};
 use super::summary::SenderSummary;
 use crate::model::classes::tracer::HOOPS;
 use crate::model::event::Event;
@@ -177,6 +177,7 @@ impl SenderState {
     /// the events lost just before it, its events or catalog fragment, then
     /// a hoops record for drops it reports.
     pub(super) fn release(&mut self, gap: Gap, bytes: &[u8], cx: &mut Context<'_>) {
+        self.announce(cx);
         if gap.events > 0 {
             cx.progress
                 .lost_events
@@ -250,6 +251,16 @@ impl SenderState {
         }
     }
 
+    /// Tells the sink that the records that follow are this stream's.
+    fn announce(&self, cx: &mut Context<'_>) {
+        let id = StreamId {
+            addr: self.addr,
+            sender: self.sender,
+            ordinal: self.ordinal,
+        };
+        cx.out.stream(&id, self.header.as_ref());
+    }
+
     /// Releases the held datagrams that can go (all of them if `flush`).
     pub(super) fn release_held(&mut self, flush: bool, cx: &mut Context<'_>) {
         while let Some((gap, bytes)) = self.seq.pop(flush) {
@@ -270,6 +281,7 @@ impl SenderState {
                 .refused_lost_datagrams
                 .saturating_add(self.refused_next.saturating_sub(self.seq.next_expected()));
             cx.progress.lost_events.fetch_add(lost, Ordering::Relaxed);
+            self.announce(cx);
             cx.out.event(&self.hoops(lost));
         }
     }
@@ -284,6 +296,7 @@ impl SenderState {
         }
         self.unclosed_marked = true;
         let accounted = self.summary().accounted();
+        self.announce(cx);
         cx.out
             .event(&unclosed_mark(self.last_time, self.sender, accounted));
     }

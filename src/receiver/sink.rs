@@ -1,4 +1,6 @@
-//! Where the core's records go (a file, or a closure).
+//! Where the core's records go (a file, a closure, or a [`StreamSink`]).
+
+use std::net::SocketAddr;
 
 use super::progress::Progress;
 use crate::model::event::Event;
@@ -8,6 +10,11 @@ use crate::wire::TraceHeader;
 /// Where the core's records go: decoded events, or raw big-endian records
 /// straight from a datagram (so a file writer copies them without decoding).
 pub(super) trait Sink {
+    /// The records that follow come from `stream` (whose header is
+    /// `header`, once its catalog arrived). Called once per datagram
+    /// released and before each mark, so a sink that does not care pays
+    /// one empty call per datagram.
+    fn stream(&mut self, _stream: &StreamId, _header: Option<&TraceHeader>) {}
     fn event(&mut self, e: &Event);
     fn records(&mut self, raw: &[u8]);
     /// Called after every datagram and every idle wait (about 20 ms) with
@@ -45,5 +52,90 @@ impl Sink for EachEvent<'_> {
                 (self.0)(&record::parse(rec));
             }
         }
+    }
+}
+
+/// A sender stream, as a [`StreamSink`] is told of it: one incarnation of
+/// one sender (its address and sender id) on this receiver.
+///
+/// ```
+/// use qtrace::receiver::StreamId;
+/// let id = StreamId { addr: "127.0.0.1:40000".parse().unwrap(), sender: 7, ordinal: 1 };
+/// assert_eq!(id.sender, 7);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamId {
+    /// Where its datagrams come from.
+    pub addr: SocketAddr,
+    /// The sender id in its datagrams.
+    pub sender: u32,
+    /// Its order of first appearance on this receiver, from 1 (the order of
+    /// [`ReceiverSummary::senders`](super::ReceiverSummary::senders)); 0
+    /// for the hoops record of a source address refused for good (its
+    /// sender never got a slot).
+    pub ordinal: u64,
+}
+
+/// Where [`Receiver::run_streams`](super::Receiver::run_streams) hands the
+/// records, told which stream each batch comes from: for writers that keep
+/// streams apart (the Parquet store of `qtrace recv --store`). Records are
+/// what the received trace file would hold, in the same order: events,
+/// hoops records (losses, FORMAT.md 3.3) and unclosed-stream marks.
+///
+/// ```
+/// use qtrace::receiver::{StreamId, StreamSink};
+/// use qtrace::wire::TraceHeader;
+/// use qtrace::Event;
+///
+/// #[derive(Default)]
+/// struct Count { streams: Vec<StreamId>, records: u64 }
+/// impl StreamSink for Count {
+///     fn stream(&mut self, id: &StreamId, _header: Option<&TraceHeader>) {
+///         if self.streams.last() != Some(id) {
+///             self.streams.push(*id);
+///         }
+///     }
+///     fn record(&mut self, _e: &Event) {
+///         self.records += 1;
+///     }
+/// }
+/// let mut count = Count::default();
+/// count.record(&Event::new(1, qtrace::classes::user::USER0, 0, [0, 0]));
+/// assert_eq!(count.records, 1);
+/// assert!(count.tick());
+/// ```
+pub trait StreamSink {
+    /// The records that follow come from `stream`; `header` is its
+    /// sender's trace header (clock, host, queue, class table) once its
+    /// catalog arrived.
+    fn stream(&mut self, stream: &StreamId, header: Option<&TraceHeader>);
+    /// One record, in the stream's order.
+    fn record(&mut self, e: &Event);
+    /// Called after every datagram and every idle wait (about 20 ms);
+    /// `false` stops the receiver (the sink cannot take more).
+    fn tick(&mut self) -> bool {
+        true
+    }
+}
+
+/// A [`Sink`] over a [`StreamSink`].
+pub(super) struct Streams<'a>(pub(super) &'a mut dyn StreamSink);
+
+impl Sink for Streams<'_> {
+    fn stream(&mut self, stream: &StreamId, header: Option<&TraceHeader>) {
+        self.0.stream(stream, header)
+    }
+    fn event(&mut self, e: &Event) {
+        self.0.record(e)
+    }
+    fn records(&mut self, raw: &[u8]) {
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if let Ok(rec) = <&[u8; RECORD_LEN]>::try_from(c) {
+                self.0.record(&record::parse(rec));
+            }
+        }
+    }
+    fn tick(&mut self, _header_gen: u64, _header: &dyn Fn() -> TraceHeader) -> bool {
+        self.0.tick()
     }
 }

@@ -14,7 +14,7 @@ use super::core::ReceiverCore;
 use super::file::LiveFile;
 use super::progress::Progress;
 use super::run::{RunLimit, Stopper};
-use super::sink::{EachEvent, Sink};
+use super::sink::{EachEvent, Sink, StreamSink, Streams};
 use super::spool::FileSink;
 use super::summary::ReceiverSummary;
 use crate::model::event::Event;
@@ -152,6 +152,23 @@ impl Receiver {
         out: &mut dyn FnMut(&Event),
     ) -> Result<ReceiverSummary, IoError> {
         self.run_into(limit, &mut EachEvent(out))
+    }
+
+    /// Receives until `limit` (or the [`Stopper`]) says stop, handing every
+    /// record to `out` with the stream it comes from
+    /// ([`StreamSink::stream`] before each batch). Returns the account. For
+    /// writers that keep streams apart, such as the Parquet store of
+    /// `qtrace recv --store` (crate qtrace-store).
+    ///
+    /// # Errors
+    ///
+    /// [`IoError`] when receiving from the socket fails.
+    pub fn run_streams(
+        &mut self,
+        limit: RunLimit,
+        out: &mut dyn StreamSink,
+    ) -> Result<ReceiverSummary, IoError> {
+        self.run_into(limit, &mut Streams(out))
     }
 
     fn run_into(

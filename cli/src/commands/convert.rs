@@ -35,6 +35,11 @@ pub enum Format {
     /// chunks, as Perfetto itself writes them: 30 to 50 times smaller than
     /// Chrome JSON; see --uncompressed).
     Perfetto,
+    /// Parquet tables (events, losses, payloads, streams; FORMAT.md 7) in
+    /// the folder OUT: DuckDB, ClickHouse, pyarrow, polars and Spark read
+    /// them. Each file is one run; a folder that holds tables already gets
+    /// a new part of each (parts are never overwritten).
+    Parquet,
 }
 
 /// Arguments of `qtrace convert`.
@@ -47,7 +52,8 @@ pub struct Args {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Where to write: a new or empty directory for `ctf`, a file for
-    /// `chrome` and `perfetto`.
+    /// `chrome` and `perfetto`, a directory (new, or holding tables) for
+    /// `parquet`.
     #[arg(long, short)]
     pub out: PathBuf,
     /// Write one file per time slice of this length (`chrome` and
@@ -130,7 +136,7 @@ fn pump(
             Err(err) => damaged.push(err),
         }
         n += 1;
-        if n % 4096 == 0 {
+        if n.is_multiple_of(4096) {
             bar.set_position(n);
         }
     }
@@ -158,6 +164,16 @@ pub fn run(args: &Args) -> Exit {
                 eprintln!("qtrace convert: {err}; the events before it were converted");
             }
             report_cuts("qtrace convert", &args.files, &ends);
+            if args.to == Format::Parquet {
+                eprintln!(
+                    "qtrace convert: {} events ({} lost, in {} losses rows) into the tables events, losses, payloads and streams under {}",
+                    stats.events,
+                    stats.lost,
+                    stats.hoops,
+                    args.out.display()
+                );
+                return read_status(damaged.is_empty(), &ends);
+            }
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
                 stats.events,
@@ -198,8 +214,38 @@ fn ctf_target_usable(out: &std::path::Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Converts the files named in `args` to Parquet tables.
+fn convert_parquet(args: &Args) -> Result<Outcome, Failure> {
+    if args.split.is_some() || args.uncompressed {
+        return Err("--split and --uncompressed do not apply to --to parquet: the tables hold every event once; select a time range with a query on the time column".into());
+    }
+    let mut inputs = Vec::with_capacity(args.files.len());
+    let mut total = 0;
+    for path in &args.files {
+        let (reader, records) = open(path)?;
+        total += records;
+        inputs.push((path.clone(), reader));
+    }
+    let bar = progress(total);
+    let report = qtrace_store::convert(inputs, &args.out, &mut |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    Ok(Outcome {
+        stats: ConvertStats {
+            events: report.events,
+            lost: report.lost,
+            hoops: report.loss_rows,
+            ..ConvertStats::default()
+        },
+        damaged: report.damaged,
+        ends: report.ends,
+    })
+}
+
 /// Converts the files named in `args`.
 pub fn convert(args: &Args) -> Result<Outcome, Failure> {
+    if args.to == Format::Parquet {
+        return convert_parquet(args);
+    }
     let mut inputs: Vec<TraceReader> = Vec::with_capacity(args.files.len());
     let mut total = 0;
     for path in &args.files {
@@ -235,6 +281,8 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
     let staged = std::cell::RefCell::new(Staged::new());
     let create = |path: &std::path::Path| staged.borrow_mut().create(path);
     let outcome = match (args.to, args.split) {
+        // Written above (a folder of tables, no single output stream).
+        (Format::Parquet, _) => return convert_parquet(args),
         (Format::Ctf, Some(_)) => {
             return Err("--split applies to --to chrome and --to perfetto; convert a time range of a CTF trace with babeltrace2's --begin/--end".into())
         }

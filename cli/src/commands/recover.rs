@@ -23,14 +23,17 @@ use crate::spine::Exit;
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
     /// Ring files (`*.ring`, left in the output directory by a process that
-    /// did not shut down), or directories: every `*.ring` file in each.
-    #[arg(required = true, value_name = "FILE")]
+    /// did not shut down), or directories: every `*.ring` file in each; or
+    /// the folder of a Parquet store (`qtrace recv --store DIR`) whose
+    /// receiver was killed: its unfinished parts are accounted for (a
+    /// losses row of kind `unfinished` each) and removed.
+    #[arg(required = true, value_name = "FILE|DIR|STORE")]
     pub files: Vec<PathBuf>,
     /// Directory for the recovered traces (created if needed); each is named
     /// after its ring file with the extension `.qtr`. An existing trace there
-    /// is never overwritten.
+    /// is never overwritten. Needed for ring files only.
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     /// Recover a ring file whose process is still running: the result is a
     /// snapshot of rings still being written, not complete (it has no close
     /// run and reads as cut).
@@ -52,6 +55,21 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
     let mut status = Exit::Ok;
     let mut files = Vec::new();
     for arg in &args.files {
+        if arg.join("events").is_dir() {
+            match qtrace_store::recover_dir(arg) {
+                Ok(temps) => writeln!(
+                    out,
+                    "{}: {} unfinished part files accounted for (losses rows of kind unfinished) and removed",
+                    arg.display(),
+                    temps.len()
+                )?,
+                Err(e) => {
+                    eprintln!("qtrace: {}: {e}", arg.display());
+                    status = status.and(Exit::Failed);
+                }
+            }
+            continue;
+        }
         if !arg.is_dir() {
             files.push(arg.clone());
             continue;
@@ -72,6 +90,14 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
         }
     }
     for file in &files {
+        let Some(out_dir) = &args.out else {
+            eprintln!(
+                "qtrace: {}: give --out DIR for the recovered trace",
+                file.display()
+            );
+            status = status.and(Exit::BadInput);
+            continue;
+        };
         // As `dump` and `stats`: a FIFO would block until something writes
         // it, and a ring file is a file a process mapped, never a stream.
         if let Some(what) = crate::spine::io::not_a_file(file) {
@@ -101,8 +127,8 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
             }
         };
         rec.snapshot = live.is_some();
-        let target = args.out.join(output_name(file));
-        if let Err(e) = write_new(&rec, &args.out, &target) {
+        let target = out_dir.join(output_name(file));
+        if let Err(e) = write_new(&rec, out_dir, &target) {
             eprintln!("qtrace: {e}");
             status = status.and(Exit::Failed);
             continue;

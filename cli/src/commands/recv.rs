@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use clap::Args;
 use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
+use qtrace_store::{Store, StoreConfig};
 
 use crate::spine::listen::listen_addr;
 use crate::spine::watch::{Watch, Watcher};
@@ -35,8 +36,30 @@ pub struct RecvArgs {
     #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr().to_string())]
     pub listen: String,
     /// Trace file to write (its directory is created).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "store",
+        conflicts_with = "store"
+    )]
+    pub out: Option<PathBuf>,
+    /// Write Parquet tables into this folder instead of a trace file
+    /// (FORMAT.md 7): DIR/<table>/host=IP/date=YYYY-MM-DD/hour=HH/part-N.parquet,
+    /// each part written beside and renamed once whole. Unfinished parts of
+    /// a receiver that was killed are accounted for at start; numbering
+    /// continues (nothing is overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// --store: close a part once it holds this much (64MiB, 1GB, 500000)
+    /// or is this old (60s, 10m, 1h); give both to roll at whichever
+    /// comes first. Default: 64MiB and 60s.
+    #[arg(long, value_name = "SIZE|TIME", requires = "store")]
+    pub roll: Vec<String>,
+    /// --store: delete whole old parts: those older than TIME (7d, 12h),
+    /// or the oldest while the store is larger than SIZE (100GiB); both
+    /// may be given.
+    #[arg(long, value_name = "TIME|SIZE", requires = "store")]
+    pub keep: Vec<String>,
     /// Stop after this many seconds (with --count: whichever comes first;
     /// positive, at most 1e18).
     #[arg(long, value_name = "S")]
@@ -64,9 +87,81 @@ pub struct RecvArgs {
     /// Show the live view (`qtrace live`) while receiving: it reads the file
     /// as written and the receiver's account, so it never slows the
     /// receiver, which writes every event. `q` stops both. Not a terminal:
-    /// the figures as plain text every second.
-    #[arg(long)]
+    /// the figures as plain text every second. Needs --out: the view reads
+    /// the trace file as it is written.
+    #[arg(long, requires = "out")]
     pub live: bool,
+}
+
+/// A `--roll`/`--keep` value: a size (`64MiB`, `1GB`, `500000` bytes) or a
+/// time (`60s`, `10m`, `12h`, `7d`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Amount {
+    Bytes(u64),
+    Time(Duration),
+}
+
+fn parse_amount(flag: &str, text: &str) -> Result<Amount, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        format!(
+            "{flag} {text}: give a size (64MiB, 1GB, 500000 bytes) or a time (60s, 10m, 12h, 7d)"
+        )
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(bad());
+    }
+    let bytes = |m: f64| Ok(Amount::Bytes((n * m).min(u64::MAX as f64) as u64));
+    let time = |s: f64| {
+        let secs = n * s;
+        if secs > MAX_DURATION_S {
+            return Err(bad());
+        }
+        Ok(Amount::Time(Duration::from_secs_f64(secs)))
+    };
+    match unit.trim() {
+        "" | "B" => bytes(1.0),
+        "KB" | "kB" => bytes(1e3),
+        "MB" => bytes(1e6),
+        "GB" => bytes(1e9),
+        "TB" => bytes(1e12),
+        "KiB" => bytes(1024.0),
+        "MiB" => bytes(1024.0 * 1024.0),
+        "GiB" => bytes(1024.0 * 1024.0 * 1024.0),
+        "TiB" => bytes(1024.0 * 1024.0 * 1024.0 * 1024.0),
+        "s" => time(1.0),
+        "m" | "min" => time(60.0),
+        "h" => time(3600.0),
+        "d" => time(86_400.0),
+        _ => Err(bad()),
+    }
+}
+
+/// The store's settings from `--roll` and `--keep`.
+fn store_config(args: &RecvArgs) -> Result<StoreConfig, String> {
+    let mut c = StoreConfig::default();
+    for r in &args.roll {
+        match parse_amount("--roll", r)? {
+            Amount::Bytes(b) => c.roll_bytes = Some(b),
+            Amount::Time(t) => c.roll_age = Some(t),
+        }
+    }
+    if args.roll.is_empty() {
+        c.roll_bytes = Some(StoreConfig::DEFAULT_ROLL_BYTES);
+        c.roll_age = Some(StoreConfig::DEFAULT_ROLL_AGE);
+    }
+    for k in &args.keep {
+        match parse_amount("--keep", k)? {
+            Amount::Bytes(b) => c.keep_bytes = Some(b),
+            Amount::Time(t) => c.keep_age = Some(t),
+        }
+    }
+    Ok(c)
 }
 
 /// The longest `--duration` (seconds): far beyond any run, well inside what
@@ -105,12 +200,48 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
+    let store_config = match store_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return Exit::BadInput;
+        }
+    };
     keys::warn_if_exposed(listen, !keys.is_empty());
     let config = ReceiverConfig {
         max_senders: args.max_senders,
         idle_datagrams: args.idle_datagrams,
         keys,
         ..ReceiverConfig::default()
+    };
+    let target = match (&args.out, &args.store) {
+        (Some(out), _) => out.display().to_string(),
+        (None, Some(dir)) => format!("Parquet tables under {}", dir.display()),
+        (None, None) => {
+            eprintln!("qtrace: give --out FILE (a trace file) or --store DIR (Parquet tables)");
+            return Exit::BadInput;
+        }
+    };
+    // The store opens before the socket: unfinished parts of a killed
+    // receiver are accounted for before anything is received, and a
+    // sender never sees the port open while the store is not.
+    let store = match &args.store {
+        Some(dir) => match Store::open(dir, store_config) {
+            Ok(s) => {
+                for t in &s.recovered() {
+                    eprintln!(
+                        "qtrace: {}: an unfinished part of an earlier receiver (killed?): its rows are lost; marked in losses (kind unfinished)",
+                        t.display()
+                    );
+                }
+                Some(s)
+            }
+            Err(e) => {
+                eprintln!("qtrace: {e}");
+                return Exit::Failed;
+            }
+        },
+        None => None,
     };
     let receiver = match Receiver::bind_with(listen, config) {
         Ok(r) => r,
@@ -130,9 +261,8 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     };
     keys::log_rejections(receiver.progress());
     eprintln!(
-        "qtrace: listening on {} {until}, writing {}",
-        receiver.local_addr(),
-        args.out.display()
+        "qtrace: listening on {} {until}, writing {target}",
+        receiver.local_addr()
     );
     // Ctrl-C (SIGINT) stops cleanly: the file is written and the summary
     // printed.
@@ -158,13 +288,19 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             }
         });
     }
+    if let (Some(store), Some(dir)) = (store, &args.store) {
+        return run_store(receiver, store, dir, limit);
+    }
+    let Some(out) = &args.out else {
+        return Exit::BadInput;
+    };
     let result = if args.live {
         let watch = Watch {
             progress: receiver.progress(),
-            file: args.out.clone(),
+            file: out.clone(),
             stop: receiver.stopper(),
         };
-        let out = args.out.clone();
+        let out = out.clone();
         let receiving = std::thread::spawn(move || receiver.run(&out, limit));
         live(watch);
         receiving.join().unwrap_or_else(|_| {
@@ -175,12 +311,12 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             })
         })
     } else {
-        receiver.run(&args.out, limit)
+        receiver.run(out, limit)
     };
     match result {
         Ok(summary) => {
             println!("{summary}");
-            println!("read it with: qtrace dump {}", args.out.display());
+            println!("read it with: qtrace dump {}", out.display());
             if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
                 Exit::Cut
             } else {
@@ -190,6 +326,50 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         Err(e) => {
             eprintln!("qtrace: {e}");
             Exit::Failed
+        }
+    }
+}
+
+/// Receives into the Parquet store `dir`.
+fn run_store(
+    mut receiver: Receiver,
+    mut store: Store,
+    dir: &std::path::Path,
+    limit: RunLimit,
+) -> Exit {
+    let summary = match receiver.run_streams(limit, &mut store) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return Exit::Failed;
+        }
+    };
+    println!("{summary}");
+    match store.finish(&summary) {
+        Ok(report) => {
+            println!(
+                "store: {} events, {} lost, in {} part sets ({} bytes){}",
+                report.events,
+                report.lost,
+                report.parts_closed,
+                report.bytes,
+                if report.deleted > 0 {
+                    format!("; {} old part sets deleted (--keep)", report.deleted)
+                } else {
+                    String::new()
+                }
+            );
+            println!(
+                "read it with: duckdb -c \"SELECT count(*) FROM read_parquet('{}/events/**/*.parquet', hive_partitioning = true)\"",
+                dir.display()
+            );
+            Exit::Ok
+        }
+        Err(e) => {
+            eprintln!(
+                "qtrace: the store stopped on a write error (its closed parts are whole): {e}"
+            );
+            Exit::Cut
         }
     }
 }

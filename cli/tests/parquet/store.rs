@@ -1,0 +1,401 @@
+//! `qtrace recv --store DIR`: the sums over the store equal what the
+//! sender logged and what the receiver printed; parts roll by size and
+//! are deleted by retention; a SIGKILLed receiver leaves only whole parts
+//! plus its unfinished part set, which the next start accounts for
+//! without overwriting anything.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::loopback::free_port;
+use crate::common::parquet_rows::{parquet_files, table_rows};
+use crate::common::recv::{send_user3, user_sender, wait_listening};
+
+/// `qtrace recv --store DIR ARGS…` on a free loopback port, listening.
+fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", &listen.to_string(), "--store"])
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_listening(listen);
+    (listen, child)
+}
+
+fn sum(rows: &[serde_json::Map<String, Value>], col: &str) -> u64 {
+    rows.iter().map(|r| r[col].as_u64().unwrap_or(0)).sum()
+}
+
+/// Every file under `dir` (any depth) that is not a folder.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else if !p.ends_with(".qtrace-store.lock") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_stores_sums_equal_the_senders_log_and_the_receivers_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let n = 20_000;
+    let (listen, child) = recv_store(&store, &["--count", &n.to_string(), "--duration", "30"]);
+    let report = send_user3(listen, n);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Logged: accepted by the UDP queue, or dropped by it (full).
+    let c = &report.queues[0].counters;
+    let logged = n;
+    assert_eq!(c.accepted + c.dropped, logged, "{c:?}");
+
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let streams = table_rows(&store, "streams");
+    let lost = sum(&losses, "count");
+    // Exact: every event logged is a row or counted lost.
+    assert_eq!(events.len() as u64 + lost, logged, "{stdout}");
+    assert_eq!(sum(&streams, "events"), events.len() as u64);
+    assert_eq!(sum(&streams, "lost"), lost);
+    // What the receiver printed.
+    let line = stdout.lines().find(|l| l.starts_with("store: ")).unwrap();
+    assert!(
+        line.starts_with(&format!("store: {} events, {lost} lost, in ", events.len())),
+        "{line}"
+    );
+    // The stream closed: its last row says so, with the receiver's account.
+    let last = streams.iter().find(|r| r["verdict"] != "open").unwrap();
+    assert_eq!(last["verdict"], "closed", "{last:?}");
+    assert_eq!(last["complete"], true);
+    assert_eq!(last["logged"], logged);
+    assert_eq!(
+        last["sender_dropped"].as_u64().unwrap() + last["unsent"].as_u64().unwrap(),
+        lost - sum_kind(&losses, "hoops", true),
+        "losses other than the sender's are transit losses: {losses:?}"
+    );
+    // The rows are the sender's events, in order, in Hive partitions.
+    let mut values: Vec<u64> = events
+        .iter()
+        .filter(|r| r["event"] == "user3")
+        .map(|r| r["arg0"].as_u64().unwrap())
+        .collect();
+    assert_eq!(values.len(), events.len());
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), events.len(), "no event twice");
+    assert!(events
+        .iter()
+        .all(|r| r["host"] == "127.0.0.1" && r["sender"].is_u64()));
+    for f in parquet_files(&store.join("events")) {
+        let rel = f
+            .strip_prefix(store.join("events"))
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let parts: Vec<&str> = rel.split('/').collect();
+        assert_eq!(parts.len(), 4, "{rel}");
+        assert_eq!(parts[0], "host=127.0.0.1");
+        assert!(
+            parts[1].starts_with("date=20") && parts[1].len() == "date=2026-11-27".len(),
+            "{rel}"
+        );
+        assert!(
+            parts[2].starts_with("hour=") && parts[2].len() == "hour=00".len(),
+            "{rel}"
+        );
+        assert!(
+            parts[3].starts_with("part-") && parts[3].ends_with(".parquet"),
+            "{rel}"
+        );
+    }
+    assert!(
+        all_files(&store)
+            .iter()
+            .all(|p| p.extension().is_some_and(|x| x == "parquet")),
+        "no temp left: {:?}",
+        all_files(&store)
+    );
+}
+
+/// The losses rows of `kind` (or, with `other`, of every other kind) summed.
+fn sum_kind(rows: &[serde_json::Map<String, Value>], kind: &str, other: bool) -> u64 {
+    rows.iter()
+        .filter(|r| (r["kind"] == kind) != other)
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// Streams user0 events to `listen` from a thread until `stop` is set.
+fn stream_until(
+    listen: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let tracer = user_sender(listen);
+        let mut i = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for _ in 0..200 {
+                tracer.log_event(qtrace::classes::user::USER0, [i, 0]);
+                i += 1;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(tracer.shutdown());
+        i
+    })
+}
+
+#[test]
+fn parts_roll_by_size_and_retention_deletes_whole_old_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(
+        &store,
+        &["--roll", "40KiB", "--keep", "400KiB", "--duration", "4"],
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Part sets: N of each table, same numbers.
+    let mut numbers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let files = all_files(&store);
+    for table in ["events", "losses", "payloads", "streams"] {
+        let mut ns: Vec<u64> = files
+            .iter()
+            .filter(|p| p.starts_with(store.join(table)))
+            .map(|p| {
+                let name = p.file_name().unwrap().to_str().unwrap();
+                name.strip_prefix("part-")
+                    .unwrap()
+                    .strip_suffix(".parquet")
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        ns.sort_unstable();
+        numbers.insert(table, ns);
+    }
+    let events_parts = numbers["events"].clone();
+    assert!(numbers.values().all(|v| *v == events_parts), "{numbers:?}");
+    assert!(
+        events_parts.len() >= 2,
+        "rolled: {events_parts:?}\n{stdout}"
+    );
+    // Retention deleted the oldest whole part sets: the numbers kept are
+    // the newest ones, and the store is within the limit plus the part set
+    // closed last (retention runs after each close).
+    let deleted = stdout.contains("old part sets deleted");
+    assert!(deleted, "{stdout}");
+    assert!(events_parts[0] > 0, "{events_parts:?}");
+    let total: u64 = files
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(total <= 400 * 1024, "{total} bytes kept");
+}
+
+#[test]
+fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfinished_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, mut child) = recv_store(&store, &["--roll", "30KiB"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    // Mid-stream: once a few part sets are closed.
+    let start = Instant::now();
+    while parquet_files(&store.join("events")).len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(30), "no part closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+
+    // Whole parts (every one reads), and one unfinished part set: its
+    // temps, one per table, all of one number.
+    let before = all_files(&store);
+    let temps: Vec<&PathBuf> = before
+        .iter()
+        .filter(|p| p.extension().is_none_or(|x| x != "parquet"))
+        .collect();
+    assert!(!temps.is_empty() && temps.len() <= 4, "{temps:?}");
+    let temp_numbers: std::collections::BTreeSet<String> = temps
+        .iter()
+        .map(|p| {
+            let n = p.file_name().unwrap().to_str().unwrap();
+            assert!(
+                n.starts_with(".part-") && n.ends_with(".parquet.tmp"),
+                "{n}"
+            );
+            n.to_string()
+        })
+        .collect();
+    assert_eq!(temp_numbers.len(), 1, "one unfinished part set: {temps:?}");
+    let parts: Vec<(PathBuf, Vec<u8>)> = before
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| (p.clone(), std::fs::read(p).unwrap()))
+        .collect();
+    let rows_before = table_rows(&store, "events").len();
+    assert!(rows_before > 0);
+
+    // A restart: the unfinished part is accounted for, numbering goes on,
+    // nothing is overwritten.
+    let (_, child) = recv_store(&store, &["--duration", "0.5"]);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("an unfinished part of an earlier receiver"),
+        "{stderr}"
+    );
+    for (p, bytes) in &parts {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} unchanged",
+            p.display()
+        );
+    }
+    let after = all_files(&store);
+    assert!(
+        after
+            .iter()
+            .all(|p| p.extension().is_some_and(|x| x == "parquet")),
+        "{after:?}"
+    );
+    let unfinished: Vec<_> = table_rows(&store, "losses")
+        .into_iter()
+        .filter(|r| r["kind"] == "unfinished")
+        .collect();
+    assert_eq!(unfinished.len(), 1, "{unfinished:?}");
+    assert_eq!(table_rows(&store, "events").len(), rows_before);
+    let max_before = parts
+        .iter()
+        .map(|(p, _)| {
+            let n = p.file_name().unwrap().to_str().unwrap();
+            n.strip_prefix("part-")
+                .unwrap()
+                .strip_suffix(".parquet")
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    let new: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
+    assert!(!new.is_empty());
+    for p in new {
+        let n = p.file_name().unwrap().to_str().unwrap();
+        let n: u64 = n
+            .strip_prefix("part-")
+            .unwrap()
+            .strip_suffix(".parquet")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > max_before, "new part {n} after {max_before}");
+    }
+}
+
+#[test]
+fn recover_of_a_store_accounts_for_its_unfinished_parts_unless_a_receiver_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let part = store.join("events/host=10.0.0.7/date=2026-11-27/hour=14");
+    std::fs::create_dir_all(&part).unwrap();
+    // What a killed receiver leaves: a temp without its footer.
+    std::fs::write(part.join(".part-5.parquet.tmp"), b"PAR1 and no footer").unwrap();
+    let recover = || {
+        Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .arg("recover")
+            .arg(&store)
+            .output()
+            .unwrap()
+    };
+    // A receiver holds the store: recover leaves it alone.
+    let (_, mut child) = recv_store(&store, &["--duration", "30"]);
+    let o = recover();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("another process writes the store"), "{err}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The receiver accounted for the temp when it started; a new one:
+    std::fs::write(part.join(".part-9.parquet.tmp"), b"PAR1").unwrap();
+    let o = recover();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("1 unfinished part files accounted for"),
+        "{stdout}"
+    );
+    let unfinished: Vec<_> = table_rows(&store, "losses")
+        .into_iter()
+        .filter(|r| r["kind"] == "unfinished")
+        .collect();
+    assert_eq!(
+        unfinished.len(),
+        2,
+        "part 5 at the receiver's start, part 9 now"
+    );
+    assert!(unfinished
+        .iter()
+        .all(|r| r["host"] == "10.0.0.7" && r["count"] == 0));
+    let runs: Vec<&str> = unfinished
+        .iter()
+        .map(|r| r["run"].as_str().unwrap())
+        .collect();
+    assert!(
+        runs.contains(&"unfinished/part-5") && runs.contains(&"unfinished/part-9"),
+        "{runs:?}"
+    );
+    // Its mark went to the temp's partition, numbered past every part.
+    assert!(
+        part.join("part-10.parquet").exists(),
+        "{:?}",
+        all_files(&store)
+    );
+    assert!(all_files(&store)
+        .iter()
+        .all(|p| p.extension().is_some_and(|x| x == "parquet")));
+}

@@ -1,0 +1,119 @@
+//! The command itself: output formats byte for byte, the prompt on a pipe,
+//! what it says about bad inputs and bad queries.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn qtrace(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run qtrace");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap()
+}
+
+/// A store of two events and one loss, written by DuckDB itself in the
+/// schema of FORMAT.md 7 (as any writer of it would).
+fn store(dir: &Path) -> String {
+    std::fs::create_dir_all(dir.join("events")).unwrap();
+    std::fs::create_dir_all(dir.join("losses")).unwrap();
+    let events = dir.join("events/part-0.parquet");
+    let losses = dir.join("losses/part-0.parquet");
+    let sql = format!(
+        "COPY (SELECT * FROM (VALUES \
+           ('a.qtr', 'h', NULL::UINTEGER, 0::UBIGINT, 100::BIGINT, 100::BIGINT, 0::UINTEGER, 3::USMALLINT, 'system', 'activate', 7::UBIGINT, 0::UBIGINT, 0::USMALLINT, 0::USMALLINT), \
+           ('a.qtr', 'h', NULL, 2, 350, 350, 0, 7, 'system', 'endcycle', 7, 0, 0, 0)) \
+           t(run, host, sender, seq, time_ns, aligned_ns, source, event_id, class, event, arg0, arg1, flags, queue)) \
+         TO '{}' (FORMAT parquet); \
+         COPY (SELECT 'a.qtr' AS run, 'h' AS host, NULL::UINTEGER AS sender, 1::UBIGINT AS seq, \
+           200::BIGINT AS time_ns, 200::BIGINT AS aligned_ns, 5::UBIGINT AS count, 'hoops' AS kind, \
+           0::USMALLINT AS queue, NULL::UBIGINT AS accounted) TO '{}' (FORMAT parquet);",
+        events.display(),
+        losses.display()
+    );
+    // The engine over an empty folder runs the COPY statements.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(empty.join("events")).unwrap();
+    let out = qtrace(&["sql", empty.to_str().unwrap(), &sql], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_result_as_a_table_csv_and_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let q = "SELECT task, activated_ns AS \"from\", response_ns, lossy, 'a,\"b\"' AS note, NULL AS none, 2.5 AS x FROM response_times";
+    let out = qtrace(&["sql", &s, q], "");
+    assert_eq!(text(&out.stderr), "");
+    assert_eq!(
+        text(&out.stdout),
+        "task  from  response_ns  lossy  note   none    x\n\
+         ----  ----  -----------  -----  -----  ----  ---\n   \
+         7   100          250  true   a,\"b\"  NULL  2.5\n\
+         (1 row)\n"
+    );
+    let out = qtrace(&["sql", "--format", "csv", &s, q], "");
+    assert_eq!(
+        text(&out.stdout),
+        "task,from,response_ns,lossy,note,none,x\n7,100,250,true,\"a,\"\"b\"\"\",,2.5\n"
+    );
+    let out = qtrace(&["sql", "-f", "json", &s, q], "");
+    assert_eq!(
+        text(&out.stdout),
+        "{\"task\":7,\"from\":100,\"response_ns\":250,\"lossy\":true,\"note\":\"a,\\\"b\\\"\",\"none\":null,\"x\":2.5}\n"
+    );
+    assert!(out.status.success());
+}
+
+#[test]
+fn statements_from_a_pipe_run_one_by_one_and_a_failure_sets_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let input = "SELECT count(*) AS n\n  FROM events;\nSELECT nope FROM events;\n.mode csv\nSELECT kind, count FROM losses;\n";
+    let out = qtrace(&["sql", &s], input);
+    assert_eq!(
+        text(&out.stdout),
+        "n\n-\n2\n(1 row)\nkind,count\nhoops,5\n"
+    );
+    let err = text(&out.stderr);
+    assert!(err.starts_with("Error: ") && err.contains("nope"), "{err}");
+    assert_eq!(out.status.code(), Some(2));
+    // No failure: status 0, and no prompt text on a pipe.
+    let out = qtrace(&["sql", &s], ".views\n");
+    assert!(text(&out.stdout).starts_with("events "), "{}", text(&out.stdout));
+    assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));
+}
+
+#[test]
+fn bad_inputs_and_queries_are_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let cases: [(&[&str], &str); 4] = [
+        (&["sql", "SELECT 1"], "no input: give a Parquet store folder"),
+        (&["sql", dir.path().join("events").to_str().unwrap(), "SELECT 1"], "not a qtrace Parquet store"),
+        (&["sql", dir.path().join("events/part-0.parquet").to_str().unwrap(), "SELECT 1"], "cannot read it as a qtrace trace"),
+        (&["sql", &s, "SELECT * FROM nowhere"], "nowhere"),
+    ];
+    for (args, says) in cases {
+        let out = qtrace(args, "");
+        let err = text(&out.stderr);
+        assert!(err.starts_with("qtrace sql: ") && err.contains(says), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+    }
+}

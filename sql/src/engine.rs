@@ -1,0 +1,274 @@
+//! The [`Engine`]: an in-process DuckDB whose `events`, `losses`,
+//! `payloads` and `streams` are views over Parquet files, with the ready
+//! views on top.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use duckdb::arrow::record_batch::RecordBatch;
+use duckdb::{Config, Connection};
+use qtrace::reader::TraceReader;
+
+use crate::output::Printer;
+use crate::views;
+use crate::Error;
+
+/// How the engine runs.
+///
+/// ```
+/// let o = qtrace_sql::Options::default();
+/// assert_eq!((o.threads, o.irq_max_ns), (None, 1_000));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Worker threads (DuckDB's `threads`); `None`: one per core.
+    pub threads: Option<usize>,
+    /// Longest interrupt handler in the `slices` view, in ns (the SQL
+    /// variable `qtrace_irq_max_ns`; `qtrace analyze --irq-max`).
+    pub irq_max_ns: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: None,
+            irq_max_ns: 1_000,
+        }
+    }
+}
+
+/// The tables of a store, in folder order.
+const TABLES: [&str; 4] = ["events", "losses", "payloads", "streams"];
+
+/// An in-process DuckDB over qtrace's Parquet tables, with the ready views.
+///
+/// ```no_run
+/// use qtrace_sql::{Engine, Format, Options, Printer};
+///
+/// let engine = Engine::open(&["store".into()], &Options::default())?;
+/// let mut out = Vec::new();
+/// engine.run(
+///     "SELECT task, count(*) FROM response_times GROUP BY task",
+///     Printer::new(Format::Csv, &mut out),
+/// )?;
+/// # Ok::<(), qtrace_sql::Error>(())
+/// ```
+pub struct Engine {
+    conn: Connection,
+    /// Where `.qtr` inputs were converted (removed on drop).
+    _scratch: Option<tempfile::TempDir>,
+    notes: Vec<String>,
+}
+
+impl Engine {
+    /// An engine with no table: create `events` and `losses` (tables or
+    /// views of the FORMAT.md 7 columns), then call [`Engine::create_views`].
+    ///
+    /// # Errors
+    ///
+    /// DuckDB's, when it cannot start (a bad thread count).
+    pub fn empty(options: &Options) -> Result<Engine, Error> {
+        let mut config = Config::default();
+        if let Some(n) = options.threads {
+            config = config.threads(n.max(1) as i64)?;
+        }
+        let conn = Connection::open_in_memory_with_flags(config)?;
+        conn.execute_batch(&format!(
+            "SET VARIABLE qtrace_irq_max_ns = {}::UBIGINT;",
+            options.irq_max_ns
+        ))?;
+        Ok(Engine {
+            conn,
+            _scratch: None,
+            notes: Vec::new(),
+        })
+    }
+
+    /// An engine over `inputs`: Parquet store folders (each with `events/`,
+    /// `losses/` … folders of parts, as `qtrace convert --to parquet --out
+    /// DIR` and `qtrace recv --store DIR` write them), read where they are,
+    /// and trace files (`.qtr`: queues' files, received files, recovered
+    /// rings), converted together, as `qtrace convert --to parquet` does,
+    /// into a scratch store removed when the engine is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoInput`] for no input; [`Error::BadInput`] for a path that
+    /// is neither a store folder nor a trace file; DuckDB's error when a
+    /// file is not Parquet of the expected columns.
+    pub fn open(inputs: &[PathBuf], options: &Options) -> Result<Engine, Error> {
+        if inputs.is_empty() {
+            return Err(Error::NoInput);
+        }
+        let mut stores = Vec::new();
+        let mut traces = Vec::new();
+        for p in inputs {
+            if p.is_dir() {
+                if !TABLES.iter().any(|t| p.join(t).is_dir()) {
+                    return Err(Error::BadInput {
+                        path: p.clone(),
+                        why: "not a qtrace Parquet store (no events/ or losses/ folder): give \
+                              the folder `qtrace convert --to parquet --out DIR` or `qtrace \
+                              recv --store DIR` wrote, or .qtr files"
+                            .into(),
+                    });
+                }
+                stores.push(p.clone());
+            } else if p.is_file() {
+                traces.push(p.clone());
+            } else {
+                return Err(Error::BadInput {
+                    path: p.clone(),
+                    why: "no such file or folder".into(),
+                });
+            }
+        }
+        let mut engine = Engine::empty(options)?;
+        if !traces.is_empty() {
+            let scratch = convert(&traces, &mut engine.notes)?;
+            stores.push(scratch.path().to_path_buf());
+            engine._scratch = Some(scratch);
+        }
+        engine.attach(&stores)?;
+        engine.create_views()?;
+        Ok(engine)
+    }
+
+    /// What the engine noticed opening its inputs, to show the user: damaged
+    /// or cut trace files (their events up to the damage are in the tables).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Makes `events`, `losses`, `payloads` and `streams` views over the
+    /// Parquet files of `stores` (every `*.parquet` under each table's
+    /// folder, at any depth: Hive partitions included). A table no store has
+    /// files of is, for `events` and `losses`, an empty view of its columns,
+    /// and otherwise absent.
+    fn attach(&self, stores: &[PathBuf]) -> Result<(), Error> {
+        for table in TABLES {
+            let globs: Vec<String> = stores
+                .iter()
+                .filter(|s| has_parquet(&s.join(table)))
+                .map(|s| sql_string(&format!("{}/{table}/**/*.parquet", s.display())))
+                .collect();
+            let body = if globs.is_empty() {
+                match table {
+                    "events" => views::EMPTY_EVENTS.to_string(),
+                    "losses" => views::EMPTY_LOSSES.to_string(),
+                    _ => continue,
+                }
+            } else {
+                // Hive partition folders (host=…/date=…) are not read as
+                // columns: every file carries its own `host`.
+                format!(
+                    "SELECT * FROM read_parquet([{}], hive_partitioning = false)",
+                    globs.join(", ")
+                )
+            };
+            self.conn
+                .execute_batch(&format!("CREATE OR REPLACE VIEW {table} AS {body};"))?;
+        }
+        Ok(())
+    }
+
+    /// Creates the ready views over `events` and `losses` (see the crate
+    /// documentation).
+    ///
+    /// # Errors
+    ///
+    /// DuckDB's, when `events` or `losses` lack a column the views read.
+    pub fn create_views(&self) -> Result<(), Error> {
+        Ok(views::create(&self.conn)?)
+    }
+
+    /// The DuckDB connection (to register tables, run statements with
+    /// parameters, read results as Arrow).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Runs `sql` (one statement or several separated by `;`: all run, the
+    /// last one's result is printed) and prints the result through
+    /// `printer`, batch by batch. Returns the number of rows printed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Query`] with DuckDB's message (a syntax error, an unknown
+    /// table, a failed cast); [`Error::Output`] when the output cannot be
+    /// written.
+    pub fn run(&self, sql: &str, mut printer: Printer<'_>) -> Result<u64, Error> {
+        let mut stmt = self.conn.prepare(sql)?;
+        // Executes (streaming); the rows are fetched below, where a failure
+        // is an error rather than the iterator's panic.
+        drop(stmt.stream_arrow([])?);
+        printer.schema(&stmt.schema())?;
+        while let Some(rows) = stmt.step()? {
+            printer.batch(&RecordBatch::from(&rows))?;
+        }
+        Ok(printer.finish()?)
+    }
+}
+
+/// Converts `traces` (one run each, merged in time order) into the tables
+/// of a new scratch folder; notes damaged and cut files in `notes`.
+fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::TempDir, Error> {
+    let mut inputs = Vec::with_capacity(traces.len());
+    for path in traces {
+        let reader = TraceReader::open(path).map_err(|e| Error::Convert {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        inputs.push((path.clone(), reader));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("qtrace-sql-")
+        .tempdir()
+        .map_err(|e| Error::Convert {
+            path: traces[0].clone(),
+            message: format!("cannot create a scratch folder: {e}"),
+        })?;
+    let report =
+        qtrace_store::convert(inputs, scratch.path(), &mut |_| {}).map_err(|e| Error::Convert {
+            path: traces[0].clone(),
+            message: e.to_string(),
+        })?;
+    for e in &report.damaged {
+        notes.push(format!("{e} (its events before the damage are in the tables)"));
+    }
+    for (path, end) in traces.iter().zip(&report.ends) {
+        if end.is_some_and(|c| c.is_complete() == Some(false)) {
+            notes.push(format!(
+                "{}: cut short or its close record disagrees with it (qtrace stats says more)",
+                path.display()
+            ));
+        }
+    }
+    Ok(scratch)
+}
+
+/// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and
+/// unfinished parts skipped).
+fn has_parquet(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            return false;
+        }
+        let path = e.path();
+        if path.is_dir() {
+            has_parquet(&path)
+        } else {
+            name.ends_with(".parquet")
+        }
+    })
+}
+
+/// `s` as an SQL string literal.
+fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}

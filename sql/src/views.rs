@@ -1,0 +1,68 @@
+//! The ready views (`views.sql`) and the tables they read.
+
+use duckdb::Connection;
+
+/// The SQL of the ready views, run once `events` and `losses` exist.
+pub const VIEWS_SQL: &str = include_str!("views.sql");
+
+/// The views a user queries, with what each holds (`.views` in the prompt,
+/// `qtrace sql --help`).
+pub const READY: &[(&str, &str)] = &[
+    ("events", "one row per event (FORMAT.md 7: run, host, seq, time_ns, source, event_id, class, event, arg0, arg1, ...)"),
+    ("losses", "one row per loss mark: hoops records, unreadable slots, damage, transit losses, unclosed streams"),
+    ("payloads", "one row per string, byte payload or run-time name (when the store has them)"),
+    ("streams", "one row per run: counters, completeness, clock facts (when the store has them)"),
+    ("slices", "task runs, interrupt handlers and semaphore holds, as the Perfetto export draws them"),
+    ("response_times", "one row per job: activate to endcycle, per task; lossy when a loss falls inside"),
+    ("preemptions", "one row per preemption: the task, its source and the task dispatched over it"),
+    ("cpu_busy", "per source: dispatches, busy, idle and lossy time, utilisation"),
+];
+
+/// The columns of `events` and `losses` (schema version 1, FORMAT.md 7), for
+/// an input without files of that table: the views still bind, over no rows.
+pub(crate) const EMPTY_EVENTS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
+    NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \
+    NULL::BIGINT AS aligned_ns, NULL::UINTEGER AS source, NULL::USMALLINT AS event_id, \
+    NULL::VARCHAR AS class, NULL::VARCHAR AS event, NULL::UBIGINT AS arg0, \
+    NULL::UBIGINT AS arg1, NULL::USMALLINT AS flags, NULL::USMALLINT AS queue WHERE false";
+
+pub(crate) const EMPTY_LOSSES: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
+    NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \
+    NULL::BIGINT AS aligned_ns, NULL::UBIGINT AS count, NULL::VARCHAR AS kind, \
+    NULL::USMALLINT AS queue, NULL::UBIGINT AS accounted WHERE false";
+
+/// Creates the ready views on `conn`, whose `events` and `losses` exist.
+///
+/// # Errors
+///
+/// DuckDB's error when a view does not bind (a table lacks a column the
+/// views read).
+pub fn create(conn: &Connection) -> duckdb::Result<()> {
+    conn.execute_batch(VIEWS_SQL)
+}
+
+#[cfg(test)]
+mod tests {
+    use qtrace::classes::{lowlevel, semaphore, system};
+
+    /// views.sql names the built-in events by number.
+    #[test]
+    fn the_numbers_in_the_views_are_the_built_in_events() {
+        assert_eq!(
+            [
+                system::ACTIVATE.0,
+                system::SCHEDULE.0,
+                system::DELAY.0,
+                system::SLEEP.0,
+                system::ENDCYCLE.0,
+                system::DESTROY.0,
+                system::DISABLE.0,
+                lowlevel::INTERRUPT.0,
+                semaphore::WAIT.0,
+                semaphore::WAITNB.0,
+                semaphore::SIGNAL.0,
+            ],
+            [3, 4, 5, 6, 7, 8, 10, 19, 20, 21, 22]
+        );
+    }
+}

@@ -1,0 +1,224 @@
+-- The ready views of `qtrace sql` (sql/src/views.rs runs this file once
+-- `events` and `losses` are views over the Parquet files). Plain DuckDB SQL:
+-- the same text works in the DuckDB shell over tables of those names.
+--
+-- Each host's records are one trace, as `qtrace analyze` reads the files it
+-- is given: merged in time order, equal times by run (the input file's name)
+-- then by record index (seq). Each run must be in time order, as every qtrace
+-- queue writes it (analyze raises a time that goes back; these views do not).
+-- Built-in event numbers (FORMAT.md): system 0x03 activate, 0x04 schedule,
+-- 0x05 delay, 0x06 sleep, 0x07 endcycle, 0x08 destroy, 0x0a disable;
+-- lowlevel 0x13 (19) interrupt; semaphore 0x14 (20) wait, 0x15 (21) waitnb,
+-- 0x16 (22) signal. A loss mark that is a hoops record (kinds hoops,
+-- unreadable, damaged) spoils a measure it falls inside, as in analyze: the
+-- measure is flagged `lossy` (analyze leaves it out of its figures and counts
+-- it apart).
+
+-- First and last time of each host's trace.
+CREATE OR REPLACE VIEW qtrace_bounds AS
+SELECT host, min(first_ns) AS first_ns, max(last_ns) AS last_ns FROM (
+    SELECT host, min(time_ns) AS first_ns, max(time_ns) AS last_ns FROM events GROUP BY host
+    UNION ALL
+    SELECT host, min(time_ns), max(time_ns) FROM losses GROUP BY host
+) GROUP BY host;
+
+-- The loss marks that analyze counts as hoops records.
+CREATE OR REPLACE VIEW qtrace_hoops AS
+SELECT host, run, seq, time_ns, count FROM losses
+WHERE kind IN ('hoops', 'unreadable', 'damaged');
+
+-- Jobs: each activate matched first in, first out with the endcycle of the
+-- same task that ends it; an endcycle with no job pending is skipped, a job
+-- never ended is not listed. Jobs pending after a row: the running count of
+-- activations minus endcycles held at zero, p - least(0, min p); so the j-th
+-- endcycle that found a job pending ends the j-th activation.
+CREATE OR REPLACE VIEW response_times AS
+WITH walk AS (
+    SELECT host, arg0 AS task, run, seq, time_ns, event_id = 3 AS act,
+        sum(CASE WHEN event_id = 3 THEN 1 ELSE -1 END) OVER w AS p,
+        count(*) FILTER (WHERE event_id = 3) OVER w AS acts
+    FROM events WHERE event_id IN (3, 7)
+    WINDOW w AS (PARTITION BY host, arg0 ORDER BY time_ns, run, seq ROWS UNBOUNDED PRECEDING)
+), floor AS (
+    SELECT *, least(0, coalesce(min(p) OVER (PARTITION BY host, task ORDER BY time_ns, run, seq
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)) AS floor_before
+    FROM walk
+), jobs AS (
+    SELECT host, task, run, seq, time_ns, act,
+        CASE WHEN act THEN acts ELSE acts - (p - least(floor_before, p)) END AS job
+    FROM floor WHERE act OR p >= floor_before
+)
+SELECT a.host, a.task, a.time_ns AS activated_ns, e.time_ns AS ended_ns,
+    e.time_ns - a.time_ns AS response_ns,
+    EXISTS (
+        SELECT 1 FROM qtrace_hoops x
+        WHERE x.host = a.host AND x.time_ns BETWEEN a.time_ns AND e.time_ns
+          AND (x.time_ns > a.time_ns OR x.run > a.run OR (x.run = a.run AND x.seq > a.seq))
+          AND (x.time_ns < e.time_ns OR x.run < e.run OR (x.run = e.run AND x.seq < e.seq))
+    ) AS lossy
+FROM jobs a JOIN jobs e
+    ON a.host = e.host AND a.task = e.task AND a.job = e.job AND a.act AND NOT e.act;
+
+-- The scheduler's events and the hoops records of each host in trace order:
+-- `pos` numbers them, `hoops_seen` counts the hoops records up to each.
+CREATE OR REPLACE VIEW qtrace_sched AS
+SELECT *,
+    row_number() OVER w AS pos,
+    count(*) FILTER (WHERE event_id IS NULL) OVER w AS hoops_seen
+FROM (
+    SELECT host, run, seq, time_ns, source, event_id, arg0 AS task FROM events
+    WHERE event_id IN (3, 4, 5, 6, 7, 8, 10, 20, 21, 22)
+    UNION ALL
+    SELECT host, run, seq, time_ns, NULL, NULL, NULL FROM qtrace_hoops
+)
+WINDOW w AS (PARTITION BY host ORDER BY time_ns, run, seq ROWS UNBOUNDED PRECEDING);
+
+-- Each task's state after each of its rows: jobs pending (as in
+-- response_times) and whether it is in a semaphore wait (its last wait,
+-- waitnb, signal or schedule was a wait).
+CREATE OR REPLACE VIEW qtrace_task_state AS
+WITH walk AS (
+    SELECT host, task, pos,
+        sum(CASE event_id WHEN 3 THEN 1 WHEN 7 THEN -1 ELSE 0 END) OVER w AS p,
+        last_value(CASE WHEN event_id IN (4, 20, 21, 22) THEN event_id END IGNORE NULLS) OVER w AS sem
+    FROM qtrace_sched WHERE event_id IS NOT NULL
+    WINDOW w AS (PARTITION BY host, task ORDER BY pos ROWS UNBOUNDED PRECEDING)
+)
+SELECT host, task, pos,
+    p - least(0, min(p) OVER (PARTITION BY host, task ORDER BY pos ROWS UNBOUNDED PRECEDING)) AS pending,
+    coalesce(sem = 20, false) AS waiting
+FROM walk;
+
+-- Each dispatch (schedule) of a task on a source, until the task leaves it:
+-- the source's next schedule, or the task's own next schedule elsewhere or
+-- delay/sleep/endcycle/destroy/disable, whichever comes first (analyze's
+-- running span); `leave_pos` is NULL when it runs to the end of the trace.
+CREATE OR REPLACE VIEW qtrace_dispatches AS
+WITH s AS (
+    SELECT host, source, task, pos, time_ns, hoops_seen,
+        lead(pos) OVER (PARTITION BY host, source ORDER BY pos) AS next_here
+    FROM qtrace_sched WHERE event_id = 4
+), moves AS (
+    SELECT host, task, pos, lead(pos) OVER (PARTITION BY host, task ORDER BY pos) AS next_move
+    FROM qtrace_sched WHERE event_id IN (4, 5, 6, 7, 8, 10)
+)
+SELECT s.host, s.source, s.task, s.pos, s.time_ns, s.hoops_seen, s.next_here,
+    CASE WHEN s.next_here IS NULL THEN m.next_move
+         WHEN m.next_move IS NULL THEN s.next_here
+         ELSE least(s.next_here, m.next_move) END AS leave_pos
+FROM s JOIN moves m ON m.host = s.host AND m.pos = s.pos;
+
+-- Every source's time line cut at its switches, as analyze cuts it: busy
+-- spans (a task runs: `task` set) and idle ones, from the trace's first time
+-- to its last; `lossy` when a hoops record lies inside (analyze counts such a
+-- span's time as lossy, neither busy nor idle).
+CREATE OR REPLACE VIEW qtrace_cpu_spans AS
+WITH hb AS (
+    SELECT b.host, b.first_ns, b.last_ns, count(x.seq) AS total
+    FROM qtrace_bounds b LEFT JOIN qtrace_hoops x ON x.host = b.host
+    GROUP BY b.host, b.first_ns, b.last_ns
+), d AS (
+    SELECT d.*, hb.first_ns,
+        coalesce(l.time_ns, hb.last_ns) AS leave_ns,
+        coalesce(l.hoops_seen, hb.total) AS leave_hoops,
+        coalesce(n.time_ns, hb.last_ns) AS next_ns,
+        coalesce(n.hoops_seen, hb.total) AS next_hoops,
+        d.pos = min(d.pos) OVER (PARTITION BY d.host, d.source) AS first
+    FROM qtrace_dispatches d
+    JOIN hb ON hb.host = d.host
+    LEFT JOIN qtrace_sched l ON l.host = d.host AND l.pos = d.leave_pos
+    LEFT JOIN qtrace_sched n ON n.host = d.host AND n.pos = d.next_here
+)
+-- running
+SELECT host, source, task, time_ns AS begin_ns, leave_ns AS end_ns,
+    leave_hoops <> hoops_seen AS lossy
+FROM d
+UNION ALL
+-- idle after the task left, until the next dispatch or the end
+SELECT host, source, NULL, leave_ns, next_ns, next_hoops <> leave_hoops
+FROM d WHERE leave_pos IS NOT NULL AND (next_here IS NULL OR leave_pos < next_here)
+UNION ALL
+-- idle from the start of the trace to the source's first dispatch
+SELECT host, source, NULL, first_ns, time_ns, hoops_seen <> 0 FROM d WHERE first;
+
+-- Per source (CPU) that ran a task: dispatches, busy and idle time, time
+-- lost to losses, utilisation = busy / (busy + idle); `qtrace analyze`'s CPU
+-- table.
+CREATE OR REPLACE VIEW cpu_busy AS
+SELECT host, source,
+    count(task) AS dispatches,
+    coalesce(sum(end_ns - begin_ns) FILTER (WHERE task IS NOT NULL AND NOT lossy), 0)::UBIGINT AS busy_ns,
+    coalesce(sum(end_ns - begin_ns) FILTER (WHERE task IS NULL AND NOT lossy), 0)::UBIGINT AS idle_ns,
+    coalesce(sum(end_ns - begin_ns) FILTER (WHERE lossy), 0)::UBIGINT AS lossy_ns,
+    round(100.0 * busy_ns / nullif(busy_ns + idle_ns, 0), 3) AS utilisation_pct
+FROM qtrace_cpu_spans GROUP BY host, source;
+
+-- A task preempted: another task dispatched on its source while it was
+-- running there with a job pending (activated, not yet ended) and not in a
+-- semaphore wait (that is blocking, not preemption); analyze's rule.
+CREATE OR REPLACE VIEW preemptions AS
+SELECT d.host, n.time_ns, d.source, d.task, n.task AS by_task
+FROM qtrace_dispatches d
+JOIN qtrace_sched n ON n.host = d.host AND n.pos = d.next_here
+ASOF JOIN qtrace_task_state st ON st.host = d.host AND st.task = d.task AND st.pos < n.pos
+WHERE d.leave_pos = d.next_here AND n.task <> d.task AND st.pending > 0 AND NOT st.waiting;
+
+-- The slices the Perfetto and Chrome exports draw (src/export/slices.rs):
+-- `task` runs from a schedule to the source's next schedule (or the end of
+-- the trace); `irq` from an interrupt to the source's next event, at most
+-- getvariable('qtrace_irq_max_ns') later (1 µs unless set: SET VARIABLE
+-- qtrace_irq_max_ns = 5000); `semaphore` holds from a wait or waitnb of a
+-- (task, semaphore) pair to the signal of the same pair that closes it
+-- (innermost first); a blocking wait never signalled is held to the end of
+-- the trace, a waitnb never signalled draws nothing.
+CREATE OR REPLACE VIEW slices AS
+WITH tasks AS (
+    SELECT host, source, arg0 AS task, time_ns AS begin_ns,
+        lead(time_ns) OVER (PARTITION BY host, source ORDER BY time_ns, run, seq) AS next_ns
+    FROM events WHERE event_id = 4
+), irq_sources AS (
+    SELECT DISTINCT host, source FROM events WHERE event_id = 19
+), irqs AS (
+    SELECT * FROM (
+        SELECT e.host, e.source, e.event_id, e.arg0 AS irq, e.time_ns AS begin_ns,
+            lead(e.time_ns) OVER (PARTITION BY e.host, e.source ORDER BY e.time_ns, e.run, e.seq) AS next_ns
+        FROM events e SEMI JOIN irq_sources i ON i.host = e.host AND i.source = e.source
+    ) WHERE event_id = 19
+), sem_walk AS (
+    SELECT host, arg0 AS task, arg1 AS sem, event_id, time_ns,
+        sum(CASE WHEN event_id = 22 THEN -1 ELSE 1 END) OVER w AS p,
+        row_number() OVER w AS step
+    FROM events WHERE event_id IN (20, 21, 22)
+    WINDOW w AS (PARTITION BY host, arg0, arg1 ORDER BY time_ns, run, seq ROWS UNBOUNDED PRECEDING)
+), sem_depth AS (
+    SELECT *, p - least(0, min(p) OVER (PARTITION BY host, task, sem ORDER BY step
+        ROWS UNBOUNDED PRECEDING)) AS depth
+    FROM sem_walk
+), opens AS (
+    SELECT * FROM sem_depth WHERE event_id <> 22
+), closes AS (
+    SELECT * FROM sem_depth WHERE event_id = 22
+), holds AS (
+    -- The wait at depth d is closed by the first later signal that leaves
+    -- depth d - 1 (the walk moves by one).
+    SELECT o.host, o.task, o.sem, o.event_id = 20 AS blocking, o.time_ns AS begin_ns,
+        c.time_ns AS signal_ns
+    FROM opens o ASOF LEFT JOIN closes c
+        ON c.host = o.host AND c.task = o.task AND c.sem = o.sem
+        AND c.depth = o.depth - 1 AND c.step > o.step
+)
+SELECT t.host, 'task' AS kind, t.source, t.task, NULL::UBIGINT AS irq, NULL::UBIGINT AS sem,
+    t.begin_ns, coalesce(t.next_ns, b.last_ns) AS end_ns,
+    NULL::BOOLEAN AS blocking, NULL::BOOLEAN AS signalled
+FROM tasks t JOIN qtrace_bounds b ON b.host = t.host
+UNION ALL
+SELECT i.host, 'irq', i.source, NULL, i.irq, NULL,
+    i.begin_ns, least(coalesce(i.next_ns, b.last_ns),
+        i.begin_ns + coalesce(getvariable('qtrace_irq_max_ns'), 1000)),
+    NULL, NULL
+FROM irqs i JOIN qtrace_bounds b ON b.host = i.host
+UNION ALL
+SELECT h.host, 'semaphore', NULL, h.task, NULL, h.sem,
+    h.begin_ns, coalesce(h.signal_ns, b.last_ns), h.blocking, h.signal_ns IS NOT NULL
+FROM holds h JOIN qtrace_bounds b ON b.host = h.host
+WHERE h.signal_ns IS NOT NULL OR h.blocking;

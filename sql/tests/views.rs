@@ -1,0 +1,319 @@
+//! The ready views' figures equal `qtrace analyze`'s (the library's
+//! `Analyzer`): on generated schedules here (every rule: FIFO jobs and
+//! unmatched endcycles, preemption against blocking, migration between
+//! sources, losses inside measures, interrupts, semaphore pairs, equal
+//! times), and on the main job's trace in cli/tests/sql (through the
+//! command).
+
+use std::collections::BTreeMap;
+
+use duckdb::params;
+use qtrace::analysis::{AnalysisOptions, Analyzer, Report, Summary};
+use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
+use qtrace::{Event, EventId};
+use qtrace_sql::{Engine, Options};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random schedule of `n` records on a few tasks, sources, semaphores and
+/// interrupt lines, times never going back (some equal).
+fn schedule(rng: &mut Rng, n: usize) -> Vec<Event> {
+    let mut t = 1_000;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        t += match rng.below(10) {
+            0 => 0,
+            1..=6 => rng.below(800),
+            _ => rng.below(20_000),
+        };
+        let task = 1 + rng.below(5);
+        let source = rng.below(3) as u32;
+        let sem = 1 + rng.below(2);
+        let (id, args) = match rng.below(100) {
+            0..=14 => (system::ACTIVATE, [task, 0]),
+            15..=34 => (system::SCHEDULE, [task, 0]),
+            35..=46 => (system::ENDCYCLE, [task, 0]),
+            47..=48 => (system::DELAY, [task, 0]),
+            49 => (system::SLEEP, [task, 0]),
+            50 => (system::DISABLE, [task, 0]),
+            51..=57 => (semaphore::WAIT, [task, sem]),
+            58..=60 => (semaphore::WAITNB, [task, sem]),
+            61..=68 => (semaphore::SIGNAL, [task, sem]),
+            69..=78 => (lowlevel::INTERRUPT, [rng.below(2), 0]),
+            79..=96 => (user::USER0, [rng.below(1000), 0]),
+            _ => (tracer::HOOPS, [1 + rng.below(50), 0]),
+        };
+        out.push(Event::new(t, id, source, args));
+    }
+    out
+}
+
+/// An engine whose `events` and `losses` tables hold `events` (one run, one
+/// host; hoops records go to `losses`, as the Parquet writer puts them).
+fn engine(events: &[Event]) -> Engine {
+    let engine = Engine::empty(&Options::default()).unwrap();
+    let c = engine.connection();
+    c.execute_batch(
+        "CREATE TABLE events (run VARCHAR, host VARCHAR, sender UINTEGER, seq UBIGINT, \
+         time_ns BIGINT, aligned_ns BIGINT, source UINTEGER, event_id USMALLINT, class VARCHAR, \
+         event VARCHAR, arg0 UBIGINT, arg1 UBIGINT, flags USMALLINT, queue USMALLINT); \
+         CREATE TABLE losses (run VARCHAR, host VARCHAR, sender UINTEGER, seq UBIGINT, \
+         time_ns BIGINT, aligned_ns BIGINT, count UBIGINT, kind VARCHAR, queue USMALLINT, \
+         accounted UBIGINT);",
+    )
+    .unwrap();
+    {
+        let mut ev = c.appender("events").unwrap();
+        let mut lo = c.appender("losses").unwrap();
+        for (seq, e) in events.iter().enumerate() {
+            let (seq, t) = (seq as u64, e.time as i64);
+            if e.id == tracer::HOOPS {
+                lo.append_row(params![
+                    "run0",
+                    "h",
+                    None::<u32>,
+                    seq,
+                    t,
+                    t,
+                    e.args[0],
+                    "hoops",
+                    0u16,
+                    None::<u64>
+                ])
+                .unwrap();
+            } else {
+                ev.append_row(params![
+                    "run0",
+                    "h",
+                    None::<u32>,
+                    seq,
+                    t,
+                    t,
+                    e.source,
+                    e.id.0,
+                    "c",
+                    "e",
+                    e.args[0],
+                    e.args[1],
+                    0u16,
+                    None::<u16>
+                ])
+                .unwrap();
+            }
+        }
+    }
+    engine.create_views().unwrap();
+    engine
+}
+
+fn analyze(events: &[Event]) -> Report {
+    let mut a = Analyzer::new(
+        &Catalog::builtin(),
+        AnalysisOptions {
+            interrupt_max_ns: 1_000,
+            latency: None,
+        },
+    );
+    for e in events {
+        a.push(e);
+    }
+    a.finish()
+}
+
+/// count, min, mean, p99 (nearest rank), max: analyze's `Summary`.
+const SUMMARY: &str = "count(*) FILTER (WHERE NOT lossy), \
+    coalesce(min(d) FILTER (WHERE NOT lossy), 0), \
+    coalesce(sum(d) FILTER (WHERE NOT lossy) // count(*) FILTER (WHERE NOT lossy), 0), \
+    coalesce(list_sort(list(d) FILTER (WHERE NOT lossy))[greatest(1, ceil(count(*) FILTER (WHERE NOT lossy) * 99 / 100)::BIGINT)], 0), \
+    coalesce(max(d) FILTER (WHERE NOT lossy), 0), \
+    count(*) FILTER (WHERE lossy)";
+
+fn summary(s: &Summary, lossy: u64) -> [u64; 6] {
+    [s.count, s.min, s.mean, s.p99, s.max, lossy]
+}
+
+/// Rows of `sql` as (key, numbers).
+fn rows<const N: usize>(engine: &Engine, sql: &str) -> BTreeMap<u64, [u64; N]> {
+    let c = engine.connection();
+    let mut stmt = c.prepare(sql).unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    let mut out = BTreeMap::new();
+    while let Some(r) = rows.next().unwrap() {
+        let key: u64 = r.get(0).unwrap();
+        let mut v = [0u64; N];
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = r.get::<_, i64>(i + 1).unwrap() as u64;
+        }
+        out.insert(key, v);
+    }
+    out
+}
+
+/// Every figure of the views that analyze also gives, compared; returns
+/// analyze's report.
+fn check(events: &[Event]) -> Report {
+    let report = analyze(events);
+    let engine = engine(events);
+
+    let responses = rows::<6>(
+        &engine,
+        &format!(
+            "SELECT task, {SUMMARY} FROM (SELECT task, response_ns AS d, lossy FROM response_times) GROUP BY task"
+        ),
+    );
+    let preempted = rows::<1>(
+        &engine,
+        "SELECT task, count(*) FROM preemptions GROUP BY task",
+    );
+    let dispatched = rows::<1>(
+        &engine,
+        "SELECT task, count(*) FROM slices WHERE kind = 'task' GROUP BY task",
+    );
+    for (task, t) in &report.tasks {
+        let want = summary(&t.response.summary(), t.response_lossy);
+        let got = responses.get(task).copied().unwrap_or_default();
+        assert_eq!(got, want, "task {task} response times: {events:?}");
+        let got = preempted.get(task).map_or(0, |v| v[0]);
+        assert_eq!(got, t.preemptions, "task {task} preemptions: {events:?}");
+        let got = dispatched.get(task).map_or(0, |v| v[0]);
+        assert_eq!(got, t.dispatches, "task {task} dispatches: {events:?}");
+    }
+    // No task the views know that analyze does not.
+    for task in responses.keys().chain(preempted.keys()) {
+        assert!(report.tasks.contains_key(task), "task {task}");
+    }
+
+    let cpus = rows::<4>(
+        &engine,
+        "SELECT source, dispatches, busy_ns, idle_ns, lossy_ns FROM cpu_busy",
+    );
+    let want: BTreeMap<u64, [u64; 4]> = report
+        .cpus
+        .iter()
+        .map(|(s, c)| {
+            (
+                u64::from(*s),
+                [c.dispatches, c.busy_ns, c.idle_ns, c.lossy_ns],
+            )
+        })
+        .collect();
+    assert_eq!(cpus, want, "cpu_busy: {events:?}");
+
+    let irqs = rows::<6>(
+        &engine,
+        &format!(
+            "SELECT irq, {SUMMARY} FROM (SELECT irq, end_ns - begin_ns AS d, false AS lossy FROM slices WHERE kind = 'irq') GROUP BY irq"
+        ),
+    );
+    let want: BTreeMap<u64, [u64; 6]> = report
+        .interrupts
+        .iter()
+        .map(|(i, r)| (*i, summary(&r.handler.summary(), 0)))
+        .collect();
+    assert_eq!(irqs, want, "interrupt handlers: {events:?}");
+    report
+}
+
+#[test]
+fn views_equal_the_analysis_on_generated_schedules() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    // What the schedules exercised, summed: every rule must have been met.
+    let mut seen = [0u64; 6];
+    for n in [0, 1, 5, 20, 60, 200, 400] {
+        for _ in 0..12 {
+            let events = schedule(&mut rng, n);
+            let r = check(&events);
+            for t in r.tasks.values() {
+                seen[0] += t.preemptions;
+                seen[1] += t.response_lossy;
+                seen[2] += t.unmatched;
+                seen[3] += t.blocked_waits;
+                seen[4] += t.response.len() as u64;
+            }
+            seen[5] += r.cpus.values().map(|c| c.lossy_ns).sum::<u64>();
+        }
+    }
+    assert!(
+        seen.iter().all(|&n| n > 0),
+        "preemptions, lossy jobs, unmatched endcycles, blocked waits, jobs, lossy time: {seen:?}"
+    );
+}
+
+#[test]
+fn a_preemption_and_a_blocked_wait_are_told_apart() {
+    // Task 1 is activated and runs on source 0; task 2 is dispatched over
+    // it: a preemption. Later task 1 waits on a semaphore and task 2 is
+    // dispatched: blocked, not preempted. Task 3 runs with no job: no
+    // preemption either.
+    let s = |t, task| Event::new(t, system::SCHEDULE, 0, [task, 0]);
+    let events = [
+        Event::new(0, system::ACTIVATE, 0, [1, 0]),
+        s(10, 1),
+        Event::new(20, system::ACTIVATE, 0, [2, 0]),
+        s(30, 2), // preempts 1
+        Event::new(40, system::ENDCYCLE, 0, [2, 0]),
+        s(50, 1),
+        Event::new(60, semaphore::WAIT, 0, [1, 7]),
+        s(70, 2), // 1 blocked
+        s(80, 3),
+        s(90, 1), // 3 had no job
+        Event::new(100, system::ENDCYCLE, 0, [1, 0]),
+    ];
+    check(&events);
+    let engine = engine(&events);
+    let got = rows::<2>(
+        &engine,
+        "SELECT time_ns, task, by_task FROM preemptions ORDER BY time_ns",
+    );
+    assert_eq!(got, BTreeMap::from([(30, [1, 2])]));
+}
+
+#[test]
+fn semaphore_holds_pair_innermost_first() {
+    let w = |t, id: EventId, task| Event::new(t, id, 0, [task, 1]);
+    let events = [
+        w(10, semaphore::SIGNAL, 5), // nothing open: no slice
+        w(20, semaphore::WAIT, 5),
+        w(30, semaphore::WAITNB, 5),
+        w(40, semaphore::SIGNAL, 5), // closes the waitnb (innermost)
+        w(50, semaphore::WAITNB, 5), // never signalled: no slice
+        w(60, semaphore::WAIT, 6),   // never signalled: held to the end
+        Event::new(90, user::USER0, 0, [0, 0]),
+    ];
+    let engine = engine(&events);
+    let mut stmt = engine
+        .connection()
+        .prepare(
+            "SELECT task, begin_ns, end_ns, blocking, signalled FROM slices \
+             WHERE kind = 'semaphore' ORDER BY begin_ns",
+        )
+        .unwrap();
+    let got: Vec<(u64, i64, i64, bool, bool)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (5, 20, 90, true, false),
+            (5, 30, 40, false, true),
+            (6, 60, 90, true, false),
+        ]
+    );
+}

@@ -1,0 +1,542 @@
+//! Column buffers: rows are appended field by field, then taken as one
+//! Arrow record batch per table. Strings are interned as they come (keys
+//! into a dictionary that only grows), so the Parquet writer receives
+//! dictionary arrays.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::types::{
+    ArrowPrimitiveType, Float64Type, Int32Type, Int64Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, DictionaryArray, PrimitiveArray, RecordBatch, StringArray,
+};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_schema::ArrowError;
+
+use crate::schema::Table;
+
+/// A growing dictionary of strings: each distinct string gets the next key.
+#[derive(Debug, Default)]
+pub struct Interner {
+    keys: HashMap<String, i32>,
+    values: Vec<String>,
+}
+
+impl Interner {
+    /// The key of `s`, added if new.
+    pub fn key(&mut self, s: &str) -> i32 {
+        if let Some(&k) = self.keys.get(s) {
+            return k;
+        }
+        let k = self.values.len() as i32;
+        self.values.push(s.to_string());
+        self.keys.insert(s.to_string(), k);
+        k
+    }
+
+    fn array(&self) -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(&self.values))
+    }
+}
+
+/// A column of `T`, possibly with nulls (the validity is built only once a
+/// null arrives).
+#[derive(Debug)]
+pub struct Col<T: ArrowNativeType> {
+    values: Vec<T>,
+    valid: Option<Vec<bool>>,
+}
+
+impl<T: ArrowNativeType> Default for Col<T> {
+    fn default() -> Self {
+        Col {
+            values: Vec::new(),
+            valid: None,
+        }
+    }
+}
+
+impl<T: ArrowNativeType> Col<T> {
+    /// Appends a value.
+    #[inline]
+    pub fn push(&mut self, v: T) {
+        self.values.push(v);
+        if let Some(valid) = &mut self.valid {
+            valid.push(true);
+        }
+    }
+
+    /// Appends a value or a null.
+    #[inline]
+    pub fn push_opt(&mut self, v: Option<T>) {
+        match v {
+            Some(v) => self.push(v),
+            None => {
+                let n = self.values.len();
+                self.valid.get_or_insert_with(|| vec![true; n]).push(false);
+                self.values.push(T::default());
+            }
+        }
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    fn take(&mut self) -> (Vec<T>, Option<NullBuffer>) {
+        let values = std::mem::take(&mut self.values);
+        let nulls = self
+            .valid
+            .take()
+            .map(|v| NullBuffer::new(BooleanBuffer::from(v)));
+        (values, nulls)
+    }
+
+    fn primitive<A>(&mut self) -> ArrayRef
+    where
+        A: ArrowPrimitiveType<Native = T>,
+    {
+        let (values, nulls) = self.take();
+        Arc::new(PrimitiveArray::<A>::new(ScalarBuffer::from(values), nulls))
+    }
+}
+
+impl Col<i32> {
+    fn dictionary(&mut self, dict: &Interner) -> Result<ArrayRef, ArrowError> {
+        let (keys, nulls) = self.take();
+        let keys = PrimitiveArray::<Int32Type>::new(ScalarBuffer::from(keys), nulls);
+        Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+            keys,
+            dict.array(),
+        )?))
+    }
+}
+
+/// The columns every table starts with.
+#[derive(Debug, Default)]
+struct Common {
+    run: Col<i32>,
+    host: Col<i32>,
+    sender: Col<u32>,
+}
+
+/// Which run a row belongs to, as keys of the table set's string dictionary.
+#[derive(Clone, Copy, Debug)]
+pub struct RunKeys {
+    /// Key of the run's name.
+    pub run: i32,
+    /// Key of its host.
+    pub host: i32,
+    /// Its sender id, for received streams.
+    pub sender: Option<u32>,
+}
+
+impl Common {
+    #[inline]
+    fn push(&mut self, k: &RunKeys) {
+        self.run.push(k.run);
+        self.host.push(k.host);
+        self.sender.push_opt(k.sender);
+    }
+
+    fn arrays(&mut self, d: &Interner) -> Result<Vec<ArrayRef>, ArrowError> {
+        Ok(vec![
+            self.run.dictionary(d)?,
+            self.host.dictionary(d)?,
+            self.sender.primitive::<UInt32Type>(),
+        ])
+    }
+}
+
+/// Where a row is in its run and when.
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    /// Its position among the run's rows.
+    pub seq: u64,
+    /// Its time, ns.
+    pub time_ns: i64,
+    /// Its time on the receiver's clock, ns.
+    pub aligned_ns: i64,
+}
+
+#[derive(Debug, Default)]
+struct Position {
+    seq: Col<u64>,
+    time: Col<i64>,
+    aligned: Col<i64>,
+}
+
+impl Position {
+    #[inline]
+    fn push(&mut self, at: &At) {
+        self.seq.push(at.seq);
+        self.time.push(at.time_ns);
+        self.aligned.push(at.aligned_ns);
+    }
+
+    fn arrays(&mut self) -> Vec<ArrayRef> {
+        vec![
+            self.seq.primitive::<UInt64Type>(),
+            self.time.primitive::<Int64Type>(),
+            self.aligned.primitive::<Int64Type>(),
+        ]
+    }
+}
+
+/// One events row (besides the run and position).
+#[derive(Clone, Copy, Debug)]
+pub struct EventRow {
+    /// The record's source.
+    pub source: u32,
+    /// Its event id.
+    pub event_id: u16,
+    /// Key of its class name, if known.
+    pub class: Option<i32>,
+    /// Key of its event name, if known.
+    pub event: Option<i32>,
+    /// Its arguments.
+    pub args: [u64; 2],
+    /// Its flags.
+    pub flags: u16,
+    /// The queue that wrote it, if known.
+    pub queue: Option<u16>,
+}
+
+/// The events table's columns.
+#[derive(Debug, Default)]
+pub struct EventCols {
+    common: Common,
+    at: Position,
+    source: Col<u32>,
+    event_id: Col<u16>,
+    class: Col<i32>,
+    event: Col<i32>,
+    arg0: Col<u64>,
+    arg1: Col<u64>,
+    flags: Col<u16>,
+    queue: Col<u16>,
+}
+
+impl EventCols {
+    /// Appends a row.
+    #[inline]
+    pub fn push(&mut self, k: &RunKeys, at: &At, r: &EventRow) {
+        self.common.push(k);
+        self.at.push(at);
+        self.source.push(r.source);
+        self.event_id.push(r.event_id);
+        self.class.push_opt(r.class);
+        self.event.push_opt(r.event);
+        self.arg0.push(r.args[0]);
+        self.arg1.push(r.args[1]);
+        self.flags.push(r.flags);
+        self.queue.push_opt(r.queue);
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    /// Takes the rows as a batch.
+    pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
+        let mut a = self.common.arrays(d)?;
+        a.extend(self.at.arrays());
+        a.extend([
+            self.source.primitive::<UInt32Type>(),
+            self.event_id.primitive::<UInt16Type>(),
+            self.class.dictionary(d)?,
+            self.event.dictionary(d)?,
+            self.arg0.primitive::<UInt64Type>(),
+            self.arg1.primitive::<UInt64Type>(),
+            self.flags.primitive::<UInt16Type>(),
+            self.queue.primitive::<UInt16Type>(),
+        ]);
+        RecordBatch::try_new(Table::Events.schema(), a)
+    }
+}
+
+/// One losses row.
+#[derive(Clone, Copy, Debug)]
+pub struct LossRow {
+    /// Events lost there.
+    pub count: u64,
+    /// Key of the kind's word.
+    pub kind: i32,
+    /// The queue that lost them, if known.
+    pub queue: Option<u16>,
+    /// Unclosed-stream marks: the events the stream accounted for.
+    pub accounted: Option<u64>,
+}
+
+/// The losses table's columns.
+#[derive(Debug, Default)]
+pub struct LossCols {
+    common: Common,
+    at: Position,
+    count: Col<u64>,
+    kind: Col<i32>,
+    queue: Col<u16>,
+    accounted: Col<u64>,
+}
+
+impl LossCols {
+    /// Appends a row.
+    pub fn push(&mut self, k: &RunKeys, at: &At, r: &LossRow) {
+        self.common.push(k);
+        self.at.push(at);
+        self.count.push(r.count);
+        self.kind.push(r.kind);
+        self.queue.push_opt(r.queue);
+        self.accounted.push_opt(r.accounted);
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.count.len()
+    }
+
+    /// Takes the rows as a batch.
+    pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
+        let mut a = self.common.arrays(d)?;
+        a.extend(self.at.arrays());
+        a.extend([
+            self.count.primitive::<UInt64Type>(),
+            self.kind.dictionary(d)?,
+            self.queue.primitive::<UInt16Type>(),
+            self.accounted.primitive::<UInt64Type>(),
+        ]);
+        RecordBatch::try_new(Table::Losses.schema(), a)
+    }
+}
+
+/// One payloads row.
+#[derive(Clone, Debug)]
+pub struct PayloadRow<'a> {
+    /// The run's source.
+    pub source: u32,
+    /// The event the payload belongs to.
+    pub event_id: u16,
+    /// Key of the class name, if known.
+    pub class: Option<i32>,
+    /// Key of the event name, if known (none for name records).
+    pub event: Option<i32>,
+    /// Key of `str`, `bytes` or `name`.
+    pub kind: i32,
+    /// The event's own argument, if its begin record arrived.
+    pub arg0: Option<u64>,
+    /// Name records: key of what is named.
+    pub name_of: Option<i32>,
+    /// Name records: the number named.
+    pub subject: Option<u64>,
+    /// The payload as text (valid UTF-8).
+    pub text: Option<&'a str>,
+    /// The payload's bytes (not UTF-8).
+    pub bytes: Option<&'a [u8]>,
+    /// Whether the payload is whole.
+    pub complete: bool,
+    /// Key of `complete`, `partial` or `corrupt`.
+    pub state: i32,
+    /// Partial runs: records received.
+    pub received: Option<u32>,
+    /// Partial runs: records expected, if known.
+    pub expected: Option<u32>,
+    /// The length as logged, if known.
+    pub logged_len: Option<u32>,
+}
+
+/// The payloads table's columns.
+#[derive(Debug, Default)]
+pub struct PayloadCols {
+    common: Common,
+    at: Position,
+    source: Col<u32>,
+    event_id: Col<u16>,
+    class: Col<i32>,
+    event: Col<i32>,
+    kind: Col<i32>,
+    arg0: Col<u64>,
+    name_of: Col<i32>,
+    subject: Col<u64>,
+    text: Vec<Option<String>>,
+    bytes: Vec<Option<Vec<u8>>>,
+    complete: Vec<bool>,
+    state: Col<i32>,
+    received: Col<u32>,
+    expected: Col<u32>,
+    logged_len: Col<u32>,
+}
+
+impl PayloadCols {
+    /// Appends a row.
+    pub fn push(&mut self, k: &RunKeys, at: &At, r: &PayloadRow<'_>) {
+        self.common.push(k);
+        self.at.push(at);
+        self.source.push(r.source);
+        self.event_id.push(r.event_id);
+        self.class.push_opt(r.class);
+        self.event.push_opt(r.event);
+        self.kind.push(r.kind);
+        self.arg0.push_opt(r.arg0);
+        self.name_of.push_opt(r.name_of);
+        self.subject.push_opt(r.subject);
+        self.text.push(r.text.map(str::to_string));
+        self.bytes.push(r.bytes.map(<[u8]>::to_vec));
+        self.complete.push(r.complete);
+        self.state.push(r.state);
+        self.received.push_opt(r.received);
+        self.expected.push_opt(r.expected);
+        self.logged_len.push_opt(r.logged_len);
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.complete.len()
+    }
+
+    /// Payload bytes held (to flush long texts early).
+    pub fn bytes_held(&self) -> usize {
+        let t: usize = self.text.iter().flatten().map(String::len).sum();
+        let b: usize = self.bytes.iter().flatten().map(Vec::len).sum();
+        t + b
+    }
+
+    /// Takes the rows as a batch.
+    pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
+        let mut a = self.common.arrays(d)?;
+        a.extend(self.at.arrays());
+        let text: StringArray = std::mem::take(&mut self.text).into_iter().collect();
+        let bytes: BinaryArray = std::mem::take(&mut self.bytes).into_iter().collect();
+        let complete = BooleanArray::from(std::mem::take(&mut self.complete));
+        a.extend([
+            self.source.primitive::<UInt32Type>(),
+            self.event_id.primitive::<UInt16Type>(),
+            self.class.dictionary(d)?,
+            self.event.dictionary(d)?,
+            self.kind.dictionary(d)?,
+            self.arg0.primitive::<UInt64Type>(),
+            self.name_of.dictionary(d)?,
+            self.subject.primitive::<UInt64Type>(),
+            Arc::new(text) as ArrayRef,
+            Arc::new(bytes) as ArrayRef,
+            Arc::new(complete) as ArrayRef,
+            self.state.dictionary(d)?,
+            self.received.primitive::<UInt32Type>(),
+            self.expected.primitive::<UInt32Type>(),
+            self.logged_len.primitive::<UInt32Type>(),
+        ]);
+        RecordBatch::try_new(Table::Payloads.schema(), a)
+    }
+}
+
+/// One streams row: a run's facts (in a store, over one part).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamRow {
+    /// The input file or the store's folder.
+    pub path: String,
+    /// The part these counts are over (0 for a conversion).
+    pub part: u64,
+    /// First and last row times.
+    pub first_ns: Option<i64>,
+    /// Last row time.
+    pub last_ns: Option<i64>,
+    /// Records read.
+    pub records: u64,
+    /// Events rows.
+    pub events: u64,
+    /// Sum of the losses rows' counts.
+    pub lost: u64,
+    /// Whether the run says it is complete.
+    pub complete: bool,
+    /// `complete`, `cut`, `damaged`, `unknown`, `open`, `closed`, `unclosed`.
+    pub verdict: String,
+    /// The queue's close record: events accepted.
+    pub accepted: Option<u64>,
+    /// Events dropped.
+    pub dropped: Option<u64>,
+    /// Events overwritten.
+    pub overwritten: Option<u64>,
+    /// Events delivered.
+    pub delivered: Option<u64>,
+    /// Received streams: datagrams accepted.
+    pub datagrams: Option<u64>,
+    /// Datagrams lost in transit.
+    pub lost_datagrams: Option<u64>,
+    /// Events the sender reported dropped.
+    pub sender_dropped: Option<u64>,
+    /// Events the sender never sent.
+    pub unsent: Option<u64>,
+    /// Events the sender logged (from its close datagram).
+    pub logged: Option<u64>,
+    /// Estimated sender-to-receiver clock offset.
+    pub clock_offset_ns: Option<i64>,
+    /// Bound on that estimate's error.
+    pub clock_offset_bound_ns: Option<i64>,
+    /// Estimated drift.
+    pub clock_drift_ppm: Option<f64>,
+    /// The Unix time (ns) of `time_ns` 0: the clock origin.
+    pub origin_unix_ns: Option<i64>,
+}
+
+/// The streams table's columns.
+#[derive(Debug, Default)]
+pub struct StreamCols {
+    common: Common,
+    rows: Vec<StreamRow>,
+}
+
+impl StreamCols {
+    /// Appends a row.
+    pub fn push(&mut self, k: &RunKeys, r: StreamRow) {
+        self.common.push(k);
+        self.rows.push(r);
+    }
+
+    /// Takes the rows as a batch.
+    pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
+        let mut a = self.common.arrays(d)?;
+        let rows = std::mem::take(&mut self.rows);
+        let u = |f: fn(&StreamRow) -> Option<u64>| -> ArrayRef {
+            Arc::new(rows.iter().map(f).collect::<PrimitiveArray<UInt64Type>>())
+        };
+        let i = |f: fn(&StreamRow) -> Option<i64>| -> ArrayRef {
+            Arc::new(rows.iter().map(f).collect::<PrimitiveArray<Int64Type>>())
+        };
+        a.extend([
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.path))) as ArrayRef,
+            u(|r| Some(r.part)),
+            i(|r| r.first_ns),
+            i(|r| r.last_ns),
+            u(|r| Some(r.records)),
+            u(|r| Some(r.events)),
+            u(|r| Some(r.lost)),
+            Arc::new(BooleanArray::from(
+                rows.iter().map(|r| r.complete).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| &r.verdict),
+            )),
+            u(|r| r.accepted),
+            u(|r| r.dropped),
+            u(|r| r.overwritten),
+            u(|r| r.delivered),
+            u(|r| r.datagrams),
+            u(|r| r.lost_datagrams),
+            u(|r| r.sender_dropped),
+            u(|r| r.unsent),
+            u(|r| r.logged),
+            i(|r| r.clock_offset_ns),
+            i(|r| r.clock_offset_bound_ns),
+            Arc::new(
+                rows.iter()
+                    .map(|r| r.clock_drift_ppm)
+                    .collect::<PrimitiveArray<Float64Type>>(),
+            ),
+            i(|r| r.origin_unix_ns),
+        ]);
+        RecordBatch::try_new(Table::Streams.schema(), a)
+    }
+}

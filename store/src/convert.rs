@@ -1,0 +1,158 @@
+//! Trace files to Parquet tables (`qtrace convert --to parquet`): every
+//! file is one run; its events, losses and payloads go to part N of each
+//! table of the output folder (N continues the folder's numbering, so a
+//! conversion never overwrites an earlier one).
+
+use std::path::{Path, PathBuf};
+
+use qtrace::combine::Names;
+use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
+
+use crate::columns::StreamRow;
+use crate::error::StoreError;
+use crate::partset::PartSet;
+use crate::run::{Run, RunInfo};
+use crate::scan::next_part_number;
+
+/// What a conversion wrote.
+#[derive(Debug, Default)]
+pub struct ConvertReport {
+    /// The parts written, with their sizes in bytes.
+    pub parts: Vec<(PathBuf, u64)>,
+    /// Records read.
+    pub records: u64,
+    /// Events rows.
+    pub events: u64,
+    /// Events lost (sum of the losses rows' counts).
+    pub lost: u64,
+    /// Losses rows.
+    pub loss_rows: u64,
+    /// Payloads rows.
+    pub payload_rows: u64,
+    /// Read errors, at most one per input (its events before it are
+    /// written).
+    pub damaged: Vec<ReadError>,
+    /// Each input's completeness, in the order given.
+    pub ends: Vec<Option<Completeness>>,
+}
+
+/// One input: its path and its open reader.
+pub type Input = (PathBuf, TraceReader);
+
+/// The `verdict` word of a file's end, as `qtrace dump` and `stats` say it.
+pub fn verdict(c: Option<&Completeness>, damaged: bool) -> &'static str {
+    if damaged {
+        return "damaged";
+    }
+    match c {
+        Some(Completeness::Complete(_)) => "complete",
+        Some(Completeness::Cut { .. }) => "cut",
+        Some(Completeness::Mismatch { .. }) => "damaged",
+        _ => "unknown",
+    }
+}
+
+/// Converts `inputs` into the tables under `out` (created if missing);
+/// `progress` is called with the records read so far, every 64 Ki records.
+/// Names given at run time (name records) are gathered from each file
+/// first, so every events row of a named id carries the name.
+///
+/// # Errors
+/// [`StoreError`] when the output cannot be written; a damaged input is not
+/// an error (its events before the damage are written, and
+/// [`ConvertReport::damaged`] says so).
+pub fn convert(
+    inputs: Vec<Input>,
+    out: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ConvertReport, StoreError> {
+    let n = next_part_number(out)?;
+    let mut set = PartSet::create(out, Path::new(""), n)?;
+    // A run is named by its file's name, or by the path as given when two
+    // inputs share a name.
+    let file_name = |p: &Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let names: Vec<String> = inputs.iter().map(|(p, _)| file_name(p)).collect();
+    let mut runs = Vec::with_capacity(inputs.len());
+    let mut readers = Vec::with_capacity(inputs.len());
+    for (i, (path, reader)) in inputs.into_iter().enumerate() {
+        let unique = names.iter().filter(|n| **n == names[i]).count() == 1;
+        let name = if unique {
+            names[i].clone()
+        } else {
+            path.display().to_string()
+        };
+        let run_names = gather_names(&path);
+        let header = reader.header();
+        let info = RunInfo {
+            name,
+            host: header.host().to_string(),
+            sender: None,
+            queue: header.queue().map(|(q, _)| q.0),
+            path: path.display().to_string(),
+        };
+        runs.push(Run::new(info, reader.catalog().clone(), run_names));
+        readers.push(reader);
+    }
+    let mut merged = MergedReader::new(readers);
+    let mut report = ConvertReport::default();
+    let mut damaged: Vec<Option<ReadError>> = runs.iter().map(|_| None).collect();
+    let mut records = 0u64;
+    merged.try_for_each_with_input(|i, item| -> Result<(), StoreError> {
+        match item {
+            Ok(e) => {
+                runs[i].push(e, &mut set);
+                records += 1;
+                if records.is_multiple_of(crate::schema::BATCH_ROWS as u64) {
+                    set.flush_full()?;
+                    progress(records);
+                }
+            }
+            Err(err) => damaged[i] = Some(err),
+        }
+        Ok(())
+    })?;
+    progress(records);
+    report.ends = (0..merged.len()).map(|i| merged.completeness(i)).collect();
+    for (i, run) in runs.iter_mut().enumerate() {
+        run.finish(&mut set);
+        let end = report.ends[i];
+        let close = match end {
+            Some(Completeness::Complete(c)) | Some(Completeness::Mismatch { close: c, .. }) => {
+                Some(c.totals)
+            }
+            _ => None,
+        };
+        let row = StreamRow {
+            complete: end.and_then(|c| c.is_complete()) == Some(true) && damaged[i].is_none(),
+            verdict: verdict(end.as_ref(), damaged[i].is_some()).to_string(),
+            accepted: close.map(|t| t.accepted),
+            dropped: close.map(|t| t.dropped),
+            overwritten: close.map(|t| t.overwritten),
+            delivered: close.map(|t| t.delivered),
+            origin_unix_ns: i64::try_from(merged.base_unix_ns()).ok(),
+            ..StreamRow::default()
+        };
+        report.events += run.events();
+        report.lost = report.lost.saturating_add(run.lost());
+        run.stream_row(&mut set, row);
+    }
+    report.records = records;
+    report.loss_rows = set.losses_rows();
+    report.payload_rows = set.payloads_rows();
+    report.parts = set.finish()?;
+    report.damaged = damaged.into_iter().flatten().collect();
+    Ok(report)
+}
+
+/// The run-time names of `path`'s name records (up to its end or damage).
+fn gather_names(path: &Path) -> Names {
+    match TraceReader::open(path) {
+        Ok(r) => Names::gather(r.map_while(Result::ok)),
+        Err(_) => Names::new(),
+    }
+}

@@ -1,0 +1,374 @@
+//! One run (an input file, or one incarnation of a sender's stream) turned
+//! into rows: its records are reassembled (combine runs become payloads
+//! rows), sorted into events, losses and payloads, numbered (`seq`) and
+//! counted for its streams row.
+
+use qtrace::classes::{tracer, Catalog};
+use qtrace::combine::{
+    Assembler, Item, Names, Payload, PayloadState, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK,
+};
+use qtrace::storage::{DAMAGED, UNREADABLE};
+use qtrace::wire::unclosed_stream;
+use qtrace::{Event, EventId};
+
+use crate::columns::{At, EventRow, LossRow, PayloadRow, RunKeys, StreamRow};
+use crate::partset::PartSet;
+
+/// Who a run is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The `run` column: an input file's name, or a received stream's
+    /// `ip:port/sender/incarnation`.
+    pub name: String,
+    /// The `host` column.
+    pub host: String,
+    /// The `sender` column (received streams).
+    pub sender: Option<u32>,
+    /// The `queue` column of its events, when known.
+    pub queue: Option<u16>,
+    /// The `path` column of its streams rows.
+    pub path: String,
+}
+
+/// The loss kinds (`losses.kind`).
+pub mod kind {
+    /// A hoops record: events lost by a full queue, in transit, or never
+    /// sent by a closing sender.
+    pub const HOOPS: &str = "hoops";
+    /// A recovered ring's slot that was being written at the crash.
+    pub const UNREADABLE: &str = "unreadable";
+    /// The end of a recovered ring whose trusted fields were damaged.
+    pub const DAMAGED: &str = "damaged";
+    /// A received stream that ended without its close datagram.
+    pub const UNCLOSED: &str = "unclosed";
+    /// A store part that was never finished (the receiver was killed).
+    pub const UNFINISHED: &str = "unfinished";
+}
+
+/// Counts of a run since its last streams row.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    records: u64,
+    events: u64,
+    lost: u64,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+/// Dictionary keys of one part set, cached.
+#[derive(Debug)]
+struct Keys {
+    generation: u64,
+    run: RunKeys,
+    /// Per event id: (class key, event key), once looked up.
+    ids: Vec<Option<(Option<i32>, Option<i32>)>>,
+}
+
+/// One run being written.
+#[derive(Debug)]
+pub struct Run {
+    /// Who it is.
+    pub info: RunInfo,
+    catalog: Catalog,
+    names: Names,
+    assembler: Assembler,
+    items: Vec<Item>,
+    seq: u64,
+    counts: Counts,
+    keys: Option<Keys>,
+    /// Added to `time_ns` for `aligned_ns`.
+    pub offset_ns: i64,
+}
+
+/// A time in ns as the tables' INT64 (times past 2^63 ns, 292 years, clamp).
+#[inline]
+fn ns(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
+}
+
+impl Run {
+    /// A run named by `info`, its events named by `catalog` and the
+    /// run-time names known (`names`; more are learned from its name
+    /// records as they pass).
+    pub fn new(info: RunInfo, catalog: Catalog, names: Names) -> Self {
+        Run {
+            info,
+            catalog,
+            names,
+            assembler: Assembler::new(),
+            items: Vec::new(),
+            seq: 0,
+            counts: Counts::default(),
+            keys: None,
+            offset_ns: 0,
+        }
+    }
+
+    /// Replaces the catalog (a received stream's header arrived).
+    pub fn set_catalog(&mut self, catalog: Catalog) {
+        self.catalog = catalog;
+        self.keys = None;
+    }
+
+    fn keys(&mut self, set: &mut PartSet) -> &mut Keys {
+        if self.keys.as_ref().map(|k| k.generation) != Some(set.generation) {
+            self.keys = Some(Keys {
+                generation: set.generation,
+                run: RunKeys {
+                    run: set.dict.key(&self.info.name),
+                    host: set.dict.key(&self.info.host),
+                    sender: self.info.sender,
+                },
+                ids: Vec::new(),
+            });
+        }
+        self.keys.as_mut().expect("set above")
+    }
+
+    /// The class and event keys of `id` in `set`.
+    fn id_keys(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, Option<i32>, Option<i32>) {
+        let i = id.0 as usize;
+        let cached = {
+            let k = self.keys(set);
+            (k.run, k.ids.get(i).copied().flatten())
+        };
+        if let (run, Some((c, e))) = cached {
+            return (run, c, e);
+        }
+        let class = self
+            .catalog
+            .class_of(id)
+            .and_then(|c| self.catalog.class(c))
+            .map(|c| set.dict.key(&c.name));
+        let event = self
+            .names
+            .event(id)
+            .or_else(|| self.catalog.event_name(id))
+            .map(|n| set.dict.key(n));
+        let k = self.keys.as_mut().expect("made above");
+        if k.ids.len() <= i {
+            k.ids.resize(i + 1, None);
+        }
+        k.ids[i] = Some((class, event));
+        (k.run, class, event)
+    }
+
+    fn at(&mut self, time: u64) -> At {
+        let t = ns(time);
+        let at = At {
+            seq: self.seq,
+            time_ns: t,
+            aligned_ns: t.saturating_add(self.offset_ns),
+        };
+        self.seq += 1;
+        let c = &mut self.counts;
+        c.first = Some(c.first.map_or(t, |f| f.min(t)));
+        c.last = Some(c.last.map_or(t, |l| l.max(t)));
+        at
+    }
+
+    /// Takes the run's next record (its time in ns).
+    #[inline]
+    pub fn push(&mut self, e: &Event, set: &mut PartSet) {
+        self.counts.records += 1;
+        if !is_plain(e) {
+            return self.push_slow(e, set);
+        }
+        let (k, class, event) = self.id_keys(set, e.id);
+        let at = self.at(e.time);
+        self.counts.events += 1;
+        set.events.push(
+            &k,
+            &at,
+            &EventRow {
+                source: e.source,
+                event_id: e.id.0,
+                class,
+                event,
+                args: e.args,
+                flags: e.flags,
+                queue: self.info.queue,
+            },
+        );
+    }
+
+    #[cold]
+    fn push_slow(&mut self, e: &Event, set: &mut PartSet) {
+        let mut items = std::mem::take(&mut self.items);
+        self.assembler.push(*e, &mut |item| items.push(item));
+        for item in items.drain(..) {
+            self.item(item, set);
+        }
+        self.items = items;
+    }
+
+    /// Ends the run: combine runs still open were cut by its end.
+    pub fn finish(&mut self, set: &mut PartSet) {
+        let mut items = std::mem::take(&mut self.items);
+        self.assembler.finish(&mut |item| items.push(item));
+        for item in items.drain(..) {
+            self.item(item, set);
+        }
+        self.items = items;
+    }
+
+    fn item(&mut self, item: Item, set: &mut PartSet) {
+        match item {
+            Item::Event(e) => self.record(&e, set),
+            Item::Payload(p) => self.payload(&p, set),
+        }
+    }
+
+    /// A record that is not part of a combine run.
+    fn record(&mut self, e: &Event, set: &mut PartSet) {
+        let loss = if e.id == tracer::HOOPS {
+            let kind = if e.flags & UNREADABLE != 0 {
+                kind::UNREADABLE
+            } else if e.flags & DAMAGED != 0 {
+                kind::DAMAGED
+            } else {
+                kind::HOOPS
+            };
+            Some((e.args[0], kind, u16::try_from(e.args[1]).ok(), None, None))
+        } else {
+            unclosed_stream(e).map(|(sender, n)| (0, kind::UNCLOSED, None, Some(n), Some(sender)))
+        };
+        let Some((count, kind, queue, accounted, sender)) = loss else {
+            // An event (also a stray control record, as dump shows it).
+            let (k, class, event) = self.id_keys(set, e.id);
+            let at = self.at(e.time);
+            self.counts.events += 1;
+            let row = EventRow {
+                source: e.source,
+                event_id: e.id.0,
+                class,
+                event,
+                args: e.args,
+                flags: e.flags,
+                queue: self.info.queue,
+            };
+            return set.events.push(&k, &at, &row);
+        };
+        let mut k = self.keys(set).run;
+        if sender.is_some() {
+            k.sender = sender;
+        }
+        let kind = set.dict.key(kind);
+        let at = self.at(e.time);
+        self.counts.lost = self.counts.lost.saturating_add(count);
+        set.losses.push(
+            &k,
+            &at,
+            &LossRow {
+                count,
+                kind,
+                queue,
+                accounted,
+            },
+        );
+    }
+
+    /// A loss that no record marks (an unfinished part found at start).
+    pub fn loss(&mut self, set: &mut PartSet, time: u64, count: u64, kind: &str) {
+        let k = self.keys(set).run;
+        let kind = set.dict.key(kind);
+        let at = self.at(time);
+        self.counts.lost = self.counts.lost.saturating_add(count);
+        let row = LossRow {
+            count,
+            kind,
+            queue: None,
+            accounted: None,
+        };
+        set.losses.push(&k, &at, &row);
+    }
+
+    fn payload(&mut self, p: &Payload, set: &mut PartSet) {
+        let name = p.name_of();
+        if name.is_some() && self.names.learn(p).is_some() {
+            // A run-time event name: later rows name the id by it.
+            if let Some(k) = &mut self.keys {
+                k.ids.clear();
+            }
+        }
+        let (k, class, event) = self.id_keys(set, p.id);
+        let at = self.at(p.time);
+        let text = std::str::from_utf8(&p.bytes).ok();
+        let kind = match (name, text) {
+            (Some(_), _) => "name",
+            (None, Some(_)) => "str",
+            (None, None) => "bytes",
+        };
+        let kind = set.dict.key(kind);
+        let name_of = name.map(|(what, _)| {
+            set.dict.key(match what {
+                NAME_SOURCE => "source",
+                NAME_TASK => "task",
+                NAME_EVENT_ID => "event",
+                _ => "unknown",
+            })
+        });
+        let (state, received, expected) = match p.state {
+            PayloadState::Complete => ("complete", None, None),
+            PayloadState::Cut { received, expected } => ("partial", Some(received), expected),
+            PayloadState::Mismatch => ("corrupt", None, None),
+        };
+        let row = PayloadRow {
+            source: p.source,
+            event_id: p.id.0,
+            class,
+            event: if name.is_some() { None } else { event },
+            kind,
+            arg0: if name.is_some() { None } else { p.arg },
+            name_of,
+            subject: name.map(|(_, s)| s),
+            text,
+            bytes: if text.is_none() { Some(&p.bytes) } else { None },
+            complete: p.state == PayloadState::Complete,
+            state: set.dict.key(state),
+            received,
+            expected,
+            logged_len: p.logged_len,
+        };
+        set.payloads.push(&k, &at, &row);
+    }
+
+    /// Writes the run's streams row into `set` from `row` (its counts filled
+    /// in from the rows since the last one) and starts counting anew.
+    pub fn stream_row(&mut self, set: &mut PartSet, mut row: StreamRow) {
+        let c = std::mem::take(&mut self.counts);
+        row.path = self.info.path.clone();
+        row.part = set.number;
+        row.first_ns = c.first;
+        row.last_ns = c.last;
+        row.records = c.records;
+        row.events = c.events;
+        row.lost = c.lost;
+        let k = self.keys(set).run;
+        set.streams.push(&k, row);
+    }
+
+    /// Records taken since the last streams row.
+    pub fn records(&self) -> u64 {
+        self.counts.records
+    }
+
+    /// Events rows since the last streams row.
+    pub fn events(&self) -> u64 {
+        self.counts.events
+    }
+
+    /// Events lost (losses rows' counts) since the last streams row.
+    pub fn lost(&self) -> u64 {
+        self.counts.lost
+    }
+}
+
+/// Whether `e` is an ordinary event: not a hoops record, not part of a
+/// combine run (flag bit 14) nor a control record (bit 15: close runs,
+/// unclosed marks). The assembler passes such records through at once, so
+/// taking them past it keeps the order `qtrace dump` shows.
+#[inline]
+fn is_plain(e: &Event) -> bool {
+    e.id != tracer::HOOPS && e.flags & 0xC000 == 0
+}

@@ -1,0 +1,626 @@
+//! The receiver's store (`qtrace recv --store DIR`): the records of every
+//! sender stream go to Hive partitions `DIR/<table>/host=<ip>/date=<UTC
+//! day>/hour=<UTC hour>/part-N.parquet`, one part set (part N of the four
+//! tables) open per partition. A part set closes atomically (each part
+//! written beside, fsynced, renamed, the folder fsynced) when it reaches
+//! the roll size or age, when the hour changes, and when the receiver
+//! stops. Part numbers are unique in the store and only grow, across
+//! restarts. Old parts are deleted whole by age or total size. Memory is
+//! bounded whatever the roll size: rows go to the Parquet writer every
+//! 64 Ki rows and row groups to the file every 1 Mi rows.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use qtrace::classes::Catalog;
+use qtrace::combine::Names;
+use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
+use qtrace::wire::TraceHeader;
+use qtrace::Event;
+
+use crate::columns::StreamRow;
+use crate::error::StoreError;
+use crate::partset::PartSet;
+use crate::run::{kind, Run, RunInfo};
+use crate::scan::{next_part_number, scan, Found};
+
+/// When parts roll and which are kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Close a part set once it holds about this many bytes.
+    pub roll_bytes: Option<u64>,
+    /// Close a part set once it is this old.
+    pub roll_age: Option<Duration>,
+    /// Delete parts older than this.
+    pub keep_age: Option<Duration>,
+    /// Delete the oldest parts while the store is larger than this.
+    pub keep_bytes: Option<u64>,
+}
+
+impl StoreConfig {
+    /// The default roll: 64 MiB or 60 s, whichever comes first.
+    pub const DEFAULT_ROLL_BYTES: u64 = 64 << 20;
+    /// See [`StoreConfig::DEFAULT_ROLL_BYTES`].
+    pub const DEFAULT_ROLL_AGE: Duration = Duration::from_secs(60);
+}
+
+/// A partition: host, UTC date and hour.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Partition {
+    host: String,
+    date: String,
+    hour: u32,
+}
+
+impl Partition {
+    fn path(&self) -> PathBuf {
+        PathBuf::from(format!("host={}", self.host))
+            .join(format!("date={}", self.date))
+            .join(format!("hour={:02}", self.hour))
+    }
+}
+
+/// The UTC date (`YYYY-MM-DD`) and hour of `t`.
+pub fn utc_date_hour(t: SystemTime) -> (String, u32) {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let hour = ((secs % 86_400) / 3600) as u32;
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    (format!("{y:04}-{m:02}-{d:02}"), hour)
+}
+
+/// A part set open for a partition.
+#[derive(Debug)]
+struct Open {
+    set: PartSet,
+    opened: Instant,
+    /// Streams with rows in it (indexes into `Store::streams`).
+    streams: Vec<usize>,
+}
+
+/// One sender stream's state in the store.
+#[derive(Debug)]
+struct Stream {
+    id: StreamId,
+    run: Run,
+    has_header: bool,
+    ticks_per_second: u64,
+    /// Its clock origin (Unix ns), from its header.
+    origin_unix_ns: Option<i64>,
+    /// The partition it writes to now.
+    partition: Option<Partition>,
+}
+
+/// What a store run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StoreReport {
+    /// Part sets closed (each holds the four tables).
+    pub parts_closed: u64,
+    /// Bytes of the parts closed.
+    pub bytes: u64,
+    /// Events rows written.
+    pub events: u64,
+    /// Events lost (sum of the losses rows' counts written).
+    pub lost: u64,
+    /// Unfinished parts of an earlier run found and accounted for.
+    pub unfinished: Vec<PathBuf>,
+    /// Parts deleted by retention.
+    pub deleted: u64,
+}
+
+/// The receiver's Parquet store: a [`StreamSink`] for
+/// [`qtrace::receiver::Receiver::run_streams`].
+///
+/// ```no_run
+/// use qtrace::receiver::{Receiver, RunLimit};
+/// use qtrace_store::{Store, StoreConfig};
+///
+/// let mut receiver = Receiver::bind("127.0.0.1:5510".parse()?)?;
+/// let mut store = Store::open("store".as_ref(), StoreConfig::default())?;
+/// let summary = receiver.run_streams(RunLimit::default(), &mut store)?;
+/// let report = store.finish(&summary)?;
+/// println!("{} events in {} parts", report.events, report.parts_closed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Store {
+    /// Held (locked) while the store is open: one writer per folder.
+    _lock: std::fs::File,
+    root: PathBuf,
+    config: StoreConfig,
+    /// The receiver's start (Unix ms): runs of different receiver runs
+    /// have different names.
+    started_ms: u128,
+    next_part: u64,
+    open: HashMap<Partition, Open>,
+    streams: Vec<Stream>,
+    index: HashMap<StreamId, usize>,
+    current: Option<usize>,
+    /// Closed parts by number: (number, total bytes, closing time).
+    closed: Vec<(u64, u64, SystemTime)>,
+    report: StoreReport,
+    /// The first write error: the store stops taking records.
+    error: Option<StoreError>,
+    /// Records since the last roll check.
+    since_check: u64,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `root`: unfinished parts left by a
+    /// receiver that was killed are accounted for (a losses row of kind
+    /// `unfinished` each, in a new part of their partition) and removed;
+    /// part numbers continue after every part there.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the folder cannot be read or written.
+    pub fn open(root: &Path, config: StoreConfig) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(root).map_err(|e| StoreError::io("create", root, e))?;
+        let lock = lock(root)?;
+        let mut store = Store {
+            _lock: lock,
+            root: root.to_path_buf(),
+            config,
+            started_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis()),
+            next_part: next_part_number(root)?,
+            open: HashMap::new(),
+            streams: Vec::new(),
+            index: HashMap::new(),
+            current: None,
+            closed: Vec::new(),
+            report: StoreReport::default(),
+            error: None,
+            since_check: 0,
+        };
+        let found = scan(root)?;
+        store.report.unfinished = recover_found(root, &found, &mut store.next_part)?;
+        for f in scan(root)?.into_iter().filter(|f| !f.temp) {
+            match store.closed.iter_mut().find(|c| c.0 == f.number) {
+                Some(c) => {
+                    c.1 += f.size;
+                    c.2 = c.2.max(f.modified);
+                }
+                None => store.closed.push((f.number, f.size, f.modified)),
+            }
+        }
+        store.retain()?;
+        Ok(store)
+    }
+
+    /// The temps of unfinished parts found (and accounted for) at opening.
+    pub fn recovered(&self) -> Vec<PathBuf> {
+        self.report.unfinished.clone()
+    }
+
+    /// The first write error, if the store stopped on one.
+    pub fn error(&self) -> Option<&StoreError> {
+        self.error.as_ref()
+    }
+
+    fn fail(&mut self, e: StoreError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// The open part set of `p`, opened if needed.
+    fn open_set(&mut self, p: &Partition) -> Result<&mut Open, StoreError> {
+        if !self.open.contains_key(p) {
+            let n = self.next_part;
+            self.next_part += 1;
+            let set = PartSet::create(&self.root, &p.path(), n)?;
+            self.open.insert(
+                p.clone(),
+                Open {
+                    set,
+                    opened: Instant::now(),
+                    streams: Vec::new(),
+                },
+            );
+        }
+        Ok(self.open.get_mut(p).expect("inserted"))
+    }
+
+    /// Closes the part set of `p`: a streams row for each stream with rows
+    /// in it (`last` gives the final facts of streams that ended).
+    fn close(
+        &mut self,
+        p: &Partition,
+        last: &dyn Fn(&StreamId) -> Option<StreamRow>,
+    ) -> Result<(), StoreError> {
+        let Some(mut open) = self.open.remove(p) else {
+            return Ok(());
+        };
+        for &i in &open.streams {
+            let s = &mut self.streams[i];
+            let mut row = last(&s.id).unwrap_or_else(|| StreamRow {
+                verdict: "open".into(),
+                ..StreamRow::default()
+            });
+            row.origin_unix_ns = s.origin_unix_ns;
+            self.report.events += s.run.events();
+            self.report.lost = self.report.lost.saturating_add(s.run.lost());
+            s.run.stream_row(&mut open.set, row);
+            if s.partition.as_ref() == Some(p) {
+                s.partition = None;
+            }
+        }
+        let n = open.set.number;
+        let parts = open.set.finish()?;
+        let bytes: u64 = parts.iter().map(|(_, b)| b).sum();
+        self.report.parts_closed += 1;
+        self.report.bytes += bytes;
+        self.closed.push((n, bytes, SystemTime::now()));
+        Ok(())
+    }
+
+    /// Rolls the part sets that are full, old, or of a past hour; then
+    /// deletes what retention says.
+    fn check_rolls(&mut self) -> Result<(), StoreError> {
+        let (date, hour) = utc_date_hour(SystemTime::now());
+        let due: Vec<Partition> = self
+            .open
+            .iter()
+            .filter(|(p, o)| {
+                p.date != date
+                    || p.hour != hour
+                    || self.config.roll_bytes.is_some_and(|b| o.set.size() >= b)
+                    || self
+                        .config
+                        .roll_age
+                        .is_some_and(|a| o.opened.elapsed() >= a)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        for p in &due {
+            self.close(p, &|_| None)?;
+        }
+        self.retain()
+    }
+
+    /// Deletes whole part sets (every table's part N) older than the kept
+    /// age, then the oldest while the store is larger than the kept size.
+    fn retain(&mut self) -> Result<(), StoreError> {
+        if self.config.keep_age.is_none() && self.config.keep_bytes.is_none() {
+            return Ok(());
+        }
+        self.closed.sort_by_key(|c| c.0);
+        let now = SystemTime::now();
+        let mut total: u64 = self.closed.iter().map(|c| c.1).sum();
+        let mut doomed = Vec::new();
+        for c in &self.closed {
+            let old = self
+                .config
+                .keep_age
+                .is_some_and(|a| now.duration_since(c.2).unwrap_or_default() > a);
+            let big = self.config.keep_bytes.is_some_and(|b| total > b);
+            if old || big {
+                doomed.push(c.0);
+                total -= c.1;
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        for f in scan(&self.root)? {
+            if !f.temp && doomed.contains(&f.number) {
+                std::fs::remove_file(&f.path).map_err(|e| StoreError::io("delete", &f.path, e))?;
+                remove_empty_parents(&self.root, &f.path);
+            }
+        }
+        self.closed.retain(|c| !doomed.contains(&c.0));
+        self.report.deleted += doomed.len() as u64;
+        Ok(())
+    }
+
+    /// Ends the run: the final streams row of every stream (its receiver
+    /// facts from `summary`), every open part set closed, retention
+    /// applied.
+    ///
+    /// # Errors
+    /// The first write error of the run, or of closing.
+    pub fn finish(mut self, summary: &ReceiverSummary) -> Result<StoreReport, StoreError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        // Each stream's summary: the k-th incarnation of (addr, sender) is
+        // the k-th entry of that address and sender.
+        let mut facts: HashMap<StreamId, StreamRow> = HashMap::new();
+        let mut seen: HashMap<(std::net::SocketAddr, u32), usize> = HashMap::new();
+        let mut ordered: Vec<&Stream> = self.streams.iter().filter(|s| s.id.ordinal > 0).collect();
+        ordered.sort_by_key(|s| s.id.ordinal);
+        for s in ordered {
+            let k = seen.entry((s.id.addr, s.id.sender)).or_insert(0);
+            let entry = summary
+                .senders
+                .iter()
+                .filter(|x| (x.addr, x.sender) == (s.id.addr, s.id.sender))
+                .nth(*k);
+            *k += 1;
+            if let Some(e) = entry {
+                facts.insert(s.id, final_row(e));
+            }
+        }
+        // Every stream's last rows and final facts go to a part set: the
+        // one it writes to, else a new one of its partition.
+        for i in 0..self.streams.len() {
+            if !facts.contains_key(&self.streams[i].id) {
+                continue;
+            }
+            let p = match self.streams[i].partition.clone() {
+                Some(p) => p,
+                None => {
+                    let (date, hour) = utc_date_hour(SystemTime::now());
+                    let p = Partition {
+                        host: self.streams[i].id.addr.ip().to_string(),
+                        date,
+                        hour,
+                    };
+                    self.streams[i].partition = Some(p.clone());
+                    p
+                }
+            };
+            let open = self.open_set(&p)?;
+            if !open.streams.contains(&i) {
+                open.streams.push(i);
+            }
+            // Combine runs still open were cut by the stream's end.
+            let open = self.open.get_mut(&p).expect("opened above");
+            self.streams[i].run.finish(&mut open.set);
+        }
+        let parts: Vec<Partition> = self.open.keys().cloned().collect();
+        for p in parts {
+            self.close(&p, &|id| facts.get(id).cloned())?;
+        }
+        self.retain()?;
+        Ok(self.report)
+    }
+
+    #[cold]
+    fn switch(&mut self, id: &StreamId, header: Option<&TraceHeader>) {
+        let i = match self.index.get(id) {
+            Some(&i) => i,
+            None => {
+                let info = RunInfo {
+                    name: format!(
+                        "{}/{}/{}.{}",
+                        id.addr, id.sender, self.started_ms, id.ordinal
+                    ),
+                    host: id.addr.ip().to_string(),
+                    sender: Some(id.sender),
+                    queue: None,
+                    path: self.root.display().to_string(),
+                };
+                self.streams.push(Stream {
+                    id: *id,
+                    run: Run::new(info, Catalog::builtin(), Names::new()),
+                    has_header: false,
+                    ticks_per_second: 1_000_000_000,
+                    origin_unix_ns: None,
+                    partition: None,
+                });
+                self.index.insert(*id, self.streams.len() - 1);
+                self.streams.len() - 1
+            }
+        };
+        let s = &mut self.streams[i];
+        if let (Some(h), false) = (header, s.has_header) {
+            s.has_header = true;
+            s.ticks_per_second = h.ticks_per_second();
+            s.origin_unix_ns = i64::try_from(h.clock_origin_unix_ns()).ok();
+            s.run.info.queue = h.queue().map(|(q, _)| q.0);
+            s.run.set_catalog(h.catalog().clone());
+        }
+        self.current = Some(i);
+    }
+
+    /// The part set stream `i` writes to now.
+    fn target(&mut self, i: usize) -> Result<Partition, StoreError> {
+        if let Some(p) = &self.streams[i].partition {
+            if self.open.contains_key(p) {
+                return Ok(p.clone());
+            }
+        }
+        let (date, hour) = utc_date_hour(SystemTime::now());
+        let p = Partition {
+            host: self.streams[i].id.addr.ip().to_string(),
+            date,
+            hour,
+        };
+        let open = self.open_set(&p)?;
+        if !open.streams.contains(&i) {
+            open.streams.push(i);
+        }
+        self.streams[i].partition = Some(p.clone());
+        Ok(p)
+    }
+}
+
+/// A stream's final facts, from the receiver's summary.
+fn final_row(s: &SenderSummary) -> StreamRow {
+    StreamRow {
+        complete: s.closed,
+        verdict: if s.closed { "closed" } else { "unclosed" }.into(),
+        datagrams: Some(s.datagrams),
+        lost_datagrams: Some(s.lost_datagrams),
+        sender_dropped: Some(s.sender_dropped),
+        unsent: Some(s.unsent),
+        logged: s.logged,
+        ..StreamRow::default()
+    }
+}
+
+impl StreamSink for Store {
+    fn stream(&mut self, id: &StreamId, header: Option<&TraceHeader>) {
+        match self.current {
+            Some(i)
+                if self.streams[i].id == *id
+                    && (header.is_none() || self.streams[i].has_header) => {}
+            _ => self.switch(id, header),
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, e: &Event) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(i) = self.current else {
+            return;
+        };
+        let p = match self.streams[i].partition.as_ref() {
+            Some(p) if self.open.contains_key(p) => p.clone(),
+            _ => match self.target(i) {
+                Ok(p) => p,
+                Err(err) => return self.fail(err),
+            },
+        };
+        let s = &mut self.streams[i];
+        let mut e = *e;
+        if s.ticks_per_second != 1_000_000_000 {
+            e.time = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
+        }
+        let open = self.open.get_mut(&p).expect("target opened it");
+        s.run.push(&e, &mut open.set);
+        self.since_check += 1;
+    }
+
+    fn tick(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        for open in self.open.values_mut() {
+            if let Err(e) = open.set.flush_full() {
+                self.fail(e);
+                return false;
+            }
+        }
+        if let Err(e) = self.check_rolls() {
+            self.fail(e);
+            return false;
+        }
+        true
+    }
+}
+
+/// Removes the empty partition folders above `file`, up to the table folder.
+fn remove_empty_parents(root: &Path, file: &Path) {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d == root || d.parent() == Some(root) {
+            break;
+        }
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Accounts for the unfinished temps among `found`: for each part number,
+/// a new part set of its partition holds a losses row of kind `unfinished`
+/// (count 0: a part without its footer cannot be read, so its rows are
+/// lost uncounted) and a streams row; the temps are then removed. Returns
+/// the temps' paths.
+fn recover_found(root: &Path, found: &[Found], next: &mut u64) -> Result<Vec<PathBuf>, StoreError> {
+    let mut by_part: Vec<(u64, PathBuf)> = Vec::new();
+    for f in found.iter().filter(|f| f.temp) {
+        // The partition: the folder under the table's folder.
+        let table_dir = root.join(f.table.name());
+        let sub = f
+            .path
+            .parent()
+            .and_then(|d| d.strip_prefix(&table_dir).ok())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        if !by_part.iter().any(|(n, s)| *n == f.number && *s == sub) {
+            by_part.push((f.number, sub));
+        }
+    }
+    for (n, sub) in &by_part {
+        let host = sub
+            .components()
+            .find_map(|c| c.as_os_str().to_str()?.strip_prefix("host="))
+            .unwrap_or("")
+            .to_string();
+        let mut set = PartSet::create(root, sub, *next)?;
+        *next += 1;
+        let info = RunInfo {
+            name: format!("unfinished/part-{n}"),
+            host,
+            sender: None,
+            queue: None,
+            path: root.join(sub).display().to_string(),
+        };
+        let mut run = Run::new(info, Catalog::builtin(), Names::new());
+        run.loss(&mut set, 0, 0, kind::UNFINISHED);
+        run.stream_row(
+            &mut set,
+            StreamRow {
+                verdict: "unfinished".into(),
+                ..StreamRow::default()
+            },
+        );
+        set.finish()?;
+    }
+    let mut removed = Vec::new();
+    for f in found.iter().filter(|f| f.temp) {
+        std::fs::remove_file(&f.path).map_err(|e| StoreError::io("remove", &f.path, e))?;
+        removed.push(f.path.clone());
+    }
+    Ok(removed)
+}
+
+/// Accounts for the unfinished parts of a store whose receiver was killed
+/// (what [`Store::open`] does at the next start): each becomes a losses row
+/// of kind `unfinished` in a new part of its partition, and its temps are
+/// removed. Returns the temps removed.
+///
+/// # Errors
+/// [`StoreError`] when the folder cannot be read or written.
+pub fn recover_dir(root: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let _lock = lock(root)?;
+    let found = scan(root)?;
+    let mut next = next_part_number(root)?;
+    recover_found(root, &found, &mut next)
+}
+
+/// The name of the lock file in a store's folder.
+pub const LOCK_NAME: &str = ".qtrace-store.lock";
+
+/// Locks the store at `root` for this process (released when the file is
+/// dropped or the process ends, even killed): a second receiver, or a
+/// recovery, cannot take the temps of a running one.
+fn lock(root: &Path) -> Result<std::fs::File, StoreError> {
+    let path = root.join(LOCK_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::io("open the lock file", &path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Target(format!(
+            "another process writes the store {} (it holds {}): stop that receiver first, or give another folder",
+            root.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", &path, e)),
+    }
+}
