@@ -75,6 +75,13 @@ enum Command {
     /// refuse (exit status 1). An output deleted or replaced while written is
     /// re-created, starting with a hoops record for what went with it (exit
     /// status 3).
+    ///
+    /// It listens on loopback unless given --listen; with --key-file it
+    /// accepts only datagrams keyed with one of its keys. Forged, replayed
+    /// and other-keyed datagrams — and, keyed or not, counters that go
+    /// backwards and datagrams after a sender's close — are rejected before
+    /// they touch a stream, counted per source address in the summary and
+    /// logged at most once a second.
     Recv(recv::RecvArgs),
     /// Write a new key for keyed datagrams to FILE: 32 random bytes, mode
     /// 600, never over an existing file.

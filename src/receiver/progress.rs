@@ -82,7 +82,8 @@ impl Progress {
             .saturating_add(self.lost_events())
             .saturating_add(self.unsent())
     }
-    /// Datagrams skipped so far (invalid, duplicate, late, refused).
+    /// Datagrams skipped so far (invalid, duplicate, late, refused,
+    /// rejected).
     pub fn invalid(&self) -> u64 {
         self.invalid.load(Ordering::Relaxed)
     }
