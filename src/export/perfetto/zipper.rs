@@ -128,3 +128,37 @@ impl Drop for Zipper {
 fn stopped() -> io::Error {
     io::Error::other("the Perfetto compression thread stopped")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_come_back_in_order_as_compressing_in_place_writes_them() {
+        // Chunks of different sizes and contents, more than DEPTH of them.
+        let chunks: Vec<Vec<u8>> = (0..7u8)
+            .map(|k| {
+                (0..(1000 + 3000 * usize::from(k)))
+                    .map(|i| (i as u8).wrapping_mul(k))
+                    .collect()
+            })
+            .collect();
+        let mut in_place = Vec::new();
+        let mut zipped = Vec::new();
+        for c in &chunks {
+            zip_chunk(c, &mut zipped, &mut in_place).unwrap();
+        }
+        let mut threaded = Vec::new();
+        let mut z = Zipper::start().unwrap();
+        for c in &chunks {
+            let spare = z.submit(c.clone(), &mut threaded).unwrap();
+            assert!(spare.is_empty());
+        }
+        z.drain(&mut threaded).unwrap();
+        assert_eq!(threaded, in_place);
+        // Dropped with chunks in flight: the worker still ends.
+        let mut z = Zipper::start().unwrap();
+        z.submit(chunks[0].clone(), &mut Vec::new()).unwrap();
+        drop(z);
+    }
+}
