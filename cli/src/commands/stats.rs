@@ -26,7 +26,8 @@ pub struct StatsArgs {
     /// One JSON document instead of text: `{"files":[{"file", "events",
     /// "lost", "hoops", "complete" (true, false, or null when unknown),
     /// "end", "close", "unclosed_streams" (streams `qtrace recv` saw end
-    /// without a close), "damaged", …}], "total":{…}}`.
+    /// without a close), "name_records" (not events), "damaged", …}],
+    /// "total":{…}}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -115,8 +116,8 @@ fn file_json(out: &mut String, f: &FileJson) {
     json_str(out, &f.label);
     let _ = write!(
         out,
-        ",\"events\":{},\"lost\":{},\"hoops\":{},\"name_records\":{},\"unclosed_streams\":{},\"complete\":",
-        f.t.events, f.t.lost, f.t.hoops, f.t.names, f.t.unclosed
+        ",\"events\":{},\"lost\":{},\"hoops\":{},\"unclosed_streams\":{},\"complete\":",
+        f.t.events, f.t.lost, f.t.hoops, f.t.unclosed
     );
     match f.end.and_then(|c| c.is_complete()) {
         Some(b) => {
@@ -156,7 +157,11 @@ fn file_json(out: &mut String, f: &FileJson) {
         }
         _ => out.push_str(",\"first_ns\":null,\"last_ns\":null"),
     }
-    let _ = write!(out, ",\"control_records\":{}", f.t.control);
+    let _ = write!(
+        out,
+        ",\"control_records\":{},\"name_records\":{}",
+        f.t.control, f.t.names
+    );
     out.push_str(",\"damaged\":");
     match &f.damaged {
         Some(d) => json_str(out, d),
