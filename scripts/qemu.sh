@@ -82,7 +82,7 @@ events=$(grep -vc '^ *[0-9.]* *\[' "$run/dump.txt" || true)
 [ "$events" -eq 512 ] || fail "dump shows $events events, expected 512 (the ring's 512 slots)"
 [ "$(grep -c '\[LOST 188 EVENTS\] (queue 0)' "$run/dump.txt")" -eq 1 ] \
     || fail "dump lacks the one hoops record of 188 events"
-grep -q '\[END: complete; queue accepted 700, dropped 0, overwritten 188, delivered 512\]' "$run/dump.txt" \
+grep -q '\[END: complete; the file holds 513 records; its queue had then accepted 700, dropped 0, overwritten 188, delivered 512\]' "$run/dump.txt" \
     || fail "dump lacks the complete close run with accepted 700, overwritten 188, delivered 512"
 for name in 'lowlevel +interrupt +irq=15' 'system +activate' 'system +schedule' \
     'semaphore +wait +task=[0-9] sem=1' 'semaphore +signal' 'system +endcycle' 'app +job +task='; do

@@ -39,16 +39,21 @@ enum Command {
     /// class, event, arguments by name. A loss is a `[LOST n EVENTS]` line,
     /// shown whatever the class and event filters (a loss may hide any event);
     /// several --class/--event filters show the union. After the events, one
-    /// `[END: …]` line per file says whether it is complete (with its
-    /// queue's final counters), CUT SHORT (no close record: the writer died
-    /// or the disk filled; what is known lost before the cut is given), or
-    /// DAMAGED (its close record disagrees with it). A file written before
+    /// `[END: …]` line per file says whether it is complete (with the
+    /// records it holds and its queue's counters when it was written), CUT
+    /// SHORT (no close record: the writer died or the disk filled; what is
+    /// known lost before the cut is given), or DAMAGED (its close record
+    /// disagrees with it). A file written before
     /// close records gets no END line (`qtrace stats` says "completeness
     /// unknown").
     ///
+    /// Each file is read once: a name a name record gives (a source's, a
+    /// task's, an event's) is shown from that record on; files saved by
+    /// fixed and circular queues start with every name.
+    ///
     /// A file that cannot be opened (a bad header) is reported and the other
     /// files are still dumped; a FIFO is refused at once (save the stream to
-    /// a file first).
+    /// a file first); a ring file is refused with what to do.
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
     /// events before the damage are printed); otherwise 3 when a file is cut
@@ -58,8 +63,11 @@ enum Command {
     /// a count); 0 otherwise.
     Dump(dump::DumpArgs),
     /// Summarise trace files: events per class and event, losses, time span,
-    /// and whether each file is complete. What a cut left of a close run is
-    /// counted as control records, not events; a FIFO is refused at once.
+    /// and whether each file is complete. Events are counted as `dump` shows
+    /// them: a string or name logged as a run of records is one; name records
+    /// are counted apart, and events take the names they give. What a cut
+    /// left of a close run is counted as control records, not events; a FIFO
+    /// is refused at once; a ring file is refused with what to do.
     ///
     /// Exit status: 2 when a file is not a qtrace trace or is damaged; otherwise
     /// 3 when a file is cut short (no close record) or its close record

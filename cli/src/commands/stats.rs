@@ -11,6 +11,7 @@ use qtrace::classes::tracer;
 use qtrace::combine::{is_combine, Assembler, Item};
 use qtrace::reader::Completeness;
 use qtrace::wire::{close_part, unclosed_stream};
+use qtrace::Event;
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
 use crate::spine::io::{is_cut, open_all, ring_hint, with_stdout, Input};
@@ -25,7 +26,8 @@ pub struct StatsArgs {
     /// One JSON document instead of text: `{"files":[{"file", "events",
     /// "lost", "hoops", "complete" (true, false, or null when unknown),
     /// "end", "close", "unclosed_streams" (streams `qtrace recv` saw end
-    /// without a close), "damaged", …}], "total":{…}}`.
+    /// without a close), "name_records" (not events), "damaged", …}],
+    /// "total":{…}}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -46,6 +48,46 @@ struct Totals {
     control: u64,
     min: Option<u64>,
     max: Option<u64>,
+}
+
+/// Combine runs being reassembled, counted as `dump` shows them: a run
+/// (whole or cut) is one event, a name run is a name record. Out of the
+/// per-record loop (runs are rare; the loop stays tight).
+#[derive(Default)]
+struct Runs {
+    asm: Assembler,
+    items: Vec<Item>,
+}
+
+impl Runs {
+    #[cold]
+    #[inline(never)]
+    fn push(&mut self, e: Event, t: &mut Totals, per_event: &mut BTreeMap<u16, u64>) {
+        let items = &mut self.items;
+        self.asm.push(e, &mut |item| items.push(item));
+        self.count(t, per_event);
+    }
+
+    fn finish(&mut self, t: &mut Totals, per_event: &mut BTreeMap<u16, u64>) {
+        let items = &mut self.items;
+        self.asm.finish(&mut |item| items.push(item));
+        self.count(t, per_event);
+    }
+
+    fn count(&mut self, t: &mut Totals, per_event: &mut BTreeMap<u16, u64>) {
+        for item in self.items.drain(..) {
+            let id = match item {
+                Item::Payload(p) if p.name_of().is_some() => {
+                    t.names += 1;
+                    continue;
+                }
+                Item::Payload(p) => p.id,
+                Item::Event(e) => e.id,
+            };
+            t.events += 1;
+            *per_event.entry(id.0).or_insert(0) += 1;
+        }
+    }
 }
 
 /// Runs `qtrace stats`.
@@ -74,8 +116,8 @@ fn file_json(out: &mut String, f: &FileJson) {
     json_str(out, &f.label);
     let _ = write!(
         out,
-        ",\"events\":{},\"lost\":{},\"hoops\":{},\"name_records\":{},\"unclosed_streams\":{},\"complete\":",
-        f.t.events, f.t.lost, f.t.hoops, f.t.names, f.t.unclosed
+        ",\"events\":{},\"lost\":{},\"hoops\":{},\"unclosed_streams\":{},\"complete\":",
+        f.t.events, f.t.lost, f.t.hoops, f.t.unclosed
     );
     match f.end.and_then(|c| c.is_complete()) {
         Some(b) => {
@@ -115,7 +157,11 @@ fn file_json(out: &mut String, f: &FileJson) {
         }
         _ => out.push_str(",\"first_ns\":null,\"last_ns\":null"),
     }
-    let _ = write!(out, ",\"control_records\":{}", f.t.control);
+    let _ = write!(
+        out,
+        ",\"control_records\":{},\"name_records\":{}",
+        f.t.control, f.t.names
+    );
     out.push_str(",\"damaged\":");
     match &f.damaged {
         Some(d) => json_str(out, d),
@@ -143,36 +189,27 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         let mut error = None;
         // A combine run (a string, bytes, a name) is one event of many
         // records, as `dump` shows it: runs are reassembled, whole or cut.
-        let mut runs = Assembler::new();
-        let mut items: Vec<Item> = Vec::new();
-        let count = |items: &mut Vec<Item>, t: &mut Totals, per_event: &mut BTreeMap<u16, u64>| {
-            for item in items.drain(..) {
-                let id = match item {
-                    Item::Payload(p) if p.name_of().is_some() => {
-                        t.names += 1;
-                        continue;
+        let mut runs = Runs::default();
+        loop {
+            // The block's records first, with no `Result` to build and unpack
+            // per record (as `Iterator::next` would: its copies through
+            // the stack cost a third of the loop).
+            let e = match input.reader.next_buffered() {
+                Some(e) => e,
+                None => match input.reader.next() {
+                    Some(Ok(e)) => e,
+                    Some(Err(err)) => {
+                        error = Some(err);
+                        break;
                     }
-                    Item::Payload(p) => p.id,
-                    Item::Event(e) => e.id,
-                };
-                t.events += 1;
-                *per_event.entry(id.0).or_insert(0) += 1;
-            }
-        };
-        for e in input.reader.by_ref() {
-            let e = match e {
-                Ok(e) => e,
-                Err(err) => {
-                    error = Some(err);
-                    break;
-                }
+                    None => break,
+                },
             };
             let ns = h.ticks_to_ns(e.time);
             t.min = Some(t.min.map_or(ns, |m| m.min(ns)));
             t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
             if is_combine(&e) {
-                runs.push(e, &mut |item| items.push(item));
-                count(&mut items, &mut t, &mut per_event);
+                runs.push(e, &mut t, &mut per_event);
             } else if unclosed_stream(&e).is_some() {
                 t.unclosed += 1;
             } else if close_part(&e).is_some() {
@@ -187,8 +224,7 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
                 *per_event.entry(e.id.0).or_insert(0) += 1;
             }
         }
-        runs.finish(&mut |item| items.push(item));
-        count(&mut items, &mut t, &mut per_event);
+        runs.finish(&mut t, &mut per_event);
         let end = input.reader.completeness();
         match end.and_then(|c| c.is_complete()) {
             Some(true) => complete_n += 1,

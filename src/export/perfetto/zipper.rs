@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use flate2::write::ZlibEncoder;
@@ -44,7 +45,9 @@ type Zipped = io::Result<(Vec<u8>, Vec<u8>)>;
 #[derive(Debug)]
 pub(super) struct Zipper {
     to: Option<SyncSender<Vec<u8>>>,
-    from: Receiver<Zipped>,
+    /// In a mutex (never contended: only the writer takes it) so that the
+    /// writer stays `Sync`, as it was before it had a thread.
+    from: Mutex<Receiver<Zipped>>,
     in_flight: usize,
     worker: Option<JoinHandle<()>>,
 }
@@ -73,7 +76,7 @@ impl Zipper {
             .ok()?;
         Some(Zipper {
             to: Some(to),
-            from,
+            from: Mutex::new(from),
             in_flight: 0,
             worker: Some(worker),
         })
@@ -107,7 +110,8 @@ impl Zipper {
     /// Waits for the oldest chunk in flight and writes it; returns its
     /// buffer.
     fn write_one(&mut self, out: &mut impl Write) -> io::Result<Vec<u8>> {
-        let (packet, buffer) = self.from.recv().map_err(|_| stopped())??;
+        let from = self.from.get_mut().map_err(|_| stopped())?;
+        let (packet, buffer) = from.recv().map_err(|_| stopped())??;
         self.in_flight -= 1;
         out.write_all(&packet)?;
         Ok(buffer)
@@ -118,7 +122,9 @@ impl Drop for Zipper {
     fn drop(&mut self) {
         // Closing the inbox ends the worker's loop.
         self.to = None;
-        while self.from.recv().is_ok() {}
+        if let Ok(from) = self.from.get_mut() {
+            while from.recv().is_ok() {}
+        }
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
@@ -127,4 +133,40 @@ impl Drop for Zipper {
 
 fn stopped() -> io::Error {
     io::Error::other("the Perfetto compression thread stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_come_back_in_order_as_compressing_in_place_writes_them() {
+        // Chunks of different sizes and contents, more than DEPTH of them.
+        let chunks: Vec<Vec<u8>> = (0..7u8)
+            .map(|k| {
+                (0..(1000 + 3000 * usize::from(k)))
+                    .map(|i| (i as u8).wrapping_mul(k))
+                    .collect()
+            })
+            .collect();
+        let mut in_place = Vec::new();
+        let mut zipped = Vec::new();
+        for c in &chunks {
+            zip_chunk(c, &mut zipped, &mut in_place).unwrap();
+        }
+        let mut threaded = Vec::new();
+        let mut z = Zipper::start().unwrap();
+        for c in &chunks {
+            let spare = z.submit(c.clone(), &mut threaded).unwrap();
+            assert!(spare.is_empty());
+        }
+        z.drain(&mut threaded).unwrap();
+        assert_eq!(threaded, in_place);
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::export::perfetto::PerfettoWriter<Vec<u8>>>();
+        // Dropped with chunks in flight: the worker still ends.
+        let mut z = Zipper::start().unwrap();
+        z.submit(chunks[0].clone(), &mut Vec::new()).unwrap();
+        drop(z);
+    }
 }
