@@ -103,11 +103,6 @@ impl PartWriter {
         (self.writer.bytes_written() + self.writer.in_progress_size()) as u64
     }
 
-    /// Rows written.
-    pub fn rows(&self) -> u64 {
-        self.rows
-    }
-
     /// Writes the footer, fsyncs, renames the temp to `part-N.parquet` and
     /// fsyncs the folder; returns the part's path and size.
     ///
