@@ -18,6 +18,9 @@ use crate::schema::{Table, BATCH_ROWS};
 /// Tells part sets apart (a run's cached dictionary keys belong to one).
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
+/// What an encoder thread ends with: the parts closed, with their sizes.
+type Closed = Result<Vec<(PathBuf, u64)>, StoreError>;
+
 /// What the caller hands the encoder thread.
 enum Job {
     /// Rows for table `0` (index into [`Table::ALL`]).
@@ -48,7 +51,7 @@ pub struct PartSet {
     /// The part number.
     pub(crate) number: u64,
     jobs: Option<SyncSender<Job>>,
-    encoder: Option<JoinHandle<Result<Vec<(PathBuf, u64)>, StoreError>>>,
+    encoder: Option<JoinHandle<Closed>>,
     /// The encoded size so far, as the encoder last saw it.
     encoded: Arc<AtomicU64>,
     /// Rows handed to the encoder, per table.
