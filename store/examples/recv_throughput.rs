@@ -8,7 +8,12 @@
 //!
 //! ```text
 //! cargo run --release -p qtrace-store --example recv_throughput -- 2000000 3
+//! cargo run --release -p qtrace-store --example recv_throughput -- 4000000 1 4GiB store
 //! ```
+//!
+//! The third argument is the roll size (64MiB by default: `16MiB`, `4GiB`,
+//! bytes); the fourth, `store` or `file`, runs that side only (to compare
+//! peak memory across roll sizes).
 
 use std::net::SocketAddr;
 use std::thread;
@@ -24,7 +29,7 @@ const LEAD: u64 = 16_384;
 
 /// One round: events/s from the first event logged to the last received,
 /// and to the output closed.
-fn round(events: u64, store: bool, dir: &std::path::Path) -> (f64, f64) {
+fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f64) {
     let mut receiver = Receiver::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
     let addr = receiver.local_addr();
     let progress = receiver.progress();
@@ -35,7 +40,7 @@ fn round(events: u64, store: bool, dir: &std::path::Path) -> (f64, f64) {
             let mut s = Store::open(
                 &out.join("store"),
                 StoreConfig {
-                    roll_bytes: Some(64 << 20),
+                    roll_bytes: Some(roll),
                     roll_age: Some(Duration::from_secs(60)),
                     ..StoreConfig::default()
                 },
@@ -100,13 +105,28 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(2_000_000);
     let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    let roll = args.next().map_or(64 << 20, |a| {
+        let (n, unit) = a.split_at(a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len()));
+        let n: u64 = n.parse().expect("a roll size: 64MiB, 4GiB or bytes");
+        n * match unit {
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            _ => 1,
+        }
+    });
+    let sides: Vec<bool> = match args.next().as_deref() {
+        Some("store") => vec![true],
+        Some("file") => vec![false],
+        _ => vec![false, true],
+    };
     for r in 0..rounds {
-        for store in [false, true] {
+        for &store in &sides {
             let dir = std::env::temp_dir()
                 .join(format!("qtrace-recv-tp-{}-{r}-{store}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
-            let (rx, closed) = round(events, store, &dir);
+            let (rx, closed) = round(events, store, roll, &dir);
             println!(
                 "round {r} {:>6}: {:.2} M events/s received, {:.2} M events/s to the output closed, 0 lost",
                 if store { "store" } else { "file" },
