@@ -19,6 +19,7 @@ use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
 use qtrace::wire::TraceHeader;
 use qtrace::Event;
 
+use crate::align::Align;
 use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::PartSet;
@@ -102,6 +103,39 @@ struct Stream {
     partition: Option<Partition>,
     /// The slot of that partition's open part set (`Store::slots`).
     slot: Option<usize>,
+    /// Its clock against the receiver's.
+    align: Align,
+    /// The datagram being taken: its arrival (receiver Unix ns) and its
+    /// newest record's time (ns since the sender's origin).
+    pending: Option<(i64, Option<u64>)>,
+    /// The newest stamp observed (sender Unix ns).
+    last_stamp: Option<i64>,
+}
+
+impl Stream {
+    /// Ends the datagram being taken: one observation of the clocks, and
+    /// the offset its stream's next rows are aligned with.
+    fn observe(&mut self) {
+        let Some((arrival, Some(newest))) = self.pending.take() else {
+            return;
+        };
+        let Some(origin) = self.origin_unix_ns else {
+            return;
+        };
+        let stamp = origin.saturating_add(i64::try_from(newest).unwrap_or(i64::MAX));
+        self.align.observe(stamp, arrival);
+        self.last_stamp = Some(stamp);
+        if let Some(theta) = self.align.offset_at(stamp) {
+            self.run.offset_ns = origin.saturating_add(theta);
+        }
+    }
+}
+
+/// The receiver's clock now, Unix ns.
+fn unix_now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// What a store run did.
@@ -274,6 +308,11 @@ impl Store {
                 ..StreamRow::default()
             });
             row.origin_unix_ns = s.origin_unix_ns;
+            if let Some(stamp) = s.last_stamp {
+                row.clock_offset_ns = s.align.offset_at(stamp);
+                row.clock_offset_bound_ns = s.align.bound_ns();
+                row.clock_drift_ppm = s.align.drift_ppm();
+            }
             self.report.events += s.run.events();
             self.report.lost = self.report.lost.saturating_add(s.run.lost());
             s.run.stream_row(&mut open.set, row);
@@ -441,6 +480,9 @@ impl Store {
                     origin_unix_ns: None,
                     partition: None,
                     slot: None,
+                    align: Align::default(),
+                    pending: None,
+                    last_stamp: None,
                 });
                 self.index.insert(*id, self.streams.len() - 1);
                 self.streams.len() - 1
@@ -494,11 +536,18 @@ fn final_row(s: &SenderSummary) -> StreamRow {
 
 impl StreamSink for Store {
     fn stream(&mut self, id: &StreamId, header: Option<&TraceHeader>) {
+        // Called once per datagram released: the previous one is whole.
+        if let Some(i) = self.current {
+            self.streams[i].observe();
+        }
         match self.current {
             Some(i)
                 if self.streams[i].id == *id
                     && (header.is_none() || self.streams[i].has_header) => {}
             _ => self.switch(id, header),
+        }
+        if let Some(i) = self.current {
+            self.streams[i].pending = Some((unix_now_ns(), None));
         }
     }
 
@@ -521,18 +570,39 @@ impl StreamSink for Store {
         let Some(open) = self.slots[k].as_mut() else {
             return;
         };
-        if s.ticks_per_second == 1_000_000_000 {
+        if let (Some((arrival, None)), Some(origin), None) =
+            (s.pending, s.origin_unix_ns, s.last_stamp)
+        {
+            // The stream's first datagram: its first record gives the first
+            // estimate, so no row is left unaligned.
+            let t = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
+            let stamp = origin.saturating_add(i64::try_from(t).unwrap_or(i64::MAX));
+            s.align.observe(stamp, arrival);
+            s.last_stamp = Some(stamp);
+            if let Some(theta) = s.align.offset_at(stamp) {
+                s.run.offset_ns = origin.saturating_add(theta);
+            }
+        }
+        let time = if s.ticks_per_second == 1_000_000_000 {
             s.run.push(e, &mut open.set);
+            e.time
         } else {
             let mut e = *e;
             e.time = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
             s.run.push(&e, &mut open.set);
+            e.time
+        };
+        if let Some((_, newest)) = &mut s.pending {
+            *newest = Some(newest.map_or(time, |n| n.max(time)));
         }
     }
 
     fn tick(&mut self) -> bool {
         if self.error.is_some() {
             return false;
+        }
+        if let Some(i) = self.current {
+            self.streams[i].observe();
         }
         for open in self.slots.iter_mut().flatten() {
             if let Err(e) = open.set.flush_full() {

@@ -1,12 +1,13 @@
 """The Parquet tables read by engines that are not qtrace: DuckDB, chdb
 (ClickHouse's engine) and pyarrow, each over the same folder.
 
-    python engines.py DIR HIVE
+    python engines.py DIR HIVE [FLEET_MD]
 
 DIR is a folder of tables (`qtrace convert --to parquet`, or a store of
 `qtrace recv --store` when HIVE is 1). Prints one JSON object: per engine,
 the rows of each table and (DuckDB, chdb) the response times per task of
-response_times.sql. Run by cli/tests/parquet/engines.rs with the Python of
+response_times.sql; with FLEET_MD (docs/fleet.md), the rows of every SQL
+block marked `<!-- chdb -->` there, run by chdb on DIR. Run by cli/tests/parquet/engines.rs with the Python of
 the virtual environment scripts/test.sh makes (target/pyenv).
 """
 import json
@@ -64,4 +65,13 @@ out["pyarrow"] = {
     "rows": {t: ds.dataset(f"{root}/{t}", format="parquet",
                            partitioning="hive" if hive else None).count_rows() for t in tables},
 }
+if len(sys.argv) > 3:
+    text = open(sys.argv[3]).read()
+    fleet = []
+    for block in text.split("<!-- chdb -->")[1:]:
+        sql = block.split("```sql\n", 1)[1].split("```", 1)[0]
+        sql = sql.replace("'store/", f"'{root}/")
+        csv = chdb.query(sql, "CSV").bytes().decode()
+        fleet.append([line.split(",") for line in csv.split("\n") if line])
+    out["fleet"] = fleet
 print(json.dumps(out))

@@ -38,12 +38,12 @@ fn python() -> Option<PathBuf> {
 
 fn engines(python: &Path, dir: &Path, hive: bool) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parquet/engines.py");
-    let o = Command::new(python)
-        .arg(script)
-        .arg(dir)
-        .arg(if hive { "1" } else { "0" })
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(script).arg(dir).arg(if hive { "1" } else { "0" });
+    if hive {
+        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fleet.md"));
+    }
+    let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
@@ -153,6 +153,39 @@ fn a_store_reads_with_its_hive_partitions_and_the_readmes_snippet_runs() {
     assert_eq!(got["duckdb"]["hosts"], serde_json::json!(["127.0.0.1"]));
     let events = rows["events"].as_u64().unwrap();
     assert_eq!(events + lost, 3000);
+
+    // docs/fleet.md's queries, through chdb, on this store.
+    let fleet = got["fleet"].as_array().unwrap();
+    assert_eq!(fleet.len(), 3, "{fleet:?}");
+    let cell = |q: usize, r: usize, c: usize| {
+        fleet[q][r][c]
+            .as_str()
+            .unwrap()
+            .trim_matches('"')
+            .to_string()
+    };
+    let hoops: u64 = table_rows(&store, "losses")
+        .iter()
+        .filter(|r| r["kind"] == "hoops")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fleet[0].as_array().unwrap().len(), usize::from(hoops > 0));
+    if hoops > 0 {
+        assert_eq!(
+            (cell(0, 0, 0), cell(0, 0, 2)),
+            ("127.0.0.1".to_string(), hoops.to_string())
+        );
+    }
+    assert_eq!(fleet[1].as_array().unwrap().len(), 1, "one stream");
+    assert_eq!(cell(1, 0, 1), events.to_string());
+    assert_eq!(cell(1, 0, 3), "closed");
+    let per_second: u64 = fleet[2]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[2].as_str().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(per_second, events);
 
     // The README's snippet, on this store.
     let readme =
