@@ -32,7 +32,7 @@ enum Job {
 /// Rows are gathered here (by the receiver's or the converter's thread)
 /// and encoded by a thread of the set's own: the Parquet encoding (most of
 /// the cost) runs beside the thread that reads or receives. At most
-/// [`IN_FLIGHT`] batches wait for it: memory stays bounded, and a caller
+/// `IN_FLIGHT` (4) batches wait for it: memory stays bounded, and a caller
 /// faster than the encoder waits.
 #[derive(Debug)]
 pub struct PartSet {
