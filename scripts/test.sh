@@ -43,6 +43,31 @@ if [[ -z "${QTRACE_SKIP_INSTALL:-}" ]] || [[ -f target/duckdb/1.5.6/libduckdb.so
     eval "$(scripts/duckdb-lib.sh)"
 fi
 
+# Python packages the Parquet tests use (cli/tests/parquet/engines.rs): DuckDB,
+# chdb (ClickHouse's engine) and pyarrow from PyPI, in a virtual environment of
+# their own (target/pyenv: no system package is touched, PEP 668 holds).
+# PIP_FIND_LINKS (a folder of wheels, e.g. /opt/wheels) is honoured by pip.
+pyenv=target/pyenv
+if ! "$pyenv/bin/python" -c 'import duckdb, chdb, pyarrow' >/dev/null 2>&1; then
+    if [[ -z "${QTRACE_SKIP_INSTALL:-}" ]] && command -v python3 >/dev/null 2>&1; then
+        echo "scripts/test.sh: installing duckdb, chdb and pyarrow into $pyenv"
+        if python3 -m venv "$pyenv" >/dev/null 2>&1; then
+            "$pyenv/bin/python" -m pip install --quiet --disable-pip-version-check duckdb chdb pyarrow
+        else
+            # No venv module (Debian without python3-venv): the packages go
+            # to a folder of their own, and target/pyenv/bin/python is a
+            # wrapper that puts it on the path.
+            rm -rf "$pyenv" && mkdir -p "$pyenv/bin"
+            python3 -m pip install --quiet --disable-pip-version-check --target "$pyenv/site" duckdb chdb pyarrow ||
+                python3 -m pip install --quiet --disable-pip-version-check --break-system-packages --target "$pyenv/site" duckdb chdb pyarrow
+            printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$(pwd)/$pyenv/site" >"$pyenv/bin/python"
+            chmod +x "$pyenv/bin/python"
+        fi
+    else
+        echo "scripts/test.sh: duckdb, chdb or pyarrow missing in $pyenv; the Parquet engine tests are skipped"
+    fi
+fi
+
 echo "== cargo test (unit, integration, doc tests)"
 # --workspace: the command (cli/, qtrace-cli) is not a default member.
 cargo test --workspace --all-features

@@ -76,13 +76,17 @@ enum Command {
     /// datagram are lost without a count); 0 otherwise (complete files, and
     /// old files whose completeness is unknown).
     Stats(stats::StatsArgs),
-    /// Receive UDP queue datagrams and write them to a trace file.
+    /// Receive UDP queue datagrams and write them to a trace file (--out) or
+    /// to Parquet tables (--store).
     ///
     /// A trace already at --out is moved aside to `<stem>-previous.<ext>`,
     /// never overwritten; another `qtrace recv` writing it makes this one
     /// refuse (exit status 1). An output deleted or replaced while written is
     /// re-created, starting with a hoops record for what went with it (exit
-    /// status 3).
+    /// status 3). With --store DIR: parts are written beside and renamed once
+    /// whole, rolled by --roll and deleted by --keep; a store another process
+    /// writes is refused (exit status 1); a write error stops the receiver
+    /// with its closed parts whole (exit status 3).
     ///
     /// It listens on loopback unless given --listen; with --key-file it
     /// accepts only datagrams keyed with one of its keys. Forged, replayed
@@ -102,6 +106,9 @@ enum Command {
     /// Turn ring files (left by fixed and circular queues whose process died
     /// without shutting down: SIGKILL, abort, a crash) into trace files; a
     /// directory given stands for every `*.ring` file in it.
+    ///
+    /// Also accounts for the unfinished parts a killed `qtrace recv --store`
+    /// left in a store folder (given instead of ring files).
     ///
     /// Prints one line per file: events recovered and lost, with the lost
     /// split into dropped, overwritten and unreadable (slots being written

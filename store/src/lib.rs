@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod align;
 mod columns;
 mod convert;
 mod error;
@@ -37,6 +38,7 @@ mod scan;
 mod schema;
 mod store;
 
+pub use align::{Align, WINDOWS, WINDOW_NS};
 pub use columns::StreamRow;
 pub use convert::{convert, verdict, ConvertReport, Input};
 pub use error::StoreError;

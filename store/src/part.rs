@@ -8,6 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 
 use crate::error::StoreError;
@@ -69,7 +70,13 @@ impl PartWriter {
         }
         let temp = dir.join(temp_name(n));
         let file = File::create(&temp).map_err(|e| StoreError::io("create", &temp, e))?;
-        let writer = ArrowWriter::try_new(file, table.schema(), Some(table.properties()))?;
+        // No ARROW:schema in the file: readers see the Parquet types
+        // (strings as strings, not Arrow dictionaries), so that a Hive
+        // partition value (`host=…`, a string) merges with the column.
+        let options = ArrowWriterOptions::new()
+            .with_properties(table.properties())
+            .with_skip_arrow_metadata(true);
+        let writer = ArrowWriter::try_new_with_options(file, table.schema(), options)?;
         Ok(PartWriter {
             writer,
             temp,
@@ -94,11 +101,6 @@ impl PartWriter {
     /// progress: the part's size if it closed now, about.
     pub fn size(&self) -> u64 {
         (self.writer.bytes_written() + self.writer.in_progress_size()) as u64
-    }
-
-    /// Rows written.
-    pub fn rows(&self) -> u64 {
-        self.rows
     }
 
     /// Writes the footer, fsyncs, renames the temp to `part-N.parquet` and

@@ -4,6 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arrow_array::RecordBatch;
 
 use crate::columns::{EventCols, Interner, LossCols, PayloadCols, StreamCols};
 use crate::error::StoreError;
@@ -13,7 +18,22 @@ use crate::schema::{Table, BATCH_ROWS};
 /// Tells part sets apart (a run's cached dictionary keys belong to one).
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
+/// What an encoder thread ends with: the parts closed, with their sizes.
+type Closed = Result<Vec<(PathBuf, u64)>, StoreError>;
+
+/// What the caller hands the encoder thread.
+enum Job {
+    /// Rows for table `0` (index into [`Table::ALL`]).
+    Write(usize, RecordBatch),
+}
+
 /// Part N of the four tables under one root, in `<root>/<table>/<sub>/`.
+///
+/// Rows are gathered here (by the receiver's or the converter's thread)
+/// and encoded by a thread of the set's own: the Parquet encoding (most of
+/// the cost) runs beside the thread that reads or receives. At most
+/// `IN_FLIGHT` (4) batches wait for it: memory stays bounded, and a caller
+/// faster than the encoder waits.
 #[derive(Debug)]
 pub struct PartSet {
     /// This set's identity (for cached dictionary keys).
@@ -28,10 +48,18 @@ pub struct PartSet {
     pub(crate) payloads: PayloadCols,
     /// Streams rows not yet written.
     pub(crate) streams: StreamCols,
-    writers: Vec<PartWriter>,
     /// The part number.
     pub(crate) number: u64,
+    jobs: Option<SyncSender<Job>>,
+    encoder: Option<JoinHandle<Closed>>,
+    /// The encoded size so far, as the encoder last saw it.
+    encoded: Arc<AtomicU64>,
+    /// Rows handed to the encoder, per table.
+    sent: [u64; 4],
 }
+
+/// Batches that may wait for a set's encoder.
+pub const IN_FLIGHT: usize = 4;
 
 impl PartSet {
     /// The folder of `table` under `root`, partition `sub` (empty for none).
@@ -39,7 +67,8 @@ impl PartSet {
         root.join(table.name()).join(sub)
     }
 
-    /// Starts part `n` of every table.
+    /// Starts part `n` of every table (the temps are created here, so an
+    /// error is seen at once), and its encoder thread.
     ///
     /// # Errors
     /// [`StoreError`] when a folder or temp file cannot be made, or the part
@@ -53,6 +82,23 @@ impl PartSet {
                 n,
             )?);
         }
+        let (tx, rx) = sync_channel::<Job>(IN_FLIGHT);
+        let encoded = Arc::new(AtomicU64::new(0));
+        let size = encoded.clone();
+        let encoder = std::thread::Builder::new()
+            .name(format!("qtrace-parquet-{n}"))
+            .spawn(move || {
+                for job in rx {
+                    let Job::Write(t, batch) = job;
+                    writers[t].write(&batch)?;
+                    size.store(
+                        writers.iter().map(PartWriter::size).sum(),
+                        Ordering::Relaxed,
+                    );
+                }
+                writers.into_iter().map(PartWriter::finish).collect()
+            })
+            .map_err(|e| StoreError::io("start the encoder thread for", root, e))?;
         Ok(PartSet {
             generation: GENERATION.fetch_add(1, Ordering::Relaxed),
             dict: Interner::default(),
@@ -60,77 +106,110 @@ impl PartSet {
             losses: LossCols::default(),
             payloads: PayloadCols::default(),
             streams: StreamCols::default(),
-            writers,
             number: n,
+            jobs: Some(tx),
+            encoder: Some(encoder),
+            encoded,
+            sent: [0; 4],
         })
     }
 
-    /// Hands full batches to the writers (call after pushing rows).
+    /// Hands a batch to the encoder; its error if it stopped.
+    fn send(&mut self, t: usize, batch: RecordBatch) -> Result<(), StoreError> {
+        if batch.num_rows() == 0 && t != 3 {
+            return Ok(());
+        }
+        self.sent[t] += batch.num_rows() as u64;
+        let ok = self
+            .jobs
+            .as_ref()
+            .is_some_and(|tx| tx.send(Job::Write(t, batch)).is_ok());
+        if ok {
+            return Ok(());
+        }
+        // The encoder stopped on an error: take it.
+        self.jobs = None;
+        match self.encoder.take().map(JoinHandle::join) {
+            Some(Ok(Err(e))) => Err(e),
+            _ => Err(StoreError::Target(
+                "the Parquet encoder thread stopped (a bug in qtrace-store, please report it)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// Hands full batches to the encoder (call after pushing rows).
     ///
     /// # Errors
-    /// [`StoreError`] when writing fails.
+    /// [`StoreError`] when writing failed.
     #[inline]
     pub fn flush_full(&mut self) -> Result<(), StoreError> {
         if self.events.len() >= BATCH_ROWS {
             let b = self.events.batch(&self.dict)?;
-            self.writers[0].write(&b)?;
+            self.send(0, b)?;
         }
         if self.losses.len() >= BATCH_ROWS {
             let b = self.losses.batch(&self.dict)?;
-            self.writers[1].write(&b)?;
+            self.send(1, b)?;
         }
         if self.payloads.len() >= BATCH_ROWS / 16 || self.payloads.bytes_held() > 8 << 20 {
             let b = self.payloads.batch(&self.dict)?;
-            self.writers[2].write(&b)?;
+            self.send(2, b)?;
         }
         Ok(())
     }
 
-    /// Hands every row held to the writers.
+    /// Hands every row held to the encoder.
     ///
     /// # Errors
-    /// [`StoreError`] when writing fails.
+    /// [`StoreError`] when writing failed.
     pub fn flush(&mut self) -> Result<(), StoreError> {
         let b = self.events.batch(&self.dict)?;
-        self.writers[0].write(&b)?;
+        self.send(0, b)?;
         let b = self.losses.batch(&self.dict)?;
-        self.writers[1].write(&b)?;
+        self.send(1, b)?;
         let b = self.payloads.batch(&self.dict)?;
-        self.writers[2].write(&b)?;
+        self.send(2, b)?;
         let b = self.streams.batch(&self.dict)?;
-        self.writers[3].write(&b)?;
-        Ok(())
+        self.send(3, b)
     }
 
-    /// The set's size on disk if it closed now, about (rows not yet handed
-    /// to the writers count 8 bytes each).
+    /// The set's size on disk if it closed now, about: what the encoder
+    /// wrote, plus 8 bytes a row for rows not yet encoded.
     pub fn size(&self) -> u64 {
         let held = (self.events.len() + self.losses.len()) as u64 * 8;
-        self.writers.iter().map(PartWriter::size).sum::<u64>() + held
+        self.encoded.load(Ordering::Relaxed) + held
     }
 
     /// Events rows in the set.
     pub fn event_rows(&self) -> u64 {
-        self.writers[0].rows() + self.events.len() as u64
+        self.sent[0] + self.events.len() as u64
     }
 
     /// Losses rows in the set.
     pub fn losses_rows(&self) -> u64 {
-        self.writers[1].rows() + self.losses.len() as u64
+        self.sent[1] + self.losses.len() as u64
     }
 
     /// Payloads rows in the set.
     pub fn payloads_rows(&self) -> u64 {
-        self.writers[2].rows() + self.payloads.len() as u64
+        self.sent[2] + self.payloads.len() as u64
     }
 
-    /// Writes what is held and closes every part atomically; returns the
-    /// parts' paths and sizes.
+    /// Writes what is held and closes every part atomically (after the
+    /// encoder finished); returns the parts' paths and sizes.
     ///
     /// # Errors
     /// [`StoreError`] when writing or closing fails.
     pub fn finish(mut self) -> Result<Vec<(PathBuf, u64)>, StoreError> {
         self.flush()?;
-        self.writers.into_iter().map(PartWriter::finish).collect()
+        self.jobs = None; // the encoder's loop ends: it closes the parts
+        match self.encoder.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Err(StoreError::Target(
+                "the Parquet encoder thread panicked (a bug in qtrace-store, please report it)"
+                    .into(),
+            )),
+        }
     }
 }

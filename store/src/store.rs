@@ -19,6 +19,7 @@ use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
 use qtrace::wire::TraceHeader;
 use qtrace::Event;
 
+use crate::align::Align;
 use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::PartSet;
@@ -100,6 +101,41 @@ struct Stream {
     origin_unix_ns: Option<i64>,
     /// The partition it writes to now.
     partition: Option<Partition>,
+    /// The slot of that partition's open part set (`Store::slots`).
+    slot: Option<usize>,
+    /// Its clock against the receiver's.
+    align: Align,
+    /// The datagram being taken: its arrival (receiver Unix ns) and its
+    /// newest record's time (ns since the sender's origin).
+    pending: Option<(i64, Option<u64>)>,
+    /// The newest stamp observed (sender Unix ns).
+    last_stamp: Option<i64>,
+}
+
+impl Stream {
+    /// Ends the datagram being taken: one observation of the clocks, and
+    /// the offset its stream's next rows are aligned with.
+    fn observe(&mut self) {
+        let Some((arrival, Some(newest))) = self.pending.take() else {
+            return;
+        };
+        let Some(origin) = self.origin_unix_ns else {
+            return;
+        };
+        let stamp = origin.saturating_add(i64::try_from(newest).unwrap_or(i64::MAX));
+        self.align.observe(stamp, arrival);
+        self.last_stamp = Some(stamp);
+        if let Some(theta) = self.align.offset_at(stamp) {
+            self.run.offset_ns = origin.saturating_add(theta);
+        }
+    }
+}
+
+/// The receiver's clock now, Unix ns.
+fn unix_now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// What a store run did.
@@ -143,7 +179,10 @@ pub struct Store {
     /// have different names.
     started_ms: u128,
     next_part: u64,
-    open: HashMap<Partition, Open>,
+    /// Open part sets by partition: slots in `slots`.
+    open: HashMap<Partition, usize>,
+    /// The open part sets (a record reaches its set by slot, not by hash).
+    slots: Vec<Option<Open>>,
     streams: Vec<Stream>,
     index: HashMap<StreamId, usize>,
     current: Option<usize>,
@@ -152,8 +191,9 @@ pub struct Store {
     report: StoreReport,
     /// The first write error: the store stops taking records.
     error: Option<StoreError>,
-    /// Records since the last roll check.
-    since_check: u64,
+    /// When the rolls were last checked (every 10 ms at most: sizing the
+    /// open parts walks their column writers).
+    last_check: Instant,
 }
 
 impl Store {
@@ -176,13 +216,14 @@ impl Store {
                 .map_or(0, |d| d.as_millis()),
             next_part: next_part_number(root)?,
             open: HashMap::new(),
+            slots: Vec::new(),
             streams: Vec::new(),
             index: HashMap::new(),
             current: None,
             closed: Vec::new(),
             report: StoreReport::default(),
             error: None,
-            since_check: 0,
+            last_check: Instant::now(),
         };
         let found = scan(root)?;
         store.report.unfinished = recover_found(root, &found, &mut store.next_part)?;
@@ -215,22 +256,36 @@ impl Store {
         }
     }
 
-    /// The open part set of `p`, opened if needed.
-    fn open_set(&mut self, p: &Partition) -> Result<&mut Open, StoreError> {
-        if !self.open.contains_key(p) {
-            let n = self.next_part;
-            self.next_part += 1;
-            let set = PartSet::create(&self.root, &p.path(), n)?;
-            self.open.insert(
-                p.clone(),
-                Open {
-                    set,
-                    opened: Instant::now(),
-                    streams: Vec::new(),
-                },
-            );
+    /// The slot of the open part set of `p`, opened if needed.
+    fn open_set(&mut self, p: &Partition) -> Result<usize, StoreError> {
+        if let Some(&k) = self.open.get(p) {
+            return Ok(k);
         }
-        Ok(self.open.get_mut(p).expect("inserted"))
+        let n = self.next_part;
+        self.next_part += 1;
+        let set = PartSet::create(&self.root, &p.path(), n)?;
+        let open = Open {
+            set,
+            opened: Instant::now(),
+            streams: Vec::new(),
+        };
+        let k = match self.slots.iter().position(Option::is_none) {
+            Some(k) => {
+                self.slots[k] = Some(open);
+                k
+            }
+            None => {
+                self.slots.push(Some(open));
+                self.slots.len() - 1
+            }
+        };
+        self.open.insert(p.clone(), k);
+        Ok(k)
+    }
+
+    /// The open part set in slot `k`.
+    fn slot(&mut self, k: usize) -> &mut Open {
+        self.slots[k].as_mut().expect("an open slot")
     }
 
     /// Closes the part set of `p`: a streams row for each stream with rows
@@ -240,7 +295,10 @@ impl Store {
         p: &Partition,
         last: &dyn Fn(&StreamId) -> Option<StreamRow>,
     ) -> Result<(), StoreError> {
-        let Some(mut open) = self.open.remove(p) else {
+        let Some(k) = self.open.remove(p) else {
+            return Ok(());
+        };
+        let Some(mut open) = self.slots[k].take() else {
             return Ok(());
         };
         for &i in &open.streams {
@@ -250,11 +308,17 @@ impl Store {
                 ..StreamRow::default()
             });
             row.origin_unix_ns = s.origin_unix_ns;
+            if let Some(stamp) = s.last_stamp {
+                row.clock_offset_ns = s.align.offset_at(stamp);
+                row.clock_offset_bound_ns = s.align.bound_ns();
+                row.clock_drift_ppm = s.align.drift_ppm();
+            }
             self.report.events += s.run.events();
             self.report.lost = self.report.lost.saturating_add(s.run.lost());
             s.run.stream_row(&mut open.set, row);
-            if s.partition.as_ref() == Some(p) {
+            if s.slot == Some(k) {
                 s.partition = None;
+                s.slot = None;
             }
         }
         let n = open.set.number;
@@ -273,6 +337,7 @@ impl Store {
         let due: Vec<Partition> = self
             .open
             .iter()
+            .filter_map(|(p, &k)| Some((p, self.slots[k].as_ref()?)))
             .filter(|(p, o)| {
                 p.date != date
                     || p.hour != hour
@@ -375,12 +440,13 @@ impl Store {
                     p
                 }
             };
-            let open = self.open_set(&p)?;
+            let k = self.open_set(&p)?;
+            self.streams[i].slot = Some(k);
+            let open = self.slots[k].as_mut().expect("opened above");
             if !open.streams.contains(&i) {
                 open.streams.push(i);
             }
             // Combine runs still open were cut by the stream's end.
-            let open = self.open.get_mut(&p).expect("opened above");
             self.streams[i].run.finish(&mut open.set);
         }
         let parts: Vec<Partition> = self.open.keys().cloned().collect();
@@ -413,6 +479,10 @@ impl Store {
                     ticks_per_second: 1_000_000_000,
                     origin_unix_ns: None,
                     partition: None,
+                    slot: None,
+                    align: Align::default(),
+                    pending: None,
+                    last_stamp: None,
                 });
                 self.index.insert(*id, self.streams.len() - 1);
                 self.streams.len() - 1
@@ -429,25 +499,24 @@ impl Store {
         self.current = Some(i);
     }
 
-    /// The part set stream `i` writes to now.
-    fn target(&mut self, i: usize) -> Result<Partition, StoreError> {
-        if let Some(p) = &self.streams[i].partition {
-            if self.open.contains_key(p) {
-                return Ok(p.clone());
-            }
-        }
+    /// The slot of the part set stream `i` writes to now, opened if
+    /// needed.
+    #[cold]
+    fn target(&mut self, i: usize) -> Result<usize, StoreError> {
         let (date, hour) = utc_date_hour(SystemTime::now());
         let p = Partition {
             host: self.streams[i].id.addr.ip().to_string(),
             date,
             hour,
         };
-        let open = self.open_set(&p)?;
+        let k = self.open_set(&p)?;
+        let open = self.slot(k);
         if !open.streams.contains(&i) {
             open.streams.push(i);
         }
-        self.streams[i].partition = Some(p.clone());
-        Ok(p)
+        self.streams[i].partition = Some(p);
+        self.streams[i].slot = Some(k);
+        Ok(k)
     }
 }
 
@@ -467,11 +536,18 @@ fn final_row(s: &SenderSummary) -> StreamRow {
 
 impl StreamSink for Store {
     fn stream(&mut self, id: &StreamId, header: Option<&TraceHeader>) {
+        // Called once per datagram released: the previous one is whole.
+        if let Some(i) = self.current {
+            self.streams[i].observe();
+        }
         match self.current {
             Some(i)
                 if self.streams[i].id == *id
                     && (header.is_none() || self.streams[i].has_header) => {}
             _ => self.switch(id, header),
+        }
+        if let Some(i) = self.current {
+            self.streams[i].pending = Some((unix_now_ns(), None));
         }
     }
 
@@ -483,36 +559,63 @@ impl StreamSink for Store {
         let Some(i) = self.current else {
             return;
         };
-        let p = match self.streams[i].partition.as_ref() {
-            Some(p) if self.open.contains_key(p) => p.clone(),
-            _ => match self.target(i) {
-                Ok(p) => p,
+        let k = match self.streams[i].slot {
+            Some(k) => k,
+            None => match self.target(i) {
+                Ok(k) => k,
                 Err(err) => return self.fail(err),
             },
         };
         let s = &mut self.streams[i];
-        let mut e = *e;
-        if s.ticks_per_second != 1_000_000_000 {
-            e.time = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
+        let Some(open) = self.slots[k].as_mut() else {
+            return;
+        };
+        if let (Some((arrival, None)), Some(origin), None) =
+            (s.pending, s.origin_unix_ns, s.last_stamp)
+        {
+            // The stream's first datagram: its first record gives the first
+            // estimate, so no row is left unaligned.
+            let t = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
+            let stamp = origin.saturating_add(i64::try_from(t).unwrap_or(i64::MAX));
+            s.align.observe(stamp, arrival);
+            s.last_stamp = Some(stamp);
+            if let Some(theta) = s.align.offset_at(stamp) {
+                s.run.offset_ns = origin.saturating_add(theta);
+            }
         }
-        let open = self.open.get_mut(&p).expect("target opened it");
-        s.run.push(&e, &mut open.set);
-        self.since_check += 1;
+        let time = if s.ticks_per_second == 1_000_000_000 {
+            s.run.push(e, &mut open.set);
+            e.time
+        } else {
+            let mut e = *e;
+            e.time = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
+            s.run.push(&e, &mut open.set);
+            e.time
+        };
+        if let Some((_, newest)) = &mut s.pending {
+            *newest = Some(newest.map_or(time, |n| n.max(time)));
+        }
     }
 
     fn tick(&mut self) -> bool {
         if self.error.is_some() {
             return false;
         }
-        for open in self.open.values_mut() {
+        if let Some(i) = self.current {
+            self.streams[i].observe();
+        }
+        for open in self.slots.iter_mut().flatten() {
             if let Err(e) = open.set.flush_full() {
                 self.fail(e);
                 return false;
             }
         }
-        if let Err(e) = self.check_rolls() {
-            self.fail(e);
-            return false;
+        if self.last_check.elapsed() >= Duration::from_millis(10) {
+            self.last_check = Instant::now();
+            if let Err(e) = self.check_rolls() {
+                self.fail(e);
+                return false;
+            }
         }
         true
     }

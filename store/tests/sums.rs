@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, UInt32Type, UInt64Type};
+use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use qtrace::classes::user;
@@ -71,10 +71,14 @@ fn batches(root: &Path, table: &str) -> Vec<RecordBatch> {
         .collect()
 }
 
+/// A string column's value (dictionary-encoded on disk, read as strings:
+/// the files carry no Arrow schema).
 fn string(b: &RecordBatch, col: &str, i: usize) -> String {
-    let d = b.column_by_name(col).unwrap().as_dictionary::<Int32Type>();
-    let k = d.keys().value(i) as usize;
-    d.values().as_string::<i32>().value(k).to_string()
+    b.column_by_name(col)
+        .unwrap()
+        .as_string::<i32>()
+        .value(i)
+        .to_string()
 }
 
 fn u64_at(b: &RecordBatch, col: &str, i: usize) -> u64 {

@@ -1,6 +1,7 @@
 //! `qtrace recv --listen ADDR --out FILE [--duration S] [--count N]`: receive
 //! the datagrams of UDP queues and write them to a trace file (S.Ha.R.K.'s
-//! `udpdump`).
+//! `udpdump`); with `--store DIR` instead of `--out`, to Parquet tables
+//! (crate qtrace-store, FORMAT.md 7).
 //!
 //! Exit status: 0 when the receiver ran to its limit (or was stopped) and
 //! wrote its file; 2 for bad arguments or an address it cannot listen on; 1

@@ -9,4 +9,5 @@
 mod common;
 
 mod convert_rows;
+mod engines;
 mod store;
