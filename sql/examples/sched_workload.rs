@@ -23,7 +23,10 @@ use qtrace::Event;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let out = PathBuf::from(args.next().ok_or("usage: sched_workload OUT_DIR [EVENTS] [FILES]")?);
+    let out = PathBuf::from(
+        args.next()
+            .ok_or("usage: sched_workload OUT_DIR [EVENTS] [FILES]")?,
+    );
     let events: u64 = args.next().map_or(Ok(100_000_000), |s| s.parse())?;
     let files: u64 = args.next().map_or(Ok(10), |s| s.parse())?;
     std::fs::create_dir_all(&out)?;
@@ -56,13 +59,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             w.write_event(&Event::new(t, system::ACTIVATE, source, [task, 0]))?;
             w.write_event(&Event::new(t + step, system::SCHEDULE, source, [task, 0]))?;
             for k in 0..6 {
-                w.write_event(&Event::new(t + step * (2 + k), user::USER0, source, [job, k]))?;
+                w.write_event(&Event::new(
+                    t + step * (2 + k),
+                    user::USER0,
+                    source,
+                    [job, k],
+                ))?;
             }
             if cpu % 10 == 0 && job == 1_000 {
                 w.write_event(&Event::new(t + step * 7, tracer::HOOPS, source, [17, 0]))?;
                 written += 1;
             }
-            w.write_event(&Event::new(t + response, system::ENDCYCLE, source, [task, 0]))?;
+            w.write_event(&Event::new(
+                t + response,
+                system::ENDCYCLE,
+                source,
+                [task, 0],
+            ))?;
             written += 9;
             job += 1;
             t += response + 1_000 + next() % 5_000;

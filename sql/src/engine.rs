@@ -234,7 +234,9 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
             message: e.to_string(),
         })?;
     for e in &report.damaged {
-        notes.push(format!("{e} (its events before the damage are in the tables)"));
+        notes.push(format!(
+            "{e} (its events before the damage are in the tables)"
+        ));
     }
     for (path, end) in traces.iter().zip(&report.ends) {
         if end.is_some_and(|c| c.is_complete() == Some(false)) {

@@ -86,16 +86,17 @@ fn statements_from_a_pipe_run_one_by_one_and_a_failure_sets_the_status() {
     let s = store(dir.path());
     let input = "SELECT count(*) AS n\n  FROM events;\nSELECT nope FROM events;\n.mode csv\nSELECT kind, count FROM losses;\n";
     let out = qtrace(&["sql", &s], input);
-    assert_eq!(
-        text(&out.stdout),
-        "n\n-\n2\n(1 row)\nkind,count\nhoops,5\n"
-    );
+    assert_eq!(text(&out.stdout), "n\n-\n2\n(1 row)\nkind,count\nhoops,5\n");
     let err = text(&out.stderr);
     assert!(err.starts_with("Error: ") && err.contains("nope"), "{err}");
     assert_eq!(out.status.code(), Some(2));
     // No failure: status 0, and no prompt text on a pipe.
     let out = qtrace(&["sql", &s], ".views\n");
-    assert!(text(&out.stdout).starts_with("events "), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("events "),
+        "{}",
+        text(&out.stdout)
+    );
     assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));
 }
 
@@ -103,16 +104,30 @@ fn statements_from_a_pipe_run_one_by_one_and_a_failure_sets_the_status() {
 fn bad_inputs_and_queries_are_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path());
+    let events = dir.path().join("events");
+    let part = events.join("part-0.parquet");
     let cases: [(&[&str], &str); 4] = [
-        (&["sql", "SELECT 1"], "no input: give a Parquet store folder"),
-        (&["sql", dir.path().join("events").to_str().unwrap(), "SELECT 1"], "not a qtrace Parquet store"),
-        (&["sql", dir.path().join("events/part-0.parquet").to_str().unwrap(), "SELECT 1"], "cannot read it as a qtrace trace"),
+        (
+            &["sql", "SELECT 1"],
+            "no input: give a Parquet store folder",
+        ),
+        (
+            &["sql", events.to_str().unwrap(), "SELECT 1"],
+            "not a qtrace Parquet store",
+        ),
+        (
+            &["sql", part.to_str().unwrap(), "SELECT 1"],
+            "cannot read it as a qtrace trace",
+        ),
         (&["sql", &s, "SELECT * FROM nowhere"], "nowhere"),
     ];
     for (args, says) in cases {
         let out = qtrace(args, "");
         let err = text(&out.stderr);
-        assert!(err.starts_with("qtrace sql: ") && err.contains(says), "{args:?}: {err}");
+        assert!(
+            err.starts_with("qtrace sql: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(text(&out.stdout), "", "{args:?}");
     }
