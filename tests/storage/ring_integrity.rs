@@ -304,14 +304,14 @@ fn sixteen_corrupted_ring_files_and_their_exact_verdicts() {
     let mut b = sharded.clone();
     put(&mut b, shards + 128, 100 | 1 << 62);
     case("shard claimed corrupted", b, format!(
-        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: {}, committed: 100 }}\"], not complete",
+        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: {}, committed: 100, taken: 100 }}\"], not complete",
         shards + 128, 100u64 | 1 << 62
     ));
     // 14. A shard's committed counter corrupted high.
     let mut b = sharded.clone();
     put(&mut b, shards + 136, 100 | 1 << 40);
     case("shard committed corrupted", b, format!(
-        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 100, committed: {} }}\"], not complete",
+        "recovered 64 of 100 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 100, committed: {}, taken: 100 }}\"], not complete",
         shards + 128, 100u64 | 1 << 40
     ));
     // 15. The shared ring's drop counter above its attempts.
@@ -453,4 +453,154 @@ fn an_endless_pipe_is_read_only_to_its_layout() {
         rec.damage[0].kind,
         DamageKind::LongerThanLayout { layout: len }
     );
+}
+
+// ----- the records' own words (FORMAT.md 6.4, "Records") ------------------
+
+/// A ring file of one shard (capacity 64) under the monotonic clock: 100
+/// events of `user0` (ticket `i`, argument `i`, at least 2 µs apart), with a
+/// 3-record run of `user1` (`0123456789abcdefXY`) after event 80, at
+/// tickets 81–83; 103 records, the window holds tickets 39–102.
+fn monotonic_ring() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let t: &'static Tracer = Box::leak(Box::new(Tracer::with_config(
+        Config::default()
+            .with_output_dir(dir.path())
+            .with_clock(Clock::monotonic()),
+    )));
+    let q = t
+        .create_queue::<Circular>(CircularParams {
+            capacity: 64,
+            shards: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    for i in 0..100u64 {
+        std::thread::sleep(std::time::Duration::from_micros(2));
+        t.log_event(user::USER0, [i, 0]);
+        if i == 80 {
+            t.log_str(user::USER1, "0123456789abcdefXY");
+        }
+    }
+    std::fs::read(dir.path().join("queue0-circular.ring")).unwrap()
+}
+
+/// The offset of shard 0's record of `ticket` (capacity 64).
+fn rec_at(b: &[u8], ticket: usize) -> usize {
+    layout(b).3 + (ticket % 64) * 32
+}
+
+#[test]
+fn bit_flips_in_records_and_counters_and_their_exact_verdicts() {
+    let m = monotonic_ring();
+    let (_, _, shards, _) = layout(&m);
+    let (sharded, shared, fixed) = ring_files(); // the manual clock
+    let (_, sslots, _, _) = layout(&shared);
+    let (_, fslots, _, _) = layout(&fixed);
+    let at50 = rec_at(&m, 50);
+    let time = |b: &[u8], t: usize| get(b, rec_at(b, t));
+    let t50 = time(&m, 50);
+    // The times as logged: increasing by ticket, at least 2 µs apart outside
+    // the run, the run's records at one time.
+    for t in 40..=102 {
+        let gap = time(&m, t) - time(&m, t - 1);
+        assert!(if (82..=84).contains(&t) { gap == 0 || t == 84 && gap >= 2000 } else { gap >= 2000 }, "ticket {t}: gap {gap}");
+    }
+    let whole = "recovered 64 of 103 (dropped 0, unreadable 0), damage [], complete".to_string();
+    let one = |d: String| format!("recovered 63 of 103 (dropped 0, unreadable 1), damage [{d}], not complete");
+    let flip = |b: &[u8], at: usize, bit: u32| {
+        let mut b = b.to_vec();
+        let v = get(&b, at) ^ 1 << bit;
+        put(&mut b, at, v);
+        b
+    };
+    let mut cases: Vec<(&str, Vec<u8>, String)> = vec![("as written", m.clone(), whole.clone())];
+    let mut case = |name: &'static str, b: Vec<u8>, expect: String| cases.push((name, b, expect));
+
+    // Time (word 0) of a plain event: a high bit set or the highest set bit
+    // cleared puts it out of order; a low bit keeps it between its
+    // neighbours (2 µs away): not caught.
+    case("time bit 40 set", flip(&m, at50, 40), one(format!("\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"", t50 ^ 1 << 40)));
+    let top = 63 - t50.leading_zeros();
+    case("time's top bit cleared", flip(&m, at50, top), one(format!("\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"", t50 ^ 1 << top)));
+    case("time bit 3 (undetected)", flip(&m, at50, 3), whole.clone());
+    // The newest record may be late by any amount: nothing after it to see.
+    case("newest record's time bit 40 (undetected)", flip(&m, rec_at(&m, 102), 40), whole.clone());
+    // The oldest record's time bit 40: out of order with the next.
+    let at39 = rec_at(&m, 39);
+    case("oldest record's time bit 40", flip(&m, at39, 40), one(format!("\"{at39}:RecordTime {{ ticket: 39, time: {} }}\"", time(&m, 39) ^ 1 << 40)));
+    // Word 1 of a plain event: id (bits 0–15), flags (16–31), source (32–63).
+    case("id bit 0 (undetected)", flip(&m, at50 + 8, 0), whole.clone());
+    case("flags bit 3", flip(&m, at50 + 8, 16 + 3), one(format!("\"{}:RecordFlags {{ ticket: 50, flags: 8 }}\"", at50 + 8)));
+    case("flags bit 14", flip(&m, at50 + 8, 16 + 14), one(format!("\"{}:RecordFlags {{ ticket: 50, flags: 16384 }}\"", at50 + 8)));
+    case("source bit 0 (undetected)", flip(&m, at50 + 8, 32), whole.clone());
+    // Arguments (words 2, 3) of a plain event: nothing to check them by.
+    case("arg0 bit 0 (undetected)", flip(&m, at50 + 16, 0), whole.clone());
+    case("arg1 bit 63 (undetected)", flip(&m, at50 + 24, 63), whole.clone());
+    // The run (tickets 81 begin, 82, 83 end): its records share time, id
+    // and source, and their flags chain.
+    let (at81, at82, at83) = (rec_at(&m, 81), rec_at(&m, 82), rec_at(&m, 83));
+    case("run continuation's id", flip(&m, at82 + 8, 0), one(format!("\"{}:RunBroken {{ ticket: 82, flags: 16385 }}\"", at82 + 8)));
+    case("run begin's source", flip(&m, at81 + 8, 32), one(format!("\"{}:RunBroken {{ ticket: 81, flags: 24576 }}\"", at81 + 8)));
+    // A low bit of the end record's time set (a bit that was 0: the time
+    // moves up, within the 2 µs before the next event): in time order, but
+    // no longer the run's time. Cleared instead (the time moves down), it
+    // is out of order with the record before it.
+    let t83 = time(&m, 83);
+    match (0..=10).find(|b| t83 & 1 << b == 0) {
+        Some(b) => case("run end's time, a low bit set", flip(&m, at83, b), one(format!("\"{}:RunBroken {{ ticket: 83, flags: 20482 }}\"", at83 + 8))),
+        None => case("run end's time, bit 0 cleared", flip(&m, at83, 0), one(format!("\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"", t83 ^ 1))),
+    }
+    let low_one = t83.trailing_zeros();
+    case("run end's time, its lowest 1 cleared", flip(&m, at83, low_one), one(format!("\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"", t83 ^ 1 << low_one)));
+    case("run end's end flag", flip(&m, at83 + 8, 16 + 12), one(format!("\"{}:RunBroken {{ ticket: 83, flags: 16386 }}\"", at83 + 8)));
+    // A payload byte: the run's checksum shows it to readers (`[CORRUPT]`),
+    // the recovery does not check it.
+    case("run payload bit (undetected here)", flip(&m, at82 + 16, 0), whole.clone());
+
+    // Shard counters (claimed at +128, committed at +136).
+    let mut b = m.clone();
+    put(&mut b, shards + 136, 93);
+    case("committed 10 low: the 10 newer records are proven by their times", b, one(format!(
+        "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 93, taken: 102 }}\"", shards + 128)));
+    let mut b = m.clone();
+    put(&mut b, shards + 136, 39);
+    case("committed a ring's worth low: the ring went round", b, one(format!(
+        "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 39, taken: 102 }}\"", shards + 128)));
+    let mut b = m.clone();
+    put(&mut b, shards + 128, 7);
+    case("claimed low", b, format!(
+        "recovered 64 of 103 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 7, committed: 103, taken: 103 }}\"], not complete", shards + 128));
+    let mut b = m.clone();
+    put(&mut b, shards + 128, 103 + 20);
+    case("claimed high", b, format!(
+        "recovered 64 of 103 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 123, committed: 103, taken: 103 }}\"], not complete", shards + 128));
+    // The manual clock proves nothing by time: the smaller counter is kept
+    // (and the slots of tickets 90–99 read as 26–35).
+    let (_, _, mshards, _) = layout(&sharded);
+    let mut b = sharded.clone();
+    put(&mut b, mshards + 136, 90);
+    case("manual clock, committed low: the smaller kept", b, format!(
+        "recovered 64 of 90 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 100, committed: 90, taken: 90 }}\"], not complete", mshards + 128));
+    // The manual clock's own file: a time flip is not caught, a flags flip is.
+    let mat = layout(&sharded).3 + 20 * 32;
+    case("manual clock, time bit 40 (undetected)", flip(&sharded, mat, 40), "recovered 64 of 100 (dropped 0, unreadable 0), damage [], complete".into());
+    // Flags in the shared ring (slot 5 holds ticket 69) and a fixed queue.
+    let s5 = sslots + 5 * 64 + 8;
+    case("shared ring record's flags", flip(&shared, s5 + 8, 16), format!(
+        "recovered 63 of 100 (dropped 0, unreadable 1), damage [\"{}:RecordFlags {{ ticket: 69, flags: 1 }}\"], not complete", s5 + 8));
+    let f3 = fslots + 3 * 64 + 8;
+    case("fixed record's flags", flip(&fixed, f3 + 8, 31), format!(
+        "recovered 19 of 20 (dropped 0, unreadable 1), damage [\"{}:RecordFlags {{ ticket: 3, flags: 32768 }}\"], not complete", f3 + 8));
+
+    let mut failures = Vec::new();
+    for (name, bytes, expect) in &cases {
+        let got = verdict(bytes);
+        if &got != expect {
+            failures.push(format!("{name}:\n  expected {expect}\n  got      {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
