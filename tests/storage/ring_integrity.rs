@@ -506,10 +506,19 @@ fn bit_flips_in_records_and_counters_and_their_exact_verdicts() {
     // the run, the run's records at one time.
     for t in 40..=102 {
         let gap = time(&m, t) - time(&m, t - 1);
-        assert!(if (82..=84).contains(&t) { gap == 0 || t == 84 && gap >= 2000 } else { gap >= 2000 }, "ticket {t}: gap {gap}");
+        assert!(
+            if (82..=84).contains(&t) {
+                gap == 0 || t == 84 && gap >= 2000
+            } else {
+                gap >= 2000
+            },
+            "ticket {t}: gap {gap}"
+        );
     }
     let whole = "recovered 64 of 103 (dropped 0, unreadable 0), damage [], complete".to_string();
-    let one = |d: String| format!("recovered 63 of 103 (dropped 0, unreadable 1), damage [{d}], not complete");
+    let one = |d: String| {
+        format!("recovered 63 of 103 (dropped 0, unreadable 1), damage [{d}], not complete")
+    };
     let flip = |b: &[u8], at: usize, bit: u32| {
         let mut b = b.to_vec();
         let v = get(&b, at) ^ 1 << bit;
@@ -522,53 +531,166 @@ fn bit_flips_in_records_and_counters_and_their_exact_verdicts() {
     // Time (word 0) of a plain event: a high bit set or the highest set bit
     // cleared puts it out of order; a low bit keeps it between its
     // neighbours (2 µs away): not caught.
-    case("time bit 40 set", flip(&m, at50, 40), one(format!("\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"", t50 ^ 1 << 40)));
+    case(
+        "time bit 40 set",
+        flip(&m, at50, 40),
+        one(format!(
+            "\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"",
+            t50 ^ 1 << 40
+        )),
+    );
     let top = 63 - t50.leading_zeros();
-    case("time's top bit cleared", flip(&m, at50, top), one(format!("\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"", t50 ^ 1 << top)));
+    case(
+        "time's top bit cleared",
+        flip(&m, at50, top),
+        one(format!(
+            "\"{at50}:RecordTime {{ ticket: 50, time: {} }}\"",
+            t50 ^ 1 << top
+        )),
+    );
     case("time bit 3 (undetected)", flip(&m, at50, 3), whole.clone());
     // The newest record may be late by any amount: nothing after it to see.
-    case("newest record's time bit 40 (undetected)", flip(&m, rec_at(&m, 102), 40), whole.clone());
+    case(
+        "newest record's time bit 40 (undetected)",
+        flip(&m, rec_at(&m, 102), 40),
+        whole.clone(),
+    );
     // The oldest record's time bit 40: out of order with the next.
     let at39 = rec_at(&m, 39);
-    case("oldest record's time bit 40", flip(&m, at39, 40), one(format!("\"{at39}:RecordTime {{ ticket: 39, time: {} }}\"", time(&m, 39) ^ 1 << 40)));
+    case(
+        "oldest record's time bit 40",
+        flip(&m, at39, 40),
+        one(format!(
+            "\"{at39}:RecordTime {{ ticket: 39, time: {} }}\"",
+            time(&m, 39) ^ 1 << 40
+        )),
+    );
     // Word 1 of a plain event: id (bits 0–15), flags (16–31), source (32–63).
-    case("id bit 0 (undetected)", flip(&m, at50 + 8, 0), whole.clone());
-    case("flags bit 3", flip(&m, at50 + 8, 16 + 3), one(format!("\"{}:RecordFlags {{ ticket: 50, flags: 8 }}\"", at50 + 8)));
-    case("flags bit 14", flip(&m, at50 + 8, 16 + 14), one(format!("\"{}:RecordFlags {{ ticket: 50, flags: 16384 }}\"", at50 + 8)));
-    case("source bit 0 (undetected)", flip(&m, at50 + 8, 32), whole.clone());
+    case(
+        "id bit 0 (undetected)",
+        flip(&m, at50 + 8, 0),
+        whole.clone(),
+    );
+    case(
+        "flags bit 3",
+        flip(&m, at50 + 8, 16 + 3),
+        one(format!(
+            "\"{}:RecordFlags {{ ticket: 50, flags: 8 }}\"",
+            at50 + 8
+        )),
+    );
+    case(
+        "flags bit 14",
+        flip(&m, at50 + 8, 16 + 14),
+        one(format!(
+            "\"{}:RecordFlags {{ ticket: 50, flags: 16384 }}\"",
+            at50 + 8
+        )),
+    );
+    case(
+        "source bit 0 (undetected)",
+        flip(&m, at50 + 8, 32),
+        whole.clone(),
+    );
     // Arguments (words 2, 3) of a plain event: nothing to check them by.
-    case("arg0 bit 0 (undetected)", flip(&m, at50 + 16, 0), whole.clone());
-    case("arg1 bit 63 (undetected)", flip(&m, at50 + 24, 63), whole.clone());
+    case(
+        "arg0 bit 0 (undetected)",
+        flip(&m, at50 + 16, 0),
+        whole.clone(),
+    );
+    case(
+        "arg1 bit 63 (undetected)",
+        flip(&m, at50 + 24, 63),
+        whole.clone(),
+    );
     // The run (tickets 81 begin, 82, 83 end): its records share time, id
     // and source, and their flags chain.
     let (at81, at82, at83) = (rec_at(&m, 81), rec_at(&m, 82), rec_at(&m, 83));
-    case("run continuation's id", flip(&m, at82 + 8, 0), one(format!("\"{}:RunBroken {{ ticket: 82, flags: 16385 }}\"", at82 + 8)));
-    case("run begin's source", flip(&m, at81 + 8, 32), one(format!("\"{}:RunBroken {{ ticket: 81, flags: 24576 }}\"", at81 + 8)));
+    case(
+        "run continuation's id",
+        flip(&m, at82 + 8, 0),
+        one(format!(
+            "\"{}:RunBroken {{ ticket: 82, flags: 16385 }}\"",
+            at82 + 8
+        )),
+    );
+    case(
+        "run begin's source",
+        flip(&m, at81 + 8, 32),
+        one(format!(
+            "\"{}:RunBroken {{ ticket: 81, flags: 24576 }}\"",
+            at81 + 8
+        )),
+    );
     // A low bit of the end record's time set (a bit that was 0: the time
     // moves up, within the 2 µs before the next event): in time order, but
     // no longer the run's time. Cleared instead (the time moves down), it
     // is out of order with the record before it.
     let t83 = time(&m, 83);
     match (0..=10).find(|b| t83 & 1 << b == 0) {
-        Some(b) => case("run end's time, a low bit set", flip(&m, at83, b), one(format!("\"{}:RunBroken {{ ticket: 83, flags: 20482 }}\"", at83 + 8))),
-        None => case("run end's time, bit 0 cleared", flip(&m, at83, 0), one(format!("\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"", t83 ^ 1))),
+        Some(b) => case(
+            "run end's time, a low bit set",
+            flip(&m, at83, b),
+            one(format!(
+                "\"{}:RunBroken {{ ticket: 83, flags: 20482 }}\"",
+                at83 + 8
+            )),
+        ),
+        None => case(
+            "run end's time, bit 0 cleared",
+            flip(&m, at83, 0),
+            one(format!(
+                "\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"",
+                t83 ^ 1
+            )),
+        ),
     }
     let low_one = t83.trailing_zeros();
-    case("run end's time, its lowest 1 cleared", flip(&m, at83, low_one), one(format!("\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"", t83 ^ 1 << low_one)));
-    case("run end's end flag", flip(&m, at83 + 8, 16 + 12), one(format!("\"{}:RunBroken {{ ticket: 83, flags: 16386 }}\"", at83 + 8)));
+    case(
+        "run end's time, its lowest 1 cleared",
+        flip(&m, at83, low_one),
+        one(format!(
+            "\"{at83}:RecordTime {{ ticket: 83, time: {} }}\"",
+            t83 ^ 1 << low_one
+        )),
+    );
+    case(
+        "run end's end flag",
+        flip(&m, at83 + 8, 16 + 12),
+        one(format!(
+            "\"{}:RunBroken {{ ticket: 83, flags: 16386 }}\"",
+            at83 + 8
+        )),
+    );
     // A payload byte: the run's checksum shows it to readers (`[CORRUPT]`),
     // the recovery does not check it.
-    case("run payload bit (undetected here)", flip(&m, at82 + 16, 0), whole.clone());
+    case(
+        "run payload bit (undetected here)",
+        flip(&m, at82 + 16, 0),
+        whole.clone(),
+    );
 
     // Shard counters (claimed at +128, committed at +136).
     let mut b = m.clone();
     put(&mut b, shards + 136, 93);
-    case("committed 10 low: the 10 newer records are proven by their times", b, one(format!(
-        "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 93, taken: 102 }}\"", shards + 128)));
+    case(
+        "committed 10 low: the 10 newer records are proven by their times",
+        b,
+        one(format!(
+            "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 93, taken: 102 }}\"",
+            shards + 128
+        )),
+    );
     let mut b = m.clone();
     put(&mut b, shards + 136, 39);
-    case("committed a ring's worth low: the ring went round", b, one(format!(
-        "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 39, taken: 102 }}\"", shards + 128)));
+    case(
+        "committed a ring's worth low: the ring went round",
+        b,
+        one(format!(
+            "\"{}:ShardCounters {{ shard: 0, claimed: 103, committed: 39, taken: 102 }}\"",
+            shards + 128
+        )),
+    );
     let mut b = m.clone();
     put(&mut b, shards + 128, 7);
     case("claimed low", b, format!(
@@ -586,7 +708,11 @@ fn bit_flips_in_records_and_counters_and_their_exact_verdicts() {
         "recovered 64 of 90 (dropped 0, unreadable 0), damage [\"{}:ShardCounters {{ shard: 0, claimed: 100, committed: 90, taken: 90 }}\"], not complete", mshards + 128));
     // The manual clock's own file: a time flip is not caught, a flags flip is.
     let mat = layout(&sharded).3 + 20 * 32;
-    case("manual clock, time bit 40 (undetected)", flip(&sharded, mat, 40), "recovered 64 of 100 (dropped 0, unreadable 0), damage [], complete".into());
+    case(
+        "manual clock, time bit 40 (undetected)",
+        flip(&sharded, mat, 40),
+        "recovered 64 of 100 (dropped 0, unreadable 0), damage [], complete".into(),
+    );
     // Flags in the shared ring (slot 5 holds ticket 69) and a fixed queue.
     let s5 = sslots + 5 * 64 + 8;
     case("shared ring record's flags", flip(&shared, s5 + 8, 16), format!(
@@ -603,4 +729,135 @@ fn bit_flips_in_records_and_counters_and_their_exact_verdicts() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Moves this thread to `cpu` (a migration between CPUs, as the scheduler
+/// makes them; a `tsc` clock may read a little behind on the new one).
+fn move_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed set with one CPU, for this thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// No false alarms: real queues written by several threads — two waves of
+/// three, so shards pass to new threads and one thread of each wave logs
+/// into the shared ring; names, combine runs of several lengths, events
+/// from another source number; threads moved between CPUs every 100
+/// events — under every clock kind (a manual clock moved by the logging
+/// threads, now and then back), then read from their ring files: every record
+/// passes, the counts are the queues' own, the trace reads complete.
+#[test]
+fn healthy_rings_under_every_clock_kind_read_complete() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let manual = ManualClock::new(1_000);
+    let mut clocks = vec![("monotonic", Clock::monotonic())];
+    match Clock::tsc() {
+        Ok(c) => clocks.push(("tsc", c)),
+        Err(e) => eprintln!("no tsc clock on this machine, not checked: {e}"),
+    }
+    clocks.push(("manual", Clock::manual(&manual)));
+    for (kind, clock) in clocks {
+        for round in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let t: &'static Tracer = Box::leak(Box::new(Tracer::with_config(
+                Config::default()
+                    .with_output_dir(dir.path())
+                    .with_clock(clock.clone()),
+            )));
+            let sharded = t
+                .create_queue::<Circular>(CircularParams {
+                    capacity: 256,
+                    shards: 2,
+                    ..Default::default()
+                })
+                .unwrap();
+            let shared = t
+                .create_queue::<Circular>(CircularParams {
+                    capacity: 64,
+                    shards: 0,
+                    ..Default::default()
+                })
+                .unwrap();
+            let fixed = t
+                .create_queue::<Fixed>(FixedParams {
+                    capacity: 8192,
+                    ..Default::default()
+                })
+                .unwrap();
+            t.assign_event(user::USER0, sharded).unwrap();
+            t.assign_event(user::USER1, shared).unwrap();
+            t.assign_event(user::USER2, fixed).unwrap();
+            t.activate().unwrap();
+            for wave in 0..2u64 {
+                let threads: Vec<_> = (0..3u64)
+                    .map(|k| {
+                        let manual = (kind == "manual").then(|| manual.clone());
+                        std::thread::spawn(move || {
+                            t.name_thread(&format!("w{wave}-{k}")).unwrap();
+                            for i in 0..1500u64 {
+                                // The manual clock moves as the threads log,
+                                // and now and then back.
+                                if let Some(m) = &manual {
+                                    if i % 200 == 199 {
+                                        m.set(m.now().saturating_sub(500));
+                                    } else {
+                                        m.advance(5);
+                                    }
+                                }
+                                if cpus > 1 && i % 100 == 0 {
+                                    move_to_cpu((i / 100 + k) as usize % cpus);
+                                }
+                                t.log_event(user::USER0, [i, k]);
+                                if i % 7 == 0 {
+                                    let text = "x".repeat((i % 41) as usize);
+                                    t.log_str(user::USER0, &text);
+                                    t.log_str(user::USER2, &text);
+                                }
+                                if i % 11 == 0 {
+                                    t.log_event_from(99, user::USER0, [i, k]);
+                                }
+                                if i % 3 == 0 {
+                                    t.log_event(user::USER1, [i, k]);
+                                }
+                                if i % 5 == 0 {
+                                    t.log_event(user::USER2, [i, k]);
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for h in threads {
+                    h.join().unwrap();
+                }
+            }
+            for (q, name) in [
+                (sharded, "queue0-circular.ring"),
+                (shared, "queue1-circular.ring"),
+                (fixed, "queue2-fixed.ring"),
+            ] {
+                let bytes = std::fs::read(dir.path().join(name)).unwrap();
+                let rec = storage::recover_bytes(&bytes).unwrap();
+                assert_eq!(rec.header.clock_kind(), kind);
+                assert!(
+                    rec.damage.is_empty(),
+                    "{kind} clock, round {round}, {name}: {:?}",
+                    rec.damage
+                );
+                let c = t.counters(q).unwrap();
+                assert_eq!(
+                    (
+                        rec.counts.attempts,
+                        rec.counts.dropped,
+                        rec.counts.unreadable
+                    ),
+                    (c.accepted + c.dropped, c.dropped, 0),
+                    "{kind} clock, round {round}, {name}"
+                );
+                assert!(verdict(&bytes).ends_with("damage [], complete"));
+            }
+        }
+    }
 }
