@@ -47,7 +47,9 @@ pub const UNREADABLE: u16 = 0x0001;
 
 /// Flag bit of the hoops record (of 0 events) that ends a trace recovered
 /// from a damaged ring file ([`Recovered::damage`]): the counts before it are
-/// what the trusted fields show, not the whole truth. Bit 1.
+/// what the trusted fields show, not the whole truth. Bit 1. With
+/// [`UNREADABLE`] (`0x0003`), on a hoops record of 1: a record left out
+/// because it failed a check of its words (FORMAT.md 6.4).
 pub const DAMAGED: u16 = 0x0002;
 
 /// The counters of a recovered queue, as the queue would have reported
@@ -97,8 +99,9 @@ pub struct RecoveryCounts {
     pub dropped: u64,
     /// Accepted events evicted by newer ones (circular).
     pub overwritten: u64,
-    /// Events whose slot was being written when the process stopped: each
-    /// is a hoops record marked [`UNREADABLE`].
+    /// Events whose slot was being written when the process stopped, or
+    /// whose record failed a check of its words (FORMAT.md 6.4): each is a
+    /// hoops record marked [`UNREADABLE`] (and [`DAMAGED`] for the latter).
     pub unreadable: u64,
     /// Events in the recovered trace.
     pub recovered: u64,
