@@ -459,7 +459,7 @@ fn an_endless_pipe_is_read_only_to_its_layout() {
 
 /// A ring file of one shard (capacity 64) under the monotonic clock: 100
 /// events of `user0` (ticket `i`, argument `i`, at least 2 µs apart), with a
-/// 3-record run of `user1` (`0123456789abcdefXY`) after event 80, at
+/// 3-record run of `user1` (`0123456789abcdefXY`) 2 µs after event 80, at
 /// tickets 81–83; 103 records, the window holds tickets 39–102.
 fn monotonic_ring() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
@@ -481,6 +481,7 @@ fn monotonic_ring() -> Vec<u8> {
         std::thread::sleep(std::time::Duration::from_micros(2));
         t.log_event(user::USER0, [i, 0]);
         if i == 80 {
+            std::thread::sleep(std::time::Duration::from_micros(2));
             t.log_str(user::USER1, "0123456789abcdefXY");
         }
     }

@@ -2,7 +2,7 @@
 //! offset checked against the file, both byte orders, never a panic
 //! ([`RingFileError`] when the bytes are not a ring file).
 
-use super::records::{self, Found};
+use super::records;
 use super::*;
 
 /// Why a ring file cannot be read at all (FORMAT.md 4.5 lists the checks in
@@ -611,21 +611,20 @@ impl<'a> Head<'a> {
 /// cannot overflow.
 const MAX_COUNT: u64 = 1 << 55;
 
-/// Moves the tickets of `ring.records` that fail the checks of their words
-/// (`records::check`) to `ring.damaged`.
+/// Moves the tickets of `ring.records` (sorted by ticket) that fail the
+/// checks of their words (`records::check`; `at(ticket)` is the offset of
+/// a record's first word) to `ring.damaged`.
 fn check_records(
     ring: &mut RingContents,
-    found: Vec<Found>,
+    at: impl Fn(u64) -> u64,
     shard: bool,
     tolerance: Option<u64>,
     damage: &mut Vec<Damage>,
 ) {
-    let bad = records::check(&found, shard, tolerance, damage);
-    ring.records = found
-        .into_iter()
-        .filter(|f| bad.binary_search(&f.ticket).is_err())
-        .map(|f| (f.ticket, f.event))
-        .collect();
+    let bad = records::check(&ring.records, at, shard, tolerance, damage);
+    if !bad.is_empty() {
+        ring.records.retain(|(t, _)| bad.binary_search(t).is_err());
+    }
     ring.damaged = bad;
 }
 
@@ -738,7 +737,6 @@ fn circular_rings(
         dropped,
         ..Default::default()
     };
-    let mut readable = Vec::new();
     for (ticket, state, at) in found {
         if state == MP_BUSY {
             mp.unreadable.push(ticket);
@@ -746,14 +744,11 @@ fn circular_rings(
         }
         debug_assert!(state == MP_COMMITTED || state == MP_CONSUMED);
         let words = r.words(at + 8).expect(in_file);
-        readable.push(Found {
-            ticket,
-            event: Event::from_words(words),
-            at: at + 8,
-        });
+        mp.records.push((ticket, Event::from_words(words)));
     }
-    readable.sort_by_key(|f| f.ticket);
-    check_records(&mut mp, readable, false, tolerance, damage);
+    mp.records.sort_by_key(|(t, _)| *t);
+    let slot_at = |t: u64| l.slots_at + (t & mask) * SLOT_BYTES as u64 + 8;
+    check_records(&mut mp, slot_at, false, tolerance, damage);
     mp.unreadable.sort_unstable();
     mp.unreadable.dedup();
     // The impossible slots are unreadable tickets too: they stand for the
@@ -842,14 +837,10 @@ fn circular_rings(
             attempts: claimed,
             ..Default::default()
         };
-        let readable = (lo..committed)
-            .map(|t| Found {
-                ticket: t,
-                event: Event::from_words(r.words(record_at(t)).expect(in_file)),
-                at: record_at(t),
-            })
+        ring.records = (lo..committed)
+            .map(|t| (t, Event::from_words(r.words(record_at(t)).expect(in_file))))
             .collect();
-        check_records(&mut ring, readable, true, tolerance, damage);
+        check_records(&mut ring, record_at, true, tolerance, damage);
         // The ticket claimed but not committed: being written at the crash.
         if claimed > committed {
             ring.unreadable.push(committed.max(lo));
@@ -892,17 +883,12 @@ fn fixed_ring(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> RingCo
         dropped: tail - filled,
         ..Default::default()
     };
-    let mut readable = Vec::new();
     for i in 0..filled {
         let at = l.slots_at + i * SLOT_BYTES as u64;
         match r.u64(at).expect(in_file) {
             FIXED_COMMITTED | FIXED_SAVED => {
                 let words = r.words(at + 8).expect(in_file);
-                readable.push(Found {
-                    ticket: i,
-                    event: Event::from_words(words),
-                    at: at + 8,
-                });
+                ring.records.push((i, Event::from_words(words)));
             }
             FIXED_EMPTY => ring.unreadable.push(i),
             word => {
@@ -914,6 +900,7 @@ fn fixed_ring(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> RingCo
             }
         }
     }
-    check_records(&mut ring, readable, false, None, damage);
+    let slot_at = |i: u64| l.slots_at + i * SLOT_BYTES as u64 + 8;
+    check_records(&mut ring, slot_at, false, None, damage);
     ring
 }

@@ -9,15 +9,6 @@
 use super::image::{Damage, DamageKind};
 use crate::model::event::Event;
 
-/// A readable record of a ring, with its ticket and the offset of its
-/// first word in the file.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Found {
-    pub(super) ticket: u64,
-    pub(super) event: Event,
-    pub(super) at: u64,
-}
-
 /// How far back (in clock ticks) a record's time may be from an older
 /// record's of the same shard, by the trace header's clock kind; `None`
 /// when the clock may step back (`manual`, a kind this code does not know)
@@ -70,27 +61,32 @@ fn continues(prev: &Event, next: &Event) -> bool {
         && (prev.flags & BEGIN != 0) == (prev.flags & INDEX == 0)
 }
 
-/// Checks one ring's readable records (sorted by ticket) and returns the
-/// tickets of those that fail, listing each in `damage`. In order: the
-/// flags (every ring); the time order (a shard, when `tolerance` is known);
-/// the links of combine runs between records of consecutive tickets (every
-/// ring). A record that failed one check takes no part in the later ones.
+/// Checks one ring's readable records (`(ticket, record)`, sorted by
+/// ticket; `at(ticket)` is the offset of the record's first word in the
+/// file) and returns the tickets of those that fail, listing each in
+/// `damage`. In order: the flags (every ring); the time order (a shard,
+/// when `tolerance` is known); the links of combine runs between records of
+/// consecutive tickets (every ring). A record that failed one check takes
+/// no part in the later ones.
 pub(super) fn check(
-    found: &[Found],
+    found: &[(u64, Event)],
+    at: impl Fn(u64) -> u64,
     shard: bool,
     tolerance: Option<u64>,
     damage: &mut Vec<Damage>,
 ) -> Vec<u64> {
     let mut bad = vec![false; found.len()];
+    let mut any = false;
     // 1. Flags a tracer never writes.
-    for (i, f) in found.iter().enumerate() {
-        if !flags_written(f.event.flags) {
+    for (i, (ticket, e)) in found.iter().enumerate() {
+        if !flags_written(e.flags) {
             bad[i] = true;
+            any = true;
             damage.push(Damage {
-                offset: f.at + 8,
+                offset: at(*ticket) + 8,
                 kind: DamageKind::RecordFlags {
-                    ticket: f.ticket,
-                    flags: f.event.flags,
+                    ticket: *ticket,
+                    flags: e.flags,
                 },
             });
         }
@@ -100,27 +96,36 @@ pub(super) fn check(
     //    fault (the first and last records count their missing neighbour
     //    as in order). Judged on the times as read, all at once.
     if let (true, Some(w)) = (shard, tolerance) {
-        let live: Vec<usize> = (0..found.len()).filter(|&i| !bad[i]).collect();
-        let time = |k: usize| found[live[k]].event.time;
+        // The records that passed 1 (all of them, as a rule: no copy then).
+        let live: Vec<usize> = if any {
+            (0..found.len()).filter(|&i| !bad[i]).collect()
+        } else {
+            Vec::new()
+        };
+        let n = if any { live.len() } else { found.len() };
+        let index = |k: usize| if any { live[k] } else { k };
+        let time = |k: usize| found[index(k)].1.time;
         let before = |a: u64, b: u64| a <= b.saturating_add(w); // a may precede b
         let mut late = Vec::new();
-        for k in 0..live.len() {
+        for k in 0..n {
             let t = time(k);
             let after_prev = k == 0 || before(time(k - 1), t);
-            let before_next = k + 1 == live.len() || before(t, time(k + 1));
-            let neighbours = k == 0 || k + 1 == live.len() || before(time(k - 1), time(k + 1));
-            if !(after_prev && before_next) && neighbours {
-                late.push(live[k]);
+            let before_next = k + 1 == n || before(t, time(k + 1));
+            if after_prev && before_next {
+                continue;
+            }
+            if k == 0 || k + 1 == n || before(time(k - 1), time(k + 1)) {
+                late.push(index(k));
             }
         }
         for i in late {
             bad[i] = true;
-            let f = &found[i];
+            let (ticket, e) = &found[i];
             damage.push(Damage {
-                offset: f.at,
+                offset: at(*ticket),
                 kind: DamageKind::RecordTime {
-                    ticket: f.ticket,
-                    time: f.event.time,
+                    ticket: *ticket,
+                    time: e.time,
                 },
             });
         }
@@ -135,28 +140,28 @@ pub(super) fn check(
             prev = None;
             continue;
         }
-        let n = &found[i];
-        if let Some(p) = prev.filter(|&p| found[p].ticket + 1 == n.ticket) {
-            let p_ev = &found[p].event;
-            let fault = if continuation(&n.event) {
+        let (ticket, n) = &found[i];
+        if let Some(p) = prev.filter(|&p| found[p].0 + 1 == *ticket) {
+            let p_ev = &found[p].1;
+            let fault = if continuation(n) {
                 // The one at fault is the one its other neighbour does not
                 // vouch for: `p` when the record after `n` continues `n`.
                 let vouched = found
                     .get(i + 1)
-                    .filter(|x| x.ticket == n.ticket + 1 && !bad[i + 1])
-                    .is_some_and(|x| continues(&n.event, &x.event));
-                (!continues(p_ev, &n.event)).then_some(if vouched { p } else { i })
+                    .filter(|x| x.0 == ticket + 1 && !bad[i + 1])
+                    .is_some_and(|x| continues(n, &x.1));
+                (!continues(p_ev, n)).then_some(if vouched { p } else { i })
             } else {
                 open_run(p_ev).then_some(p)
             };
             if let Some(j) = fault {
                 bad[j] = true;
-                let f = &found[j];
+                let (ticket, e) = &found[j];
                 damage.push(Damage {
-                    offset: f.at + 8,
+                    offset: at(*ticket) + 8,
                     kind: DamageKind::RunBroken {
-                        ticket: f.ticket,
-                        flags: f.event.flags,
+                        ticket: *ticket,
+                        flags: e.flags,
                     },
                 });
                 if j == i {
@@ -171,7 +176,7 @@ pub(super) fn check(
         .iter()
         .zip(bad)
         .filter(|(_, b)| *b)
-        .map(|(f, _)| f.ticket)
+        .map(|(f, _)| f.0)
         .collect()
 }
 
@@ -227,24 +232,29 @@ mod tests {
     use super::*;
     use crate::EventId;
 
-    fn found(times: &[u64]) -> Vec<Found> {
+    fn found(times: &[u64]) -> Vec<(u64, Event)> {
         times
             .iter()
             .enumerate()
-            .map(|(i, &t)| Found {
-                ticket: i as u64 + 10,
-                event: Event::new(t, EventId(0x0b), 1, [i as u64, 0]),
-                at: 1000 + 32 * i as u64,
+            .map(|(i, &t)| {
+                (
+                    i as u64 + 10,
+                    Event::new(t, EventId(0x0b), 1, [i as u64, 0]),
+                )
             })
             .collect()
     }
 
+    fn at(t: u64) -> u64 {
+        1000 + 32 * t
+    }
+
     fn bad_times(times: &[u64], w: u64) -> Vec<u64> {
-        check(&found(times), true, Some(w), &mut Vec::new())
+        check(&found(times), at, true, Some(w), &mut Vec::new())
     }
 
     /// A name run of `n` records at tickets 20.. (time 7, source 3).
-    fn run(n: u16) -> Vec<Found> {
+    fn run(n: u16) -> Vec<(u64, Event)> {
         (0..n)
             .map(|i| {
                 let mut e = Event::new(7, EventId(0), 3, [u64::from(i), 0]);
@@ -254,17 +264,13 @@ mod tests {
                     i if i + 1 == n => 0x5000 | i,
                     i => 0x4000 | i,
                 };
-                Found {
-                    ticket: 20 + u64::from(i),
-                    event: e,
-                    at: 32 * u64::from(i),
-                }
+                (20 + u64::from(i), e)
             })
             .collect()
     }
 
-    fn bad_links(f: &[Found]) -> Vec<u64> {
-        check(f, false, None, &mut Vec::new())
+    fn bad_links(f: &[(u64, Event)]) -> Vec<u64> {
+        check(f, at, false, None, &mut Vec::new())
     }
 
     #[test]
@@ -276,21 +282,17 @@ mod tests {
         // A wrong id in the begin record, in a continuation, in the last.
         for (k, want) in [(0, 20), (1, 21), (3, 23)] {
             let mut f = run(4);
-            f[k].event.id = EventId(8);
+            f[k].1.id = EventId(8);
             assert_eq!(bad_links(&f), [want], "id of record {k}");
         }
         // The end flag lost: the record after it is no continuation.
         let mut f = run(3);
-        f[2].event.flags = 0x4002;
-        f.push(Found {
-            ticket: 23,
-            event: Event::new(9, EventId(0x0b), 3, [0, 0]),
-            at: 96,
-        });
+        f[2].1.flags = 0x4002;
+        f.push((23, Event::new(9, EventId(0x0b), 3, [0, 0])));
         assert_eq!(bad_links(&f), [22]);
         // A continuation's index off: it, not its neighbours.
         let mut f = run(5);
-        f[2].event.flags = 0x4003;
+        f[2].1.flags = 0x4003;
         assert_eq!(bad_links(&f), [22]);
         // A gap in the tickets: nothing to link.
         let mut f = run(4);
@@ -329,7 +331,7 @@ mod tests {
         assert_eq!(bad_times(&[10, 20, 35, 30, 50], 5), [] as [u64; 0]);
         // No tolerance known (a manual clock): times are not checked.
         let f = found(&[10, 20, 1 << 40, 40, 50]);
-        assert!(check(&f, true, None, &mut Vec::new()).is_empty());
-        assert!(check(&f, false, Some(0), &mut Vec::new()).is_empty());
+        assert!(check(&f, at, true, None, &mut Vec::new()).is_empty());
+        assert!(check(&f, at, false, Some(0), &mut Vec::new()).is_empty());
     }
 }
