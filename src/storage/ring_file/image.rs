@@ -2,7 +2,7 @@
 //! offset checked against the file, both byte orders, never a panic
 //! ([`RingFileError`] when the bytes are not a ring file).
 
-use super::records;
+use super::records::{self, Fault};
 use super::*;
 
 /// Why a ring file cannot be read at all (FORMAT.md 4.5 lists the checks in
@@ -612,8 +612,9 @@ impl<'a> Head<'a> {
 const MAX_COUNT: u64 = 1 << 55;
 
 /// Moves the tickets of `ring.records` (sorted by ticket) that fail the
-/// checks of their words (`records::check`; `at(ticket)` is the offset of
-/// a record's first word) to `ring.damaged`.
+/// checks of their words (`records::check`) to `ring.damaged`, each listed
+/// in `damage` at the record's word at fault (`at(ticket)` is the offset of
+/// a record's first word).
 fn check_records(
     ring: &mut RingContents,
     at: impl Fn(u64) -> u64,
@@ -621,10 +622,39 @@ fn check_records(
     tolerance: Option<u64>,
     damage: &mut Vec<Damage>,
 ) {
-    let bad = records::check(&ring.records, at, shard, tolerance, damage);
-    if !bad.is_empty() {
-        ring.records.retain(|(t, _)| bad.binary_search(t).is_err());
+    let faults = records::check(&ring.records, shard, tolerance);
+    if faults.is_empty() {
+        return;
     }
+    for &(i, fault) in &faults {
+        let (ticket, e) = ring.records[i];
+        damage.push(match fault {
+            Fault::Flags => Damage {
+                offset: at(ticket) + 8,
+                kind: DamageKind::RecordFlags {
+                    ticket,
+                    flags: e.flags,
+                },
+            },
+            Fault::Time => Damage {
+                offset: at(ticket),
+                kind: DamageKind::RecordTime {
+                    ticket,
+                    time: e.time,
+                },
+            },
+            Fault::Run => Damage {
+                offset: at(ticket) + 8,
+                kind: DamageKind::RunBroken {
+                    ticket,
+                    flags: e.flags,
+                },
+            },
+        });
+    }
+    let mut bad: Vec<u64> = faults.iter().map(|&(i, _)| ring.records[i].0).collect();
+    bad.sort_unstable();
+    ring.records.retain(|(t, _)| bad.binary_search(t).is_err());
     ring.damaged = bad;
 }
 

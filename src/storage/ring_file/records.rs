@@ -6,8 +6,18 @@
 //! shard's records under a clock that never steps back. Each is sound for
 //! every file a tracer writes; a record that fails is left out and marked.
 
-use super::image::{Damage, DamageKind};
 use crate::model::event::Event;
+
+/// The check a record failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fault {
+    /// Flags a tracer never writes.
+    Flags,
+    /// Out of time order with its neighbours (a shard).
+    Time,
+    /// A combine run's records that do not link up.
+    Run,
+}
 
 /// How far back (in clock ticks) a record's time may be from an older
 /// record's of the same shard, by the trace header's clock kind; `None`
@@ -62,33 +72,25 @@ fn continues(prev: &Event, next: &Event) -> bool {
 }
 
 /// Checks one ring's readable records (`(ticket, record)`, sorted by
-/// ticket; `at(ticket)` is the offset of the record's first word in the
-/// file) and returns the tickets of those that fail, listing each in
-/// `damage`. In order: the flags (every ring); the time order (a shard,
-/// when `tolerance` is known); the links of combine runs between records of
-/// consecutive tickets (every ring). A record that failed one check takes
-/// no part in the later ones.
+/// ticket) and returns the index of each that fails with the check it
+/// failed, in the order found. In order: the flags (every ring); the time
+/// order (a shard, when `tolerance` is known); the links of combine runs
+/// between records of consecutive tickets (every ring). A record that
+/// failed one check takes no part in the later ones.
 pub(super) fn check(
     found: &[(u64, Event)],
-    at: impl Fn(u64) -> u64,
     shard: bool,
     tolerance: Option<u64>,
-    damage: &mut Vec<Damage>,
-) -> Vec<u64> {
+) -> Vec<(usize, Fault)> {
+    let mut faults = Vec::new();
     let mut bad = vec![false; found.len()];
     let mut any = false;
     // 1. Flags a tracer never writes.
-    for (i, (ticket, e)) in found.iter().enumerate() {
+    for (i, (_, e)) in found.iter().enumerate() {
         if !flags_written(e.flags) {
             bad[i] = true;
             any = true;
-            damage.push(Damage {
-                offset: at(*ticket) + 8,
-                kind: DamageKind::RecordFlags {
-                    ticket: *ticket,
-                    flags: e.flags,
-                },
-            });
+            faults.push((i, Fault::Flags));
         }
     }
     // 2. A shard's times by ticket: a record out of order with a neighbour
@@ -120,14 +122,7 @@ pub(super) fn check(
         }
         for i in late {
             bad[i] = true;
-            let (ticket, e) = &found[i];
-            damage.push(Damage {
-                offset: at(*ticket),
-                kind: DamageKind::RecordTime {
-                    ticket: *ticket,
-                    time: e.time,
-                },
-            });
+            faults.push((i, Fault::Time));
         }
     }
     // 3. Combine runs: records of consecutive tickets where the second is a
@@ -156,14 +151,7 @@ pub(super) fn check(
             };
             if let Some(j) = fault {
                 bad[j] = true;
-                let (ticket, e) = &found[j];
-                damage.push(Damage {
-                    offset: at(*ticket) + 8,
-                    kind: DamageKind::RunBroken {
-                        ticket: *ticket,
-                        flags: e.flags,
-                    },
-                });
+                faults.push((j, Fault::Run));
                 if j == i {
                     prev = None;
                     continue;
@@ -172,12 +160,7 @@ pub(super) fn check(
         }
         prev = Some(i);
     }
-    found
-        .iter()
-        .zip(bad)
-        .filter(|(_, b)| *b)
-        .map(|(f, _)| f.0)
-        .collect()
+    faults
 }
 
 /// A shard whose counters disagree: how far its records provably go.
@@ -245,12 +228,15 @@ mod tests {
             .collect()
     }
 
-    fn at(t: u64) -> u64 {
-        1000 + 32 * t
+    /// The tickets of the records that fail, by ticket.
+    fn failing(f: &[(u64, Event)], shard: bool, w: Option<u64>) -> Vec<u64> {
+        let mut t: Vec<u64> = check(f, shard, w).iter().map(|(i, _)| f[*i].0).collect();
+        t.sort_unstable();
+        t
     }
 
     fn bad_times(times: &[u64], w: u64) -> Vec<u64> {
-        check(&found(times), at, true, Some(w), &mut Vec::new())
+        failing(&found(times), true, Some(w))
     }
 
     /// A name run of `n` records at tickets 20.. (time 7, source 3).
@@ -270,7 +256,7 @@ mod tests {
     }
 
     fn bad_links(f: &[(u64, Event)]) -> Vec<u64> {
-        check(f, at, false, None, &mut Vec::new())
+        failing(f, false, None)
     }
 
     #[test]
@@ -331,7 +317,7 @@ mod tests {
         assert_eq!(bad_times(&[10, 20, 35, 30, 50], 5), [] as [u64; 0]);
         // No tolerance known (a manual clock): times are not checked.
         let f = found(&[10, 20, 1 << 40, 40, 50]);
-        assert!(check(&f, at, true, None, &mut Vec::new()).is_empty());
-        assert!(check(&f, at, false, Some(0), &mut Vec::new()).is_empty());
+        assert!(check(&f, true, None).is_empty());
+        assert!(check(&f, false, Some(0)).is_empty());
     }
 }
