@@ -410,7 +410,9 @@ const FIXED_SAVED: u64 = 2;
 impl RingImage {
     /// Parses a ring file's bytes. Slots in an impossible state (a
     /// sequence word that names another slot, an unknown state) are
-    /// counted unreadable, like a slot being written.
+    /// counted unreadable, like a slot being written; records that fail a
+    /// check of their words (FORMAT.md 6.4, "Records") are left out
+    /// ([`RingContents::damaged`]). Both are listed in [`RingImage::damage`].
     ///
     /// # Errors
     ///
