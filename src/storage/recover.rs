@@ -47,7 +47,9 @@ pub const UNREADABLE: u16 = 0x0001;
 
 /// Flag bit of the hoops record (of 0 events) that ends a trace recovered
 /// from a damaged ring file ([`Recovered::damage`]): the counts before it are
-/// what the trusted fields show, not the whole truth. Bit 1.
+/// what the trusted fields show, not the whole truth. Bit 1. With
+/// [`UNREADABLE`] (`0x0003`), on a hoops record of 1: a record left out
+/// because it failed a check of its words (FORMAT.md 6.4).
 pub const DAMAGED: u16 = 0x0002;
 
 /// The counters of a recovered queue, as the queue would have reported
@@ -97,8 +99,9 @@ pub struct RecoveryCounts {
     pub dropped: u64,
     /// Accepted events evicted by newer ones (circular).
     pub overwritten: u64,
-    /// Events whose slot was being written when the process stopped: each
-    /// is a hoops record marked [`UNREADABLE`].
+    /// Events whose slot was being written when the process stopped, or
+    /// whose record failed a check of its words (FORMAT.md 6.4): each is a
+    /// hoops record marked [`UNREADABLE`] (and [`DAMAGED`] for the latter).
     pub unreadable: u64,
     /// Events in the recovered trace.
     pub recovered: u64,
@@ -420,7 +423,9 @@ pub fn write_trace(rec: &Recovered, path: impl AsRef<Path>) -> Result<(), IoErro
 #[derive(Clone, Copy)]
 enum Item {
     Event(Event),
-    Unreadable,
+    /// Flags of its mark: [`UNREADABLE`], or with [`DAMAGED`] for a record
+    /// that failed a check of its words.
+    Unreadable(u16),
 }
 
 /// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
@@ -457,7 +462,16 @@ fn rebuild(
             .iter()
             .filter(|(t, e)| first_kept.map_or(true, |k| (e.time, *t, i, 1) >= k))
             .map(|(t, e)| (*t, Item::Event(*e)))
-            .chain(ring.unreadable.iter().map(|t| (*t, Item::Unreadable)))
+            .chain(
+                ring.unreadable
+                    .iter()
+                    .map(|t| (*t, Item::Unreadable(UNREADABLE))),
+            )
+            .chain(
+                ring.damaged
+                    .iter()
+                    .map(|t| (*t, Item::Unreadable(UNREADABLE | DAMAGED))),
+            )
             .collect();
         items.sort_by_key(|(t, _)| *t);
         let mut next = 0u64;
@@ -467,12 +481,12 @@ fn rebuild(
                 Item::Event(e) => e.time,
                 // The time of the record before it in this ring, else after
                 // it, else the ring's newest.
-                Item::Unreadable => last_time.unwrap_or_else(|| {
+                Item::Unreadable(_) => last_time.unwrap_or_else(|| {
                     items[n..]
                         .iter()
                         .find_map(|(_, it)| match it {
                             Item::Event(e) => Some(e.time),
-                            Item::Unreadable => None,
+                            Item::Unreadable(_) => None,
                         })
                         .unwrap_or(newest_time)
                 }),
@@ -485,9 +499,9 @@ fn rebuild(
                     out.push(((time, ticket, i, 1), e));
                     counts.recovered += 1;
                 }
-                Item::Unreadable => {
+                Item::Unreadable(flags) => {
                     let mut mark = hoops(time, 1, queue);
-                    mark.flags = UNREADABLE;
+                    mark.flags = flags;
                     out.push(((time, ticket, i, 0), mark));
                     counts.unreadable += 1;
                 }
@@ -545,6 +559,7 @@ mod tests {
             unreadable: vec![1],
             attempts: 5,
             dropped: 2,
+            ..Default::default()
         };
         let (events, c) = rebuild(&[ring], u64::MAX, QueueHandle(1));
         let mut mark = hoops(0, 1, QueueHandle(1));
@@ -582,6 +597,7 @@ mod tests {
             unreadable: vec![3],
             attempts: 4,
             dropped: 0,
+            ..Default::default()
         };
         let (events, c) = rebuild(&[mp, a, b], 4, q);
         // Newest 4 by time: a2 (20), b2 (25), a3 (30)... and b1 (15).

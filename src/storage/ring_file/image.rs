@@ -2,6 +2,7 @@
 //! offset checked against the file, both byte orders, never a panic
 //! ([`RingFileError`] when the bytes are not a ring file).
 
+use super::records::{self, Fault};
 use super::*;
 
 /// Why a ring file cannot be read at all (FORMAT.md 4.5 lists the checks in
@@ -173,7 +174,8 @@ pub enum DamageKind {
         tail: u64,
     },
     /// A shard's counters break `committed <= claimed <= committed + 1`:
-    /// the smaller is trusted.
+    /// the smaller is trusted, and beyond it the records the slots prove
+    /// newer (FORMAT.md 6.4: a clock that never steps back).
     ShardCounters {
         /// The shard block's index.
         shard: u64,
@@ -181,6 +183,33 @@ pub enum DamageKind {
         claimed: u64,
         /// Its committed counter.
         committed: u64,
+        /// The committed count taken: tickets below it are read.
+        taken: u64,
+    },
+    /// A record's flags are none a tracer writes (FORMAT.md 1.4, 1.8): the
+    /// record is left out, marked unreadable and damaged.
+    RecordFlags {
+        /// The record's ticket in its ring.
+        ticket: u64,
+        /// The flags read.
+        flags: u16,
+    },
+    /// A shard's record whose time is out of order with its neighbours'
+    /// (by ticket, under a clock that never steps back): left out, marked.
+    RecordTime {
+        /// The record's ticket in its shard.
+        ticket: u64,
+        /// The time read.
+        time: u64,
+    },
+    /// A combine run's records (FORMAT.md 1.8) of consecutive tickets that
+    /// do not link up (index, time, id, source): the record at fault is
+    /// left out, marked.
+    RunBroken {
+        /// The record's ticket in its ring.
+        ticket: u64,
+        /// Its flags.
+        flags: u16,
     },
 }
 
@@ -223,9 +252,21 @@ impl std::fmt::Display for Damage {
                 "fixed slot {index} holds a record past the tail {tail}; tail taken as {}",
                 index + 1
             ),
-            DamageKind::ShardCounters { shard, claimed, committed } => write!(
+            DamageKind::ShardCounters { shard, claimed, committed, taken } => write!(
                 f,
-                "shard {shard}: claimed {claimed} and committed {committed} disagree (committed <= claimed <= committed + 1); the smaller is trusted"
+                "shard {shard}: claimed {claimed} and committed {committed} disagree (committed <= claimed <= committed + 1); records read up to ticket {taken} (the smaller, and the newer records its slots prove)"
+            ),
+            DamageKind::RecordFlags { ticket, flags } => write!(
+                f,
+                "record of ticket {ticket} has flags {flags:#06x}, which no tracer writes; left out, marked unreadable"
+            ),
+            DamageKind::RecordTime { ticket, time } => write!(
+                f,
+                "shard record of ticket {ticket} has time {time}, out of order with its neighbours; left out, marked unreadable"
+            ),
+            DamageKind::RunBroken { ticket, flags } => write!(
+                f,
+                "record of ticket {ticket} (flags {flags:#06x}) breaks its combine run; left out, marked unreadable"
             ),
         }
     }
@@ -269,6 +310,10 @@ pub struct RingContents {
     /// Tickets whose slot was being written when the process stopped: the
     /// record is unreadable (it would be torn) and is marked, not shown.
     pub unreadable: Vec<u64>,
+    /// Tickets whose record failed a check of its words (FORMAT.md 6.4,
+    /// listed in [`RingImage::damage`]): left out and marked, as the
+    /// unreadable ones.
+    pub damaged: Vec<u64>,
     /// Every attempt of this ring (tickets handed out).
     pub attempts: u64,
     /// Attempts refused (the ring was busy or full).
@@ -365,7 +410,9 @@ const FIXED_SAVED: u64 = 2;
 impl RingImage {
     /// Parses a ring file's bytes. Slots in an impossible state (a
     /// sequence word that names another slot, an unknown state) are
-    /// counted unreadable, like a slot being written.
+    /// counted unreadable, like a slot being written; records that fail a
+    /// check of their words (FORMAT.md 6.4, "Records") are left out
+    /// ([`RingContents::damaged`]). Both are listed in [`RingImage::damage`].
     ///
     /// # Errors
     ///
@@ -429,8 +476,9 @@ impl RingImage {
         let (trace_header, _) =
             TraceHeader::decode(th).map_err(|e| RingFileError::TraceHeader(e.to_string()))?;
         // From here on every offset is inside `file_len <= b.len()`.
+        let tolerance = records::time_tolerance(trace_header.clock_kind());
         let rings = match layout.kind {
-            KIND_CIRCULAR => circular_rings(&head.r, &layout, &mut damage),
+            KIND_CIRCULAR => circular_rings(&head.r, &layout, tolerance, &mut damage),
             _ => vec![fixed_ring(&head.r, &layout, &mut damage)],
         };
         if (b.len() as u64) > layout.file_len {
@@ -565,7 +613,59 @@ impl<'a> Head<'a> {
 /// cannot overflow.
 const MAX_COUNT: u64 = 1 << 55;
 
-fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Vec<RingContents> {
+/// Moves the tickets of `ring.records` (sorted by ticket) that fail the
+/// checks of their words (`records::check`) to `ring.damaged`, each listed
+/// in `damage` at the record's word at fault (`at(ticket)` is the offset of
+/// a record's first word).
+fn check_records(
+    ring: &mut RingContents,
+    at: impl Fn(u64) -> u64,
+    shard: bool,
+    tolerance: Option<u64>,
+    damage: &mut Vec<Damage>,
+) {
+    let faults = records::check(&ring.records, shard, tolerance);
+    if faults.is_empty() {
+        return;
+    }
+    for &(i, fault) in &faults {
+        let (ticket, e) = ring.records[i];
+        damage.push(match fault {
+            Fault::Flags => Damage {
+                offset: at(ticket) + 8,
+                kind: DamageKind::RecordFlags {
+                    ticket,
+                    flags: e.flags,
+                },
+            },
+            Fault::Time => Damage {
+                offset: at(ticket),
+                kind: DamageKind::RecordTime {
+                    ticket,
+                    time: e.time,
+                },
+            },
+            Fault::Run => Damage {
+                offset: at(ticket) + 8,
+                kind: DamageKind::RunBroken {
+                    ticket,
+                    flags: e.flags,
+                },
+            },
+        });
+    }
+    let mut bad: Vec<u64> = faults.iter().map(|&(i, _)| ring.records[i].0).collect();
+    bad.sort_unstable();
+    ring.records.retain(|(t, _)| bad.binary_search(t).is_err());
+    ring.damaged = bad;
+}
+
+fn circular_rings(
+    r: &Bytes<'_>,
+    l: &RingLayout,
+    tolerance: Option<u64>,
+    damage: &mut Vec<Damage>,
+) -> Vec<RingContents> {
     let in_file = "offsets checked against the file length";
     let ctl = l.header_len;
     let mut tail = r.u64(ctl + TAIL_AT as u64).expect(in_file);
@@ -679,6 +779,8 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
         mp.records.push((ticket, Event::from_words(words)));
     }
     mp.records.sort_by_key(|(t, _)| *t);
+    let slot_at = |t: u64| l.slots_at + (t & mask) * SLOT_BYTES as u64 + 8;
+    check_records(&mut mp, slot_at, false, tolerance, damage);
     mp.unreadable.sort_unstable();
     mp.unreadable.dedup();
     // The impossible slots are unreadable tickets too: they stand for the
@@ -688,12 +790,14 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
         .attempts
         .saturating_sub(mp.dropped)
         .saturating_sub(mp.records.len() as u64)
-        .saturating_sub(mp.unreadable.len() as u64);
+        .saturating_sub(mp.unreadable.len() as u64)
+        .saturating_sub(mp.damaged.len() as u64);
     let placed: std::collections::BTreeSet<u64> = mp
         .records
         .iter()
         .map(|(t, _)| *t)
         .chain(mp.unreadable.iter().copied())
+        .chain(mp.damaged.iter().copied())
         .collect();
     let mut t = mp.attempts;
     let mut extra = bad_slots.min(missing);
@@ -727,34 +831,48 @@ fn circular_rings(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> Ve
             });
             continue;
         }
+        let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
+        let record_at = |t: u64| base + (t % cap) * RECORD_BYTES as u64;
         let (claimed, committed) = if committed > claimed || claimed - committed > 1 {
+            // The smaller counter, and beyond it the records the slots
+            // prove newer (a clock that never steps back).
+            let (small, large) = (claimed.min(committed), claimed.max(committed));
+            let end = tolerance.map_or(small, |w| {
+                records::provable_end(small, large, cap, w, |t| {
+                    r.words(record_at(t)).expect(in_file)
+                })
+            });
+            // Reaching a `claimed` above `committed`: its last ticket may
+            // have been being written.
+            let taken = if end == large && claimed > committed {
+                (end, end - 1)
+            } else {
+                (end, end)
+            };
             damage.push(Damage {
                 offset: at + CLAIMED_AT as u64,
                 kind: DamageKind::ShardCounters {
                     shard: s,
                     claimed,
                     committed,
+                    taken: taken.1,
                 },
             });
-            let c = claimed.min(committed);
-            (c, c)
+            taken
         } else {
             (claimed, committed)
         };
         let lo = claimed
             .saturating_sub(cap)
             .max(committed.saturating_sub(cap));
-        let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
         let mut ring = RingContents {
             attempts: claimed,
             ..Default::default()
         };
-        for t in lo..committed {
-            let words = r
-                .words(base + (t % cap) * RECORD_BYTES as u64)
-                .expect(in_file);
-            ring.records.push((t, Event::from_words(words)));
-        }
+        ring.records = (lo..committed)
+            .map(|t| (t, Event::from_words(r.words(record_at(t)).expect(in_file))))
+            .collect();
+        check_records(&mut ring, record_at, true, tolerance, damage);
         // The ticket claimed but not committed: being written at the crash.
         if claimed > committed {
             ring.unreadable.push(committed.max(lo));
@@ -814,5 +932,7 @@ fn fixed_ring(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> RingCo
             }
         }
     }
+    let slot_at = |i: u64| l.slots_at + i * SLOT_BYTES as u64 + 8;
+    check_records(&mut ring, slot_at, false, None, damage);
     ring
 }

@@ -13,7 +13,8 @@
 //! and the parse reads both orders.
 //!
 //! In this folder: the layout, its constants and [`RingStorage`] (`mod.rs`),
-//! the checked parse (`image.rs`).
+//! the checked parse (`image.rs`), the checks of the records' own words
+//! (`records.rs`).
 
 use crate::model::event::Event;
 use crate::ring::backing::PAGE;
@@ -414,6 +415,7 @@ pub(crate) fn header_checksum(header: &[u8]) -> u64 {
 }
 
 mod image;
+mod records;
 
 pub use image::{Damage, DamageKind, RingContents, RingFileError, RingImage};
 
