@@ -6,6 +6,7 @@
 //! shard's records under a clock that never steps back. Each is sound for
 //! every file a tracer writes; a record that fails is left out and marked.
 
+use crate::model::combine::{BEGIN, COMBINE, END, INDEX_MASK as INDEX};
 use crate::model::event::Event;
 
 /// The check a record failed.
@@ -37,11 +38,6 @@ pub(super) fn time_tolerance(clock_kind: &str) -> Option<u64> {
 
 /// The backward step a `tsc` clock may show between CPUs (1 ms).
 pub(super) const TSC_TOLERANCE: u64 = 1_000_000;
-
-const COMBINE: u16 = 0x4000;
-const BEGIN: u16 = 0x2000;
-const END: u16 = 0x1000;
-const INDEX: u16 = 0x01ff;
 
 /// The flags values a tracer writes into a ring (FORMAT.md 1.4, 1.8): 0 for
 /// an event, a combine run's begin record (`0x6000`, `0x7000` when it is the
