@@ -308,3 +308,50 @@ fn a_snapshots_end_line_tells_the_files_records_from_the_queues_counters() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn dump_tells_a_torn_slot_from_a_record_that_failed_the_checks_and_a_damaged_end() {
+    // FORMAT.md 1.4 and 6.4: a hoops record of 1 flagged 0x0001 stands for a
+    // slot being written at the crash, one flagged 0x0003 for a record left
+    // out because its words failed a check, one of 0 flagged 0x0002 ends a
+    // damaged recovery. `dump` said "being written at the crash" for the
+    // first two alike.
+    use qtrace::classes::tracer;
+    use qtrace::storage::{DAMAGED, UNREADABLE};
+    let d = temp_dirs::fresh_dir("rough-edges", "damage-marks");
+    let clock = ManualClock::new(0);
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&clock));
+    let path = d.join("marks.qtr");
+    let mut w = create_trace_file(&path, &header).unwrap();
+    let mark = |time, lost, flags| {
+        let mut e = Event::new(time, tracer::HOOPS, u32::MAX, [lost, 0]);
+        e.flags = flags;
+        e
+    };
+    w.write_events(&[
+        mark(10, 1, UNREADABLE),
+        mark(20, 1, UNREADABLE | DAMAGED),
+        mark(30, 0, DAMAGED),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let o = qtrace(&["dump", &s(&path)]);
+    let out = text(&o.stdout);
+    let lost: Vec<&str> = out.lines().filter(|l| l.contains("[LOST")).collect();
+    assert_eq!(lost.len(), 3, "{out}");
+    assert!(
+        lost[0].ends_with("[LOST 1 EVENTS] (queue 0) unreadable: being written at the crash"),
+        "{out}"
+    );
+    assert!(
+        lost[1].ends_with(
+            "[LOST 1 EVENTS] (queue 0) damaged: a record that failed the ring file's checks, left out"
+        ),
+        "{out}"
+    );
+    assert!(
+        lost[2].ends_with("[LOST 0 EVENTS] (queue 0) damaged: the ring file failed its checks; the counts before this are what its sound fields show"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

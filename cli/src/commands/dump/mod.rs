@@ -166,8 +166,19 @@ fn text_line(
     let _ = write!(out, "{:>20}  ", fmt_time(time));
     if e.id == tracer::HOOPS {
         let _ = write!(out, "[LOST {} EVENTS] (queue {})", e.args[0], e.args[1]);
-        if e.flags & qtrace::storage::UNREADABLE != 0 {
+        // FORMAT.md 1.4 and 6.4: bit 0 alone is a slot being written at the
+        // crash; bits 0 and 1 a record left out because it failed a check
+        // of its words; bit 1 alone the end of a damaged recovery.
+        let marks = e.flags & (qtrace::storage::UNREADABLE | qtrace::storage::DAMAGED);
+        if marks == qtrace::storage::UNREADABLE {
             let _ = write!(out, " unreadable: being written at the crash");
+        } else if marks == qtrace::storage::UNREADABLE | qtrace::storage::DAMAGED {
+            let _ = write!(
+                out,
+                " damaged: a record that failed the ring file's checks, left out"
+            );
+        } else if marks == qtrace::storage::DAMAGED {
+            let _ = write!(out, " damaged: the ring file failed its checks; the counts before this are what its sound fields show");
         }
         return;
     }
