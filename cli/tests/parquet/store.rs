@@ -276,7 +276,8 @@ fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfini
 
     // A restart: the unfinished part is accounted for, numbering goes on,
     // nothing is overwritten.
-    let (_, child) = recv_store(&store, &["--duration", "0.5"]);
+    // Long enough for the probe of recv_store to see it listen on a loaded machine.
+    let (_, child) = recv_store(&store, &["--duration", "3"]);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(out.status.success(), "{stderr}");
