@@ -78,7 +78,7 @@ pub struct StreamId {
 
 /// Where [`Receiver::run_streams`](super::Receiver::run_streams) hands the
 /// records, told which stream each batch comes from: for writers that keep
-/// streams apart (the Parquet store of `qtrace recv --store`). Records are
+/// streams apart (the command's Parquet store, crate qtrace-store). Records are
 /// what the received trace file would hold, in the same order: events,
 /// hoops records (losses, FORMAT.md 3.3) and unclosed-stream marks.
 ///

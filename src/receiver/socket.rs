@@ -157,8 +157,8 @@ impl Receiver {
     /// Receives until `limit` (or the [`Stopper`]) says stop, handing every
     /// record to `out` with the stream it comes from
     /// ([`StreamSink::stream`] before each batch). Returns the account. For
-    /// writers that keep streams apart, such as the Parquet store of
-    /// `qtrace recv --store` (crate qtrace-store).
+    /// writers that keep streams apart, such as the command's Parquet store
+    /// (crate qtrace-store).
     ///
     /// # Errors
     ///

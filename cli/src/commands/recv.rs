@@ -54,12 +54,12 @@ pub struct RecvArgs {
     /// --store: close a part once it holds this much (64MiB, 1GB, 500000)
     /// or is this old (60s, 10m, 1h); give both to roll at whichever
     /// comes first. Default: 64MiB and 60s.
-    #[arg(long, value_name = "SIZE|TIME", requires = "store")]
+    #[arg(long, value_name = "SIZE|TIME")]
     pub roll: Vec<String>,
     /// --store: delete whole old parts: those older than TIME (7d, 12h),
     /// or the oldest while the store is larger than SIZE (100GiB); both
     /// may be given.
-    #[arg(long, value_name = "TIME|SIZE", requires = "store")]
+    #[arg(long, value_name = "TIME|SIZE")]
     pub keep: Vec<String>,
     /// Stop after this many seconds (with --count: whichever comes first;
     /// positive, at most 1e18).
@@ -194,6 +194,10 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
+    if args.store.is_none() && !(args.roll.is_empty() && args.keep.is_empty()) {
+        eprintln!("qtrace: --roll and --keep apply to --store DIR (Parquet parts); a trace file (--out) is one file");
+        return Exit::BadInput;
+    }
     let keys = match keys::load(&args.key_file) {
         Ok(k) => k,
         Err(e) => {

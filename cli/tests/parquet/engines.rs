@@ -5,7 +5,8 @@
 //! job's trace; a store is read with its Hive partitions; the README's
 //! Python snippet runs. The Python packages come from the virtual
 //! environment scripts/test.sh makes (`target/pyenv`, or `QTRACE_PYTHON`):
-//! without it these tests say so and pass without checking.
+//! without it these tests say so and pass without checking, unless
+//! `QTRACE_REQUIRE_ENGINES` is set (CI), when they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,10 +29,16 @@ fn python() -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!(
-            "skipped: {} lacks duckdb, chdb or pyarrow (scripts/test.sh installs them into target/pyenv)",
+        let msg = format!(
+            "{} lacks duckdb, chdb or pyarrow (scripts/test.sh installs them into target/pyenv)",
             python.display()
         );
+        // CI sets it: there the engines must be there.
+        assert!(
+            std::env::var_os("QTRACE_REQUIRE_ENGINES").is_none(),
+            "{msg} (QTRACE_REQUIRE_ENGINES is set)"
+        );
+        eprintln!("skipped: {msg}");
     }
     ok.then_some(python)
 }

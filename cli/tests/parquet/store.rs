@@ -276,7 +276,8 @@ fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfini
 
     // A restart: the unfinished part is accounted for, numbering goes on,
     // nothing is overwritten.
-    let (_, child) = recv_store(&store, &["--duration", "0.5"]);
+    // Long enough for the probe of recv_store to see it listen on a loaded machine.
+    let (_, child) = recv_store(&store, &["--duration", "3"]);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(out.status.success(), "{stderr}");
@@ -398,4 +399,47 @@ fn recover_of_a_store_accounts_for_its_unfinished_parts_unless_a_receiver_holds_
     assert!(all_files(&store)
         .iter()
         .all(|p| p.extension().is_some_and(|x| x == "parquet")));
+}
+
+#[test]
+fn bad_store_arguments_are_refused_before_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .arg("recv")
+            .args(["--listen", "127.0.0.1:1"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8(o.stderr).unwrap())
+    };
+    let out = dir.path().join("x.qtr");
+    let store = dir.path().join("store");
+    let (code, err) = run(&["--out", out.to_str().unwrap(), "--roll", "1s"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--roll and --keep apply to --store DIR"),
+        "{err}"
+    );
+    let (code, err) = run(&["--store", store.to_str().unwrap(), "--roll", "5parsecs"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--roll 5parsecs: give a size (64MiB, 1GB, 500000 bytes) or a time (60s, 10m, 12h, 7d)"
+        ),
+        "{err}"
+    );
+    let (code, err) = run(&["--store", store.to_str().unwrap(), "--keep", "-3d"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, err) = run(&[
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!store.exists() && !out.exists(), "nothing written");
 }
