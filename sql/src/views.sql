@@ -34,28 +34,30 @@ WHERE kind IN ('hoops', 'unreadable', 'damaged');
 --
 -- Fast path: where the j-th endcycle of a task comes after its j-th
 -- activation for every j (no endcycle ever found no job pending), they pair
--- by rank. Other tasks take the exact walk: jobs pending after each row are
--- the running count of activations minus endcycles held at zero,
--- p - least(0, min p), so the j-th endcycle that found a job pending ends
--- the j-th activation.
+-- by rank: each task's two lists sorted and zipped (a sort per task, not a
+-- window over all of them). Other tasks take the exact walk: jobs pending
+-- after each row are the running count of activations minus endcycles held
+-- at zero, p - least(0, min p), so the j-th endcycle that found a job
+-- pending ends the j-th activation.
 CREATE OR REPLACE VIEW response_times AS
 WITH steps AS MATERIALIZED (
     SELECT host, arg0 AS task, run, seq, time_ns, event_id = 3 AS act
     FROM events WHERE event_id IN (3, 7)
-), ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY hash(host), task, act ORDER BY time_ns, seq) AS job
-    FROM steps
-), paired AS (
-    SELECT a.host, a.task, a.job, a.run AS a_run, a.seq AS a_seq, a.time_ns AS a_ns,
-        e.run AS e_run, e.seq AS e_seq, e.time_ns AS e_ns
-    FROM ranked a JOIN ranked e
-        ON e.task = a.task AND e.job = a.job AND e.host = a.host AND a.act AND NOT e.act
+), lists AS (
+    SELECT host, task,
+        list_sort(list({t: time_ns, s: seq, r: run}) FILTER (WHERE act)) AS acts,
+        list_sort(list({t: time_ns, s: seq, r: run}) FILTER (WHERE NOT act)) AS ends
+    FROM steps GROUP BY host, task
+), zipped AS (
+    SELECT host, task, unnest(acts) AS a, unnest(ends) AS e FROM lists
+), paired AS MATERIALIZED (
+    SELECT host, task, a.r AS a_run, a.s AS a_seq, a.t AS a_ns, e.r AS e_run, e.s AS e_seq,
+        e.t AS e_ns
+    FROM zipped WHERE e IS NOT NULL
 ), irregular AS MATERIALIZED (
+    -- an endcycle before its rank's activation, or one with none
     SELECT DISTINCT host, task FROM paired
-    WHERE e_ns < a_ns OR (e_ns = a_ns AND e_seq < a_seq)
-    UNION
-    SELECT host, task FROM steps GROUP BY host, task
-    HAVING count(*) FILTER (WHERE NOT act) > count(*) FILTER (WHERE act)
+    WHERE a_ns IS NULL OR e_ns < a_ns OR (e_ns = a_ns AND e_seq < a_seq)
 ), walk AS (
     SELECT s.*,
         sum(CASE WHEN act THEN 1 ELSE -1 END) OVER w AS p,
