@@ -23,7 +23,8 @@
 # needs LD_LIBRARY_PATH or the library beside it.
 #
 # Prints only `export NAME=VALUE` lines on stdout; messages go to stderr.
-# Needs npm (the npm registry's client), tar and sha512sum/openssl.
+# Needs npm (the npm registry's client; installed with apt-get when missing
+# and root), tar and python3 (the digest).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -71,7 +72,7 @@ if [[ ! -f "$dir/libduckdb.so" ]]; then
         exit 1
     fi
     tarball="$(cd "$tmp" && npm pack --silent "$package" | tail -n 1)"
-    actual="sha512-$(openssl dgst -sha512 -binary "$tmp/$tarball" | base64 -w0)"
+    actual="sha512-$(python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tmp/$tarball")"
     if [[ "$actual" != "$integrity" ]]; then
         echo "scripts/duckdb-lib.sh: $tarball has digest $actual, expected $integrity; refusing it" >&2
         exit 1

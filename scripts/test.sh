@@ -40,7 +40,8 @@ fi
 # The prebuilt DuckDB library `qtrace sql` links (crate sql/, cli feature
 # sql): fetched from the npm registry into target/duckdb/ when missing.
 if [[ -z "${QTRACE_SKIP_INSTALL:-}" ]] || [[ -f target/duckdb/1.5.6/libduckdb.so ]]; then
-    eval "$(scripts/duckdb-lib.sh)"
+    duckdb_env=$(scripts/duckdb-lib.sh) # (a failed fetch stops here: set -e)
+    eval "$duckdb_env"
 fi
 
 # Python packages the Parquet tests use (cli/tests/parquet/engines.rs): DuckDB,

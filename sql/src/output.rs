@@ -188,13 +188,13 @@ impl<'a> Printer<'a> {
                 }
                 Format::Json => {
                     text.push('{');
-                    for c in 0..columns.len() {
+                    for (c, column) in columns.iter().enumerate() {
                         if c > 0 {
                             text.push(',');
                         }
                         json_string(&mut text, &self.names[c]);
                         text.push(':');
-                        let bool_col = columns[c].as_any().downcast_ref::<BooleanArray>();
+                        let bool_col = column.as_any().downcast_ref::<BooleanArray>();
                         match (value(&mut buf, c), self.kinds[c]) {
                             (None, _) => text.push_str("null"),
                             (Some(()), Kind::Number) => text.push_str(&buf),

@@ -29,35 +29,68 @@ WHERE kind IN ('hoops', 'unreadable', 'damaged');
 
 -- Jobs: each activate matched first in, first out with the endcycle of the
 -- same task that ends it; an endcycle with no job pending is skipped, a job
--- never ended is not listed. Jobs pending after a row: the running count of
--- activations minus endcycles held at zero, p - least(0, min p); so the j-th
--- endcycle that found a job pending ends the j-th activation.
+-- never ended is not listed. Equal times of one task's activate and endcycle
+-- are ordered by record index (seq), whatever their runs.
+--
+-- Fast path: where the j-th endcycle of a task comes after its j-th
+-- activation for every j (no endcycle ever found no job pending), they pair
+-- by rank: each task's two lists sorted and zipped (a sort per task, not a
+-- window over all of them). Other tasks take the exact walk: jobs pending
+-- after each row are the running count of activations minus endcycles held
+-- at zero, p - least(0, min p), so the j-th endcycle that found a job
+-- pending ends the j-th activation.
 CREATE OR REPLACE VIEW response_times AS
-WITH walk AS (
-    SELECT host, arg0 AS task, run, seq, time_ns, event_id = 3 AS act,
-        sum(CASE WHEN event_id = 3 THEN 1 ELSE -1 END) OVER w AS p,
-        count(*) FILTER (WHERE event_id = 3) OVER w AS acts
+WITH steps AS MATERIALIZED (
+    SELECT host, arg0 AS task, run, seq, time_ns, event_id = 3 AS act
     FROM events WHERE event_id IN (3, 7)
-    WINDOW w AS (PARTITION BY host, arg0 ORDER BY time_ns, run, seq ROWS UNBOUNDED PRECEDING)
+), lists AS (
+    SELECT host, task,
+        list_sort(list({t: time_ns, s: seq, r: run}) FILTER (WHERE act)) AS acts,
+        list_sort(list({t: time_ns, s: seq, r: run}) FILTER (WHERE NOT act)) AS ends
+    FROM steps GROUP BY host, task
+), zipped AS (
+    SELECT host, task, unnest(acts) AS a, unnest(ends) AS e FROM lists
+), paired AS MATERIALIZED (
+    SELECT host, task, a.r AS a_run, a.s AS a_seq, a.t AS a_ns, e.r AS e_run, e.s AS e_seq,
+        e.t AS e_ns
+    FROM zipped WHERE e IS NOT NULL
+), irregular AS MATERIALIZED (
+    -- an endcycle before its rank's activation, or one with none
+    SELECT DISTINCT host, task FROM paired
+    WHERE a_ns IS NULL OR e_ns < a_ns OR (e_ns = a_ns AND e_seq < a_seq)
+), walk AS (
+    SELECT s.*,
+        sum(CASE WHEN act THEN 1 ELSE -1 END) OVER w AS p,
+        count(*) FILTER (WHERE act) OVER w AS acts
+    FROM steps s SEMI JOIN irregular i ON i.host = s.host AND i.task = s.task
+    WINDOW w AS (PARTITION BY host, task ORDER BY time_ns, seq ROWS UNBOUNDED PRECEDING)
 ), floor AS (
-    SELECT *, least(0, coalesce(min(p) OVER (PARTITION BY host, task ORDER BY time_ns, run, seq
+    SELECT *, least(0, coalesce(min(p) OVER (PARTITION BY host, task ORDER BY time_ns, seq
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)) AS floor_before
     FROM walk
-), jobs AS (
+), walked AS (
     SELECT host, task, run, seq, time_ns, act,
         CASE WHEN act THEN acts ELSE acts - (p - least(floor_before, p)) END AS job
     FROM floor WHERE act OR p >= floor_before
+), jobs AS (
+    SELECT host, task, a_run, a_seq, a_ns, e_run, e_seq, e_ns FROM paired
+    ANTI JOIN irregular i ON i.host = paired.host AND i.task = paired.task
+    UNION ALL
+    SELECT a.host, a.task, a.run, a.seq, a.time_ns, e.run, e.seq, e.time_ns
+    FROM walked a JOIN walked e
+        ON a.host = e.host AND a.task = e.task AND a.job = e.job AND a.act AND NOT e.act
+), lossy AS (
+    -- Jobs with a hoops record inside (in trace order: time, run, seq).
+    SELECT DISTINCT j.host, j.task, j.a_ns, j.a_seq
+    FROM jobs j JOIN qtrace_hoops x ON x.time_ns BETWEEN j.a_ns AND j.e_ns
+    WHERE x.host = j.host
+      AND (x.time_ns > j.a_ns OR x.run > j.a_run OR (x.run = j.a_run AND x.seq > j.a_seq))
+      AND (x.time_ns < j.e_ns OR x.run < j.e_run OR (x.run = j.e_run AND x.seq < j.e_seq))
 )
-SELECT a.host, a.task, a.time_ns AS activated_ns, e.time_ns AS ended_ns,
-    e.time_ns - a.time_ns AS response_ns,
-    EXISTS (
-        SELECT 1 FROM qtrace_hoops x
-        WHERE x.host = a.host AND x.time_ns BETWEEN a.time_ns AND e.time_ns
-          AND (x.time_ns > a.time_ns OR x.run > a.run OR (x.run = a.run AND x.seq > a.seq))
-          AND (x.time_ns < e.time_ns OR x.run < e.run OR (x.run = e.run AND x.seq < e.seq))
-    ) AS lossy
-FROM jobs a JOIN jobs e
-    ON a.host = e.host AND a.task = e.task AND a.job = e.job AND a.act AND NOT e.act;
+SELECT j.host, j.task, j.a_ns AS activated_ns, j.e_ns AS ended_ns, j.e_ns - j.a_ns AS response_ns,
+    l.task IS NOT NULL AS lossy
+FROM jobs j LEFT JOIN lossy l
+    ON l.host = j.host AND l.task = j.task AND l.a_ns = j.a_ns AND l.a_seq = j.a_seq;
 
 -- The scheduler's events and the hoops records of each host in trace order:
 -- `pos` numbers them, `hoops_seen` counts the hoops records up to each.
