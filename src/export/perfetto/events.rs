@@ -106,13 +106,11 @@ impl<W: Write> PerfettoWriter<W> {
                 true,
                 field::DEBUG_ANNOTATION_NAMES,
                 &mut self.interned,
-                &mut self.scratch,
             )
             .unwrap_or(0);
         put_message(
             &mut self.event,
             field::DEBUG_ANNOTATIONS,
-            &mut self.scratch,
             |a| {
                 put_uint(a, field::ANNOTATION_NAME_IID, iid);
                 match value {
@@ -149,7 +147,6 @@ impl<W: Write> PerfettoWriter<W> {
                         true,
                         field::DEBUG_ANNOTATION_NAMES,
                         &mut self.interned,
-                        &mut self.scratch,
                     )
                     .unwrap_or(0);
                 self.st.arg_iids.entry(id).or_default()[slot] = iid;
@@ -157,7 +154,6 @@ impl<W: Write> PerfettoWriter<W> {
             put_message(
                 &mut self.event,
                 field::DEBUG_ANNOTATIONS,
-                &mut self.scratch,
                 |a| {
                     put_uint(a, field::ANNOTATION_NAME_IID, iid);
                     put_uint(a, field::UINT_VALUE, value);
@@ -187,7 +183,6 @@ impl<W: Write> PerfettoWriter<W> {
                         true,
                         field::EVENT_NAMES,
                         &mut self.interned,
-                        &mut self.scratch,
                     )
                     .unwrap_or(0);
                 cat = self
@@ -198,7 +193,6 @@ impl<W: Write> PerfettoWriter<W> {
                         true,
                         field::EVENT_CATEGORIES,
                         &mut self.interned,
-                        &mut self.scratch,
                     )
                     .unwrap_or(0);
                 self.st.event_iids.insert(e.id.0, (name, cat));
@@ -215,7 +209,6 @@ impl<W: Write> PerfettoWriter<W> {
                             true,
                             field::EVENT_NAMES,
                             &mut self.interned,
-                            &mut self.scratch,
                         )
                         .unwrap_or(0);
                 }
@@ -234,7 +227,6 @@ impl<W: Write> PerfettoWriter<W> {
                     true,
                     field::EVENT_NAMES,
                     &mut self.interned,
-                    &mut self.scratch,
                 )
                 .unwrap_or(0);
             let cat = self.category("unknown");
@@ -254,13 +246,11 @@ impl<W: Write> PerfettoWriter<W> {
                         true,
                         field::DEBUG_ANNOTATION_NAMES,
                         &mut self.interned,
-                        &mut self.scratch,
                     )
                     .unwrap_or(0);
                 put_message(
                     &mut self.event,
                     field::DEBUG_ANNOTATIONS,
-                    &mut self.scratch,
                     |a| {
                         put_uint(a, field::ANNOTATION_NAME_IID, iid);
                         put_uint(a, field::UINT_VALUE, value);
@@ -311,7 +301,6 @@ impl<W: Write> PerfettoWriter<W> {
             true,
             field::EVENT_NAMES,
             &mut self.interned,
-            &mut self.scratch,
         );
         let cat_iid = self.category(&cat);
         let ev = &mut self.event;
@@ -395,7 +384,6 @@ impl<W: Write> PerfettoWriter<W> {
             self.st.slice_names < self.options.max_interned,
             field::EVENT_NAMES,
             &mut self.interned,
-            &mut self.scratch,
         );
         if self.st.names.ids.len() > before {
             self.st.slice_names += 1;
@@ -412,7 +400,6 @@ impl<W: Write> PerfettoWriter<W> {
                 true,
                 field::EVENT_CATEGORIES,
                 &mut self.interned,
-                &mut self.scratch,
             )
             .unwrap_or(0)
     }

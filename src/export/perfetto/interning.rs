@@ -41,8 +41,8 @@ pub(super) struct Interner {
 }
 
 /// Appends an interned-string entry (`{iid, name}`) to `interned`.
-fn put_interned(interned: &mut Vec<u8>, scratch: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
-    put_message(interned, kind, scratch, |m| {
+fn put_interned(interned: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
+    put_message(interned, kind, |m| {
         put_uint(m, field::IID, iid);
         put_bytes(m, field::INTERNED_NAME, name.as_bytes());
     });
@@ -57,7 +57,6 @@ impl Interner {
         allow_new: bool,
         kind: u32,
         interned: &mut Vec<u8>,
-        scratch: &mut Vec<u8>,
     ) -> Option<u64> {
         if let Some(&iid) = self.ids.get(name) {
             return Some(iid);
@@ -67,7 +66,7 @@ impl Interner {
         }
         let iid = self.ids.len() as u64 + 1;
         self.ids.insert(name.to_string(), iid);
-        put_interned(interned, scratch, kind, iid, name);
+        put_interned(interned, kind, iid, name);
         Some(iid)
     }
 }

@@ -54,8 +54,8 @@ impl<W: Write> PerfettoWriter<W> {
         let p = &mut self.packet;
         p.clear();
         put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-        let (text, scratch2) = (&self.text, &mut self.scratch2);
-        put_message(p, field::TRACK_DESCRIPTOR, &mut self.scratch, |d| {
+        let text = &self.text;
+        put_message(p, field::TRACK_DESCRIPTOR, |d| {
             put_uint(d, field::UUID, uuid);
             if let Some(parent) = parent {
                 put_uint(d, field::PARENT_UUID, parent);
@@ -67,7 +67,7 @@ impl<W: Write> PerfettoWriter<W> {
                 SIBLING_MERGE_BEHAVIOR_NONE,
             );
             if counter {
-                put_message(d, field::COUNTER, scratch2, |c| {
+                put_message(d, field::COUNTER, |c| {
                     put_uint(c, field::COUNTER_UNIT, UNIT_COUNT);
                 });
             }
