@@ -7,6 +7,7 @@ use std::io::Write;
 
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
+use super::interning::Prefix;
 use super::writer::PerfettoWriter;
 use crate::export::args::UNNAMED;
 use crate::export::ExportError as Error;
@@ -19,6 +20,14 @@ pub(super) enum Value<'a> {
     Uint(u64),
     Bool(bool),
     Str(&'a str),
+}
+
+/// A slice's name: formatted, or a prefix and a number (`task 3`), whose
+/// iid is remembered per sequence once interned.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SliceName<'a> {
+    Fmt(std::fmt::Arguments<'a>),
+    Numbered(Prefix, u64),
 }
 
 /// Appends `track_uuid` unless it is the sequence's default track.
@@ -35,7 +44,7 @@ impl<W: Write> PerfettoWriter<W> {
         t: u64,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
     ) -> Result<(), Error> {
         self.begin_for(t, track, cat, name, None)
     }
@@ -48,7 +57,7 @@ impl<W: Write> PerfettoWriter<W> {
         t: u64,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
         of: Option<&Event>,
     ) -> Result<(), Error> {
         self.begin_event(track, cat, name, of);
@@ -61,7 +70,7 @@ impl<W: Write> PerfettoWriter<W> {
         &mut self,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
         of: Option<&Event>,
     ) {
         self.stats.slices += 1;
@@ -374,8 +383,26 @@ impl<W: Write> PerfettoWriter<W> {
         );
         self.emit(t)
     }
-    /// Interns a slice name made by `name` (formatted into a reused string).
-    pub(super) fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
+    /// Interns a slice name (a numbered one from its cache, else formatted
+    /// into the reused `self.text`, which holds it when it is not interned).
+    pub(super) fn slice_name(&mut self, name: SliceName<'_>) -> Option<u64> {
+        match name {
+            SliceName::Fmt(args) => self.slice_text(args),
+            SliceName::Numbered(prefix, n) => {
+                if let Some(&iid) = self.st.numbered.get(&(prefix, n)) {
+                    return Some(iid);
+                }
+                let iid = self.slice_text(format_args!("{} {n}", prefix.as_str()));
+                if let Some(iid) = iid {
+                    self.st.numbered.insert((prefix, n), iid);
+                }
+                iid
+            }
+        }
+    }
+
+    /// Interns the slice name `name` formats.
+    fn slice_text(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
         self.text.clear();
         let _ = self.text.write_fmt(name);
         let before = self.st.names.ids.len();

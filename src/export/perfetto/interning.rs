@@ -32,6 +32,29 @@ pub(super) struct Sequence {
     pub(super) annotation_names: Interner,
     /// Slice names interned so far (at most `max_interned`).
     pub(super) slice_names: usize,
+    /// The iids of numbered slice names already interned (`task 3`, …): a
+    /// slice begin then neither formats nor hashes its name.
+    pub(super) numbered: HashMap<(Prefix, u64), u64, Fx>,
+}
+
+/// The word before the number of a numbered slice name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Prefix {
+    Task,
+    Irq,
+    Sem,
+    Source,
+}
+
+impl Prefix {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Prefix::Task => "task",
+            Prefix::Irq => "irq",
+            Prefix::Sem => "sem",
+            Prefix::Source => "source",
+        }
+    }
 }
 
 /// Interned strings of one kind.
