@@ -144,8 +144,7 @@ impl<W: Write> PerfettoWriter<W> {
             if slot < from || (slot >= declared && value == 0) {
                 continue;
             }
-            let id = e.id.0;
-            let mut iid = self.st.arg_iids.get(&id).map_or(0, |a| a[slot]);
+            let mut iid = self.st.arg_iids.get(idx)[slot];
             if iid == 0 {
                 let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
                 iid = self
@@ -158,7 +157,9 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.interned,
                     )
                     .unwrap_or(0);
-                self.st.arg_iids.entry(id).or_default()[slot] = iid;
+                let mut iids = self.st.arg_iids.get(idx);
+                iids[slot] = iid;
+                self.st.arg_iids.set(idx, iids);
             }
             put_message(
                 &mut self.event,
@@ -179,7 +180,7 @@ impl<W: Write> PerfettoWriter<W> {
         put_uint(ev, field::TYPE, INSTANT);
         put_track(ev, self.st.track, track);
         if idx < self.events.len() {
-            let (mut name, mut cat) = self.st.event_iids.get(&e.id.0).copied().unwrap_or((0, 0));
+            let (mut name, mut cat) = self.st.event_iids.get(idx);
             // (`name` may be replaced by a run-time name below.)
             if name == 0 {
                 let (n, c, _) = &self.events[idx];
@@ -204,7 +205,7 @@ impl<W: Write> PerfettoWriter<W> {
                         &mut self.interned,
                     )
                     .unwrap_or(0);
-                self.st.event_iids.insert(e.id.0, (name, cat));
+                self.st.event_iids.set(idx, (name, cat));
             }
             if !self.run_names.is_empty() {
                 // A name record gave this event a run-time name.

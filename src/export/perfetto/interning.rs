@@ -23,10 +23,10 @@ pub(super) struct Sequence {
     pub(super) clock: u64,
     /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.
     pub(super) track: Option<u64>,
-    /// Per catalog event id: interned iids of its name and category.
-    pub(super) event_iids: HashMap<u16, (u64, u64), Fx>,
+    /// Per catalog event id: interned iids of its name and category (0: not yet).
+    pub(super) event_iids: ById<(u64, u64)>,
     /// Per catalog event id: interned iids of its two argument names (0: not yet).
-    pub(super) arg_iids: HashMap<u16, [u64; 2], Fx>,
+    pub(super) arg_iids: ById<[u64; 2]>,
     pub(super) names: Interner,
     pub(super) categories: Interner,
     pub(super) annotation_names: Interner,
@@ -53,6 +53,42 @@ impl Prefix {
             Prefix::Irq => "irq",
             Prefix::Sem => "sem",
             Prefix::Source => "source",
+        }
+    }
+}
+
+/// Event ids below this are looked up in a vector (the built-in classes'
+/// ids are small); the others hashed, so that a trace of many sources and
+/// large ids cannot make each sequence's table large.
+const DENSE_IDS: usize = 256;
+
+/// A value per catalog event id, looked up on every event: indexed for
+/// small ids, hashed above [`DENSE_IDS`].
+#[derive(Debug, Default)]
+pub(super) struct ById<T> {
+    dense: Vec<T>,
+    sparse: HashMap<usize, T, Fx>,
+}
+
+impl<T: Copy + Default> ById<T> {
+    /// The value of `id` (the default if none was set).
+    #[inline]
+    pub(super) fn get(&self, id: usize) -> T {
+        match self.dense.get(id) {
+            Some(&v) => v,
+            None if id < DENSE_IDS => T::default(),
+            None => self.sparse.get(&id).copied().unwrap_or_default(),
+        }
+    }
+
+    pub(super) fn set(&mut self, id: usize, value: T) {
+        if id < DENSE_IDS {
+            if self.dense.len() <= id {
+                self.dense.resize(id + 1, T::default());
+            }
+            self.dense[id] = value;
+        } else {
+            self.sparse.insert(id, value);
         }
     }
 }
