@@ -83,16 +83,23 @@ pub(crate) fn put_message(buf: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut 
 /// Writes the length of the body that follows the one-byte placeholder at
 /// `at` (to the end of `buf`) into the placeholder, widening it when the
 /// length needs more than one varint byte.
-#[inline]
+#[inline(always)]
 pub(crate) fn patch_len(buf: &mut Vec<u8>, at: usize) {
     let len = buf.len() - at - 1;
     if len < 0x80 {
         buf[at] = len as u8;
     } else {
-        let mut v = Vec::with_capacity(10);
-        put_varint(&mut v, len as u64);
-        buf.splice(at..=at, v);
+        widen_len(buf, at, len);
     }
+}
+
+/// [`patch_len`]'s rare case: a length of more than one varint byte.
+#[cold]
+#[inline(never)]
+fn widen_len(buf: &mut Vec<u8>, at: usize, len: usize) {
+    let mut v = Vec::with_capacity(10);
+    put_varint(&mut v, len as u64);
+    buf.splice(at..=at, v);
 }
 
 #[cfg(test)]
