@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
+use super::interning::Prefix;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
-use super::interning::Prefix;
 use super::writer::PerfettoWriter;
 use crate::export::args::UNNAMED;
 use crate::export::ExportError as Error;
@@ -117,18 +117,14 @@ impl<W: Write> PerfettoWriter<W> {
                 &mut self.interned,
             )
             .unwrap_or(0);
-        put_message(
-            &mut self.event,
-            field::DEBUG_ANNOTATIONS,
-            |a| {
-                put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                match value {
-                    Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
-                    Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
-                    Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
-                }
-            },
-        );
+        put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+            put_uint(a, field::ANNOTATION_NAME_IID, iid);
+            match value {
+                Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
+                Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
+                Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
+            }
+        });
     }
 
     /// Appends the arguments of catalog event `e` from slot `from` on as debug
@@ -161,14 +157,10 @@ impl<W: Write> PerfettoWriter<W> {
                 iids[slot] = iid;
                 self.st.arg_iids.set(idx, iids);
             }
-            put_message(
-                &mut self.event,
-                field::DEBUG_ANNOTATIONS,
-                |a| {
-                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                    put_uint(a, field::UINT_VALUE, value);
-                },
-            );
+            put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+                put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                put_uint(a, field::UINT_VALUE, value);
+            });
         }
     }
 
@@ -188,22 +180,12 @@ impl<W: Write> PerfettoWriter<W> {
                 name = self
                     .st
                     .names
-                    .get(
-                        n,
-                        true,
-                        field::EVENT_NAMES,
-                        &mut self.interned,
-                    )
+                    .get(n, true, field::EVENT_NAMES, &mut self.interned)
                     .unwrap_or(0);
                 cat = self
                     .st
                     .categories
-                    .get(
-                        c,
-                        true,
-                        field::EVENT_CATEGORIES,
-                        &mut self.interned,
-                    )
+                    .get(c, true, field::EVENT_CATEGORIES, &mut self.interned)
                     .unwrap_or(0);
                 self.st.event_iids.set(idx, (name, cat));
             }
@@ -214,12 +196,7 @@ impl<W: Write> PerfettoWriter<W> {
                     name = self
                         .st
                         .names
-                        .get(
-                            &n,
-                            true,
-                            field::EVENT_NAMES,
-                            &mut self.interned,
-                        )
+                        .get(&n, true, field::EVENT_NAMES, &mut self.interned)
                         .unwrap_or(0);
                 }
             }
@@ -232,12 +209,7 @@ impl<W: Write> PerfettoWriter<W> {
             let name = self
                 .st
                 .names
-                .get(
-                    "unknown",
-                    true,
-                    field::EVENT_NAMES,
-                    &mut self.interned,
-                )
+                .get("unknown", true, field::EVENT_NAMES, &mut self.interned)
                 .unwrap_or(0);
             let cat = self.category("unknown");
             let ev = &mut self.event;
@@ -251,21 +223,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let iid = self
                     .st
                     .annotation_names
-                    .get(
-                        arg,
-                        true,
-                        field::DEBUG_ANNOTATION_NAMES,
-                        &mut self.interned,
-                    )
+                    .get(arg, true, field::DEBUG_ANNOTATION_NAMES, &mut self.interned)
                     .unwrap_or(0);
-                put_message(
-                    &mut self.event,
-                    field::DEBUG_ANNOTATIONS,
-                    |a| {
-                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                        put_uint(a, field::UINT_VALUE, value);
-                    },
-                );
+                put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                    put_uint(a, field::UINT_VALUE, value);
+                });
             }
         }
         self.emit(e.time)
@@ -306,12 +269,10 @@ impl<W: Write> PerfettoWriter<W> {
             ),
             None => ("unknown".into(), "unknown".into(), UNNAMED[0].to_string()),
         };
-        let name_iid = self.st.names.get(
-            &name,
-            true,
-            field::EVENT_NAMES,
-            &mut self.interned,
-        );
+        let name_iid = self
+            .st
+            .names
+            .get(&name, true, field::EVENT_NAMES, &mut self.interned);
         let cat_iid = self.category(&cat);
         let ev = &mut self.event;
         ev.clear();
@@ -423,12 +384,7 @@ impl<W: Write> PerfettoWriter<W> {
     pub(super) fn category(&mut self, name: &str) -> u64 {
         self.st
             .categories
-            .get(
-                name,
-                true,
-                field::EVENT_CATEGORIES,
-                &mut self.interned,
-            )
+            .get(name, true, field::EVENT_CATEGORIES, &mut self.interned)
             .unwrap_or(0)
     }
 }

@@ -186,17 +186,29 @@ impl<W: Write> PerfettoWriter<W> {
             Edge::TaskBegin { source, task, t } => {
                 let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
                 match self.run_names.task(task).map(str::to_string) {
-                    Some(n) => {
-                        self.begin_for(t, uuid, "task", SliceName::Fmt(format_args!("task {task} {n}")), e)?
+                    Some(n) => self.begin_for(
+                        t,
+                        uuid,
+                        "task",
+                        SliceName::Fmt(format_args!("task {task} {n}")),
+                        e,
+                    )?,
+                    None => {
+                        self.begin_for(t, uuid, "task", SliceName::Numbered(Prefix::Task, task), e)?
                     }
-                    None => self.begin_for(t, uuid, "task", SliceName::Numbered(Prefix::Task, task), e)?,
                 }
                 self.task_running(source, task, t)?;
                 Ok(true)
             }
             Edge::IrqBegin { source, irq, t } => {
                 let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
-                self.begin_for(t, uuid, "interrupt", SliceName::Numbered(Prefix::Irq, irq), e)?;
+                self.begin_for(
+                    t,
+                    uuid,
+                    "interrupt",
+                    SliceName::Numbered(Prefix::Irq, irq),
+                    e,
+                )?;
                 Ok(true)
             }
             Edge::IrqEnd { source, t, .. } => {
@@ -223,7 +235,12 @@ impl<W: Write> PerfettoWriter<W> {
                     return Ok(false);
                 };
                 let uuid = self.pair_track(edge);
-                self.begin_event(uuid, "semaphore", SliceName::Numbered(Prefix::Sem, sem), None);
+                self.begin_event(
+                    uuid,
+                    "semaphore",
+                    SliceName::Numbered(Prefix::Sem, sem),
+                    None,
+                );
                 self.source_annotation(WAIT_SOURCE, ev.source);
                 self.emit(t)?;
                 Ok(true)
@@ -239,7 +256,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let uuid = self.pair_track(edge);
                 if !blocking {
                     // A waitnb's slice: its begin is written now, with its own time.
-                    self.begin(begin, uuid, "semaphore", SliceName::Numbered(Prefix::Sem, sem))?;
+                    self.begin(
+                        begin,
+                        uuid,
+                        "semaphore",
+                        SliceName::Numbered(Prefix::Sem, sem),
+                    )?;
                 }
                 let ev = &mut self.event;
                 ev.clear();
@@ -319,9 +341,19 @@ impl<W: Write> PerfettoWriter<W> {
             self.end_slice(ts, task_uuid)?;
         }
         if source == TRACER_SOURCE {
-            self.begin(ts, task_uuid, "task", SliceName::Fmt(format_args!("tracer")))
+            self.begin(
+                ts,
+                task_uuid,
+                "task",
+                SliceName::Fmt(format_args!("tracer")),
+            )
         } else {
-            self.begin(ts, task_uuid, "task", SliceName::Numbered(Prefix::Source, u64::from(source)))
+            self.begin(
+                ts,
+                task_uuid,
+                "task",
+                SliceName::Numbered(Prefix::Source, u64::from(source)),
+            )
         }
     }
 }
