@@ -2,7 +2,7 @@
 //! Perfetto's protobuf trace (Perfetto's UI and trace processor) or Chrome
 //! Trace Event JSON (Perfetto, chrome://tracing).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -123,17 +123,25 @@ pub struct Outcome {
 /// Feeds the merged inputs into `sink`, ticking the progress bar. A damaged
 /// input stops at its damage (the reader yields one error, then ends); the
 /// others go on, and the output is finished either way, so it stays valid.
-fn pump(
-    sink: &mut dyn EventSink,
-    events: impl Iterator<Item = Result<Event, ReadError>>,
+/// One input's events come from its reader's block
+/// ([`MergedReader::next_buffered`]: no `Result` per event), and `sink` is
+/// a type parameter (its `push` inlined, not called through a vtable).
+fn pump<S: EventSink, R: Read>(
+    sink: &mut S,
+    events: &mut MergedReader<R>,
     bar: &ProgressBar,
 ) -> Result<Outcome, Failure> {
     let mut n = 0u64;
     let mut damaged = Vec::new();
-    for e in events {
-        match e {
-            Ok(e) => sink.push(&e)?,
-            Err(err) => damaged.push(err),
+    loop {
+        if let Some(e) = events.next_buffered() {
+            sink.push(&e)?;
+        } else {
+            match events.next_with_input() {
+                Some((_, Ok(e))) => sink.push(&e)?,
+                Some((_, Err(err))) => damaged.push(err),
+                None => break,
+            }
         }
         n += 1;
         if n.is_multiple_of(4096) {

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
+use super::interning::Prefix;
 use super::protobuf::{put_bytes, put_int, put_message, put_uint};
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
 use super::writer::PerfettoWriter;
@@ -21,6 +22,14 @@ pub(super) enum Value<'a> {
     Str(&'a str),
 }
 
+/// A slice's name: formatted, or a prefix and a number (`task 3`), whose
+/// iid is remembered per sequence once interned.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SliceName<'a> {
+    Fmt(std::fmt::Arguments<'a>),
+    Numbered(Prefix, u64),
+}
+
 /// Appends `track_uuid` unless it is the sequence's default track.
 pub(super) fn put_track(e: &mut Vec<u8>, default: Option<u64>, track: u64) {
     if default != Some(track) {
@@ -35,7 +44,7 @@ impl<W: Write> PerfettoWriter<W> {
         t: u64,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
     ) -> Result<(), Error> {
         self.begin_for(t, track, cat, name, None)
     }
@@ -48,7 +57,7 @@ impl<W: Write> PerfettoWriter<W> {
         t: u64,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
         of: Option<&Event>,
     ) -> Result<(), Error> {
         self.begin_event(track, cat, name, of);
@@ -61,7 +70,7 @@ impl<W: Write> PerfettoWriter<W> {
         &mut self,
         track: u64,
         cat: &str,
-        name: std::fmt::Arguments<'_>,
+        name: SliceName<'_>,
         of: Option<&Event>,
     ) {
         self.stats.slices += 1;
@@ -106,22 +115,16 @@ impl<W: Write> PerfettoWriter<W> {
                 true,
                 field::DEBUG_ANNOTATION_NAMES,
                 &mut self.interned,
-                &mut self.scratch,
             )
             .unwrap_or(0);
-        put_message(
-            &mut self.event,
-            field::DEBUG_ANNOTATIONS,
-            &mut self.scratch,
-            |a| {
-                put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                match value {
-                    Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
-                    Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
-                    Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
-                }
-            },
-        );
+        put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+            put_uint(a, field::ANNOTATION_NAME_IID, iid);
+            match value {
+                Value::Uint(v) => put_uint(a, field::UINT_VALUE, v),
+                Value::Bool(v) => put_uint(a, field::BOOL_VALUE, u64::from(v)),
+                Value::Str(v) => put_bytes(a, field::STRING_VALUE, v.as_bytes()),
+            }
+        });
     }
 
     /// Appends the arguments of catalog event `e` from slot `from` on as debug
@@ -137,8 +140,7 @@ impl<W: Write> PerfettoWriter<W> {
             if slot < from || (slot >= declared && value == 0) {
                 continue;
             }
-            let id = e.id.0;
-            let mut iid = self.st.arg_iids.get(&id).map_or(0, |a| a[slot]);
+            let mut iid = self.st.arg_iids.get(idx)[slot];
             if iid == 0 {
                 let arg_name = self.events[idx].2.get(slot).map_or(unnamed, |s| s);
                 iid = self
@@ -149,20 +151,16 @@ impl<W: Write> PerfettoWriter<W> {
                         true,
                         field::DEBUG_ANNOTATION_NAMES,
                         &mut self.interned,
-                        &mut self.scratch,
                     )
                     .unwrap_or(0);
-                self.st.arg_iids.entry(id).or_default()[slot] = iid;
+                let mut iids = self.st.arg_iids.get(idx);
+                iids[slot] = iid;
+                self.st.arg_iids.set(idx, iids);
             }
-            put_message(
-                &mut self.event,
-                field::DEBUG_ANNOTATIONS,
-                &mut self.scratch,
-                |a| {
-                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                    put_uint(a, field::UINT_VALUE, value);
-                },
-            );
+            put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+                put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                put_uint(a, field::UINT_VALUE, value);
+            });
         }
     }
 
@@ -174,7 +172,7 @@ impl<W: Write> PerfettoWriter<W> {
         put_uint(ev, field::TYPE, INSTANT);
         put_track(ev, self.st.track, track);
         if idx < self.events.len() {
-            let (mut name, mut cat) = self.st.event_iids.get(&e.id.0).copied().unwrap_or((0, 0));
+            let (mut name, mut cat) = self.st.event_iids.get(idx);
             // (`name` may be replaced by a run-time name below.)
             if name == 0 {
                 let (n, c, _) = &self.events[idx];
@@ -182,26 +180,14 @@ impl<W: Write> PerfettoWriter<W> {
                 name = self
                     .st
                     .names
-                    .get(
-                        n,
-                        true,
-                        field::EVENT_NAMES,
-                        &mut self.interned,
-                        &mut self.scratch,
-                    )
+                    .get(n, true, field::EVENT_NAMES, &mut self.interned)
                     .unwrap_or(0);
                 cat = self
                     .st
                     .categories
-                    .get(
-                        c,
-                        true,
-                        field::EVENT_CATEGORIES,
-                        &mut self.interned,
-                        &mut self.scratch,
-                    )
+                    .get(c, true, field::EVENT_CATEGORIES, &mut self.interned)
                     .unwrap_or(0);
-                self.st.event_iids.insert(e.id.0, (name, cat));
+                self.st.event_iids.set(idx, (name, cat));
             }
             if !self.run_names.is_empty() {
                 // A name record gave this event a run-time name.
@@ -210,13 +196,7 @@ impl<W: Write> PerfettoWriter<W> {
                     name = self
                         .st
                         .names
-                        .get(
-                            &n,
-                            true,
-                            field::EVENT_NAMES,
-                            &mut self.interned,
-                            &mut self.scratch,
-                        )
+                        .get(&n, true, field::EVENT_NAMES, &mut self.interned)
                         .unwrap_or(0);
                 }
             }
@@ -229,13 +209,7 @@ impl<W: Write> PerfettoWriter<W> {
             let name = self
                 .st
                 .names
-                .get(
-                    "unknown",
-                    true,
-                    field::EVENT_NAMES,
-                    &mut self.interned,
-                    &mut self.scratch,
-                )
+                .get("unknown", true, field::EVENT_NAMES, &mut self.interned)
                 .unwrap_or(0);
             let cat = self.category("unknown");
             let ev = &mut self.event;
@@ -249,23 +223,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let iid = self
                     .st
                     .annotation_names
-                    .get(
-                        arg,
-                        true,
-                        field::DEBUG_ANNOTATION_NAMES,
-                        &mut self.interned,
-                        &mut self.scratch,
-                    )
+                    .get(arg, true, field::DEBUG_ANNOTATION_NAMES, &mut self.interned)
                     .unwrap_or(0);
-                put_message(
-                    &mut self.event,
-                    field::DEBUG_ANNOTATIONS,
-                    &mut self.scratch,
-                    |a| {
-                        put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                        put_uint(a, field::UINT_VALUE, value);
-                    },
-                );
+                put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
+                    put_uint(a, field::ANNOTATION_NAME_IID, iid);
+                    put_uint(a, field::UINT_VALUE, value);
+                });
             }
         }
         self.emit(e.time)
@@ -306,13 +269,10 @@ impl<W: Write> PerfettoWriter<W> {
             ),
             None => ("unknown".into(), "unknown".into(), UNNAMED[0].to_string()),
         };
-        let name_iid = self.st.names.get(
-            &name,
-            true,
-            field::EVENT_NAMES,
-            &mut self.interned,
-            &mut self.scratch,
-        );
+        let name_iid = self
+            .st
+            .names
+            .get(&name, true, field::EVENT_NAMES, &mut self.interned);
         let cat_iid = self.category(&cat);
         let ev = &mut self.event;
         ev.clear();
@@ -385,8 +345,26 @@ impl<W: Write> PerfettoWriter<W> {
         );
         self.emit(t)
     }
-    /// Interns a slice name made by `name` (formatted into a reused string).
-    pub(super) fn slice_name(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
+    /// Interns a slice name (a numbered one from its cache, else formatted
+    /// into the reused `self.text`, which holds it when it is not interned).
+    pub(super) fn slice_name(&mut self, name: SliceName<'_>) -> Option<u64> {
+        match name {
+            SliceName::Fmt(args) => self.slice_text(args),
+            SliceName::Numbered(prefix, n) => {
+                if let Some(&iid) = self.st.numbered.get(&(prefix, n)) {
+                    return Some(iid);
+                }
+                let iid = self.slice_text(format_args!("{} {n}", prefix.as_str()));
+                if let Some(iid) = iid {
+                    self.st.numbered.insert((prefix, n), iid);
+                }
+                iid
+            }
+        }
+    }
+
+    /// Interns the slice name `name` formats.
+    fn slice_text(&mut self, name: std::fmt::Arguments<'_>) -> Option<u64> {
         self.text.clear();
         let _ = self.text.write_fmt(name);
         let before = self.st.names.ids.len();
@@ -395,7 +373,6 @@ impl<W: Write> PerfettoWriter<W> {
             self.st.slice_names < self.options.max_interned,
             field::EVENT_NAMES,
             &mut self.interned,
-            &mut self.scratch,
         );
         if self.st.names.ids.len() > before {
             self.st.slice_names += 1;
@@ -407,13 +384,7 @@ impl<W: Write> PerfettoWriter<W> {
     pub(super) fn category(&mut self, name: &str) -> u64 {
         self.st
             .categories
-            .get(
-                name,
-                true,
-                field::EVENT_CATEGORIES,
-                &mut self.interned,
-                &mut self.scratch,
-            )
+            .get(name, true, field::EVENT_CATEGORIES, &mut self.interned)
             .unwrap_or(0)
     }
 }

@@ -23,15 +23,74 @@ pub(super) struct Sequence {
     pub(super) clock: u64,
     /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.
     pub(super) track: Option<u64>,
-    /// Per catalog event id: interned iids of its name and category.
-    pub(super) event_iids: HashMap<u16, (u64, u64), Fx>,
+    /// Per catalog event id: interned iids of its name and category (0: not yet).
+    pub(super) event_iids: ById<(u64, u64)>,
     /// Per catalog event id: interned iids of its two argument names (0: not yet).
-    pub(super) arg_iids: HashMap<u16, [u64; 2], Fx>,
+    pub(super) arg_iids: ById<[u64; 2]>,
     pub(super) names: Interner,
     pub(super) categories: Interner,
     pub(super) annotation_names: Interner,
     /// Slice names interned so far (at most `max_interned`).
     pub(super) slice_names: usize,
+    /// The iids of numbered slice names already interned (`task 3`, …): a
+    /// slice begin then neither formats nor hashes its name.
+    pub(super) numbered: HashMap<(Prefix, u64), u64, Fx>,
+}
+
+/// The word before the number of a numbered slice name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Prefix {
+    Task,
+    Irq,
+    Sem,
+    Source,
+}
+
+impl Prefix {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Prefix::Task => "task",
+            Prefix::Irq => "irq",
+            Prefix::Sem => "sem",
+            Prefix::Source => "source",
+        }
+    }
+}
+
+/// Event ids below this are looked up in a vector (the built-in classes'
+/// ids are small); the others hashed, so that a trace of many sources and
+/// large ids cannot make each sequence's table large.
+const DENSE_IDS: usize = 256;
+
+/// A value per catalog event id, looked up on every event: indexed for
+/// small ids, hashed above [`DENSE_IDS`].
+#[derive(Debug, Default)]
+pub(super) struct ById<T> {
+    dense: Vec<T>,
+    sparse: HashMap<usize, T, Fx>,
+}
+
+impl<T: Copy + Default> ById<T> {
+    /// The value of `id` (the default if none was set).
+    #[inline]
+    pub(super) fn get(&self, id: usize) -> T {
+        match self.dense.get(id) {
+            Some(&v) => v,
+            None if id < DENSE_IDS => T::default(),
+            None => self.sparse.get(&id).copied().unwrap_or_default(),
+        }
+    }
+
+    pub(super) fn set(&mut self, id: usize, value: T) {
+        if id < DENSE_IDS {
+            if self.dense.len() <= id {
+                self.dense.resize(id + 1, T::default());
+            }
+            self.dense[id] = value;
+        } else {
+            self.sparse.insert(id, value);
+        }
+    }
 }
 
 /// Interned strings of one kind.
@@ -41,8 +100,8 @@ pub(super) struct Interner {
 }
 
 /// Appends an interned-string entry (`{iid, name}`) to `interned`.
-fn put_interned(interned: &mut Vec<u8>, scratch: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
-    put_message(interned, kind, scratch, |m| {
+fn put_interned(interned: &mut Vec<u8>, kind: u32, iid: u64, name: &str) {
+    put_message(interned, kind, |m| {
         put_uint(m, field::IID, iid);
         put_bytes(m, field::INTERNED_NAME, name.as_bytes());
     });
@@ -57,7 +116,6 @@ impl Interner {
         allow_new: bool,
         kind: u32,
         interned: &mut Vec<u8>,
-        scratch: &mut Vec<u8>,
     ) -> Option<u64> {
         if let Some(&iid) = self.ids.get(name) {
             return Some(iid);
@@ -67,7 +125,7 @@ impl Interner {
         }
         let iid = self.ids.len() as u64 + 1;
         self.ids.insert(name.to_string(), iid);
-        put_interned(interned, scratch, kind, iid, name);
+        put_interned(interned, kind, iid, name);
         Some(iid)
     }
 }

@@ -117,8 +117,9 @@
 //! - **Compression.** By default the packets are gathered into chunks of
 //!   about 128 KiB and each chunk is written as one packet
 //!   whose `compressed_packets` (field 50) is the zlib stream (level 5,
-//!   `flate2` with the pure-Rust zlib-rs backend, deflated on a thread of its
-//!   own while the next chunk is encoded) of the chunk's packets, each with its `Trace.packet` key and length, as
+//!   `flate2` with the pure-Rust zlib-rs backend, deflated on two threads
+//!   while the next chunk is encoded, each chunk on its own and written in
+//!   the order made) of the chunk's packets, each with its `Trace.packet` key and length, as
 //!   Perfetto's tracing service writes a trace with `compression_type:
 //!   COMPRESSION_TYPE_DEFLATE` (`src/tracing/service/zlib_compressor.cc`:
 //!   `deflateInit(&stream_, 6)`, a zlib header (the level is the writer's

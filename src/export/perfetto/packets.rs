@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::protobuf::{put_bytes, put_message, put_uint};
+use super::protobuf::{patch_len, put_bytes, put_key_len, put_message, put_uint};
 use super::schema::{
     field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
@@ -39,27 +39,26 @@ impl<W: Write> PerfettoWriter<W> {
             field::SEQUENCE_FLAGS,
             SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE,
         );
-        let scratch2 = &mut self.scratch2;
-        put_message(p, field::TRACE_PACKET_DEFAULTS, &mut self.scratch, |m| {
+        put_message(p, field::TRACE_PACKET_DEFAULTS, |m| {
             put_uint(m, field::DEFAULT_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK);
             if let Some(track) = track {
-                put_message(m, field::TRACK_EVENT_DEFAULTS, scratch2, |d| {
+                put_message(m, field::TRACK_EVENT_DEFAULTS, |d| {
                     put_uint(d, field::TRACK_UUID, track);
                 });
             }
         });
-        put_message(p, field::CLOCK_SNAPSHOT, &mut self.scratch, |m| {
-            put_message(m, field::CLOCKS, scratch2, |c| {
+        put_message(p, field::CLOCK_SNAPSHOT, |m| {
+            put_message(m, field::CLOCKS, |c| {
                 put_uint(c, field::CLOCK_ID, INCREMENTAL_CLOCK);
                 put_uint(c, field::CLOCK_TIMESTAMP, 0);
                 put_uint(c, field::CLOCK_IS_INCREMENTAL, 1);
             });
-            put_message(m, field::CLOCKS, scratch2, |c| {
+            put_message(m, field::CLOCKS, |c| {
                 put_uint(c, field::CLOCK_ID, BOOTTIME_CLOCK);
                 put_uint(c, field::CLOCK_TIMESTAMP, 0);
             });
             if let Some(origin) = origin_unix_ns {
-                put_message(m, field::CLOCKS, scratch2, |c| {
+                put_message(m, field::CLOCKS, |c| {
                     put_uint(c, field::CLOCK_ID, REALTIME_CLOCK);
                     put_uint(c, field::CLOCK_TIMESTAMP, origin);
                 });
@@ -108,16 +107,19 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Writes a packet holding the track event in `self.event` (and the
-    /// interned data in `self.interned`) at time `t`.
+    /// interned data in `self.interned`) at time `t`, straight into the
+    /// chunk (its length patched in place: no copy of the packet).
     pub(super) fn emit(&mut self, t: u64) -> Result<(), Error> {
-        let p = &mut self.packet;
-        p.clear();
+        let c = &mut self.chunk;
+        put_key_len(c, field::TRACE_PACKET);
+        let at = c.len();
+        c.push(0);
         if t >= self.st.clock {
-            put_uint(p, field::TIMESTAMP, t - self.st.clock);
+            put_uint(c, field::TIMESTAMP, t - self.st.clock);
             self.st.clock = t;
         } else {
-            put_uint(p, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
-            put_uint(p, field::TIMESTAMP, t);
+            put_uint(c, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
+            put_uint(c, field::TIMESTAMP, t);
         }
         // No `sequence_flags` here (see "Sequence" in the module docs): the
         // trace processor reads SEQ_NEEDS_INCREMENTAL_STATE only to skip a
@@ -126,12 +128,16 @@ impl<W: Write> PerfettoWriter<W> {
         // packet cleared it. `trusted_packet_sequence_id` stays: without it
         // interned data and the sequence's clock are refused
         // (proto_trace_reader.cc:691-695, 521-527; track_event_tokenizer.cc:430-433).
-        put_uint(p, field::TRUSTED_SEQUENCE_ID, self.st.id);
+        put_uint(c, field::TRUSTED_SEQUENCE_ID, self.st.id);
         if !self.interned.is_empty() {
-            put_bytes(p, field::INTERNED_DATA, &self.interned);
+            put_bytes(c, field::INTERNED_DATA, &self.interned);
             self.interned.clear();
         }
-        put_bytes(p, field::TRACK_EVENT, &self.event);
-        self.flush_packet()
+        put_bytes(c, field::TRACK_EVENT, &self.event);
+        patch_len(c, at);
+        if c.len() >= CHUNK_BYTES {
+            self.flush_chunk()?;
+        }
+        Ok(())
     }
 }

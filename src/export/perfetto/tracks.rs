@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::events::put_track;
-use super::interning::Sequence;
+use super::events::{put_track, SliceName};
+use super::interning::{Prefix, Sequence};
 use super::protobuf::{put_bytes, put_message, put_uint};
 use super::schema::{field, SEQUENCE_ID, SIBLING_MERGE_BEHAVIOR_NONE, SLICE_END, UNIT_COUNT};
 use super::writer::{PerfettoWriter, TaskTrack};
@@ -54,8 +54,8 @@ impl<W: Write> PerfettoWriter<W> {
         let p = &mut self.packet;
         p.clear();
         put_uint(p, field::TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-        let (text, scratch2) = (&self.text, &mut self.scratch2);
-        put_message(p, field::TRACK_DESCRIPTOR, &mut self.scratch, |d| {
+        let text = &self.text;
+        put_message(p, field::TRACK_DESCRIPTOR, |d| {
             put_uint(d, field::UUID, uuid);
             if let Some(parent) = parent {
                 put_uint(d, field::PARENT_UUID, parent);
@@ -67,7 +67,7 @@ impl<W: Write> PerfettoWriter<W> {
                 SIBLING_MERGE_BEHAVIOR_NONE,
             );
             if counter {
-                put_message(d, field::COUNTER, scratch2, |c| {
+                put_message(d, field::COUNTER, |c| {
                     put_uint(c, field::COUNTER_UNIT, UNIT_COUNT);
                 });
             }
@@ -186,17 +186,29 @@ impl<W: Write> PerfettoWriter<W> {
             Edge::TaskBegin { source, task, t } => {
                 let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
                 match self.run_names.task(task).map(str::to_string) {
-                    Some(n) => {
-                        self.begin_for(t, uuid, "task", format_args!("task {task} {n}"), e)?
+                    Some(n) => self.begin_for(
+                        t,
+                        uuid,
+                        "task",
+                        SliceName::Fmt(format_args!("task {task} {n}")),
+                        e,
+                    )?,
+                    None => {
+                        self.begin_for(t, uuid, "task", SliceName::Numbered(Prefix::Task, task), e)?
                     }
-                    None => self.begin_for(t, uuid, "task", format_args!("task {task}"), e)?,
                 }
                 self.task_running(source, task, t)?;
                 Ok(true)
             }
             Edge::IrqBegin { source, irq, t } => {
                 let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
-                self.begin_for(t, uuid, "interrupt", format_args!("irq {irq}"), e)?;
+                self.begin_for(
+                    t,
+                    uuid,
+                    "interrupt",
+                    SliceName::Numbered(Prefix::Irq, irq),
+                    e,
+                )?;
                 Ok(true)
             }
             Edge::IrqEnd { source, t, .. } => {
@@ -223,7 +235,12 @@ impl<W: Write> PerfettoWriter<W> {
                     return Ok(false);
                 };
                 let uuid = self.pair_track(edge);
-                self.begin_event(uuid, "semaphore", format_args!("sem {sem}"), None);
+                self.begin_event(
+                    uuid,
+                    "semaphore",
+                    SliceName::Numbered(Prefix::Sem, sem),
+                    None,
+                );
                 self.source_annotation(WAIT_SOURCE, ev.source);
                 self.emit(t)?;
                 Ok(true)
@@ -239,7 +256,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let uuid = self.pair_track(edge);
                 if !blocking {
                     // A waitnb's slice: its begin is written now, with its own time.
-                    self.begin(begin, uuid, "semaphore", format_args!("sem {sem}"))?;
+                    self.begin(
+                        begin,
+                        uuid,
+                        "semaphore",
+                        SliceName::Numbered(Prefix::Sem, sem),
+                    )?;
                 }
                 let ev = &mut self.event;
                 ev.clear();
@@ -279,7 +301,7 @@ impl<W: Write> PerfettoWriter<W> {
                     .name(scope)
                     .unwrap_or("scope")
                     .to_string();
-                self.begin(t, uuid, "scope", format_args!("{name}"))?;
+                self.begin(t, uuid, "scope", SliceName::Fmt(format_args!("{name}")))?;
             }
             Edge::ScopeEnd { source, t, .. } => {
                 if let Some(&uuid) = self.scope_tracks.get(&source) {
@@ -319,9 +341,19 @@ impl<W: Write> PerfettoWriter<W> {
             self.end_slice(ts, task_uuid)?;
         }
         if source == TRACER_SOURCE {
-            self.begin(ts, task_uuid, "task", format_args!("tracer"))
+            self.begin(
+                ts,
+                task_uuid,
+                "task",
+                SliceName::Fmt(format_args!("tracer")),
+            )
         } else {
-            self.begin(ts, task_uuid, "task", format_args!("source {source}"))
+            self.begin(
+                ts,
+                task_uuid,
+                "task",
+                SliceName::Numbered(Prefix::Source, u64::from(source)),
+            )
         }
     }
 }

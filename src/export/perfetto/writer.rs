@@ -138,12 +138,10 @@ pub struct PerfettoWriter<W: Write> {
     /// Latest event time seen (where open slices end at `finish`).
     pub(super) end: u64,
     /// Encoding buffers, reused: the packet, its track event, its interned
-    /// data, and a scratch buffer for nested messages.
+    /// data.
     pub(super) packet: Vec<u8>,
     pub(super) event: Vec<u8>,
     pub(super) interned: Vec<u8>,
-    pub(super) scratch: Vec<u8>,
-    pub(super) scratch2: Vec<u8>,
     pub(super) text: String,
     pub(super) stats: ConvertStats,
     pub(super) finished: bool,
@@ -246,8 +244,6 @@ impl<W: Write> PerfettoWriter<W> {
             packet: Vec::with_capacity(256),
             event: Vec::with_capacity(256),
             interned: Vec::with_capacity(256),
-            scratch: Vec::with_capacity(256),
-            scratch2: Vec::with_capacity(256),
             text: String::new(),
             stats: ConvertStats::default(),
             finished: false,

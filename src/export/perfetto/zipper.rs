@@ -1,9 +1,11 @@
-//! Compression of the chunks on a thread of its own: while the writer
-//! encodes the next chunk of packets, a worker deflates the last one (zlib,
-//! [`LEVEL`]) and hands back the bytes of the `compressed_packets` packet.
-//! Chunks come back in the order they were sent (one worker, FIFO
-//! channels), so the file is the one compressing in place writes. At most
-//! [`DEPTH`] chunks are in flight: memory stays a few chunks.
+//! Compression of the chunks on threads of their own: while the writer
+//! encodes the next chunk of packets, [`WORKERS`] workers deflate the last
+//! ones (zlib, [`LEVEL`]), each chunk on its own (every chunk is a
+//! `compressed_packets` packet of its own), and hand back the bytes of the
+//! packets. Chunk k goes to worker k mod [`WORKERS`] and is taken back
+//! from it in that same round-robin order (FIFO channels), so the file is
+//! the one compressing in place writes, whatever the threads' timing. At
+//! most [`DEPTH`] chunks are in flight: memory stays a few chunks.
 
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -21,8 +23,12 @@ use super::schema::field;
 /// B/event) in less time; BENCHMARKS.md "Perfetto: the export at …".
 pub(super) const LEVEL: u32 = 5;
 
-/// Chunks sent to the worker and not yet written.
-const DEPTH: usize = 2;
+/// Deflating threads: deflate costs about as much CPU as encoding (BENCHMARKS.md),
+/// so with two, both cores compress while the writer encodes.
+const WORKERS: usize = 2;
+
+/// Chunks sent to the workers and not yet written.
+const DEPTH: usize = 2 * WORKERS;
 
 /// Deflates `chunk` (packets, each with its `Trace.packet` key) and appends
 /// to `out` one `Trace.packet` whose `compressed_packets` is the zlib stream.
@@ -41,45 +47,59 @@ pub(super) fn zip_chunk(chunk: &[u8], zipped: &mut Vec<u8>, out: &mut Vec<u8>) -
 /// buffer (emptied) to be filled again.
 type Zipped = io::Result<(Vec<u8>, Vec<u8>)>;
 
-/// The worker and its channels.
+/// The workers and their channels.
 #[derive(Debug)]
 pub(super) struct Zipper {
-    to: Option<SyncSender<Vec<u8>>>,
-    /// In a mutex (never contended: only the writer takes it) so that the
-    /// writer stays `Sync`, as it was before it had a thread.
-    from: Mutex<Receiver<Zipped>>,
-    in_flight: usize,
-    worker: Option<JoinHandle<()>>,
+    /// Each worker's inbox (emptied when dropping, which ends the workers).
+    to: Vec<SyncSender<Vec<u8>>>,
+    /// Each worker's outbox; in a mutex (never contended: only the writer
+    /// takes it) so that the writer stays `Sync`, as it was before it had
+    /// threads.
+    from: Mutex<Vec<Receiver<Zipped>>>,
+    /// Chunks sent, and chunks written back (in the order sent).
+    sent: usize,
+    written: usize,
+    workers: Vec<JoinHandle<()>>,
 }
 
 impl Zipper {
-    /// Starts the worker; `None` if no thread can be started (the writer
-    /// then compresses in place).
+    /// Starts the workers; `None` if no thread can be started (the writer
+    /// then compresses in place). Fewer than [`WORKERS`] threads started
+    /// still make a working zipper.
     pub(super) fn start() -> Option<Zipper> {
-        let (to, inbox) = sync_channel::<Vec<u8>>(DEPTH);
-        let (outbox, from) = sync_channel::<Zipped>(DEPTH);
-        let worker = std::thread::Builder::new()
-            .name("qtrace-perfetto-zlib".into())
-            .spawn(move || {
-                let mut zipped = Vec::new();
-                for mut chunk in inbox {
-                    let mut packet = Vec::new();
-                    let r = zip_chunk(&chunk, &mut zipped, &mut packet).map(|()| {
-                        chunk.clear();
-                        (packet, chunk)
-                    });
-                    if outbox.send(r).is_err() {
-                        break;
+        let mut z = Zipper {
+            to: Vec::new(),
+            from: Mutex::new(Vec::new()),
+            sent: 0,
+            written: 0,
+            workers: Vec::new(),
+        };
+        for k in 0..WORKERS {
+            let (to, inbox) = sync_channel::<Vec<u8>>(DEPTH);
+            let (outbox, from) = sync_channel::<Zipped>(DEPTH);
+            let Ok(worker) = std::thread::Builder::new()
+                .name(format!("qtrace-perfetto-zlib-{k}"))
+                .spawn(move || {
+                    let mut zipped = Vec::new();
+                    for mut chunk in inbox {
+                        let mut packet = Vec::new();
+                        let r = zip_chunk(&chunk, &mut zipped, &mut packet).map(|()| {
+                            chunk.clear();
+                            (packet, chunk)
+                        });
+                        if outbox.send(r).is_err() {
+                            break;
+                        }
                     }
-                }
-            })
-            .ok()?;
-        Some(Zipper {
-            to: Some(to),
-            from: Mutex::new(from),
-            in_flight: 0,
-            worker: Some(worker),
-        })
+                })
+            else {
+                break;
+            };
+            z.to.push(to);
+            z.from.get_mut().ok()?.push(from);
+            z.workers.push(worker);
+        }
+        (!z.workers.is_empty()).then_some(z)
     }
 
     /// Sends `chunk` to be compressed, first writing to `out` the oldest
@@ -87,21 +107,19 @@ impl Zipper {
     /// next chunk (a returned one when there is one).
     pub(super) fn submit(&mut self, chunk: Vec<u8>, out: &mut impl Write) -> io::Result<Vec<u8>> {
         let mut spare = None;
-        if self.in_flight >= DEPTH {
+        if self.sent - self.written >= DEPTH {
             spare = Some(self.write_one(out)?);
         }
         let capacity = chunk.capacity();
-        self.to
-            .as_ref()
-            .and_then(|to| to.send(chunk).ok())
-            .ok_or_else(stopped)?;
-        self.in_flight += 1;
+        let to = &self.to[self.sent % self.to.len()];
+        to.send(chunk).map_err(|_| stopped())?;
+        self.sent += 1;
         Ok(spare.unwrap_or_else(|| Vec::with_capacity(capacity)))
     }
 
     /// Writes every chunk in flight to `out`, in order.
     pub(super) fn drain(&mut self, out: &mut impl Write) -> io::Result<()> {
-        while self.in_flight > 0 {
+        while self.written < self.sent {
             self.write_one(out)?;
         }
         Ok(())
@@ -111,8 +129,9 @@ impl Zipper {
     /// buffer.
     fn write_one(&mut self, out: &mut impl Write) -> io::Result<Vec<u8>> {
         let from = self.from.get_mut().map_err(|_| stopped())?;
-        let (packet, buffer) = from.recv().map_err(|_| stopped())??;
-        self.in_flight -= 1;
+        let k = self.written % from.len();
+        let (packet, buffer) = from[k].recv().map_err(|_| stopped())??;
+        self.written += 1;
         out.write_all(&packet)?;
         Ok(buffer)
     }
@@ -120,12 +139,14 @@ impl Zipper {
 
 impl Drop for Zipper {
     fn drop(&mut self) {
-        // Closing the inbox ends the worker's loop.
-        self.to = None;
+        // Closing the inboxes ends the workers' loops.
+        self.to.clear();
         if let Ok(from) = self.from.get_mut() {
-            while from.recv().is_ok() {}
+            for f in from.iter() {
+                while f.recv().is_ok() {}
+            }
         }
-        if let Some(w) = self.worker.take() {
+        for w in self.workers.drain(..) {
             let _ = w.join();
         }
     }
@@ -142,7 +163,7 @@ mod tests {
     #[test]
     fn chunks_come_back_in_order_as_compressing_in_place_writes_them() {
         // Chunks of different sizes and contents, more than DEPTH of them.
-        let chunks: Vec<Vec<u8>> = (0..7u8)
+        let chunks: Vec<Vec<u8>> = (0..11u8)
             .map(|k| {
                 (0..(1000 + 3000 * usize::from(k)))
                     .map(|i| (i as u8).wrapping_mul(k))
@@ -156,6 +177,7 @@ mod tests {
         }
         let mut threaded = Vec::new();
         let mut z = Zipper::start().unwrap();
+        assert_eq!(z.workers.len(), WORKERS);
         for c in &chunks {
             let spare = z.submit(c.clone(), &mut threaded).unwrap();
             assert!(spare.is_empty());
@@ -164,9 +186,11 @@ mod tests {
         assert_eq!(threaded, in_place);
         fn send_sync<T: Send + Sync>() {}
         send_sync::<crate::export::perfetto::PerfettoWriter<Vec<u8>>>();
-        // Dropped with chunks in flight: the worker still ends.
+        // Dropped with chunks in flight on every worker: the workers still end.
         let mut z = Zipper::start().unwrap();
-        z.submit(chunks[0].clone(), &mut Vec::new()).unwrap();
+        for c in &chunks[..WORKERS + 1] {
+            z.submit(c.clone(), &mut Vec::new()).unwrap();
+        }
         drop(z);
     }
 }
