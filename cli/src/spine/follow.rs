@@ -88,7 +88,10 @@ impl Follow {
     fn closed(&self) -> bool {
         let start = self.state.header_len.load(Ordering::Relaxed);
         let run = 3 * RECORD_LEN as u64;
-        if start == 0 || self.pos < start + run || (self.pos - start) % RECORD_LEN as u64 != 0 {
+        if start == 0
+            || self.pos < start + run
+            || !(self.pos - start).is_multiple_of(RECORD_LEN as u64)
+        {
             return false;
         }
         let mut bytes = [0u8; 3 * RECORD_LEN];

@@ -391,7 +391,7 @@ impl Model {
         let mut tasks: Vec<TaskRow> = report
             .tasks
             .iter()
-            .filter(|(id, _)| only.map_or(true, |t| t == **id))
+            .filter(|(id, _)| only.is_none_or(|t| t == **id))
             .map(|(&task, r)| {
                 let s = r.response.summary();
                 TaskRow {
