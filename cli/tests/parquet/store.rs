@@ -5,31 +5,62 @@
 //! without overwriting anything.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::loopback::free_port;
+use crate::common::loopback::{free_port, loopback};
 use crate::common::parquet_rows::{parquet_files, table_rows};
-use crate::common::recv::{send_user3, user_sender, wait_listening};
+use crate::common::recv::{send_user3, user_sender};
 
-/// `qtrace recv --store DIR ARGS…` on a free loopback port, listening.
+/// `qtrace recv --store DIR ARGS…` on a free loopback port, listening. A
+/// receiver that exits before it listens fails the test with its message,
+/// except for a port taken between `free_port` and its bind (another test's
+/// socket): then it tries another port. Bounded: 5 ports, 30 s each.
 fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
-    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
-        .args(["recv", "--listen", &listen.to_string(), "--store"])
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_listening(listen);
-    (listen, child)
+    let mut last = String::new();
+    for _ in 0..5 {
+        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["recv", "--listen", &listen.to_string(), "--store"])
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let probe = UdpSocket::bind(loopback()).unwrap();
+        probe.connect(listen).unwrap();
+        let start = Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                let out = child.wait_with_output().unwrap();
+                last = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(
+                    last.contains("address in use"),
+                    "qtrace recv --store exited before listening ({}): {last}",
+                    out.status
+                );
+                break;
+            }
+            // As common::recv::wait_listening: a port nobody listens on
+            // answers a datagram with a refusal the next send reports.
+            let _ = probe.send(b"probe");
+            std::thread::sleep(Duration::from_millis(20));
+            if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
+                return (listen, child);
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "qtrace recv --store does not listen on {listen} after 30 s"
+            );
+        }
+    }
+    panic!("five ports taken before qtrace recv --store could bind them: {last}");
 }
 
 fn sum(rows: &[serde_json::Map<String, Value>], col: &str) -> u64 {
