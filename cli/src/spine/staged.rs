@@ -35,7 +35,13 @@ impl Staged {
 
     /// Where to write the output that goes to `path` (registered: removed
     /// unless committed).
+    /// A device or a pipe (`--out /dev/null`, a FIFO) is written in place:
+    /// a file renamed over it would replace the device node (as root,
+    /// `/dev/null` itself) — there is no partial file to hide there anyway.
     pub fn beside(&mut self, path: &Path) -> PathBuf {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return path.to_path_buf();
+        }
         let tmp = partial_path(path);
         remove(&tmp);
         self.moves.push((tmp.clone(), path.to_path_buf()));

@@ -167,3 +167,53 @@ fn a_finished_conversion_is_at_its_path_and_a_failed_one_leaves_nothing() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_fifo_or_device_output_is_written_in_place_never_replaced() {
+    // `convert --out /dev/null` renamed a file over /dev/null (as root, the
+    // device node became a regular file that later runs wrote into). A FIFO
+    // stands for any device here: written in place, still a FIFO after.
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let dir = temp_dirs::created_dir("beside", "fifo");
+    let trace = dir.join("t.qtr");
+    big_trace(&trace, 1000);
+    for (to, name) in [("perfetto", "p.fifo"), ("chrome", "c.fifo")] {
+        let fifo = dir.join(name);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                std::fs::File::open(&fifo)
+                    .unwrap()
+                    .read_to_end(&mut bytes)
+                    .unwrap();
+                bytes.len()
+            })
+        };
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["convert", "--to", to])
+            .arg(&trace)
+            .arg("--out")
+            .arg(&fifo)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{to}: {o:?}");
+        assert!(
+            reader.join().unwrap() > 0,
+            "{to}: nothing came through the FIFO"
+        );
+        let meta = std::fs::symlink_metadata(&fifo).unwrap();
+        assert!(meta.file_type().is_fifo(), "{to}: the FIFO was replaced");
+    }
+    assert!(
+        names(&dir).iter().all(|n| !n.contains("partial")),
+        "{:?}",
+        names(&dir)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
