@@ -4,15 +4,16 @@
 //! receiver its `aligned_ns` must be that time within the bound, whatever
 //! the sender's clock said. Loss is accounted for exactly per sender.
 
+mod common;
+use common::batches;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
-use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow_array::Array;
 use qtrace::classes::user;
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
@@ -32,32 +33,6 @@ fn now_ns() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else if p.extension().is_some_and(|x| x == "parquet") {
-            out.push(p);
-        }
-    }
-    out
-}
-
-fn batches(root: &Path, table: &str) -> Vec<RecordBatch> {
-    files(&root.join(table))
-        .into_iter()
-        .flat_map(|f| {
-            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(f).unwrap())
-                .unwrap()
-                .build()
-                .unwrap()
-                .map(Result::unwrap)
-        })
-        .collect()
 }
 
 /// One sender: its clock reads the true time shifted by `shift_ns` and

@@ -3,15 +3,16 @@
 //! that closes, from four senders into one store, read back with the
 //! `parquet` crate's arrow reader.
 
+mod common;
+use common::batches;
+
 use std::collections::HashMap;
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::receiver::{Receiver, RunLimit};
@@ -43,32 +44,6 @@ fn datagram(
         bytes.extend_from_slice(&record);
     }
     bytes
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else if p.extension().is_some_and(|x| x == "parquet") {
-            out.push(p);
-        }
-    }
-    out
-}
-
-fn batches(root: &Path, table: &str) -> Vec<RecordBatch> {
-    files(&root.join(table))
-        .into_iter()
-        .flat_map(|f| {
-            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(f).unwrap())
-                .unwrap()
-                .build()
-                .unwrap()
-                .map(Result::unwrap)
-        })
-        .collect()
 }
 
 /// A string column's value (dictionary-encoded on disk, read as strings:
