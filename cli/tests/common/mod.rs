@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod main_job;
 pub mod parquet_rows;
 pub mod recv;
 pub mod success;

@@ -5,32 +5,19 @@
 //! `cargo test` builds the examples next to the binaries; this test runs the
 //! built example (it does not build it itself).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use qtrace::classes::tracer;
 use qtrace::reader::TraceReader;
 
-fn example() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_qtrace"));
-    let path = bin
-        .parent()
-        .expect("binary directory")
-        .join("examples")
-        .join(format!("standard_init{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run the whole suite with `cargo test` (it builds the examples), or `cargo build --example standard_init` first",
-        path.display()
-    );
-    path
-}
+use crate::common::main_job::standard_init;
 
 #[test]
 fn dump_and_stats_read_what_standard_init_saved() {
     let dir = std::env::temp_dir().join(format!("qtrace-standard-init-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(example())
+    let out = Command::new(standard_init())
         .arg(&dir)
         .output()
         .expect("run standard_init");

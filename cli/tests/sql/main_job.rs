@@ -4,29 +4,15 @@
 //! inside measures).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::main_job::standard_init;
+
 fn qtrace() -> Command {
     Command::new(env!("CARGO_BIN_EXE_qtrace"))
-}
-
-/// The built `standard_init` example (cargo test builds the examples).
-fn example() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_qtrace"));
-    let path = bin
-        .parent()
-        .expect("binary directory")
-        .join("examples")
-        .join(format!("standard_init{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run the whole suite with `cargo test --workspace --all-features` (it builds the examples), or `cargo build --example standard_init` first",
-        path.display()
-    );
-    path
 }
 
 fn run(cmd: &mut Command) -> String {
@@ -176,7 +162,7 @@ fn check(inputs: &[PathBuf], analysis: &Value) {
 fn the_views_equal_analyze_on_the_main_job_as_a_store_and_as_trace_files() {
     let dir = tempfile::tempdir().unwrap();
     let traces = dir.path().join("traces");
-    run(Command::new(example()).arg(&traces));
+    run(Command::new(standard_init()).arg(&traces));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&traces)
         .unwrap()
         .map(|e| e.unwrap().path())
