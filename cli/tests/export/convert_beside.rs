@@ -183,7 +183,10 @@ fn a_fifo_or_device_output_is_written_in_place_never_replaced() {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo(3) on a NUL-terminated path we own.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let reader = {
+        // The reader reports through a channel: were the FIFO replaced, its
+        // open would block for ever, and the wait below fails instead.
+        let (read, got) = std::sync::mpsc::channel();
+        {
             let fifo = fifo.clone();
             std::thread::spawn(move || {
                 let mut bytes = Vec::new();
@@ -191,9 +194,9 @@ fn a_fifo_or_device_output_is_written_in_place_never_replaced() {
                     .unwrap()
                     .read_to_end(&mut bytes)
                     .unwrap();
-                bytes.len()
-            })
-        };
+                let _ = read.send(bytes.len());
+            });
+        }
         let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
             .args(["convert", "--to", to])
             .arg(&trace)
@@ -203,10 +206,10 @@ fn a_fifo_or_device_output_is_written_in_place_never_replaced() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{to}: {o:?}");
-        assert!(
-            reader.join().unwrap() > 0,
-            "{to}: nothing came through the FIFO"
-        );
+        let n = got
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{to}: nothing came through the FIFO in 30 s"));
+        assert!(n > 0, "{to}: nothing came through the FIFO");
         let meta = std::fs::symlink_metadata(&fifo).unwrap();
         assert!(meta.file_type().is_fifo(), "{to}: the FIFO was replaced");
     }
