@@ -11,7 +11,40 @@ use qtrace::clock::{Clock, ManualClock};
 use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams};
 use qtrace::reader::{Completeness, TraceReader};
 use qtrace::storage::{self, DamageKind, RingFileError, DAMAGED};
-use qtrace::{Config, Tracer};
+use qtrace::{Config, QueueHandle, Tracer};
+
+/// The three queues these tests corrupt, in this order (files
+/// `queue0-circular.ring`, `queue1-circular.ring`, `queue2-fixed.ring`): a
+/// circular queue of `sharded = (capacity, shards)` taking `user0`, a
+/// circular queue of 64 without shards (its shared ring) taking `user1`, and
+/// a fixed queue of `fixed` taking `user2`.
+fn three_queues(
+    t: &Tracer,
+    sharded: (usize, usize),
+    fixed: usize,
+) -> (QueueHandle, QueueHandle, QueueHandle) {
+    let circular = |capacity, shards| {
+        t.create_queue::<Circular>(CircularParams {
+            capacity,
+            shards,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let queues = (
+        circular(sharded.0, sharded.1),
+        circular(64, 0),
+        t.create_queue::<Fixed>(FixedParams {
+            capacity: fixed,
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    t.assign_event(user::USER0, queues.0).unwrap();
+    t.assign_event(user::USER1, queues.1).unwrap();
+    t.assign_event(user::USER2, queues.2).unwrap();
+    queues
+}
 
 /// The ring files of three queues of a tracer that is never shut down:
 /// a circular queue whose events go to one shard (100 logged, capacity 64),
@@ -25,29 +58,7 @@ fn ring_files() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
             .with_output_dir(dir.path())
             .with_clock(Clock::manual(&clock)),
     )));
-    let sharded = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            shards: 1,
-            ..Default::default()
-        })
-        .unwrap();
-    let shared = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            shards: 0,
-            ..Default::default()
-        })
-        .unwrap();
-    let fixed = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 32,
-            ..Default::default()
-        })
-        .unwrap();
-    t.assign_event(user::USER0, sharded).unwrap();
-    t.assign_event(user::USER1, shared).unwrap();
-    t.assign_event(user::USER2, fixed).unwrap();
+    three_queues(t, (64, 1), 32);
     t.activate().unwrap();
     for i in 0..100u64 {
         clock.advance(10);
@@ -768,29 +779,7 @@ fn healthy_rings_under_every_clock_kind_read_complete() {
                     .with_output_dir(dir.path())
                     .with_clock(clock.clone()),
             )));
-            let sharded = t
-                .create_queue::<Circular>(CircularParams {
-                    capacity: 256,
-                    shards: 2,
-                    ..Default::default()
-                })
-                .unwrap();
-            let shared = t
-                .create_queue::<Circular>(CircularParams {
-                    capacity: 64,
-                    shards: 0,
-                    ..Default::default()
-                })
-                .unwrap();
-            let fixed = t
-                .create_queue::<Fixed>(FixedParams {
-                    capacity: 8192,
-                    ..Default::default()
-                })
-                .unwrap();
-            t.assign_event(user::USER0, sharded).unwrap();
-            t.assign_event(user::USER1, shared).unwrap();
-            t.assign_event(user::USER2, fixed).unwrap();
+            let (sharded, shared, fixed) = three_queues(t, (256, 2), 8192);
             t.activate().unwrap();
             for wave in 0..2u64 {
                 let threads: Vec<_> = (0..3u64)
