@@ -88,8 +88,8 @@ pub(super) struct Drainer {
     chunk: u64,
     /// Records of the open chunk's names prologue.
     prologue: u64,
-    /// When the open chunk was opened.
-    opened_at: Instant,
+    /// When the open chunk's first record after its prologue was written.
+    first_record_at: Option<Instant>,
     /// The closed chunks kept, oldest first.
     closed: VecDeque<ClosedChunk>,
     /// The tracer's names, for each chunk's names prologue.
@@ -162,6 +162,9 @@ impl Drainer {
         self.credit();
         self.records += (self.pending.len() / RECORD_LEN) as u64;
         self.lost = self.lost.saturating_add(self.pending_hoops);
+        if self.first_record_at.is_none() && self.records > self.prologue {
+            self.first_record_at = Some(Instant::now());
+        }
         self.pending.clear();
         self.written = 0;
         self.pending_events = 0;
@@ -326,15 +329,15 @@ impl Drainer {
         usize::try_from(slots.saturating_sub(4)).unwrap_or(usize::MAX)
     }
 
-    /// Whether the open chunk holds records and is older than its bound.
+    /// Whether the open chunk's first record is older than the age bound
+    /// (an empty chunk is never closed for its age).
     fn age_due(&self) -> bool {
         self.file.is_some()
             && !self.rotate_blocked
-            && self.records > self.prologue
-            && self
-                .rotation
-                .max_age
-                .is_some_and(|age| self.opened_at.elapsed() >= age)
+            && matches!(
+                (self.first_record_at, self.rotation.max_age),
+                (Some(at), Some(age)) if at.elapsed() >= age
+            )
     }
 
     /// The header and the names prologue (stamped with the time of the
@@ -416,7 +419,7 @@ impl Drainer {
         self.lost = 0;
         self.in_file = 0;
         self.chunk = next;
-        self.opened_at = Instant::now();
+        self.first_record_at = None;
         self.rotate_blocked = false;
         self.retain();
     }
@@ -801,7 +804,7 @@ impl OnlineQueue {
             base: self.path.clone(),
             chunk,
             prologue: 0,
-            opened_at: Instant::now(),
+            first_record_at: None,
             closed: VecDeque::new(),
             names: Arc::clone(&ctx.names),
             rotate_blocked: false,
