@@ -284,3 +284,54 @@ fn bounds_that_cannot_work_are_refused_when_the_queue_is_created() {
     let e = refused(OnlineParams::default().with_retention(Some(3), None));
     assert!(e.contains("without with_rotation"), "{e}");
 }
+
+#[test]
+fn a_chunk_boundary_never_splits_a_string_run() {
+    use qtrace::combine::{Assembler, Item, PayloadState};
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = tracer_with(
+        dir.path(),
+        OnlineParams::default()
+            .with_capacity(1 << 15)
+            .with_period(Duration::from_millis(1))
+            .with_rotation(Some(4096), None),
+    );
+    // Strings of 0 to 400 bytes: runs of 1 to 26 records, in chunks of
+    // about 80 records, with plain events between them.
+    let texts: Vec<String> = (0..600u64)
+        .map(|i| "x".repeat(((i * 37) % 401) as usize) + &i.to_string())
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        tracer.log_event_str(user::USER1, i as u64, t);
+        tracer.log_event(user::USER0, [i as u64, 0]);
+    }
+    let report = tracer.shutdown().unwrap();
+    let q = &report.queues[0];
+    assert_eq!(q.counters.dropped, 0);
+    let files = chunks_in(dir.path());
+    assert!(files.len() > 20, "{} chunks", files.len());
+    let (mut got, mut plain) = (Vec::new(), Vec::new());
+    for f in &files {
+        // Each chunk alone: every run whole.
+        let records = closed_chunk(f).1;
+        let mut asm = Assembler::new();
+        let mut items = Vec::new();
+        for r in records {
+            asm.push(r, &mut |item| items.push(item));
+        }
+        asm.finish(&mut |item| items.push(item));
+        for item in items {
+            match item {
+                Item::Payload(p) => {
+                    assert_eq!(p.state, PayloadState::Complete, "{}", f.display());
+                    got.push((p.arg.unwrap(), p.text().into_owned()));
+                }
+                Item::Event(e) => plain.push(e.args[0]),
+            }
+        }
+        assert!(std::fs::metadata(f).unwrap().len() <= 4096);
+    }
+    let want: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+    assert_eq!(got, want);
+    assert_eq!(plain, (0..600).collect::<Vec<_>>());
+}

@@ -7,7 +7,7 @@
 use super::chunks::{chunk_path, first_free, Rotation};
 use super::params::Target;
 use super::{OnlineQueue, Shared};
-use crate::model::combine::RecordedNames;
+use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
 use crate::model::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
 use crate::model::event::Event;
@@ -96,6 +96,9 @@ pub(super) struct Drainer {
     names: Arc<RecordedNames>,
     /// Opening the next chunk failed this round: no retry until the next.
     rotate_blocked: bool,
+    /// Records of a combine run held back until its end is drained (see
+    /// `hold_open_run`): drained from the ring, not yet in `pending`.
+    carry: Vec<u8>,
 }
 
 /// A closed chunk still on disk.
@@ -455,6 +458,41 @@ impl Drainer {
         self.shared.io.lock().chunks = kept;
     }
 
+    /// With rotation: holds back a combine run that `pending` ends inside
+    /// (its end not drained yet, or the batch cut it) until its end is
+    /// drained, so that a chunk boundary never splits a run — unless the run
+    /// starts an empty chunk (then it is longer than a chunk, or its
+    /// producer is slow: it goes on as it comes).
+    fn hold_open_run(&mut self) {
+        let flags = |i: usize| {
+            let at = i * RECORD_LEN + 10;
+            u16::from_be_bytes([self.pending[at], self.pending[at + 1]])
+        };
+        let in_run = |f: u16| f & (COMBINE | CONTROL) == COMBINE;
+        let recs = self.pending.len() / RECORD_LEN;
+        if !self.rotation.on() || recs == 0 {
+            return;
+        }
+        let last = flags(recs - 1);
+        if !in_run(last) || last & END != 0 {
+            return;
+        }
+        // The run's records are consecutive (queues claim a run whole).
+        let mut b = recs - 1;
+        while flags(b) & BEGIN == 0 {
+            if b == 0 || !in_run(flags(b - 1)) {
+                return; // its begin record is not here: nothing to keep whole
+            }
+            b -= 1;
+        }
+        if b == 0 && self.records == self.prologue {
+            return;
+        }
+        self.carry.extend_from_slice(&self.pending[b * RECORD_LEN..]);
+        self.pending.truncate(b * RECORD_LEN);
+        self.pending_events -= (recs - b) as u64;
+    }
+
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
         if self.pending.is_empty() && self.file_replaced() {
@@ -471,17 +509,23 @@ impl Drainer {
         loop {
             let mut left = ring.len();
             while left > 0 {
-                // Nothing is pending here: the chunk may be closed.
-                if self.room() == 0 && self.records > self.prologue {
+                // Nothing is pending here (a run held back aside): the
+                // chunk may be closed.
+                let carried = self.carry.len() / RECORD_LEN;
+                if self.room() <= carried && self.records > self.prologue {
                     self.rotate();
                 }
                 let take = if self.rotate_blocked {
                     left.min(BATCH)
                 } else {
-                    left.min(BATCH).min(self.room().max(1))
+                    left.min(BATCH)
+                        .min(self.room().saturating_sub(carried).max(1))
                 };
                 let mut last_time = self.last_time;
                 let mut buf = std::mem::take(&mut self.pending);
+                buf.extend_from_slice(&self.carry);
+                self.carry.clear();
+                self.pending_events += carried as u64;
                 let n = ring.drain(take, |e| {
                     let mut rec = [0u8; RECORD_LEN];
                     record::emit(e, &mut rec);
@@ -492,6 +536,7 @@ impl Drainer {
                 self.last_time = last_time;
                 self.pending_events += n as u64;
                 left -= n;
+                self.hold_open_run();
                 if n < take {
                     break;
                 }
@@ -503,7 +548,7 @@ impl Drainer {
             // task has emptied it). Emptied now: every drop it counted came
             // after every record written so far and before any event accepted
             // after `reopen`, so the hoops record goes exactly here.
-            if left == 0 && ring.is_empty() {
+            if left == 0 && ring.is_empty() && self.carry.is_empty() {
                 if let Some(dropped) = ring.reopen() {
                     if dropped > self.last_dropped {
                         let hoops = Event::new(
@@ -521,7 +566,7 @@ impl Drainer {
             if !self.write_pending() {
                 return Round::Failed;
             }
-            if left > 0 {
+            if left > 0 || !self.carry.is_empty() {
                 return Round::Busy;
             }
             if ring.is_empty() && ring.dropped() == self.last_dropped {
@@ -654,6 +699,17 @@ impl Work for Drainer {
                     }
                 }
             }
+        }
+        if !self.carry.is_empty() {
+            // A run whose end never came: written as it is (readers show
+            // it partial), after what was pending.
+            // No hoops record is pending then (one is added only when
+            // nothing is held back), so events stay first.
+            debug_assert_eq!(self.pending_hoops, 0);
+            let carry = std::mem::take(&mut self.carry);
+            self.pending_events += (carry.len() / RECORD_LEN) as u64;
+            self.pending.extend_from_slice(&carry);
+            let _ = self.write_pending();
         }
         self.flush();
         let unwritten = self.pending_events - self.credited + self.shared.feed.ring.len() as u64;
@@ -808,6 +864,7 @@ impl OnlineQueue {
             closed: VecDeque::new(),
             names: Arc::clone(&ctx.names),
             rotate_blocked: false,
+            carry: Vec::new(),
         })
     }
 }
