@@ -7,6 +7,7 @@
 mod common;
 
 mod cli;
+mod chunks;
 mod completeness;
 mod edges;
 mod error_messages;
