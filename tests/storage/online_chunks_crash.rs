@@ -100,6 +100,7 @@ fn one_run(delay_ms: u64) {
     let mut records = Vec::new();
     let n = files.len();
     let mut open_chunk_is_empty = false;
+    let mut cut = 0;
     for (i, f) in files.iter().enumerate().rev() {
         let (_, recs, end) = read_all(f);
         match end {
@@ -109,6 +110,7 @@ fn one_run(delay_ms: u64) {
             }
             Completeness::Cut { records: r, .. } => {
                 assert_eq!(r, recs.len() as u64);
+                cut += 1;
                 // Only the open chunk is cut, or the one before it when
                 // the kill came between making the next chunk (still
                 // empty) and writing this one's close run.
@@ -139,7 +141,7 @@ fn one_run(delay_ms: u64) {
             events += 1;
         }
     }
-    println!("{n} chunks, {events} events, {hoops} lost (hoops), cut open chunk empty: {open_chunk_is_empty}");
+    println!("{n} chunks, {events} events, {hoops} lost (hoops), {cut} cut short, the open chunk empty: {open_chunk_is_empty}");
     assert!(events > 0);
 }
 
