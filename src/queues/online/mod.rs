@@ -18,6 +18,11 @@
 //! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
 //!   unless a file (or any writer) is given. Shutdown drains what is left,
 //!   flushes and closes it.
+//! - **Chunks** (off by default; [`OnlineParams::with_rotation`],
+//!   [`OnlineParams::with_retention`]): the file is cut into
+//!   `<stem>.000001.<ext>`, `<stem>.000002.<ext>`, …, each a complete trace
+//!   (FORMAT.md 1.10); the task closes a chunk between batches and deletes
+//!   the oldest beyond the retention, counting their events overwritten.
 //! - **I/O errors** (disk full, a pipe closed): the task counts them in
 //!   [`Queue::status`], keeps the bytes it could not write and tries again at
 //!   its next period — not before, whatever wake-ups producers send, so a
