@@ -18,7 +18,11 @@ use crate::common::read_all::read_all;
 /// The chunk number in a name `run.000042.qtr`.
 fn number(path: &Path) -> u64 {
     let name = path.file_name().unwrap().to_str().unwrap();
-    let digits = name.strip_prefix("run.").unwrap().strip_suffix(".qtr").unwrap();
+    let digits = name
+        .strip_prefix("run.")
+        .unwrap()
+        .strip_suffix(".qtr")
+        .unwrap();
     assert_eq!(digits.len(), 6, "{name}");
     digits.parse().unwrap()
 }
@@ -116,7 +120,11 @@ fn chunks_together_are_exactly_what_was_logged_each_complete_and_named() {
             i + 1
         );
         if i > 0 {
-            assert!(is_combine(&records[0]), "chunk {} starts with its prologue", i + 1);
+            assert!(
+                is_combine(&records[0]),
+                "chunk {} starts with its prologue",
+                i + 1
+            );
         }
         // The close run carries the queue's counters at its close: the
         // events delivered so far (this chunk's included).
@@ -269,7 +277,11 @@ fn a_new_run_goes_on_after_the_chunks_found_and_leaves_them_alone() {
 fn bounds_that_cannot_work_are_refused_when_the_queue_is_created() {
     let tracer = Tracer::new();
     let refused = |p: OnlineParams| tracer.create_queue::<Online>(p).unwrap_err().to_string();
-    let e = refused(OnlineParams::default().with_writer(Vec::new()).with_rotation(Some(1 << 20), None));
+    let e = refused(
+        OnlineParams::default()
+            .with_writer(Vec::new())
+            .with_rotation(Some(1 << 20), None),
+    );
     assert!(e.contains("with_writer"), "{e}");
     let e = refused(OnlineParams::default().with_rotation(Some(0), None));
     assert!(e.contains("chunk size"), "{e}");
@@ -331,7 +343,11 @@ fn a_chunk_boundary_never_splits_a_string_run() {
         }
         assert!(std::fs::metadata(f).unwrap().len() <= 4096);
     }
-    let want: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+    let want: Vec<(u64, String)> = texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (i as u64, t))
+        .collect();
     assert_eq!(got, want);
     assert_eq!(plain, (0..600).collect::<Vec<_>>());
 }

@@ -63,7 +63,11 @@ fn chunks(dir: &Path) -> Vec<PathBuf> {
             if name.starts_with('.') && name.ends_with(".tmp") {
                 return None;
             }
-            let n = name.strip_prefix("run.")?.strip_suffix(".qtr")?.parse().ok()?;
+            let n = name
+                .strip_prefix("run.")?
+                .strip_suffix(".qtr")?
+                .parse()
+                .ok()?;
             Some((n, p))
         })
         .collect();

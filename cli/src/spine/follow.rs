@@ -586,7 +586,11 @@ mod tests {
         let w3 = file(&d.join("run.000003.qtr"), &[5, 6]);
         w.finish_with_close(3, QueueTotals::default()).unwrap();
         match f.next() {
-            Some(Step::NextChunk { ended, path, missed }) => {
+            Some(Step::NextChunk {
+                ended,
+                path,
+                missed,
+            }) => {
                 assert_eq!(ended.is_complete(), Some(true));
                 assert_eq!((path, missed), (d.join("run.000003.qtr"), 1));
             }
@@ -606,7 +610,10 @@ mod tests {
     #[test]
     fn chunk_names_are_parsed_with_or_without_an_extension() {
         assert_eq!(chunk_name("run.000042.qtr"), Some(("run", 42, Some("qtr"))));
-        assert_eq!(chunk_name("a.b.1234567.qtr"), Some(("a.b", 1234567, Some("qtr"))));
+        assert_eq!(
+            chunk_name("a.b.1234567.qtr"),
+            Some(("a.b", 1234567, Some("qtr")))
+        );
         assert_eq!(chunk_name("trace.000003"), Some(("trace", 3, None)));
         assert_eq!(chunk_name("run.qtr"), None);
         assert_eq!(chunk_name("run.0042.qtr"), None);

@@ -45,11 +45,18 @@ fn stats_dump_and_convert_read_the_chunks_kept_as_one_trace() {
     let first = 2000 - kept;
 
     let qtrace = || Command::new(env!("CARGO_BIN_EXE_qtrace"));
-    let out = qtrace().args(["stats", "--json"]).args(&files).output().unwrap();
+    let out = qtrace()
+        .args(["stats", "--json"])
+        .args(&files)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     let json = String::from_utf8(out.stdout).unwrap();
     assert_eq!(json.matches("\"complete\":true").count(), 4, "{json}");
-    assert!(json.contains(&format!("\"total\":{{\"files\":4,\"events\":{kept},")), "{json}");
+    assert!(
+        json.contains(&format!("\"total\":{{\"files\":4,\"events\":{kept},")),
+        "{json}"
+    );
 
     let out = qtrace().arg("dump").args(&files).output().unwrap();
     assert!(out.status.success(), "{out:?}");

@@ -6,8 +6,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod cli;
 mod chunks;
+mod cli;
 mod completeness;
 mod edges;
 mod error_messages;

@@ -215,7 +215,10 @@ fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{:?}: {err}", out.status);
     let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
-    let ends: Vec<&&str> = lines.iter().filter(|l| l.contains("[END: complete")).collect();
+    let ends: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("[END: complete"))
+        .collect();
     assert_eq!(ends.len(), chunks, "{lines:#?}");
     assert!(lines.last().unwrap().contains("[END: complete"));
     let values: Vec<u64> = lines

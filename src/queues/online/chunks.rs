@@ -30,10 +30,14 @@ impl Rotation {
             return Some("the chunk size given to with_rotation is 0: give a size such as 64 MiB");
         }
         if self.max_age.is_some_and(|a| a.is_zero()) {
-            return Some("the chunk age given to with_rotation is zero: give one such as 60 s, or None");
+            return Some(
+                "the chunk age given to with_rotation is zero: give one such as 60 s, or None",
+            );
         }
         if self.keep_chunks == Some(0) {
-            return Some("with_retention keeps 0 chunks: the open chunk is always kept, give at least 1");
+            return Some(
+                "with_retention keeps 0 chunks: the open chunk is always kept, give at least 1",
+            );
         }
         if (self.keep_chunks.is_some() || self.keep_bytes.is_some()) && !self.on() {
             return Some("with_retention without with_rotation: there are no chunks to delete; give a chunk size or age too");

@@ -7,9 +7,9 @@
 use super::chunks::{chunk_path, first_free, Rotation};
 use super::params::Target;
 use super::{OnlineQueue, Shared};
-use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
 use crate::model::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
+use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::handle::QueueHandle;
@@ -488,7 +488,8 @@ impl Drainer {
         if b == 0 && self.records == self.prologue {
             return;
         }
-        self.carry.extend_from_slice(&self.pending[b * RECORD_LEN..]);
+        self.carry
+            .extend_from_slice(&self.pending[b * RECORD_LEN..]);
         self.pending.truncate(b * RECORD_LEN);
         self.pending_events -= (recs - b) as u64;
     }

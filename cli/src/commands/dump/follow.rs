@@ -56,40 +56,41 @@ pub fn run(args: &DumpArgs) -> Exit {
     let mut line = String::new();
     let mut end = String::new();
     with_stdout(|out| {
-        let mut show = |item: Item, names: &mut Names, file: &File, name: &str, out: &mut dyn Write| {
-            line.clear();
-            match &item {
-                Item::Event(e) => {
-                    if e.id != qtrace::classes::tracer::HOOPS
-                        && qtrace::wire::unclosed_stream(e).is_none()
-                        && !filter.passes(e.id)
-                    {
-                        return Ok(());
+        let mut show =
+            |item: Item, names: &mut Names, file: &File, name: &str, out: &mut dyn Write| {
+                line.clear();
+                match &item {
+                    Item::Event(e) => {
+                        if e.id != qtrace::classes::tracer::HOOPS
+                            && qtrace::wire::unclosed_stream(e).is_none()
+                            && !filter.passes(e.id)
+                        {
+                            return Ok(());
+                        }
+                        let t = u128::from(file.header.ticks_to_ns(e.time));
+                        if args.json {
+                            json_line(&mut line, name, t, &file.catalog, names, e);
+                        } else {
+                            text_line(&mut line, None, t, &file.catalog, names, e);
+                        }
                     }
-                    let t = u128::from(file.header.ticks_to_ns(e.time));
-                    if args.json {
-                        json_line(&mut line, name, t, &file.catalog, names, e);
-                    } else {
-                        text_line(&mut line, None, t, &file.catalog, names, e);
+                    Item::Payload(p) => {
+                        names.learn(p);
+                        if p.name_of().is_none() && !filter.passes(p.id) {
+                            return Ok(());
+                        }
+                        let t = u128::from(file.header.ticks_to_ns(p.time));
+                        if args.json {
+                            payload::json_line(&mut line, name, &file.catalog, names, p);
+                        } else {
+                            payload::time_column(&mut line, None, t);
+                            payload::text_line(&mut line, &file.catalog, names, p);
+                        }
                     }
                 }
-                Item::Payload(p) => {
-                    names.learn(p);
-                    if p.name_of().is_none() && !filter.passes(p.id) {
-                        return Ok(());
-                    }
-                    let t = u128::from(file.header.ticks_to_ns(p.time));
-                    if args.json {
-                        payload::json_line(&mut line, name, &file.catalog, names, p);
-                    } else {
-                        payload::time_column(&mut line, None, t);
-                        payload::text_line(&mut line, &file.catalog, names, p);
-                    }
-                }
-            }
-            line.push('\n');
-            out.write_all(line.as_bytes())
-        };
+                line.push('\n');
+                out.write_all(line.as_bytes())
+            };
         loop {
             let step = match follower.buffered() {
                 Some(e) => Step::Event(e),
