@@ -225,7 +225,7 @@ fn an_age_bound_closes_a_chunk_that_holds_records() {
         dir.path(),
         OnlineParams::default()
             .with_period(Duration::from_millis(5))
-            .with_rotation(None, Some(Duration::from_millis(50))),
+            .with_rotation(None, Some(Duration::from_millis(200))),
     );
     for i in 0..5 {
         tracer.log_event(user::USER0, [i, 0]);
@@ -233,7 +233,9 @@ fn an_age_bound_closes_a_chunk_that_holds_records() {
     // Idle long enough for several rounds past the age: one rotation only
     // (an empty chunk is never closed for its age, and a chunk's age counts
     // from its first record).
-    std::thread::sleep(Duration::from_millis(400));
+    // (The bound is long enough that a loaded machine's delay between the
+    // last events and shutdown does not close the second chunk too.)
+    std::thread::sleep(Duration::from_millis(1000));
     for i in 5..10 {
         tracer.log_event(user::USER0, [i, 0]);
     }

@@ -77,7 +77,8 @@ fn chunks(dir: &Path) -> Vec<PathBuf> {
     v.into_iter().map(|(_, p)| p).collect()
 }
 
-fn one_run(delay_ms: u64) {
+/// One killed run, checked; returns the events its chunks hold.
+fn one_run(delay_ms: u64) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let child_test = match module_path!().split_once("::") {
         Some((_, module)) => format!("{module}::chunks_child_process"),
@@ -146,7 +147,7 @@ fn one_run(delay_ms: u64) {
         }
     }
     println!("{n} chunks, {events} events, {hoops} lost (hoops), {cut} cut short, the open chunk empty: {open_chunk_is_empty}");
-    assert!(events > 0);
+    events
 }
 
 #[test]
@@ -154,8 +155,11 @@ fn sigkill_leaves_closed_chunks_whole_and_the_open_one_cut() {
     if std::env::var("QTRACE_CHUNKS_CHILD_DIR").is_ok() {
         return;
     }
+    let mut events = 0;
     for run in 0..RUNS {
         // 30–280 ms: several rotations of 16 KiB chunks each time.
-        one_run(30 + run * 50);
+        events += one_run(30 + run * 50);
     }
+    // (A run on a starved machine may be killed before its first drain.)
+    assert!(events > 0);
 }

@@ -194,7 +194,7 @@ fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();
-    let mut dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+    let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .args(["dump", "--follow"])
         .arg(dir.join("run.000001.qtr"))
         .stdout(Stdio::piped())

@@ -151,8 +151,9 @@ impl OnlineParams {
     /// run goes on after the highest number found there, never over a
     /// previous run's chunks). The drain closes a chunk and opens the next
     /// one when the next record would take it past `max_bytes` (the close
-    /// run included), or at its first round after the chunk, holding at
-    /// least one record, is `max_age` old. `None` leaves that bound off;
+    /// run included), or at its first round after the chunk's first record
+    /// was written `max_age` ago (an empty chunk stays open). `None` leaves
+    /// that bound off;
     /// with both `None` (the default) the queue writes one growing file.
     /// A queue given a writer ([`with_writer`](Self::with_writer)) cannot
     /// rotate: creating it fails. See FORMAT.md 1.10 and RELIABILITY.md.

@@ -158,9 +158,8 @@ pub fn run(args: &DumpArgs) -> Exit {
                     }
                     return Ok(match c {
                         Some(c) => {
-                            if end_line(out, args.json, &name, &file, &c, &mut end)? {
-                                Exit::Cut
-                            } else if cut_before {
+                            let cut = end_line(out, args.json, &name, &file, &c, &mut end)?;
+                            if cut || cut_before {
                                 Exit::Cut
                             } else {
                                 Exit::Ok
