@@ -353,3 +353,89 @@ fn a_chunk_boundary_never_splits_a_string_run() {
     assert_eq!(got, want);
     assert_eq!(plain, (0..600).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_file_at_the_next_chunk_name_is_left_alone_and_its_number_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = tracer_with(
+        dir.path(),
+        OnlineParams::default()
+            .with_capacity(1 << 14)
+            .with_period(Duration::from_millis(1))
+            .with_rotation(Some(4096), None),
+    );
+    // Not the queue's: it must never be written over.
+    let foreign = dir.path().join("run.000002.qtr");
+    std::fs::write(&foreign, b"someone else's").unwrap();
+    // In bursts of 100 (chunks of about 80 records): rounds after the
+    // failed one rotate again.
+    for i in 0..1000 {
+        tracer.log_event(user::USER0, [i, 0]);
+        if i % 100 == 99 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    let q = &report.queues[0];
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"someone else's");
+    let numbers: Vec<u64> = q.status.files.iter().map(|p| number(p)).collect();
+    assert_eq!(numbers[..2], [1, 3], "{numbers:?}");
+    assert!(q.status.io_errors >= 1);
+    let err = q.status.last_error.clone().unwrap();
+    assert!(err.contains("left alone and the number skipped"), "{err}");
+    // Nothing was lost for it: chunk 1 went on past its bound meanwhile.
+    let mut all = Vec::new();
+    for f in &q.status.files {
+        all.extend(values(&closed_chunk(f).1));
+    }
+    assert_eq!(all, (0..1000).collect::<Vec<_>>());
+    assert_eq!(q.counters.delivered, 1000);
+}
+
+#[test]
+fn with_drops_the_chunks_hold_every_event_kept_and_mark_every_loss_in_place() {
+    const N: u64 = 200_000;
+    let dir = tempfile::tempdir().unwrap();
+    // A small queue and a long period: the producer outruns the drain, so
+    // the queue latches and drops, and the hoops records land in chunks.
+    let tracer = tracer_with(
+        dir.path(),
+        OnlineParams::default()
+            .with_capacity(256)
+            .with_period(Duration::from_millis(2))
+            .with_rotation(Some(4096), None),
+    );
+    for i in 0..N {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let report = tracer.shutdown().unwrap();
+    let q = &report.queues[0];
+    assert!(q.counters.dropped > 0, "{:?}", q.counters);
+    assert_eq!(q.counters.accepted + q.counters.dropped, N);
+    assert_eq!(q.counters.delivered, q.counters.accepted);
+    let (mut next, mut lost, mut events, mut hoops) = (0u64, 0u64, 0u64, 0u64);
+    for f in &q.status.files {
+        let (close, records) = closed_chunk(f);
+        assert!(std::fs::metadata(f).unwrap().len() <= 4096);
+        let here: u64 = records
+            .iter()
+            .filter(|e| e.id == HOOPS)
+            .map(|e| e.args[0])
+            .sum();
+        assert_eq!(close.lost, here);
+        for e in records {
+            if e.id == HOOPS {
+                lost += e.args[0];
+                hoops += e.args[0];
+            } else if e.id == user::USER0 {
+                // Every gap is exactly the hoops records just before it.
+                assert_eq!(e.args[0], next + lost);
+                (next, lost) = (e.args[0] + 1, 0);
+                events += 1;
+            }
+        }
+    }
+    // The drops after the last event kept are marked at the end.
+    assert_eq!(next + lost, N);
+    assert_eq!((events, hoops), (q.counters.delivered, q.counters.dropped));
+}

@@ -228,7 +228,7 @@ impl Follower {
             Some(d) => d.to_path_buf(),
             None => PathBuf::from("."),
         };
-        let (next, path) = std::fs::read_dir(&dir)
+        let mut later: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
             .ok()?
             .filter_map(|e| e.ok())
             .filter_map(|e| {
@@ -236,14 +236,19 @@ impl Follower {
                 let (s, m, x) = chunk_name(&name)?;
                 (s == stem && x == ext && m > n).then(|| (m, e.path()))
             })
-            .min()?;
+            .collect();
+        later.sort();
         let here = self.reader.as_ref()?.header();
-        let there = TraceReader::open(&path).ok()?;
-        let there = there.header();
-        let same_run = here.process_id() == there.process_id()
-            && here.clock_origin_unix_ns() == there.clock_origin_unix_ns()
-            && here.queue() == there.queue();
-        same_run.then_some((path, next - n - 1))
+        // The lowest of this run (a file of that name the queue did not
+        // write, or a later run's chunk, is passed over).
+        later.into_iter().find_map(|(m, path)| {
+            let there = TraceReader::open(&path).ok()?;
+            let there = there.header();
+            let same_run = here.process_id() == there.process_id()
+                && here.clock_origin_unix_ns() == there.clock_origin_unix_ns()
+                && here.queue() == there.queue();
+            same_run.then_some((path, m - n - 1))
+        })
     }
 
     /// The reader of the file followed now (its header, its catalog).

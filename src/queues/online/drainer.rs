@@ -496,6 +496,8 @@ impl Drainer {
 
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
+        // A rotation that failed is tried again once a round.
+        self.rotate_blocked = false;
         if self.pending.is_empty() && self.file_replaced() {
             self.recreate();
         }
@@ -656,7 +658,6 @@ impl Drainer {
 
 impl Work for Drainer {
     fn run_once(&mut self) {
-        self.rotate_blocked = false;
         self.failed = matches!(self.round(ROUND_BATCHES), Round::Failed);
         if !self.failed {
             self.flush();
