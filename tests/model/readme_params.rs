@@ -111,10 +111,21 @@ fn online_row() {
     // The output is not a public field: it is set with `with_file` or
     // `with_writer` (compile-time uses of both below), which the row names;
     // its Debug field `target` stands for them.
+    // So is `rotation`, set with `with_rotation` and `with_retention`.
     let _ = |p: OnlineParams| p.with_file("x").with_writer(std::io::sink());
+    let _ = |p: OnlineParams| p.with_rotation(None, None).with_retention(None, None);
     let mut fields = debug_fields(&format!("{:?}", OnlineParams::default()));
     assert!(fields.remove("target"), "{fields:?}");
-    check("Online", fields, &["`with_file(path)`", "`with_writer(w)`"]);
+    check(
+        "Online",
+        fields,
+        &[
+            "`with_file(path)`",
+            "`with_writer(w)`",
+            "`with_rotation(max_bytes, max_age)`",
+            "`with_retention(max_chunks, max_bytes)`",
+        ],
+    );
 }
 
 #[test]

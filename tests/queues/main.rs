@@ -11,6 +11,7 @@ mod queues_support;
 mod circular_cache;
 mod hot_path_nonblocking;
 mod online;
+mod online_chunks;
 mod queues_files;
 mod queues_model;
 mod queues_shards;

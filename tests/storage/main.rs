@@ -12,6 +12,7 @@ mod crash;
 mod disk_faults;
 mod faults;
 mod fork;
+mod online_chunks_crash;
 mod online_open_full_disk;
 mod recover_marks;
 mod ring_full_disk;

@@ -9,7 +9,10 @@
 //! for no more than one whole record). [`Follower`] reopens the path when
 //! the writer re-creates the file (the online queue re-creates one that was
 //! deleted or replaced; `qtrace recv` may rewrite its file to a copy renamed
-//! over it, whose records already read are then skipped).
+//! over it, whose records already read are then skipped), and goes on into
+//! the next chunk when an online queue that rotates closes one (FORMAT.md
+//! 1.10: the next chunk exists, whole, before the closed one gets its close
+//! run; chunks that retention deleted before they were reached are counted).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -152,6 +155,18 @@ pub enum Step {
     },
     /// The file is damaged at this point: nothing more is read.
     Damaged(ReadError),
+    /// The file followed was a chunk of a rotating online queue and closed
+    /// (`ended`: its completeness); what follows is the next chunk of the
+    /// same run, `path`. `missed` chunks between them were deleted
+    /// (retention) before the follower reached them.
+    NextChunk {
+        /// How the closed chunk ended.
+        ended: Completeness,
+        /// The chunk followed from now on.
+        path: PathBuf,
+        /// Chunks deleted in between.
+        missed: u64,
+    },
     /// The end: the file closed (its completeness), or the caller stopped
     /// (`None`).
     End(Option<Completeness>),
@@ -196,6 +211,44 @@ impl Follower {
             done: false,
         };
         Ok(f.reopen()?.then_some(f))
+    }
+
+    /// The path followed now (the current chunk, after a rotation).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next chunk of the same run as the chunk followed (same process,
+    /// clock origin and queue), if the path is a chunk's name and one with
+    /// a higher number is there: the lowest, with the count of numbers
+    /// skipped.
+    fn next_chunk(&self) -> Option<(PathBuf, u64)> {
+        let (stem, n, ext) = chunk_name(self.path.file_name()?.to_str()?)?;
+        let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        let mut later: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let (s, m, x) = chunk_name(&name)?;
+                (s == stem && x == ext && m > n).then(|| (m, e.path()))
+            })
+            .collect();
+        later.sort();
+        let here = self.reader.as_ref()?.header();
+        // The lowest of this run (a file of that name the queue did not
+        // write, or a later run's chunk, is passed over).
+        later.into_iter().find_map(|(m, path)| {
+            let there = TraceReader::open(&path).ok()?;
+            let there = there.header();
+            let same_run = here.process_id() == there.process_id()
+                && here.clock_origin_unix_ns() == there.clock_origin_unix_ns()
+                && here.queue() == there.queue();
+            same_run.then_some((path, m - n - 1))
+        })
     }
 
     /// The reader of the file followed now (its header, its catalog).
@@ -385,8 +438,30 @@ impl Follower {
                         return Some(Step::Replaced { copy });
                     }
                     CLOSED => {
+                        let ended = reader.completeness();
+                        if let (Some(ended), Some((path, missed))) = (ended, self.next_chunk()) {
+                            self.path = path.clone();
+                            self.reader = None;
+                            (self.first, self.read, self.skip) = (None, 0, 0);
+                            match self.reopen() {
+                                Ok(true) => {}
+                                Ok(false) => {
+                                    self.done = true;
+                                    return Some(Step::End(None));
+                                }
+                                Err(e) => {
+                                    self.done = true;
+                                    return Some(Step::Damaged(e));
+                                }
+                            }
+                            return Some(Step::NextChunk {
+                                ended,
+                                path,
+                                missed,
+                            });
+                        }
                         self.done = true;
-                        return Some(Step::End(reader.completeness()));
+                        return Some(Step::End(ended));
                     }
                     _ => {
                         self.done = true;
@@ -396,6 +471,19 @@ impl Follower {
             }
         }
     }
+}
+
+/// A chunk's file name (FORMAT.md 1.10) as (stem, number, extension):
+/// `run.000042.qtr` → ("run", 42, Some("qtr")), `trace.000042` →
+/// ("trace", 42, None). The number has 6 digits at least.
+fn chunk_name(name: &str) -> Option<(&str, u64, Option<&str>)> {
+    let digits = |d: &str| d.len() >= 6 && d.bytes().all(|b| b.is_ascii_digit());
+    let (rest, last) = name.rsplit_once('.')?;
+    if digits(last) {
+        return Some((rest, last.parse().ok()?, None));
+    }
+    let (stem, n) = rest.rsplit_once('.')?;
+    (digits(n) && !stem.is_empty()).then_some((stem, n.parse().ok()?, Some(last)))
 }
 
 #[cfg(test)]
@@ -487,6 +575,54 @@ mod tests {
         assert!(matches!(f.next(), Some(Step::End(None))));
         stopping.join().unwrap();
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_closed_chunk_is_followed_into_the_next_of_its_run_counting_those_deleted() {
+        let d = dir("chunks");
+        let w = file(&d.join("run.000001.qtr"), &[1, 2]);
+        let mut f = Follower::open(&d.join("run.000001.qtr"), Arc::new(FollowState::default()))
+            .unwrap()
+            .unwrap();
+        assert_eq!((event(f.next()), event(f.next())), (1, 2));
+        // Chunk 2 was deleted (retention); chunk 3 is the next one there,
+        // and a file of another name is not.
+        let _other = file(&d.join("other.000002.qtr"), &[99]);
+        let w3 = file(&d.join("run.000003.qtr"), &[5, 6]);
+        w.finish_with_close(3, QueueTotals::default()).unwrap();
+        match f.next() {
+            Some(Step::NextChunk {
+                ended,
+                path,
+                missed,
+            }) => {
+                assert_eq!(ended.is_complete(), Some(true));
+                assert_eq!((path, missed), (d.join("run.000003.qtr"), 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(f.path(), d.join("run.000003.qtr"));
+        assert_eq!((event(f.next()), event(f.next())), (5, 6));
+        // The last chunk closes with no chunk after it: the end.
+        w3.finish_with_close(7, QueueTotals::default()).unwrap();
+        match f.next() {
+            Some(Step::End(Some(c))) => assert_eq!(c.is_complete(), Some(true)),
+            other => panic!("{other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn chunk_names_are_parsed_with_or_without_an_extension() {
+        assert_eq!(chunk_name("run.000042.qtr"), Some(("run", 42, Some("qtr"))));
+        assert_eq!(
+            chunk_name("a.b.1234567.qtr"),
+            Some(("a.b", 1234567, Some("qtr")))
+        );
+        assert_eq!(chunk_name("trace.000003"), Some(("trace", 3, None)));
+        assert_eq!(chunk_name("run.qtr"), None);
+        assert_eq!(chunk_name("run.0042.qtr"), None);
+        assert_eq!(chunk_name(".000042.qtr"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod chunks;
 mod cli;
 mod completeness;
 mod edges;

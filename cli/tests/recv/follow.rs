@@ -174,3 +174,71 @@ fn dump_follow_stops_on_ctrl_c() {
     drop(tracer);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An online queue rotating into chunks: `dump --follow` on the first
+/// chunk goes on into each next one, printing each chunk's END line, and
+/// ends with the last chunk's close run; every event is shown once, in
+/// order.
+#[test]
+fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
+    let dir = created_dir("live", "follow-chunks");
+    let clock = ManualClock::new(0);
+    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_file(dir.join("run.qtr"))
+                .with_period(Duration::from_millis(5))
+                .with_rotation(Some(4096), None),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["dump", "--follow"])
+        .arg(dir.join("run.000001.qtr"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for i in 0..400u64 {
+        clock.set(1000 * (i + 1));
+        tracer.log_event(user::USER0, [i, 0]);
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    let chunks = report.queues[0].status.files.len();
+    assert!(chunks >= 4, "{chunks} chunks");
+    let out = dump.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    let ends: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("[END: complete"))
+        .collect();
+    assert_eq!(ends.len(), chunks, "{lines:#?}");
+    assert!(lines.last().unwrap().contains("[END: complete"));
+    let values: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.contains(" user0 "))
+        .map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("value="))
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(values, (0..400).collect::<Vec<_>>());
+    assert_eq!(
+        err.matches("was closed by its rotation: following the next chunk")
+            .count(),
+        chunks - 1,
+        "{err}"
+    );
+    assert!(err.contains("run.000002.qtr"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

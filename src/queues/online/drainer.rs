@@ -1,11 +1,15 @@
 //! The online queue's task: drains the ring into the trace file in batches,
 //! reserves disk space ahead of its writes, re-creates a file deleted or
-//! replaced under it, and closes the file with the final hoops and close run.
+//! replaced under it, cuts the file into chunks when it rotates (closing each
+//! as a complete trace, deleting the oldest beyond its retention), and closes
+//! the file with the final hoops and close run.
 
+use super::chunks::{chunk_path, first_free, Rotation};
 use super::params::Target;
 use super::{OnlineQueue, Shared};
 use crate::model::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
+use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::handle::QueueHandle;
@@ -15,12 +19,13 @@ use crate::queues::drained::task::Work;
 use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bytes reserved ahead of the writes beyond [`RESERVE_LEN`], so that the
 /// reservation costs one system call per MiB written.
@@ -75,6 +80,32 @@ pub(super) struct Drainer {
     header: Vec<u8>,
     /// Events delivered into the current file.
     in_file: u64,
+    /// Chunk bounds and retention (all off: one growing file).
+    rotation: Rotation,
+    /// The queue's own path, which chunks are named after.
+    base: Option<PathBuf>,
+    /// The open chunk's number (with rotation).
+    chunk: u64,
+    /// Records of the open chunk's names prologue.
+    prologue: u64,
+    /// When the open chunk's first record after its prologue was written.
+    first_record_at: Option<Instant>,
+    /// The closed chunks kept, oldest first.
+    closed: VecDeque<ClosedChunk>,
+    /// The tracer's names, for each chunk's names prologue.
+    names: Arc<RecordedNames>,
+    /// Opening the next chunk failed this round: no retry until the next.
+    rotate_blocked: bool,
+    /// Records of a combine run held back until its end is drained (see
+    /// `hold_open_run`): drained from the ring, not yet in `pending`.
+    carry: Vec<u8>,
+}
+
+/// A closed chunk still on disk.
+struct ClosedChunk {
+    path: PathBuf,
+    bytes: u64,
+    events: u64,
 }
 
 enum Round {
@@ -134,6 +165,9 @@ impl Drainer {
         self.credit();
         self.records += (self.pending.len() / RECORD_LEN) as u64;
         self.lost = self.lost.saturating_add(self.pending_hoops);
+        if self.first_record_at.is_none() && self.records > self.prologue {
+            self.first_record_at = Some(Instant::now());
+        }
         self.pending.clear();
         self.written = 0;
         self.pending_events = 0;
@@ -215,7 +249,11 @@ impl Drainer {
         let lost = lost_events.saturating_add(self.lost);
         // The hoops record goes with the header, not through `pending`: a
         // batch written in part must hold events only (see `credit`).
-        let mut head = self.header.clone();
+        let (mut head, prologue) = if self.rotation.on() {
+            self.chunk_head()
+        } else {
+            (self.header.clone(), 0)
+        };
         if lost > 0 {
             let hoops = Event::new(
                 self.last_time,
@@ -272,7 +310,8 @@ impl Drainer {
             .lost_with_file
             .fetch_add(lost_events, Ordering::Relaxed);
         self.in_file = 0;
-        self.records = u64::from(lost > 0);
+        self.records = prologue + u64::from(lost > 0);
+        self.prologue = prologue;
         self.lost = lost;
         let mut io = self.shared.io.lock();
         io.io_errors += 1;
@@ -283,22 +322,213 @@ impl Drainer {
         ));
     }
 
+    /// Records that still fit in the open chunk, keeping room for a hoops
+    /// record and the close run (`usize::MAX` without a size bound).
+    fn room(&self) -> usize {
+        let Some(max) = self.rotation.max_bytes.filter(|_| self.file.is_some()) else {
+            return usize::MAX;
+        };
+        let slots = max.saturating_sub(self.file_len) / RECORD_LEN as u64;
+        usize::try_from(slots.saturating_sub(4)).unwrap_or(usize::MAX)
+    }
+
+    /// Whether the open chunk's first record is older than the age bound
+    /// (an empty chunk is never closed for its age).
+    fn age_due(&self) -> bool {
+        self.file.is_some()
+            && !self.rotate_blocked
+            && matches!(
+                (self.first_record_at, self.rotation.max_age),
+                (Some(at), Some(age)) if at.elapsed() >= age
+            )
+    }
+
+    /// The header and the names prologue (stamped with the time of the
+    /// last record drained, so it precedes what follows) of a chunk after
+    /// the first, and the prologue's record count.
+    fn chunk_head(&self) -> (Vec<u8>, u64) {
+        let mut head = self.header.clone();
+        let names = self.names.records(self.last_time);
+        for e in &names {
+            let mut rec = [0u8; RECORD_LEN];
+            record::emit(e, &mut rec);
+            head.extend_from_slice(&rec);
+        }
+        (head, names.len() as u64)
+    }
+
+    /// Closes the open chunk and continues in the next (called between
+    /// batches: nothing pending). The next chunk is made whole first (header
+    /// and names prologue, written under a hidden name and then linked to
+    /// its own), then the open one gets its close run and is synced: a
+    /// reader that sees the close run finds the next chunk there. Then
+    /// retention deletes the oldest closed chunks. If the next chunk cannot
+    /// be made, the error is counted and the open chunk goes on past its
+    /// bound until the next round tries again.
+    fn rotate(&mut self) {
+        if self.rotate_blocked || !self.rotation.on() {
+            return;
+        }
+        let Some(base) = self.base.clone().filter(|_| self.file.is_some()) else {
+            return;
+        };
+        self.rotate_blocked = true;
+        let next = self.chunk + 1;
+        let path = chunk_path(&base, next);
+        let (head, prologue) = self.chunk_head();
+        let (handle, file) = match create_chunk(&path, &head) {
+            Ok(pair) => pair,
+            Err(e) => {
+                let skip = if e.kind() == io::ErrorKind::AlreadyExists {
+                    // Not ours: never written over; the next try takes
+                    // the number after it.
+                    self.chunk = next;
+                    " (a file of that name exists: it is left alone and the number skipped)"
+                } else {
+                    ""
+                };
+                self.shared.io_error(
+                    &format!(
+                        "open the next chunk {}{skip}; {} goes on past its bound until the next round",
+                        path.display(),
+                        self.name
+                    ),
+                    &e,
+                );
+                return;
+            }
+        };
+        self.close(0, 0);
+        if let Some(f) = &self.file {
+            if let Err(e) = f.sync_data() {
+                self.shared
+                    .io_error(&format!("sync the closed chunk {}", self.name), &e);
+            }
+        }
+        if let Some(old) = self.path.replace(path.clone()) {
+            self.closed.push_back(ClosedChunk {
+                path: old,
+                bytes: self.file_len,
+                events: self.in_file,
+            });
+        }
+        self.file = Some(handle);
+        self.sink = Box::new(file);
+        self.name = path.display().to_string();
+        self.file_len = head.len() as u64;
+        self.reserved_to = self.file_len + RESERVE_LEN;
+        self.records = prologue;
+        self.prologue = prologue;
+        self.lost = 0;
+        self.in_file = 0;
+        self.chunk = next;
+        self.first_record_at = None;
+        self.rotate_blocked = false;
+        self.retain();
+    }
+
+    /// Deletes the oldest closed chunks, whole, until the retention holds;
+    /// their events count as overwritten. Then publishes the chunks kept.
+    fn retain(&mut self) {
+        let (keep_chunks, keep_bytes) = (self.rotation.keep_chunks, self.rotation.keep_bytes);
+        while let Some(oldest) = self.closed.front() {
+            let bytes: u64 = self.closed.iter().map(|c| c.bytes).sum();
+            let over = keep_chunks.is_some_and(|k| self.closed.len() + 1 > k)
+                || keep_bytes.is_some_and(|b| bytes > b);
+            if !over {
+                break;
+            }
+            match std::fs::remove_file(&oldest.path) {
+                Ok(()) => {}
+                // Gone already: its events are gone too.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    let what = format!("delete the chunk {} (retention)", oldest.path.display());
+                    self.shared.io_error(&what, &e);
+                    break;
+                }
+            }
+            self.shared
+                .retired
+                .fetch_add(oldest.events, Ordering::Relaxed);
+            self.closed.pop_front();
+        }
+        let mut kept: Vec<PathBuf> = self.closed.iter().map(|c| c.path.clone()).collect();
+        kept.extend(self.path.clone());
+        self.shared.io.lock().chunks = kept;
+    }
+
+    /// With rotation: holds back a combine run that `pending` ends inside
+    /// (its end not drained yet, or the batch cut it) until its end is
+    /// drained, so that a chunk boundary never splits a run — unless the run
+    /// starts an empty chunk (then it is longer than a chunk, or its
+    /// producer is slow: it goes on as it comes).
+    fn hold_open_run(&mut self) {
+        let flags = |i: usize| {
+            let at = i * RECORD_LEN + 10;
+            u16::from_be_bytes([self.pending[at], self.pending[at + 1]])
+        };
+        let in_run = |f: u16| f & (COMBINE | CONTROL) == COMBINE;
+        let recs = self.pending.len() / RECORD_LEN;
+        if !self.rotation.on() || recs == 0 {
+            return;
+        }
+        let last = flags(recs - 1);
+        if !in_run(last) || last & END != 0 {
+            return;
+        }
+        // The run's records are consecutive (queues claim a run whole).
+        let mut b = recs - 1;
+        while flags(b) & BEGIN == 0 {
+            if b == 0 || !in_run(flags(b - 1)) {
+                return; // its begin record is not here: nothing to keep whole
+            }
+            b -= 1;
+        }
+        if b == 0 && self.records == self.prologue {
+            return;
+        }
+        self.carry
+            .extend_from_slice(&self.pending[b * RECORD_LEN..]);
+        self.pending.truncate(b * RECORD_LEN);
+        self.pending_events -= (recs - b) as u64;
+    }
+
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
+        // A rotation that failed is tried again once a round.
+        self.rotate_blocked = false;
         if self.pending.is_empty() && self.file_replaced() {
             self.recreate();
         }
         if !self.write_pending() {
             return Round::Failed;
         }
+        if self.age_due() {
+            self.rotate();
+        }
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
         loop {
             let mut left = ring.len();
             while left > 0 {
-                let take = left.min(BATCH);
+                // Nothing is pending here (a run held back aside): the
+                // chunk may be closed.
+                let carried = self.carry.len() / RECORD_LEN;
+                if self.room() <= carried && self.records > self.prologue {
+                    self.rotate();
+                }
+                let take = if self.rotate_blocked {
+                    left.min(BATCH)
+                } else {
+                    left.min(BATCH)
+                        .min(self.room().saturating_sub(carried).max(1))
+                };
                 let mut last_time = self.last_time;
                 let mut buf = std::mem::take(&mut self.pending);
+                buf.extend_from_slice(&self.carry);
+                self.carry.clear();
+                self.pending_events += carried as u64;
                 let n = ring.drain(take, |e| {
                     let mut rec = [0u8; RECORD_LEN];
                     record::emit(e, &mut rec);
@@ -309,6 +539,7 @@ impl Drainer {
                 self.last_time = last_time;
                 self.pending_events += n as u64;
                 left -= n;
+                self.hold_open_run();
                 if n < take {
                     break;
                 }
@@ -320,7 +551,7 @@ impl Drainer {
             // task has emptied it). Emptied now: every drop it counted came
             // after every record written so far and before any event accepted
             // after `reopen`, so the hoops record goes exactly here.
-            if left == 0 && ring.is_empty() {
+            if left == 0 && ring.is_empty() && self.carry.is_empty() {
                 if let Some(dropped) = ring.reopen() {
                     if dropped > self.last_dropped {
                         let hoops = Event::new(
@@ -338,7 +569,7 @@ impl Drainer {
             if !self.write_pending() {
                 return Round::Failed;
             }
-            if left > 0 {
+            if left > 0 || !self.carry.is_empty() {
                 return Round::Busy;
             }
             if ring.is_empty() && ring.dropped() == self.last_dropped {
@@ -471,6 +702,17 @@ impl Work for Drainer {
                 }
             }
         }
+        if !self.carry.is_empty() {
+            // A run whose end never came: written as it is (readers show
+            // it partial), after what was pending.
+            // No hoops record is pending then (one is added only when
+            // nothing is held back), so events stay first.
+            debug_assert_eq!(self.pending_hoops, 0);
+            let carry = std::mem::take(&mut self.carry);
+            self.pending_events += (carry.len() / RECORD_LEN) as u64;
+            self.pending.extend_from_slice(&carry);
+            let _ = self.write_pending();
+        }
         self.flush();
         let unwritten = self.pending_events - self.credited + self.shared.feed.ring.len() as u64;
         // Writing stopped in the middle of a record: cut the file back to the
@@ -527,10 +769,19 @@ impl OnlineQueue {
         let header = TraceHeader::for_queue(ctx).to_bytes();
         let mut file_handle = None;
         let mut remove_if_header_fails = false;
+        let mut chunk = 0;
+        let mut chunk_file: Option<PathBuf> = None;
         let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
             Target::Writer(w) => (w, "the online queue's writer".to_string()),
             Target::Default | Target::File(_) => {
-                let path = self.path.clone().expect("file targets have a path");
+                let base = self.path.clone().expect("file targets have a path");
+                let path = if self.rotation.on() {
+                    chunk = first_free(&base);
+                    chunk_path(&base, chunk)
+                } else {
+                    base
+                };
+                chunk_file = Some(path.clone());
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(|e| {
                         ConfigError::io("create the directory of trace file", &path, e)
@@ -567,19 +818,23 @@ impl OnlineQueue {
             }
         };
         if let Err(e) = sink.write_all(&header) {
-            if let Some(path) = self.path.as_ref().filter(|_| remove_if_header_fails) {
+            if let Some(path) = chunk_file.as_ref().filter(|_| remove_if_header_fails) {
                 // Nothing of the trace is in the file yet: remove it, as above.
                 drop(sink);
                 let _ = std::fs::remove_file(path);
             }
             return Err(ConfigError::Io(crate::model::io_error::IoError {
-                path: self.path.clone(),
+                path: chunk_file.clone(),
                 action: "write the header of trace file",
                 source: e,
             }));
         }
-        self.shared.io.lock().file_opened = true;
-        let file_path = file_handle.as_ref().and(self.path.clone());
+        {
+            let mut io = self.shared.io.lock();
+            io.file_opened = true;
+            io.chunks = chunk_file.iter().filter(|_| chunk > 0).cloned().collect();
+        }
+        let file_path = file_handle.as_ref().and(chunk_file);
         let file_len_at_open = header.len() as u64;
         Ok(Drainer {
             shared: Arc::clone(&self.shared),
@@ -603,6 +858,15 @@ impl OnlineQueue {
             clock: ctx.clock.clone(),
             failed: false,
             reserved_to: file_len_at_open + RESERVE_LEN,
+            rotation: self.rotation,
+            base: self.path.clone(),
+            chunk,
+            prologue: 0,
+            first_record_at: None,
+            closed: VecDeque::new(),
+            names: Arc::clone(&ctx.names),
+            rotate_blocked: false,
+            carry: Vec::new(),
         })
     }
 }
@@ -613,4 +877,34 @@ impl OnlineQueue {
 /// a symbolic link.
 fn removable_on_failure(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
+}
+
+/// Creates the chunk `path` whole: `head` (header and names prologue) is
+/// written to a hidden file beside it (`.<name>.tmp`, room for the close run
+/// reserved), which is then linked to `path` — never over an existing file
+/// (`AlreadyExists`) — so a reader never sees a chunk without its whole
+/// header. Returns two handles to it (one for positioned writes).
+fn create_chunk(path: &Path, head: &[u8]) -> io::Result<(File, File)> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let made = (|| -> io::Result<(File, File)> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        reserve(&f, head.len() as u64, RESERVE_LEN)?;
+        f.write_all(head)?;
+        let handle = f.try_clone()?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+            // A file system without hard links: a rename, if the name is free.
+            Err(_) if !path.exists() => std::fs::rename(&tmp, path)?,
+            Err(e) => return Err(e),
+        }
+        Ok((handle, f))
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    made
 }

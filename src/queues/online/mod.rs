@@ -18,6 +18,11 @@
 //! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
 //!   unless a file (or any writer) is given. Shutdown drains what is left,
 //!   flushes and closes it.
+//! - **Chunks** (off by default; [`OnlineParams::with_rotation`],
+//!   [`OnlineParams::with_retention`]): the file is cut into
+//!   `<stem>.000001.<ext>`, `<stem>.000002.<ext>`, …, each a complete trace
+//!   (FORMAT.md 1.10); the task closes a chunk between batches and deletes
+//!   the oldest beyond the retention, counting their events overwritten.
 //! - **I/O errors** (disk full, a pipe closed): the task counts them in
 //!   [`Queue::status`], keeps the bytes it could not write and tries again at
 //!   its next period — not before, whatever wake-ups producers send, so a
@@ -78,6 +83,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod chunks;
 mod drainer;
 mod params;
 
@@ -93,6 +99,8 @@ struct Shared {
     /// Of those, events written to a file that was then deleted or replaced
     /// (lost with its inode): reported as overwritten, not delivered.
     lost_with_file: AtomicU64,
+    /// Of those, events in chunks that retention deleted: overwritten too.
+    retired: AtomicU64,
     io: Mutex<IoState>,
 }
 
@@ -105,11 +113,16 @@ struct IoState {
     file_opened: bool,
     /// Times the file was found deleted or replaced and re-created.
     files_replaced: u64,
+    /// With rotation: the chunks kept, oldest first, the open one last.
+    chunks: Vec<PathBuf>,
 }
 
 impl Shared {
     fn counters(&self) -> QueueCounters {
-        let lost = self.lost_with_file.load(Ordering::Relaxed);
+        let lost = self
+            .lost_with_file
+            .load(Ordering::Relaxed)
+            .saturating_add(self.retired.load(Ordering::Relaxed));
         let mut c = self.feed.counters(self.delivered.load(Ordering::Relaxed));
         let lost = lost.min(c.delivered);
         c.delivered -= lost;
@@ -151,6 +164,7 @@ pub struct OnlineQueue {
     shared: Arc<Shared>,
     path: Option<PathBuf>,
     period: Duration,
+    rotation: chunks::Rotation,
     lifecycle: Lifecycle<Target>,
 }
 
@@ -159,6 +173,7 @@ impl fmt::Debug for OnlineQueue {
         f.debug_struct("OnlineQueue")
             .field("path", &self.path)
             .field("period", &self.period)
+            .field("rotation", &self.rotation)
             .field("capacity", &self.shared.feed.ring.capacity())
             .field("counters", &self.counters())
             .finish()
@@ -248,12 +263,15 @@ impl Queue for OnlineQueue {
         QueueStatus {
             io_errors: io.io_errors,
             last_error: io.last_error.clone(),
-            files: self
-                .path
-                .iter()
-                .filter(|_| io.file_opened)
-                .cloned()
-                .collect(),
+            files: if self.rotation.on() {
+                io.chunks.clone()
+            } else {
+                self.path
+                    .iter()
+                    .filter(|_| io.file_opened)
+                    .cloned()
+                    .collect()
+            },
             snapshots_suppressed: 0,
             lost_to_panic: 0,
         }

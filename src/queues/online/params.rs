@@ -1,6 +1,7 @@
 //! The online queue type and its parameters (where it writes, its capacity,
 //! period and high-water mark), checked when the queue is created.
 
+use super::chunks::Rotation;
 use super::{IoState, OnlineQueue, Shared};
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
@@ -78,6 +79,8 @@ pub struct OnlineParams {
     /// Fill level, in percent of `capacity` (1–100), at which the task is woken
     /// before its period ends.
     pub(crate) high_water_percent: u8,
+    /// Chunk bounds and retention (off by default: one growing file).
+    pub(crate) rotation: Rotation,
 }
 
 impl Default for OnlineParams {
@@ -87,6 +90,7 @@ impl Default for OnlineParams {
             capacity: 8192,
             period: Duration::from_millis(500),
             high_water_percent: 80,
+            rotation: Rotation::default(),
         }
     }
 }
@@ -103,6 +107,7 @@ impl fmt::Debug for OnlineParams {
             .field("capacity", &self.capacity)
             .field("period", &self.period)
             .field("high_water_percent", &self.high_water_percent)
+            .field("rotation", &self.rotation)
             .finish()
     }
 }
@@ -139,6 +144,67 @@ impl OnlineParams {
         self
     }
 
+    /// Cuts the file into chunks, as LTTng's session rotation does: each
+    /// chunk is a complete trace file of its own (header, the names
+    /// prologue, records, close run), named `<stem>.<n>.<ext>` beside the
+    /// queue's file (`queue0-online.000001.qtr`, `…000002.qtr`, …; a new
+    /// run goes on after the highest number found there, never over a
+    /// previous run's chunks). The drain closes a chunk and opens the next
+    /// one when the next record would take it past `max_bytes` (the close
+    /// run included), or at its first round after the chunk's first record
+    /// was written `max_age` ago (an empty chunk stays open). `None` leaves
+    /// that bound off;
+    /// with both `None` (the default) the queue writes one growing file.
+    /// A queue given a writer ([`with_writer`](Self::with_writer)) cannot
+    /// rotate: creating it fails. See FORMAT.md 1.10 and RELIABILITY.md.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Online, OnlineParams};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Online>(
+    ///     OnlineParams::default()
+    ///         .with_file(dir.path().join("run.qtr"))
+    ///         .with_capacity(4096)
+    ///         .with_rotation(Some(8 * 1024), None) // chunks of at most 8 KiB
+    ///         .with_retention(Some(2), None),      // the newest 2 kept
+    /// )?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// tracer.activate()?;
+    /// for i in 0..1000 {
+    ///     tracer.log_event(user::USER0, [i, 0]);
+    /// }
+    /// let report = tracer.shutdown()?;
+    /// // 32 KB of records: 5 chunks or more, the newest 2 kept, oldest first.
+    /// let files = &report.queues[0].status.files;
+    /// let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
+    /// assert_eq!(names.len(), 2);
+    /// assert!(names[1] > names[0] && names[0] > "run.000003.qtr");
+    /// // Every event accepted; those in deleted chunks count as overwritten.
+    /// let c = report.queues[0].counters;
+    /// assert_eq!((c.accepted, c.delivered + c.overwritten), (1000, 1000));
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    pub fn with_rotation(mut self, max_bytes: Option<u64>, max_age: Option<Duration>) -> Self {
+        self.rotation.max_bytes = max_bytes;
+        self.rotation.max_age = max_age;
+        self
+    }
+
+    /// Keeps, of the chunks ([`with_rotation`](Self::with_rotation)), at
+    /// most `max_chunks` (the open chunk counted) whose closed chunks
+    /// total at most `max_bytes`: after each rotation the drain deletes the
+    /// oldest closed chunks, whole, until both hold (the open chunk is never
+    /// deleted). The events they held count as `overwritten`, and the
+    /// numbering of the chunks kept shows where chunks are missing.
+    pub fn with_retention(mut self, max_chunks: Option<usize>, max_bytes: Option<u64>) -> Self {
+        self.rotation.keep_chunks = max_chunks;
+        self.rotation.keep_bytes = max_bytes;
+        self
+    }
+
     /// Capacity in events (a power of two; default 8192).
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -167,6 +233,18 @@ impl QueueType for Online {
                 reason: "period is zero: give the drain task a period such as 500 ms".into(),
             });
         }
+        if let Some(reason) = params.rotation.problem() {
+            return Err(ConfigError::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: reason.into(),
+            });
+        }
+        if params.rotation.on() && matches!(params.target, Target::Writer(_)) {
+            return Err(ConfigError::InvalidParameter {
+                queue_type: Self::NAME,
+                reason: "with_rotation needs a file to cut into chunks, and this queue writes to a writer: give with_file (or no target) instead of with_writer".into(),
+            });
+        }
         let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent, true)?;
         let path = match &params.target {
             Target::Default => Some(ctx.output_dir.join(format!(
@@ -193,10 +271,12 @@ impl QueueType for Online {
                 feed,
                 delivered: AtomicU64::new(0),
                 lost_with_file: AtomicU64::new(0),
+                retired: AtomicU64::new(0),
                 io: Mutex::new(IoState::default()),
             }),
             path,
             period: params.period,
+            rotation: params.rotation,
             lifecycle,
         }))
     }

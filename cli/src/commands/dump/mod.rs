@@ -58,7 +58,9 @@ pub struct DumpArgs {
     /// each new one as its writer (an online queue, `qtrace recv`) adds it,
     /// until the file ends with its close run (then its END line) or
     /// Ctrl-C. A file not there yet is waited for; one re-created by its
-    /// writer is followed anew.
+    /// writer is followed anew; a chunk of a rotating online queue
+    /// (`run.000003.qtr`) is followed into the next chunks of its run, each
+    /// chunk's END line printed.
     #[arg(long)]
     pub follow: bool,
 }

@@ -44,7 +44,8 @@ mod tests;
 #[derive(Args, Debug)]
 pub struct LiveArgs {
     /// A trace file to follow as it grows (an online queue's, or one that
-    /// `qtrace recv` writes); waits for it to appear. Give FILE or --listen.
+    /// `qtrace recv` writes); waits for it to appear; a chunk of a rotating
+    /// online queue is followed into the next chunks. Give FILE or --listen.
     #[arg(
         value_name = "FILE",
         conflicts_with = "listen",

@@ -271,7 +271,7 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
         // once a second.
         if looked.elapsed() >= Duration::from_secs(1) {
             looked = Instant::now();
-            if let Ok(h) = TraceReader::open(path).map(|r| r.header().clone()) {
+            if let Ok(h) = TraceReader::open(follower.path()).map(|r| r.header().clone()) {
                 if h != clock {
                     if let Ok(mut c) = feed.catalog.lock() {
                         *c = Some(h.catalog().clone());
@@ -291,6 +291,25 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
                 } else {
                     "the file was re-created: following the new one".to_string()
                 });
+            }
+            Some(Step::NextChunk { path, missed, .. }) => {
+                if let Some(h) = header(&follower) {
+                    clock = h;
+                }
+                // Chunks deleted before they were reached break the view
+                // like a jump ahead (their events are not counted here).
+                let gap = if missed > 0 {
+                    feed.push_all(&batch);
+                    batch.clear();
+                    feed.gap(0);
+                    format!(" ({missed} chunks before it were deleted unread)")
+                } else {
+                    String::new()
+                };
+                feed.set_note(format!(
+                    "the chunk was closed by its rotation: following the next one, {}{gap}",
+                    path.display()
+                ));
             }
             Some(Step::Damaged(e)) => {
                 feed.push_all(&batch);
