@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod main_job;
+pub mod online_writer;
 pub mod parquet_rows;
 pub mod recv;
 pub mod success;

@@ -8,11 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use qtrace::classes::user;
-use qtrace::clock::{Clock, ManualClock};
-use qtrace::queues::{Online, OnlineParams};
-use qtrace::{Config, Tracer};
+use qtrace::queues::OnlineParams;
 
 use crate::common::loopback::wait_until;
+use crate::common::online_writer::online_tracer;
 use crate::common::temp_dirs::created_dir;
 
 #[test]
@@ -39,17 +38,12 @@ fn dump_follow_prints_events_as_the_file_grows_and_across_its_re_creation() {
         let lines = lines.clone();
         move || lines.lock().unwrap().len() >= n
     };
-    let clock = ManualClock::new(0);
-    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
-    let q = tracer
-        .create_queue::<Online>(
-            OnlineParams::default()
-                .with_file(&file)
-                .with_period(Duration::from_millis(10)),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let (tracer, clock) = online_tracer(
+        OnlineParams::default()
+            .with_file(&file)
+            .with_period(Duration::from_millis(10)),
+        user::CLASS,
+    );
     let log = |range: std::ops::Range<u64>| {
         for i in range {
             clock.set(1000 * (i + 1));
@@ -127,17 +121,12 @@ fn dump_follow_prints_events_as_the_file_grows_and_across_its_re_creation() {
 fn dump_follow_stops_on_ctrl_c() {
     let dir = created_dir("live", "follow-int");
     let file = dir.join("online.qtr");
-    let clock = ManualClock::new(0);
-    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
-    let q = tracer
-        .create_queue::<Online>(
-            OnlineParams::default()
-                .with_file(&file)
-                .with_period(Duration::from_millis(10)),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let (tracer, clock) = online_tracer(
+        OnlineParams::default()
+            .with_file(&file)
+            .with_period(Duration::from_millis(10)),
+        user::CLASS,
+    );
     for i in 0..5 {
         clock.set(1000 * (i + 1));
         tracer.log_event(user::USER0, [i, 0]);
@@ -182,18 +171,13 @@ fn dump_follow_stops_on_ctrl_c() {
 #[test]
 fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
     let dir = created_dir("live", "follow-chunks");
-    let clock = ManualClock::new(0);
-    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
-    let q = tracer
-        .create_queue::<Online>(
-            OnlineParams::default()
-                .with_file(dir.join("run.qtr"))
-                .with_period(Duration::from_millis(5))
-                .with_rotation(Some(4096), None),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let (tracer, clock) = online_tracer(
+        OnlineParams::default()
+            .with_file(dir.join("run.qtr"))
+            .with_period(Duration::from_millis(5))
+            .with_rotation(Some(4096), None),
+        user::CLASS,
+    );
     let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .args(["dump", "--follow"])
         .arg(dir.join("run.000001.qtr"))

@@ -7,10 +7,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use qtrace::classes::system;
-use qtrace::clock::{Clock, ManualClock};
-use qtrace::queues::{Online, OnlineParams};
-use qtrace::{Config, Tracer};
+use qtrace::queues::OnlineParams;
 
+use crate::common::online_writer::online_tracer;
 use crate::common::temp_dirs::created_dir;
 use crate::live_stream::log_cycles;
 
@@ -26,17 +25,12 @@ fn a_pipe_gets_periodic_plain_summaries_of_a_growing_file() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let clock = ManualClock::new(0);
-    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&clock)));
-    let q = tracer
-        .create_queue::<Online>(
-            OnlineParams::default()
-                .with_file(&file)
-                .with_period(Duration::from_millis(10)),
-        )
-        .unwrap();
-    tracer.assign_class(system::CLASS, q).unwrap();
-    tracer.activate().unwrap();
+    let (tracer, clock) = online_tracer(
+        OnlineParams::default()
+            .with_file(&file)
+            .with_period(Duration::from_millis(10)),
+        system::CLASS,
+    );
     // About a second of cycles: several summaries while the file grows.
     log_cycles(&tracer, &clock, Duration::from_millis(10));
     let report = tracer.shutdown().unwrap();
