@@ -7,12 +7,23 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::RecordBatch;
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::ArrowWriter;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, SchemaRef};
+use bytes::Bytes;
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
+use parquet::arrow::ArrowSchemaConverter;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::ParquetError;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::ColumnDescPtr;
 
 use crate::error::StoreError;
-use crate::schema::Table;
+use crate::names::NameChunk;
+use crate::schema::{Table, EVENT_ROW_GROUP, ZSTD_LEVEL};
 
 /// The name of part `n`.
 pub fn part_name(n: u64) -> String {
@@ -38,9 +49,94 @@ pub fn part_number(name: &str) -> Option<(u64, bool)> {
         .map(|n| (n, false))
 }
 
-/// A part being written.
+/// One column of the row group in progress.
+enum Column {
+    /// Encoded by the `parquet` crate.
+    Arrow(ArrowColumnWriter),
+    /// A dictionary-encoded string column, encoded by [`NameChunk`].
+    Names(NameChunk),
+}
+
+/// A closed column chunk, to append to its row group.
+enum Chunk {
+    Arrow(ArrowColumnChunk),
+    Names(Bytes, ColumnCloseResult),
+}
+
+impl Column {
+    fn write(&mut self, field: &Field, array: &ArrayRef) -> Result<(), ParquetError> {
+        match self {
+            Column::Arrow(w) => {
+                for leaf in compute_leaves(field, array)? {
+                    w.write(&leaf)?;
+                }
+                Ok(())
+            }
+            Column::Names(n) => n.write(array),
+        }
+    }
+
+    fn close(self) -> Result<Chunk, ParquetError> {
+        match self {
+            Column::Arrow(w) => w.close().map(Chunk::Arrow),
+            Column::Names(n) => n.close().map(|(b, c)| Chunk::Names(b, c)),
+        }
+    }
+
+    fn size(&self) -> usize {
+        match self {
+            Column::Arrow(w) => w.get_estimated_total_bytes(),
+            Column::Names(n) => n.size(),
+        }
+    }
+}
+
+/// Batches of at least this many rows are encoded on two threads (the
+/// columns split in two halves); smaller ones are not worth a thread.
+const PARALLEL_ROWS: usize = 8 * 1024;
+
+/// Runs `f` over every column, the two halves of `columns` on two threads
+/// when `parallel`.
+fn each<C: Send, T: Send>(
+    columns: &mut [C],
+    parallel: bool,
+    f: impl Fn(usize, &mut C) -> Result<T, ParquetError> + Sync,
+) -> Result<Vec<T>, ParquetError> {
+    let run = |from: usize, cols: &mut [C]| -> Result<Vec<T>, ParquetError> {
+        cols.iter_mut()
+            .enumerate()
+            .map(|(i, c)| f(from + i, c))
+            .collect()
+    };
+    if !parallel || columns.len() < 2 {
+        return run(0, columns);
+    }
+    let mid = columns.len() / 2;
+    let (a, b) = columns.split_at_mut(mid);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| run(mid, b));
+        let mut first = run(0, a)?;
+        let second = other
+            .join()
+            .map_err(|_| ParquetError::General("a Parquet encoding thread panicked".into()))??;
+        first.extend(second);
+        Ok(first)
+    })
+}
+
+/// A part being written: row groups of at most [`EVENT_ROW_GROUP`] rows,
+/// their columns encoded on two threads, the dictionary-encoded string
+/// columns by [`NameChunk`].
 pub struct PartWriter {
-    writer: ArrowWriter<File>,
+    file: SerializedFileWriter<File>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    leaves: Vec<ColumnDescPtr>,
+    columns: Vec<Column>,
+    /// Row groups closed.
+    groups: usize,
+    /// Rows in the row group in progress.
+    group_rows: usize,
     temp: PathBuf,
     path: PathBuf,
     rows: u64,
@@ -73,16 +169,44 @@ impl PartWriter {
         // No ARROW:schema in the file: readers see the Parquet types
         // (strings as strings, not Arrow dictionaries), so that a Hive
         // partition value (`host=…`, a string) merges with the column.
-        let options = ArrowWriterOptions::new()
-            .with_properties(table.properties())
-            .with_skip_arrow_metadata(true);
-        let writer = ArrowWriter::try_new_with_options(file, table.schema(), options)?;
-        Ok(PartWriter {
-            writer,
+        let props = Arc::new(table.properties());
+        let schema = table.schema();
+        let parquet = ArrowSchemaConverter::new()
+            .with_coerce_types(props.coerce_types())
+            .convert(&schema)?;
+        let file = SerializedFileWriter::new(file, parquet.root_schema_ptr(), props)?;
+        let leaves = file.schema_descr().columns().to_vec();
+        let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone());
+        let mut part = PartWriter {
+            file,
+            factory,
+            schema,
+            leaves,
+            columns: Vec::new(),
+            groups: 0,
+            group_rows: 0,
             temp,
             path,
             rows: 0,
-        })
+        };
+        part.columns = part.new_columns()?;
+        Ok(part)
+    }
+
+    /// The column writers of the next row group.
+    fn new_columns(&self) -> Result<Vec<Column>, ParquetError> {
+        let arrow = self.factory.create_column_writers(self.groups)?;
+        arrow
+            .into_iter()
+            .zip(self.schema.fields())
+            .zip(&self.leaves)
+            .map(|((w, field), leaf)| match field.data_type() {
+                DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
+                    NameChunk::new(leaf.clone(), ZSTD_LEVEL).map(Column::Names)
+                }
+                _ => Ok(Column::Arrow(w)),
+            })
+            .collect()
     }
 
     /// Writes rows.
@@ -90,17 +214,55 @@ impl PartWriter {
     /// # Errors
     /// [`StoreError::Parquet`] when encoding or writing fails.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
-        if batch.num_rows() > 0 {
-            self.writer.write(batch)?;
-            self.rows += batch.num_rows() as u64;
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let take = (batch.num_rows() - at).min(EVENT_ROW_GROUP - self.group_rows);
+            let part = batch.slice(at, take);
+            let fields = self.schema.fields();
+            let arrays = part.columns();
+            each(&mut self.columns, take >= PARALLEL_ROWS, |i, c| {
+                c.write(&fields[i], &arrays[i])
+            })?;
+            at += take;
+            self.group_rows += take;
+            self.rows += take as u64;
+            if self.group_rows == EVENT_ROW_GROUP {
+                self.close_group()?;
+            }
         }
+        Ok(())
+    }
+
+    /// Closes the row group in progress (if it has rows) and writes it out.
+    fn close_group(&mut self) -> Result<(), StoreError> {
+        if self.group_rows == 0 {
+            return Ok(());
+        }
+        self.groups += 1;
+        let next = self.new_columns()?;
+        let columns = std::mem::replace(&mut self.columns, next);
+        let mut columns: Vec<Option<Column>> = columns.into_iter().map(Some).collect();
+        let chunks = each(&mut columns, true, |_, c| match c.take() {
+            Some(c) => c.close(),
+            None => Err(ParquetError::General("a column closed twice".into())),
+        })?;
+        let mut group = self.file.next_row_group()?;
+        for chunk in chunks {
+            match chunk {
+                Chunk::Arrow(c) => c.append_to_row_group(&mut group)?,
+                Chunk::Names(bytes, close) => group.append_column(&bytes, close)?,
+            }
+        }
+        group.close()?;
+        self.group_rows = 0;
         Ok(())
     }
 
     /// Bytes on disk so far plus the encoded bytes of the row group in
     /// progress: the part's size if it closed now, about.
     pub fn size(&self) -> u64 {
-        (self.writer.bytes_written() + self.writer.in_progress_size()) as u64
+        let held: usize = self.columns.iter().map(Column::size).sum();
+        (self.file.bytes_written() + held) as u64
     }
 
     /// Writes the footer, fsyncs, renames the temp to `part-N.parquet` and
@@ -108,11 +270,12 @@ impl PartWriter {
     ///
     /// # Errors
     /// [`StoreError`] when any step fails (the temp stays).
-    pub fn finish(self) -> Result<(PathBuf, u64), StoreError> {
+    pub fn finish(mut self) -> Result<(PathBuf, u64), StoreError> {
+        self.close_group()?;
         let PartWriter {
-            writer, temp, path, ..
+            file, temp, path, ..
         } = self;
-        let file = writer.into_inner()?;
+        let file = file.into_inner()?;
         file.sync_all()
             .map_err(|e| StoreError::io("fsync", &temp, e))?;
         let size = file
