@@ -32,6 +32,7 @@ mod columns;
 mod convert;
 mod error;
 mod names;
+mod numbers;
 mod part;
 mod partset;
 mod run;

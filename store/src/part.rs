@@ -18,11 +18,13 @@ use parquet::arrow::arrow_writer::{
 use parquet::arrow::ArrowSchemaConverter;
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
+use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnDescPtr;
 
 use crate::error::StoreError;
 use crate::names::NameChunk;
+use crate::numbers::{self, NumberChunk};
 use crate::schema::{Table, EVENT_ROW_GROUP, ZSTD_LEVEL};
 
 /// The name of part `n`.
@@ -55,12 +57,14 @@ enum Column {
     Arrow(ArrowColumnWriter),
     /// A dictionary-encoded string column, encoded by [`NameChunk`].
     Names(NameChunk),
+    /// An integer column, encoded by [`NumberChunk`].
+    Numbers(NumberChunk),
 }
 
 /// A closed column chunk, to append to its row group.
 enum Chunk {
     Arrow(ArrowColumnChunk),
-    Names(Bytes, ColumnCloseResult),
+    Raw(Bytes, ColumnCloseResult),
 }
 
 impl Column {
@@ -73,13 +77,15 @@ impl Column {
                 Ok(())
             }
             Column::Names(n) => n.write(array),
+            Column::Numbers(n) => n.write(array),
         }
     }
 
     fn close(self) -> Result<Chunk, ParquetError> {
         match self {
             Column::Arrow(w) => w.close().map(Chunk::Arrow),
-            Column::Names(n) => n.close().map(|(b, c)| Chunk::Names(b, c)),
+            Column::Names(n) => n.close().map(|(b, c)| Chunk::Raw(b, c)),
+            Column::Numbers(n) => n.close().map(|(b, c)| Chunk::Raw(b, c)),
         }
     }
 
@@ -87,6 +93,7 @@ impl Column {
         match self {
             Column::Arrow(w) => w.get_estimated_total_bytes(),
             Column::Names(n) => n.size(),
+            Column::Numbers(n) => n.size(),
         }
     }
 }
@@ -131,6 +138,7 @@ pub struct PartWriter {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
+    props: WriterPropertiesPtr,
     leaves: Vec<ColumnDescPtr>,
     columns: Vec<Column>,
     /// Row groups closed.
@@ -174,13 +182,14 @@ impl PartWriter {
         let parquet = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(&schema)?;
-        let file = SerializedFileWriter::new(file, parquet.root_schema_ptr(), props)?;
+        let file = SerializedFileWriter::new(file, parquet.root_schema_ptr(), props.clone())?;
         let leaves = file.schema_descr().columns().to_vec();
         let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone());
         let mut part = PartWriter {
             file,
             factory,
             schema,
+            props,
             leaves,
             columns: Vec::new(),
             groups: 0,
@@ -204,6 +213,10 @@ impl PartWriter {
                 DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
                     NameChunk::new(leaf.clone(), ZSTD_LEVEL).map(Column::Names)
                 }
+                t if numbers::handles(t) => Ok(Column::Numbers(NumberChunk::new(
+                    leaf.clone(),
+                    self.props.clone(),
+                ))),
                 _ => Ok(Column::Arrow(w)),
             })
             .collect()
@@ -250,7 +263,7 @@ impl PartWriter {
         for chunk in chunks {
             match chunk {
                 Chunk::Arrow(c) => c.append_to_row_group(&mut group)?,
-                Chunk::Names(bytes, close) => group.append_column(&bytes, close)?,
+                Chunk::Raw(bytes, close) => group.append_column(&bytes, close)?,
             }
         }
         group.close()?;
