@@ -68,7 +68,7 @@ pub fn convert(
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConvertReport, StoreError> {
     let n = next_part_number(out)?;
-    let mut set = PartSet::create(out, Path::new(""), n)?;
+    let mut set = PartSet::create_parallel(out, Path::new(""), n)?;
     // A run is named by its file's name, or by the path as given when two
     // inputs share a name.
     let file_name = |p: &Path| {

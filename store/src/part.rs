@@ -132,8 +132,8 @@ fn each<C: Send, T: Send>(
 }
 
 /// A part being written: row groups of at most [`EVENT_ROW_GROUP`] rows,
-/// their columns encoded on two threads, the dictionary-encoded string
-/// columns by [`NameChunk`].
+/// their columns encoded on one thread or two, the dictionary-encoded
+/// string columns by [`NameChunk`], the integers by [`NumberChunk`].
 pub struct PartWriter {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
@@ -145,6 +145,8 @@ pub struct PartWriter {
     groups: usize,
     /// Rows in the row group in progress.
     group_rows: usize,
+    /// Encode on two threads.
+    parallel: bool,
     temp: PathBuf,
     path: PathBuf,
     rows: u64,
@@ -160,13 +162,14 @@ impl std::fmt::Debug for PartWriter {
 }
 
 impl PartWriter {
-    /// Starts part `n` of `table` in `dir` (created if missing). An existing
-    /// part of that number is never overwritten: this fails.
+    /// Starts part `n` of `table` in `dir` (created if missing), its columns
+    /// encoded on two threads when `parallel`. An existing part of that
+    /// number is never overwritten: this fails.
     ///
     /// # Errors
     /// [`StoreError::Io`] when the folder or the temp file cannot be made,
     /// [`StoreError::Exists`] when the part exists.
-    pub fn create(dir: &Path, table: Table, n: u64) -> Result<Self, StoreError> {
+    pub fn create(dir: &Path, table: Table, n: u64, parallel: bool) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create the folder", dir, e))?;
         let path = dir.join(part_name(n));
         if path.exists() {
@@ -185,7 +188,9 @@ impl PartWriter {
         let file = SerializedFileWriter::new(file, parquet.root_schema_ptr(), props.clone())?;
         let leaves = file.schema_descr().columns().to_vec();
         let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone());
-        let mut part = PartWriter {
+        // The column writers are made at the first rows, by the thread that
+        // encodes: a receiver opening a part set does not wait for them.
+        Ok(PartWriter {
             file,
             factory,
             schema,
@@ -194,12 +199,11 @@ impl PartWriter {
             columns: Vec::new(),
             groups: 0,
             group_rows: 0,
+            parallel,
             temp,
             path,
             rows: 0,
-        };
-        part.columns = part.new_columns()?;
-        Ok(part)
+        })
     }
 
     /// The column writers of the next row group.
@@ -229,11 +233,15 @@ impl PartWriter {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
         let mut at = 0;
         while at < batch.num_rows() {
+            if self.columns.is_empty() {
+                self.columns = self.new_columns()?;
+            }
             let take = (batch.num_rows() - at).min(EVENT_ROW_GROUP - self.group_rows);
             let part = batch.slice(at, take);
             let fields = self.schema.fields();
             let arrays = part.columns();
-            each(&mut self.columns, take >= PARALLEL_ROWS, |i, c| {
+            let parallel = self.parallel && take >= PARALLEL_ROWS;
+            each(&mut self.columns, parallel, |i, c| {
                 c.write(&fields[i], &arrays[i])
             })?;
             at += take;
@@ -252,10 +260,9 @@ impl PartWriter {
             return Ok(());
         }
         self.groups += 1;
-        let next = self.new_columns()?;
-        let columns = std::mem::replace(&mut self.columns, next);
+        let columns = std::mem::take(&mut self.columns);
         let mut columns: Vec<Option<Column>> = columns.into_iter().map(Some).collect();
-        let chunks = each(&mut columns, true, |_, c| match c.take() {
+        let chunks = each(&mut columns, self.parallel, |_, c| match c.take() {
             Some(c) => c.close(),
             None => Err(ParquetError::General("a column closed twice".into())),
         })?;
