@@ -41,7 +41,9 @@ pub(crate) struct NameChunk {
 }
 
 fn err(what: &str) -> ParquetError {
-    ParquetError::General(format!("qtrace-store: {what} (a bug in qtrace-store, please report it)"))
+    ParquetError::General(format!(
+        "qtrace-store: {what} (a bug in qtrace-store, please report it)"
+    ))
 }
 
 impl NameChunk {
@@ -187,7 +189,11 @@ impl NameChunk {
         let level = ZstdLevel::try_new(self.level)?;
         let metadata = ColumnChunkMetaData::builder(Arc::clone(&self.descr))
             .set_compression(Compression::ZSTD(level))
-            .set_encodings(vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY])
+            .set_encodings(vec![
+                Encoding::PLAIN,
+                Encoding::RLE,
+                Encoding::RLE_DICTIONARY,
+            ])
             .set_num_values(self.values as i64)
             .set_total_compressed_size(data.len() as i64)
             .set_total_uncompressed_size(uncompressed as i64)

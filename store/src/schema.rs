@@ -88,7 +88,9 @@ impl Table {
     /// column chunk (min/max of the times let an engine skip groups).
     pub fn properties(self) -> WriterProperties {
         let mut b = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default()))
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default(),
+            ))
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_max_row_group_row_count(Some(EVENT_ROW_GROUP))
             .set_created_by(format!("qtrace-store {}", env!("CARGO_PKG_VERSION")))
