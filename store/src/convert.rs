@@ -54,8 +54,9 @@ pub fn verdict(c: Option<&Completeness>, damaged: bool) -> &'static str {
 
 /// Converts `inputs` into the tables under `out` (created if missing);
 /// `progress` is called with the records read so far, every 64 Ki records.
-/// Names given at run time (name records) are gathered from each file
-/// first, so every events row of a named id carries the name.
+/// Names given at run time (name records) apply to the rows after them, as
+/// `qtrace dump` shows them (a fixed or circular queue's file starts with
+/// the names kept, FORMAT.md 1.8): one read of each file.
 ///
 /// # Errors
 /// [`StoreError`] when the output cannot be written; a damaged input is not
@@ -67,7 +68,7 @@ pub fn convert(
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConvertReport, StoreError> {
     let n = next_part_number(out)?;
-    let mut set = PartSet::create(out, Path::new(""), n)?;
+    let mut set = PartSet::create_parallel(out, Path::new(""), n)?;
     // A run is named by its file's name, or by the path as given when two
     // inputs share a name.
     let file_name = |p: &Path| {
@@ -86,7 +87,6 @@ pub fn convert(
         } else {
             path.display().to_string()
         };
-        let run_names = gather_names(&path);
         let header = reader.header();
         let info = RunInfo {
             name,
@@ -95,7 +95,7 @@ pub fn convert(
             queue: header.queue().map(|(q, _)| q.0),
             path: path.display().to_string(),
         };
-        runs.push(Run::new(info, reader.catalog().clone(), run_names));
+        runs.push(Run::new(info, reader.catalog().clone(), Names::new()));
         readers.push(reader);
     }
     let mut merged = MergedReader::new(readers);
@@ -147,12 +147,4 @@ pub fn convert(
     report.parts = set.finish()?;
     report.damaged = damaged.into_iter().flatten().collect();
     Ok(report)
-}
-
-/// The run-time names of `path`'s name records (up to its end or damage).
-fn gather_names(path: &Path) -> Names {
-    match TraceReader::open(path) {
-        Ok(r) => Names::gather(r.map_while(Result::ok)),
-        Err(_) => Names::new(),
-    }
 }

@@ -31,6 +31,8 @@ mod align;
 mod columns;
 mod convert;
 mod error;
+mod names;
+mod numbers;
 mod part;
 mod partset;
 mod run;

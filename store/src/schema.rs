@@ -29,6 +29,9 @@ pub const TABLE_KEY: &str = "qtrace.table";
 /// per thread from a few million events on.
 pub const EVENT_ROW_GROUP: usize = 1 << 20;
 
+/// The zstd level of every page.
+pub(crate) const ZSTD_LEVEL: i32 = 1;
+
 /// Rows handed to the Parquet writer at once (the writer's column buffers).
 pub const BATCH_ROWS: usize = 64 * 1024;
 
@@ -85,7 +88,9 @@ impl Table {
     /// column chunk (min/max of the times let an engine skip groups).
     pub fn properties(self) -> WriterProperties {
         let mut b = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(ZSTD_LEVEL).unwrap_or_default(),
+            ))
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_max_row_group_row_count(Some(EVENT_ROW_GROUP))
             .set_created_by(format!("qtrace-store {}", env!("CARGO_PKG_VERSION")))

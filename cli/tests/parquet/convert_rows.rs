@@ -443,3 +443,54 @@ fn a_received_file_row_by_row() {
         .count();
     assert_eq!(users, events);
 }
+
+#[test]
+fn an_event_named_after_its_first_rows_is_named_from_the_name_record_on() {
+    use crate::common::combine_runs::fixed_tracer;
+    use qtrace::classes::user;
+    use qtrace::queues::{Online, OnlineParams};
+    use qtrace::{Config, Tracer};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("late");
+    std::fs::create_dir(&d).unwrap();
+    // An online queue writes the name record where it was logged, after
+    // the first two events (a fixed queue's file starts with the names).
+    let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
+    let q = tracer
+        .create_queue::<Online>(OnlineParams::default())
+        .unwrap();
+    tracer.assign_event(user::USER1, q).unwrap();
+    tracer.activate().unwrap();
+    tracer.log_event(user::USER1, [1, 0]);
+    tracer.log_event(user::USER1, [2, 0]);
+    tracer.name_event(user::USER1, "named late").unwrap();
+    tracer.log_event(user::USER1, [3, 0]);
+    let report = tracer.shutdown().unwrap();
+    let mut files: Vec<PathBuf> = report.queues[0].status.files.clone();
+    // A second file, without names.
+    let d2 = dir.path().join("plain");
+    std::fs::create_dir(&d2).unwrap();
+    let tracer = fixed_tracer(&d2, 64);
+    tracer.log_event(user::USER1, [4, 0]);
+    let report = tracer.shutdown().unwrap();
+    let other = d2.join("plain-fixed.qtr");
+    std::fs::rename(&report.queues[0].status.files[0], &other).unwrap();
+    files.push(other);
+    let (out, [events, _, _]) = convert_and_compare(dir.path(), &files);
+    assert_eq!(events, 4);
+    // As dump shows them (compared above): the name from its record on.
+    let mut named: Vec<(u64, Value)> = table_rows(&out, "events")
+        .iter()
+        .map(|r| (r["arg0"].as_u64().unwrap(), r["event"].clone()))
+        .collect();
+    named.sort_by_key(|r| r.0);
+    assert_eq!(
+        named,
+        vec![
+            (1, json!("user1")),
+            (2, json!("user1")),
+            (3, json!("named late")),
+            (4, json!("user1")),
+        ]
+    );
+}
