@@ -255,11 +255,11 @@ fn parts_roll_by_size_and_retention_deletes_whole_old_ones() {
     assert!(total <= 400 * 1024, "{total} bytes kept");
 }
 
-#[test]
-fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfinished_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let (listen, mut child) = recv_store(&store, &["--roll", "30KiB"]);
+/// Streams into the receiver `child` listening on `listen` until a few part
+/// sets of `store` are closed, SIGKILLs it, and checks what it left: whole
+/// parts and at most one unfinished part set (its temps, one per table, all
+/// of one number). Returns every file left.
+fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<PathBuf> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sender = stream_until(listen, stop.clone());
     // Mid-stream: once a few part sets are closed.
@@ -276,15 +276,12 @@ fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfini
     child.wait().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     sender.join().unwrap();
-
-    // Whole parts (every one reads), and one unfinished part set: its
-    // temps, one per table, all of one number.
-    let before = all_files(&store);
+    let before = all_files(store);
     let temps: Vec<&PathBuf> = before
         .iter()
         .filter(|p| p.extension().is_none_or(|x| x != "parquet"))
         .collect();
-    assert!(!temps.is_empty() && temps.len() <= 4, "{temps:?}");
+    assert!(temps.len() <= 4, "{temps:?}");
     let temp_numbers: std::collections::BTreeSet<String> = temps
         .iter()
         .map(|p| {
@@ -296,7 +293,40 @@ fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfini
             n.to_string()
         })
         .collect();
-    assert_eq!(temp_numbers.len(), 1, "one unfinished part set: {temps:?}");
+    assert!(
+        temp_numbers.len() <= 1,
+        "one unfinished part set: {temps:?}"
+    );
+    before
+}
+
+#[test]
+fn a_sigkilled_receiver_leaves_whole_parts_and_a_restart_accounts_for_the_unfinished_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // A kill that lands between two part sets (one closed, the next not yet
+    // begun) leaves no unfinished set: also a valid end, but it does not
+    // test the restart's accounting. Such a kill is rare (1 in 8 at load 9),
+    // so a fresh store is tried again, at most 5 times.
+    let mut attempt = 0;
+    let (store, before) = loop {
+        attempt += 1;
+        let store = dir.path().join(format!("store{attempt}"));
+        let (listen, child) = recv_store(&store, &["--roll", "30KiB"]);
+        let before = kill_mid_stream(&store, listen, child);
+        let unfinished = before
+            .iter()
+            .any(|p| p.extension().is_none_or(|x| x != "parquet"));
+        if unfinished || attempt == 5 {
+            break (store, before);
+        }
+        eprintln!("attempt {attempt}: the kill fell between two part sets; again");
+    };
+    assert!(
+        before
+            .iter()
+            .any(|p| p.extension().is_none_or(|x| x != "parquet")),
+        "5 kills in a row fell between two part sets: {before:?}"
+    );
     let parts: Vec<(PathBuf, Vec<u8>)> = before
         .iter()
         .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
