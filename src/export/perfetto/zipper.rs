@@ -21,7 +21,7 @@ use super::schema::field;
 /// The zlib level. zlib-rs at 5 writes fewer bytes than miniz_oxide at 6
 /// (the backend before it) on the 5 M-event workload (2.77 against 2.87
 /// B/event) in less time; BENCHMARKS.md "Perfetto: the export at …".
-pub(super) const LEVEL: u32 = 5;
+pub(super) const LEVEL: u32 = 3;
 
 /// Deflating threads: deflate costs about as much CPU as encoding (BENCHMARKS.md),
 /// so with two, both cores compress while the writer encodes.
