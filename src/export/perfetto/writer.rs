@@ -307,8 +307,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// "Compression" in the [module documentation](super)) or as they are
     /// (`false`: for a tool that reads Perfetto's protobuf but cannot inflate
     /// `compressed_packets`; the file is several times larger). Either way
-    /// the packets are the same, and they reach `out` in chunks of about
-    /// 128 KiB.
+    /// the packets are the same, in the same order, and they reach `out` in
+    /// chunks of about 128 KiB, each of one packet sequence's packets.
     ///
     /// ```
     /// use qtrace::classes::{system, Catalog};
