@@ -487,3 +487,43 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
     // Every record once: an instant or a slice begin.
     assert_eq!(a["events"].as_array().unwrap().len(), 30_000);
 }
+
+/// Many sources: the chunks of all sequences together are bounded (8 MiB of
+/// buffers), so before any one sequence's chunk is full, every chunk is
+/// written (short chunks that are not their sequence's last), and the
+/// packets are still all there, each sequence's in order, as uncompressed.
+#[test]
+fn many_sources_bound_the_chunks_held_together() {
+    const SOURCES: u64 = 200;
+    let events: Vec<Event> = (0..300_000u64)
+        .map(|i| Event::new(i * 10, user::USER1, (i % SOURCES) as u32, [i, i * 7]))
+        .collect();
+    let write = |compress: bool| {
+        let mut out = Vec::new();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out)
+            .unwrap()
+            .with_compression(compress);
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        assert_eq!(stats.sources, SOURCES);
+        out
+    };
+    let (zipped, plain) = (write(true), write(false));
+    assert_eq!(mini::packets(&zipped).0, mini::packets(&plain).0);
+    let seq_of = |p: &[u8]| mini::fields(p).iter().find(|f| f.0 == 10).unwrap().2;
+    let chunks = mini::chunks(&zipped);
+    let mut seen: std::collections::HashMap<u64, usize> = Default::default();
+    for c in &chunks {
+        let seq = seq_of(&c[0]);
+        assert!(c.iter().all(|p| seq_of(p) == seq), "one sequence a chunk");
+        *seen.entry(seq).or_default() += 1;
+    }
+    // About 9 MB of packets, 45 KB a source: no chunk reaches 128 KiB, yet
+    // every source's packets went out in more than one chunk.
+    assert_eq!(seen.len() as u64, SOURCES + 1);
+    assert!(
+        seen.iter().filter(|&(&s, _)| s != 1).all(|(_, &n)| n >= 2),
+        "{seen:?}"
+    );
+    let (_, instants, _) = decode_slices(&zipped);
+    assert_eq!(instants, events.len());
+}
