@@ -120,6 +120,21 @@ pub mod mini {
         }
         (out, chunks)
     }
+
+    /// The packets of each `compressed_packets` chunk, chunk by chunk
+    /// (packets outside chunks are left out).
+    pub fn chunks(trace: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for (_, _, _, packet) in fields(trace) {
+            if let Some(z) = fields(packet).iter().find(|f| f.0 == 50) {
+                let mut plain = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(z.3), &mut plain)
+                    .expect("a zlib stream");
+                out.push(packets(&plain).0);
+            }
+        }
+        out
+    }
 }
 
 /// (time, file order, track, type) of the slice begins and ends, the number

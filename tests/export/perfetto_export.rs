@@ -100,11 +100,13 @@ fn every_event_name_track_and_nesting_decodes() {
     let ev = |t: u64, track: &str, cat: &str, name: &str, args: Value| {
         json!([t, track, cat, name, args])
     };
+    // In file order: each sequence's packets together (a chunk holds one
+    // sequence's packets; these few fit in one chunk a sequence, written at
+    // the end in the order the sequences began), in the order written.
     assert_eq!(
         got["events"],
         json!([
             ev(1_000, "source 0", "system", "schedule", json!({"task": 3})),
-            ev(1_500, "source 1", "system", "activate", json!({"task": 4})),
             ev(
                 2_000,
                 "source 0",
@@ -119,6 +121,8 @@ fn every_event_name_track_and_nesting_decodes() {
                 "user0",
                 json!({"value": 77, "arg1": 5})
             ),
+            ev(6_000, "source 0", "system", "schedule", json!({"task": 4})),
+            ev(1_500, "source 1", "system", "activate", json!({"task": 4})),
             ev(
                 3_000,
                 "source 1",
@@ -134,13 +138,6 @@ fn every_event_name_track_and_nesting_decodes() {
                 json!({"task": 4, "arg1": 7})
             ),
             ev(
-                4_000,
-                "tracer",
-                "tracer",
-                "hoops",
-                json!({"lost": 12, "queue": 0})
-            ),
-            ev(
                 4_200,
                 "source 1",
                 "unknown",
@@ -154,7 +151,13 @@ fn every_event_name_track_and_nesting_decodes() {
                 "signal",
                 json!({"task": 4, "sem": 2})
             ),
-            ev(6_000, "source 0", "system", "schedule", json!({"task": 4})),
+            ev(
+                4_000,
+                "tracer",
+                "tracer",
+                "hoops",
+                json!({"lost": 12, "queue": 0})
+            ),
             ev(
                 7_000,
                 "tracer",
@@ -343,13 +346,23 @@ fn combine_runs_and_run_time_names() {
     assert_eq!(
         got["events"],
         json!([
-            // Listed with their track's name at the time.
+            // Listed with their track's name at that point of the file:
+            // each sequence's packets are together (source 6's sequence
+            // began first), and sequence 1's descriptors, the renaming one
+            // too, are written before the other sequences' chunks.
             ev(
                 1_200,
-                "source 6",
+                "source 6 late",
                 "user",
                 "user0",
                 json!({"value": 1, "arg1": 0})
+            ),
+            ev(
+                3_500,
+                "source 6 late",
+                "user",
+                "user0",
+                json!({"value": 2, "arg1": 0})
             ),
             ev(
                 1_500,
@@ -380,13 +393,6 @@ fn combine_runs_and_run_time_names() {
                 "user2",
                 json!({"value": 1, "bytes": "ff007f"})
             ),
-            ev(
-                3_500,
-                "source 6 late",
-                "user",
-                "user0",
-                json!({"value": 2, "arg1": 0})
-            ),
         ])
     );
     // The task slice carries the task's name too.
@@ -402,7 +408,7 @@ fn combine_runs_and_run_time_names() {
 /// events as the uncompressed file.
 #[test]
 fn compressed_and_uncompressed_hold_the_same_packets() {
-    // The writer's chunk size (PerfettoWriter's docs: about 128 KiB).
+    // The writer's chunk size (PerfettoWriter's docs: about 128 KiB a sequence).
     const CHUNK_BYTES: usize = 128 * 1024;
     let events: Vec<Event> = (0..30_000u64)
         .map(|i| {
@@ -430,24 +436,48 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
     assert_eq!(none, 0, "uncompressed output has no chunk");
     let (zipped_packets, chunks) = mini::packets(&zipped);
     assert_eq!(zipped_packets, plain_packets);
-    // Where the writer cuts: a chunk is written once its packets (each with
-    // its key and length) reach CHUNK_BYTES, and the rest at the end.
-    let (mut expected, mut fill) = (0, 0);
-    for p in &plain_packets {
-        let mut len = p.len();
-        fill += 2;
+    // Where the writer cuts: a chunk holds the packets of one sequence, and
+    // is written once they (each with its key and length) reach
+    // CHUNK_BYTES; the rest at the end. Sequence 1 (track descriptors) is
+    // also written before any other chunk once it holds a descriptor.
+    let seq_of = |p: &[u8]| mini::fields(p).iter().find(|f| f.0 == 10).unwrap().2;
+    let framed = |p: &Vec<u8>| {
+        let (mut n, mut len) = (2 + p.len(), p.len());
         while len >= 0x80 {
-            fill += 1;
+            n += 1;
             len >>= 7;
         }
-        fill += p.len();
+        n
+    };
+    let per_chunk = mini::chunks(&zipped);
+    assert_eq!(per_chunk.len(), chunks);
+    let mut last_of: std::collections::HashMap<u64, usize> = Default::default();
+    for (k, c) in per_chunk.iter().enumerate() {
+        let seq = seq_of(&c[0]);
+        assert!(
+            c.iter().all(|p| seq_of(p) == seq),
+            "chunk {k}: one sequence"
+        );
+        last_of.insert(seq, k);
+    }
+    let mut full = 0;
+    for (k, c) in per_chunk.iter().enumerate() {
+        let seq = seq_of(&c[0]);
+        let fill: usize = c.iter().map(framed).sum();
         if fill >= CHUNK_BYTES {
-            (expected, fill) = (expected + 1, 0);
+            // Cut at the packet that reached CHUNK_BYTES.
+            assert!(fill - framed(c.last().unwrap()) < CHUNK_BYTES);
+            full += 1;
+        } else {
+            assert!(
+                seq == 1 || last_of[&seq] == k,
+                "chunk {k}: short but not its sequence's last"
+            );
         }
     }
-    expected += usize::from(fill > 0);
-    assert!(expected >= 3, "the trace spans several chunks");
-    assert_eq!(chunks, expected);
+    // Three sources and sequence 1, about 1.2 MB of packets.
+    assert_eq!(last_of.len(), 4);
+    assert!(full >= 6, "{full} full chunks");
     assert_eq!(decode_slices(&zipped), decode_slices(&plain));
     // Perfetto's own schema (and Python's zlib) reads the same events.
     let (Some(a), Some(b)) = (decode(&zipped_path, true), decode(&plain_path, true)) else {
@@ -456,4 +486,44 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
     assert_eq!(a, b);
     // Every record once: an instant or a slice begin.
     assert_eq!(a["events"].as_array().unwrap().len(), 30_000);
+}
+
+/// Many sources: the chunks of all sequences together are bounded (8 MiB of
+/// buffers), so before any one sequence's chunk is full, every chunk is
+/// written (short chunks that are not their sequence's last), and the
+/// packets are still all there, each sequence's in order, as uncompressed.
+#[test]
+fn many_sources_bound_the_chunks_held_together() {
+    const SOURCES: u64 = 200;
+    let events: Vec<Event> = (0..300_000u64)
+        .map(|i| Event::new(i * 10, user::USER1, (i % SOURCES) as u32, [i, i * 7]))
+        .collect();
+    let write = |compress: bool| {
+        let mut out = Vec::new();
+        let w = PerfettoWriter::new(&Catalog::builtin(), 0, &mut out)
+            .unwrap()
+            .with_compression(compress);
+        let stats = export::convert(w, events.iter().copied()).unwrap();
+        assert_eq!(stats.sources, SOURCES);
+        out
+    };
+    let (zipped, plain) = (write(true), write(false));
+    assert_eq!(mini::packets(&zipped).0, mini::packets(&plain).0);
+    let seq_of = |p: &[u8]| mini::fields(p).iter().find(|f| f.0 == 10).unwrap().2;
+    let chunks = mini::chunks(&zipped);
+    let mut seen: std::collections::HashMap<u64, usize> = Default::default();
+    for c in &chunks {
+        let seq = seq_of(&c[0]);
+        assert!(c.iter().all(|p| seq_of(p) == seq), "one sequence a chunk");
+        *seen.entry(seq).or_default() += 1;
+    }
+    // About 9 MB of packets, 45 KB a source: no chunk reaches 128 KiB, yet
+    // every source's packets went out in more than one chunk.
+    assert_eq!(seen.len() as u64, SOURCES + 1);
+    assert!(
+        seen.iter().filter(|&(&s, _)| s != 1).all(|(_, &n)| n >= 2),
+        "{seen:?}"
+    );
+    let (_, instants, _) = decode_slices(&zipped);
+    assert_eq!(instants, events.len());
 }

@@ -109,8 +109,8 @@ fn perfetto_draws_nested_scopes_on_a_scopes_track_per_source() {
     assert_eq!(
         got,
         [
+            // In file order: each source's sequence together.
             (10, s1, "B"),
-            (15, s2, "B"),
             (20, s1, "B"),
             (30, s1, "E"),
             (50, s1, "E"),
@@ -118,6 +118,7 @@ fn perfetto_draws_nested_scopes_on_a_scopes_track_per_source() {
             (80, s1, "B"),
             (90, s1, "E"),
             (90, s1, "E"),
+            (15, s2, "B"),
             (90, s2, "E"),
         ]
     );

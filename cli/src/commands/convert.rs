@@ -120,13 +120,115 @@ pub struct Outcome {
     pub ends: Vec<Option<Completeness>>,
 }
 
+/// Events a batch carries from the reading thread to the converting one.
+const BATCH: usize = 4096;
+
+/// Batches in flight between the two threads.
+const BATCHES: usize = 4;
+
 /// Feeds the merged inputs into `sink`, ticking the progress bar. A damaged
 /// input stops at its damage (the reader yields one error, then ends); the
 /// others go on, and the output is finished either way, so it stays valid.
-/// One input's events come from its reader's block
-/// ([`MergedReader::next_buffered`]: no `Result` per event), and `sink` is
-/// a type parameter (its `push` inlined, not called through a vtable).
-fn pump<S: EventSink, R: Read>(
+///
+/// The inputs are read (blocks decoded, files merged in time order) on a
+/// thread of their own, which hands the events over in batches of
+/// [`BATCH`], in order: the converting thread only converts (a quarter of
+/// its time was reading; BENCHMARKS.md, "Perfetto: a chunk per sequence").
+/// If no thread can be started, both happen here. `sink` is a type
+/// parameter (its `push` inlined, not called through a vtable).
+fn pump<S: EventSink, R: Read + Send>(
+    sink: &mut S,
+    events: &mut MergedReader<R>,
+    bar: &ProgressBar,
+) -> Result<Outcome, Failure> {
+    let (to_sink, batches) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES);
+    let (to_reader, spares) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES + 1);
+    let mut n = 0u64;
+    let (pushed, damaged) = std::thread::scope(|scope| {
+        // Reborrowed for the scope: `events` is usable again after it.
+        let inputs = &mut *events;
+        let reader = std::thread::Builder::new()
+            .name("qtrace-convert-read".into())
+            .spawn_scoped(scope, move || read_batches(inputs, &to_sink, &spares));
+        let Ok(reader) = reader else {
+            return (None, Vec::new());
+        };
+        let mut pushed = Ok(());
+        for mut batch in batches.iter() {
+            for e in &batch {
+                if let Err(err) = sink.push(e) {
+                    pushed = Err(err);
+                    break;
+                }
+            }
+            if pushed.is_err() {
+                break;
+            }
+            n += batch.len() as u64;
+            bar.set_position(n);
+            batch.clear();
+            let _ = to_reader.try_send(batch);
+        }
+        // A failed push ends the loop: closing the channel ends the reader.
+        drop(batches);
+        (Some(pushed), reader.join().unwrap_or_default())
+    });
+    let damaged = match pushed {
+        Some(pushed) => {
+            pushed?;
+            damaged
+        }
+        None => return pump_here(sink, events, bar),
+    };
+    bar.set_position(n);
+    Ok(Outcome {
+        stats: sink.finish()?,
+        damaged,
+        ends: Vec::new(),
+    })
+}
+
+/// The reading thread of [`pump`]: sends the events in batches (reusing
+/// the buffers sent back) until the inputs end or the converting thread
+/// stops listening; returns the inputs' read errors.
+fn read_batches<R: Read>(
+    events: &mut MergedReader<R>,
+    to_sink: &std::sync::mpsc::SyncSender<Vec<Event>>,
+    spares: &std::sync::mpsc::Receiver<Vec<Event>>,
+) -> Vec<ReadError> {
+    let mut damaged = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        // One input's events come from its reader's block
+        // ([`MergedReader::next_buffered`]: no `Result` per event).
+        let end = loop {
+            if let Some(e) = events.next_buffered() {
+                batch.push(e);
+            } else {
+                match events.next_with_input() {
+                    Some((_, Ok(e))) => batch.push(e),
+                    Some((_, Err(err))) => damaged.push(err),
+                    None => break true,
+                }
+            }
+            if batch.len() == BATCH {
+                break false;
+            }
+        };
+        if !batch.is_empty() && to_sink.send(batch).is_err() {
+            return damaged;
+        }
+        if end {
+            return damaged;
+        }
+        batch = spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+    }
+}
+
+/// [`pump`] on one thread (when no reading thread can be started).
+fn pump_here<S: EventSink, R: Read>(
     sink: &mut S,
     events: &mut MergedReader<R>,
     bar: &ProgressBar,

@@ -61,6 +61,7 @@ impl<W: Write> PerfettoWriter<W> {
         of: Option<&Event>,
     ) -> Result<(), Error> {
         self.begin_event(track, cat, name, of);
+        self.ordered(track, t)?;
         self.emit(t)
     }
 
@@ -96,6 +97,7 @@ impl<W: Write> PerfettoWriter<W> {
         e.clear();
         put_uint(e, field::TYPE, SLICE_END);
         put_track(e, self.st.track, track);
+        self.ordered(track, t)?;
         self.emit(t)
     }
 
@@ -343,6 +345,7 @@ impl<W: Write> PerfettoWriter<W> {
             field::COUNTER_VALUE,
             self.stats.lost.min(i64::MAX as u64) as i64,
         );
+        self.ordered(uuid, t)?;
         self.emit(t)
     }
     /// Interns a slice name (a numbered one from its cache, else formatted

@@ -19,6 +19,11 @@ use super::schema::field;
 pub(super) struct Sequence {
     /// `trusted_packet_sequence_id`.
     pub(super) id: u64,
+    /// This sequence's packets not yet written (each with its `Trace.packet`
+    /// key and length): a chunk holds one sequence's packets, which deflate
+    /// better than the sequences interleaved (BENCHMARKS.md, "Perfetto:
+    /// a chunk per sequence").
+    pub(super) chunk: Vec<u8>,
     /// Time of the incremental clock (the latest delta-encoded packet).
     pub(super) clock: u64,
     /// `TrackEventDefaults.track_uuid`: events on it omit `track_uuid`.

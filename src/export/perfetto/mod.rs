@@ -114,22 +114,46 @@
 //!
 //!   Slice times never go back on a track (a time earlier than the track's
 //!   previous one is raised to it), so slices nest on every track.
-//! - **Compression.** By default the packets are gathered into chunks of
-//!   about 128 KiB and each chunk is written as one packet
-//!   whose `compressed_packets` (field 50) is the zlib stream (level 5,
-//!   `flate2` with the pure-Rust zlib-rs backend, deflated on two threads
-//!   while the next chunk is encoded, each chunk on its own and written in
-//!   the order made) of the chunk's packets, each with its `Trace.packet` key and length, as
-//!   Perfetto's tracing service writes a trace with `compression_type:
-//!   COMPRESSION_TYPE_DEFLATE` (`src/tracing/service/zlib_compressor.cc`:
-//!   `deflateInit(&stream_, 6)`, a zlib header (the level is the writer's
-//!   choice: readers inflate any); a `Trace.packet` preamble per
-//!   packet; one `compressed_packets` packet per batch). The trace processor
-//!   inflates it and reads the packets inside as if they were in the file
+//! - **Compression.** By default each sequence's packets are gathered into
+//!   a chunk of their own, of about 128 KiB, and each chunk is written as
+//!   one packet whose `compressed_packets` (field 50) is the zlib stream
+//!   (level 3, `flate2` with the pure-Rust zlib-rs backend, deflated on two
+//!   threads while the next chunks are encoded, each chunk on its own and
+//!   written in the order made) of the chunk's packets, each with its
+//!   `Trace.packet` key and length, as Perfetto's tracing service writes a
+//!   trace with `compression_type: COMPRESSION_TYPE_DEFLATE`
+//!   (`src/tracing/service/zlib_compressor.cc`: `deflateInit(&stream_, 6)`,
+//!   a zlib header (the level is the writer's choice: readers inflate any);
+//!   a `Trace.packet` preamble per packet; one `compressed_packets` packet
+//!   per batch). The trace processor inflates it and reads the packets
+//!   inside as if they were in the file
 //!   (`src/trace_processor/importers/proto/proto_trace_tokenizer.cc`,
 //!   `has_compressed_packets`); a sequence's state (clock, interning,
 //!   default track) carries on from one chunk to the next. It makes the file
 //!   several times smaller (BENCHMARKS.md, "Perfetto: compressed packets").
+//!   One sequence's packets repeat much more than the sequences'
+//!   interleaved, so a chunk per sequence deflates to fewer bytes at a
+//!   cheaper level (BENCHMARKS.md, "Perfetto: a chunk per sequence"). The
+//!   file then holds each sequence's packets in the order written, but not
+//!   the sequences' packets interleaved in time; the trace processor sorts
+//!   packets by time. Three rules keep what it reads the same as in time
+//!   order:
+//!   - sequence 1's chunk is written before any other chunk once it holds
+//!     a track descriptor, so a track's descriptor comes before every
+//!     packet that uses it (the trace processor needs a counter track's
+//!     descriptor before its values);
+//!   - a slice begin, end or counter value on a track that another sequence
+//!     wrote at the same time or later (a task's track, a task/semaphore
+//!     pair's, the loss counter) first writes that sequence's chunk: packets
+//!     of equal times keep the order written (the trace processor keeps
+//!     ties in file order), so slices still nest;
+//!   - the sequences' chunks hold at most 8 MiB together: past that, every
+//!     chunk is written (a trace of many sources keeps a few MiB, not a
+//!     chunk a source).
+//!
+//!   The output is the same bytes on every run (the chunks are cut where
+//!   the input says, whatever the threads' timing), and the same packets,
+//!   in the same order, with compression off.
 //!   A tool that cannot inflate reads the output of
 //!   [`PerfettoWriter::with_compression`]`(false)`: the same packets, not
 //!   compressed.

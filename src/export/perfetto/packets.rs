@@ -10,7 +10,7 @@ use super::schema::{
     field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
-use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES};
+use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES, MAX_HELD};
 use super::zipper::{zip_chunk, Zipper};
 use crate::export::ExportError as Error;
 
@@ -64,53 +64,139 @@ impl<W: Write> PerfettoWriter<W> {
                 });
             }
         });
-        self.flush_packet()
+        let seq = self.cur;
+        self.flush_packet(seq)
     }
 
-    /// Adds `self.packet` as one `Trace.packet` to the chunk, writing the
-    /// chunk once it holds [`CHUNK_BYTES`].
-    pub(super) fn flush_packet(&mut self) -> Result<(), Error> {
-        put_bytes(&mut self.chunk, field::TRACE_PACKET, &self.packet);
-        if self.chunk.len() >= CHUNK_BYTES {
-            self.flush_chunk()?;
+    /// The chunk of sequence `seq` (an index in `seqs`; the current one is
+    /// in `st`).
+    fn chunk_of(&mut self, seq: usize) -> &mut Vec<u8> {
+        if seq == self.cur {
+            &mut self.st.chunk
+        } else {
+            &mut self.seqs[seq].chunk
+        }
+    }
+
+    /// Adds `self.packet` as one `Trace.packet` to the chunk of sequence
+    /// `seq`, writing the chunk once it holds [`CHUNK_BYTES`].
+    pub(super) fn flush_packet(&mut self, seq: usize) -> Result<(), Error> {
+        let packet = std::mem::take(&mut self.packet);
+        let c = self.chunk_of(seq);
+        let capacity = c.capacity();
+        put_bytes(c, field::TRACE_PACKET, &packet);
+        let (len, grown) = (c.len(), c.capacity() - capacity);
+        self.packet = packet;
+        self.filled(seq, len, grown)
+    }
+
+    /// After a packet was added to the chunk of `seq` (now `len` bytes, its
+    /// buffer `grown` bytes larger): writes the chunk once it holds
+    /// [`CHUNK_BYTES`], or every chunk once the buffers hold [`MAX_HELD`].
+    #[inline]
+    fn filled(&mut self, seq: usize, len: usize, grown: usize) -> Result<(), Error> {
+        self.held += grown;
+        if len >= CHUNK_BYTES {
+            self.flush_chunk(seq, true)?;
+        }
+        if self.held >= MAX_HELD {
+            self.flush_all(true)?;
         }
         Ok(())
     }
 
-    /// Writes the chunk: its packets as they are, or (compressing) one
-    /// packet whose `compressed_packets` is the zlib stream of them, made on
-    /// the compression thread when there is one (written when it is back).
-    pub(super) fn flush_chunk(&mut self) -> Result<(), Error> {
-        if self.chunk.is_empty() {
+    /// Writes the chunks of every sequence, in the order of the sequences;
+    /// with `release`, lets their buffers go.
+    pub(super) fn flush_all(&mut self, release: bool) -> Result<(), Error> {
+        for seq in 0..self.seqs.len() {
+            self.flush_chunk(seq, !release)?;
+        }
+        if release {
+            // Every buffer was taken (and none given back).
+            self.held = 0;
+        }
+        Ok(())
+    }
+
+    /// Before a slice edge or counter value on `track` at `t` on the
+    /// current sequence: if another sequence last wrote on that track at
+    /// the same time or later, its chunk is written now, so that the two
+    /// packets keep the order written in the file (the trace processor
+    /// sorts by time and keeps ties in file order; a track that only one
+    /// sequence writes never needs this).
+    #[inline]
+    pub(super) fn ordered(&mut self, track: u64, t: u64) -> Result<(), Error> {
+        let i = track as usize;
+        if i >= self.last_writer.len() {
+            self.last_writer.resize(i + 1, (0, 0));
+        }
+        let me = self.cur as u32 + 1;
+        let (by, at) = self.last_writer[i];
+        self.last_writer[i] = (me, t.max(at));
+        if by != 0 && by != me && t <= at {
+            self.flush_chunk(by as usize - 1, true)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the chunk of sequence `seq` (sequence 1's first when it holds
+    /// a track descriptor not yet written): its packets as they are, or
+    /// (compressing) one packet whose `compressed_packets` is the zlib
+    /// stream of them, made on a compression thread when there is one
+    /// (written when it is back). With `keep`, the sequence gets a buffer
+    /// back (the busy ones are written again soon); without, none.
+    pub(super) fn flush_chunk(&mut self, seq: usize, keep: bool) -> Result<(), Error> {
+        if seq != 0 && self.descriptors {
+            self.flush_chunk(0, keep)?;
+        }
+        if seq == 0 {
+            self.descriptors = false;
+        }
+        let chunk = std::mem::take(self.chunk_of(seq));
+        if chunk.is_empty() {
+            if keep {
+                *self.chunk_of(seq) = chunk;
+            }
             return Ok(());
         }
+        self.held -= chunk.capacity().min(self.held);
+        let mut back = self.write_chunk(chunk)?;
+        back.clear();
+        if !keep {
+            back = Vec::new();
+        }
+        self.held += back.capacity();
+        *self.chunk_of(seq) = back;
+        Ok(())
+    }
+
+    /// Writes `chunk` (compressed or not) and returns a buffer to reuse.
+    fn write_chunk(&mut self, mut chunk: Vec<u8>) -> Result<Vec<u8>, Error> {
         if !self.compress {
-            self.out.write_all(&self.chunk).map_err(io_err)?;
-            self.chunk.clear();
-            return Ok(());
+            self.out.write_all(&chunk).map_err(io_err)?;
+            return Ok(chunk);
         }
         if self.zipper.is_none() && !self.zipper_failed {
             self.zipper = Zipper::start();
             self.zipper_failed = self.zipper.is_none();
         }
         if let Some(z) = &mut self.zipper {
-            let chunk = std::mem::take(&mut self.chunk);
-            self.chunk = z.submit(chunk, &mut self.out).map_err(io_err)?;
-            return Ok(());
+            return z.submit(chunk, &mut self.out).map_err(io_err);
         }
         self.packet.clear();
-        zip_chunk(&self.chunk, &mut self.zipped, &mut self.packet).map_err(io_err)?;
+        zip_chunk(&chunk, &mut self.zipped, &mut self.packet).map_err(io_err)?;
         self.out.write_all(&self.packet).map_err(io_err)?;
-        self.chunk.clear();
         self.packet.clear();
-        Ok(())
+        chunk.clear();
+        Ok(chunk)
     }
 
     /// Writes a packet holding the track event in `self.event` (and the
     /// interned data in `self.interned`) at time `t`, straight into the
     /// chunk (its length patched in place: no copy of the packet).
     pub(super) fn emit(&mut self, t: u64) -> Result<(), Error> {
-        let c = &mut self.chunk;
+        let c = &mut self.st.chunk;
+        let capacity = c.capacity();
         put_key_len(c, field::TRACE_PACKET);
         let at = c.len();
         c.push(0);
@@ -135,9 +221,7 @@ impl<W: Write> PerfettoWriter<W> {
         }
         put_bytes(c, field::TRACK_EVENT, &self.event);
         patch_len(c, at);
-        if c.len() >= CHUNK_BYTES {
-            self.flush_chunk()?;
-        }
-        Ok(())
+        let (len, grown) = (c.len(), c.capacity() - capacity);
+        self.filled(self.cur, len, grown)
     }
 }

@@ -72,7 +72,10 @@ impl<W: Write> PerfettoWriter<W> {
                 });
             }
         });
-        self.flush_packet()
+        // On sequence 1, whose chunk is written before any other once it
+        // holds a descriptor.
+        self.descriptors = true;
+        self.flush_packet(0)
     }
 
     /// The track of `source`, made on first use with a packet sequence of
@@ -242,6 +245,7 @@ impl<W: Write> PerfettoWriter<W> {
                     None,
                 );
                 self.source_annotation(WAIT_SOURCE, ev.source);
+                self.ordered(uuid, t)?;
                 self.emit(t)?;
                 Ok(true)
             }
@@ -271,6 +275,7 @@ impl<W: Write> PerfettoWriter<W> {
                 if let Some(signal) = by {
                     self.source_annotation(SIGNAL_SOURCE, signal.source);
                 }
+                self.ordered(uuid, end)?;
                 self.emit(end)?;
                 Ok(by.is_some())
             }

@@ -15,10 +15,16 @@ use crate::model::classes::{system, tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames};
 use crate::Event;
 
-/// Uncompressed bytes of packets gathered before they are written: as one
-/// `compressed_packets` packet (see the module documentation), or as they
-/// are when compression is off.
+/// Uncompressed bytes of one sequence's packets gathered before they are
+/// written: as one `compressed_packets` packet (see the module
+/// documentation), or as they are when compression is off.
 pub const CHUNK_BYTES: usize = 128 * 1024;
+
+/// Most bytes the sequences' unwritten chunks may hold together (their
+/// buffers' capacity): past it, every chunk is written, and the buffers of
+/// all sequences are let go (a trace of many sources keeps a few MiB, not
+/// a chunk a source).
+pub(super) const MAX_HELD: usize = 64 * CHUNK_BYTES;
 
 /// Times on one track never go back, so its slices nest.
 #[derive(Debug)]
@@ -96,9 +102,21 @@ pub struct PerfettoWriter<W: Write> {
     pub(super) options: PerfettoOptions,
     /// Whether chunks are written as `compressed_packets`.
     pub(super) compress: bool,
-    /// Packets (each with its `Trace.packet` key and length) not yet written,
-    /// at most about [`CHUNK_BYTES`]; and the compressed chunk, reused.
-    pub(super) chunk: Vec<u8>,
+    /// The capacity of the sequences' chunk buffers, together (bounded by
+    /// [`MAX_HELD`]).
+    pub(super) held: usize,
+    /// Whether sequence 1's chunk holds a track descriptor not yet written:
+    /// it is written before any other chunk, so that a track's descriptor
+    /// comes before the packets that use it in the file.
+    pub(super) descriptors: bool,
+    /// Per track uuid: the sequence (index + 1; 0 none) that last wrote a
+    /// slice edge or counter value on it, and at what time. Tracks that
+    /// several sequences write (a task's, a task/semaphore pair's, the
+    /// loss counter) keep their packets of equal times in the order
+    /// written, as the trace processor's sort by time keeps ties in file
+    /// order: see `PerfettoWriter::ordered`.
+    pub(super) last_writer: Vec<(u32, u64)>,
+    /// A chunk's deflated bytes, reused (when compressing in place).
     pub(super) zipped: Vec<u8>,
     /// The compression thread, started at the first chunk compressed
     /// (`None` before, when compression is off, or if no thread started).
@@ -212,7 +230,9 @@ impl<W: Write> PerfettoWriter<W> {
             out: BufWriter::with_capacity(64 * 1024, out),
             options,
             compress: true,
-            chunk: Vec::with_capacity(CHUNK_BYTES + 4 * 1024),
+            held: 0,
+            descriptors: false,
+            last_writer: Vec::new(),
             zipped: Vec::new(),
             zipper: None,
             zipper_failed: false,
@@ -287,8 +307,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// "Compression" in the [module documentation](super)) or as they are
     /// (`false`: for a tool that reads Perfetto's protobuf but cannot inflate
     /// `compressed_packets`; the file is several times larger). Either way
-    /// the packets are the same, and they reach `out` in chunks of about
-    /// 128 KiB.
+    /// the packets are the same, in the same order, and they reach `out` in
+    /// chunks of about 128 KiB, each of one packet sequence's packets.
     ///
     /// ```
     /// use qtrace::classes::{system, Catalog};
@@ -366,7 +386,7 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.edge(edge, None)?;
         }
         self.stats.unpaired += self.slices.unpaired();
-        self.flush_chunk()?;
+        self.flush_all(false)?;
         if let Some(z) = &mut self.zipper {
             z.drain(&mut self.out).map_err(io_err)?;
         }

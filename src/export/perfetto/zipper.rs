@@ -18,13 +18,14 @@ use flate2::Compression;
 use super::protobuf::put_bytes;
 use super::schema::field;
 
-/// The zlib level. zlib-rs at 5 writes fewer bytes than miniz_oxide at 6
-/// (the backend before it) on the 5 M-event workload (2.77 against 2.87
-/// B/event) in less time; BENCHMARKS.md "Perfetto: the export at …".
-pub(super) const LEVEL: u32 = 5;
+/// The zlib level. With a chunk per sequence, zlib-rs at 3 writes 2.46
+/// bytes an event on the 5 M-event workload (level 5 with the sequences
+/// interleaved, before: 2.77) in about 40 % less deflate time; level 2
+/// writes 3.17 (BENCHMARKS.md, "Perfetto: a chunk per sequence").
+pub(super) const LEVEL: u32 = 3;
 
-/// Deflating threads: deflate costs about as much CPU as encoding (BENCHMARKS.md),
-/// so with two, both cores compress while the writer encodes.
+/// Deflating threads: with two, both cores compress while the writer
+/// encodes (deflate costs about as much CPU as encoding, BENCHMARKS.md).
 const WORKERS: usize = 2;
 
 /// Chunks sent to the workers and not yet written.
