@@ -296,7 +296,7 @@ fn bounds_that_cannot_work_are_refused_when_the_queue_is_created() {
     );
     assert!(e.contains("at least 1"), "{e}");
     let e = refused(OnlineParams::default().with_retention(Some(3), None));
-    assert!(e.contains("without with_rotation"), "{e}");
+    assert!(e.contains("without OnlineParams::with_rotation"), "{e}");
 }
 
 #[test]

@@ -27,20 +27,20 @@ impl Rotation {
     /// Why these bounds cannot work, if they cannot.
     pub(crate) fn problem(&self) -> Option<&'static str> {
         if self.max_bytes == Some(0) {
-            return Some("the chunk size given to with_rotation is 0: give a size such as 64 MiB");
+            return Some("the chunk size given to OnlineParams::with_rotation is 0: give a size such as 64 MiB");
         }
         if self.max_age.is_some_and(|a| a.is_zero()) {
             return Some(
-                "the chunk age given to with_rotation is zero: give one such as 60 s, or None",
+                "the chunk age given to OnlineParams::with_rotation is zero: give one such as 60 s, or None",
             );
         }
         if self.keep_chunks == Some(0) {
             return Some(
-                "with_retention keeps 0 chunks: the open chunk is always kept, give at least 1",
+                "OnlineParams::with_retention keeps 0 chunks: the open chunk is always kept, give at least 1",
             );
         }
         if (self.keep_chunks.is_some() || self.keep_bytes.is_some()) && !self.on() {
-            return Some("with_retention without with_rotation: there are no chunks to delete; give a chunk size or age too");
+            return Some("OnlineParams::with_retention without OnlineParams::with_rotation: there are no chunks to delete; give a chunk size or age too");
         }
         None
     }

@@ -242,7 +242,7 @@ impl QueueType for Online {
         if params.rotation.on() && matches!(params.target, Target::Writer(_)) {
             return Err(ConfigError::InvalidParameter {
                 queue_type: Self::NAME,
-                reason: "with_rotation needs a file to cut into chunks, and this queue writes to a writer: give with_file (or no target) instead of with_writer".into(),
+                reason: "OnlineParams::with_rotation needs a file to cut into chunks, and this queue writes to a writer: give OnlineParams::with_file (or no target) instead of OnlineParams::with_writer".into(),
             });
         }
         let feed = Feed::new(Self::NAME, params.capacity, params.high_water_percent, true)?;
