@@ -160,15 +160,58 @@ impl Engine {
                 }
             } else {
                 // Hive partition folders (host=…/date=…) are not read as
-                // columns: every file carries its own `host`.
+                // columns: every file carries its own `host`. By name: a
+                // file written before a column was appended (FORMAT.md 7.8)
+                // reads it as NULL.
                 format!(
-                    "SELECT * FROM read_parquet([{}], hive_partitioning = false)",
+                    "SELECT * FROM read_parquet([{}], hive_partitioning = false, \
+                     union_by_name = true)",
                     globs.join(", ")
                 )
             };
             self.conn
                 .execute_batch(&format!("CREATE OR REPLACE VIEW {table} AS {body};"))?;
+            if table == "events" && !globs.is_empty() {
+                self.check_job_columns(&body, &globs)?;
+            }
+            if table == "streams" && !globs.is_empty() {
+                // Which file each streams row is in: one file per conversion
+                // (views.sql, qtrace_paired_hosts).
+                self.conn.execute_batch(&format!(
+                    "CREATE OR REPLACE VIEW qtrace_stream_files AS \
+                     SELECT filename AS file, host, run, sender FROM read_parquet([{}], \
+                     hive_partitioning = false, union_by_name = true, filename = true);",
+                    globs.join(", ")
+                ))?;
+            }
         }
+        Ok(())
+    }
+
+    /// Whether every events file has the job columns (FORMAT.md 7.4): if
+    /// not, the views pair jobs themselves (`qtrace_jobs_stored` false), and
+    /// when no file has them they read as NULL.
+    fn check_job_columns(&self, body: &str, globs: &[String]) -> Result<(), Error> {
+        let (files, with): (i64, i64) = self.conn.query_row(
+            &format!(
+                "SELECT count(DISTINCT file_name), \
+                 count(DISTINCT file_name) FILTER (WHERE name = 'job_activated_ns') \
+                 FROM parquet_schema([{}])",
+                globs.join(", ")
+            ),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if with == 0 {
+            self.conn.execute_batch(&format!(
+                "CREATE OR REPLACE VIEW events AS SELECT *, NULL::BIGINT AS job_activated_ns, \
+                 NULL::BOOLEAN AS job_lossy FROM ({body});"
+            ))?;
+        }
+        self.conn.execute_batch(&format!(
+            "SET VARIABLE qtrace_jobs_stored = {};",
+            with == files
+        ))?;
         Ok(())
     }
 
@@ -179,7 +222,41 @@ impl Engine {
     ///
     /// DuckDB's, when `events` or `losses` lack a column the views read.
     pub fn create_views(&self) -> Result<(), Error> {
-        Ok(views::create(&self.conn)?)
+        let streams: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'streams') \
+             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'streams')",
+            [],
+            |r| r.get(0),
+        )?;
+        if streams == 0 {
+            self.conn
+                .execute_batch(&format!("CREATE VIEW streams AS {};", views::EMPTY_STREAMS))?;
+        }
+        let files: i64 = self.conn.query_row(
+            "SELECT count(*) FROM duckdb_views() WHERE view_name = 'qtrace_stream_files'",
+            [],
+            |r| r.get(0),
+        )?;
+        if files == 0 {
+            self.conn.execute_batch(
+                "CREATE VIEW qtrace_stream_files AS \
+                 SELECT 'streams' AS file, host, run, sender FROM streams;",
+            )?;
+        }
+        views::create(&self.conn)?;
+        // Every host of a store has streams rows (FORMAT.md 7.5): when all
+        // are paired, response_times is the stored jobs alone.
+        let all: bool = streams > 0
+            && self.conn.query_row(
+                "SELECT NOT EXISTS (SELECT host FROM streams EXCEPT \
+                 SELECT host FROM qtrace_paired_hosts)",
+                [],
+                |r| r.get(0),
+            )?;
+        if all {
+            self.conn.execute_batch(views::ALL_PAIRED)?;
+        }
+        Ok(())
     }
 
     /// The DuckDB connection (to register tables, run statements with

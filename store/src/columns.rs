@@ -203,6 +203,9 @@ pub struct EventRow {
     pub flags: u16,
     /// The queue that wrote it, if known.
     pub queue: Option<u16>,
+    /// An endcycle that ends a job: its activate's time, and whether a
+    /// hoops record came between (`crate::jobs`).
+    pub job: Option<(i64, bool)>,
 }
 
 /// The events table's columns.
@@ -218,6 +221,8 @@ pub struct EventCols {
     arg1: Col<u64>,
     flags: Col<u16>,
     queue: Col<u16>,
+    job_activated: Col<i64>,
+    job_lossy: Vec<Option<bool>>,
 }
 
 impl EventCols {
@@ -234,6 +239,8 @@ impl EventCols {
         self.arg1.push(r.args[1]);
         self.flags.push(r.flags);
         self.queue.push_opt(r.queue);
+        self.job_activated.push_opt(r.job.map(|j| j.0));
+        self.job_lossy.push(r.job.map(|j| j.1));
     }
 
     /// Rows held.
@@ -254,6 +261,8 @@ impl EventCols {
             self.arg1.primitive::<UInt64Type>(),
             self.flags.primitive::<UInt16Type>(),
             self.queue.primitive::<UInt16Type>(),
+            self.job_activated.primitive::<Int64Type>(),
+            Arc::new(BooleanArray::from(std::mem::take(&mut self.job_lossy))),
         ]);
         RecordBatch::try_new(Table::Events.schema(), a)
     }

@@ -31,6 +31,7 @@ mod align;
 mod columns;
 mod convert;
 mod error;
+mod jobs;
 mod part;
 mod partset;
 mod run;

@@ -12,6 +12,7 @@ use qtrace::wire::unclosed_stream;
 use qtrace::{Event, EventId};
 
 use crate::columns::{At, EventRow, LossRow, PayloadRow, RunKeys, StreamRow};
+use crate::jobs::Jobs;
 use crate::partset::PartSet;
 
 /// Who a run is.
@@ -76,6 +77,7 @@ pub struct Run {
     seq: u64,
     counts: Counts,
     keys: Option<Keys>,
+    jobs: Jobs,
     /// Added to `time_ns` for `aligned_ns`.
     pub offset_ns: i64,
 }
@@ -100,8 +102,15 @@ impl Run {
             seq: 0,
             counts: Counts::default(),
             keys: None,
+            jobs: Jobs::default(),
             offset_ns: 0,
         }
+    }
+
+    /// Takes the job pairing (`crate::jobs`) that `other` held, for the
+    /// runs of one conversion and host to share one.
+    pub(crate) fn take_jobs_from(&mut self, other: &mut Run) {
+        self.jobs = std::mem::take(&mut other.jobs);
     }
 
     /// Replaces the catalog (a received stream's header arrived).
@@ -188,6 +197,7 @@ impl Run {
                 args: e.args,
                 flags: e.flags,
                 queue: self.info.queue,
+                job: self.jobs.pair(e, at.time_ns),
             },
         );
     }
@@ -233,6 +243,9 @@ impl Run {
         } else {
             unclosed_stream(e).map(|(sender, n)| (0, kind::UNCLOSED, None, Some(n), Some(sender)))
         };
+        if e.id == tracer::HOOPS {
+            self.jobs.hoops();
+        }
         let Some((count, kind, queue, accounted, sender)) = loss else {
             // An event (also a stray control record, as dump shows it).
             let (k, class, event) = self.id_keys(set, e.id);
@@ -246,6 +259,7 @@ impl Run {
                 args: e.args,
                 flags: e.flags,
                 queue: self.info.queue,
+                job: self.jobs.pair(e, at.time_ns),
             };
             return set.events.push(&k, &at, &row);
         };

@@ -112,7 +112,14 @@ impl Table {
         // (a hash per value), and as small on disk (measured).
         let plain: &[&str] = match self {
             Table::Events => &[
-                "sender", "source", "event_id", "flags", "queue", "arg0", "arg1",
+                "sender",
+                "source",
+                "event_id",
+                "flags",
+                "queue",
+                "arg0",
+                "arg1",
+                "job_activated_ns",
             ],
             _ => &[],
         };
@@ -181,6 +188,9 @@ fn events() -> Vec<Field> {
         col("arg1", DataType::UInt64, false),
         col("flags", DataType::UInt16, false),
         col("queue", DataType::UInt16, true),
+        // Appended (7.8): an endcycle's job, paired at write time (7.4).
+        col("job_activated_ns", DataType::Int64, true),
+        col("job_lossy", DataType::Boolean, true),
     ]);
     f
 }
