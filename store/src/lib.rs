@@ -34,6 +34,7 @@ mod error;
 mod jobs;
 mod part;
 mod partset;
+mod rejections;
 mod run;
 mod scan;
 mod schema;

@@ -44,6 +44,21 @@ pub mod kind {
     pub const UNCLOSED: &str = "unclosed";
     /// A store part that was never finished (the receiver was killed).
     pub const UNFINISHED: &str = "unfinished";
+    /// Rejected datagrams (their `count`, not events): unkeyed, at a
+    /// receiver that holds keys.
+    pub const REJECTED_UNKEYED: &str = "rejected_unkeyed";
+    /// Rejected: keyed with a key id the receiver does not hold.
+    pub const REJECTED_UNKNOWN_KEY: &str = "rejected_unknown_key";
+    /// Rejected: a wrong tag (forged, altered, or a wrong key).
+    pub const REJECTED_BAD_TAG: &str = "rejected_bad_tag";
+    /// Rejected: already received, or of an ended or replaced session.
+    pub const REJECTED_REPLAYED: &str = "rejected_replayed";
+    /// Rejected: numbered outside the stream's sequence window.
+    pub const REJECTED_OUTSIDE_WINDOW: &str = "rejected_outside_window";
+    /// Rejected: first event or drop count going backwards.
+    pub const REJECTED_COUNTERS_BACKWARDS: &str = "rejected_counters_backwards";
+    /// Rejected: numbered after the sender's close.
+    pub const REJECTED_AFTER_CLOSE: &str = "rejected_after_close";
 }
 
 /// Counts of a run since its last streams row.
