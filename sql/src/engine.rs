@@ -38,7 +38,7 @@ impl Default for Options {
 }
 
 /// The tables of a store, in folder order.
-const TABLES: [&str; 4] = ["events", "losses", "payloads", "streams"];
+const TABLES: [&str; 5] = ["events", "losses", "payloads", "streams", "jobs"];
 
 /// An in-process DuckDB over qtrace's Parquet tables, with the ready views.
 ///
@@ -171,9 +171,6 @@ impl Engine {
             };
             self.conn
                 .execute_batch(&format!("CREATE OR REPLACE VIEW {table} AS {body};"))?;
-            if table == "events" && !globs.is_empty() {
-                self.check_job_columns(&body, &globs)?;
-            }
             if table == "streams" && !globs.is_empty() {
                 // Which file each streams row is in: one file per conversion
                 // (views.sql, qtrace_paired_hosts).
@@ -185,33 +182,19 @@ impl Engine {
                 ))?;
             }
         }
-        Ok(())
-    }
-
-    /// Whether every events file has the job columns (FORMAT.md 7.4): if
-    /// not, the views pair jobs themselves (`qtrace_jobs_stored` false), and
-    /// when no file has them they read as NULL.
-    fn check_job_columns(&self, body: &str, globs: &[String]) -> Result<(), Error> {
-        let (files, with): (i64, i64) = self.conn.query_row(
-            &format!(
-                "SELECT count(DISTINCT file_name), \
-                 count(DISTINCT file_name) FILTER (WHERE name = 'job_activated_ns') \
-                 FROM parquet_schema([{}])",
-                globs.join(", ")
-            ),
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if with == 0 {
-            self.conn.execute_batch(&format!(
-                "CREATE OR REPLACE VIEW events AS SELECT *, NULL::BIGINT AS job_activated_ns, \
-                 NULL::BOOLEAN AS job_lossy FROM ({body});"
-            ))?;
-        }
-        self.conn.execute_batch(&format!(
-            "SET VARIABLE qtrace_jobs_stored = {};",
-            with == files
-        ))?;
+        // The store paired the jobs only if every events part has its jobs
+        // part (FORMAT.md 7.5a; parts written before that table have none):
+        // else the views pair them all (views.sql, qtrace_paired_hosts).
+        let stored = stores.iter().all(|s| {
+            let mut events = Vec::new();
+            parquet_files(&s.join("events"), &mut events);
+            events.iter().all(|f| {
+                f.strip_prefix(s.join("events"))
+                    .is_ok_and(|rel| s.join("jobs").join(rel).is_file())
+            })
+        });
+        self.conn
+            .execute_batch(&format!("SET VARIABLE qtrace_jobs_stored = {stored};"))?;
         Ok(())
     }
 
@@ -231,6 +214,16 @@ impl Engine {
         if streams == 0 {
             self.conn
                 .execute_batch(&format!("CREATE VIEW streams AS {};", views::EMPTY_STREAMS))?;
+        }
+        let jobs: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'jobs') \
+             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'jobs')",
+            [],
+            |r| r.get(0),
+        )?;
+        if jobs == 0 {
+            self.conn
+                .execute_batch(&format!("CREATE VIEW jobs AS {};", views::EMPTY_JOBS))?;
         }
         let files: i64 = self.conn.query_row(
             "SELECT count(*) FROM duckdb_views() WHERE view_name = 'qtrace_stream_files'",
@@ -328,6 +321,27 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
 
 /// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and
 /// unfinished parts skipped).
+/// Every `*.parquet` file under `dir`, at any depth (not hidden ones: parts
+/// being written).
+fn parquet_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        if path.is_dir() {
+            parquet_files(&path, out);
+        } else if name.ends_with(".parquet") {
+            out.push(path);
+        }
+    }
+}
+
 fn has_parquet(dir: &Path) -> bool {
     let Ok(entries) = fs::read_dir(dir) else {
         return false;

@@ -30,8 +30,7 @@ pub(crate) const EMPTY_EVENTS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHA
     NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \
     NULL::BIGINT AS aligned_ns, NULL::UINTEGER AS source, NULL::USMALLINT AS event_id, \
     NULL::VARCHAR AS class, NULL::VARCHAR AS event, NULL::UBIGINT AS arg0, \
-    NULL::UBIGINT AS arg1, NULL::USMALLINT AS flags, NULL::USMALLINT AS queue, NULL::BIGINT AS job_activated_ns, \
-    NULL::BOOLEAN AS job_lossy WHERE false";
+    NULL::UBIGINT AS arg1, NULL::USMALLINT AS flags, NULL::USMALLINT AS queue WHERE false";
 
 /// The columns of `streams` (FORMAT.md 7.5), for an input without its
 /// files: the views read it to tell which hosts' jobs the store paired.
@@ -40,6 +39,12 @@ pub(crate) const EMPTY_STREAMS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCH
     NULL::BIGINT AS first_ns, NULL::BIGINT AS last_ns, NULL::UBIGINT AS records, \
     NULL::UBIGINT AS events, NULL::UBIGINT AS lost, NULL::BOOLEAN AS complete, \
     NULL::VARCHAR AS verdict WHERE false";
+
+/// The columns of `jobs` (FORMAT.md 7.5a), for an input without its files.
+pub(crate) const EMPTY_JOBS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
+    NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \
+    NULL::BIGINT AS aligned_ns, NULL::UBIGINT AS task, NULL::BIGINT AS activated_ns, \
+    NULL::BOOLEAN AS lossy WHERE false";
 
 pub(crate) const EMPTY_LOSSES: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
     NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \

@@ -27,12 +27,12 @@ CREATE OR REPLACE VIEW qtrace_hoops AS
 SELECT host, run, seq, time_ns, count FROM losses
 WHERE kind IN ('hoops', 'unreadable', 'damaged');
 
--- The hosts whose jobs the store paired as it wrote them (FORMAT.md 7.4:
--- `job_activated_ns` and `job_lossy` on each endcycle that ends a job): all
+-- The hosts whose jobs the store paired as it wrote them (FORMAT.md 7.5a,
+-- the `jobs` table: a row per endcycle that ends a job): all
 -- the host's runs are of one pairing scope — one conversion (converted runs,
 -- sender NULL, whose streams rows are in one file) or one received stream —
 -- and none of its hoops records lies in a run without a streams row. Empty
--- when some files predate those columns (`qtrace sql` sets
+-- when some parts predate the jobs table (`qtrace sql` sets
 -- qtrace_jobs_stored). `qtrace_stream_files` is `streams` with each row's
 -- file (`qtrace sql` makes it: read_parquet(..., filename = true); over a
 -- `streams` table, 'streams' AS file).
@@ -44,13 +44,13 @@ HAVING count(DISTINCT CASE WHEN sender IS NULL THEN 'file ' || file ELSE 'run ' 
 EXCEPT
 SELECT x.host FROM qtrace_hoops x ANTI JOIN qtrace_stream_files s ON s.host = x.host AND s.run = x.run;
 
--- The jobs the store paired: its endcycle rows that end a job (only those
--- carry a `job_activated_ns`). `qtrace sql` makes response_times exactly
--- this view when every host is paired (views.rs, ALL_PAIRED).
+-- The jobs the store paired (the `jobs` table). `qtrace sql` makes
+-- response_times exactly this view when every host is paired (views.rs,
+-- ALL_PAIRED).
 CREATE OR REPLACE VIEW qtrace_stored_jobs AS
-SELECT host, arg0 AS task, job_activated_ns AS activated_ns, time_ns AS ended_ns,
-    time_ns - job_activated_ns AS response_ns, job_lossy AS lossy
-FROM events WHERE job_activated_ns IS NOT NULL;
+SELECT host, task, activated_ns, time_ns AS ended_ns, time_ns - activated_ns AS response_ns,
+    lossy
+FROM jobs;
 
 -- Jobs: each activate matched first in, first out with the endcycle of the
 -- same task that ends it; an endcycle with no job pending is skipped, a job

@@ -71,8 +71,7 @@ fn engine(events: &[Event]) -> Engine {
     c.execute_batch(
         "CREATE TABLE events (run VARCHAR, host VARCHAR, sender UINTEGER, seq UBIGINT, \
          time_ns BIGINT, aligned_ns BIGINT, source UINTEGER, event_id USMALLINT, class VARCHAR, \
-         event VARCHAR, arg0 UBIGINT, arg1 UBIGINT, flags USMALLINT, queue USMALLINT, \
-         job_activated_ns BIGINT, job_lossy BOOLEAN); \
+         event VARCHAR, arg0 UBIGINT, arg1 UBIGINT, flags USMALLINT, queue USMALLINT); \
          CREATE TABLE losses (run VARCHAR, host VARCHAR, sender UINTEGER, seq UBIGINT, \
          time_ns BIGINT, aligned_ns BIGINT, count UBIGINT, kind VARCHAR, queue USMALLINT, \
          accounted UBIGINT);",
@@ -112,9 +111,7 @@ fn engine(events: &[Event]) -> Engine {
                     e.args[0],
                     e.args[1],
                     0u16,
-                    None::<u16>,
-                    None::<i64>,
-                    None::<bool>
+                    None::<u16>
                 ])
                 .unwrap();
             }
@@ -125,7 +122,7 @@ fn engine(events: &[Event]) -> Engine {
 }
 
 /// An engine over `events` written as a `.qtr` file: `qtrace sql`'s own
-/// path, the store writer pairing the jobs (FORMAT.md 7.4). Keeps the
+/// path, the store writer pairing the jobs (FORMAT.md 7.5a). Keeps the
 /// folder alive with the engine.
 fn stored_engine(events: &[Event]) -> (Engine, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

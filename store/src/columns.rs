@@ -203,9 +203,6 @@ pub struct EventRow {
     pub flags: u16,
     /// The queue that wrote it, if known.
     pub queue: Option<u16>,
-    /// An endcycle that ends a job: its activate's time, and whether a
-    /// hoops record came between (`crate::jobs`).
-    pub job: Option<(i64, bool)>,
 }
 
 /// The events table's columns.
@@ -221,8 +218,6 @@ pub struct EventCols {
     arg1: Col<u64>,
     flags: Col<u16>,
     queue: Col<u16>,
-    job_activated: Col<i64>,
-    job_lossy: Vec<Option<bool>>,
 }
 
 impl EventCols {
@@ -239,8 +234,6 @@ impl EventCols {
         self.arg1.push(r.args[1]);
         self.flags.push(r.flags);
         self.queue.push_opt(r.queue);
-        self.job_activated.push_opt(r.job.map(|j| j.0));
-        self.job_lossy.push(r.job.map(|j| j.1));
     }
 
     /// Rows held.
@@ -261,8 +254,6 @@ impl EventCols {
             self.arg1.primitive::<UInt64Type>(),
             self.flags.primitive::<UInt16Type>(),
             self.queue.primitive::<UInt16Type>(),
-            self.job_activated.primitive::<Int64Type>(),
-            Arc::new(BooleanArray::from(std::mem::take(&mut self.job_lossy))),
         ]);
         RecordBatch::try_new(Table::Events.schema(), a)
     }
@@ -547,5 +538,45 @@ impl StreamCols {
             i(|r| r.origin_unix_ns),
         ]);
         RecordBatch::try_new(Table::Streams.schema(), a)
+    }
+}
+
+/// The jobs table's columns (`crate::jobs`): one row per endcycle that
+/// ends a job, at the endcycle's place in its run.
+#[derive(Debug, Default)]
+pub struct JobCols {
+    common: Common,
+    at: Position,
+    task: Col<u64>,
+    activated: Col<i64>,
+    lossy: Vec<bool>,
+}
+
+impl JobCols {
+    /// Appends a row: `task`'s job activated at `activated_ns` ended at
+    /// `at`; `lossy` when a hoops record came between.
+    pub fn push(&mut self, k: &RunKeys, at: &At, task: u64, activated_ns: i64, lossy: bool) {
+        self.common.push(k);
+        self.at.push(at);
+        self.task.push(task);
+        self.activated.push(activated_ns);
+        self.lossy.push(lossy);
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.task.len()
+    }
+
+    /// Takes the rows as a batch.
+    pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
+        let mut a = self.common.arrays(d)?;
+        a.extend(self.at.arrays());
+        a.extend([
+            self.task.primitive::<UInt64Type>(),
+            self.activated.primitive::<Int64Type>(),
+            Arc::new(BooleanArray::from(std::mem::take(&mut self.lossy))) as ArrayRef,
+        ]);
+        RecordBatch::try_new(Table::Jobs.schema(), a)
     }
 }

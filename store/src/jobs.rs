@@ -1,11 +1,11 @@
-//! The `job_activated_ns` and `job_lossy` columns of `events` (FORMAT.md
-//! 7.4): each endcycle that ends a job carries when that job was activated
-//! and whether a hoops record fell inside it, paired as `qtrace analyze`
-//! pairs them — every activate is its task's next job, every endcycle ends
-//! the task's oldest job still pending (first in, first out) and one that
-//! finds none pending ends nothing. Written as the rows are written (in the
-//! order analyze reads them), so that a query reads response times off the
-//! endcycle rows instead of sorting every task's activates and endcycles.
+//! The `jobs` table (FORMAT.md 7.5a): each endcycle that ends a job gives
+//! a row with when that job was activated and whether a hoops record fell
+//! inside it, paired as `qtrace analyze` pairs them — every activate is its
+//! task's next job, every endcycle ends the task's oldest job still pending
+//! (first in, first out) and one that finds none pending ends nothing.
+//! Written as the rows are written (in the order analyze reads them), so
+//! that a query reads response times off 1 row per job instead of sorting
+//! every task's activates and endcycles out of all the events.
 
 use std::collections::{HashMap, VecDeque};
 

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 
-use crate::columns::{EventCols, Interner, LossCols, PayloadCols, StreamCols};
+use crate::columns::{EventCols, Interner, JobCols, LossCols, PayloadCols, StreamCols};
 use crate::error::StoreError;
 use crate::part::PartWriter;
 use crate::schema::{Table, BATCH_ROWS};
@@ -48,6 +48,8 @@ pub struct PartSet {
     pub(crate) payloads: PayloadCols,
     /// Streams rows not yet written.
     pub(crate) streams: StreamCols,
+    /// The jobs table's rows not yet sent.
+    pub(crate) job_rows: JobCols,
     /// The part number.
     pub(crate) number: u64,
     jobs: Option<SyncSender<Job>>,
@@ -55,7 +57,7 @@ pub struct PartSet {
     /// The encoded size so far, as the encoder last saw it.
     encoded: Arc<AtomicU64>,
     /// Rows handed to the encoder, per table.
-    sent: [u64; 4],
+    sent: [u64; 5],
 }
 
 /// Batches that may wait for a set's encoder.
@@ -74,7 +76,7 @@ impl PartSet {
     /// [`StoreError`] when a folder or temp file cannot be made, or the part
     /// exists.
     pub fn create(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
-        let mut writers = Vec::with_capacity(4);
+        let mut writers = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
             writers.push(PartWriter::create(
                 &Self::folder(root, table, sub),
@@ -106,11 +108,12 @@ impl PartSet {
             losses: LossCols::default(),
             payloads: PayloadCols::default(),
             streams: StreamCols::default(),
+            job_rows: JobCols::default(),
             number: n,
             jobs: Some(tx),
             encoder: Some(encoder),
             encoded,
-            sent: [0; 4],
+            sent: [0; 5],
         })
     }
 
@@ -156,6 +159,10 @@ impl PartSet {
             let b = self.payloads.batch(&self.dict)?;
             self.send(2, b)?;
         }
+        if self.job_rows.len() >= BATCH_ROWS {
+            let b = self.job_rows.batch(&self.dict)?;
+            self.send(4, b)?;
+        }
         Ok(())
     }
 
@@ -171,7 +178,9 @@ impl PartSet {
         let b = self.payloads.batch(&self.dict)?;
         self.send(2, b)?;
         let b = self.streams.batch(&self.dict)?;
-        self.send(3, b)
+        self.send(3, b)?;
+        let b = self.job_rows.batch(&self.dict)?;
+        self.send(4, b)
     }
 
     /// The set's size on disk if it closed now, about: what the encoder

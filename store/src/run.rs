@@ -201,6 +201,9 @@ impl Run {
         let (k, class, event) = self.id_keys(set, e.id);
         let at = self.at(e.time);
         self.counts.events += 1;
+        if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
+            set.job_rows.push(&k, &at, e.args[0], activated, lossy);
+        }
         set.events.push(
             &k,
             &at,
@@ -212,7 +215,6 @@ impl Run {
                 args: e.args,
                 flags: e.flags,
                 queue: self.info.queue,
-                job: self.jobs.pair(e, at.time_ns),
             },
         );
     }
@@ -266,6 +268,9 @@ impl Run {
             let (k, class, event) = self.id_keys(set, e.id);
             let at = self.at(e.time);
             self.counts.events += 1;
+            if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
+                set.job_rows.push(&k, &at, e.args[0], activated, lossy);
+            }
             let row = EventRow {
                 source: e.source,
                 event_id: e.id.0,
@@ -274,7 +279,6 @@ impl Run {
                 args: e.args,
                 flags: e.flags,
                 queue: self.info.queue,
-                job: self.jobs.pair(e, at.time_ns),
             };
             return set.events.push(&k, &at, &row);
         };

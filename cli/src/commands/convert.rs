@@ -174,7 +174,7 @@ pub fn run(args: &Args) -> Exit {
             report_cuts("qtrace convert", &args.files, &ends);
             if args.to == Format::Parquet {
                 eprintln!(
-                    "qtrace convert: {} events ({} lost, in {} losses rows) into the tables events, losses, payloads and streams under {}",
+                    "qtrace convert: {} events ({} lost, in {} losses rows) into the tables events, losses, payloads, streams and jobs under {}",
                     stats.events,
                     stats.lost,
                     stats.hoops,
