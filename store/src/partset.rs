@@ -78,18 +78,28 @@ impl PartSet {
     pub fn create(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
         let mut writers = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
+            if table == Table::Jobs {
+                continue;
+            }
             writers.push(PartWriter::create(
                 &Self::folder(root, table, sub),
                 table,
                 n,
             )?);
         }
+        // The jobs part (last of Table::ALL) is made by the encoder thread:
+        // its folders would lengthen the caller's pause (a receiver's, whose
+        // datagrams wait meanwhile and so look delayed to the clock
+        // alignment, 7.7); an error there stops the encoder, which `send`
+        // and `finish` report.
+        let jobs_dir = Self::folder(root, Table::Jobs, sub);
         let (tx, rx) = sync_channel::<Job>(IN_FLIGHT);
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("qtrace-parquet-{n}"))
             .spawn(move || {
+                writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n)?);
                 for job in rx {
                     let Job::Write(t, batch) = job;
                     writers[t].write(&batch)?;
