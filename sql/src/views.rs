@@ -18,6 +18,7 @@ pub const READY: &[(&str, &str)] = &[
     ("losses", "one row per loss mark: hoops records, unreadable slots, damage, transit losses, unclosed streams"),
     ("payloads", "one row per string, byte payload or run-time name (when the store has them)"),
     ("streams", "one row per run: counters, completeness, clock facts (when the store has them)"),
+    ("jobs", "one row per job the store writer paired: task, activated_ns, lossy, at its endcycle (FORMAT.md 7.5a)"),
     ("slices", "task runs, interrupt handlers and semaphore holds, as the Perfetto export draws them"),
     ("response_times", "one row per job: activate to endcycle, per task; lossy when a loss falls inside"),
     ("preemptions", "one row per preemption: the task, its source and the task dispatched over it"),
