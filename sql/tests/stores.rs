@@ -87,12 +87,20 @@ fn a_folder_that_is_not_a_store_is_refused() {
 
 /// Writes `events` as the trace file `path`.
 fn trace(path: &Path, events: &[qtrace::Event]) {
+    trace_on(path, "", events);
+}
+
+/// Writes `events` as the trace file `path` of host `host`.
+fn trace_on(path: &Path, host: &str, events: &[qtrace::Event]) {
     use qtrace::classes::Catalog;
     use qtrace::clock::{Clock, ManualClock};
     use qtrace::wire::{create_trace_file, TraceHeader};
-    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+    let mut header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
         .with_clock("manual", 1_000_000_000, 0)
         .unwrap();
+    if !host.is_empty() {
+        header = header.with_host(host).unwrap();
+    }
     let mut w = create_trace_file(path, &header).unwrap();
     w.write_events(events).unwrap();
     w.finish().unwrap();
@@ -181,5 +189,42 @@ fn jobs_are_paired_by_the_writer_per_conversion_and_by_the_views_otherwise() {
     assert_eq!(
         csv(&engine, "SELECT count(*) AS jobs FROM response_times"),
         "jobs\n6\n"
+    );
+}
+
+#[test]
+fn a_paired_host_and_an_unpaired_one_in_one_query() {
+    use qtrace::classes::system;
+    use qtrace::Event;
+    let a = |t, task| Event::new(t, system::ACTIVATE, 0, [task, 0]);
+    let e = |t, task| Event::new(t, system::ENDCYCLE, 0, [task, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let first = [a(10, 1), a(20, 2), a(40, 1)];
+    let second = [e(5, 2), e(30, 1), e(35, 2), e(50, 1)];
+    for host in ["a", "b"] {
+        trace_on(&d.join(format!("{host}0.qtr")), host, &first);
+        trace_on(&d.join(format!("{host}1.qtr")), host, &second);
+    }
+    // Host a in one conversion (paired by the writer), host b in two.
+    let sa = d.join("sa");
+    convert(&[&d.join("a0.qtr"), &d.join("a1.qtr")], &sa);
+    let (sb0, sb1) = (d.join("sb0"), d.join("sb1"));
+    convert(&[&d.join("b0.qtr")], &sb0);
+    convert(&[&d.join("b1.qtr")], &sb1);
+    let engine = Engine::open(&[sa, sb0, sb1], &Options::default()).unwrap();
+    assert!(!stored_only(&engine));
+    assert_eq!(
+        csv(&engine, "SELECT host FROM qtrace_paired_hosts"),
+        "host\na\n"
+    );
+    assert_eq!(
+        csv(
+            &engine,
+            "SELECT host, task, activated_ns, ended_ns, lossy FROM response_times ORDER BY ALL"
+        ),
+        "host,task,activated_ns,ended_ns,lossy\n\
+         a,1,10,30,false\na,1,40,50,false\na,2,20,35,false\n\
+         b,1,10,30,false\nb,1,40,50,false\nb,2,20,35,false\n"
     );
 }
