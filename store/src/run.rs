@@ -92,7 +92,8 @@ pub struct Run {
     seq: u64,
     counts: Counts,
     keys: Option<Keys>,
-    jobs: Jobs,
+    /// Boxed: a conversion moves it between its runs at each change.
+    jobs: Box<Jobs>,
     /// Added to `time_ns` for `aligned_ns`.
     pub offset_ns: i64,
 }
@@ -117,15 +118,16 @@ impl Run {
             seq: 0,
             counts: Counts::default(),
             keys: None,
-            jobs: Jobs::default(),
+            jobs: Box::default(),
             offset_ns: 0,
         }
     }
 
-    /// Takes the job pairing (`crate::jobs`) that `other` held, for the
+    /// Takes the job pairing (`crate::jobs`) that `other` held (giving it
+    /// this run's, unused), for the
     /// runs of one conversion and host to share one.
     pub(crate) fn take_jobs_from(&mut self, other: &mut Run) {
-        self.jobs = std::mem::take(&mut other.jobs);
+        std::mem::swap(&mut self.jobs, &mut other.jobs);
     }
 
     /// Replaces the catalog (a received stream's header arrived).
