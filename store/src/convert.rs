@@ -98,15 +98,16 @@ pub fn convert(
         runs.push(Run::new(info, reader.catalog().clone(), run_names));
         readers.push(reader);
     }
-    // One job pairing (FORMAT.md 7.4) per host for the whole conversion,
+    // One job pairing (FORMAT.md 7.5a) per host for the whole conversion,
     // as analyze pairs over the merged files: it moves to whichever of the
-    // host's runs is written (`holder`, per the host's first run).
+    // host's runs is written (`holder`, per the host's first run, `lead`).
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let lead: Vec<usize> = runs
         .iter()
-        .map(|r| runs.iter().position(|o| o.info.host == r.info.host))
         .enumerate()
-        .map(|(i, p)| p.unwrap_or(i))
+        .map(|(i, r)| *first.entry(r.info.host.as_str()).or_insert(i))
         .collect();
+    drop(first);
     let mut holder = lead.clone();
     let mut merged = MergedReader::new(readers);
     let mut report = ConvertReport::default();
