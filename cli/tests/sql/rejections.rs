@@ -6,7 +6,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use qtrace::classes::user;
+use qtrace::classes::{system, user};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::wire::datagram::{encode_events, keyed};
 use qtrace::wire::DatagramKey;
@@ -38,6 +38,7 @@ fn sealed(k: &DatagramKey, mut bytes: Vec<u8>) -> Vec<u8> {
 #[test]
 fn rejected_datagrams_are_rows_of_the_store_per_source_and_reason() {
     const N: u64 = 2_000;
+    const JOBS: u64 = 100;
     let qtrace = env!("CARGO_BIN_EXE_qtrace");
     let dir = tempfile::tempdir().unwrap();
     let key_path = dir.path().join("stream.key");
@@ -50,14 +51,19 @@ fn rejected_datagrams_are_rows_of_the_store_per_source_and_reason() {
     let key = DatagramKey::from_file(&key_path).unwrap();
     let store = dir.path().join("store");
     let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    // It stops once the real stream's N events and the replayed
-    // datagram's 3 are in (or after 30 s).
+    // It stops once the real stream's N events and 2 * JOBS activates and
+    // endcycles, and the replayed datagram's 3 events are in (or after 30 s).
     let child = Command::new(qtrace)
         .args(["recv", "--listen", &listen.to_string(), "--store"])
         .arg(&store)
         .arg("--key-file")
         .arg(&key_path)
-        .args(["--count", &(N + 3).to_string(), "--duration", "30"])
+        .args([
+            "--count",
+            &(N + 2 * JOBS + 3).to_string(),
+            "--duration",
+            "30",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -104,9 +110,16 @@ fn rejected_datagrams_are_rows_of_the_store_per_source_and_reason() {
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.assign_class(system::CLASS, q).unwrap();
     tracer.activate().unwrap();
     for i in 0..N {
         tracer.log_event(user::USER0, [i, 0]);
+        if i % 20 == 19 {
+            // A job of task 0..3 (JOBS of them in all).
+            let task = (i / 20) % 4;
+            tracer.log_event(system::ACTIVATE, [task, 0]);
+            tracer.log_event(system::ENDCYCLE, [task, 0]);
+        }
         if i % 50 == 49 {
             std::thread::sleep(Duration::from_micros(300));
         }
@@ -120,7 +133,10 @@ fn rejected_datagrams_are_rows_of_the_store_per_source_and_reason() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains(&format!("received {} events from 2 sender(s)", N + 3)),
+        stdout.contains(&format!(
+            "received {} events from 2 sender(s)",
+            N + 2 * JOBS + 3
+        )),
         "{stdout}"
     );
 
@@ -165,5 +181,38 @@ fn rejected_datagrams_are_rows_of_the_store_per_source_and_reason() {
     assert_eq!(
         String::from_utf8_lossy(&sql.stdout),
         format!("sender,n\n77,3\n500,{N}\n")
+    );
+    // The received stream's jobs, paired by the store as it wrote them
+    // (FORMAT.md 7.5a), are those the views pair from its events (the host
+    // has two streams, so response_times pairs them itself).
+    let sql = |q: &str| {
+        let out = Command::new(qtrace)
+            .args(["sql", "--format", "csv"])
+            .arg(&store)
+            .arg(q)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let want = "task,n\n0,25\n1,25\n2,25\n3,25\n";
+    assert_eq!(
+        sql("SELECT task, count(*) AS n FROM jobs WHERE sender = 500 GROUP BY task ORDER BY task"),
+        want
+    );
+    assert_eq!(
+        sql("SELECT task, count(*) AS n FROM response_times GROUP BY task ORDER BY task"),
+        want
+    );
+    assert_eq!(
+        sql(
+            "SELECT count(*) AS n FROM (SELECT task, activated_ns, time_ns FROM jobs \
+             EXCEPT SELECT task, activated_ns, ended_ns FROM response_times)"
+        ),
+        "n\n0\n"
     );
 }
