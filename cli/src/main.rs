@@ -170,7 +170,7 @@ enum Command {
     /// Inputs: store folders (written by `qtrace convert --to parquet --out
     /// DIR` or `qtrace recv --store DIR`; read where they lie, no import) and
     /// .qtr trace files (converted to a scratch store first). Tables:
-    /// `events`, `losses`, `payloads`, `streams` (FORMAT.md 7). Ready views,
+    /// `events`, `losses`, `payloads`, `streams`, `jobs` (FORMAT.md 7). Ready views,
     /// whose figures equal `qtrace analyze`'s (each host's records are one
     /// trace, merged in time order): `slices` (task runs, interrupt handlers,
     /// semaphore holds, as the Perfetto export draws them), `response_times`

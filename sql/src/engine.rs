@@ -38,7 +38,7 @@ impl Default for Options {
 }
 
 /// The tables of a store, in folder order.
-const TABLES: [&str; 4] = ["events", "losses", "payloads", "streams"];
+const TABLES: [&str; 5] = ["events", "losses", "payloads", "streams", "jobs"];
 
 /// An in-process DuckDB over qtrace's Parquet tables, with the ready views.
 ///
@@ -160,15 +160,41 @@ impl Engine {
                 }
             } else {
                 // Hive partition folders (host=…/date=…) are not read as
-                // columns: every file carries its own `host`.
+                // columns: every file carries its own `host`. By name: a
+                // file written before a column was appended (FORMAT.md 7.8)
+                // reads it as NULL.
                 format!(
-                    "SELECT * FROM read_parquet([{}], hive_partitioning = false)",
+                    "SELECT * FROM read_parquet([{}], hive_partitioning = false, \
+                     union_by_name = true)",
                     globs.join(", ")
                 )
             };
             self.conn
                 .execute_batch(&format!("CREATE OR REPLACE VIEW {table} AS {body};"))?;
+            if table == "streams" && !globs.is_empty() {
+                // Which file each streams row is in: one file per conversion
+                // (views.sql, qtrace_paired_hosts).
+                self.conn.execute_batch(&format!(
+                    "CREATE OR REPLACE VIEW qtrace_stream_files AS \
+                     SELECT filename AS file, host, run, sender FROM read_parquet([{}], \
+                     hive_partitioning = false, union_by_name = true, filename = true);",
+                    globs.join(", ")
+                ))?;
+            }
         }
+        // The store paired the jobs only if every events part has its jobs
+        // part (FORMAT.md 7.5a; parts written before that table have none):
+        // else the views pair them all (views.sql, qtrace_paired_hosts).
+        let stored = stores.iter().all(|s| {
+            let mut events = Vec::new();
+            parquet_files(&s.join("events"), &mut events);
+            events.iter().all(|f| {
+                f.strip_prefix(s.join("events"))
+                    .is_ok_and(|rel| s.join("jobs").join(rel).is_file())
+            })
+        });
+        self.conn
+            .execute_batch(&format!("SET VARIABLE qtrace_jobs_stored = {stored};"))?;
         Ok(())
     }
 
@@ -179,7 +205,51 @@ impl Engine {
     ///
     /// DuckDB's, when `events` or `losses` lack a column the views read.
     pub fn create_views(&self) -> Result<(), Error> {
-        Ok(views::create(&self.conn)?)
+        let streams: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'streams') \
+             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'streams')",
+            [],
+            |r| r.get(0),
+        )?;
+        if streams == 0 {
+            self.conn
+                .execute_batch(&format!("CREATE VIEW streams AS {};", views::EMPTY_STREAMS))?;
+        }
+        let jobs: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'jobs') \
+             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'jobs')",
+            [],
+            |r| r.get(0),
+        )?;
+        if jobs == 0 {
+            self.conn
+                .execute_batch(&format!("CREATE VIEW jobs AS {};", views::EMPTY_JOBS))?;
+        }
+        let files: i64 = self.conn.query_row(
+            "SELECT count(*) FROM duckdb_views() WHERE view_name = 'qtrace_stream_files'",
+            [],
+            |r| r.get(0),
+        )?;
+        if files == 0 {
+            self.conn.execute_batch(
+                "CREATE VIEW qtrace_stream_files AS \
+                 SELECT 'streams' AS file, host, run, sender FROM streams;",
+            )?;
+        }
+        views::create(&self.conn)?;
+        // Every host of a store has streams rows (FORMAT.md 7.5): when all
+        // are paired, response_times is the stored jobs alone.
+        let all: bool = streams > 0
+            && self.conn.query_row(
+                "SELECT NOT EXISTS (SELECT host FROM streams EXCEPT \
+                 SELECT host FROM qtrace_paired_hosts)",
+                [],
+                |r| r.get(0),
+            )?;
+        if all {
+            self.conn.execute_batch(views::ALL_PAIRED)?;
+        }
+        Ok(())
     }
 
     /// The DuckDB connection (to register tables, run statements with
@@ -251,6 +321,27 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
 
 /// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and
 /// unfinished parts skipped).
+/// Every `*.parquet` file under `dir`, at any depth (not hidden ones: parts
+/// being written).
+fn parquet_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        if path.is_dir() {
+            parquet_files(&path, out);
+        } else if name.ends_with(".parquet") {
+            out.push(path);
+        }
+    }
+}
+
 fn has_parquet(dir: &Path) -> bool {
     let Ok(entries) = fs::read_dir(dir) else {
         return false;

@@ -5,6 +5,12 @@ use duckdb::Connection;
 /// The SQL of the ready views, run once `events` and `losses` exist.
 pub const VIEWS_SQL: &str = include_str!("views.sql");
 
+/// `response_times` when every host's jobs were paired by the store
+/// (views.sql, qtrace_paired_hosts): its stored jobs alone, so that a query
+/// reads no activate, joins nothing and sorts nothing.
+pub(crate) const ALL_PAIRED: &str =
+    "CREATE OR REPLACE VIEW response_times AS SELECT * FROM qtrace_stored_jobs;";
+
 /// The views a user queries, with what each holds (`.views` in the prompt,
 /// `qtrace sql --help`).
 pub const READY: &[(&str, &str)] = &[
@@ -12,6 +18,7 @@ pub const READY: &[(&str, &str)] = &[
     ("losses", "one row per loss mark: hoops records, unreadable slots, damage, transit losses, unclosed streams"),
     ("payloads", "one row per string, byte payload or run-time name (when the store has them)"),
     ("streams", "one row per run: counters, completeness, clock facts (when the store has them)"),
+    ("jobs", "one row per job the store writer paired: task, activated_ns, lossy, at its endcycle (FORMAT.md 7.5a)"),
     ("slices", "task runs, interrupt handlers and semaphore holds, as the Perfetto export draws them"),
     ("response_times", "one row per job: activate to endcycle, per task; lossy when a loss falls inside"),
     ("preemptions", "one row per preemption: the task, its source and the task dispatched over it"),
@@ -25,6 +32,20 @@ pub(crate) const EMPTY_EVENTS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHA
     NULL::BIGINT AS aligned_ns, NULL::UINTEGER AS source, NULL::USMALLINT AS event_id, \
     NULL::VARCHAR AS class, NULL::VARCHAR AS event, NULL::UBIGINT AS arg0, \
     NULL::UBIGINT AS arg1, NULL::USMALLINT AS flags, NULL::USMALLINT AS queue WHERE false";
+
+/// The columns of `streams` (FORMAT.md 7.5), for an input without its
+/// files: the views read it to tell which hosts' jobs the store paired.
+pub(crate) const EMPTY_STREAMS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
+    NULL::UINTEGER AS sender, NULL::VARCHAR AS path, NULL::UBIGINT AS part, \
+    NULL::BIGINT AS first_ns, NULL::BIGINT AS last_ns, NULL::UBIGINT AS records, \
+    NULL::UBIGINT AS events, NULL::UBIGINT AS lost, NULL::BOOLEAN AS complete, \
+    NULL::VARCHAR AS verdict WHERE false";
+
+/// The columns of `jobs` (FORMAT.md 7.5a), for an input without its files.
+pub(crate) const EMPTY_JOBS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
+    NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \
+    NULL::BIGINT AS aligned_ns, NULL::UBIGINT AS task, NULL::BIGINT AS activated_ns, \
+    NULL::BOOLEAN AS lossy WHERE false";
 
 pub(crate) const EMPTY_LOSSES: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
     NULL::UINTEGER AS sender, NULL::UBIGINT AS seq, NULL::BIGINT AS time_ns, \

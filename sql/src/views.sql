@@ -27,10 +27,39 @@ CREATE OR REPLACE VIEW qtrace_hoops AS
 SELECT host, run, seq, time_ns, count FROM losses
 WHERE kind IN ('hoops', 'unreadable', 'damaged');
 
+-- The hosts whose jobs the store paired as it wrote them (FORMAT.md 7.5a,
+-- the `jobs` table: a row per endcycle that ends a job): all
+-- the host's runs are of one pairing scope — one conversion (converted runs,
+-- sender NULL, whose streams rows are in one file) or one received stream —
+-- and none of its hoops records lies in a run without a streams row. Empty
+-- when some parts predate the jobs table (`qtrace sql` sets
+-- qtrace_jobs_stored). `qtrace_stream_files` is `streams` with each row's
+-- file (`qtrace sql` makes it: read_parquet(..., filename = true); over a
+-- `streams` table, 'streams' AS file).
+CREATE OR REPLACE VIEW qtrace_paired_hosts AS
+SELECT host FROM qtrace_stream_files
+WHERE coalesce(getvariable('qtrace_jobs_stored'), true)
+GROUP BY host
+HAVING count(DISTINCT CASE WHEN sender IS NULL THEN 'file ' || file ELSE 'run ' || run END) = 1
+EXCEPT
+SELECT x.host FROM qtrace_hoops x ANTI JOIN qtrace_stream_files s ON s.host = x.host AND s.run = x.run;
+
+-- The jobs the store paired (the `jobs` table). `qtrace sql` makes
+-- response_times exactly this view when every host is paired (views.rs,
+-- ALL_PAIRED).
+CREATE OR REPLACE VIEW qtrace_stored_jobs AS
+SELECT host, task, activated_ns, time_ns AS ended_ns, time_ns - activated_ns AS response_ns,
+    lossy
+FROM jobs;
+
 -- Jobs: each activate matched first in, first out with the endcycle of the
 -- same task that ends it; an endcycle with no job pending is skipped, a job
 -- never ended is not listed. Equal times of one task's activate and endcycle
 -- are ordered by record index (seq), whatever their runs.
+--
+-- Stored path: a paired host's jobs are qtrace_stored_jobs; nothing is
+-- sorted. The other hosts' jobs are derived from their activate and
+-- endcycle rows, as follows.
 --
 -- Fast path: where the j-th endcycle of a task comes after its j-th
 -- activation for every j (no endcycle ever found no job pending), they pair
@@ -42,7 +71,8 @@ WHERE kind IN ('hoops', 'unreadable', 'damaged');
 CREATE OR REPLACE VIEW response_times AS
 WITH steps AS MATERIALIZED (
     SELECT host, arg0 AS task, run, seq, time_ns, event_id = 3 AS act
-    FROM events WHERE event_id IN (3, 7)
+    FROM events e ANTI JOIN qtrace_paired_hosts p ON p.host = e.host
+    WHERE event_id IN (3, 7)
 ), lists AS (
     SELECT host, task,
         list_sort(list({t: time_ns, s: seq, r: run}) FILTER (WHERE act)) AS acts,
@@ -87,6 +117,8 @@ WITH steps AS MATERIALIZED (
       AND (x.time_ns > j.a_ns OR x.run > j.a_run OR (x.run = j.a_run AND x.seq > j.a_seq))
       AND (x.time_ns < j.e_ns OR x.run < j.e_run OR (x.run = j.e_run AND x.seq < j.e_seq))
 )
+SELECT s.* FROM qtrace_stored_jobs s SEMI JOIN qtrace_paired_hosts p ON p.host = s.host
+UNION ALL
 SELECT j.host, j.task, j.a_ns AS activated_ns, j.e_ns AS ended_ns, j.e_ns - j.a_ns AS response_ns,
     l.task IS NOT NULL AS lossy
 FROM jobs j LEFT JOIN lossy l

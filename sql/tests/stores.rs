@@ -84,3 +84,147 @@ fn a_folder_that_is_not_a_store_is_refused() {
         Err(Error::NoInput)
     ));
 }
+
+/// Writes `events` as the trace file `path`.
+fn trace(path: &Path, events: &[qtrace::Event]) {
+    trace_on(path, "", events);
+}
+
+/// Writes `events` as the trace file `path` of host `host`.
+fn trace_on(path: &Path, host: &str, events: &[qtrace::Event]) {
+    use qtrace::classes::Catalog;
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, TraceHeader};
+    let mut header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 0)
+        .unwrap();
+    if !host.is_empty() {
+        header = header.with_host(host).unwrap();
+    }
+    let mut w = create_trace_file(path, &header).unwrap();
+    w.write_events(events).unwrap();
+    w.finish().unwrap();
+}
+
+/// Converts the trace files `paths` (one conversion) into the store `out`.
+fn convert(paths: &[&Path], out: &Path) {
+    let inputs = paths
+        .iter()
+        .map(|p| {
+            let r = qtrace::reader::TraceReader::open(p).unwrap();
+            (p.to_path_buf(), r)
+        })
+        .collect();
+    qtrace_store::convert(inputs, out, &mut |_| {}).unwrap();
+}
+
+const JOBS: &str = "SELECT task, activated_ns, ended_ns, response_ns, lossy FROM response_times \
+    ORDER BY task, activated_ns";
+
+/// Whether the engine pairs no job itself (FORMAT.md 7.5a: every host's
+/// jobs were paired by the store writer).
+fn stored_only(engine: &Engine) -> bool {
+    csv(
+        engine,
+        "SELECT sql LIKE '%list_sort%' AS derived FROM duckdb_views() \
+         WHERE view_name = 'response_times'",
+    ) == "derived\nfalse\n"
+}
+
+#[test]
+fn jobs_are_paired_by_the_writer_per_conversion_and_by_the_views_otherwise() {
+    use qtrace::classes::{system, tracer};
+    use qtrace::Event;
+    let a = |t, task| Event::new(t, system::ACTIVATE, 0, [task, 0]);
+    let e = |t, task| Event::new(t, system::ENDCYCLE, 0, [task, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Task 1 is activated in cpu0.qtr and ended in cpu1.qtr: one conversion
+    // of both pairs them as analyze does (over the merged files).
+    trace(
+        &d.join("cpu0.qtr"),
+        &[
+            a(10, 1),
+            a(20, 2),
+            Event::new(25, tracer::HOOPS, 0, [3, 0]),
+            a(40, 1),
+        ],
+    );
+    trace(
+        &d.join("cpu1.qtr"),
+        &[e(5, 2), e(30, 1), e(35, 2), e(50, 1)],
+    );
+    let want = "task,activated_ns,ended_ns,response_ns,lossy\n\
+                1,10,30,20,true\n1,40,50,10,false\n2,20,35,15,true\n";
+    let both = d.join("both");
+    convert(&[&d.join("cpu0.qtr"), &d.join("cpu1.qtr")], &both);
+    let engine = Engine::open(std::slice::from_ref(&both), &Options::default()).unwrap();
+    assert!(stored_only(&engine));
+    assert_eq!(csv(&engine, JOBS), want);
+
+    // Two conversions of the same host, given together: each paired its own
+    // files only, so the views pair the host's jobs themselves — same jobs.
+    let (s0, s1) = (d.join("s0"), d.join("s1"));
+    convert(&[&d.join("cpu0.qtr")], &s0);
+    convert(&[&d.join("cpu1.qtr")], &s1);
+    let engine = Engine::open(&[s0, s1], &Options::default()).unwrap();
+    assert!(!stored_only(&engine));
+    assert_eq!(csv(&engine, JOBS), want);
+
+    // A store written before the jobs table (its parts have none): read,
+    // the views pair the jobs.
+    let old = d.join("old");
+    for t in ["events", "losses", "payloads", "streams"] {
+        fs::create_dir_all(old.join(t)).unwrap();
+        let part = |s: &Path| s.join(t).join("part-0.parquet");
+        fs::copy(part(&both), part(&old)).unwrap();
+    }
+    let engine = Engine::open(std::slice::from_ref(&old), &Options::default()).unwrap();
+    assert!(!stored_only(&engine));
+    assert_eq!(csv(&engine, JOBS), want);
+    // Old and new parts together (every record twice: each activate and
+    // endcycle pairs with a copy) are paired by the views.
+    let engine = Engine::open(&[old, both], &Options::default()).unwrap();
+    assert!(!stored_only(&engine));
+    assert_eq!(
+        csv(&engine, "SELECT count(*) AS jobs FROM response_times"),
+        "jobs\n6\n"
+    );
+}
+
+#[test]
+fn a_paired_host_and_an_unpaired_one_in_one_query() {
+    use qtrace::classes::system;
+    use qtrace::Event;
+    let a = |t, task| Event::new(t, system::ACTIVATE, 0, [task, 0]);
+    let e = |t, task| Event::new(t, system::ENDCYCLE, 0, [task, 0]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let first = [a(10, 1), a(20, 2), a(40, 1)];
+    let second = [e(5, 2), e(30, 1), e(35, 2), e(50, 1)];
+    for host in ["a", "b"] {
+        trace_on(&d.join(format!("{host}0.qtr")), host, &first);
+        trace_on(&d.join(format!("{host}1.qtr")), host, &second);
+    }
+    // Host a in one conversion (paired by the writer), host b in two.
+    let sa = d.join("sa");
+    convert(&[&d.join("a0.qtr"), &d.join("a1.qtr")], &sa);
+    let (sb0, sb1) = (d.join("sb0"), d.join("sb1"));
+    convert(&[&d.join("b0.qtr")], &sb0);
+    convert(&[&d.join("b1.qtr")], &sb1);
+    let engine = Engine::open(&[sa, sb0, sb1], &Options::default()).unwrap();
+    assert!(!stored_only(&engine));
+    assert_eq!(
+        csv(&engine, "SELECT host FROM qtrace_paired_hosts"),
+        "host\na\n"
+    );
+    assert_eq!(
+        csv(
+            &engine,
+            "SELECT host, task, activated_ns, ended_ns, lossy FROM response_times ORDER BY ALL"
+        ),
+        "host,task,activated_ns,ended_ns,lossy\n\
+         a,1,10,30,false\na,1,40,50,false\na,2,20,35,false\n\
+         b,1,10,30,false\nb,1,40,50,false\nb,2,20,35,false\n"
+    );
+}

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use duckdb::params;
 use qtrace::analysis::{AnalysisOptions, Analyzer, Report, Summary};
 use qtrace::classes::{lowlevel, semaphore, system, tracer, user, Catalog};
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::wire::{create_trace_file, TraceHeader};
 use qtrace::{Event, EventId};
 use qtrace_sql::{Engine, Options};
 
@@ -119,6 +121,36 @@ fn engine(events: &[Event]) -> Engine {
     engine
 }
 
+/// An engine over `events` written as a `.qtr` file: `qtrace sql`'s own
+/// path, the store writer pairing the jobs (FORMAT.md 7.5a). Keeps the
+/// folder alive with the engine.
+fn stored_engine(events: &[Event]) -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run0.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 0)
+        .unwrap();
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(events).unwrap();
+    w.finish().unwrap();
+    let engine = Engine::open(&[path], &Options::default()).unwrap();
+    (engine, dir)
+}
+
+/// Whether `response_times` is the stored jobs alone (views.rs,
+/// ALL_PAIRED).
+fn reads_stored_jobs_only(engine: &Engine) -> bool {
+    let sql: String = engine
+        .connection()
+        .query_row(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'response_times'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    !sql.contains("list_sort")
+}
+
 fn analyze(events: &[Event]) -> Report {
     let mut a = Analyzer::new(
         &Catalog::builtin(),
@@ -167,12 +199,19 @@ fn rows<const N: usize>(engine: &Engine, sql: &str) -> BTreeMap<u64, [u64; N]> {
 fn check(events: &[Event]) -> Report {
     let report = analyze(events);
     let engine = engine(events);
+    assert!(!reads_stored_jobs_only(&engine));
 
-    let responses = rows::<6>(
-        &engine,
-        &format!(
-            "SELECT task, {SUMMARY} FROM (SELECT task, response_ns AS d, lossy FROM response_times) GROUP BY task"
-        ),
+    let response_sql = format!(
+        "SELECT task, {SUMMARY} FROM (SELECT task, response_ns AS d, lossy FROM response_times) GROUP BY task"
+    );
+    let responses = rows::<6>(&engine, &response_sql);
+    // The jobs the store writer paired give the same figures.
+    let (stored, _dir) = stored_engine(events);
+    assert!(reads_stored_jobs_only(&stored));
+    assert_eq!(
+        rows::<6>(&stored, &response_sql),
+        responses,
+        "stored jobs: {events:?}"
     );
     let preempted = rows::<1>(
         &engine,

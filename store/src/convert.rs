@@ -98,6 +98,17 @@ pub fn convert(
         runs.push(Run::new(info, reader.catalog().clone(), Names::new()));
         readers.push(reader);
     }
+    // One job pairing (FORMAT.md 7.5a) per host for the whole conversion,
+    // as analyze pairs over the merged files: it moves to whichever of the
+    // host's runs is written (`holder`, per the host's first run, `lead`).
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let lead: Vec<usize> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| *first.entry(r.info.host.as_str()).or_insert(i))
+        .collect();
+    drop(first);
+    let mut holder = lead.clone();
     let mut merged = MergedReader::new(readers);
     let mut report = ConvertReport::default();
     let mut damaged: Vec<Option<ReadError>> = runs.iter().map(|_| None).collect();
@@ -105,6 +116,12 @@ pub fn convert(
     merged.try_for_each_with_input(|i, item| -> Result<(), StoreError> {
         match item {
             Ok(e) => {
+                let h = &mut holder[lead[i]];
+                if *h != i {
+                    let (from, to) = two(&mut runs, *h, i);
+                    to.take_jobs_from(from);
+                    *h = i;
+                }
                 runs[i].push(e, &mut set);
                 records += 1;
                 if records.is_multiple_of(crate::schema::BATCH_ROWS as u64) {
@@ -147,4 +164,15 @@ pub fn convert(
     report.parts = set.finish()?;
     report.damaged = damaged.into_iter().flatten().collect();
     Ok(report)
+}
+
+/// Runs `a` and `b` (distinct) of `runs`, mutably.
+fn two(runs: &mut [Run], a: usize, b: usize) -> (&mut Run, &mut Run) {
+    if a < b {
+        let (x, y) = runs.split_at_mut(b);
+        (&mut x[a], &mut y[0])
+    } else {
+        let (x, y) = runs.split_at_mut(a);
+        (&mut y[0], &mut x[b])
+    }
 }

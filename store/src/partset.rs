@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 
-use crate::columns::{EventCols, Interner, LossCols, PayloadCols, StreamCols};
+use crate::columns::{EventCols, Interner, JobCols, LossCols, PayloadCols, StreamCols};
 use crate::error::StoreError;
 use crate::part::PartWriter;
 use crate::schema::{Table, BATCH_ROWS};
@@ -48,6 +48,8 @@ pub struct PartSet {
     pub(crate) payloads: PayloadCols,
     /// Streams rows not yet written.
     pub(crate) streams: StreamCols,
+    /// The jobs table's rows not yet sent.
+    pub(crate) job_rows: JobCols,
     /// The part number.
     pub(crate) number: u64,
     jobs: Option<SyncSender<Job>>,
@@ -55,7 +57,7 @@ pub struct PartSet {
     /// The encoded size so far, as the encoder last saw it.
     encoded: Arc<AtomicU64>,
     /// Rows handed to the encoder, per table.
-    sent: [u64; 4],
+    sent: [u64; 5],
 }
 
 /// Batches that may wait for a set's encoder.
@@ -88,8 +90,11 @@ impl PartSet {
     }
 
     fn start(root: &Path, sub: &Path, n: u64, parallel: bool) -> Result<Self, StoreError> {
-        let mut writers = Vec::with_capacity(4);
+        let mut writers = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
+            if table == Table::Jobs {
+                continue;
+            }
             writers.push(PartWriter::create(
                 &Self::folder(root, table, sub),
                 table,
@@ -97,12 +102,19 @@ impl PartSet {
                 parallel,
             )?);
         }
+        // The jobs part (last of Table::ALL) is made by the encoder thread:
+        // its folders would lengthen the caller's pause (a receiver's, whose
+        // datagrams wait meanwhile and so look delayed to the clock
+        // alignment, 7.7); an error there stops the encoder, which `send`
+        // and `finish` report.
+        let jobs_dir = Self::folder(root, Table::Jobs, sub);
         let (tx, rx) = sync_channel::<Job>(IN_FLIGHT);
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("qtrace-parquet-{n}"))
             .spawn(move || {
+                writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
                 for job in rx {
                     let Job::Write(t, batch) = job;
                     writers[t].write(&batch)?;
@@ -121,11 +133,12 @@ impl PartSet {
             losses: LossCols::default(),
             payloads: PayloadCols::default(),
             streams: StreamCols::default(),
+            job_rows: JobCols::default(),
             number: n,
             jobs: Some(tx),
             encoder: Some(encoder),
             encoded,
-            sent: [0; 4],
+            sent: [0; 5],
         })
     }
 
@@ -171,6 +184,10 @@ impl PartSet {
             let b = self.payloads.batch(&self.dict)?;
             self.send(2, b)?;
         }
+        if self.job_rows.len() >= BATCH_ROWS {
+            let b = self.job_rows.batch(&self.dict)?;
+            self.send(4, b)?;
+        }
         Ok(())
     }
 
@@ -186,7 +203,9 @@ impl PartSet {
         let b = self.payloads.batch(&self.dict)?;
         self.send(2, b)?;
         let b = self.streams.batch(&self.dict)?;
-        self.send(3, b)
+        self.send(3, b)?;
+        let b = self.job_rows.batch(&self.dict)?;
+        self.send(4, b)
     }
 
     /// The set's size on disk if it closed now, about: what the encoder

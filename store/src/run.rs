@@ -12,6 +12,7 @@ use qtrace::wire::unclosed_stream;
 use qtrace::{Event, EventId};
 
 use crate::columns::{At, EventRow, LossRow, PayloadRow, RunKeys, StreamRow};
+use crate::jobs::Jobs;
 use crate::partset::PartSet;
 
 /// Who a run is.
@@ -43,6 +44,21 @@ pub mod kind {
     pub const UNCLOSED: &str = "unclosed";
     /// A store part that was never finished (the receiver was killed).
     pub const UNFINISHED: &str = "unfinished";
+    /// Rejected datagrams (their `count`, not events): unkeyed, at a
+    /// receiver that holds keys.
+    pub const REJECTED_UNKEYED: &str = "rejected_unkeyed";
+    /// Rejected: keyed with a key id the receiver does not hold.
+    pub const REJECTED_UNKNOWN_KEY: &str = "rejected_unknown_key";
+    /// Rejected: a wrong tag (forged, altered, or a wrong key).
+    pub const REJECTED_BAD_TAG: &str = "rejected_bad_tag";
+    /// Rejected: already received, or of an ended or replaced session.
+    pub const REJECTED_REPLAYED: &str = "rejected_replayed";
+    /// Rejected: numbered outside the stream's sequence window.
+    pub const REJECTED_OUTSIDE_WINDOW: &str = "rejected_outside_window";
+    /// Rejected: first event or drop count going backwards.
+    pub const REJECTED_COUNTERS_BACKWARDS: &str = "rejected_counters_backwards";
+    /// Rejected: numbered after the sender's close.
+    pub const REJECTED_AFTER_CLOSE: &str = "rejected_after_close";
 }
 
 /// Counts of a run since its last streams row.
@@ -76,6 +92,8 @@ pub struct Run {
     seq: u64,
     counts: Counts,
     keys: Option<Keys>,
+    /// Boxed: a conversion moves it between its runs at each change.
+    jobs: Box<Jobs>,
     /// Added to `time_ns` for `aligned_ns`.
     pub offset_ns: i64,
 }
@@ -100,8 +118,16 @@ impl Run {
             seq: 0,
             counts: Counts::default(),
             keys: None,
+            jobs: Box::default(),
             offset_ns: 0,
         }
+    }
+
+    /// Takes the job pairing (`crate::jobs`) that `other` held (giving it
+    /// this run's, unused), for the
+    /// runs of one conversion and host to share one.
+    pub(crate) fn take_jobs_from(&mut self, other: &mut Run) {
+        std::mem::swap(&mut self.jobs, &mut other.jobs);
     }
 
     /// Replaces the catalog (a received stream's header arrived).
@@ -177,6 +203,9 @@ impl Run {
         let (k, class, event) = self.id_keys(set, e.id);
         let at = self.at(e.time);
         self.counts.events += 1;
+        if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
+            set.job_rows.push(&k, &at, e.args[0], activated, lossy);
+        }
         set.events.push(
             &k,
             &at,
@@ -233,11 +262,17 @@ impl Run {
         } else {
             unclosed_stream(e).map(|(sender, n)| (0, kind::UNCLOSED, None, Some(n), Some(sender)))
         };
+        if e.id == tracer::HOOPS {
+            self.jobs.hoops();
+        }
         let Some((count, kind, queue, accounted, sender)) = loss else {
             // An event (also a stray control record, as dump shows it).
             let (k, class, event) = self.id_keys(set, e.id);
             let at = self.at(e.time);
             self.counts.events += 1;
+            if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
+                set.job_rows.push(&k, &at, e.args[0], activated, lossy);
+            }
             let row = EventRow {
                 source: e.source,
                 event_id: e.id.0,

@@ -46,15 +46,18 @@ pub enum Table {
     Payloads,
     /// One row per run (per part, in a store).
     Streams,
+    /// One row per job ended (an endcycle that ends a job).
+    Jobs,
 }
 
 impl Table {
     /// Every table, in folder order.
-    pub const ALL: [Table; 4] = [
+    pub const ALL: [Table; 5] = [
         Table::Events,
         Table::Losses,
         Table::Payloads,
         Table::Streams,
+        Table::Jobs,
     ];
 
     /// The table's name: its folder and its `qtrace.table` value.
@@ -64,6 +67,7 @@ impl Table {
             Table::Losses => "losses",
             Table::Payloads => "payloads",
             Table::Streams => "streams",
+            Table::Jobs => "jobs",
         }
     }
 
@@ -75,6 +79,7 @@ impl Table {
             Table::Losses => losses(),
             Table::Payloads => payloads(),
             Table::Streams => streams(),
+            Table::Jobs => jobs(),
         });
         let metadata = HashMap::from([
             (VERSION_KEY.to_string(), SCHEMA_VERSION.to_string()),
@@ -119,6 +124,7 @@ impl Table {
             Table::Events => &[
                 "sender", "source", "event_id", "flags", "queue", "arg0", "arg1",
             ],
+            Table::Jobs => &["sender", "task"],
             _ => &[],
         };
         for name in plain {
@@ -127,6 +133,8 @@ impl Table {
         let delta: &[&str] = match self {
             Table::Events => &["seq", "time_ns", "aligned_ns"],
             Table::Losses | Table::Payloads => &["seq", "time_ns", "aligned_ns"],
+            // Activations come in about the order of the endcycles.
+            Table::Jobs => &["seq", "time_ns", "aligned_ns", "activated_ns"],
             Table::Streams => &[],
         };
         for name in delta {
@@ -186,6 +194,18 @@ fn events() -> Vec<Field> {
         col("arg1", DataType::UInt64, false),
         col("flags", DataType::UInt16, false),
         col("queue", DataType::UInt16, true),
+    ]);
+    f
+}
+
+/// One row per job ended (FORMAT.md 7.5a): the endcycle's place, its task,
+/// when the job was activated, whether a hoops record came between.
+fn jobs() -> Vec<Field> {
+    let mut f = position();
+    f.extend([
+        col("task", DataType::UInt64, false),
+        col("activated_ns", DataType::Int64, false),
+        col("lossy", DataType::Boolean, false),
     ]);
     f
 }

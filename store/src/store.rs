@@ -449,6 +449,22 @@ impl Store {
             // Combine runs still open were cut by the stream's end.
             self.streams[i].run.finish(&mut open.set);
         }
+        // The datagrams the receiver rejected, per source address and
+        // reason: losses rows of their own kinds, in the source's partition.
+        let now_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        for r in &summary.rejected {
+            let (date, hour) = utc_date_hour(SystemTime::now());
+            let p = Partition {
+                host: r.addr.ip().to_string(),
+                date,
+                hour,
+            };
+            let k = self.open_set(&p)?;
+            let open = self.slots[k].as_mut().expect("opened above");
+            crate::rejections::write(&mut open.set, r, &self.root, self.started_ms, now_ns);
+        }
         let parts: Vec<Partition> = self.open.keys().cloned().collect();
         for p in parts {
             self.close(&p, &|id| facts.get(id).cloned())?;

@@ -35,7 +35,7 @@ pub enum Format {
     /// chunks, as Perfetto itself writes them: 30 to 50 times smaller than
     /// Chrome JSON; see --uncompressed).
     Perfetto,
-    /// Parquet tables (events, losses, payloads, streams; FORMAT.md 7) in
+    /// Parquet tables (events, losses, payloads, streams, jobs; FORMAT.md 7) in
     /// the folder OUT: DuckDB, ClickHouse, pyarrow, polars and Spark read
     /// them. Each file is one run; a folder that holds tables already gets
     /// a new part of each (parts are never overwritten).
@@ -276,7 +276,7 @@ pub fn run(args: &Args) -> Exit {
             report_cuts("qtrace convert", &args.files, &ends);
             if args.to == Format::Parquet {
                 eprintln!(
-                    "qtrace convert: {} events ({} lost, in {} losses rows) into the tables events, losses, payloads and streams under {}",
+                    "qtrace convert: {} events ({} lost, in {} losses rows) into the tables events, losses, payloads, streams and jobs under {}",
                     stats.events,
                     stats.lost,
                     stats.hoops,

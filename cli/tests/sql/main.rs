@@ -10,3 +10,4 @@ mod common;
 
 mod command;
 mod main_job;
+mod rejections;
