@@ -198,6 +198,25 @@ impl Engine {
         Ok(())
     }
 
+    /// Creates the view `name` as `empty` (a query of no rows with the
+    /// table's columns) unless a view or table of that name exists: a store
+    /// without that table (written before it existed, or holding none of
+    /// its parts) still answers the views that read it. Whether it was
+    /// there.
+    fn view_unless_present(&self, name: &str, empty: &str) -> Result<bool, Error> {
+        let present: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = ?1) \
+             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = ?1)",
+            [name],
+            |r| r.get(0),
+        )?;
+        if present == 0 {
+            self.conn
+                .execute_batch(&format!("CREATE VIEW {name} AS {empty};"))?;
+        }
+        Ok(present > 0)
+    }
+
     /// Creates the ready views over `events` and `losses` (see the crate
     /// documentation).
     ///
@@ -205,26 +224,8 @@ impl Engine {
     ///
     /// DuckDB's, when `events` or `losses` lack a column the views read.
     pub fn create_views(&self) -> Result<(), Error> {
-        let streams: i64 = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'streams') \
-             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'streams')",
-            [],
-            |r| r.get(0),
-        )?;
-        if streams == 0 {
-            self.conn
-                .execute_batch(&format!("CREATE VIEW streams AS {};", views::EMPTY_STREAMS))?;
-        }
-        let jobs: i64 = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = 'jobs') \
-             + (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'jobs')",
-            [],
-            |r| r.get(0),
-        )?;
-        if jobs == 0 {
-            self.conn
-                .execute_batch(&format!("CREATE VIEW jobs AS {};", views::EMPTY_JOBS))?;
-        }
+        let streams = self.view_unless_present("streams", views::EMPTY_STREAMS)?;
+        self.view_unless_present("jobs", views::EMPTY_JOBS)?;
         let files: i64 = self.conn.query_row(
             "SELECT count(*) FROM duckdb_views() WHERE view_name = 'qtrace_stream_files'",
             [],
@@ -239,7 +240,7 @@ impl Engine {
         views::create(&self.conn)?;
         // Every host of a store has streams rows (FORMAT.md 7.5): when all
         // are paired, response_times is the stored jobs alone.
-        let all: bool = streams > 0
+        let all: bool = streams
             && self.conn.query_row(
                 "SELECT NOT EXISTS (SELECT host FROM streams EXCEPT \
                  SELECT host FROM qtrace_paired_hosts)",
