@@ -65,6 +65,7 @@ pub fn ids(log: &Log) -> Vec<u16> {
 // files say `use crate::common::temp_dirs;`.
 pub mod analysis_trace;
 pub mod babeltrace2;
+pub mod child_test;
 pub mod combine_runs;
 pub mod default_queues;
 pub mod loopback;

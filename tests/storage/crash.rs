@@ -28,9 +28,8 @@
 //! `crash::child_process` entry and `QTRACE_CRASH_CHILD` set (the entry does
 //! nothing otherwise).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::{tracer::HOOPS, user};
@@ -41,6 +40,8 @@ use qtrace::storage::RingImage;
 use qtrace::storage::RingStorage;
 use qtrace::storage::{RecoveryCounts, UNREADABLE};
 use qtrace::{Config, Event, Tracer};
+
+use crate::common::child_test::spawn_ready;
 
 const CIRC: usize = 4096;
 const FIXED: usize = 1 << 16;
@@ -171,25 +172,17 @@ impl Rng {
 /// output directory's path holder.
 fn run_child(mode: &str, delay_us: u64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    // The child entry's full test name: `child_process` prefixed by this
-    // file's module path in its test binary (`crash::` in tests/storage/).
-    let child_test = match module_path!().split_once("::") {
-        Some((_, module)) => format!("{module}::child_process"),
-        None => "child_process".to_owned(),
-    };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", &child_test, "--nocapture", "--test-threads=1"])
-        .env("QTRACE_CRASH_CHILD", mode)
-        .env("QTRACE_CRASH_DIR", dir.path())
-        .env("QTRACE_CRASH_DELAY_US", delay_us.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(
-        lines.any(|l| l.is_ok_and(|l| l.contains(READY))),
-        "the child did not start"
+    let delay = delay_us.to_string();
+    let (mut child, _lines) = spawn_ready(
+        module_path!(),
+        "child_process",
+        &[
+            ("QTRACE_CRASH_CHILD", mode.as_ref()),
+            ("QTRACE_CRASH_DIR", dir.path().as_os_str()),
+            ("QTRACE_CRASH_DELAY_US", delay.as_ref()),
+        ],
+        Stdio::null(),
+        READY,
     );
     if mode == "kill" {
         std::thread::sleep(Duration::from_micros(delay_us));

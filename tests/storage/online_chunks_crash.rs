@@ -3,9 +3,8 @@
 //! cut short (as an online queue's file always did), and the chunks together
 //! hold the logged sequence with every gap stated by a hoops record.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use qtrace::classes::{tracer::HOOPS, user};
@@ -13,6 +12,7 @@ use qtrace::queues::{Online, OnlineParams};
 use qtrace::reader::Completeness;
 use qtrace::Tracer;
 
+use crate::common::child_test::spawn_ready;
 use crate::common::read_all::read_all;
 
 const READY: &str = "QTRACE-CHUNKS-CHILD-READY";
@@ -80,21 +80,12 @@ fn chunks(dir: &Path) -> Vec<PathBuf> {
 /// One killed run, checked; returns the events its chunks hold.
 fn one_run(delay_ms: u64) -> u64 {
     let dir = tempfile::tempdir().unwrap();
-    let child_test = match module_path!().split_once("::") {
-        Some((_, module)) => format!("{module}::chunks_child_process"),
-        None => "chunks_child_process".to_owned(),
-    };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", &child_test, "--nocapture", "--test-threads=1"])
-        .env("QTRACE_CHUNKS_CHILD_DIR", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(
-        lines.any(|l| l.is_ok_and(|l| l.contains(READY))),
-        "the child did not start"
+    let (mut child, _lines) = spawn_ready(
+        module_path!(),
+        "chunks_child_process",
+        &[("QTRACE_CHUNKS_CHILD_DIR", dir.path().as_os_str())],
+        Stdio::null(),
+        READY,
     );
     std::thread::sleep(Duration::from_millis(delay_ms));
     child.kill().unwrap(); // SIGKILL

@@ -4,9 +4,8 @@
 //! refused with a message saying what to do instead of overwriting them; once
 //! the first has shut down, the directory can be used again.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
@@ -15,6 +14,7 @@ use qtrace::reader::Completeness;
 use qtrace::storage::RingStorage;
 use qtrace::{Config, Tracer};
 
+use crate::common::child_test::spawn_ready;
 use crate::common::read_all::read_all;
 
 const READY: &str = "shared-dir child ready";
@@ -63,21 +63,12 @@ fn child_process() {
 #[test]
 fn a_second_process_on_the_same_output_directory_is_refused_not_overwriting() {
     let dir = tempfile::tempdir().unwrap();
-    let child_test = match module_path!().split_once("::") {
-        Some((_, module)) => format!("{module}::child_process"),
-        None => "child_process".to_owned(),
-    };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", &child_test, "--nocapture", "--test-threads=1"])
-        .env("QTRACE_SHARED_DIR", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(
-        lines.any(|l| l.is_ok_and(|l| l.contains(READY))),
-        "the child did not start"
+    let (child, _lines) = spawn_ready(
+        module_path!(),
+        "child_process",
+        &[("QTRACE_SHARED_DIR", dir.path().as_os_str())],
+        Stdio::inherit(),
+        READY,
     );
     // This process, same directory, same file names: refused at phase 2.
     let (_mine, r) = tracer(dir.path());
