@@ -256,6 +256,19 @@ impl Follower {
         self.reader.as_ref()
     }
 
+    /// [`Self::reopen`] where the follow goes on: `None` when the file is
+    /// open again, else the follow's last step (stopped while waiting for
+    /// the file, or the file cannot be opened).
+    fn reopen_or_stop(&mut self) -> Option<Step> {
+        let last = match self.reopen() {
+            Ok(true) => return None,
+            Ok(false) => Step::End(None),
+            Err(e) => Step::Damaged(e),
+        };
+        self.done = true;
+        Some(last)
+    }
+
     /// (Re)opens the path; `false` when stopped before it existed.
     fn reopen(&mut self) -> Result<bool, ReadError> {
         if let Some(what) = super::io::not_a_file(&self.path) {
@@ -403,16 +416,8 @@ impl Follower {
                     REPLACED => {
                         let (first, read) = (self.first.take(), self.read);
                         self.reader = None;
-                        match self.reopen() {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                self.done = true;
-                                return Some(Step::End(None));
-                            }
-                            Err(e) => {
-                                self.done = true;
-                                return Some(Step::Damaged(e));
-                            }
+                        if let Some(last) = self.reopen_or_stop() {
+                            return Some(last);
                         }
                         // A copy starts with the same record: skip what was shown.
                         let copy = match self.reader.as_mut().and_then(|r| r.next()) {
@@ -443,16 +448,8 @@ impl Follower {
                             self.path = path.clone();
                             self.reader = None;
                             (self.first, self.read, self.skip) = (None, 0, 0);
-                            match self.reopen() {
-                                Ok(true) => {}
-                                Ok(false) => {
-                                    self.done = true;
-                                    return Some(Step::End(None));
-                                }
-                                Err(e) => {
-                                    self.done = true;
-                                    return Some(Step::Damaged(e));
-                                }
+                            if let Some(last) = self.reopen_or_stop() {
+                                return Some(last);
                             }
                             return Some(Step::NextChunk {
                                 ended,
