@@ -171,7 +171,12 @@ fn pump<S: EventSink, R: Read + Send>(
         }
         // A failed push ends the loop: closing the channel ends the reader.
         drop(batches);
-        (Some(pushed), reader.join().unwrap_or_default())
+        // A panic on the reading thread is raised here: swallowed, it would
+        // end the output early as if the inputs had ended.
+        let damaged = reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (Some(pushed), damaged)
     });
     let damaged = match pushed {
         Some(pushed) => {
