@@ -110,6 +110,7 @@
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
 //! `sequence.rs` tracks a sender's datagram numbers.
 
+mod batch;
 mod config;
 mod core;
 mod file;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use super::batch::Batch;
 use super::config::ReceiverConfig;
 use super::core::ReceiverCore;
 use super::file::LiveFile;
@@ -19,7 +20,6 @@ use super::spool::FileSink;
 use super::summary::ReceiverSummary;
 use crate::model::event::Event;
 use crate::model::io_error::IoError;
-use crate::wire::datagram::MAX_DATAGRAM_LEN;
 use crate::wire::QueueTotals;
 
 /// How long a receiver that reached its event count ([`RunLimit::events`])
@@ -163,10 +163,10 @@ impl Receiver {
     /// # Errors
     ///
     /// [`IoError`] when receiving from the socket fails.
-    pub fn run_streams(
+    pub fn run_streams<S: StreamSink + ?Sized>(
         &mut self,
         limit: RunLimit,
-        out: &mut dyn StreamSink,
+        out: &mut S,
     ) -> Result<ReceiverSummary, IoError> {
         self.run_into(limit, &mut Streams(out))
     }
@@ -177,7 +177,7 @@ impl Receiver {
         out: &mut dyn Sink,
     ) -> Result<ReceiverSummary, IoError> {
         let start = Instant::now();
-        let mut buf = vec![0u8; MAX_DATAGRAM_LEN + 1];
+        let mut batch = Batch::new();
         // When the event count is reached: until every sender's close
         // datagram is in, for at most CLOSE_GRACE (a sender closes right
         // after its last events; one that does not is marked unclosed).
@@ -198,8 +198,8 @@ impl Receiver {
                     break;
                 }
             }
-            match self.socket.recv_from(&mut buf) {
-                Ok((n, from)) => self.core.handle_into(from, &buf[..n], out),
+            let idle = match batch.recv(&self.socket) {
+                Ok(_) => false,
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -208,7 +208,10 @@ impl Receiver {
                             | io::ErrorKind::Interrupted
                             | io::ErrorKind::ConnectionRefused
                             | io::ErrorKind::ConnectionReset
-                    ) => {}
+                    ) =>
+                {
+                    true
+                }
                 Err(e) => {
                     return Err(IoError {
                         path: None,
@@ -216,8 +219,22 @@ impl Receiver {
                         source: e,
                     })
                 }
+            };
+            // A tick after every datagram and every idle wait. When the
+            // sink cannot take more, the rest of the batch is not handled:
+            // never counted, as datagrams left unread in the socket.
+            let mut more = true;
+            for (from, bytes) in batch.datagrams() {
+                self.core.handle_into(from, bytes, out);
+                more = out.tick(self.core.header_generation(), &|| self.core.trace_header());
+                if !more {
+                    break;
+                }
             }
-            if !out.tick(self.core.header_generation(), &|| self.core.trace_header()) {
+            if idle {
+                more = out.tick(self.core.header_generation(), &|| self.core.trace_header());
+            }
+            if !more {
                 break;
             }
             if self.core.progress.summary_wanted() {

@@ -35,7 +35,7 @@ fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f6
     let progress = receiver.progress();
     let out = dir.to_path_buf();
     let limit = RunLimit::events(events).or_after(Duration::from_secs(120));
-    let rx = thread::spawn(move || {
+    let rx = thread::Builder::new().name("receiver".into()).spawn(move || {
         if store {
             let mut s = Store::open(
                 &out.join("store"),
@@ -54,7 +54,7 @@ fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f6
             let bytes = std::fs::metadata(out.join("r.qtr")).map_or(0, |m| m.len());
             (summary, Instant::now(), bytes)
         }
-    });
+    }).unwrap();
     let tracer = Tracer::new();
     let q = tracer
         .create_queue::<Udp>(

@@ -87,7 +87,10 @@ impl<T: ArrowNativeType> Col<T> {
     }
 
     fn take(&mut self) -> (Vec<T>, Option<NullBuffer>) {
-        let values = std::mem::take(&mut self.values);
+        // The next batch is about as long: growing it again from empty
+        // cost the receiving thread a tenth of its time in reallocations.
+        let n = self.values.len();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(n));
         let nulls = self
             .valid
             .take()
