@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -20,6 +20,58 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// What an encoder thread ends with: the parts closed, with their sizes.
 type Closed = Result<Vec<(PathBuf, u64)>, StoreError>;
+
+/// Opens when a part set's encoder thread has ended (its parts renamed
+/// into place, or it stopped on an error): its sender half is dropped then.
+/// The next set of the same folder waits for it before it creates its
+/// temps, so a crash leaves at most one unfinished set there.
+#[derive(Debug)]
+pub struct Gate(Receiver<()>);
+
+impl Gate {
+    fn wait(self) {
+        // Err once the sender is dropped: the gate is open.
+        let _ = self.0.recv();
+    }
+}
+
+/// A part set closing on its own encoder thread: the rows were all handed
+/// over, the thread writes what is left, closes each part atomically and
+/// ends.
+#[derive(Debug)]
+pub struct Closing {
+    /// The part number.
+    pub number: u64,
+    encoder: Option<JoinHandle<Closed>>,
+    /// Taken by the next set of the same folder.
+    pub gate: Option<Gate>,
+}
+
+impl Closing {
+    /// Whether the parts are closed (or closing failed): [`Closing::wait`]
+    /// would not wait.
+    pub fn is_done(&self) -> bool {
+        self.encoder.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Waits for the encoder thread; the parts' paths and sizes.
+    ///
+    /// # Errors
+    /// [`StoreError`] when writing or closing failed.
+    pub fn wait(mut self) -> Result<Vec<(PathBuf, u64)>, StoreError> {
+        join(self.encoder.take())
+    }
+}
+
+/// The end of an encoder thread.
+fn join(encoder: Option<JoinHandle<Closed>>) -> Closed {
+    match encoder.map(JoinHandle::join) {
+        Some(Ok(result)) => result,
+        _ => Err(StoreError::Target(
+            "the Parquet encoder thread panicked (a bug in qtrace-store, please report it)".into(),
+        )),
+    }
+}
 
 /// What the caller hands the encoder thread.
 enum Job {
@@ -58,6 +110,8 @@ pub struct PartSet {
     encoded: Arc<AtomicU64>,
     /// Rows handed to the encoder, per table.
     sent: [u64; 5],
+    /// Opens when the encoder thread ends.
+    gate: Option<Gate>,
 }
 
 /// Batches that may wait for a set's encoder.
@@ -76,7 +130,19 @@ impl PartSet {
     /// [`StoreError`] when a folder or temp file cannot be made, or the part
     /// exists.
     pub fn create(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, false)
+        Self::start(root, sub, n, false, None)
+    }
+
+    /// [`PartSet::create`] once `after` opens (the previous set of the same
+    /// folder, still closing, is then closed): its temps are created by its
+    /// encoder thread after that, and rows handed over meanwhile wait in its
+    /// queue ([`IN_FLIGHT`] batches at most). An error creating them is
+    /// reported by the next hand-over or [`PartSet::finish`].
+    ///
+    /// # Errors
+    /// [`StoreError`] when the encoder thread cannot be started.
+    pub fn create_after(root: &Path, sub: &Path, n: u64, after: Gate) -> Result<Self, StoreError> {
+        Self::start(root, sub, n, false, Some(after))
     }
 
     /// [`PartSet::create`], its columns encoded on two threads instead of
@@ -86,21 +152,28 @@ impl PartSet {
     /// # Errors
     /// As [`PartSet::create`].
     pub fn create_parallel(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, true)
+        Self::start(root, sub, n, true, None)
     }
 
-    fn start(root: &Path, sub: &Path, n: u64, parallel: bool) -> Result<Self, StoreError> {
+    fn start(
+        root: &Path,
+        sub: &Path,
+        n: u64,
+        parallel: bool,
+        after: Option<Gate>,
+    ) -> Result<Self, StoreError> {
         let mut writers = Vec::with_capacity(Table::ALL.len());
-        for table in Table::ALL {
-            if table == Table::Jobs {
-                continue;
+        // Without a set to wait for, the temps are created here: an error
+        // is seen at once.
+        let folders: Vec<(Table, PathBuf)> = Table::ALL
+            .into_iter()
+            .filter(|&t| t != Table::Jobs)
+            .map(|t| (t, Self::folder(root, t, sub)))
+            .collect();
+        if after.is_none() {
+            for (table, dir) in &folders {
+                writers.push(PartWriter::create(dir, *table, n, parallel)?);
             }
-            writers.push(PartWriter::create(
-                &Self::folder(root, table, sub),
-                table,
-                n,
-                parallel,
-            )?);
         }
         // The jobs part (last of Table::ALL) is made by the encoder thread:
         // its folders would lengthen the caller's pause (a receiver's, whose
@@ -109,11 +182,20 @@ impl PartSet {
         // and `finish` report.
         let jobs_dir = Self::folder(root, Table::Jobs, sub);
         let (tx, rx) = sync_channel::<Job>(IN_FLIGHT);
+        let (open_tx, open_rx): (Sender<()>, Receiver<()>) = channel();
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
         let encoder = std::thread::Builder::new()
             .name(format!("qtrace-parquet-{n}"))
             .spawn(move || {
+                // Dropped when this thread ends, however: the gate opens.
+                let _open = open_tx;
+                if let Some(gate) = after {
+                    gate.wait();
+                    for (table, dir) in &folders {
+                        writers.push(PartWriter::create(dir, *table, n, parallel)?);
+                    }
+                }
                 writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
                 for job in rx {
                     let Job::Write(t, batch) = job;
@@ -139,6 +221,7 @@ impl PartSet {
             encoder: Some(encoder),
             encoded,
             sent: [0; 5],
+            gate: Some(Gate(open_rx)),
         })
     }
 
@@ -235,15 +318,65 @@ impl PartSet {
     ///
     /// # Errors
     /// [`StoreError`] when writing or closing fails.
-    pub fn finish(mut self) -> Result<Vec<(PathBuf, u64)>, StoreError> {
+    pub fn finish(self) -> Result<Vec<(PathBuf, u64)>, StoreError> {
+        self.close()?.wait()
+    }
+
+    /// Hands every row held to the encoder and lets it close the parts on
+    /// its own (a receiver's thread does not wait for the encoding of the
+    /// last batches, the footers and the fsyncs: datagrams would wait in
+    /// the socket meanwhile, and be lost once its buffer is full).
+    ///
+    /// # Errors
+    /// [`StoreError`] when writing failed before.
+    pub fn close(mut self) -> Result<Closing, StoreError> {
         self.flush()?;
         self.jobs = None; // the encoder's loop ends: it closes the parts
-        match self.encoder.take().map(JoinHandle::join) {
-            Some(Ok(result)) => result,
-            _ => Err(StoreError::Target(
-                "the Parquet encoder thread panicked (a bug in qtrace-store, please report it)"
-                    .into(),
-            )),
-        }
+        Ok(Closing {
+            number: self.number,
+            encoder: self.encoder.take(),
+            gate: self.gate.take(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::part::{part_name, temp_name};
+
+    fn files(root: &Path, n: u64, name: fn(u64) -> String) -> Vec<bool> {
+        Table::ALL
+            .into_iter()
+            .map(|t| PartSet::folder(root, t, Path::new("host=a")).join(name(n)).exists())
+            .collect()
+    }
+
+    /// A set made after another of its folder creates its temps only once
+    /// that one is closed (renamed into place): a crash meanwhile leaves one
+    /// unfinished set there, not two. Closing does not wait for the
+    /// encoder; waiting gives the parts.
+    #[test]
+    fn the_next_set_of_a_folder_starts_once_the_closing_one_is_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let sub = Path::new("host=a");
+        let mut first = PartSet::create(root, sub, 1).unwrap();
+        let gate = first.gate.take().unwrap();
+        let second = PartSet::create_after(root, sub, 2, gate).unwrap();
+        // The first is open: its encoder runs, so the second waits.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(files(root, 1, temp_name)[..4], [true; 4]);
+        assert_eq!(files(root, 2, temp_name), [false; 5]);
+        let closing = first.close().unwrap();
+        assert_eq!(closing.number, 1);
+        let parts = closing.wait().unwrap();
+        assert_eq!(parts.len(), Table::ALL.len());
+        assert_eq!(files(root, 1, part_name), [true; 5]);
+        assert_eq!(files(root, 1, temp_name), [false; 5]);
+        let closed = second.finish().unwrap();
+        assert_eq!(closed.len(), Table::ALL.len());
+        assert_eq!(files(root, 2, part_name), [true; 5]);
+        assert_eq!(files(root, 2, temp_name), [false; 5]);
     }
 }

@@ -22,7 +22,7 @@ use qtrace::Event;
 use crate::align::Align;
 use crate::columns::StreamRow;
 use crate::error::StoreError;
-use crate::partset::PartSet;
+use crate::partset::{Closing, PartSet};
 use crate::run::{kind, Run, RunInfo};
 use crate::scan::{next_part_number, scan, Found};
 
@@ -183,6 +183,9 @@ pub struct Store {
     open: HashMap<Partition, usize>,
     /// The open part sets (a record reaches its set by slot, not by hash).
     slots: Vec<Option<Open>>,
+    /// Part sets closing on their encoder threads, by partition (one per
+    /// partition at most: a second roll there waits for the first).
+    closing: Vec<(Partition, Closing)>,
     streams: Vec<Stream>,
     index: HashMap<StreamId, usize>,
     current: Option<usize>,
@@ -217,6 +220,7 @@ impl Store {
             next_part: next_part_number(root)?,
             open: HashMap::new(),
             slots: Vec::new(),
+            closing: Vec::new(),
             streams: Vec::new(),
             index: HashMap::new(),
             current: None,
@@ -263,7 +267,17 @@ impl Store {
         }
         let n = self.next_part;
         self.next_part += 1;
-        let set = PartSet::create(&self.root, &p.path(), n)?;
+        // After the set of this partition still closing, if any: its temps
+        // are created once that one is renamed into place.
+        let gate = self
+            .closing
+            .iter_mut()
+            .find(|(q, _)| q == p)
+            .and_then(|(_, c)| c.gate.take());
+        let set = match gate {
+            Some(g) => PartSet::create_after(&self.root, &p.path(), n, g)?,
+            None => PartSet::create(&self.root, &p.path(), n)?,
+        };
         let open = Open {
             set,
             opened: Instant::now(),
@@ -321,8 +335,21 @@ impl Store {
                 s.slot = None;
             }
         }
-        let n = open.set.number;
-        let parts = open.set.finish()?;
+        // One set closing per partition: a second roll waits for the first
+        // (so memory holds two sets of a partition at most).
+        if let Some(i) = self.closing.iter().position(|(q, _)| q == p) {
+            let (_, c) = self.closing.swap_remove(i);
+            self.closed_set(c)?;
+        }
+        let closing = open.set.close()?;
+        self.closing.push((p.clone(), closing));
+        Ok(())
+    }
+
+    /// Waits for a closing set; accounts for its parts.
+    fn closed_set(&mut self, c: Closing) -> Result<(), StoreError> {
+        let n = c.number;
+        let parts = c.wait()?;
         let bytes: u64 = parts.iter().map(|(_, b)| b).sum();
         self.report.parts_closed += 1;
         self.report.bytes += bytes;
@@ -330,9 +357,32 @@ impl Store {
         Ok(())
     }
 
+    /// Accounts for the sets that finished closing (all of them with
+    /// `wait`); the first error.
+    fn reap(&mut self, wait: bool) -> Result<(), StoreError> {
+        let mut first = Ok(());
+        let mut i = 0;
+        while i < self.closing.len() {
+            if wait || self.closing[i].1.is_done() {
+                let (_, c) = self.closing.swap_remove(i);
+                if let Err(e) = self.closed_set(c) {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+        first
+    }
+
     /// Rolls the part sets that are full, old, or of a past hour; then
     /// deletes what retention says.
     fn check_rolls(&mut self) -> Result<(), StoreError> {
+        let reaped = self.closing.len();
+        self.reap(false)?;
+        let reaped = reaped != self.closing.len();
         let (date, hour) = utc_date_hour(SystemTime::now());
         let due: Vec<Partition> = self
             .open
@@ -349,13 +399,14 @@ impl Store {
             })
             .map(|(p, _)| p.clone())
             .collect();
-        if due.is_empty() {
-            return Ok(());
-        }
         for p in &due {
             self.close(p, &|_| None)?;
         }
-        self.retain()
+        // Retention counts the sets closed so far.
+        if reaped {
+            self.retain()?;
+        }
+        Ok(())
     }
 
     /// Deletes whole part sets (every table's part N) older than the kept
@@ -401,6 +452,8 @@ impl Store {
     /// The first write error of the run, or of closing.
     pub fn finish(mut self, summary: &ReceiverSummary) -> Result<StoreReport, StoreError> {
         if let Some(e) = self.error.take() {
+            // The sets closing still end whole.
+            let _ = self.reap(true);
             return Err(e);
         }
         // Each stream's summary: the k-th incarnation of (addr, sender) is
@@ -469,6 +522,7 @@ impl Store {
         for p in parts {
             self.close(&p, &|id| facts.get(id).cloned())?;
         }
+        self.reap(true)?;
         self.retain()?;
         Ok(self.report)
     }
