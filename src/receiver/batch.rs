@@ -88,7 +88,8 @@ impl Batch {
             let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
             // SAFETY: i < BATCH = addrs' length: in bounds.
             m.msg_hdr.msg_name = unsafe { addrs.add(i) }.cast();
-            m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            m.msg_hdr.msg_namelen =
+                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             m.msg_hdr.msg_iov = &mut iovecs[i];
             m.msg_hdr.msg_iovlen = 1;
             m

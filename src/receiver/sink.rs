@@ -111,6 +111,18 @@ pub trait StreamSink {
     fn stream(&mut self, stream: &StreamId, header: Option<&TraceHeader>);
     /// One record, in the stream's order.
     fn record(&mut self, e: &Event);
+    /// The records of one datagram, in the stream's order: whole records
+    /// as the wire carries them ([`RECORD_LEN`](qtrace_core::encode::record::RECORD_LEN)
+    /// bytes each, FORMAT.md 1.3; [`parse`](qtrace_core::encode::record::parse)
+    /// reads one). By default each goes to [`StreamSink::record`]; a sink
+    /// overrides this to do its per-datagram work once.
+    fn records(&mut self, raw: &[u8]) {
+        for c in raw.chunks_exact(RECORD_LEN) {
+            if let Ok(rec) = <&[u8; RECORD_LEN]>::try_from(c) {
+                self.record(&record::parse(rec));
+            }
+        }
+    }
     /// Called after every datagram and every idle wait (about 20 ms);
     /// `false` stops the receiver (the sink cannot take more).
     fn tick(&mut self) -> bool {
@@ -118,9 +130,8 @@ pub trait StreamSink {
     }
 }
 
-/// A [`Sink`] over a [`StreamSink`]: generic, so that a batch's records
-/// reach the sink's `record` by a direct (inlinable) call, not one virtual
-/// call per record.
+/// A [`Sink`] over a [`StreamSink`]: generic, so that the sink's methods
+/// are called directly (inlinable), not by one virtual call per record.
 pub(super) struct Streams<'a, S: StreamSink + ?Sized>(pub(super) &'a mut S);
 
 impl<S: StreamSink + ?Sized> Sink for Streams<'_, S> {
@@ -131,11 +142,7 @@ impl<S: StreamSink + ?Sized> Sink for Streams<'_, S> {
         self.0.record(e)
     }
     fn records(&mut self, raw: &[u8]) {
-        for c in raw.chunks_exact(RECORD_LEN) {
-            if let Ok(rec) = <&[u8; RECORD_LEN]>::try_from(c) {
-                self.0.record(&record::parse(rec));
-            }
-        }
+        self.0.records(raw)
     }
     fn tick(&mut self, _header_gen: u64, _header: &dyn Fn() -> TraceHeader) -> bool {
         self.0.tick()

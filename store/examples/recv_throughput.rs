@@ -35,26 +35,29 @@ fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f6
     let progress = receiver.progress();
     let out = dir.to_path_buf();
     let limit = RunLimit::events(events).or_after(Duration::from_secs(120));
-    let rx = thread::Builder::new().name("receiver".into()).spawn(move || {
-        if store {
-            let mut s = Store::open(
-                &out.join("store"),
-                StoreConfig {
-                    roll_bytes: Some(roll),
-                    roll_age: Some(Duration::from_secs(60)),
-                    ..StoreConfig::default()
-                },
-            )
-            .unwrap();
-            let summary = receiver.run_streams(limit, &mut s).unwrap();
-            let report = s.finish(&summary).unwrap();
-            (summary, Instant::now(), report.bytes)
-        } else {
-            let summary = receiver.run(out.join("r.qtr"), limit).unwrap();
-            let bytes = std::fs::metadata(out.join("r.qtr")).map_or(0, |m| m.len());
-            (summary, Instant::now(), bytes)
-        }
-    }).unwrap();
+    let rx = thread::Builder::new()
+        .name("receiver".into())
+        .spawn(move || {
+            if store {
+                let mut s = Store::open(
+                    &out.join("store"),
+                    StoreConfig {
+                        roll_bytes: Some(roll),
+                        roll_age: Some(Duration::from_secs(60)),
+                        ..StoreConfig::default()
+                    },
+                )
+                .unwrap();
+                let summary = receiver.run_streams(limit, &mut s).unwrap();
+                let report = s.finish(&summary).unwrap();
+                (summary, Instant::now(), report.bytes)
+            } else {
+                let summary = receiver.run(out.join("r.qtr"), limit).unwrap();
+                let bytes = std::fs::metadata(out.join("r.qtr")).map_or(0, |m| m.len());
+                (summary, Instant::now(), bytes)
+            }
+        })
+        .unwrap();
     let tracer = Tracer::new();
     let q = tracer
         .create_queue::<Udp>(

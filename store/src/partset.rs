@@ -348,7 +348,11 @@ mod tests {
     fn files(root: &Path, n: u64, name: fn(u64) -> String) -> Vec<bool> {
         Table::ALL
             .into_iter()
-            .map(|t| PartSet::folder(root, t, Path::new("host=a")).join(name(n)).exists())
+            .map(|t| {
+                PartSet::folder(root, t, Path::new("host=a"))
+                    .join(name(n))
+                    .exists()
+            })
             .collect()
     }
 

@@ -19,6 +19,8 @@ use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
 use qtrace::wire::TraceHeader;
 use qtrace::Event;
 
+use qtrace_core::encode::record::{self, RECORD_LEN};
+
 use crate::align::Align;
 use crate::columns::StreamRow;
 use crate::error::StoreError;
@@ -127,6 +129,39 @@ impl Stream {
         self.last_stamp = Some(stamp);
         if let Some(theta) = self.align.offset_at(stamp) {
             self.run.offset_ns = origin.saturating_add(theta);
+        }
+    }
+}
+
+impl Stream {
+    /// The stream's first datagram: its first record gives the first
+    /// estimate of the clocks, so no row is left unaligned.
+    #[inline]
+    fn first_estimate(&mut self, e: &Event) {
+        if let (Some((arrival, None)), Some(origin), None) =
+            (self.pending, self.origin_unix_ns, self.last_stamp)
+        {
+            let t = (e.time as u128 * 1_000_000_000 / self.ticks_per_second.max(1) as u128) as u64;
+            let stamp = origin.saturating_add(i64::try_from(t).unwrap_or(i64::MAX));
+            self.align.observe(stamp, arrival);
+            self.last_stamp = Some(stamp);
+            if let Some(theta) = self.align.offset_at(stamp) {
+                self.run.offset_ns = origin.saturating_add(theta);
+            }
+        }
+    }
+
+    /// Pushes a record (its time made ns); returns that time.
+    #[inline]
+    fn push(&mut self, e: &Event, set: &mut PartSet) -> u64 {
+        if self.ticks_per_second == 1_000_000_000 {
+            self.run.push(e, set);
+            e.time
+        } else {
+            let mut e = *e;
+            e.time = (e.time as u128 * 1_000_000_000 / self.ticks_per_second.max(1) as u128) as u64;
+            self.run.push(&e, set);
+            e.time
         }
     }
 }
@@ -569,6 +604,26 @@ impl Store {
         self.current = Some(i);
     }
 
+    /// The current stream and the slot of the part set it writes to (opened
+    /// if needed); `None` when there is none or the store failed.
+    #[inline]
+    fn place(&mut self) -> Option<(usize, usize)> {
+        if self.error.is_some() {
+            return None;
+        }
+        let i = self.current?;
+        match self.streams[i].slot {
+            Some(k) => Some((i, k)),
+            None => match self.target(i) {
+                Ok(k) => Some((i, k)),
+                Err(err) => {
+                    self.fail(err);
+                    None
+                }
+            },
+        }
+    }
+
     /// The slot of the part set stream `i` writes to now, opened if
     /// needed.
     #[cold]
@@ -623,47 +678,50 @@ impl StreamSink for Store {
 
     #[inline]
     fn record(&mut self, e: &Event) {
-        if self.error.is_some() {
+        let Some((i, k)) = self.place() else {
             return;
-        }
-        let Some(i) = self.current else {
-            return;
-        };
-        let k = match self.streams[i].slot {
-            Some(k) => k,
-            None => match self.target(i) {
-                Ok(k) => k,
-                Err(err) => return self.fail(err),
-            },
         };
         let s = &mut self.streams[i];
         let Some(open) = self.slots[k].as_mut() else {
             return;
         };
-        if let (Some((arrival, None)), Some(origin), None) =
-            (s.pending, s.origin_unix_ns, s.last_stamp)
-        {
-            // The stream's first datagram: its first record gives the first
-            // estimate, so no row is left unaligned.
-            let t = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
-            let stamp = origin.saturating_add(i64::try_from(t).unwrap_or(i64::MAX));
-            s.align.observe(stamp, arrival);
-            s.last_stamp = Some(stamp);
-            if let Some(theta) = s.align.offset_at(stamp) {
-                s.run.offset_ns = origin.saturating_add(theta);
-            }
-        }
-        let time = if s.ticks_per_second == 1_000_000_000 {
-            s.run.push(e, &mut open.set);
-            e.time
-        } else {
-            let mut e = *e;
-            e.time = (e.time as u128 * 1_000_000_000 / s.ticks_per_second.max(1) as u128) as u64;
-            s.run.push(&e, &mut open.set);
-            e.time
-        };
+        s.first_estimate(e);
+        let time = s.push(e, &mut open.set);
         if let Some((_, newest)) = &mut s.pending {
             *newest = Some(newest.map_or(time, |n| n.max(time)));
+        }
+    }
+
+    /// A datagram's records: where they go is found once, not per record.
+    fn records(&mut self, raw: &[u8]) {
+        let Some((i, k)) = self.place() else {
+            return;
+        };
+        let s = &mut self.streams[i];
+        let Some(open) = self.slots[k].as_mut() else {
+            return;
+        };
+        let mut records = raw
+            .chunks_exact(RECORD_LEN)
+            .filter_map(|c| <&[u8; RECORD_LEN]>::try_from(c).ok())
+            .map(record::parse);
+        let Some(first) = records.next() else {
+            return;
+        };
+        s.first_estimate(&first);
+        let mut newest = s.push(&first, &mut open.set);
+        if s.ticks_per_second == 1_000_000_000 {
+            for e in records {
+                s.run.push(&e, &mut open.set);
+                newest = newest.max(e.time);
+            }
+        } else {
+            for e in records {
+                newest = newest.max(s.push(&e, &mut open.set));
+            }
+        }
+        if let Some((_, n)) = &mut s.pending {
+            *n = Some(n.map_or(newest, |n| n.max(newest)));
         }
     }
 

@@ -1022,3 +1022,111 @@ fn a_refused_sender_that_gets_a_slot_later_counts_its_refused_events_once() {
     // hoops record of 3, not a second one at the end.
     assert_eq!(r.stream(), [E(0), L(3), E(103)]);
 }
+
+/// What a [`qtrace::receiver::StreamSink`] saw: each record with the
+/// stream it was told of last, and how many batches came whole.
+#[derive(Default)]
+struct Seen {
+    current: Option<qtrace::receiver::StreamId>,
+    records: Vec<(u32, Event)>,
+    batches: usize,
+}
+
+/// Takes records one by one (the default `records`).
+struct OneByOne(Seen);
+
+impl qtrace::receiver::StreamSink for OneByOne {
+    fn stream(&mut self, id: &qtrace::receiver::StreamId, _: Option<&TraceHeader>) {
+        self.0.current = Some(*id);
+    }
+    fn record(&mut self, e: &Event) {
+        let id = self.0.current.expect("told of the stream first");
+        self.0.records.push((id.sender, *e));
+    }
+}
+
+/// Takes a datagram's records at once (its own `records`).
+struct ByDatagram(Seen);
+
+impl qtrace::receiver::StreamSink for ByDatagram {
+    fn stream(&mut self, id: &qtrace::receiver::StreamId, _: Option<&TraceHeader>) {
+        self.0.current = Some(*id);
+    }
+    fn record(&mut self, e: &Event) {
+        let id = self.0.current.expect("told of the stream first");
+        self.0.records.push((id.sender, *e));
+    }
+    fn records(&mut self, raw: &[u8]) {
+        assert_eq!(raw.len() % 32, 0, "whole records");
+        let id = self.0.current.expect("told of the stream first");
+        self.0.batches += 1;
+        for c in raw.chunks_exact(32) {
+            let rec: &[u8; 32] = c.try_into().unwrap();
+            self.0
+                .records
+                .push((id.sender, qtrace_core::encode::record::parse(rec)));
+        }
+    }
+}
+
+/// Two senders' datagrams, interleaved and sent in a burst (so that the
+/// receiver takes several per call where it can): a stream sink gets each
+/// stream's events in order, each after being told its stream, whether it
+/// takes them one by one or a datagram at a time; the two ways agree.
+#[test]
+fn stream_sinks_get_each_streams_records_in_order_one_by_one_or_by_datagram() {
+    use qtrace::receiver::{Receiver, RunLimit, StreamSink};
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    const DATAGRAMS: u64 = 20;
+    const PER: u64 = 30;
+    fn run<S: StreamSink>(sink: &mut S) -> qtrace::receiver::ReceiverSummary {
+        let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to = receiver.local_addr();
+        let senders = [1u32, 2].map(|id| (id, UdpSocket::bind("127.0.0.1:0").unwrap()));
+        let sending = std::thread::spawn(move || {
+            for seq in 0..DATAGRAMS {
+                for (id, socket) in &senders {
+                    let d = events_dgram(*id, seq, 0, seq * PER, PER);
+                    socket.send_to(&d, to).unwrap();
+                }
+            }
+            let n = DATAGRAMS * PER;
+            for (id, socket) in &senders {
+                socket
+                    .send_to(&close_dgram(*id, DATAGRAMS, 0, n, n, 0), to)
+                    .unwrap();
+            }
+        });
+        let limit = RunLimit::events(2 * DATAGRAMS * PER).or_after(Duration::from_secs(20));
+        let summary = receiver.run_streams(limit, sink).unwrap();
+        sending.join().unwrap();
+        summary
+    }
+    let mut one = OneByOne(Seen::default());
+    let mut batched = ByDatagram(Seen::default());
+    for (summary, seen) in [(run(&mut one), &one.0), (run(&mut batched), &batched.0)] {
+        assert_eq!(summary.events(), 2 * DATAGRAMS * PER);
+        assert!(summary
+            .senders
+            .iter()
+            .all(|s| s.closed && s.lost_datagrams == 0));
+        for id in [1u32, 2] {
+            let values: Vec<u64> = seen
+                .records
+                .iter()
+                .filter(|(s, _)| *s == id)
+                .map(|(_, e)| e.args[0])
+                .collect();
+            assert_eq!(
+                values,
+                (0..DATAGRAMS * PER).collect::<Vec<_>>(),
+                "sender {id}"
+            );
+        }
+        assert_eq!(seen.records.len() as u64, 2 * DATAGRAMS * PER);
+    }
+    assert_eq!(one.0.batches, 0);
+    assert_eq!(batched.0.batches as u64, 2 * DATAGRAMS);
+}
