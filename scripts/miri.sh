@@ -32,6 +32,9 @@
 #     on a critical section, checked here for UB in its dependencies and
 #     for the rings' index arithmetic), and tests/model/core_dump.rs (the core's
 #     dump read back by the std reader).
+#   - not src/receiver/batch.rs (`unsafe` recvmmsg on Linux): Miri cannot
+#     call into the system; under cfg(miri) it takes the plain recv_from path,
+#     which has no unsafe code.
 #   - tests/model/filters.rs and tests/model/triggers.rs, the tests whose queues forward
 #     through pointers into the tracer's queue table (`FilterQueue`, its
 #     re-pointing at a gate, `GateQueue`, `TriggerQueue`, the snapshot's

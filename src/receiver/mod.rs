@@ -106,7 +106,8 @@
 //! a file, a closure, or a [`StreamSink`] told each batch's stream), the
 //! live counts ([`Progress`], `progress.rs`) and the summary
 //! ([`ReceiverSummary`], `summary.rs`), the socket ([`Receiver`],
-//! `socket.rs`), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
+//! `socket.rs`) and the datagrams taken from it in batches (`batch.rs`:
+//! `recvmmsg` on Linux), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
 //! `sequence.rs` tracks a sender's datagram numbers.
 
