@@ -136,7 +136,7 @@ impl PartSet {
     /// [`PartSet::create`] once `after` opens (the previous set of the same
     /// folder, still closing, is then closed): its temps are created by its
     /// encoder thread after that, and rows handed over meanwhile wait in its
-    /// queue ([`IN_FLIGHT`] batches at most). An error creating them is
+    /// queue (`IN_FLIGHT` batches at most). An error creating them is
     /// reported by the next hand-over or [`PartSet::finish`].
     ///
     /// # Errors
