@@ -1130,3 +1130,47 @@ fn stream_sinks_get_each_streams_records_in_order_one_by_one_or_by_datagram() {
     assert_eq!(one.0.batches, 0);
     assert_eq!(batched.0.batches as u64, 2 * DATAGRAMS);
 }
+
+/// A stream sink that cannot take more after its first datagram stops the
+/// receiver there, even when more datagrams were taken from the socket in
+/// the same call: those are not handled, so the summary counts exactly the
+/// events the sink got.
+#[test]
+fn a_sink_that_stops_gets_every_event_the_summary_counts_and_no_more() {
+    use qtrace::receiver::{Receiver, RunLimit, StreamSink};
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    struct Full {
+        events: u64,
+    }
+    impl StreamSink for Full {
+        fn stream(&mut self, _: &qtrace::receiver::StreamId, _: Option<&TraceHeader>) {}
+        fn record(&mut self, e: &Event) {
+            if e.id == user::USER0 {
+                self.events += 1;
+            }
+        }
+        fn tick(&mut self) -> bool {
+            self.events == 0
+        }
+    }
+    let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    // All waiting in the socket before the receiver runs: one batch.
+    for seq in 0..10 {
+        socket
+            .send_to(
+                &events_dgram(3, seq, 0, seq * 30, 30),
+                receiver.local_addr(),
+            )
+            .unwrap();
+    }
+    let mut sink = Full { events: 0 };
+    let summary = receiver
+        .run_streams(RunLimit::duration(Duration::from_secs(20)), &mut sink)
+        .unwrap();
+    assert_eq!(sink.events, 30);
+    assert_eq!(summary.events(), 30);
+    assert_eq!(summary.senders[0].datagrams, 1);
+}
