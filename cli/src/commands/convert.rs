@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
+use qtrace::combine::{is_combine, Names, NAME_EVENT};
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
@@ -141,17 +142,36 @@ fn pump<S: EventSink, R: Read + Send>(
     events: &mut MergedReader<R>,
     bar: &ProgressBar,
 ) -> Result<Outcome, Failure> {
+    pump_watching(sink, events, bar, false)?
+        .ok_or_else(|| "the conversion stopped at a name record although none was watched".into())
+}
+
+/// [`pump`]; with `watch`, it stops at the first *late* name record (one
+/// that comes after a record that is not a name record: [`Watch`]) without
+/// finishing `sink`, and returns `None`. A sink that learns names as they
+/// come writes the same bytes as one given every name in advance when no
+/// name record is late: the names pass can be skipped (see [`convert`]).
+fn pump_watching<S: EventSink, R: Read + Send>(
+    sink: &mut S,
+    events: &mut MergedReader<R>,
+    bar: &ProgressBar,
+    watch: bool,
+) -> Result<Option<Outcome>, Failure> {
     let (to_sink, batches) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES);
     let (to_reader, spares) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES + 1);
     let mut n = 0u64;
-    let (pushed, damaged) = std::thread::scope(|scope| {
+    let (pushed, read) = std::thread::scope(|scope| {
         // Reborrowed for the scope: `events` is usable again after it.
         let inputs = &mut *events;
         let reader = std::thread::Builder::new()
             .name("qtrace-convert-read".into())
-            .spawn_scoped(scope, move || read_batches(inputs, &to_sink, &spares));
+            .spawn_scoped(scope, move || {
+                let mut watch = Watch::new(watch);
+                let damaged = read_batches(inputs, &to_sink, &spares, &mut watch);
+                (damaged, watch.late)
+            });
         let Ok(reader) = reader else {
-            return (None, Vec::new());
+            return (None, (Vec::new(), false));
         };
         let mut pushed = Ok(());
         for mut batch in batches.iter() {
@@ -173,33 +193,74 @@ fn pump<S: EventSink, R: Read + Send>(
         drop(batches);
         // A panic on the reading thread is raised here: swallowed, it would
         // end the output early as if the inputs had ended.
-        let damaged = reader
+        let read = reader
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (Some(pushed), damaged)
+        (Some(pushed), read)
     });
-    let damaged = match pushed {
+    let (damaged, late) = match pushed {
         Some(pushed) => {
             pushed?;
-            damaged
+            read
         }
-        None => return pump_here(sink, events, bar),
+        None => return pump_here(sink, events, bar, Watch::new(watch)),
     };
+    if late {
+        return Ok(None);
+    }
     bar.set_position(n);
-    Ok(Outcome {
+    Ok(Some(Outcome {
         stats: sink.finish()?,
         damaged,
         ends: Vec::new(),
-    })
+    }))
+}
+
+/// Watches the records read for a late name record: a name record
+/// ([`NAME_EVENT`] with the combine flags, as `Names::gather` takes them)
+/// after a record that is not one. A file that starts with its names
+/// prologue (FORMAT.md 1.8) or holds no name record has none.
+struct Watch {
+    on: bool,
+    /// A record that is not a name record was read.
+    other: bool,
+    /// A late name record was read (the reading stopped there).
+    late: bool,
+}
+
+impl Watch {
+    fn new(on: bool) -> Self {
+        Watch {
+            on,
+            other: false,
+            late: false,
+        }
+    }
+
+    /// Whether `e` is a late name record (remembered in `late`).
+    #[inline]
+    fn late(&mut self, e: &Event) -> bool {
+        if !self.on {
+            return false;
+        }
+        if is_combine(e) && e.id == NAME_EVENT {
+            self.late |= self.other;
+        } else {
+            self.other = true;
+        }
+        self.late
+    }
 }
 
 /// The reading thread of [`pump`]: sends the events in batches (reusing
-/// the buffers sent back) until the inputs end or the converting thread
-/// stops listening; returns the inputs' read errors.
+/// the buffers sent back) until the inputs end, `watch` sees a late name
+/// record, or the converting thread stops listening; returns the inputs'
+/// read errors.
 fn read_batches<R: Read>(
     events: &mut MergedReader<R>,
     to_sink: &std::sync::mpsc::SyncSender<Vec<Event>>,
     spares: &std::sync::mpsc::Receiver<Vec<Event>>,
+    watch: &mut Watch,
 ) -> Vec<ReadError> {
     let mut damaged = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
@@ -208,10 +269,18 @@ fn read_batches<R: Read>(
         // ([`MergedReader::next_buffered`]: no `Result` per event).
         let end = loop {
             if let Some(e) = events.next_buffered() {
+                if watch.late(&e) {
+                    return damaged;
+                }
                 batch.push(e);
             } else {
                 match events.next_with_input() {
-                    Some((_, Ok(e))) => batch.push(e),
+                    Some((_, Ok(e))) => {
+                        if watch.late(&e) {
+                            return damaged;
+                        }
+                        batch.push(e);
+                    }
                     Some((_, Err(err))) => damaged.push(err),
                     None => break true,
                 }
@@ -232,35 +301,43 @@ fn read_batches<R: Read>(
     }
 }
 
-/// [`pump`] on one thread (when no reading thread can be started).
+/// [`pump_watching`] on one thread (when no reading thread can be started).
 fn pump_here<S: EventSink, R: Read>(
     sink: &mut S,
     events: &mut MergedReader<R>,
     bar: &ProgressBar,
-) -> Result<Outcome, Failure> {
+    mut watch: Watch,
+) -> Result<Option<Outcome>, Failure> {
     let mut n = 0u64;
     let mut damaged = Vec::new();
     loop {
-        if let Some(e) = events.next_buffered() {
-            sink.push(&e)?;
+        let e = if let Some(e) = events.next_buffered() {
+            e
         } else {
             match events.next_with_input() {
-                Some((_, Ok(e))) => sink.push(&e)?,
-                Some((_, Err(err))) => damaged.push(err),
+                Some((_, Ok(e))) => e,
+                Some((_, Err(err))) => {
+                    damaged.push(err);
+                    continue;
+                }
                 None => break,
             }
+        };
+        if watch.late(&e) {
+            return Ok(None);
         }
+        sink.push(&e)?;
         n += 1;
         if n.is_multiple_of(4096) {
             bar.set_position(n);
         }
     }
     bar.set_position(n);
-    Ok(Outcome {
+    Ok(Some(Outcome {
         stats: sink.finish()?,
         damaged,
         ends: Vec::new(),
-    })
+    }))
 }
 
 /// Runs `qtrace convert` and reports on stderr.
@@ -356,11 +433,9 @@ fn convert_parquet(args: &Args) -> Result<Outcome, Failure> {
     })
 }
 
-/// Converts the files named in `args`.
-pub fn convert(args: &Args) -> Result<Outcome, Failure> {
-    if args.to == Format::Parquet {
-        return convert_parquet(args);
-    }
+/// Opens the files named in `args`, merged in time order; also returns how
+/// many records they hold (for the progress bar).
+fn open_inputs(args: &Args) -> Result<(MergedReader, u64), Failure> {
     let mut inputs: Vec<TraceReader> = Vec::with_capacity(args.files.len());
     let mut total = 0;
     for path in &args.files {
@@ -378,7 +453,15 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         total += records;
         inputs.push(input);
     }
-    let mut merged = MergedReader::new(inputs);
+    Ok((MergedReader::new(inputs), total))
+}
+
+/// Converts the files named in `args`.
+pub fn convert(args: &Args) -> Result<Outcome, Failure> {
+    if args.to == Format::Parquet {
+        return convert_parquet(args);
+    }
+    let (mut merged, total) = open_inputs(args)?;
     let base = merged.base_unix_ns();
     let catalog = merged
         .readers()
@@ -416,13 +499,42 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
             pump(&mut w, &mut merged, &bar)?
         }
         (Format::Perfetto, None) => {
-            // Names first, as for Chrome: task slices and tracks are named
-            // from their first packet on.
-            let names = gather_names(&args.files);
-            let mut w = PerfettoWriter::new(&catalog, base, create(&args.out)?)?
-                .with_names(names)
-                .with_compression(!args.uncompressed);
-            pump(&mut w, &mut merged, &bar)?
+            // Names first, as for Chrome (task slices and tracks are named
+            // from their first packet on), unless no name record comes
+            // after another record (one file starting with its names
+            // prologue, FORMAT.md 1.8, or holding none): then the writer
+            // learning the names as they come writes the same bytes, and
+            // the names pass (8 % of the conversion) is skipped. A late
+            // name record stops that first try, and the conversion starts
+            // again after the names pass. Several files, or an output that
+            // cannot be written twice (a device or a pipe), take the names
+            // pass first.
+            let tmp = staged.borrow_mut().beside(&args.out);
+            let file = |tmp: &std::path::Path| {
+                std::fs::File::create(tmp).map_err(|e| qtrace::Error::io("create", tmp, e))
+            };
+            let perfetto = |names, tmp| -> Result<_, Failure> {
+                Ok(PerfettoWriter::new(&catalog, base, file(tmp)?)?
+                    .with_names(names)
+                    .with_compression(!args.uncompressed))
+            };
+            let first_try = args.files.len() == 1 && tmp != args.out;
+            let tried = if first_try {
+                let mut w = perfetto(Names::new(), &tmp)?;
+                pump_watching(&mut w, &mut merged, &bar, true)?
+            } else {
+                None
+            };
+            match tried {
+                Some(outcome) => outcome,
+                None => {
+                    if first_try {
+                        merged = open_inputs(args)?.0;
+                    }
+                    let mut w = perfetto(gather_names(&args.files), &tmp)?;
+                    pump(&mut w, &mut merged, &bar)?
+                }
+            }
         }
         (Format::Chrome, Some(window)) => {
             let mut w = SplitByTime::new(window, |part, _| {

@@ -11,7 +11,7 @@ use super::schema::{
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES, MAX_HELD};
-use super::zipper::{zip_chunk, Zipper};
+use super::zipper::{Deflater, Zipper};
 use crate::export::ExportError as Error;
 
 impl<W: Write> PerfettoWriter<W> {
@@ -184,7 +184,10 @@ impl<W: Write> PerfettoWriter<W> {
             return z.submit(chunk, &mut self.out).map_err(io_err);
         }
         self.packet.clear();
-        zip_chunk(&chunk, &mut self.zipped, &mut self.packet).map_err(io_err)?;
+        self.deflater
+            .get_or_insert_with(Deflater::new)
+            .zip(&chunk, &mut self.packet)
+            .map_err(io_err)?;
         self.out.write_all(&self.packet).map_err(io_err)?;
         self.packet.clear();
         chunk.clear();

@@ -29,6 +29,12 @@ pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
+/// The bytes of `v` as a varint.
+#[inline]
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Appends a field key (field number and wire type).
 #[inline]
 fn put_key(buf: &mut Vec<u8>, field: u32, wire_type: u32) {
@@ -122,6 +128,9 @@ mod tests {
             enc(u64::MAX),
             [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
         );
+        for v in [0, 1, 127, 128, 300, 16_383, 16_384, u64::MAX >> 1, u64::MAX] {
+            assert_eq!(varint_len(v), enc(v).len(), "{v}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
-use super::zipper::Zipper;
+use super::zipper::{Deflater, Zipper};
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
@@ -116,8 +116,8 @@ pub struct PerfettoWriter<W: Write> {
     /// written, as the trace processor's sort by time keeps ties in file
     /// order: see `PerfettoWriter::ordered`.
     pub(super) last_writer: Vec<(u32, u64)>,
-    /// A chunk's deflated bytes, reused (when compressing in place).
-    pub(super) zipped: Vec<u8>,
+    /// The compressor (when compressing in place), made at its first chunk.
+    pub(super) deflater: Option<Deflater>,
     /// The compression thread, started at the first chunk compressed
     /// (`None` before, when compression is off, or if no thread started).
     pub(super) zipper: Option<Zipper>,
@@ -233,7 +233,7 @@ impl<W: Write> PerfettoWriter<W> {
             held: 0,
             descriptors: false,
             last_writer: Vec::new(),
-            zipped: Vec::new(),
+            deflater: None,
             zipper: None,
             zipper_failed: false,
             events,
