@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::interning::Prefix;
-use super::protobuf::{put_bytes, put_int, put_message, put_uint};
+use super::interning::{fixed_annotation, fixed_category, Prefix};
+use super::protobuf::{put_bytes, put_int, put_message, put_pair, put_uint};
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
 use super::writer::PerfettoWriter;
 use crate::export::args::UNNAMED;
@@ -109,16 +109,16 @@ impl<W: Write> PerfettoWriter<W> {
     /// Appends a debug annotation `name` = `value` to `self.event` (its name
     /// interned).
     pub(super) fn annotate(&mut self, name: &str, value: Value<'_>) {
-        let iid = self
-            .st
-            .annotation_names
-            .get(
-                name,
-                true,
-                field::DEBUG_ANNOTATION_NAMES,
-                &mut self.interned,
-            )
-            .unwrap_or(0);
+        let iid = self.annotation_name(name);
+        if let Value::Uint(v) = value {
+            put_pair(
+                &mut self.event,
+                field::DEBUG_ANNOTATIONS,
+                (field::ANNOTATION_NAME_IID, iid),
+                (field::UINT_VALUE, v),
+            );
+            return;
+        }
         put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
             put_uint(a, field::ANNOTATION_NAME_IID, iid);
             match value {
@@ -159,10 +159,12 @@ impl<W: Write> PerfettoWriter<W> {
                 iids[slot] = iid;
                 self.st.arg_iids.set(idx, iids);
             }
-            put_message(&mut self.event, field::DEBUG_ANNOTATIONS, |a| {
-                put_uint(a, field::ANNOTATION_NAME_IID, iid);
-                put_uint(a, field::UINT_VALUE, value);
-            });
+            put_pair(
+                &mut self.event,
+                field::DEBUG_ANNOTATIONS,
+                (field::ANNOTATION_NAME_IID, iid),
+                (field::UINT_VALUE, value),
+            );
         }
     }
 
@@ -250,7 +252,7 @@ impl<W: Write> PerfettoWriter<W> {
             self.run_names.learn(p);
             if p.state == PayloadState::Complete && self.names_of(kind, subject) != before {
                 if kind == combine::NAME_SOURCE {
-                    if let Some(&(uuid, _)) = self.sources.get(&(subject as u32)) {
+                    if let Some(&(uuid, _)) = self.sources.get(subject as u32) {
                         self.declare_source(subject as u32, uuid)?;
                     }
                 } else if kind == combine::NAME_TASK {
@@ -383,11 +385,44 @@ impl<W: Write> PerfettoWriter<W> {
         iid
     }
 
-    /// The iid of a slice category (`task`, `interrupt`, `semaphore`).
+    /// The iid of a category (a slice's: `task`, `interrupt`, `semaphore`,
+    /// `scope`, remembered per sequence; or a class name).
     pub(super) fn category(&mut self, name: &str) -> u64 {
-        self.st
+        let k = fixed_category(name);
+        if let Some(&iid) = k.and_then(|k| self.st.fixed.get(k)).filter(|&&i| i != 0) {
+            return iid;
+        }
+        let iid = self
+            .st
             .categories
             .get(name, true, field::EVENT_CATEGORIES, &mut self.interned)
-            .unwrap_or(0)
+            .unwrap_or(0);
+        if let Some(k) = k {
+            self.st.fixed[k] = iid;
+        }
+        iid
+    }
+
+    /// The iid of a debug annotation's name (the semaphore slices',
+    /// `source` and `signal source`, remembered per sequence).
+    fn annotation_name(&mut self, name: &str) -> u64 {
+        let k = fixed_annotation(name);
+        if let Some(&iid) = k.and_then(|k| self.st.fixed.get(k)).filter(|&&i| i != 0) {
+            return iid;
+        }
+        let iid = self
+            .st
+            .annotation_names
+            .get(
+                name,
+                true,
+                field::DEBUG_ANNOTATION_NAMES,
+                &mut self.interned,
+            )
+            .unwrap_or(0);
+        if let Some(k) = k {
+            self.st.fixed[k] = iid;
+        }
+        iid
     }
 }

@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
 use super::zipper::{Deflater, Zipper};
+use crate::export::by_source::BySource;
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
@@ -142,7 +143,7 @@ pub struct PerfettoWriter<W: Write> {
     /// Its edges of the current event, reused.
     pub(super) edges: Vec<Edge>,
     /// Track and packet sequence (index in `seqs`) of each followed source.
-    pub(super) sources: BTreeMap<u32, (u64, usize)>,
+    pub(super) sources: BySource<(u64, usize)>,
     /// The `scopes` track of each source with scopes (a child of its track).
     pub(super) scope_tracks: BTreeMap<u32, u64>,
     pub(super) tasks: BTreeMap<u64, TaskTrack>,
@@ -254,7 +255,7 @@ impl<W: Write> PerfettoWriter<W> {
             .with_scopes(&ScopeTable::new(catalog)),
             scope_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
-            sources: BTreeMap::new(),
+            sources: BySource::default(),
             tasks: BTreeMap::new(),
             pairs: Vec::new(),
             overflow_track: None,
@@ -329,7 +330,7 @@ impl<W: Write> PerfettoWriter<W> {
     }
     /// The sequence of `source` (the shared one if it has none).
     pub(super) fn sequence_of(&self, source: u32) -> usize {
-        self.sources.get(&source).map_or(0, |&(_, seq)| seq)
+        self.sources.get(source).map_or(0, |&(_, seq)| seq)
     }
 
     /// Makes `seq` the packet sequence written on.
