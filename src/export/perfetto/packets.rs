@@ -96,7 +96,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// buffer `grown` bytes larger): writes the chunk once it holds
     /// [`CHUNK_BYTES`], or every chunk once the buffers hold [`MAX_HELD`].
     #[inline]
-    fn filled(&mut self, seq: usize, len: usize, grown: usize) -> Result<(), Error> {
+    pub(super) fn filled(&mut self, seq: usize, len: usize, grown: usize) -> Result<(), Error> {
         self.held += grown;
         if len >= CHUNK_BYTES {
             self.flush_chunk(seq, true)?;

@@ -51,13 +51,13 @@ pub(crate) fn put_uint_at(buf: &mut [u8], mut at: usize, field: u32, v: u64) -> 
     at
 }
 
-/// Appends the first `n` bytes of `bytes` (at most 32): a copy of a
-/// constant size (two vector stores, not a call to `memcpy` for a few
+/// Appends the first `n` bytes of `bytes` (at most `N`): a copy of a
+/// constant size (a few vector stores, not a call to `memcpy` for a few
 /// bytes), then the length cut back.
 #[inline(always)]
-pub(crate) fn put_prefix(buf: &mut Vec<u8>, bytes: &[u8; 32], n: usize) {
+pub(crate) fn put_prefix<const N: usize>(buf: &mut Vec<u8>, bytes: &[u8; N], n: usize) {
     buf.extend_from_slice(bytes);
-    buf.truncate(buf.len() - 32 + n.min(32));
+    buf.truncate(buf.len() - N + n.min(N));
 }
 
 /// Appends a length-delimited field `field` holding two unsigned fields,
