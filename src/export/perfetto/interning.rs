@@ -93,10 +93,6 @@ fn fixed_names_index_their_own_slot() {
     assert_eq!(fixed_annotation("task"), None);
     assert_eq!(fixed_category("source"), None);
     assert_eq!(fixed_category("user"), None);
-    assert_eq!(
-        (super::tracks::WAIT_SOURCE, super::tracks::SIGNAL_SOURCE),
-        (FIXED[4], FIXED[5])
-    );
 }
 
 /// The word before the number of a numbered slice name.

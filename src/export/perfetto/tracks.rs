@@ -362,3 +362,11 @@ impl<W: Write> PerfettoWriter<W> {
         }
     }
 }
+
+#[cfg(test)]
+#[test]
+fn the_semaphore_annotation_names_are_remembered_per_sequence() {
+    use super::interning::fixed_annotation;
+    assert_eq!(fixed_annotation(WAIT_SOURCE), Some(4));
+    assert_eq!(fixed_annotation(SIGNAL_SOURCE), Some(5));
+}
