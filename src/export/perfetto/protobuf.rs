@@ -37,7 +37,7 @@ pub(crate) fn varint_len(v: u64) -> usize {
 
 /// Writes an unsigned field (as [`put_uint`]) into `buf` at `at`; returns
 /// where it ends. `buf` must have room for the key and a 10-byte varint.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_uint_at(buf: &mut [u8], mut at: usize, field: u32, v: u64) -> usize {
     for mut x in [u64::from(field << 3 | VARINT), v] {
         while x >= 0x80 {
