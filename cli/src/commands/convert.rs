@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use qtrace::combine::{is_combine, Names, NAME_EVENT};
+use qtrace::classes::{semaphore, system};
+use qtrace::combine::{is_combine, Names, NAME_EVENT, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
@@ -147,7 +148,7 @@ fn pump<S: EventSink, R: Read + Send>(
 }
 
 /// [`pump`]; with `watch`, it stops at the first *late* name record (one
-/// that comes after a record that is not a name record: [`Watch`]) without
+/// naming a subject a record before it used: [`Watch`]) without
 /// finishing `sink`, and returns `None`. A sink that learns names as they
 /// come writes the same bytes as one given every name in advance when no
 /// name record is late: the names pass can be skipped (see [`convert`]).
@@ -216,39 +217,117 @@ fn pump_watching<S: EventSink, R: Read + Send>(
     }))
 }
 
-/// Watches the records read for a late name record: a name record
-/// ([`NAME_EVENT`] with the combine flags, as `Names::gather` takes them)
-/// after a record that is not one. A file that starts with its names
-/// prologue (FORMAT.md 1.8) or holds no name record has none.
+/// Watches the records read for a *late* name record: one naming a
+/// subject (a source, a task, an event id) that a record before it already
+/// used. Until its first name record a subject is unnamed for a writer
+/// learning names as they come and named for one given every name in
+/// advance, so the two write the same bytes exactly when no subject is
+/// used before a name record naming it. "Used" is a superset of what the
+/// Perfetto writer names: every record's source and event id, and the task
+/// argument of the system and semaphore classes (their task tracks and
+/// `task N` slices). A file that starts with its names prologue (FORMAT.md
+/// 1.8), holds no name record, or names each subject before using it (a
+/// task named when created) has none.
 struct Watch {
     on: bool,
-    /// A record that is not a name record was read.
-    other: bool,
+    /// Sources, event ids and tasks used so far (indexed below
+    /// [`Used::DENSE`], hashed above).
+    sources: Used,
+    ids: Used,
+    tasks: Used,
+    /// The subject of the name run each source is writing, from its begin
+    /// record (a run's later records carry payload only).
+    pending: std::collections::HashMap<u32, (u8, u64)>,
     /// A late name record was read (the reading stopped there).
     late: bool,
 }
+
+/// A set of numbers: a bit per number below [`Used::DENSE`] (a fixed
+/// table: a few instructions a record on the reading thread), hashed above.
+struct Used {
+    dense: Box<[u64; (Used::DENSE / 64) as usize]>,
+    sparse: std::collections::HashSet<u64>,
+}
+
+impl Default for Used {
+    fn default() -> Self {
+        Used {
+            dense: Box::new([0; (Used::DENSE / 64) as usize]),
+            sparse: std::collections::HashSet::new(),
+        }
+    }
+}
+
+impl Used {
+    const DENSE: u64 = 1 << 16;
+
+    #[inline(always)]
+    fn insert(&mut self, v: u64) {
+        if v < Self::DENSE {
+            self.dense[(v / 64) as usize] |= 1 << (v % 64);
+        } else {
+            self.sparse.insert(v);
+        }
+    }
+
+    fn contains(&self, v: u64) -> bool {
+        if v < Self::DENSE {
+            self.dense[(v / 64) as usize] & (1 << (v % 64)) != 0
+        } else {
+            self.sparse.contains(&v)
+        }
+    }
+}
+
+/// `flags` bit 13 of a combine record: the run's begin record (FORMAT.md 1.8).
+const RUN_BEGIN: u16 = 0x2000;
 
 impl Watch {
     fn new(on: bool) -> Self {
         Watch {
             on,
-            other: false,
+            sources: Used::default(),
+            ids: Used::default(),
+            tasks: Used::default(),
+            pending: std::collections::HashMap::new(),
             late: false,
         }
     }
 
     /// Whether `e` is a late name record (remembered in `late`).
-    #[inline]
+    #[inline(always)]
     fn late(&mut self, e: &Event) -> bool {
         if !self.on {
             return false;
         }
         if is_combine(e) && e.id == NAME_EVENT {
-            self.late |= self.other;
-        } else {
-            self.other = true;
+            if e.flags & RUN_BEGIN != 0 {
+                let a = e.args[1];
+                self.pending
+                    .insert(e.source, ((a >> 56) as u8, a & ((1 << 56) - 1)));
+            }
+            // Checked at every record of the run: the name is learned at
+            // its last one.
+            if let Some(&(kind, subject)) = self.pending.get(&e.source) {
+                let used = match kind {
+                    NAME_SOURCE => self.sources.contains(subject),
+                    NAME_TASK => self.tasks.contains(subject),
+                    NAME_EVENT_ID => self.ids.contains(subject),
+                    _ => false,
+                };
+                self.late |= used;
+            }
+            return self.late;
         }
-        self.late
+        self.sources.insert(u64::from(e.source));
+        self.ids.insert(u64::from(e.id.0));
+        let id = e.id.0;
+        if (system::CREATE.0..=system::DISABLE.0).contains(&id)
+            || (semaphore::WAIT.0..=semaphore::SIGNAL.0).contains(&id)
+        {
+            self.tasks.insert(e.args[0]);
+        }
+        false
     }
 }
 
@@ -500,13 +579,14 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         }
         (Format::Perfetto, None) => {
             // Names first, as for Chrome (task slices and tracks are named
-            // from their first packet on), unless no name record comes
-            // after another record (one file starting with its names
-            // prologue, FORMAT.md 1.8, or holding none): then the writer
-            // learning the names as they come writes the same bytes, and
-            // the names pass (8 % of the conversion) is skipped. A late
-            // name record stops that first try, and the conversion starts
-            // again after the names pass. Several files, or an output that
+            // from their first packet on), unless no name record names a
+            // subject used before it (`Watch`: a file starting with its
+            // names prologue, FORMAT.md 1.8, holding none, or naming each
+            // task before it runs): then the writer learning the names as
+            // they come writes the same bytes, and the names pass (8 % of
+            // the conversion) is skipped. A late name record stops that
+            // first try, and the conversion starts again after the names
+            // pass. Several files, or an output that
             // cannot be written twice (a device or a pipe), take the names
             // pass first.
             let tmp = staged.borrow_mut().beside(&args.out);

@@ -182,13 +182,13 @@ fn the_same_input_gives_the_same_bytes_every_run() {
     }
 }
 
-/// `convert` skips its names pass when no name record comes after another
-/// record (the writer learning names as they come writes the same bytes),
-/// and converts again after the names pass when one does: either way the
-/// file is the one the library writes given every name in advance. Three
-/// layouts of one trace: names first (as a saved file's names prologue),
-/// a name record after the events it names (that first try is dropped),
-/// and no names.
+/// `convert` skips its names pass when no name record names a subject used
+/// before it (the writer learning names as they come writes the same
+/// bytes), and converts again after the names pass when one does: either
+/// way the file is the one the library writes given every name in advance.
+/// Four layouts of one trace: names first (as a saved file's names
+/// prologue), names after the events they name (that first try is
+/// dropped), a task named in the middle before it first runs, and no names.
 #[test]
 fn names_before_or_after_the_events_give_the_file_of_names_known_in_advance() {
     use qtrace::combine::{Names, Run, NAME_SOURCE, NAME_TASK};
@@ -218,7 +218,18 @@ fn names_before_or_after_the_events_give_the_file_of_names_known_in_advance() {
     let first: Vec<Event> = names(0).into_iter().chain(body.iter().copied()).collect();
     let mut late = body.clone();
     late.splice(15_000..15_000, names(150_000));
-    for (layout, records) in [("first", &first), ("late", &late), ("none", &body)] {
+    // A task named in the middle of the trace, before it first runs: no
+    // restart needed, the same bytes.
+    let mut fresh = body.clone();
+    fresh[18_000] = Event::new(180_000, system::SCHEDULE, 0, [9, 0]);
+    let run = Run::name(100_000, 1, NAME_TASK, 9, b"fresh");
+    fresh.splice(10_000..10_000, (0..run.len()).map(|i| run.record(i)));
+    for (layout, records) in [
+        ("first", &first),
+        ("late", &late),
+        ("fresh", &fresh),
+        ("none", &body),
+    ] {
         let path = dir.path().join(format!("{layout}.qtr"));
         let mut w = create_trace_file(&path, &header).unwrap();
         w.write_events(records).unwrap();
@@ -237,10 +248,13 @@ fn names_before_or_after_the_events_give_the_file_of_names_known_in_advance() {
             export::convert(w, records.iter().copied()).unwrap();
             let got = std::fs::read(&out).unwrap();
             assert!(got == want, "{layout} {extra:?}");
-            if layout != "none" && !extra.is_empty() {
+            if (layout == "first" || layout == "late") && !extra.is_empty() {
                 // Named from the first track on, also when the name came late.
                 assert!(got.windows(11).any(|w| w == b"task 3 idle"), "{layout}");
                 assert!(got.windows(13).any(|w| w == b"source 0 cpu0"), "{layout}");
+            }
+            if layout == "fresh" && !extra.is_empty() {
+                assert!(got.windows(12).any(|w| w == b"task 9 fresh"));
             }
         }
     }
