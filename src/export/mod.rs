@@ -45,6 +45,7 @@
 //! [`Catalog`]: crate::model::classes::Catalog
 
 pub mod args;
+mod by_source;
 pub mod chrome;
 pub mod ctf;
 mod error;

@@ -39,6 +39,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::by_source::BySource;
 use crate::model::classes::scopes::{ScopeTable, ScopeTracker, Step};
 use crate::model::classes::{lowlevel, semaphore, system};
 use crate::Event;
@@ -198,7 +199,7 @@ struct Pair {
 #[derive(Debug)]
 pub(crate) struct Slices {
     options: SliceOptions,
-    sources: BTreeMap<u32, SourceState>,
+    sources: BySource<SourceState>,
     pairs: BTreeMap<(u64, u64), Pair>,
     unpaired: u64,
     scopes: ScopeTracker,
@@ -209,7 +210,7 @@ impl Slices {
     pub(crate) fn new(options: SliceOptions) -> Self {
         Slices {
             options,
-            sources: BTreeMap::new(),
+            sources: BySource::default(),
             pairs: BTreeMap::new(),
             unpaired: 0,
             scopes: ScopeTable::default().tracker(MAX_SCOPE_DEPTH),
@@ -241,7 +242,7 @@ impl Slices {
 
     /// Registers `source` (call it for every event before [`push`](Self::push)).
     pub(crate) fn source(&mut self, source: u32) -> Source {
-        if self.sources.contains_key(&source) {
+        if self.sources.contains_key(source) {
             Source::Known
         } else if self.sources.len() >= self.options.max_tracks {
             Source::Untracked
@@ -253,18 +254,18 @@ impl Slices {
 
     /// Whether `source` is followed.
     pub(crate) fn knows(&self, source: u32) -> bool {
-        self.sources.contains_key(&source)
+        self.sources.contains_key(source)
     }
 
     /// `t` raised to the latest time of `source` (which it becomes); `None`
     /// for an untracked source.
     pub(crate) fn at(&mut self, source: u32, t: u64) -> Option<u64> {
-        self.sources.get_mut(&source).map(|s| s.clamp.at(t))
+        self.sources.get_mut(source).map(|s| s.clamp.at(t))
     }
 
     /// Appends to `edges` what event `e` ends and begins.
     pub(crate) fn push(&mut self, e: &Event, edges: &mut Vec<Edge>) {
-        let tracked = self.sources.contains_key(&e.source);
+        let tracked = self.sources.contains_key(e.source);
         if tracked {
             self.close_irq(e.source, e.time, edges);
         }
@@ -272,7 +273,7 @@ impl Slices {
             system::SCHEDULE | lowlevel::INTERRUPT if !tracked => self.unpaired += 1,
             system::SCHEDULE => {
                 self.close_task(e.source, e.time, edges);
-                if let Some(st) = self.sources.get_mut(&e.source) {
+                if let Some(st) = self.sources.get_mut(e.source) {
                     st.task = Some(e.args[0]);
                     edges.push(Edge::TaskBegin {
                         source: e.source,
@@ -282,7 +283,7 @@ impl Slices {
                 }
             }
             lowlevel::INTERRUPT => {
-                if let Some(st) = self.sources.get_mut(&e.source) {
+                if let Some(st) = self.sources.get_mut(e.source) {
                     st.irq = Some((e.time, e.args[0]));
                     edges.push(Edge::IrqBegin {
                         source: e.source,
@@ -303,7 +304,7 @@ impl Slices {
 
     /// Appends the ends of every open slice at `end` (the trace's last time).
     pub(crate) fn finish(&mut self, end: u64, edges: &mut Vec<Edge>) {
-        let sources: Vec<u32> = self.sources.keys().copied().collect();
+        let sources: Vec<u32> = self.sources.keys().collect();
         for s in sources {
             self.close_irq(s, end, edges);
             self.close_task(s, end, edges);
@@ -331,7 +332,7 @@ impl Slices {
 
     fn close_irq(&mut self, source: u32, t: u64, edges: &mut Vec<Edge>) {
         let cap = self.options.interrupt_max_ns;
-        if let Some(st) = self.sources.get_mut(&source) {
+        if let Some(st) = self.sources.get_mut(source) {
             if let Some((start, irq)) = st.irq.take() {
                 let t = st.clamp.at(t.min(start.saturating_add(cap)));
                 edges.push(Edge::IrqEnd { source, irq, t });
@@ -340,7 +341,7 @@ impl Slices {
     }
 
     fn close_task(&mut self, source: u32, t: u64, edges: &mut Vec<Edge>) {
-        if let Some(st) = self.sources.get_mut(&source) {
+        if let Some(st) = self.sources.get_mut(source) {
             if let Some(task) = st.task.take() {
                 let t = st.clamp.at(t);
                 edges.push(Edge::TaskEnd { source, task, t });

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
+use qtrace::classes::{semaphore, system};
+use qtrace::combine::{is_combine, Names, NAME_EVENT, NAME_EVENT_ID, NAME_SOURCE, NAME_TASK};
 use qtrace::export::chrome::ChromeWriter;
 use qtrace::export::ctf::CtfWriter;
 use qtrace::export::perfetto::PerfettoWriter;
@@ -141,17 +143,36 @@ fn pump<S: EventSink, R: Read + Send>(
     events: &mut MergedReader<R>,
     bar: &ProgressBar,
 ) -> Result<Outcome, Failure> {
+    pump_watching(sink, events, bar, false)?
+        .ok_or_else(|| "the conversion stopped at a name record although none was watched".into())
+}
+
+/// [`pump`]; with `watch`, it stops at the first *late* name record (one
+/// naming a subject a record before it used: [`Watch`]) without
+/// finishing `sink`, and returns `None`. A sink that learns names as they
+/// come writes the same bytes as one given every name in advance when no
+/// name record is late: the names pass can be skipped (see [`convert`]).
+fn pump_watching<S: EventSink, R: Read + Send>(
+    sink: &mut S,
+    events: &mut MergedReader<R>,
+    bar: &ProgressBar,
+    watch: bool,
+) -> Result<Option<Outcome>, Failure> {
     let (to_sink, batches) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES);
     let (to_reader, spares) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES + 1);
     let mut n = 0u64;
-    let (pushed, damaged) = std::thread::scope(|scope| {
+    let (pushed, read) = std::thread::scope(|scope| {
         // Reborrowed for the scope: `events` is usable again after it.
         let inputs = &mut *events;
         let reader = std::thread::Builder::new()
             .name("qtrace-convert-read".into())
-            .spawn_scoped(scope, move || read_batches(inputs, &to_sink, &spares));
+            .spawn_scoped(scope, move || {
+                let mut watch = Watch::new(watch);
+                let damaged = read_batches(inputs, &to_sink, &spares, &mut watch);
+                (damaged, watch.late)
+            });
         let Ok(reader) = reader else {
-            return (None, Vec::new());
+            return (None, (Vec::new(), false));
         };
         let mut pushed = Ok(());
         for mut batch in batches.iter() {
@@ -173,33 +194,152 @@ fn pump<S: EventSink, R: Read + Send>(
         drop(batches);
         // A panic on the reading thread is raised here: swallowed, it would
         // end the output early as if the inputs had ended.
-        let damaged = reader
+        let read = reader
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (Some(pushed), damaged)
+        (Some(pushed), read)
     });
-    let damaged = match pushed {
+    let (damaged, late) = match pushed {
         Some(pushed) => {
             pushed?;
-            damaged
+            read
         }
-        None => return pump_here(sink, events, bar),
+        None => return pump_here(sink, events, bar, Watch::new(watch)),
     };
+    if late {
+        return Ok(None);
+    }
     bar.set_position(n);
-    Ok(Outcome {
+    Ok(Some(Outcome {
         stats: sink.finish()?,
         damaged,
         ends: Vec::new(),
-    })
+    }))
+}
+
+/// Watches the records read for a *late* name record: one naming a
+/// subject (a source, a task, an event id) that a record before it already
+/// used. Until its first name record a subject is unnamed for a writer
+/// learning names as they come and named for one given every name in
+/// advance, so the two write the same bytes exactly when no subject is
+/// used before a name record naming it. "Used" is a superset of what the
+/// Perfetto writer names: every record's source and event id, and the task
+/// argument of the system and semaphore classes (their task tracks and
+/// `task N` slices). A file that starts with its names prologue (FORMAT.md
+/// 1.8), holds no name record, or names each subject before using it (a
+/// task named when created) has none.
+struct Watch {
+    on: bool,
+    /// Sources, event ids and tasks used so far (indexed below
+    /// [`Used::DENSE`], hashed above).
+    sources: Used,
+    ids: Used,
+    tasks: Used,
+    /// The subject of the name run each source is writing, from its begin
+    /// record (a run's later records carry payload only).
+    pending: std::collections::HashMap<u32, (u8, u64)>,
+    /// A late name record was read (the reading stopped there).
+    late: bool,
+}
+
+/// A set of numbers: a bit per number below [`Used::DENSE`] (a fixed
+/// table: a few instructions a record on the reading thread), hashed above.
+struct Used {
+    dense: Box<[u64; (Used::DENSE / 64) as usize]>,
+    sparse: std::collections::HashSet<u64>,
+}
+
+impl Default for Used {
+    fn default() -> Self {
+        Used {
+            dense: Box::new([0; (Used::DENSE / 64) as usize]),
+            sparse: std::collections::HashSet::new(),
+        }
+    }
+}
+
+impl Used {
+    const DENSE: u64 = 1 << 16;
+
+    #[inline(always)]
+    fn insert(&mut self, v: u64) {
+        if v < Self::DENSE {
+            self.dense[(v / 64) as usize] |= 1 << (v % 64);
+        } else {
+            self.sparse.insert(v);
+        }
+    }
+
+    fn contains(&self, v: u64) -> bool {
+        if v < Self::DENSE {
+            self.dense[(v / 64) as usize] & (1 << (v % 64)) != 0
+        } else {
+            self.sparse.contains(&v)
+        }
+    }
+}
+
+/// `flags` bit 13 of a combine record: the run's begin record (FORMAT.md 1.8).
+const RUN_BEGIN: u16 = 0x2000;
+
+impl Watch {
+    fn new(on: bool) -> Self {
+        Watch {
+            on,
+            sources: Used::default(),
+            ids: Used::default(),
+            tasks: Used::default(),
+            pending: std::collections::HashMap::new(),
+            late: false,
+        }
+    }
+
+    /// Whether `e` is a late name record (remembered in `late`).
+    #[inline(always)]
+    fn late(&mut self, e: &Event) -> bool {
+        if !self.on {
+            return false;
+        }
+        if is_combine(e) && e.id == NAME_EVENT {
+            if e.flags & RUN_BEGIN != 0 {
+                let a = e.args[1];
+                self.pending
+                    .insert(e.source, ((a >> 56) as u8, a & ((1 << 56) - 1)));
+            }
+            // Checked at every record of the run: the name is learned at
+            // its last one.
+            if let Some(&(kind, subject)) = self.pending.get(&e.source) {
+                let used = match kind {
+                    NAME_SOURCE => self.sources.contains(subject),
+                    NAME_TASK => self.tasks.contains(subject),
+                    NAME_EVENT_ID => self.ids.contains(subject),
+                    _ => false,
+                };
+                self.late |= used;
+            }
+            return self.late;
+        }
+        self.sources.insert(u64::from(e.source));
+        self.ids.insert(u64::from(e.id.0));
+        let id = e.id.0;
+        if (system::CREATE.0..=system::DISABLE.0).contains(&id)
+            || (semaphore::WAIT.0..=semaphore::SIGNAL.0).contains(&id)
+        {
+            self.tasks.insert(e.args[0]);
+        }
+        false
+    }
 }
 
 /// The reading thread of [`pump`]: sends the events in batches (reusing
-/// the buffers sent back) until the inputs end or the converting thread
-/// stops listening; returns the inputs' read errors.
+/// the buffers sent back) until the inputs end, `watch` sees a late name
+/// record, or the converting thread stops listening; returns the inputs'
+/// read errors.
 fn read_batches<R: Read>(
     events: &mut MergedReader<R>,
     to_sink: &std::sync::mpsc::SyncSender<Vec<Event>>,
     spares: &std::sync::mpsc::Receiver<Vec<Event>>,
+    watch: &mut Watch,
 ) -> Vec<ReadError> {
     let mut damaged = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
@@ -208,10 +348,18 @@ fn read_batches<R: Read>(
         // ([`MergedReader::next_buffered`]: no `Result` per event).
         let end = loop {
             if let Some(e) = events.next_buffered() {
+                if watch.late(&e) {
+                    return damaged;
+                }
                 batch.push(e);
             } else {
                 match events.next_with_input() {
-                    Some((_, Ok(e))) => batch.push(e),
+                    Some((_, Ok(e))) => {
+                        if watch.late(&e) {
+                            return damaged;
+                        }
+                        batch.push(e);
+                    }
                     Some((_, Err(err))) => damaged.push(err),
                     None => break true,
                 }
@@ -232,35 +380,43 @@ fn read_batches<R: Read>(
     }
 }
 
-/// [`pump`] on one thread (when no reading thread can be started).
+/// [`pump_watching`] on one thread (when no reading thread can be started).
 fn pump_here<S: EventSink, R: Read>(
     sink: &mut S,
     events: &mut MergedReader<R>,
     bar: &ProgressBar,
-) -> Result<Outcome, Failure> {
+    mut watch: Watch,
+) -> Result<Option<Outcome>, Failure> {
     let mut n = 0u64;
     let mut damaged = Vec::new();
     loop {
-        if let Some(e) = events.next_buffered() {
-            sink.push(&e)?;
+        let e = if let Some(e) = events.next_buffered() {
+            e
         } else {
             match events.next_with_input() {
-                Some((_, Ok(e))) => sink.push(&e)?,
-                Some((_, Err(err))) => damaged.push(err),
+                Some((_, Ok(e))) => e,
+                Some((_, Err(err))) => {
+                    damaged.push(err);
+                    continue;
+                }
                 None => break,
             }
+        };
+        if watch.late(&e) {
+            return Ok(None);
         }
+        sink.push(&e)?;
         n += 1;
         if n.is_multiple_of(4096) {
             bar.set_position(n);
         }
     }
     bar.set_position(n);
-    Ok(Outcome {
+    Ok(Some(Outcome {
         stats: sink.finish()?,
         damaged,
         ends: Vec::new(),
-    })
+    }))
 }
 
 /// Runs `qtrace convert` and reports on stderr.
@@ -356,11 +512,9 @@ fn convert_parquet(args: &Args) -> Result<Outcome, Failure> {
     })
 }
 
-/// Converts the files named in `args`.
-pub fn convert(args: &Args) -> Result<Outcome, Failure> {
-    if args.to == Format::Parquet {
-        return convert_parquet(args);
-    }
+/// Opens the files named in `args`, merged in time order; also returns how
+/// many records they hold (for the progress bar).
+fn open_inputs(args: &Args) -> Result<(MergedReader, u64), Failure> {
     let mut inputs: Vec<TraceReader> = Vec::with_capacity(args.files.len());
     let mut total = 0;
     for path in &args.files {
@@ -378,7 +532,15 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
         total += records;
         inputs.push(input);
     }
-    let mut merged = MergedReader::new(inputs);
+    Ok((MergedReader::new(inputs), total))
+}
+
+/// Converts the files named in `args`.
+pub fn convert(args: &Args) -> Result<Outcome, Failure> {
+    if args.to == Format::Parquet {
+        return convert_parquet(args);
+    }
+    let (mut merged, total) = open_inputs(args)?;
     let base = merged.base_unix_ns();
     let catalog = merged
         .readers()
@@ -416,13 +578,43 @@ pub fn convert(args: &Args) -> Result<Outcome, Failure> {
             pump(&mut w, &mut merged, &bar)?
         }
         (Format::Perfetto, None) => {
-            // Names first, as for Chrome: task slices and tracks are named
-            // from their first packet on.
-            let names = gather_names(&args.files);
-            let mut w = PerfettoWriter::new(&catalog, base, create(&args.out)?)?
-                .with_names(names)
-                .with_compression(!args.uncompressed);
-            pump(&mut w, &mut merged, &bar)?
+            // Names first, as for Chrome (task slices and tracks are named
+            // from their first packet on), unless no name record names a
+            // subject used before it (`Watch`: a file starting with its
+            // names prologue, FORMAT.md 1.8, holding none, or naming each
+            // task before it runs): then the writer learning the names as
+            // they come writes the same bytes, and the names pass (8 % of
+            // the conversion) is skipped. A late name record stops that
+            // first try, and the conversion starts again after the names
+            // pass. Several files, or an output that
+            // cannot be written twice (a device or a pipe), take the names
+            // pass first.
+            let tmp = staged.borrow_mut().beside(&args.out);
+            let file = |tmp: &std::path::Path| {
+                std::fs::File::create(tmp).map_err(|e| qtrace::Error::io("create", tmp, e))
+            };
+            let perfetto = |names, tmp| -> Result<_, Failure> {
+                Ok(PerfettoWriter::new(&catalog, base, file(tmp)?)?
+                    .with_names(names)
+                    .with_compression(!args.uncompressed))
+            };
+            let first_try = args.files.len() == 1 && tmp != args.out;
+            let tried = if first_try {
+                let mut w = perfetto(Names::new(), &tmp)?;
+                pump_watching(&mut w, &mut merged, &bar, true)?
+            } else {
+                None
+            };
+            match tried {
+                Some(outcome) => outcome,
+                None => {
+                    if first_try {
+                        merged = open_inputs(args)?.0;
+                    }
+                    let mut w = perfetto(gather_names(&args.files), &tmp)?;
+                    pump(&mut w, &mut merged, &bar)?
+                }
+            }
         }
         (Format::Chrome, Some(window)) => {
             let mut w = SplitByTime::new(window, |part, _| {

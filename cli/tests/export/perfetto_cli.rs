@@ -181,3 +181,81 @@ fn the_same_input_gives_the_same_bytes_every_run() {
         assert_eq!(instants, 200_000 - 28_572);
     }
 }
+
+/// `convert` skips its names pass when no name record names a subject used
+/// before it (the writer learning names as they come writes the same
+/// bytes), and converts again after the names pass when one does: either
+/// way the file is the one the library writes given every name in advance.
+/// Four layouts of one trace: names first (as a saved file's names
+/// prologue), names after the events they name (that first try is
+/// dropped), a task named in the middle before it first runs, and no names.
+#[test]
+fn names_before_or_after_the_events_give_the_file_of_names_known_in_advance() {
+    use qtrace::combine::{Names, Run, NAME_SOURCE, NAME_TASK};
+    use qtrace::export::{self, perfetto::PerfettoWriter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let body: Vec<Event> = (0..20_000u64)
+        .map(|i| {
+            let source = (i % 2) as u32;
+            match i % 5 {
+                0 => Event::new(i * 10, system::SCHEDULE, source, [3 + i % 3, 0]),
+                _ => Event::new(i * 10, user::USER1, source, [i, 0]),
+            }
+        })
+        .collect();
+    let names = |t: u64| {
+        let mut records = Vec::new();
+        for run in [
+            Run::name(t, 0, NAME_SOURCE, 0, b"cpu0"),
+            Run::name(t, 1, NAME_TASK, 3, b"idle"),
+        ] {
+            records.extend((0..run.len()).map(|i| run.record(i)));
+        }
+        records
+    };
+    let first: Vec<Event> = names(0).into_iter().chain(body.iter().copied()).collect();
+    let mut late = body.clone();
+    late.splice(15_000..15_000, names(150_000));
+    // A task named in the middle of the trace, before it first runs: no
+    // restart needed, the same bytes.
+    let mut fresh = body.clone();
+    fresh[18_000] = Event::new(180_000, system::SCHEDULE, 0, [9, 0]);
+    let run = Run::name(100_000, 1, NAME_TASK, 9, b"fresh");
+    fresh.splice(10_000..10_000, (0..run.len()).map(|i| run.record(i)));
+    for (layout, records) in [
+        ("first", &first),
+        ("late", &late),
+        ("fresh", &fresh),
+        ("none", &body),
+    ] {
+        let path = dir.path().join(format!("{layout}.qtr"));
+        let mut w = create_trace_file(&path, &header).unwrap();
+        w.write_events(records).unwrap();
+        w.finish().unwrap();
+        let base = qtrace::reader::MergedReader::open([&path])
+            .unwrap()
+            .base_unix_ns();
+        for extra in [&[][..], &["--uncompressed"][..]] {
+            let out = dir.path().join(format!("{layout}.pftrace"));
+            assert_success(&to_perfetto(extra, &[&path], &out));
+            let mut want = Vec::new();
+            let w = PerfettoWriter::new(&Catalog::builtin(), base, &mut want)
+                .unwrap()
+                .with_names(Names::gather(records.iter().copied()))
+                .with_compression(extra.is_empty());
+            export::convert(w, records.iter().copied()).unwrap();
+            let got = std::fs::read(&out).unwrap();
+            assert!(got == want, "{layout} {extra:?}");
+            if (layout == "first" || layout == "late") && !extra.is_empty() {
+                // Named from the first track on, also when the name came late.
+                assert!(got.windows(11).any(|w| w == b"task 3 idle"), "{layout}");
+                assert!(got.windows(13).any(|w| w == b"source 0 cpu0"), "{layout}");
+            }
+            if layout == "fresh" && !extra.is_empty() {
+                assert!(got.windows(12).any(|w| w == b"task 9 fresh"));
+            }
+        }
+    }
+}

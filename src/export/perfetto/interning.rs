@@ -40,6 +40,59 @@ pub(super) struct Sequence {
     /// The iids of numbered slice names already interned (`task 3`, …): a
     /// slice begin then neither formats nor hashes its name.
     pub(super) numbered: HashMap<(Prefix, u64), u64, Fx>,
+    /// The iids of the slices' categories and of the semaphore slices'
+    /// annotation names once interned (0: not yet), by slot of [`FIXED`]:
+    /// a slice begin then hashes no string (hashing them was 4 % of the
+    /// converting thread's instructions).
+    pub(super) fixed: [u64; FIXED.len()],
+}
+
+/// The strings a slice begin or end interns on every sequence: its
+/// category (slots 0-3, in the categories' table) and the semaphore
+/// slices' annotation names (slots 4-5, in the annotation names' table).
+const FIXED: [&str; 6] = [
+    "task",
+    "interrupt",
+    "semaphore",
+    "scope",
+    "source",
+    "signal source",
+];
+
+/// The slot of category `name` in [`FIXED`] (`None` for any other string).
+#[inline]
+pub(super) fn fixed_category(name: &str) -> Option<usize> {
+    match name {
+        "task" => Some(0),
+        "interrupt" => Some(1),
+        "semaphore" => Some(2),
+        "scope" => Some(3),
+        _ => None,
+    }
+}
+
+/// The slot of annotation name `name` in [`FIXED`] (`None` for any other
+/// string).
+#[inline]
+pub(super) fn fixed_annotation(name: &str) -> Option<usize> {
+    match name {
+        "source" => Some(4),
+        "signal source" => Some(5),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn fixed_names_index_their_own_slot() {
+    for (k, name) in FIXED.iter().enumerate() {
+        assert_eq!(fixed_category(name).or(fixed_annotation(name)), Some(k));
+    }
+    // A category is never taken for an annotation name, nor the reverse
+    // (an argument named `task`, a class named `source`).
+    assert_eq!(fixed_annotation("task"), None);
+    assert_eq!(fixed_category("source"), None);
+    assert_eq!(fixed_category("user"), None);
 }
 
 /// The word before the number of a numbered slice name.

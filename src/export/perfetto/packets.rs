@@ -5,13 +5,15 @@
 
 use std::io::Write;
 
-use super::protobuf::{patch_len, put_bytes, put_key_len, put_message, put_uint};
+use super::protobuf::{
+    patch_len, put_bytes, put_key_len, put_message, put_prefix, put_uint, put_uint_at,
+};
 use super::schema::{
     field, BOOTTIME_CLOCK, INCREMENTAL_CLOCK, REALTIME_CLOCK, SEQUENCE_ID,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 use super::writer::{io_err, PerfettoWriter, CHUNK_BYTES, MAX_HELD};
-use super::zipper::{zip_chunk, Zipper};
+use super::zipper::{Deflater, Zipper};
 use crate::export::ExportError as Error;
 
 impl<W: Write> PerfettoWriter<W> {
@@ -94,7 +96,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// buffer `grown` bytes larger): writes the chunk once it holds
     /// [`CHUNK_BYTES`], or every chunk once the buffers hold [`MAX_HELD`].
     #[inline]
-    fn filled(&mut self, seq: usize, len: usize, grown: usize) -> Result<(), Error> {
+    pub(super) fn filled(&mut self, seq: usize, len: usize, grown: usize) -> Result<(), Error> {
         self.held += grown;
         if len >= CHUNK_BYTES {
             self.flush_chunk(seq, true)?;
@@ -184,7 +186,10 @@ impl<W: Write> PerfettoWriter<W> {
             return z.submit(chunk, &mut self.out).map_err(io_err);
         }
         self.packet.clear();
-        zip_chunk(&chunk, &mut self.zipped, &mut self.packet).map_err(io_err)?;
+        self.deflater
+            .get_or_insert_with(Deflater::new)
+            .zip(&chunk, &mut self.packet)
+            .map_err(io_err)?;
         self.out.write_all(&self.packet).map_err(io_err)?;
         self.packet.clear();
         chunk.clear();
@@ -200,12 +205,23 @@ impl<W: Write> PerfettoWriter<W> {
         put_key_len(c, field::TRACE_PACKET);
         let at = c.len();
         c.push(0);
-        if t >= self.st.clock {
-            put_uint(c, field::TIMESTAMP, t - self.st.clock);
+        if t >= self.st.clock && self.st.id < 1 << 56 {
+            // The usual packet: a delta and the sequence id, both small,
+            // encoded on the stack and appended in one copy.
+            let mut head = [0u8; 32];
+            let n = put_uint_at(&mut head, 0, field::TIMESTAMP, t - self.st.clock);
+            let n = put_uint_at(&mut head, n, field::TRUSTED_SEQUENCE_ID, self.st.id);
+            put_prefix(c, &head, n);
             self.st.clock = t;
         } else {
-            put_uint(c, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
-            put_uint(c, field::TIMESTAMP, t);
+            if t >= self.st.clock {
+                put_uint(c, field::TIMESTAMP, t - self.st.clock);
+                self.st.clock = t;
+            } else {
+                put_uint(c, field::TIMESTAMP_CLOCK_ID, BOOTTIME_CLOCK);
+                put_uint(c, field::TIMESTAMP, t);
+            }
+            put_uint(c, field::TRUSTED_SEQUENCE_ID, self.st.id);
         }
         // No `sequence_flags` here (see "Sequence" in the module docs): the
         // trace processor reads SEQ_NEEDS_INCREMENTAL_STATE only to skip a
@@ -214,7 +230,6 @@ impl<W: Write> PerfettoWriter<W> {
         // packet cleared it. `trusted_packet_sequence_id` stays: without it
         // interned data and the sequence's clock are refused
         // (proto_trace_reader.cc:691-695, 521-527; track_event_tokenizer.cc:430-433).
-        put_uint(c, field::TRUSTED_SEQUENCE_ID, self.st.id);
         if !self.interned.is_empty() {
             put_bytes(c, field::INTERNED_DATA, &self.interned);
             self.interned.clear();

@@ -29,6 +29,59 @@ pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
+/// The bytes of `v` as a varint.
+#[inline]
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Writes an unsigned field (as [`put_uint`]) into `buf` at `at`; returns
+/// where it ends. `buf` must have room for the key and a 10-byte varint.
+#[inline(always)]
+pub(crate) fn put_uint_at(buf: &mut [u8], mut at: usize, field: u32, v: u64) -> usize {
+    for mut x in [u64::from(field << 3 | VARINT), v] {
+        while x >= 0x80 {
+            buf[at] = (x as u8) | 0x80;
+            x >>= 7;
+            at += 1;
+        }
+        buf[at] = x as u8;
+        at += 1;
+    }
+    at
+}
+
+/// Appends the first `n` bytes of `bytes` (at most `N`): a copy of a
+/// constant size (a few vector stores, not a call to `memcpy` for a few
+/// bytes), then the length cut back.
+#[inline(always)]
+pub(crate) fn put_prefix<const N: usize>(buf: &mut Vec<u8>, bytes: &[u8; N], n: usize) {
+    buf.extend_from_slice(bytes);
+    buf.truncate(buf.len() - N + n.min(N));
+}
+
+/// Appends a length-delimited field `field` holding two unsigned fields,
+/// `a` = `va` and `b` = `vb` (fields below 16): a debug annotation's name
+/// iid and value, written without a length patched afterwards when both
+/// values are small (the usual case), as [`put_message`] would otherwise.
+#[inline]
+pub(crate) fn put_pair(buf: &mut Vec<u8>, field: u32, (a, va): (u32, u64), (b, vb): (u32, u64)) {
+    if field < 16 && a < 16 && b < 16 && va < 1 << 56 && vb < 1 << 56 {
+        let mut bytes = [0u8; 32];
+        bytes[0] = (field << 3 | LEN) as u8;
+        let mut n = put_uint_at(&mut bytes, 2, a, va);
+        n = put_uint_at(&mut bytes, n, b, vb);
+        // At most 2 + 2 * (1 + 8) bytes: the length fits one byte.
+        bytes[1] = (n - 2) as u8;
+        put_prefix(buf, &bytes, n);
+    } else {
+        put_message(buf, field, |m| {
+            put_uint(m, a, va);
+            put_uint(m, b, vb);
+        });
+    }
+}
+
 /// Appends a field key (field number and wire type).
 #[inline]
 fn put_key(buf: &mut Vec<u8>, field: u32, wire_type: u32) {
@@ -122,6 +175,18 @@ mod tests {
             enc(u64::MAX),
             [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
         );
+        for v in [0, 1, 127, 128, 300, 16_383, 16_384, u64::MAX >> 1, u64::MAX] {
+            assert_eq!(varint_len(v), enc(v).len(), "{v}");
+            // Written at an offset of a stack buffer: the same bytes as put_uint.
+            for field in [1, 15, 16, 58] {
+                let mut b = Vec::new();
+                put_uint(&mut b, field, v);
+                let mut arr = [0xaau8; 24];
+                let end = put_uint_at(&mut arr, 2, field, v);
+                assert_eq!(&arr[2..end], &b[..], "{field} {v}");
+                assert_eq!(arr[end], 0xaa);
+            }
+        }
     }
 
     #[test]
@@ -136,6 +201,22 @@ mod tests {
         b.clear();
         put_int(&mut b, 1, -1);
         assert_eq!(b.len(), 11); // key + 10-byte varint
+                                 // A pair of small fields in a message: the same bytes as put_message.
+        for (field, va, vb) in [
+            (4, 1, 0),
+            (4, 127, 1 << 55),
+            (4, 128, 300),
+            (4, 3, 1 << 56),
+            (16, 1, 1),
+        ] {
+            let (mut fast, mut slow) = (vec![9u8], vec![9u8]);
+            put_pair(&mut fast, field, (1, va), (3, vb));
+            put_message(&mut slow, field, |m| {
+                put_uint(m, 1, va);
+                put_uint(m, 3, vb);
+            });
+            assert_eq!(fast, slow, "{field} {va} {vb}");
+        }
         b.clear();
         // Field 60 (track_descriptor) needs a two-byte key.
         put_message(&mut b, 60, |m| put_uint(m, 1, 5));

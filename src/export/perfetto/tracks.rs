@@ -84,7 +84,7 @@ impl<W: Write> PerfettoWriter<W> {
     pub(super) fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
         match self.slices.source(source) {
             Source::Known => {
-                let (uuid, seq) = self.sources.get(&source).copied().unwrap_or((0, 0));
+                let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));
                 self.enter(seq);
                 Ok(Some(uuid))
             }
@@ -173,7 +173,7 @@ impl<W: Write> PerfettoWriter<W> {
     pub(super) fn edge(&mut self, edge: Edge, e: Option<&Event>) -> Result<bool, Error> {
         match edge {
             Edge::TaskEnd { source, task, t } => {
-                if let Some(&(uuid, _)) = self.sources.get(&source) {
+                if let Some(&(uuid, _)) = self.sources.get(source) {
                     self.end_slice(t, uuid)?;
                 }
                 if let Some(tt) = self.tasks.get_mut(&task) {
@@ -187,7 +187,7 @@ impl<W: Write> PerfettoWriter<W> {
                 Ok(false)
             }
             Edge::TaskBegin { source, task, t } => {
-                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
+                let uuid = self.sources.get(source).map_or(0, |&(u, _)| u);
                 match self.run_names.task(task).map(str::to_string) {
                     Some(n) => self.begin_for(
                         t,
@@ -204,7 +204,7 @@ impl<W: Write> PerfettoWriter<W> {
                 Ok(true)
             }
             Edge::IrqBegin { source, irq, t } => {
-                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
+                let uuid = self.sources.get(source).map_or(0, |&(u, _)| u);
                 self.begin_for(
                     t,
                     uuid,
@@ -215,7 +215,7 @@ impl<W: Write> PerfettoWriter<W> {
                 Ok(true)
             }
             Edge::IrqEnd { source, t, .. } => {
-                let uuid = self.sources.get(&source).map_or(0, |&(u, _)| u);
+                let uuid = self.sources.get(source).map_or(0, |&(u, _)| u);
                 self.end_slice(t, uuid)?;
                 Ok(false)
             }
@@ -294,7 +294,7 @@ impl<W: Write> PerfettoWriter<W> {
                 let uuid = match self.scope_tracks.get(&source) {
                     Some(&u) => u,
                     None => {
-                        let parent = self.sources.get(&source).map(|&(u, _)| u);
+                        let parent = self.sources.get(source).map(|&(u, _)| u);
                         let u = self.new_track(parent, format_args!("scopes"), false)?;
                         self.scope_tracks.insert(source, u);
                         u
@@ -361,4 +361,12 @@ impl<W: Write> PerfettoWriter<W> {
             )
         }
     }
+}
+
+#[cfg(test)]
+#[test]
+fn the_semaphore_annotation_names_are_remembered_per_sequence() {
+    use super::interning::fixed_annotation;
+    assert_eq!(fixed_annotation(WAIT_SOURCE), Some(4));
+    assert_eq!(fixed_annotation(SIGNAL_SOURCE), Some(5));
 }

@@ -6,7 +6,8 @@ use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
-use super::zipper::Zipper;
+use super::zipper::{Deflater, Zipper};
+use crate::export::by_source::BySource;
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
@@ -116,8 +117,8 @@ pub struct PerfettoWriter<W: Write> {
     /// written, as the trace processor's sort by time keeps ties in file
     /// order: see `PerfettoWriter::ordered`.
     pub(super) last_writer: Vec<(u32, u64)>,
-    /// A chunk's deflated bytes, reused (when compressing in place).
-    pub(super) zipped: Vec<u8>,
+    /// The compressor (when compressing in place), made at its first chunk.
+    pub(super) deflater: Option<Deflater>,
     /// The compression thread, started at the first chunk compressed
     /// (`None` before, when compression is off, or if no thread started).
     pub(super) zipper: Option<Zipper>,
@@ -142,7 +143,7 @@ pub struct PerfettoWriter<W: Write> {
     /// Its edges of the current event, reused.
     pub(super) edges: Vec<Edge>,
     /// Track and packet sequence (index in `seqs`) of each followed source.
-    pub(super) sources: BTreeMap<u32, (u64, usize)>,
+    pub(super) sources: BySource<(u64, usize)>,
     /// The `scopes` track of each source with scopes (a child of its track).
     pub(super) scope_tracks: BTreeMap<u32, u64>,
     pub(super) tasks: BTreeMap<u64, TaskTrack>,
@@ -233,7 +234,7 @@ impl<W: Write> PerfettoWriter<W> {
             held: 0,
             descriptors: false,
             last_writer: Vec::new(),
-            zipped: Vec::new(),
+            deflater: None,
             zipper: None,
             zipper_failed: false,
             events,
@@ -254,7 +255,7 @@ impl<W: Write> PerfettoWriter<W> {
             .with_scopes(&ScopeTable::new(catalog)),
             scope_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
-            sources: BTreeMap::new(),
+            sources: BySource::default(),
             tasks: BTreeMap::new(),
             pairs: Vec::new(),
             overflow_track: None,
@@ -329,7 +330,7 @@ impl<W: Write> PerfettoWriter<W> {
     }
     /// The sequence of `source` (the shared one if it has none).
     pub(super) fn sequence_of(&self, source: u32) -> usize {
-        self.sources.get(&source).map_or(0, |&(_, seq)| seq)
+        self.sources.get(source).map_or(0, |&(_, seq)| seq)
     }
 
     /// Makes `seq` the packet sequence written on.

@@ -12,10 +12,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
+use flate2::{Compress, Compression, FlushCompress, Status};
 
-use super::protobuf::put_bytes;
+use super::protobuf::{put_bytes, put_key_len, put_varint, varint_len};
 use super::schema::field;
 
 /// The zlib level. With a chunk per sequence, zlib-rs at 3 writes 2.46
@@ -31,17 +30,52 @@ const WORKERS: usize = 2;
 /// Chunks sent to the workers and not yet written.
 const DEPTH: usize = 2 * WORKERS;
 
-/// Deflates `chunk` (packets, each with its `Trace.packet` key) and appends
-/// to `out` one `Trace.packet` whose `compressed_packets` is the zlib stream.
-pub(super) fn zip_chunk(chunk: &[u8], zipped: &mut Vec<u8>, out: &mut Vec<u8>) -> io::Result<()> {
-    let mut z = ZlibEncoder::new(std::mem::take(zipped), Compression::new(LEVEL));
-    z.write_all(chunk)?;
-    *zipped = z.finish()?;
-    let mut packet = Vec::with_capacity(zipped.len() + 8);
-    put_bytes(&mut packet, field::COMPRESSED_PACKETS, zipped);
-    put_bytes(out, field::TRACE_PACKET, &packet);
-    zipped.clear();
-    Ok(())
+/// A zlib compressor kept from one chunk to the next (reset, not made
+/// anew: a new one allocates and clears its window and hash tables for
+/// every chunk), and its output buffer.
+#[derive(Debug)]
+pub(super) struct Deflater {
+    z: Compress,
+    zipped: Vec<u8>,
+}
+
+impl Deflater {
+    pub(super) fn new() -> Deflater {
+        Deflater {
+            z: Compress::new(Compression::new(LEVEL), true),
+            zipped: Vec::new(),
+        }
+    }
+
+    /// Deflates `chunk` (packets, each with its `Trace.packet` key) into
+    /// one zlib stream, and appends to `out` one `Trace.packet` whose
+    /// `compressed_packets` is that stream.
+    pub(super) fn zip(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        self.z.reset();
+        let zipped = &mut self.zipped;
+        zipped.clear();
+        // The packets deflate to about a tenth of their size; the output
+        // grows if they do not.
+        zipped.reserve(chunk.len() / 8 + 64);
+        let mut input = chunk;
+        loop {
+            let before = self.z.total_in();
+            let status = self
+                .z
+                .compress_vec(input, zipped, FlushCompress::Finish)
+                .map_err(io::Error::other)?;
+            input = &input[(self.z.total_in() - before) as usize..];
+            if status == Status::StreamEnd {
+                break;
+            }
+            zipped.reserve(zipped.capacity().max(4096));
+        }
+        put_key_len(out, field::TRACE_PACKET);
+        let inner = 2 + varint_len(zipped.len() as u64) + zipped.len();
+        put_varint(out, inner as u64);
+        put_bytes(out, field::COMPRESSED_PACKETS, zipped);
+        Ok(())
+    }
 }
 
 /// A chunk sent, and what comes back: the packet to write, and the chunk's
@@ -81,10 +115,10 @@ impl Zipper {
             let Ok(worker) = std::thread::Builder::new()
                 .name(format!("qtrace-perfetto-zlib-{k}"))
                 .spawn(move || {
-                    let mut zipped = Vec::new();
+                    let mut deflater = Deflater::new();
                     for mut chunk in inbox {
                         let mut packet = Vec::new();
-                        let r = zip_chunk(&chunk, &mut zipped, &mut packet).map(|()| {
+                        let r = deflater.zip(&chunk, &mut packet).map(|()| {
                             chunk.clear();
                             (packet, chunk)
                         });
@@ -172,10 +206,20 @@ mod tests {
             })
             .collect();
         let mut in_place = Vec::new();
-        let mut zipped = Vec::new();
+        let mut deflater = Deflater::new();
         for c in &chunks {
-            zip_chunk(c, &mut zipped, &mut in_place).unwrap();
+            deflater.zip(c, &mut in_place).unwrap();
         }
+        // The same bytes as a zlib stream made anew for each chunk.
+        let mut fresh = Vec::new();
+        for c in &chunks {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), Compression::new(LEVEL));
+            z.write_all(c).unwrap();
+            let mut packet = Vec::new();
+            put_bytes(&mut packet, field::COMPRESSED_PACKETS, &z.finish().unwrap());
+            put_bytes(&mut fresh, field::TRACE_PACKET, &packet);
+        }
+        assert_eq!(in_place, fresh);
         let mut threaded = Vec::new();
         let mut z = Zipper::start().unwrap();
         assert_eq!(z.workers.len(), WORKERS);
