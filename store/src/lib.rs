@@ -30,6 +30,7 @@
 mod align;
 mod columns;
 mod convert;
+mod delta;
 mod error;
 mod jobs;
 mod names;

@@ -231,7 +231,7 @@ fn key_width(n: usize) -> u8 {
 }
 
 /// Appends `v` as ULEB128.
-fn varint(mut v: u64, out: &mut Vec<u8>) {
+pub(crate) fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;

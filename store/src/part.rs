@@ -217,10 +217,9 @@ impl PartWriter {
                 DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
                     NameChunk::new(leaf.clone(), ZSTD_LEVEL).map(Column::Names)
                 }
-                t if numbers::handles(t) => Ok(Column::Numbers(NumberChunk::new(
-                    leaf.clone(),
-                    self.props.clone(),
-                ))),
+                t if numbers::handles(t) => {
+                    NumberChunk::new(leaf.clone(), &self.props, ZSTD_LEVEL).map(Column::Numbers)
+                }
                 _ => Ok(Column::Arrow(w)),
             })
             .collect()
