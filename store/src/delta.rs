@@ -22,7 +22,7 @@ fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// Appends `values` DELTA_BINARY_PACKED (a whole page's values).
+/// Appends `values` DELTA_BINARY_PACKED: a whole page's values.
 pub(crate) fn encode(values: &[i64], out: &mut Vec<u8>) {
     varint(BLOCK as u64, out);
     varint(MINIBLOCKS as u64, out);

@@ -103,7 +103,10 @@ impl NumberChunk {
     ) -> Result<Self, ParquetError> {
         let path = descr.path();
         let nullable = descr.max_def_level() > 0;
-        let delta = !nullable && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
+        // Delta encoding for the 64-bit columns only (the times and `seq`).
+        let delta = !nullable
+            && descr.physical_type() == Physical::INT64
+            && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
         let statistics = props.statistics_enabled(path) != EnabledStatistics::None;
         let codec = props.compression(path);
         let compressor = zstd::bulk::Compressor::new(level).map_err(zstd_err)?;
@@ -172,11 +175,7 @@ impl NumberChunk {
                     self.signed(v, nulls.as_ref());
                 }
             }
-            (p, t) => {
-                return Err(err(&format!(
-                    "an integer column of type {t} stored as {p}"
-                )))
-            }
+            (p, t) => return Err(err(&format!("an integer column of type {t} stored as {p}"))),
         }
         let page = self.compressor.compress(&self.buf).map_err(zstd_err)?;
         self.pages
@@ -224,11 +223,18 @@ impl NumberChunk {
                 if width == size_of::<T>() && cfg!(target_endian = "little") {
                     // The values as they lie: Parquet's PLAIN is little-endian.
                     self.buf.extend_from_slice(raw);
-                } else {
-                    self.buf.reserve(values.len() * width);
+                } else if width == 4 {
+                    // UINT16 widened to INT32.
+                    self.buf.reserve(values.len() * 4);
                     for &v in values {
                         let v: u64 = v.into();
-                        self.buf.extend_from_slice(&v.to_le_bytes()[..width]);
+                        self.buf.extend_from_slice(&(v as u32).to_le_bytes());
+                    }
+                } else {
+                    self.buf.reserve(values.len() * 8);
+                    for &v in values {
+                        let v: u64 = v.into();
+                        self.buf.extend_from_slice(&v.to_le_bytes());
                     }
                 }
             }
@@ -354,12 +360,12 @@ impl NumberChunk {
                 ValueStatistics::<i64>::new(Some(lo), Some(hi), None, nulls, false)
                     .with_backwards_compatible_min_max(true),
             ),
-            Range::None if int32 => Statistics::from(ValueStatistics::<i32>::new(
-                None, None, None, nulls, false,
-            )),
-            Range::None => Statistics::from(ValueStatistics::<i64>::new(
-                None, None, None, nulls, false,
-            )),
+            Range::None if int32 => {
+                Statistics::from(ValueStatistics::<i32>::new(None, None, None, nulls, false))
+            }
+            Range::None => {
+                Statistics::from(ValueStatistics::<i64>::new(None, None, None, nulls, false))
+            }
         }
     }
 }

@@ -376,6 +376,13 @@ mod tests {
         w.write(&batch.slice(0, 5000)).unwrap();
         w.write(&batch.slice(5000, n as usize - 5000)).unwrap();
         let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), n as usize);
+    }
+
+    /// Reads the part at `path` with the parquet crate's reader and checks
+    /// it holds `batch`, value for value (dictionary columns as strings);
+    /// returns the rows read.
+    fn read_back(path: &Path, batch: &RecordBatch) -> usize {
         let mut at = 0;
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
             .unwrap()
@@ -401,6 +408,87 @@ mod tests {
             }
             at += got.num_rows();
         }
-        assert_eq!(at as u64, n);
+        at
+    }
+
+    /// Integer columns at their extremes (times that jump across the whole
+    /// INT64 range, so the delta encoding's deltas wrap; UINT64 and UINT32
+    /// values above the signed maximum): read back value for value, and
+    /// each chunk's min and max ordered as its logical type orders them.
+    #[test]
+    fn an_events_part_at_the_integers_extremes_reads_back_with_their_ranges() {
+        use crate::columns::EventCols;
+        use crate::columns::EventRow;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::file::statistics::Statistics;
+        let dir = tempfile::tempdir().unwrap();
+        let mut dict = Interner::default();
+        let mut cols = EventCols::default();
+        let (run, host) = (dict.key("run-1"), dict.key("host-a"));
+        let n = 2 * PARALLEL_ROWS as u64 + 333;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..n {
+            // xorshift: values all over the range.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let time = match i % 5 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => x as i64,
+                _ => i as i64 * 50,
+            };
+            let k = RunKeys {
+                run,
+                host,
+                sender: None,
+            };
+            let at = At {
+                seq: if i == 7 { u64::MAX } else { i },
+                time_ns: time,
+                aligned_ns: time.wrapping_neg(),
+            };
+            let row = EventRow {
+                source: if i % 3 == 0 { u32::MAX } else { i as u32 },
+                event_id: (x >> 48) as u16,
+                class: None,
+                event: None,
+                args: [x, u64::from(i % 2 == 0)],
+                flags: u16::MAX,
+                queue: (i % 4 != 0).then_some(i as u16),
+            };
+            cols.push(&k, &at, &row);
+        }
+        let batch = cols.batch(&dict).unwrap();
+        let mut w = PartWriter::create(dir.path(), Table::Events, 0, true).unwrap();
+        w.write(&batch.slice(0, 100)).unwrap();
+        w.write(&batch.slice(100, n as usize - 100)).unwrap();
+        let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), n as usize);
+        let file = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let group = file.metadata().row_group(0);
+        let column = |name: &str| {
+            let i = (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap();
+            group.column(i).statistics().unwrap().clone()
+        };
+        let range64 = |s: Statistics| match s {
+            Statistics::Int64(v) => (*v.min_opt().unwrap(), *v.max_opt().unwrap()),
+            s => panic!("{s:?}"),
+        };
+        let range32 = |s: Statistics| match s {
+            Statistics::Int32(v) => (*v.min_opt().unwrap(), *v.max_opt().unwrap()),
+            s => panic!("{s:?}"),
+        };
+        // Unsigned: u64::MAX (stored as -1) is the max, 0 the min.
+        assert_eq!(range64(column("seq")), (0, -1));
+        assert_eq!(range64(column("time_ns")), (i64::MIN, i64::MAX));
+        assert_eq!(range32(column("source")).1, -1);
+        assert_eq!(range32(column("flags")), (0xFFFF, 0xFFFF));
+        let q = column("queue");
+        assert_eq!(q.null_count_opt(), Some((n as u64).div_ceil(4)));
+        let max = (0..n).filter(|i| i % 4 != 0).max().unwrap();
+        assert_eq!(range32(q), (1, max as i32));
     }
 }
