@@ -20,11 +20,13 @@ use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncod
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::zstd_page::Zstd;
+
 /// One column chunk of a dictionary-encoded string column being written.
 pub(crate) struct NameChunk {
     descr: ColumnDescPtr,
     nullable: bool,
-    compressor: zstd::bulk::Compressor<'static>,
+    compressor: Zstd,
     /// Set key → this chunk's key + 1 (0: not seen in this chunk).
     remap: Vec<u32>,
     /// This chunk's key → set key.
@@ -48,8 +50,7 @@ fn err(what: &str) -> ParquetError {
 impl NameChunk {
     /// A chunk of the column `descr`, zstd at `level`.
     pub(crate) fn new(descr: ColumnDescPtr, level: i32) -> Result<Self, ParquetError> {
-        let compressor = zstd::bulk::Compressor::new(level)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
+        let compressor = Zstd::new(level)?;
         Ok(NameChunk {
             nullable: descr.max_def_level() > 0,
             descr,
@@ -133,12 +134,8 @@ impl NameChunk {
         let width = key_width(self.local.len());
         self.buf.push(width);
         hybrid(&self.keys, width, &mut self.buf);
-        let page = self
-            .compressor
-            .compress(&self.buf)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
-        self.pages
-            .push((Bytes::from(page), self.buf.len(), dict.len() as u32));
+        let page = self.compressor.compress(&self.buf)?;
+        self.pages.push((page, self.buf.len(), dict.len() as u32));
         self.values += dict.len() as u64;
         Ok(())
     }
@@ -171,10 +168,7 @@ impl NameChunk {
                 dict.extend(s.as_bytes());
             }
         }
-        let compressed = self
-            .compressor
-            .compress(&dict)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
+        let compressed = self.compressor.compress(&dict)?;
         let mut sink = TrackedWrite::new(Vec::new());
         let mut index = OffsetIndexBuilder::new();
         let mut uncompressed = 0u64;
@@ -184,7 +178,7 @@ impl NameChunk {
             let mut pages = SerializedPageWriter::new(&mut sink);
             let spec = pages.write_page(CompressedPage::new(
                 Page::DictionaryPage {
-                    buf: Bytes::from(compressed),
+                    buf: compressed,
                     num_values: self.local.len() as u32,
                     encoding: Encoding::PLAIN,
                     is_sorted: false,

@@ -28,6 +28,7 @@ use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
 use crate::delta;
+use crate::zstd_page::Zstd;
 
 /// Whether `t` is a column type [`NumberChunk`] writes.
 pub(crate) fn handles(t: &DataType) -> bool {
@@ -68,7 +69,7 @@ pub(crate) struct NumberChunk {
     delta: bool,
     statistics: bool,
     codec: Compression,
-    compressor: zstd::bulk::Compressor<'static>,
+    compressor: Zstd,
     /// Compressed data pages: bytes, uncompressed size, rows.
     pages: Vec<(Bytes, usize, u32)>,
     rows: u64,
@@ -83,10 +84,6 @@ fn err(what: &str) -> ParquetError {
     ParquetError::General(format!(
         "qtrace-store: {what} (a bug in qtrace-store, please report it)"
     ))
-}
-
-fn zstd_err(e: std::io::Error) -> ParquetError {
-    ParquetError::General(format!("zstd: {e}"))
 }
 
 impl NumberChunk {
@@ -109,7 +106,7 @@ impl NumberChunk {
             && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
         let statistics = props.statistics_enabled(path) != EnabledStatistics::None;
         let codec = props.compression(path);
-        let compressor = zstd::bulk::Compressor::new(level).map_err(zstd_err)?;
+        let compressor = Zstd::new(level)?;
         Ok(NumberChunk {
             descr,
             nullable,
@@ -177,9 +174,8 @@ impl NumberChunk {
             }
             (p, t) => return Err(err(&format!("an integer column of type {t} stored as {p}"))),
         }
-        let page = self.compressor.compress(&self.buf).map_err(zstd_err)?;
-        self.pages
-            .push((Bytes::from(page), self.buf.len(), rows as u32));
+        let page = self.compressor.compress(&self.buf)?;
+        self.pages.push((page, self.buf.len(), rows as u32));
         self.rows += rows as u64;
         self.nulls += nulls.map_or(0, |n| n.null_count() as u64);
         Ok(())
@@ -195,6 +191,11 @@ impl NumberChunk {
             None => {
                 crate::names::varint((rows as u64) << 1, &mut self.buf);
                 self.buf.push(1);
+            }
+            // All null (a conversion's `sender`): one RLE run of zeros.
+            Some(n) if n.null_count() == rows => {
+                crate::names::varint((rows as u64) << 1, &mut self.buf);
+                self.buf.push(0);
             }
             Some(n) => {
                 self.levels.clear();
@@ -223,21 +224,19 @@ impl NumberChunk {
                 if width == size_of::<T>() && cfg!(target_endian = "little") {
                     // The values as they lie: Parquet's PLAIN is little-endian.
                     self.buf.extend_from_slice(raw);
-                } else if width == 4 {
-                    // UINT16 widened to INT32.
-                    self.buf.reserve(values.len() * 4);
-                    for &v in values {
-                        let v: u64 = v.into();
-                        self.buf.extend_from_slice(&(v as u32).to_le_bytes());
-                    }
                 } else {
-                    self.buf.reserve(values.len() * 8);
-                    for &v in values {
+                    // UINT16 widened to INT32: into room made at once (a
+                    // push a value does not vectorize).
+                    let start = self.buf.len();
+                    self.buf.resize(start + values.len() * width, 0);
+                    let room = self.buf[start..].chunks_exact_mut(width);
+                    for (out, &v) in room.zip(values) {
                         let v: u64 = v.into();
-                        self.buf.extend_from_slice(&v.to_le_bytes());
+                        out.copy_from_slice(&v.to_le_bytes()[..width]);
                     }
                 }
             }
+            Some(n) if n.null_count() == values.len() => {}
             Some(n) => {
                 let mut range = self.range;
                 for (&v, ok) in values.iter().zip(n.iter()) {
