@@ -54,7 +54,7 @@ pub fn part_number(name: &str) -> Option<(u64, bool)> {
 /// One column of the row group in progress.
 enum Column {
     /// Encoded by the `parquet` crate.
-    Arrow(ArrowColumnWriter),
+    Arrow(Box<ArrowColumnWriter>),
     /// A dictionary-encoded string column, encoded by [`NameChunk`].
     Names(NameChunk),
     /// An integer column, encoded by [`NumberChunk`].
@@ -220,7 +220,7 @@ impl PartWriter {
                 t if numbers::handles(t) => {
                     NumberChunk::new(leaf.clone(), &self.props, ZSTD_LEVEL).map(Column::Numbers)
                 }
-                _ => Ok(Column::Arrow(w)),
+                _ => Ok(Column::Arrow(Box::new(w))),
             })
             .collect()
     }
@@ -487,7 +487,7 @@ mod tests {
         assert_eq!(range32(column("source")).1, -1);
         assert_eq!(range32(column("flags")), (0xFFFF, 0xFFFF));
         let q = column("queue");
-        assert_eq!(q.null_count_opt(), Some((n as u64).div_ceil(4)));
+        assert_eq!(q.null_count_opt(), Some(n.div_ceil(4)));
         let max = (0..n).filter(|i| i % 4 != 0).max().unwrap();
         assert_eq!(range32(q), (1, max as i32));
     }
