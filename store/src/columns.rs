@@ -123,12 +123,20 @@ impl<T: ArrowNativeType> Col<T> {
 impl Col<i32> {
     fn dictionary(&mut self, dict: &Interner) -> Result<ArrayRef, ArrowError> {
         let (keys, nulls) = self.take();
-        let keys = PrimitiveArray::<Int32Type>::new(ScalarBuffer::from(keys), nulls);
-        Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
-            keys,
-            dict.array(),
-        )?))
+        dictionary(keys, nulls, dict.array())
     }
+}
+
+/// A dictionary array of `keys` (with `nulls`) into `strings`.
+fn dictionary(
+    keys: Vec<i32>,
+    nulls: Option<NullBuffer>,
+    strings: ArrayRef,
+) -> Result<ArrayRef, ArrowError> {
+    let keys = PrimitiveArray::<Int32Type>::new(ScalarBuffer::from(keys), nulls);
+    Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+        keys, strings,
+    )?))
 }
 
 /// The columns every table starts with.
@@ -186,7 +194,7 @@ impl Segments {
     }
 
     /// The run, host and sender arrays, and the queue array.
-    fn arrays(&mut self, d: &Interner) -> Result<(Vec<ArrayRef>, ArrayRef), ArrowError> {
+    fn arrays(&mut self, strings: &ArrayRef) -> Result<(Vec<ArrayRef>, ArrayRef), ArrowError> {
         let runs = std::mem::take(&mut self.runs);
         let mut run = Col::<i32>::default();
         let mut host = Col::<i32>::default();
@@ -198,9 +206,11 @@ impl Segments {
             sender.fill(k.sender, n);
             queue.fill(q, n);
         }
+        let (runs, no_nulls) = run.take();
+        let (hosts, _) = host.take();
         let common = vec![
-            run.dictionary(d)?,
-            host.dictionary(d)?,
+            dictionary(runs, no_nulls, strings.clone())?,
+            dictionary(hosts, None, strings.clone())?,
             sender.primitive::<UInt32Type>(),
         ];
         Ok((common, queue.primitive::<UInt16Type>()))
@@ -261,19 +271,29 @@ pub struct EventRow {
     pub queue: Option<u16>,
 }
 
-/// The events table's columns.
+/// One events row as held until its batch is taken: its place and fields
+/// (the run's are in [`Segments`]), a dictionary key of -1 for a null.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    seq: u64,
+    time_ns: i64,
+    aligned_ns: i64,
+    args: [u64; 2],
+    source: u32,
+    class: i32,
+    event: i32,
+    event_id: u16,
+    flags: u16,
+}
+
+/// The events table's rows: held as rows (one store a row on the thread
+/// that reads or receives) and turned into columns by
+/// [`EventRows::batch`], on the encoder's thread.
 #[derive(Debug, Default)]
 pub struct EventCols {
     /// Run, host, sender and queue.
     same: Segments,
-    at: Position,
-    source: Col<u32>,
-    event_id: Col<u16>,
-    class: Col<i32>,
-    event: Col<i32>,
-    arg0: Col<u64>,
-    arg1: Col<u64>,
-    flags: Col<u16>,
+    rows: Vec<Held>,
 }
 
 impl EventCols {
@@ -281,33 +301,112 @@ impl EventCols {
     #[inline]
     pub fn push(&mut self, k: &RunKeys, at: &At, r: &EventRow) {
         self.same.push(k, r.queue);
-        self.at.push(at);
-        self.source.push(r.source);
-        self.event_id.push(r.event_id);
-        self.class.push_opt(r.class);
-        self.event.push_opt(r.event);
-        self.arg0.push(r.args[0]);
-        self.arg1.push(r.args[1]);
-        self.flags.push(r.flags);
+        self.rows.push(Held {
+            seq: at.seq,
+            time_ns: at.time_ns,
+            aligned_ns: at.aligned_ns,
+            args: r.args,
+            source: r.source,
+            class: r.class.unwrap_or(-1),
+            event: r.event.unwrap_or(-1),
+            event_id: r.event_id,
+            flags: r.flags,
+        });
     }
 
     /// Rows held.
     pub fn len(&self) -> usize {
-        self.source.len()
+        self.rows.len()
     }
 
-    /// Takes the rows as a batch.
+    /// Takes the rows, to be made a batch by [`EventRows::batch`].
+    pub fn take(&mut self, d: &Interner) -> EventRows {
+        // The next batch is about as long: room for it at once.
+        let room = self.rows.len();
+        EventRows {
+            same: std::mem::take(&mut self.same),
+            rows: std::mem::replace(&mut self.rows, Vec::with_capacity(room)),
+            strings: d.array(),
+        }
+    }
+
+    /// Takes the rows as a batch (on this thread).
+    #[cfg(test)]
     pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
-        let (mut a, queue) = self.same.arrays(d)?;
-        a.extend(self.at.arrays());
+        self.take(d).batch()
+    }
+}
+
+/// Events rows taken from [`EventCols`], with the dictionary's strings as
+/// they were then.
+#[derive(Debug)]
+pub struct EventRows {
+    same: Segments,
+    rows: Vec<Held>,
+    strings: ArrayRef,
+}
+
+impl EventRows {
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no rows are held.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The rows as a batch of columns.
+    pub fn batch(mut self) -> Result<RecordBatch, ArrowError> {
+        let rows = &self.rows;
+        let (mut a, queue) = self.same.arrays(&self.strings)?;
+        fn column<T: ArrowNativeType>(rows: &[Held], f: impl Fn(&Held) -> T) -> ScalarBuffer<T> {
+            ScalarBuffer::from(rows.iter().map(f).collect::<Vec<T>>())
+        }
+        let key = |f: fn(&Held) -> i32| -> Result<ArrayRef, ArrowError> {
+            let keys: Vec<i32> = rows.iter().map(|r| f(r).max(0)).collect();
+            let nulls = rows
+                .iter()
+                .any(|r| f(r) < 0)
+                .then(|| NullBuffer::from_iter(rows.iter().map(|r| f(r) >= 0)));
+            dictionary(keys, nulls, self.strings.clone())
+        };
         a.extend([
-            self.source.primitive::<UInt32Type>(),
-            self.event_id.primitive::<UInt16Type>(),
-            self.class.dictionary(d)?,
-            self.event.dictionary(d)?,
-            self.arg0.primitive::<UInt64Type>(),
-            self.arg1.primitive::<UInt64Type>(),
-            self.flags.primitive::<UInt16Type>(),
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                column(rows, |r| r.seq),
+                None,
+            )) as ArrayRef,
+            Arc::new(PrimitiveArray::<Int64Type>::new(
+                column(rows, |r| r.time_ns),
+                None,
+            )),
+            Arc::new(PrimitiveArray::<Int64Type>::new(
+                column(rows, |r| r.aligned_ns),
+                None,
+            )),
+            Arc::new(PrimitiveArray::<UInt32Type>::new(
+                column(rows, |r| r.source),
+                None,
+            )),
+            Arc::new(PrimitiveArray::<UInt16Type>::new(
+                column(rows, |r| r.event_id),
+                None,
+            )),
+            key(|r| r.class)?,
+            key(|r| r.event)?,
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                column(rows, |r| r.args[0]),
+                None,
+            )),
+            Arc::new(PrimitiveArray::<UInt64Type>::new(
+                column(rows, |r| r.args[1]),
+                None,
+            )),
+            Arc::new(PrimitiveArray::<UInt16Type>::new(
+                column(rows, |r| r.flags),
+                None,
+            )),
             queue,
         ]);
         RecordBatch::try_new(Table::Events.schema(), a)
