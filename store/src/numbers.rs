@@ -67,8 +67,6 @@ pub(crate) struct NumberChunk {
     descr: ColumnDescPtr,
     nullable: bool,
     delta: bool,
-    /// BYTE_STREAM_SPLIT (a required UINT64 column).
-    split: bool,
     statistics: bool,
     codec: Compression,
     compressor: Zstd,
@@ -106,11 +104,6 @@ impl NumberChunk {
         let delta = !nullable
             && descr.physical_type() == Physical::INT64
             && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
-        // Byte stream split for the required UINT64 columns that ask for it.
-        let split = !nullable
-            && !delta
-            && descr.physical_type() == Physical::INT64
-            && props.encoding(path) == Some(Encoding::BYTE_STREAM_SPLIT);
         let statistics = props.statistics_enabled(path) != EnabledStatistics::None;
         let codec = props.compression(path);
         let compressor = Zstd::new(level)?;
@@ -118,7 +111,6 @@ impl NumberChunk {
             descr,
             nullable,
             delta,
-            split,
             statistics,
             codec,
             compressor,
@@ -166,10 +158,6 @@ impl NumberChunk {
                     self.range = self.range.unsigned(lo, hi);
                     // Parquet stores UINT64 as INT64: the same bits.
                     delta::encode(v.inner().typed_data::<i64>(), &mut self.buf);
-                } else if self.split {
-                    let (lo, hi) = min_max(v);
-                    self.range = self.range.unsigned(lo, hi);
-                    split8(v, &mut self.buf);
                 } else {
                     self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 8);
                 }
@@ -297,8 +285,6 @@ impl NumberChunk {
     pub(crate) fn close(mut self) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
         let encoding = if self.delta {
             Encoding::DELTA_BINARY_PACKED
-        } else if self.split {
-            Encoding::BYTE_STREAM_SPLIT
         } else {
             Encoding::PLAIN
         };
@@ -392,42 +378,4 @@ fn min_max<T: Copy + Ord>(v: &[T]) -> (T, T) {
         hi = hi.max(x);
     }
     (lo, hi)
-}
-
-/// Appends `values` BYTE_STREAM_SPLIT: the values' first (least
-/// significant) bytes, then all their second bytes, and so on to the
-/// eighth. The high bytes of counters, ids and small numbers are mostly
-/// alike, so zstd folds those streams to little (the events' `arg0`: 7x
-/// smaller and zstd 6x faster than PLAIN, measured).
-fn split8(values: &[u64], out: &mut Vec<u8>) {
-    let n = values.len();
-    let start = out.len();
-    out.resize(start + 8 * n, 0);
-    for (k, stream) in out[start..].chunks_exact_mut(n.max(1)).enumerate() {
-        let shift = 8 * k as u32;
-        for (b, &v) in stream.iter_mut().zip(values) {
-            *b = (v >> shift) as u8;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_stream_split_puts_each_byte_in_its_stream() {
-        let mut out = vec![0xAA];
-        split8(&[0x0807_0605_0403_0201, 0x1817_1615_1413_1211], &mut out);
-        assert_eq!(
-            out,
-            [
-                0xAA, 0x01, 0x11, 0x02, 0x12, 0x03, 0x13, 0x04, 0x14, 0x05, 0x15, 0x06, 0x16, 0x07,
-                0x17, 0x08, 0x18
-            ]
-        );
-        let mut out = Vec::new();
-        split8(&[], &mut out);
-        assert!(out.is_empty());
-    }
 }

@@ -130,12 +130,6 @@ impl Table {
         for name in plain {
             b = b.set_column_dictionary_enabled(ColumnPath::from(*name), false);
         }
-        // Arguments: their bytes split in streams (FORMAT.md 7.2).
-        if self == Table::Events {
-            for name in ["arg0", "arg1"] {
-                b = b.set_column_encoding(ColumnPath::from(name), Encoding::BYTE_STREAM_SPLIT);
-            }
-        }
         let delta: &[&str] = match self {
             Table::Events => &["seq", "time_ns", "aligned_ns"],
             Table::Losses | Table::Payloads => &["seq", "time_ns", "aligned_ns"],
