@@ -8,6 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
@@ -102,33 +103,66 @@ impl Column {
 /// columns split in two halves); smaller ones are not worth a thread.
 const PARALLEL_ROWS: usize = 8 * 1024;
 
-/// Runs `f` over every column, the two halves of `columns` on two threads
-/// when `parallel`.
+/// What a thread's share of [`each`] ends with: per column its index,
+/// result and time taken.
+type Done<T> = Result<Vec<(usize, T, Duration)>, ParquetError>;
+
+/// Runs `f` over every column, on two threads when `parallel`: the columns
+/// shared out by `cost` (each column's time the last time, taken longest
+/// first by the thread with less so far; alike costs alternate), so that
+/// one costly column (a PLAIN `arg0` under zstd) does not leave the other
+/// thread idle as halves by position did. `cost` is then updated.
 fn each<C: Send, T: Send>(
     columns: &mut [C],
+    cost: &mut [Duration],
     parallel: bool,
     f: impl Fn(usize, &mut C) -> Result<T, ParquetError> + Sync,
 ) -> Result<Vec<T>, ParquetError> {
-    let run = |from: usize, cols: &mut [C]| -> Result<Vec<T>, ParquetError> {
-        cols.iter_mut()
-            .enumerate()
-            .map(|(i, c)| f(from + i, c))
+    let run = |cols: Vec<(usize, &mut C)>| -> Done<T> {
+        cols.into_iter()
+            .map(|(i, c)| {
+                let start = Instant::now();
+                let r = f(i, c)?;
+                Ok((i, r, start.elapsed()))
+            })
             .collect()
     };
-    if !parallel || columns.len() < 2 {
-        return run(0, columns);
+    let n = columns.len();
+    let mut all: Vec<(usize, &mut C)> = columns.iter_mut().enumerate().collect();
+    let done = if !parallel || n < 2 {
+        run(all)?
+    } else {
+        let of = |i: usize| cost.get(i).copied().unwrap_or_default();
+        all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
+        let (mut mine, mut other) = (Vec::new(), Vec::new());
+        let (mut t_mine, mut t_other) = (Duration::ZERO, Duration::ZERO);
+        for (i, c) in all {
+            if t_mine < t_other || (t_mine == t_other && mine.len() <= other.len()) {
+                t_mine += of(i);
+                mine.push((i, c));
+            } else {
+                t_other += of(i);
+                other.push((i, c));
+            }
+        }
+        std::thread::scope(|s| -> Done<T> {
+            let second = s.spawn(|| run(other));
+            let mut first = run(mine)?;
+            let second = second.join().map_err(|_| {
+                ParquetError::General("a Parquet encoding thread panicked".into())
+            })??;
+            first.extend(second);
+            Ok(first)
+        })?
+    };
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for (i, r, took) in done {
+        if let Some(c) = cost.get_mut(i) {
+            *c = took;
+        }
+        out[i] = Some(r);
     }
-    let mid = columns.len() / 2;
-    let (a, b) = columns.split_at_mut(mid);
-    std::thread::scope(|s| {
-        let other = s.spawn(|| run(mid, b));
-        let mut first = run(0, a)?;
-        let second = other
-            .join()
-            .map_err(|_| ParquetError::General("a Parquet encoding thread panicked".into()))??;
-        first.extend(second);
-        Ok(first)
-    })
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// A part being written: row groups of at most [`EVENT_ROW_GROUP`] rows,
@@ -147,6 +181,10 @@ pub struct PartWriter {
     group_rows: usize,
     /// Encode on two threads.
     parallel: bool,
+    /// Each column's time to encode a batch, the last time ([`each`]).
+    cost: Vec<Duration>,
+    /// Each column's time to close its chunk, the last time.
+    close_cost: Vec<Duration>,
     temp: PathBuf,
     path: PathBuf,
     rows: u64,
@@ -182,6 +220,7 @@ impl PartWriter {
         // partition value (`host=…`, a string) merges with the column.
         let props = Arc::new(table.properties());
         let schema = table.schema();
+        let columns = schema.fields().len();
         let parquet = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(&schema)?;
@@ -200,6 +239,8 @@ impl PartWriter {
             groups: 0,
             group_rows: 0,
             parallel,
+            cost: vec![Duration::ZERO; columns],
+            close_cost: vec![Duration::ZERO; columns],
             temp,
             path,
             rows: 0,
@@ -240,7 +281,7 @@ impl PartWriter {
             let fields = self.schema.fields();
             let arrays = part.columns();
             let parallel = self.parallel && take >= PARALLEL_ROWS;
-            each(&mut self.columns, parallel, |i, c| {
+            each(&mut self.columns, &mut self.cost, parallel, |i, c| {
                 c.write(&fields[i], &arrays[i])
             })?;
             at += take;
@@ -261,10 +302,15 @@ impl PartWriter {
         self.groups += 1;
         let columns = std::mem::take(&mut self.columns);
         let mut columns: Vec<Option<Column>> = columns.into_iter().map(Some).collect();
-        let chunks = each(&mut columns, self.parallel, |_, c| match c.take() {
-            Some(c) => c.close(),
-            None => Err(ParquetError::General("a column closed twice".into())),
-        })?;
+        let chunks = each(
+            &mut columns,
+            &mut self.close_cost,
+            self.parallel,
+            |_, c| match c.take() {
+                Some(c) => c.close(),
+                None => Err(ParquetError::General("a column closed twice".into())),
+            },
+        )?;
         let mut group = self.file.next_row_group()?;
         for chunk in chunks {
             match chunk {
