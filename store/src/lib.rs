@@ -30,6 +30,7 @@
 mod align;
 mod columns;
 mod convert;
+mod delta;
 mod error;
 mod jobs;
 mod names;
@@ -41,6 +42,7 @@ mod run;
 mod scan;
 mod schema;
 mod store;
+mod zstd_page;
 
 pub use align::{Align, WINDOWS, WINDOW_NS};
 pub use columns::StreamRow;

@@ -20,12 +20,13 @@ use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncod
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::zstd_page::Zstd;
+
 /// One column chunk of a dictionary-encoded string column being written.
 pub(crate) struct NameChunk {
     descr: ColumnDescPtr,
     nullable: bool,
-    level: i32,
-    compressor: zstd::bulk::Compressor<'static>,
+    compressor: Zstd,
     /// Set key → this chunk's key + 1 (0: not seen in this chunk).
     remap: Vec<u32>,
     /// This chunk's key → set key.
@@ -49,12 +50,10 @@ fn err(what: &str) -> ParquetError {
 impl NameChunk {
     /// A chunk of the column `descr`, zstd at `level`.
     pub(crate) fn new(descr: ColumnDescPtr, level: i32) -> Result<Self, ParquetError> {
-        let compressor = zstd::bulk::Compressor::new(level)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
+        let compressor = Zstd::new(level)?;
         Ok(NameChunk {
             nullable: descr.max_def_level() > 0,
             descr,
-            level,
             compressor,
             remap: Vec::new(),
             local: Vec::new(),
@@ -89,41 +88,68 @@ impl NameChunk {
         if nulls.is_some() && !self.nullable {
             return Err(err("a null in a required name column"));
         }
-        for (i, &g) in dict.keys().values().iter().enumerate() {
-            if self.nullable {
-                let valid = nulls.is_none_or(|b| b.is_valid(i));
-                self.levels.push(u32::from(valid));
-                if !valid {
-                    continue;
+        let keys = dict.keys().values();
+        match nulls {
+            Some(b) => {
+                for (i, &g) in keys.iter().enumerate() {
+                    let valid = b.is_valid(i);
+                    self.levels.push(u32::from(valid));
+                    if valid {
+                        let k = self.local_key(g);
+                        self.keys.push(k);
+                    }
                 }
             }
-            // DictionaryArray::try_new checked 0 <= g < n.
-            let slot = &mut self.remap[g as usize];
-            if *slot == 0 {
-                self.local.push(g);
-                *slot = self.local.len() as u32;
+            None => {
+                // Runs of one key (a run's name, a host, a repeated event)
+                // are mapped once.
+                let mut last = None;
+                for &g in keys.iter() {
+                    let k = match last {
+                        Some((lg, lk)) if lg == g => lk,
+                        _ => {
+                            let k = self.local_key(g);
+                            last = Some((g, k));
+                            k
+                        }
+                    };
+                    self.keys.push(k);
+                }
             }
-            self.keys.push(*slot - 1);
         }
         self.strings = Some(strings.clone());
         self.buf.clear();
         if self.nullable {
             self.buf.extend([0; 4]);
-            hybrid(&self.levels, 1, &mut self.buf);
+            if nulls.is_none() {
+                // All valid: one RLE run of ones.
+                varint((dict.len() as u64) << 1, &mut self.buf);
+                self.buf.push(1);
+            } else {
+                hybrid(&self.levels, 1, &mut self.buf);
+            }
             let len = (self.buf.len() - 4) as u32;
             self.buf[..4].copy_from_slice(&len.to_le_bytes());
         }
         let width = key_width(self.local.len());
         self.buf.push(width);
         hybrid(&self.keys, width, &mut self.buf);
-        let page = self
-            .compressor
-            .compress(&self.buf)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
-        self.pages
-            .push((Bytes::from(page), self.buf.len(), dict.len() as u32));
+        let page = self.compressor.compress(&self.buf)?;
+        self.pages.push((page, self.buf.len(), dict.len() as u32));
         self.values += dict.len() as u64;
         Ok(())
+    }
+
+    /// This chunk's key of the set's key `g` (added if new).
+    #[inline]
+    fn local_key(&mut self, g: i32) -> u32 {
+        // DictionaryArray::try_new checked 0 <= g < n.
+        let slot = &mut self.remap[g as usize];
+        if *slot == 0 {
+            self.local.push(g);
+            *slot = self.local.len() as u32;
+        }
+        *slot - 1
     }
 
     /// The chunk's compressed size so far.
@@ -142,10 +168,7 @@ impl NameChunk {
                 dict.extend(s.as_bytes());
             }
         }
-        let compressed = self
-            .compressor
-            .compress(&dict)
-            .map_err(|e| ParquetError::General(format!("zstd: {e}")))?;
+        let compressed = self.compressor.compress(&dict)?;
         let mut sink = TrackedWrite::new(Vec::new());
         let mut index = OffsetIndexBuilder::new();
         let mut uncompressed = 0u64;
@@ -155,7 +178,7 @@ impl NameChunk {
             let mut pages = SerializedPageWriter::new(&mut sink);
             let spec = pages.write_page(CompressedPage::new(
                 Page::DictionaryPage {
-                    buf: Bytes::from(compressed),
+                    buf: compressed,
                     num_values: self.local.len() as u32,
                     encoding: Encoding::PLAIN,
                     is_sorted: false,
@@ -186,9 +209,8 @@ impl NameChunk {
             pages.close()?;
         }
         let data = sink.into_inner()?;
-        let level = ZstdLevel::try_new(self.level)?;
         let metadata = ColumnChunkMetaData::builder(Arc::clone(&self.descr))
-            .set_compression(Compression::ZSTD(level))
+            .set_compression(Compression::ZSTD(ZstdLevel::default())) // the file says the codec, not the level
             .set_encodings(vec![
                 Encoding::PLAIN,
                 Encoding::RLE,
@@ -231,7 +253,7 @@ fn key_width(n: usize) -> u8 {
 }
 
 /// Appends `v` as ULEB128.
-fn varint(mut v: u64, out: &mut Vec<u8>) {
+pub(crate) fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -279,18 +301,31 @@ fn bitpack(values: &[u32], width: u8, out: &mut Vec<u8>) {
     for run in values.chunks(63 * 8) {
         let groups = run.len().div_ceil(8);
         varint(((groups as u64) << 1) | 1, out);
-        let mut acc = 0u64;
-        let mut bits = 0u32;
-        for k in 0..groups * 8 {
-            acc |= u64::from(run.get(k).copied().unwrap_or(0)) << bits;
-            bits += u32::from(width);
-            while bits >= 8 {
-                out.push(acc as u8);
-                acc >>= 8;
-                bits -= 8;
-            }
+        for group in run.chunks(8) {
+            let mut padded = [0u32; 8];
+            padded[..group.len()].copy_from_slice(group);
+            pack8(&padded, u32::from(width), out);
         }
     }
+}
+
+/// Appends 8 values of `width` bits (at most 32): `width` bytes, written 4
+/// at a time.
+#[inline]
+fn pack8(group: &[u32; 8], width: u32, out: &mut Vec<u8>) {
+    let mut acc = 0u64;
+    let mut bits = 0u32;
+    for &v in group {
+        acc |= u64::from(v) << bits;
+        bits += width;
+        if bits >= 32 {
+            out.extend_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
+        }
+    }
+    // 8 * width bits in all: whole bytes are left.
+    out.extend_from_slice(&acc.to_le_bytes()[..(bits / 8) as usize]);
 }
 
 #[cfg(test)]
@@ -350,6 +385,21 @@ mod tests {
         assert_eq!(out[64], (12 << 1) | 1);
         assert_eq!(out.len(), 1 + 63 + 1 + 12);
         assert!(out[1..64].iter().all(|&b| b == 0b1010_1010));
+    }
+
+    #[test]
+    fn wide_keys_pack_whole_bytes_per_group() {
+        // Width 32: each value as 4 little-endian bytes; width 12: two
+        // values in 3 bytes; a short last group padded with zeros.
+        let v = [0xDEAD_BEEF, 1, 2, 3, 4, 5, 6, 7];
+        let out = enc(&v, 32);
+        assert_eq!(out[0], 3);
+        assert_eq!(&out[1..5], &[0xEF, 0xBE, 0xAD, 0xDE]);
+        assert_eq!(&out[29..], &[7, 0, 0, 0]);
+        assert_eq!(
+            enc(&[0xABC, 0x123], 12),
+            vec![3, 0xBC, 0x3A, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
     }
 
     #[test]

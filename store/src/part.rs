@@ -8,6 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, SchemaRef};
@@ -54,7 +55,7 @@ pub fn part_number(name: &str) -> Option<(u64, bool)> {
 /// One column of the row group in progress.
 enum Column {
     /// Encoded by the `parquet` crate.
-    Arrow(ArrowColumnWriter),
+    Arrow(Box<ArrowColumnWriter>),
     /// A dictionary-encoded string column, encoded by [`NameChunk`].
     Names(NameChunk),
     /// An integer column, encoded by [`NumberChunk`].
@@ -102,33 +103,66 @@ impl Column {
 /// columns split in two halves); smaller ones are not worth a thread.
 const PARALLEL_ROWS: usize = 8 * 1024;
 
-/// Runs `f` over every column, the two halves of `columns` on two threads
-/// when `parallel`.
+/// What a thread's share of [`each`] ends with: per column its index,
+/// result and time taken.
+type Done<T> = Result<Vec<(usize, T, Duration)>, ParquetError>;
+
+/// Runs `f` over every column, on two threads when `parallel`: the columns
+/// shared out by `cost` (each column's time the last time, taken longest
+/// first by the thread with less so far; alike costs alternate), so that
+/// one costly column (a PLAIN `arg0` under zstd) does not leave the other
+/// thread idle as halves by position did. `cost` is then updated.
 fn each<C: Send, T: Send>(
     columns: &mut [C],
+    cost: &mut [Duration],
     parallel: bool,
     f: impl Fn(usize, &mut C) -> Result<T, ParquetError> + Sync,
 ) -> Result<Vec<T>, ParquetError> {
-    let run = |from: usize, cols: &mut [C]| -> Result<Vec<T>, ParquetError> {
-        cols.iter_mut()
-            .enumerate()
-            .map(|(i, c)| f(from + i, c))
+    let run = |cols: Vec<(usize, &mut C)>| -> Done<T> {
+        cols.into_iter()
+            .map(|(i, c)| {
+                let start = Instant::now();
+                let r = f(i, c)?;
+                Ok((i, r, start.elapsed()))
+            })
             .collect()
     };
-    if !parallel || columns.len() < 2 {
-        return run(0, columns);
+    let n = columns.len();
+    let mut all: Vec<(usize, &mut C)> = columns.iter_mut().enumerate().collect();
+    let done = if !parallel || n < 2 {
+        run(all)?
+    } else {
+        let of = |i: usize| cost.get(i).copied().unwrap_or_default();
+        all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
+        let (mut mine, mut other) = (Vec::new(), Vec::new());
+        let (mut t_mine, mut t_other) = (Duration::ZERO, Duration::ZERO);
+        for (i, c) in all {
+            if t_mine < t_other || (t_mine == t_other && mine.len() <= other.len()) {
+                t_mine += of(i);
+                mine.push((i, c));
+            } else {
+                t_other += of(i);
+                other.push((i, c));
+            }
+        }
+        std::thread::scope(|s| -> Done<T> {
+            let second = s.spawn(|| run(other));
+            let mut first = run(mine)?;
+            let second = second.join().map_err(|_| {
+                ParquetError::General("a Parquet encoding thread panicked".into())
+            })??;
+            first.extend(second);
+            Ok(first)
+        })?
+    };
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for (i, r, took) in done {
+        if let Some(c) = cost.get_mut(i) {
+            *c = took;
+        }
+        out[i] = Some(r);
     }
-    let mid = columns.len() / 2;
-    let (a, b) = columns.split_at_mut(mid);
-    std::thread::scope(|s| {
-        let other = s.spawn(|| run(mid, b));
-        let mut first = run(0, a)?;
-        let second = other
-            .join()
-            .map_err(|_| ParquetError::General("a Parquet encoding thread panicked".into()))??;
-        first.extend(second);
-        Ok(first)
-    })
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// A part being written: row groups of at most [`EVENT_ROW_GROUP`] rows,
@@ -147,6 +181,10 @@ pub struct PartWriter {
     group_rows: usize,
     /// Encode on two threads.
     parallel: bool,
+    /// Each column's time to encode a batch, the last time ([`each`]).
+    cost: Vec<Duration>,
+    /// Each column's time to close its chunk, the last time.
+    close_cost: Vec<Duration>,
     temp: PathBuf,
     path: PathBuf,
     rows: u64,
@@ -182,6 +220,7 @@ impl PartWriter {
         // partition value (`host=…`, a string) merges with the column.
         let props = Arc::new(table.properties());
         let schema = table.schema();
+        let columns = schema.fields().len();
         let parquet = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(&schema)?;
@@ -200,6 +239,8 @@ impl PartWriter {
             groups: 0,
             group_rows: 0,
             parallel,
+            cost: vec![Duration::ZERO; columns],
+            close_cost: vec![Duration::ZERO; columns],
             temp,
             path,
             rows: 0,
@@ -217,11 +258,10 @@ impl PartWriter {
                 DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
                     NameChunk::new(leaf.clone(), ZSTD_LEVEL).map(Column::Names)
                 }
-                t if numbers::handles(t) => Ok(Column::Numbers(NumberChunk::new(
-                    leaf.clone(),
-                    self.props.clone(),
-                ))),
-                _ => Ok(Column::Arrow(w)),
+                t if numbers::handles(t) => {
+                    NumberChunk::new(leaf.clone(), &self.props, ZSTD_LEVEL).map(Column::Numbers)
+                }
+                _ => Ok(Column::Arrow(Box::new(w))),
             })
             .collect()
     }
@@ -241,7 +281,7 @@ impl PartWriter {
             let fields = self.schema.fields();
             let arrays = part.columns();
             let parallel = self.parallel && take >= PARALLEL_ROWS;
-            each(&mut self.columns, parallel, |i, c| {
+            each(&mut self.columns, &mut self.cost, parallel, |i, c| {
                 c.write(&fields[i], &arrays[i])
             })?;
             at += take;
@@ -262,10 +302,15 @@ impl PartWriter {
         self.groups += 1;
         let columns = std::mem::take(&mut self.columns);
         let mut columns: Vec<Option<Column>> = columns.into_iter().map(Some).collect();
-        let chunks = each(&mut columns, self.parallel, |_, c| match c.take() {
-            Some(c) => c.close(),
-            None => Err(ParquetError::General("a column closed twice".into())),
-        })?;
+        let chunks = each(
+            &mut columns,
+            &mut self.close_cost,
+            self.parallel,
+            |_, c| match c.take() {
+                Some(c) => c.close(),
+                None => Err(ParquetError::General("a column closed twice".into())),
+            },
+        )?;
         let mut group = self.file.next_row_group()?;
         for chunk in chunks {
             match chunk {
@@ -377,6 +422,13 @@ mod tests {
         w.write(&batch.slice(0, 5000)).unwrap();
         w.write(&batch.slice(5000, n as usize - 5000)).unwrap();
         let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), n as usize);
+    }
+
+    /// Reads the part at `path` with the parquet crate's reader and checks
+    /// it holds `batch`, value for value (dictionary columns as strings);
+    /// returns the rows read.
+    fn read_back(path: &Path, batch: &RecordBatch) -> usize {
         let mut at = 0;
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
             .unwrap()
@@ -402,6 +454,87 @@ mod tests {
             }
             at += got.num_rows();
         }
-        assert_eq!(at as u64, n);
+        at
+    }
+
+    /// Integer columns at their extremes (times that jump across the whole
+    /// INT64 range, so the delta encoding's deltas wrap; UINT64 and UINT32
+    /// values above the signed maximum): read back value for value, and
+    /// each chunk's min and max ordered as its logical type orders them.
+    #[test]
+    fn an_events_part_at_the_integers_extremes_reads_back_with_their_ranges() {
+        use crate::columns::EventCols;
+        use crate::columns::EventRow;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::file::statistics::Statistics;
+        let dir = tempfile::tempdir().unwrap();
+        let mut dict = Interner::default();
+        let mut cols = EventCols::default();
+        let (run, host) = (dict.key("run-1"), dict.key("host-a"));
+        let n = 2 * PARALLEL_ROWS as u64 + 333;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..n {
+            // xorshift: values all over the range.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let time = match i % 5 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => x as i64,
+                _ => i as i64 * 50,
+            };
+            let k = RunKeys {
+                run,
+                host,
+                sender: None,
+            };
+            let at = At {
+                seq: if i == 7 { u64::MAX } else { i },
+                time_ns: time,
+                aligned_ns: time.wrapping_neg(),
+            };
+            let row = EventRow {
+                source: if i % 3 == 0 { u32::MAX } else { i as u32 },
+                event_id: (x >> 48) as u16,
+                class: None,
+                event: None,
+                args: [x, u64::from(i % 2 == 0)],
+                flags: u16::MAX,
+                queue: (i % 4 != 0).then_some(i as u16),
+            };
+            cols.push(&k, &at, &row);
+        }
+        let batch = cols.batch(&dict).unwrap();
+        let mut w = PartWriter::create(dir.path(), Table::Events, 0, true).unwrap();
+        w.write(&batch.slice(0, 100)).unwrap();
+        w.write(&batch.slice(100, n as usize - 100)).unwrap();
+        let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), n as usize);
+        let file = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let group = file.metadata().row_group(0);
+        let column = |name: &str| {
+            let i = (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap();
+            group.column(i).statistics().unwrap().clone()
+        };
+        let range64 = |s: Statistics| match s {
+            Statistics::Int64(v) => (*v.min_opt().unwrap(), *v.max_opt().unwrap()),
+            s => panic!("{s:?}"),
+        };
+        let range32 = |s: Statistics| match s {
+            Statistics::Int32(v) => (*v.min_opt().unwrap(), *v.max_opt().unwrap()),
+            s => panic!("{s:?}"),
+        };
+        // Unsigned: u64::MAX (stored as -1) is the max, 0 the min.
+        assert_eq!(range64(column("seq")), (0, -1));
+        assert_eq!(range64(column("time_ns")), (i64::MIN, i64::MAX));
+        assert_eq!(range32(column("source")).1, -1);
+        assert_eq!(range32(column("flags")), (0xFFFF, 0xFFFF));
+        let q = column("queue");
+        assert_eq!(q.null_count_opt(), Some(n.div_ceil(4)));
+        let max = (0..n).filter(|i| i % 4 != 0).max().unwrap();
+        assert_eq!(range32(q), (1, max as i32));
     }
 }

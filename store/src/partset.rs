@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 
-use crate::columns::{EventCols, Interner, JobCols, LossCols, PayloadCols, StreamCols};
+use crate::columns::{EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, StreamCols};
 use crate::error::StoreError;
 use crate::part::PartWriter;
 use crate::schema::{Table, BATCH_ROWS};
@@ -77,6 +77,9 @@ fn join(encoder: Option<JoinHandle<Closed>>) -> Closed {
 enum Job {
     /// Rows for table `0` (index into [`Table::ALL`]).
     Write(usize, RecordBatch),
+    /// Events rows, made columns by the encoder thread (off the thread that
+    /// reads or receives: a conversion's longest).
+    Events(EventRows),
 }
 
 /// Part N of the four tables under one root, in `<root>/<table>/<sub>/`.
@@ -198,7 +201,10 @@ impl PartSet {
                 }
                 writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
                 for job in rx {
-                    let Job::Write(t, batch) = job;
+                    let (t, batch) = match job {
+                        Job::Write(t, batch) => (t, batch),
+                        Job::Events(rows) => (0, rows.batch()?),
+                    };
                     writers[t].write(&batch)?;
                     size.store(
                         writers.iter().map(PartWriter::size).sum(),
@@ -230,11 +236,23 @@ impl PartSet {
         if batch.num_rows() == 0 && t != 3 {
             return Ok(());
         }
-        self.sent[t] += batch.num_rows() as u64;
-        let ok = self
-            .jobs
-            .as_ref()
-            .is_some_and(|tx| tx.send(Job::Write(t, batch)).is_ok());
+        self.send_job(t, batch.num_rows(), Job::Write(t, batch))
+    }
+
+    /// Hands the events rows held to the encoder.
+    fn send_events(&mut self) -> Result<(), StoreError> {
+        let rows = self.events.take(&self.dict);
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.send_job(0, rows.len(), Job::Events(rows))
+    }
+
+    /// Hands `job` (`rows` rows of table `t`) to the encoder; its error if
+    /// it stopped.
+    fn send_job(&mut self, t: usize, rows: usize, job: Job) -> Result<(), StoreError> {
+        self.sent[t] += rows as u64;
+        let ok = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
         if ok {
             return Ok(());
         }
@@ -256,8 +274,7 @@ impl PartSet {
     #[inline]
     pub fn flush_full(&mut self) -> Result<(), StoreError> {
         if self.events.len() >= BATCH_ROWS {
-            let b = self.events.batch(&self.dict)?;
-            self.send(0, b)?;
+            self.send_events()?;
         }
         if self.losses.len() >= BATCH_ROWS {
             let b = self.losses.batch(&self.dict)?;
@@ -279,8 +296,7 @@ impl PartSet {
     /// # Errors
     /// [`StoreError`] when writing failed.
     pub fn flush(&mut self) -> Result<(), StoreError> {
-        let b = self.events.batch(&self.dict)?;
-        self.send(0, b)?;
+        self.send_events()?;
         let b = self.losses.batch(&self.dict)?;
         self.send(1, b)?;
         let b = self.payloads.batch(&self.dict)?;

@@ -152,6 +152,7 @@ impl Run {
     }
 
     /// The class and event keys of `id` in `set`.
+    #[inline(never)]
     fn id_keys(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, Option<i32>, Option<i32>) {
         let i = id.0 as usize;
         let cached = {
@@ -200,7 +201,20 @@ impl Run {
         if !is_plain(e) {
             return self.push_slow(e, set);
         }
-        let (k, class, event) = self.id_keys(set, e.id);
+        // The keys cached for this set and id, else looked up.
+        let cached = match &self.keys {
+            Some(keys) if keys.generation == set.generation => {
+                match keys.ids.get(e.id.0 as usize) {
+                    Some(Some((class, event))) => Some((keys.run, *class, *event)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let (k, class, event) = match cached {
+            Some(c) => c,
+            None => self.id_keys(set, e.id),
+        };
         let at = self.at(e.time);
         self.counts.events += 1;
         if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
