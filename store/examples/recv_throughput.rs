@@ -9,11 +9,15 @@
 //! ```text
 //! cargo run --release -p qtrace-store --example recv_throughput -- 2000000 3
 //! cargo run --release -p qtrace-store --example recv_throughput -- 4000000 1 4GiB store
+//! cargo run --release -p qtrace-store --example recv_throughput -- 2000000 3 64MiB both 65507
 //! ```
 //!
 //! The third argument is the roll size (64MiB by default: `16MiB`, `4GiB`,
 //! bytes); the fourth, `store` or `file`, runs that side only (to compare
-//! peak memory across roll sizes).
+//! peak memory across roll sizes), `both` both; the fifth is the sender's
+//! largest datagram (`UdpParams::with_max_datagram_len`: 1472 by default,
+//! Ethernet's; 65507 is the most a loopback sender can send, a sixteenth
+//! of the system calls a second on either side).
 
 use std::net::SocketAddr;
 use std::thread;
@@ -29,7 +33,13 @@ const LEAD: u64 = 16_384;
 
 /// One round: events/s from the first event logged to the last received,
 /// and to the output closed.
-fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f64) {
+fn round(
+    events: u64,
+    store: bool,
+    roll: u64,
+    datagram: usize,
+    dir: &std::path::Path,
+) -> (f64, f64) {
     let mut receiver = Receiver::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
     let addr = receiver.local_addr();
     let progress = receiver.progress();
@@ -65,7 +75,8 @@ fn round(events: u64, store: bool, roll: u64, dir: &std::path::Path) -> (f64, f6
                 .with_capacity(1 << 16)
                 .with_period(Duration::from_millis(1))
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_high_water_percent(50),
+                .with_high_water_percent(50)
+                .with_max_datagram_len(datagram),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -123,13 +134,16 @@ fn main() {
         Some("file") => vec![false],
         _ => vec![false, true],
     };
+    let datagram: usize = args
+        .next()
+        .map_or(1472, |a| a.parse().expect("a datagram length: 72 to 65507"));
     for r in 0..rounds {
         for &store in &sides {
             let dir = std::env::temp_dir()
                 .join(format!("qtrace-recv-tp-{}-{r}-{store}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
-            let (rx, closed) = round(events, store, roll, &dir);
+            let (rx, closed) = round(events, store, roll, datagram, &dir);
             println!(
                 "round {r} {:>6}: {:.2} M events/s received, {:.2} M events/s to the output closed, 0 lost",
                 if store { "store" } else { "file" },
