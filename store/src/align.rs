@@ -8,13 +8,21 @@
 //! left, then in the network and the receiver's socket). The smallest `d`s
 //! are the most truthful (a **minimum-delay filter**): per window of
 //! [`WINDOW_NS`] of sender time the smallest observation is kept, and a
-//! line through the kept minima (least squares over the last [`WINDOWS`]
-//! windows) gives the offset and the drift, re-estimated at every window.
-//! The estimate is late by the smallest delay the windows saw (it cannot
-//! be seen from one side: at best the time a datagram takes through the
-//! loopback, tens of µs; at worst, with a sender that queues its events
-//! for its whole period, that period); the `bound` reported is how far the
-//! kept minima lie from the line (the envelope's own scatter).
+//! line under the kept minima of the last [`WINDOWS`] windows gives the
+//! offset and the drift, re-estimated at every window. The line is the
+//! edge of the minima's **lower convex hull** above their mean time (the
+//! line under every minimum that is closest to them on the whole, as the
+//! linear-programming estimators of network clock synchronisation take
+//! it): a window whose datagrams were all late (a receiver not scheduled
+//! for a while) lies above the hull and moves nothing, where a
+//! least-squares line would tilt towards it. Its slope is held within
+//! ±[`MAX_DRIFT_PPM`], so that while few windows are kept one late window
+//! cannot pass for a drift. The estimate is late by the smallest delay the
+//! windows saw (it cannot be seen from one side: at best the time a
+//! datagram takes through the loopback, tens of µs; at worst, with a sender
+//! that queues its events for its whole period, that period); the `bound`
+//! reported is how far the kept minima lie from the line (the envelope's
+//! own scatter).
 
 use std::collections::VecDeque;
 
@@ -24,6 +32,11 @@ pub const WINDOW_NS: i64 = 100_000_000;
 /// Windows the line is fitted over: the last 64 (6.4 s of sender time), so
 /// a drift shows within seconds and old windows do not pin the line.
 pub const WINDOWS: usize = 64;
+
+/// The largest drift the line may show, in ppm either way: 1000 (1 ms a
+/// second). Quartz clocks stay within ±100 ppm; a steeper line through
+/// few windows is a late window, not a clock.
+pub const MAX_DRIFT_PPM: f64 = 1000.0;
 
 /// The estimate for one sender stream.
 #[derive(Clone, Debug, Default)]
@@ -65,7 +78,7 @@ impl Align {
         }
     }
 
-    /// Fits the line through the kept minima and the current window's.
+    /// Fits the line under the kept minima and the current window's.
     fn refit(&mut self) {
         let points: Vec<(i64, i64)> = self
             .minima
@@ -76,33 +89,22 @@ impl Align {
         let Some(&(t0, _)) = points.first() else {
             return;
         };
-        if points.len() < 3 {
-            let min = points.iter().map(|p| p.1).min().unwrap_or(0);
-            self.fit = Some((t0, min as f64, 0.0));
-            self.bound = points.iter().map(|p| p.1 - min).max().unwrap_or(0);
-            return;
-        }
-        let n = points.len() as f64;
-        let xs: Vec<f64> = points.iter().map(|p| (p.0 - t0) as f64).collect();
-        let ys: Vec<f64> = points.iter().map(|p| p.1 as f64).collect();
-        let mx = xs.iter().sum::<f64>() / n;
-        let my = ys.iter().sum::<f64>() / n;
-        let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
-        let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        let mut a = my - slope * mx;
-        // The line under every kept minimum (the lower envelope): lowered
-        // by the largest amount a minimum lies below it.
-        let below = xs
+        // Times relative to the first minimum (sender time only grows from
+        // window to window: the points are in order).
+        let xy: Vec<(f64, f64)> = points
             .iter()
-            .zip(&ys)
-            .map(|(x, y)| a + slope * x - y)
-            .fold(0.0f64, f64::max);
-        a -= below;
-        self.bound = xs
+            .map(|&(t, d)| ((t - t0) as f64, d as f64))
+            .collect();
+        let max_slope = MAX_DRIFT_PPM * 1e-6;
+        let slope = hull_slope(&xy).clamp(-max_slope, max_slope);
+        // The line with that slope through the lowest minimum: under all.
+        let a = xy
             .iter()
-            .zip(&ys)
-            .map(|(x, y)| (y - (a + slope * x)) as i64)
+            .map(|&(x, y)| y - slope * x)
+            .fold(f64::INFINITY, f64::min);
+        self.bound = xy
+            .iter()
+            .map(|&(x, y)| (y - (a + slope * x)) as i64)
             .max()
             .unwrap_or(0);
         self.fit = Some((t0, a, slope));
@@ -123,6 +125,29 @@ impl Align {
     pub fn bound_ns(&self) -> Option<i64> {
         self.fit.map(|_| self.bound)
     }
+}
+
+/// The slope of the lower convex hull's edge above the points' mean time
+/// (0 for fewer than two points). `xy` is in increasing `x`.
+fn hull_slope(xy: &[(f64, f64)]) -> f64 {
+    // Andrew's monotone chain, lower half: drop the middle point of every
+    // turn that is not counter-clockwise.
+    let mut hull: Vec<(f64, f64)> = Vec::with_capacity(xy.len());
+    for &p in xy {
+        while let [.., o, a] = hull[..] {
+            if (a.0 - o.0) * (p.1 - o.1) - (a.1 - o.1) * (p.0 - o.0) <= 0.0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(p);
+    }
+    let mean = xy.iter().map(|p| p.0).sum::<f64>() / xy.len().max(1) as f64;
+    hull.windows(2)
+        .find(|e| e[1].0 >= mean && e[1].0 > e[0].0)
+        .or_else(|| hull.windows(2).rev().find(|e| e[1].0 > e[0].0))
+        .map_or(0.0, |e| (e[1].1 - e[0].1) / (e[1].0 - e[0].0))
 }
 
 #[cfg(test)]
@@ -154,5 +179,68 @@ mod tests {
         assert!((est - truth - 40_000).abs() < 100_000, "{est} vs {truth}");
         let drift = a.drift_ppm().unwrap();
         assert!((drift + 50.0).abs() < 20.0, "{drift}");
+    }
+
+    /// One datagram a millisecond from a sender whose clock is `shift` ns
+    /// behind and runs `ppm` fast, each waiting 40 µs, except those of
+    /// the windows in `late`, which wait 70 ms more (a receiver that was
+    /// not scheduled); returns the estimator and the error of the offset it
+    /// gives for each datagram as it comes (estimate − truth − 40 µs).
+    fn stream(ms: i64, ppm: f64, late: &[i64]) -> (Align, Vec<i64>) {
+        let shift = 2_000_000_000i64;
+        let mut a = Align::default();
+        let mut errors = Vec::new();
+        for i in 0..ms {
+            let real = 1_700_000_000_000_000_000 + i * 1_000_000;
+            let stamp = real - shift + ((i * 1_000_000) as f64 * ppm * 1e-6) as i64;
+            let wait = if late.contains(&(i / 100)) {
+                70_040_000
+            } else {
+                40_000
+            };
+            a.observe(stamp, real + wait);
+            errors.push(a.offset_at(stamp).unwrap() - (real - stamp) - 40_000);
+        }
+        (a, errors)
+    }
+
+    #[test]
+    fn a_window_of_late_datagrams_does_not_tilt_the_line() {
+        // Window 3 of 10 (300-399 ms) all 70 ms late: the datagrams of that
+        // window are aligned with what came before them (their own window's
+        // minimum is late), every later one as if it had not happened.
+        let (a, errors) = stream(1000, 0.0, &[3]);
+        for (i, e) in errors.iter().enumerate() {
+            let allowed = if (300..400).contains(&i) {
+                70_000_000
+            } else {
+                1_000
+            };
+            assert!(e.abs() <= allowed, "datagram {i}: error {e} ns");
+        }
+        assert!(a.drift_ppm().unwrap().abs() < 1.0, "{:?}", a.drift_ppm());
+        assert!(a.bound_ns().unwrap() >= 70_000_000);
+    }
+
+    #[test]
+    fn while_few_windows_are_kept_a_late_one_is_not_taken_for_drift() {
+        // The second window late: two windows only, whose line would be
+        // 700 ppm steep... held within MAX_DRIFT_PPM, and the third
+        // window's datagrams aligned within 0.2 ms.
+        let (a, errors) = stream(300, 50.0, &[1]);
+        for (i, e) in errors.iter().enumerate().skip(200) {
+            assert!(e.abs() <= 200_000, "datagram {i}: error {e} ns");
+        }
+        assert!(a.drift_ppm().unwrap().abs() <= MAX_DRIFT_PPM);
+    }
+
+    #[test]
+    fn the_hull_edge_above_the_mean_time_gives_the_slope() {
+        // Under (0,0) (1,5) (2,1) (3,2): the hull is (0,0)-(2,1)-(3,2); the
+        // mean time 1.5 lies under the edge (0,0)-(2,1).
+        let pts = [(0.0, 0.0), (1.0, 5.0), (2.0, 1.0), (3.0, 2.0)];
+        assert_eq!(hull_slope(&pts), 0.5);
+        assert_eq!(hull_slope(&pts[..1]), 0.0);
+        assert_eq!(hull_slope(&[]), 0.0);
     }
 }

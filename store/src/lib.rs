@@ -44,7 +44,7 @@ mod schema;
 mod store;
 mod zstd_page;
 
-pub use align::{Align, WINDOWS, WINDOW_NS};
+pub use align::{Align, MAX_DRIFT_PPM, WINDOWS, WINDOW_NS};
 pub use columns::StreamRow;
 pub use convert::{convert, verdict, ConvertReport, Input};
 pub use error::StoreError;

@@ -2,7 +2,8 @@
 //! shifted by seconds, some drifting by 50 ppm. Every event carries the
 //! true time it was logged (the receiver's clock, Unix ns) in `arg0`; on the
 //! receiver its `aligned_ns` must be that time within the bound, whatever
-//! the sender's clock said. Loss is accounted for exactly per sender.
+//! the sender's clock said (after a stream's first 300 ms, which carry the
+//! waits of its first datagrams). Loss is accounted for exactly per sender.
 
 mod common;
 use common::batches;
@@ -21,10 +22,18 @@ use qtrace::receiver::{Receiver, ReceiverConfig, RunLimit};
 use qtrace::{Config, Tracer};
 use qtrace_store::{Store, StoreConfig};
 
-/// The bound asserted on |aligned − true|: 10 ms (what a loaded 2-core
-/// machine's scheduling allows a datagram's quickest trip; the measured
-/// error is printed).
-const BOUND_NS: i64 = 10_000_000;
+/// The bound asserted on |aligned − true| once a stream's estimate has
+/// settled: 5 ms (what a loaded 2-core machine's scheduling allows a
+/// datagram's quickest trip; the measured error is printed).
+const BOUND_NS: i64 = 5_000_000;
+
+/// A stream's first 300 ms (three windows of the filter) are aligned with
+/// the waits of its first datagrams only (FORMAT.md 7.7): on a starved
+/// machine tens of ms late. Their rows are held to what the estimator
+/// promises then: never early (beyond the drift limit over those windows),
+/// late by at most WARMUP_LATE_NS.
+const WARMUP_NS: i64 = 300_000_000;
+const WARMUP_LATE_NS: i64 = 100_000_000;
 
 const EVENTS: u64 = 15_000;
 
@@ -112,43 +121,63 @@ fn eight_senders_with_shifted_and_drifting_clocks_align_on_the_receiver() {
     assert_eq!(summary.senders.len(), 8, "{summary}");
 
     // Alignment: every event's aligned time is its true time.
-    let mut worst: HashMap<u64, i64> = HashMap::new();
-    let mut rows: HashMap<u64, u64> = HashMap::new();
+    let mut found: Vec<(u64, i64, i64, i64)> = Vec::new();
     for b in batches(&root, "events") {
-        let aligned = b
-            .column_by_name("aligned_ns")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let time = b
-            .column_by_name("time_ns")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let arg0 = b
-            .column_by_name("arg0")
-            .unwrap()
-            .as_primitive::<UInt64Type>();
-        let arg1 = b
-            .column_by_name("arg1")
-            .unwrap()
-            .as_primitive::<UInt64Type>();
+        let column = |name| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .clone()
+        };
+        let (aligned, time, arg0, arg1) = (
+            column("aligned_ns"),
+            column("time_ns"),
+            column("arg0"),
+            column("arg1"),
+        );
+        let aligned = aligned.as_primitive::<Int64Type>();
+        let time = time.as_primitive::<Int64Type>();
+        let arg0 = arg0.as_primitive::<UInt64Type>();
+        let arg1 = arg1.as_primitive::<UInt64Type>();
         for i in 0..b.num_rows() {
-            let k = arg1.value(i);
-            let err = aligned.value(i) - arg0.value(i) as i64;
-            let (shift, _) = clocks[k as usize];
-            // The sender's own stamp is off by its shift; aligned is not.
+            found.push((
+                arg1.value(i),
+                arg0.value(i) as i64,
+                aligned.value(i),
+                time.value(i),
+            ));
+        }
+    }
+    let mut first: HashMap<u64, i64> = HashMap::new();
+    for &(k, truth, _, _) in &found {
+        let f = first.entry(k).or_insert(truth);
+        *f = (*f).min(truth);
+    }
+    let mut worst: HashMap<u64, i64> = HashMap::new();
+    let mut worst_warmup: HashMap<u64, i64> = HashMap::new();
+    let mut rows: HashMap<u64, u64> = HashMap::new();
+    for &(k, truth, aligned, stamp) in &found {
+        let err = aligned - truth;
+        let (shift, _) = clocks[k as usize];
+        // The sender's own stamp is off by its shift; aligned is not.
+        if truth - first[&k] < WARMUP_NS {
+            assert!(
+                (-1_000_000..=WARMUP_LATE_NS).contains(&err),
+                "sender {k} (shift {shift} ns), its first 300 ms: aligned {aligned} vs true {truth} (stamp {stamp})"
+            );
+            let w = worst_warmup.entry(k).or_default();
+            *w = (*w).max(err.abs());
+        } else {
             assert!(
                 err.abs() <= BOUND_NS,
-                "sender {k} (shift {shift} ns): aligned {} vs true {} (stamp {})",
-                aligned.value(i),
-                arg0.value(i),
-                time.value(i)
+                "sender {k} (shift {shift} ns): aligned {aligned} vs true {truth} (stamp {stamp})"
             );
             let w = worst.entry(k).or_default();
             *w = (*w).max(err.abs());
-            *rows.entry(k).or_default() += 1;
         }
+        *rows.entry(k).or_default() += 1;
     }
-    eprintln!("worst |aligned - true| per sender (ns): {worst:?}");
+    eprintln!("worst |aligned - true| per sender in its first 300 ms (ns): {worst_warmup:?}");
+    eprintln!("worst |aligned - true| per sender after (ns): {worst:?}");
     // The streams rows carry the estimate: the shift (sign: receiver minus
     // sender) within the bound, the drift's sign for the drifting ones.
     for b in batches(&root, "streams") {
