@@ -155,7 +155,11 @@ mod tests {
     fn every_width_packs_bit_for_bit() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for width in 1..=64u32 {
-            let mask = if width == 64 { u64::MAX } else { (1 << width) - 1 };
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1 << width) - 1
+            };
             let values: Vec<u64> = (0..MINI)
                 .map(|_| {
                     x ^= x << 13;

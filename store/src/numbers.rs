@@ -196,7 +196,8 @@ impl NumberChunk {
             (p, t) => return Err(err(&format!("an integer column of type {t} stored as {p}"))),
         }
         let page = self.compressor.compress(&self.buf)?;
-        self.pages.push((page, self.buf.len(), rows as u32, encoding));
+        self.pages
+            .push((page, self.buf.len(), rows as u32, encoding));
         self.rows += rows as u64;
         self.nulls += nulls.map_or(0, |n| n.null_count() as u64);
         Ok(())

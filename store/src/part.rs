@@ -570,7 +570,11 @@ mod tests {
                 aligned_ns: i as i64 * 50,
             };
             let arg0 = if i < half {
-                if i % 10 < 6 { i } else { i % 7 }
+                if i % 10 < 6 {
+                    i
+                } else {
+                    i % 7
+                }
             } else {
                 x
             };
@@ -618,7 +622,11 @@ mod tests {
         let arg0 = column("arg0");
         let listed: Vec<Encoding> = arg0.encodings().collect();
         assert_eq!(listed.len(), 3, "{listed:?}");
-        for e in [Encoding::RLE, Encoding::DELTA_BINARY_PACKED, Encoding::PLAIN] {
+        for e in [
+            Encoding::RLE,
+            Encoding::DELTA_BINARY_PACKED,
+            Encoding::PLAIN,
+        ] {
             assert!(listed.contains(&e), "{listed:?}");
         }
         assert_eq!(

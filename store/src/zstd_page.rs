@@ -116,10 +116,23 @@ mod tests {
 
     #[test]
     fn stored_frames_are_read_by_zstd_at_every_block_boundary() {
-        for n in [0, 1, 100, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK, 3 * BLOCK + 7] {
+        for n in [
+            0,
+            1,
+            100,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            3 * BLOCK,
+            3 * BLOCK + 7,
+        ] {
             let data = noise(n);
             let frame = stored(&data);
-            assert_eq!(frame.len(), 13 + 3 * n.div_ceil(BLOCK).max(1) + n, "{n} bytes");
+            assert_eq!(
+                frame.len(),
+                13 + 3 * n.div_ceil(BLOCK).max(1) + n,
+                "{n} bytes"
+            );
             assert_eq!(&frame[..5], &[0x28, 0xB5, 0x2F, 0xFD, 0xE0]);
             let back = zstd::bulk::decompress(&frame, n).expect("a valid zstd frame");
             assert_eq!(back, data, "{n} bytes");

@@ -1,9 +1,9 @@
 //! A trace whose `arg0` pages take every path of the Parquet writer's
 //! integer pages (FORMAT.md 7.2): 200,000 user events, the first 131,072
 //! a counter between small numbers (two DELTA_BINARY_PACKED pages of about
-//! 23 bits a value, which zstd does not halve: stored), the rest scattered
-//! 64-bit values (a PLAIN page zstd does not halve: stored; then a short
-//! PLAIN page, compressed). `arg1` repeats 0, 1, 2 (delta-packed, compressed).
+//! 18 bits a value), the rest scattered 64-bit values (a PLAIN page of
+//! 524,288 bytes zstd does not halve: stored; then a short PLAIN page,
+//! compressed). `arg1` repeats 0, 1, 2 (delta-packed, compressed).
 
 use std::path::Path;
 

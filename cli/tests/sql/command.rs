@@ -134,7 +134,7 @@ fn bad_inputs_and_queries_are_refused_with_what_to_do() {
 }
 
 /// `qtrace sql`'s DuckDB (1.5.6) reads `arg0` pages delta-packed and PLAIN
-/// in one chunk, most of them stored zstd frames (FORMAT.md 7.2): every
+/// in one chunk, one of them a stored zstd frame (FORMAT.md 7.2): every
 /// value, from a store and from the `.qtr` converted on the fly.
 #[test]
 fn delta_packed_plain_and_stored_pages_read_by_its_duckdb() {
