@@ -150,6 +150,39 @@ mod tests {
         assert_eq!(b.len(), 5 + 63 * 4);
     }
 
+    /// The packing against a plain bit-by-bit one, every width.
+    #[test]
+    fn every_width_packs_bit_for_bit() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for width in 1..=64u32 {
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1 << width) - 1
+            };
+            let values: Vec<u64> = (0..MINI)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x & mask
+                })
+                .collect();
+            let mut want = vec![0u8; 4 * width as usize];
+            for (i, v) in values.iter().enumerate() {
+                for b in 0..width as usize {
+                    if v >> b & 1 == 1 {
+                        let at = i * width as usize + b;
+                        want[at / 8] |= 1 << (at % 8);
+                    }
+                }
+            }
+            let mut got = Vec::new();
+            pack(&values, width, &mut got);
+            assert_eq!(got, want, "width {width}");
+        }
+    }
+
     #[test]
     fn full_blocks_and_a_last_short_one() {
         // 1 + 128 + 33 values: two blocks, the second with 2 miniblocks.

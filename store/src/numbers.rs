@@ -3,6 +3,10 @@
 //! data page (format v1, zstd) of PLAIN values, or of DELTA_BINARY_PACKED
 //! values for the columns the table's properties give that encoding
 //! (`seq` and the times, whose deltas are small), encoded by [`delta`]. The
+//! other required 64-bit columns (`arg0`, `arg1`) choose per page: DELTA_BINARY_PACKED
+//! when that takes at most half the PLAIN bytes, else PLAIN (zstd of PLAIN
+//! counters and addresses ran at 300-375 MB/s, a fifth of a conversion's
+//! CPU; their deltas are a few bits each). The
 //! crate's writer went through a generic encoder per value (its delta
 //! encoder alone was 9 % of a conversion's CPU, measured); here a page is a
 //! copy or one pass of subtractions and bit-packing. Statistics (min, max,
@@ -67,11 +71,13 @@ pub(crate) struct NumberChunk {
     descr: ColumnDescPtr,
     nullable: bool,
     delta: bool,
+    /// PLAIN or DELTA_BINARY_PACKED, per page, whichever is smaller.
+    adaptive: bool,
     statistics: bool,
     codec: Compression,
     compressor: Zstd,
-    /// Compressed data pages: bytes, uncompressed size, rows.
-    pages: Vec<(Bytes, usize, u32)>,
+    /// Compressed data pages: bytes, uncompressed size, rows, encoding.
+    pages: Vec<(Bytes, usize, u32, Encoding)>,
     rows: u64,
     nulls: u64,
     range: Range,
@@ -104,6 +110,7 @@ impl NumberChunk {
         let delta = !nullable
             && descr.physical_type() == Physical::INT64
             && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
+        let adaptive = !nullable && !delta && descr.physical_type() == Physical::INT64;
         let statistics = props.statistics_enabled(path) != EnabledStatistics::None;
         let codec = props.compression(path);
         let compressor = Zstd::new(level)?;
@@ -111,6 +118,7 @@ impl NumberChunk {
             descr,
             nullable,
             delta,
+            adaptive,
             statistics,
             codec,
             compressor,
@@ -142,6 +150,11 @@ impl NumberChunk {
             self.def_levels(nulls.as_ref(), rows);
         }
         let physical = self.descr.physical_type();
+        let mut encoding = if self.delta {
+            Encoding::DELTA_BINARY_PACKED
+        } else {
+            Encoding::PLAIN
+        };
         match (physical, array.data_type()) {
             (Physical::INT32, DataType::UInt16) => {
                 let v = array.as_primitive::<UInt16Type>().values();
@@ -158,6 +171,10 @@ impl NumberChunk {
                     self.range = self.range.unsigned(lo, hi);
                     // Parquet stores UINT64 as INT64: the same bits.
                     delta::encode(v.inner().typed_data::<i64>(), &mut self.buf);
+                } else if self.adaptive {
+                    let (lo, hi) = min_max(v);
+                    self.range = self.range.unsigned(lo, hi);
+                    encoding = self.smaller(v.inner().typed_data::<i64>());
                 } else {
                     self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 8);
                 }
@@ -168,6 +185,10 @@ impl NumberChunk {
                     let (lo, hi) = min_max(v);
                     self.range = self.range.signed(lo, hi);
                     delta::encode(v, &mut self.buf);
+                } else if self.adaptive {
+                    let (lo, hi) = min_max(v);
+                    self.range = self.range.signed(lo, hi);
+                    encoding = self.smaller(v);
                 } else {
                     self.signed(v, nulls.as_ref());
                 }
@@ -175,10 +196,27 @@ impl NumberChunk {
             (p, t) => return Err(err(&format!("an integer column of type {t} stored as {p}"))),
         }
         let page = self.compressor.compress(&self.buf)?;
-        self.pages.push((page, self.buf.len(), rows as u32));
+        self.pages
+            .push((page, self.buf.len(), rows as u32, encoding));
         self.rows += rows as u64;
         self.nulls += nulls.map_or(0, |n| n.null_count() as u64);
         Ok(())
+    }
+
+    /// A required column's page (`buf` empty: no levels) DELTA_BINARY_PACKED
+    /// if that takes at most half the PLAIN bytes, else PLAIN; the encoding
+    /// chosen.
+    fn smaller(&mut self, values: &[i64]) -> Encoding {
+        delta::encode(values, &mut self.buf);
+        if self.buf.len() * 2 <= values.len() * 8 {
+            return Encoding::DELTA_BINARY_PACKED;
+        }
+        self.buf.clear();
+        self.buf.reserve(values.len() * 8);
+        for v in values {
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+        Encoding::PLAIN
     }
 
     /// The definition levels of a nullable column's page: their byte length
@@ -283,18 +321,24 @@ impl NumberChunk {
     /// # Errors
     /// [`ParquetError`] when the metadata cannot be built.
     pub(crate) fn close(mut self) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-        let encoding = if self.delta {
-            Encoding::DELTA_BINARY_PACKED
-        } else {
-            Encoding::PLAIN
-        };
+        // Pages per encoding, in the order of first use.
+        let mut used: Vec<PageEncodingStats> = Vec::new();
+        for page in &self.pages {
+            match used.iter_mut().find(|s| s.encoding == page.3) {
+                Some(s) => s.count += 1,
+                None => used.push(PageEncodingStats {
+                    page_type: PageType::DATA_PAGE,
+                    encoding: page.3,
+                    count: 1,
+                }),
+            }
+        }
         let mut sink = TrackedWrite::new(Vec::new());
         let mut index = OffsetIndexBuilder::new();
         let mut uncompressed = 0u64;
-        let mut count = 0i32;
         {
             let mut pages = SerializedPageWriter::new(&mut sink);
-            for (buf, size, rows) in std::mem::take(&mut self.pages) {
+            for (buf, size, rows, encoding) in std::mem::take(&mut self.pages) {
                 let spec = pages.write_page(CompressedPage::new(
                     Page::DataPage {
                         buf,
@@ -306,7 +350,6 @@ impl NumberChunk {
                     },
                     size,
                 ))?;
-                count += 1;
                 uncompressed += spec.uncompressed_size as u64;
                 index.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
                 index.append_row_count(i64::from(rows));
@@ -316,16 +359,16 @@ impl NumberChunk {
         let data = sink.into_inner()?;
         let mut metadata = ColumnChunkMetaData::builder(Arc::clone(&self.descr))
             .set_compression(self.codec)
-            .set_encodings(vec![Encoding::RLE, encoding])
+            .set_encodings(
+                std::iter::once(Encoding::RLE)
+                    .chain(used.iter().map(|s| s.encoding))
+                    .collect(),
+            )
             .set_num_values(self.rows as i64)
             .set_total_compressed_size(data.len() as i64)
             .set_total_uncompressed_size(uncompressed as i64)
             .set_data_page_offset(0)
-            .set_page_encoding_stats(vec![PageEncodingStats {
-                page_type: PageType::DATA_PAGE,
-                encoding,
-                count,
-            }]);
+            .set_page_encoding_stats(used);
         if self.statistics {
             metadata = metadata.set_statistics(self.statistics());
         }

@@ -537,4 +537,108 @@ mod tests {
         let max = (0..n).filter(|i| i % 4 != 0).max().unwrap();
         assert_eq!(range32(q), (1, max as i32));
     }
+
+    /// `arg0` and `arg1` choose their encoding per page: a batch of a
+    /// counter between small numbers (bit-packed deltas, under half the
+    /// PLAIN bytes) is DELTA_BINARY_PACKED, a batch of scattered 64-bit
+    /// values PLAIN and stored (zstd does not halve it); one chunk holds
+    /// both, its metadata lists both with their page counts, and it reads
+    /// back value for value.
+    #[test]
+    fn arguments_are_delta_packed_per_page_when_that_halves_them() {
+        use crate::columns::{EventCols, EventRow};
+        use parquet::basic::Encoding;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = tempfile::tempdir().unwrap();
+        let mut dict = Interner::default();
+        let mut cols = EventCols::default();
+        let (run, host) = (dict.key("run-1"), dict.key("host-a"));
+        let half = 20_000u64;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..2 * half {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = RunKeys {
+                run,
+                host,
+                sender: None,
+            };
+            let at = At {
+                seq: i,
+                time_ns: i as i64 * 50,
+                aligned_ns: i as i64 * 50,
+            };
+            let arg0 = if i < half {
+                if i % 10 < 6 {
+                    i
+                } else {
+                    i % 7
+                }
+            } else {
+                x
+            };
+            let row = EventRow {
+                source: (i % 4) as u32,
+                event_id: 1,
+                class: None,
+                event: None,
+                args: [arg0, i % 3],
+                flags: 0,
+                queue: None,
+            };
+            cols.push(&k, &at, &row);
+        }
+        let batch = cols.batch(&dict).unwrap();
+        let mut w = PartWriter::create(dir.path(), Table::Events, 0, true).unwrap();
+        w.write(&batch.slice(0, half as usize)).unwrap();
+        w.write(&batch.slice(half as usize, half as usize)).unwrap();
+        let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), 2 * half as usize);
+        let file = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let group = file.metadata().row_group(0);
+        let column = |name: &str| {
+            let i = (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap();
+            group.column(i).clone()
+        };
+        // Each data page's own encoding, from its header.
+        let reader = file.get_row_group(0).unwrap();
+        let pages = |name: &str| {
+            let i = (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap();
+            let mut got: Vec<(Encoding, usize)> = Vec::new();
+            for page in reader.get_column_page_reader(i).unwrap() {
+                let e = page.unwrap().encoding();
+                match got.last_mut() {
+                    Some((last, n)) if *last == e => *n += 1,
+                    _ => got.push((e, 1)),
+                }
+            }
+            got
+        };
+        let arg0 = column("arg0");
+        let listed: Vec<Encoding> = arg0.encodings().collect();
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        for e in [
+            Encoding::RLE,
+            Encoding::DELTA_BINARY_PACKED,
+            Encoding::PLAIN,
+        ] {
+            assert!(listed.contains(&e), "{listed:?}");
+        }
+        assert_eq!(
+            pages("arg0"),
+            [(Encoding::DELTA_BINARY_PACKED, 1), (Encoding::PLAIN, 1)]
+        );
+        // The scattered page is stored: its 160,000 PLAIN bytes plus a zstd
+        // frame's 13 header bytes and 3 a block, beside the delta page.
+        assert!(arg0.compressed_size() > 160_000 + 13 + 2 * 3);
+        // `arg1` (0, 1, 2 repeating): deltas of 2 bits, both pages.
+        assert_eq!(pages("arg1"), [(Encoding::DELTA_BINARY_PACKED, 2)]);
+        // `source` is not a 64-bit column: PLAIN.
+        assert_eq!(pages("source"), [(Encoding::PLAIN, 2)]);
+    }
 }

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod args_trace;
 pub mod main_job;
 pub mod online_writer;
 pub mod parquet_rows;

@@ -223,3 +223,57 @@ fn a_store_reads_with_its_hive_partitions_and_the_readmes_snippet_runs() {
         "{text}"
     );
 }
+
+/// Pages of `arg0` delta-packed and PLAIN in one column chunk, one of
+/// them a stored zstd frame (FORMAT.md 7.2): DuckDB, chdb and pyarrow read
+/// every value (count, sum, min and max of `arg0`, sum of `arg1` equal to
+/// the trace's).
+#[test]
+fn delta_packed_plain_and_stored_pages_read_alike_in_every_engine() {
+    use crate::common::args_trace;
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("args.qtr");
+    args_trace::write(&trace);
+    let tables = dir.path().join("tables");
+    let (code, err) = convert(&[trace], &tables);
+    assert_eq!(code, Some(0), "{err}");
+    let script = r#"
+import sys, glob, duckdb, chdb, pyarrow.parquet as pq
+f = glob.glob(sys.argv[1] + "/events/*.parquet")[0]
+d = duckdb.connect().execute(f"select count(*), sum(arg0::hugeint), min(arg0), max(arg0), sum(arg1::hugeint) from '{f}'").fetchone()
+print(*d)
+c = chdb.query(f"select count(), sum(toUInt128(arg0)), min(arg0), max(arg0), sum(toUInt128(arg1)) from file('{f}', Parquet)", "TabSeparated")
+print(*str(c).split())
+t = pq.read_table(f, columns=["arg0", "arg1"])
+a0, a1 = t["arg0"].to_pylist(), t["arg1"].to_pylist()
+print(len(a0), sum(a0), min(a0), max(a0), sum(a1))
+m = pq.ParquetFile(f).metadata.row_group(0)
+col = [m.column(i) for i in range(m.num_columns) if m.column(i).path_in_schema == "arg0"][0]
+print(*sorted(col.encodings))
+"#;
+    let o = Command::new(&python)
+        .args(["-c", script])
+        .arg(&tables)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    let want = args_trace::figures().join(" ");
+    for (engine, line) in ["duckdb", "chdb", "pyarrow"].iter().zip(&lines) {
+        assert_eq!(*line, want, "{engine}");
+    }
+    assert_eq!(
+        lines[3], "DELTA_BINARY_PACKED PLAIN RLE",
+        "arg0's encodings"
+    );
+    // The page of 65,536 scattered values is a stored frame (FORMAT.md
+    // 7.2): the magic number, descriptor E0, its 524,288 bytes' length.
+    let events = std::fs::read_dir(tables.join("events")).unwrap();
+    let bytes = std::fs::read(events.map(|e| e.unwrap().path()).next().unwrap()).unwrap();
+    let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD, 0xE0];
+    frame.extend(524_288u64.to_le_bytes());
+    let at = bytes.windows(frame.len()).filter(|w| *w == frame).count();
+    assert_eq!(at, 1, "one stored PLAIN page of arg0");
+}

@@ -132,3 +132,35 @@ fn bad_inputs_and_queries_are_refused_with_what_to_do() {
         assert_eq!(text(&out.stdout), "", "{args:?}");
     }
 }
+
+/// `qtrace sql`'s DuckDB (1.5.6) reads `arg0` pages delta-packed and PLAIN
+/// in one chunk, one of them a stored zstd frame (FORMAT.md 7.2): every
+/// value, from a store and from the `.qtr` converted on the fly.
+#[test]
+fn delta_packed_plain_and_stored_pages_read_by_its_duckdb() {
+    use crate::common::args_trace;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("args.qtr");
+    args_trace::write(&trace);
+    let tables = dir.path().join("tables");
+    let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["convert", "--to", "parquet", "--out"])
+        .arg(&tables)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let query = "SELECT count(*), sum(arg0::HUGEINT), min(arg0), max(arg0), \
+                 sum(arg1::HUGEINT) FROM events";
+    let want = format!("{}\n", args_trace::figures().join(","));
+    for input in [&tables, &trace] {
+        let o = qtrace(
+            &["sql", "--format", "csv", input.to_str().unwrap(), query],
+            "",
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        // The header line, then the figures.
+        assert_eq!(out.split_once('\n').unwrap().1, want, "{}", input.display());
+    }
+}
