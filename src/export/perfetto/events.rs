@@ -62,7 +62,16 @@ impl<W: Write> PerfettoWriter<W> {
         name: SliceName<'_>,
         of: Option<&Event>,
     ) -> Result<(), Error> {
-        self.begin_event(track, cat, name, of);
+        self.stats.slices += 1;
+        let iid = self.slice_name(name);
+        let cat_iid = self.category(cat);
+        if let Some(iid) = iid.filter(|_| of.is_none_or(|ev| !self.shows_args(ev, 1))) {
+            if let Some(packet) = self.packed_edge(t, track, SLICE_BEGIN, Some((iid, cat_iid))) {
+                self.ordered(track, t)?;
+                return self.append_packed(t, packet);
+            }
+        }
+        self.begin_encoded(track, iid, cat_iid, of);
         self.ordered(track, t)?;
         self.emit(t)
     }
@@ -79,6 +88,12 @@ impl<W: Write> PerfettoWriter<W> {
         self.stats.slices += 1;
         let iid = self.slice_name(name);
         let cat_iid = self.category(cat);
+        self.begin_encoded(track, iid, cat_iid, of);
+    }
+
+    /// Encodes a slice begin whose name (`None`: written in full, from
+    /// `self.text`) and category are interned already into `self.event`.
+    fn begin_encoded(&mut self, track: u64, iid: Option<u64>, cat_iid: u64, of: Option<&Event>) {
         let e = &mut self.event;
         e.clear();
         put_uint(e, field::TYPE, SLICE_BEGIN);
@@ -95,12 +110,21 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes the end of the innermost open slice on `track` at `t`.
     pub(super) fn end_slice(&mut self, t: u64, track: u64) -> Result<(), Error> {
+        if let Some(packet) = self.packed_edge(t, track, SLICE_END, None) {
+            self.ordered(track, t)?;
+            return self.append_packed(t, packet);
+        }
+        self.end_encoded(track);
+        self.ordered(track, t)?;
+        self.emit(t)
+    }
+
+    /// Encodes a slice end on `track` into `self.event`.
+    fn end_encoded(&mut self, track: u64) {
         let e = &mut self.event;
         e.clear();
         put_uint(e, field::TYPE, SLICE_END);
         put_track(e, self.st.track, track);
-        self.ordered(track, t)?;
-        self.emit(t)
     }
 
     /// Appends a debug annotation `name` = `source` to `self.event`.
@@ -170,15 +194,77 @@ impl<W: Write> PerfettoWriter<W> {
         }
     }
 
+    /// Whether [`put_args`](Self::put_args) from slot `from` writes any
+    /// annotation for `e`.
+    #[inline]
+    fn shows_args(&self, e: &Event, from: usize) -> bool {
+        let Some((_, _, names)) = self.events.get(e.id.0 as usize) else {
+            return false;
+        };
+        let declared = names.len();
+        (from..e.args.len()).any(|slot| slot < declared || e.args[slot] != 0)
+    }
+
+    /// A slice edge packed whole on the stack (the same bytes as
+    /// [`begin_for`](Self::begin_for) or [`end_slice`](Self::end_slice)
+    /// through `self.event` and [`emit`](Self::emit)): a begin (`kind`
+    /// [`SLICE_BEGIN`], with the iids of its name and category) or an end
+    /// without annotations, its time not before the sequence's clock, no
+    /// interned data to carry. `None` for any other.
+    #[inline]
+    fn packed_edge(
+        &self,
+        t: u64,
+        track: u64,
+        kind: u64,
+        names: Option<(u64, u64)>,
+    ) -> Option<([u8; 64], usize)> {
+        let st = &self.st;
+        if t < st.clock || st.id >= 1 << 56 || !self.interned.is_empty() {
+            return None;
+        }
+        // At most 2 + 11 + 9 + 2 + 2 + 3 * 11 = 59 bytes: both lengths fit
+        // one byte, and every `put_uint_at` has room for a 10-byte varint.
+        let mut p = [0u8; 64];
+        let mut m = put_uint_at(&mut p, 2, field::TIMESTAMP, t - st.clock);
+        m = put_uint_at(&mut p, m, field::TRUSTED_SEQUENCE_ID, st.id);
+        let at = m;
+        p[at] = (field::TRACK_EVENT << 3 | 2) as u8;
+        m = put_uint_at(&mut p, at + 2, field::TYPE, kind);
+        if st.track != Some(track) {
+            m = put_uint_at(&mut p, m, field::TRACK_UUID, track);
+        }
+        if let Some((name, cat)) = names {
+            m = put_uint_at(&mut p, m, field::NAME_IID, name);
+            m = put_uint_at(&mut p, m, field::CATEGORY_IIDS, cat);
+        }
+        p[at + 1] = (m - at - 2) as u8;
+        p[0] = (field::TRACE_PACKET << 3 | 2) as u8;
+        p[1] = (m - 2) as u8;
+        Some((p, m))
+    }
+
+    /// Appends a packet packed on the stack (its first `n` bytes) to the
+    /// current sequence's chunk; `t` is its time, the sequence's clock from
+    /// now on.
+    #[inline]
+    fn append_packed<const N: usize>(
+        &mut self,
+        t: u64,
+        (packet, n): ([u8; N], usize),
+    ) -> Result<(), Error> {
+        let c = &mut self.st.chunk;
+        let capacity = c.capacity();
+        put_prefix(c, &packet, n);
+        let (len, grown) = (c.len(), c.capacity() - capacity);
+        self.st.clock = t;
+        self.filled(self.cur, len, grown)
+    }
+
     /// Writes the instant of `e` on `track`.
     pub(super) fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
         if let Some(packet) = self.packed_instant(e, track) {
-            let c = &mut self.st.chunk;
-            let capacity = c.capacity();
-            put_prefix(c, &packet.0, packet.1);
-            let (len, grown) = (c.len(), c.capacity() - capacity);
-            self.st.clock = e.time;
-            return self.filled(self.cur, len, grown);
+            return self.append_packed(e.time, packet);
         }
         self.instant_general(e, track)
     }
@@ -548,5 +634,52 @@ mod tests {
             .is_none());
         let e = Event::new(1 << 51, system::CREATE, 0, [1, 0]);
         assert!(w.packed_instant(&e, track).is_none());
+    }
+
+    #[test]
+    fn a_packed_slice_edge_is_the_bytes_of_the_general_path() {
+        use super::super::schema::{SLICE_BEGIN, SLICE_END};
+        let catalog = Catalog::builtin();
+        let mut w = PerfettoWriter::new(&catalog, 0, Vec::new())
+            .unwrap()
+            .with_compression(false);
+        // Two dispatches: source 0's track, tasks 3 and 4's, names interned.
+        w.push(&Event::new(100, system::SCHEDULE, 0, [3, 0]))
+            .unwrap();
+        w.push(&Event::new(200, system::SCHEDULE, 0, [4, 0]))
+            .unwrap();
+        let track = w.sources.get(0).unwrap().0;
+        let task = w.tasks.get(&4).unwrap().uuid;
+        assert!(w.interned.is_empty());
+        // Begins and ends on the sequence's track and on another one, with
+        // small and large times, iids and track uuids.
+        for (t, on, names) in [
+            (200, track, Some((1, 1))),
+            (300, task, Some((2, 1))),
+            (300, track, None),
+            (1 << 40, task, None),
+            (1 << 62, u64::MAX, Some((u64::MAX, 1 << 56))),
+            (u64::MAX, track, Some((127, 128))),
+        ] {
+            let kind = if names.is_some() {
+                SLICE_BEGIN
+            } else {
+                SLICE_END
+            };
+            let (packet, n) = w.packed_edge(t, on, kind, names).expect("packed");
+            let before = w.st.chunk.len();
+            match names {
+                Some((name, cat)) => w.begin_encoded(on, Some(name), cat, None),
+                None => w.end_encoded(on),
+            }
+            w.emit(t).unwrap();
+            assert_eq!(&w.st.chunk[before..], &packet[..n], "{t} {on} {names:?}");
+        }
+        // Not packed: a time before the sequence's clock.
+        assert!(w.packed_edge(10, track, SLICE_END, None).is_none());
+        // A schedule shows no argument after its task (a slice begin stands
+        // for it alone); an event with a second argument logged does.
+        assert!(!w.shows_args(&Event::new(1, system::SCHEDULE, 0, [3, 0]), 1));
+        assert!(w.shows_args(&Event::new(1, system::SCHEDULE, 0, [3, 5]), 1));
     }
 }
