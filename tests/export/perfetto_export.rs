@@ -517,7 +517,7 @@ fn many_sources_bound_the_chunks_held_together() {
         assert!(c.iter().all(|p| seq_of(p) == seq), "one sequence a chunk");
         *seen.entry(seq).or_default() += 1;
     }
-    // About 9 MB of packets, 45 KB a source: no chunk reaches 128 KiB, yet
+    // About 9 MB of packets, 45 KB a source: no chunk reaches 256 KiB, yet
     // every source's packets went out in more than one chunk.
     assert_eq!(seen.len() as u64, SOURCES + 1);
     assert!(
