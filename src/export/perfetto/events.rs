@@ -65,7 +65,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.stats.slices += 1;
         let iid = self.slice_name(name);
         let cat_iid = self.category(cat);
-        if let Some(iid) = iid.filter(|_| of.is_none_or(|ev| !self.shows_args(ev, 1))) {
+        if let Some(iid) = iid.filter(|_| !of.is_some_and(|ev| self.shows_args(ev, 1))) {
             if let Some(packet) = self.packed_edge(t, track, SLICE_BEGIN, Some((iid, cat_iid))) {
                 self.ordered(track, t)?;
                 return self.append_packed(t, packet);
