@@ -408,9 +408,9 @@ fn combine_runs_and_run_time_names() {
 /// events as the uncompressed file.
 #[test]
 fn compressed_and_uncompressed_hold_the_same_packets() {
-    // The writer's chunk size (PerfettoWriter's docs: about 128 KiB a sequence).
-    const CHUNK_BYTES: usize = 128 * 1024;
-    let events: Vec<Event> = (0..30_000u64)
+    // The writer's chunk size (PerfettoWriter's docs: about 256 KiB a sequence).
+    const CHUNK_BYTES: usize = 256 * 1024;
+    let events: Vec<Event> = (0..60_000u64)
         .map(|i| {
             let source = (i % 3) as u32;
             match i % 5 {
@@ -426,7 +426,7 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
             .unwrap()
             .with_compression(compress);
         let stats = export::convert(w, events.iter().copied()).unwrap();
-        assert_eq!(stats.events, 30_000);
+        assert_eq!(stats.events, 60_000);
         let bytes = std::fs::read(file.path()).unwrap();
         (bytes, file.into_temp_path())
     };
@@ -475,7 +475,7 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
             );
         }
     }
-    // Three sources and sequence 1, about 1.2 MB of packets.
+    // Three sources and sequence 1, about 2.4 MB of packets.
     assert_eq!(last_of.len(), 4);
     assert!(full >= 6, "{full} full chunks");
     assert_eq!(decode_slices(&zipped), decode_slices(&plain));
@@ -485,7 +485,7 @@ fn compressed_and_uncompressed_hold_the_same_packets() {
     };
     assert_eq!(a, b);
     // Every record once: an instant or a slice begin.
-    assert_eq!(a["events"].as_array().unwrap().len(), 30_000);
+    assert_eq!(a["events"].as_array().unwrap().len(), 60_000);
 }
 
 /// Many sources: the chunks of all sequences together are bounded (8 MiB of
@@ -517,7 +517,7 @@ fn many_sources_bound_the_chunks_held_together() {
         assert!(c.iter().all(|p| seq_of(p) == seq), "one sequence a chunk");
         *seen.entry(seq).or_default() += 1;
     }
-    // About 9 MB of packets, 45 KB a source: no chunk reaches 128 KiB, yet
+    // About 9 MB of packets, 45 KB a source: no chunk reaches 256 KiB, yet
     // every source's packets went out in more than one chunk.
     assert_eq!(seen.len() as u64, SOURCES + 1);
     assert!(

@@ -115,7 +115,7 @@
 //!   Slice times never go back on a track (a time earlier than the track's
 //!   previous one is raised to it), so slices nest on every track.
 //! - **Compression.** By default each sequence's packets are gathered into
-//!   a chunk of their own, of about 128 KiB, and each chunk is written as
+//!   a chunk of their own, of about 256 KiB, and each chunk is written as
 //!   one packet whose `compressed_packets` (field 50) is the zlib stream
 //!   (level 3, `flate2` with the pure-Rust zlib-rs backend, deflated on two
 //!   threads while the next chunks are encoded, each chunk on its own and

@@ -5,10 +5,10 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::events::{put_track, SliceName};
+use super::events::SliceName;
 use super::interning::{Prefix, Sequence};
 use super::protobuf::{put_bytes, put_message, put_uint};
-use super::schema::{field, SEQUENCE_ID, SIBLING_MERGE_BEHAVIOR_NONE, SLICE_END, UNIT_COUNT};
+use super::schema::{field, SEQUENCE_ID, SIBLING_MERGE_BEHAVIOR_NONE, UNIT_COUNT};
 use super::writer::{PerfettoWriter, TaskTrack};
 use crate::export::slices::{Edge, Source};
 use crate::export::ExportError as Error;
@@ -238,15 +238,13 @@ impl<W: Write> PerfettoWriter<W> {
                     return Ok(false);
                 };
                 let uuid = self.pair_track(edge);
-                self.begin_event(
+                self.begin_annotated(
+                    t,
                     uuid,
                     "semaphore",
                     SliceName::Numbered(Prefix::Sem, sem),
-                    None,
-                );
-                self.source_annotation(WAIT_SOURCE, ev.source);
-                self.ordered(uuid, t)?;
-                self.emit(t)?;
+                    (WAIT_SOURCE, ev.source),
+                )?;
                 Ok(true)
             }
             Edge::Held {
@@ -267,16 +265,8 @@ impl<W: Write> PerfettoWriter<W> {
                         SliceName::Numbered(Prefix::Sem, sem),
                     )?;
                 }
-                let ev = &mut self.event;
-                ev.clear();
-                put_uint(ev, field::TYPE, SLICE_END);
-                put_track(ev, self.st.track, uuid);
                 let by = e.filter(|_| signalled);
-                if let Some(signal) = by {
-                    self.source_annotation(SIGNAL_SOURCE, signal.source);
-                }
-                self.ordered(uuid, end)?;
-                self.emit(end)?;
+                self.end_annotated(end, uuid, by.map(|s| (SIGNAL_SOURCE, s.source)))?;
                 Ok(by.is_some())
             }
             Edge::ScopeBegin { .. } | Edge::ScopeEnd { .. } => self.scope_edge(edge),
