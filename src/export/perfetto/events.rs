@@ -39,6 +39,17 @@ pub(super) fn put_track(e: &mut Vec<u8>, default: Option<u64>, track: u64) {
     }
 }
 
+/// Room for a packed slice edge: at most 2 + 11 + 9 + 2 + 2 + 3 * 11 = 59
+/// bytes, and every `put_uint_at` has room for a 10-byte varint (both
+/// lengths fit one byte).
+const EDGE_ROOM: usize = 64;
+
+/// Room for a packed slice edge with an annotation: 59 + 2 + 2 * 11 = 83.
+const ANNOTATED_EDGE_ROOM: usize = 96;
+
+/// Room for a packed instant: 2 + 11 + 9 + 2 + 24 + 2 * 23 = 94.
+const INSTANT_ROOM: usize = 128;
+
 impl<W: Write> PerfettoWriter<W> {
     /// Writes a slice begin named `name` (category `cat`) on `track` at `t`.
     pub(super) fn begin(
@@ -67,9 +78,10 @@ impl<W: Write> PerfettoWriter<W> {
         let cat_iid = self.category(cat);
         if let Some(iid) = iid.filter(|_| !of.is_some_and(|ev| self.shows_args(ev, 1))) {
             let names = Some((iid, cat_iid));
-            if let Some(packet) = self.packed_edge::<64>(t, track, SLICE_BEGIN, names, None) {
+            let mut p = [0u8; EDGE_ROOM];
+            if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_BEGIN, names, None) {
                 self.ordered(track, t)?;
-                return self.append_packed(t, packet);
+                return self.append_packed(t, &p, n);
             }
         }
         self.begin_encoded(track, iid, cat_iid, of);
@@ -96,9 +108,10 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes the end of the innermost open slice on `track` at `t`.
     pub(super) fn end_slice(&mut self, t: u64, track: u64) -> Result<(), Error> {
-        if let Some(packet) = self.packed_edge::<64>(t, track, SLICE_END, None, None) {
+        let mut p = [0u8; EDGE_ROOM];
+        if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_END, None, None) {
             self.ordered(track, t)?;
-            return self.append_packed(t, packet);
+            return self.append_packed(t, &p, n);
         }
         self.end_encoded(track);
         self.ordered(track, t)?;
@@ -121,9 +134,10 @@ impl<W: Write> PerfettoWriter<W> {
         let ann = (self.annotation_name(ann), u64::from(source));
         if let Some(iid) = iid {
             let names = Some((iid, cat_iid));
-            if let Some(packet) = self.packed_edge::<96>(t, track, SLICE_BEGIN, names, Some(ann)) {
+            let mut p = [0u8; ANNOTATED_EDGE_ROOM];
+            if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_BEGIN, names, Some(ann)) {
                 self.ordered(track, t)?;
-                return self.append_packed(t, packet);
+                return self.append_packed(t, &p, n);
             }
         }
         self.begin_encoded(track, iid, cat_iid, None);
@@ -145,9 +159,10 @@ impl<W: Write> PerfettoWriter<W> {
             return self.end_slice(t, track);
         };
         let ann = (self.annotation_name(ann), u64::from(source));
-        if let Some(packet) = self.packed_edge::<96>(t, track, SLICE_END, None, Some(ann)) {
+        let mut p = [0u8; ANNOTATED_EDGE_ROOM];
+        if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_END, None, Some(ann)) {
             self.ordered(track, t)?;
-            return self.append_packed(t, packet);
+            return self.append_packed(t, &p, n);
         }
         self.end_encoded(track);
         self.uint_annotation(ann);
@@ -246,68 +261,81 @@ impl<W: Write> PerfettoWriter<W> {
         (from..e.args.len()).any(|slot| slot < declared || e.args[slot] != 0)
     }
 
-    /// A slice edge packed whole on the stack (the same bytes as
+    /// Whether a slice edge at `t` can be packed
+    /// ([`packed_edge`](Self::packed_edge)): its time not before the
+    /// sequence's clock, a small sequence id, no interned data to carry.
+    #[inline]
+    fn packable(&self, t: u64) -> bool {
+        t >= self.st.clock && self.st.id < 1 << 56 && self.interned.is_empty()
+    }
+
+    /// A slice edge encoded whole into `p` (the same bytes as
     /// [`begin_for`](Self::begin_for), [`end_slice`](Self::end_slice) and
     /// the annotated ones through `self.event` and [`emit`](Self::emit)):
     /// a begin (`kind` [`SLICE_BEGIN`], with the iids of its name and
     /// category) or an end, with at most one `uint` annotation `ann` (name
-    /// iid, value), its time not before the sequence's clock, no interned
-    /// data to carry. `None` for any other.
+    /// iid, value), [`packable`](Self::packable). Returns the packet's
+    /// length; `None` for any other edge, or when `p` is shorter than
+    /// [`EDGE_ROOM`] ([`ANNOTATED_EDGE_ROOM`] with an annotation).
     #[inline]
-    fn packed_edge<const N: usize>(
+    fn packed_edge(
         &self,
+        p: &mut [u8],
         t: u64,
         track: u64,
         kind: u64,
         names: Option<(u64, u64)>,
         ann: Option<(u64, u64)>,
-    ) -> Option<([u8; N], usize)> {
+    ) -> Option<usize> {
         let st = &self.st;
-        // At most 2 + 11 + 9 + 2 + 2 + 3 * 11 = 59 bytes without the
-        // annotation, 59 + 2 + 2 * 11 = 83 with: both lengths fit one byte,
-        // and every `put_uint_at` has room for a 10-byte varint.
-        let room = if ann.is_some() { 96 } else { 64 };
-        if N < room || t < st.clock || st.id >= 1 << 56 || !self.interned.is_empty() {
+        let room = if ann.is_some() {
+            ANNOTATED_EDGE_ROOM
+        } else {
+            EDGE_ROOM
+        };
+        if p.len() < room || !self.packable(t) {
             return None;
         }
-        let mut p = [0u8; N];
-        let mut m = put_uint_at(&mut p, 2, field::TIMESTAMP, t - st.clock);
-        m = put_uint_at(&mut p, m, field::TRUSTED_SEQUENCE_ID, st.id);
+        let mut m = put_uint_at(p, 2, field::TIMESTAMP, t - st.clock);
+        m = put_uint_at(p, m, field::TRUSTED_SEQUENCE_ID, st.id);
         let at = m;
         p[at] = (field::TRACK_EVENT << 3 | 2) as u8;
-        m = put_uint_at(&mut p, at + 2, field::TYPE, kind);
+        m = put_uint_at(p, at + 2, field::TYPE, kind);
         if st.track != Some(track) {
-            m = put_uint_at(&mut p, m, field::TRACK_UUID, track);
+            m = put_uint_at(p, m, field::TRACK_UUID, track);
         }
         if let Some((name, cat)) = names {
-            m = put_uint_at(&mut p, m, field::NAME_IID, name);
-            m = put_uint_at(&mut p, m, field::CATEGORY_IIDS, cat);
+            m = put_uint_at(p, m, field::NAME_IID, name);
+            m = put_uint_at(p, m, field::CATEGORY_IIDS, cat);
         }
         if let Some((iid, value)) = ann {
             let a = m;
             p[a] = (field::DEBUG_ANNOTATIONS << 3 | 2) as u8;
-            m = put_uint_at(&mut p, a + 2, field::ANNOTATION_NAME_IID, iid);
-            m = put_uint_at(&mut p, m, field::UINT_VALUE, value);
+            m = put_uint_at(p, a + 2, field::ANNOTATION_NAME_IID, iid);
+            m = put_uint_at(p, m, field::UINT_VALUE, value);
             p[a + 1] = (m - a - 2) as u8;
         }
         p[at + 1] = (m - at - 2) as u8;
         p[0] = (field::TRACE_PACKET << 3 | 2) as u8;
         p[1] = (m - 2) as u8;
-        Some((p, m))
+        Some(m)
     }
 
-    /// Appends a packet packed on the stack (its first `n` bytes) to the
+    /// Appends a packet encoded on the stack (the first `n` bytes of
+    /// `packet`, filled in place by the caller: no array returned by value,
+    /// whose copies were 4 % of the converting thread's instructions) to the
     /// current sequence's chunk; `t` is its time, the sequence's clock from
     /// now on.
     #[inline]
     fn append_packed<const N: usize>(
         &mut self,
         t: u64,
-        (packet, n): ([u8; N], usize),
+        packet: &[u8; N],
+        n: usize,
     ) -> Result<(), Error> {
         let c = &mut self.st.chunk;
         let capacity = c.capacity();
-        put_prefix(c, &packet, n);
+        put_prefix(c, packet, n);
         let (len, grown) = (c.len(), c.capacity() - capacity);
         self.st.clock = t;
         self.filled(self.cur, len, grown)
@@ -315,8 +343,9 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes the instant of `e` on `track`.
     pub(super) fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
-        if let Some(packet) = self.packed_instant(e, track) {
-            return self.append_packed(e.time, packet);
+        let mut p = [0u8; INSTANT_ROOM];
+        if let Some(n) = self.packed_instant(&mut p, e, track) {
+            return self.append_packed(e.time, &p, n);
         }
         self.instant_general(e, track)
     }
@@ -392,17 +421,19 @@ impl<W: Write> PerfettoWriter<W> {
         self.emit(e.time)
     }
 
-    /// The usual instant, the most frequent packet, encoded whole on the
-    /// stack (the same bytes as [`instant`](Self::instant) through
-    /// `self.event` and [`emit`](Self::emit), in one copy into the chunk):
-    /// a catalog event on its sequence's default track, its name, category
-    /// and argument names interned already, its time not before the
-    /// sequence's clock, no run-time name. `None` for any other.
+    /// The usual instant, the most frequent packet, encoded whole into `p`
+    /// (the same bytes as [`instant`](Self::instant) through `self.event`
+    /// and [`emit`](Self::emit)): a catalog event on its sequence's default
+    /// track, its name, category and argument names interned already, its
+    /// time not before the sequence's clock, no run-time name. Returns the
+    /// packet's length; `None` for any other, or when `p` is shorter than
+    /// [`INSTANT_ROOM`].
     #[inline]
-    fn packed_instant(&self, e: &Event, track: u64) -> Option<([u8; 128], usize)> {
+    fn packed_instant(&self, p: &mut [u8], e: &Event, track: u64) -> Option<usize> {
         let idx = e.id.0 as usize;
         let st = &self.st;
-        if st.track != Some(track)
+        if p.len() < INSTANT_ROOM
+            || st.track != Some(track)
             || e.time < st.clock
             || !self.interned.is_empty()
             || st.id >= 1 << 56
@@ -414,12 +445,20 @@ impl<W: Write> PerfettoWriter<W> {
         let (name, cat) = st.event_iids.get(idx);
         let iids = st.arg_iids.get(idx);
         let declared = self.events[idx].2.len();
-        // The track event: type, name, category, one annotation an argument
-        // shown (as `put_args` writes them); at most 2 + 2 * 11 + 2 * 23 bytes.
-        let mut body = [0u8; 80];
-        let mut n = put_uint_at(&mut body, 0, field::TYPE, INSTANT);
-        n = put_uint_at(&mut body, n, field::NAME_IID, name);
-        n = put_uint_at(&mut body, n, field::CATEGORY_IIDS, cat);
+        if name == 0 || cat == 0 {
+            return None;
+        }
+        // The packet: key and length, timestamp delta, sequence id (at most
+        // 2 + 11 + 9 bytes), the track event's key and length, then its
+        // body: type, name, category, one annotation an argument shown (as
+        // `put_args` writes them; at most 2 + 2 * 11 + 2 * 23 bytes).
+        let mut m = put_uint_at(p, 2, field::TIMESTAMP, e.time - st.clock);
+        m = put_uint_at(p, m, field::TRUSTED_SEQUENCE_ID, st.id);
+        let body = m + 2;
+        p[m] = (field::TRACK_EVENT << 3 | 2) as u8;
+        let mut n = put_uint_at(p, body, field::TYPE, INSTANT);
+        n = put_uint_at(p, n, field::NAME_IID, name);
+        n = put_uint_at(p, n, field::CATEGORY_IIDS, cat);
         for (slot, &value) in e.args.iter().enumerate() {
             if slot >= declared && value == 0 {
                 continue;
@@ -429,30 +468,18 @@ impl<W: Write> PerfettoWriter<W> {
                 return None;
             }
             let at = n;
-            body[at] = (field::DEBUG_ANNOTATIONS << 3 | 2) as u8;
-            n = put_uint_at(&mut body, at + 2, field::ANNOTATION_NAME_IID, iid);
-            n = put_uint_at(&mut body, n, field::UINT_VALUE, value);
-            body[at + 1] = (n - at - 2) as u8;
+            p[at] = (field::DEBUG_ANNOTATIONS << 3 | 2) as u8;
+            n = put_uint_at(p, at + 2, field::ANNOTATION_NAME_IID, iid);
+            n = put_uint_at(p, n, field::UINT_VALUE, value);
+            p[at + 1] = (n - at - 2) as u8;
         }
-        if name == 0 || cat == 0 || n >= 0x80 {
+        if n - body >= 0x80 || n - 2 >= 0x80 {
             return None;
         }
-        // The packet: key and length, timestamp delta, sequence id, the track
-        // event's key and length, then the body.
-        let mut packet = [0u8; 128];
-        let mut m = put_uint_at(&mut packet, 2, field::TIMESTAMP, e.time - st.clock);
-        m = put_uint_at(&mut packet, m, field::TRUSTED_SEQUENCE_ID, st.id);
-        packet[m] = (field::TRACK_EVENT << 3 | 2) as u8;
-        packet[m + 1] = n as u8;
-        m += 2;
-        packet[m..m + n].copy_from_slice(&body[..n]);
-        m += n;
-        if m - 2 >= 0x80 {
-            return None;
-        }
-        packet[0] = (field::TRACE_PACKET << 3 | 2) as u8;
-        packet[1] = (m - 2) as u8;
-        Some((packet, m))
+        p[m + 1] = (n - body) as u8;
+        p[0] = (field::TRACE_PACKET << 3 | 2) as u8;
+        p[1] = (n - 2) as u8;
+        Some(n)
     }
 
     /// A reassembled run. A name record names its source, task or event:
@@ -671,21 +698,27 @@ mod tests {
             Event::new(300, user::USER1, 0, [0, 0]),
             Event::new(1 << 50, user::USER0, 0, [3, 9]),
         ] {
-            let (packet, n) = w.packed_instant(&e, track).expect("packed");
+            let mut packet = [0u8; super::INSTANT_ROOM];
+            let n = w.packed_instant(&mut packet, &e, track).expect("packed");
+            // Too little room: not packed.
+            assert!(w
+                .packed_instant(&mut packet[..super::INSTANT_ROOM - 1], &e, track)
+                .is_none());
             let before = w.st.chunk.len();
             w.instant_general(&e, track).unwrap();
             assert_eq!(&w.st.chunk[before..], &packet[..n], "{e:?}");
         }
         // Not packed: a time before the sequence's clock (absolute on
         // BOOTTIME), another track, an event whose names are not interned.
+        let p = &mut [0u8; super::INSTANT_ROOM];
         assert!(w
-            .packed_instant(&Event::new(10, user::USER0, 0, [1, 0]), track)
+            .packed_instant(p, &Event::new(10, user::USER0, 0, [1, 0]), track)
             .is_none());
         assert!(w
-            .packed_instant(&Event::new(1 << 51, user::USER0, 0, [1, 0]), track + 1)
+            .packed_instant(p, &Event::new(1 << 51, user::USER0, 0, [1, 0]), track + 1)
             .is_none());
         let e = Event::new(1 << 51, system::CREATE, 0, [1, 0]);
-        assert!(w.packed_instant(&e, track).is_none());
+        assert!(w.packed_instant(p, &e, track).is_none());
     }
 
     #[test]
@@ -728,14 +761,18 @@ mod tests {
             } else {
                 SLICE_END
             };
-            let (packet, n) = w
-                .packed_edge::<96>(t, on, kind, names, ann)
+            let mut packet = [0u8; super::ANNOTATED_EDGE_ROOM];
+            let n = w
+                .packed_edge(&mut packet, t, on, kind, names, ann)
                 .expect("packed");
+            let mut small = [0u8; super::EDGE_ROOM];
             if ann.is_none() {
-                let small = w.packed_edge::<64>(t, on, kind, names, ann).unwrap();
-                assert_eq!(&small.0[..small.1], &packet[..n]);
+                let m = w.packed_edge(&mut small, t, on, kind, names, ann).unwrap();
+                assert_eq!(&small[..m], &packet[..n]);
+                let short = &mut small[..super::EDGE_ROOM - 1];
+                assert!(w.packed_edge(short, t, on, kind, names, ann).is_none());
             } else {
-                assert!(w.packed_edge::<64>(t, on, kind, names, ann).is_none());
+                assert!(w.packed_edge(&mut small, t, on, kind, names, ann).is_none());
             }
             let before = w.st.chunk.len();
             match names {
@@ -751,7 +788,14 @@ mod tests {
         }
         // Not packed: a time before the sequence's clock.
         assert!(w
-            .packed_edge::<64>(10, track, SLICE_END, None, None)
+            .packed_edge(
+                &mut [0u8; super::EDGE_ROOM],
+                10,
+                track,
+                SLICE_END,
+                None,
+                None
+            )
             .is_none());
         // A schedule shows no argument after its task (a slice begin stands
         // for it alone); an event with a second argument logged does.

@@ -38,17 +38,45 @@ pub(crate) fn varint_len(v: u64) -> usize {
 /// Writes an unsigned field (as [`put_uint`]) into `buf` at `at`; returns
 /// where it ends. `buf` must have room for the key and a 10-byte varint.
 #[inline(always)]
-pub(crate) fn put_uint_at(buf: &mut [u8], mut at: usize, field: u32, v: u64) -> usize {
-    for mut x in [u64::from(field << 3 | VARINT), v] {
-        while x >= 0x80 {
-            buf[at] = (x as u8) | 0x80;
-            x >>= 7;
-            at += 1;
-        }
-        buf[at] = x as u8;
-        at += 1;
+pub(crate) fn put_uint_at(buf: &mut [u8], at: usize, field: u32, v: u64) -> usize {
+    let key = field << 3 | VARINT;
+    let at = if key < 0x80 {
+        buf[at] = key as u8;
+        at + 1
+    } else {
+        put_varint_at(buf, at, u64::from(key))
+    };
+    put_varint_at(buf, at, v)
+}
+
+/// Writes `v` as a varint into `buf` at `at`; returns where it ends. One
+/// bounds check for the 10 bytes a varint may take, and the one- and
+/// two-byte varints (most timestamps, iids and arguments) without a loop:
+/// the byte-at-a-time loop, checked at every byte, was a tenth of the
+/// Perfetto writer's instructions.
+#[inline(always)]
+fn put_varint_at(buf: &mut [u8], at: usize, v: u64) -> usize {
+    let out: &mut [u8; 10] = (&mut buf[at..at + 10])
+        .try_into()
+        .expect("a range of 10 bytes");
+    if v < 0x80 {
+        out[0] = v as u8;
+        return at + 1;
     }
-    at
+    if v < 0x4000 {
+        out[0] = v as u8 | 0x80;
+        out[1] = (v >> 7) as u8;
+        return at + 2;
+    }
+    let mut x = v;
+    let mut i = 0;
+    while x >= 0x80 && i < 9 {
+        out[i] = x as u8 | 0x80;
+        x >>= 7;
+        i += 1;
+    }
+    out[i] = x as u8;
+    at + i + 1
 }
 
 /// Appends the first `n` bytes of `bytes` (at most `N`): a copy of a
