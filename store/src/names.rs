@@ -104,18 +104,17 @@ impl NameChunk {
             None => {
                 // Runs of one key (a run's name, a host, a repeated event)
                 // are mapped once.
-                let mut last = None;
-                for &g in keys.iter() {
-                    let k = match last {
-                        Some((lg, lk)) if lg == g => lk,
-                        _ => {
-                            let k = self.local_key(g);
-                            last = Some((g, k));
-                            k
-                        }
-                    };
-                    self.keys.push(k);
-                }
+                // One `extend` (no capacity check a key); -1 is no key
+                // (try_new checked 0 <= key).
+                let (remap, local) = (&mut self.remap, &mut self.local);
+                let (mut lg, mut lk) = (-1, 0);
+                self.keys.extend(keys.iter().map(|&g| {
+                    if g != lg {
+                        lk = local_key(remap, local, g);
+                        lg = g;
+                    }
+                    lk
+                }));
             }
         }
         self.strings = Some(strings.clone());
@@ -144,13 +143,7 @@ impl NameChunk {
     /// This chunk's key of the set's key `g` (added if new).
     #[inline]
     fn local_key(&mut self, g: i32) -> u32 {
-        // DictionaryArray::try_new checked 0 <= g < n.
-        let slot = &mut self.remap[g as usize];
-        if *slot == 0 {
-            self.local.push(g);
-            *slot = self.local.len() as u32;
-        }
-        *slot - 1
+        local_key(&mut self.remap, &mut self.local, g)
     }
 
     /// The chunk's compressed size so far.
@@ -245,6 +238,20 @@ impl NameChunk {
         };
         Ok((Bytes::from(data), close))
     }
+}
+
+/// A chunk's key of the set's key `g` (added if new), given the chunk's
+/// `remap` (set key → chunk key + 1, 0: not seen) and `local` (chunk key →
+/// set key).
+#[inline]
+fn local_key(remap: &mut [u32], local: &mut Vec<i32>, g: i32) -> u32 {
+    // DictionaryArray::try_new checked 0 <= g < n.
+    let slot = &mut remap[g as usize];
+    if *slot == 0 {
+        local.push(g);
+        *slot = local.len() as u32;
+    }
+    *slot - 1
 }
 
 /// Bits a key of a dictionary of `n` strings takes (at least 1).
