@@ -12,7 +12,9 @@ use arrow_array::types::{
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, DictionaryArray, PrimitiveArray, RecordBatch, StringArray,
 };
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer,
+};
 use arrow_schema::ArrowError;
 
 use crate::schema::Table;
@@ -79,18 +81,6 @@ impl<T: ArrowNativeType> Col<T> {
                 self.values.push(T::default());
             }
         }
-    }
-
-    /// Appends `v` (a value or a null) `n` times.
-    fn fill(&mut self, v: Option<T>, n: usize) {
-        let valid = v.is_some();
-        if !valid || self.valid.is_some() {
-            let len = self.values.len();
-            let bits = self.valid.get_or_insert_with(|| vec![true; len]);
-            bits.resize(len + n, valid);
-        }
-        self.values
-            .resize(self.values.len() + n, v.unwrap_or_default());
     }
 
     /// Rows held.
@@ -195,25 +185,39 @@ impl Segments {
 
     /// The run, host and sender arrays, and the queue array.
     fn arrays(&mut self, strings: &ArrayRef) -> Result<(Vec<ArrayRef>, ArrayRef), ArrowError> {
-        let runs = std::mem::take(&mut self.runs);
-        let mut run = Col::<i32>::default();
-        let mut host = Col::<i32>::default();
-        let mut sender = Col::<u32>::default();
-        let mut queue = Col::<u16>::default();
-        for (k, q, n) in runs {
-            run.fill(Some(k.run), n);
-            host.fill(Some(k.host), n);
-            sender.fill(k.sender, n);
-            queue.fill(q, n);
+        let segments = std::mem::take(&mut self.runs);
+        let total = segments.iter().map(|s| s.2).sum();
+        let mut run = Vec::with_capacity(total);
+        let mut host = Vec::with_capacity(total);
+        let mut sender = Vec::with_capacity(total);
+        let mut queue = Vec::with_capacity(total);
+        // Validity a segment at a time, as bits (a converted file's sender
+        // is null on every row: no byte a row set then packed).
+        let mut sender_valid = BooleanBufferBuilder::new(total);
+        let mut queue_valid = BooleanBufferBuilder::new(total);
+        for (k, q, n) in segments {
+            run.resize(run.len() + n, k.run);
+            host.resize(host.len() + n, k.host);
+            sender.resize(sender.len() + n, k.sender.unwrap_or_default());
+            sender_valid.append_n(n, k.sender.is_some());
+            queue.resize(queue.len() + n, q.unwrap_or_default());
+            queue_valid.append_n(n, q.is_some());
         }
-        let (runs, no_nulls) = run.take();
-        let (hosts, _) = host.take();
+        let nulls = |mut b: BooleanBufferBuilder| {
+            let v = NullBuffer::new(b.finish());
+            (v.null_count() > 0).then_some(v)
+        };
         let common = vec![
-            dictionary(runs, no_nulls, strings.clone())?,
-            dictionary(hosts, None, strings.clone())?,
-            sender.primitive::<UInt32Type>(),
+            dictionary(run, None, strings.clone())?,
+            dictionary(host, None, strings.clone())?,
+            Arc::new(PrimitiveArray::<UInt32Type>::new(
+                ScalarBuffer::from(sender),
+                nulls(sender_valid),
+            )) as ArrayRef,
         ];
-        Ok((common, queue.primitive::<UInt16Type>()))
+        let queue =
+            PrimitiveArray::<UInt16Type>::new(ScalarBuffer::from(queue), nulls(queue_valid));
+        Ok((common, Arc::new(queue)))
     }
 }
 
