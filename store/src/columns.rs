@@ -183,8 +183,9 @@ impl Segments {
         }
     }
 
-    /// The run, host and sender arrays, and the queue array.
-    fn arrays(&mut self, strings: &ArrayRef) -> Result<(Vec<ArrayRef>, ArrayRef), ArrowError> {
+    /// The run and host arrays (Int32 keys), the sender array and the
+    /// queue array.
+    fn arrays(&mut self) -> [ArrayRef; 4] {
         let segments = std::mem::take(&mut self.runs);
         let total = segments.iter().map(|s| s.2).sum();
         let mut run = Vec::with_capacity(total);
@@ -207,17 +208,18 @@ impl Segments {
             let v = NullBuffer::new(b.finish());
             (v.null_count() > 0).then_some(v)
         };
-        let common = vec![
-            dictionary(run, None, strings.clone())?,
-            dictionary(host, None, strings.clone())?,
+        [
+            Arc::new(PrimitiveArray::<Int32Type>::from(run)),
+            Arc::new(PrimitiveArray::<Int32Type>::from(host)),
             Arc::new(PrimitiveArray::<UInt32Type>::new(
                 ScalarBuffer::from(sender),
                 nulls(sender_valid),
-            )) as ArrayRef,
-        ];
-        let queue =
-            PrimitiveArray::<UInt16Type>::new(ScalarBuffer::from(queue), nulls(queue_valid));
-        Ok((common, Arc::new(queue)))
+            )),
+            Arc::new(PrimitiveArray::<UInt16Type>::new(
+                ScalarBuffer::from(queue),
+                nulls(queue_valid),
+            )),
+        ]
     }
 }
 
@@ -362,8 +364,34 @@ impl EventRows {
     }
 
     /// The rows as a batch of columns.
-    pub fn batch(mut self) -> Result<RecordBatch, ArrowError> {
-        let (mut a, queue) = self.same.arrays(&self.strings)?;
+    #[cfg(test)]
+    pub fn batch(self) -> Result<RecordBatch, ArrowError> {
+        let (columns, _, strings) = self.keyed();
+        let schema = Table::Events.schema();
+        let columns = columns
+            .into_iter()
+            .zip(schema.fields())
+            .map(|(c, f)| match f.data_type() {
+                arrow_schema::DataType::Dictionary(..) => {
+                    let keys = c.as_any().downcast_ref::<PrimitiveArray<Int32Type>>();
+                    let keys = keys.expect("keyed: name columns are Int32").clone();
+                    Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+                        keys,
+                        strings.clone(),
+                    )?) as ArrayRef)
+                }
+                _ => Ok(c),
+            })
+            .collect::<Result<Vec<_>, ArrowError>>()?;
+        RecordBatch::try_new(schema, columns)
+    }
+
+    /// The rows as the events table's columns, its name columns as Int32
+    /// keys (nulls keyed 0) into the strings returned, for
+    /// [`crate::part::PartWriter::write_keyed`]; and the number of rows.
+    pub fn keyed(mut self) -> (Vec<ArrayRef>, usize, ArrayRef) {
+        let [run, host, sender, queue] = self.same.arrays();
+        let mut a = vec![run, host, sender];
         let rows = &self.rows;
         let n = rows.len();
         let mut seq = Vec::with_capacity(n);
@@ -410,14 +438,20 @@ impl EventRows {
             prim::<Int64Type>(aligned),
             prim::<UInt32Type>(source),
             prim::<UInt16Type>(event_id),
-            dictionary(class, class_nulls, self.strings.clone())?,
-            dictionary(event, event_nulls, self.strings.clone())?,
+            Arc::new(PrimitiveArray::<Int32Type>::new(
+                ScalarBuffer::from(class),
+                class_nulls,
+            )),
+            Arc::new(PrimitiveArray::<Int32Type>::new(
+                ScalarBuffer::from(event),
+                event_nulls,
+            )),
             prim::<UInt64Type>(arg0),
             prim::<UInt64Type>(arg1),
             prim::<UInt16Type>(flags),
             queue,
         ]);
-        RecordBatch::try_new(Table::Events.schema(), a)
+        (a, n, self.strings)
     }
 }
 
