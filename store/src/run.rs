@@ -62,13 +62,28 @@ pub mod kind {
 }
 
 /// Counts of a run since its last streams row.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Counts {
     records: u64,
     events: u64,
     lost: u64,
-    first: Option<i64>,
-    last: Option<i64>,
+    /// The least and greatest row time, i64::MAX and i64::MIN before the
+    /// first row (times are at least 0): a `min` and a `max` a row, not two
+    /// `Option`s.
+    first: i64,
+    last: i64,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            records: 0,
+            events: 0,
+            lost: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+        }
+    }
 }
 
 /// Dictionary keys of one part set, cached.
@@ -189,8 +204,8 @@ impl Run {
         };
         self.seq += 1;
         let c = &mut self.counts;
-        c.first = Some(c.first.map_or(t, |f| f.min(t)));
-        c.last = Some(c.last.map_or(t, |l| l.max(t)));
+        c.first = c.first.min(t);
+        c.last = c.last.max(t);
         at
     }
 
@@ -388,8 +403,10 @@ impl Run {
         let c = std::mem::take(&mut self.counts);
         row.path = self.info.path.clone();
         row.part = set.number;
-        row.first_ns = c.first;
-        row.last_ns = c.last;
+        // No row since the last streams row: no times (a row's is >= 0).
+        let any = c.last >= c.first;
+        row.first_ns = any.then_some(c.first);
+        row.last_ns = any.then_some(c.last);
         row.records = c.records;
         row.events = c.events;
         row.lost = c.lost;
