@@ -438,3 +438,38 @@ impl Run {
 fn is_plain(e: &Event) -> bool {
     e.id != tracer::HOOPS && e.flags & 0xC000 == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Array;
+    use std::path::Path;
+
+    /// A streams row's `first_ns` and `last_ns` are the least and greatest
+    /// times of the run's rows since the last one (events and losses, in
+    /// any order), and null when there was none.
+    #[test]
+    fn a_streams_row_spans_its_rows_times_and_is_null_without_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut set = PartSet::create(dir.path(), Path::new(""), 0).unwrap();
+        let mut run = Run::new(RunInfo::default(), Catalog::builtin(), Names::new());
+        for t in [30, 10, 20] {
+            run.push(&Event::new(t, EventId(1), 0, [0, 0]), &mut set);
+        }
+        run.loss(&mut set, 5, 1, kind::HOOPS);
+        run.loss(&mut set, u64::MAX, 1, kind::HOOPS); // clamps to i64::MAX
+        run.stream_row(&mut set, StreamRow::default());
+        run.stream_row(&mut set, StreamRow::default()); // no rows since
+        let b = set.streams.batch(&set.dict).unwrap();
+        let col = |name: &str| {
+            let c = b.column_by_name(name).unwrap().as_primitive::<Int64Type>();
+            (0..c.len())
+                .map(|i| c.is_valid(i).then(|| c.value(i)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(col("first_ns"), [Some(5), None]);
+        assert_eq!(col("last_ns"), [Some(i64::MAX), None]);
+    }
+}
