@@ -12,7 +12,9 @@ use arrow_array::types::{
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, DictionaryArray, PrimitiveArray, RecordBatch, StringArray,
 };
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer,
+};
 use arrow_schema::ArrowError;
 
 use crate::schema::Table;
@@ -79,18 +81,6 @@ impl<T: ArrowNativeType> Col<T> {
                 self.values.push(T::default());
             }
         }
-    }
-
-    /// Appends `v` (a value or a null) `n` times.
-    fn fill(&mut self, v: Option<T>, n: usize) {
-        let valid = v.is_some();
-        if !valid || self.valid.is_some() {
-            let len = self.values.len();
-            let bits = self.valid.get_or_insert_with(|| vec![true; len]);
-            bits.resize(len + n, valid);
-        }
-        self.values
-            .resize(self.values.len() + n, v.unwrap_or_default());
     }
 
     /// Rows held.
@@ -193,27 +183,43 @@ impl Segments {
         }
     }
 
-    /// The run, host and sender arrays, and the queue array.
-    fn arrays(&mut self, strings: &ArrayRef) -> Result<(Vec<ArrayRef>, ArrayRef), ArrowError> {
-        let runs = std::mem::take(&mut self.runs);
-        let mut run = Col::<i32>::default();
-        let mut host = Col::<i32>::default();
-        let mut sender = Col::<u32>::default();
-        let mut queue = Col::<u16>::default();
-        for (k, q, n) in runs {
-            run.fill(Some(k.run), n);
-            host.fill(Some(k.host), n);
-            sender.fill(k.sender, n);
-            queue.fill(q, n);
+    /// The run and host arrays (Int32 keys), the sender array and the
+    /// queue array.
+    fn arrays(&mut self) -> [ArrayRef; 4] {
+        let segments = std::mem::take(&mut self.runs);
+        let total = segments.iter().map(|s| s.2).sum();
+        let mut run = Vec::with_capacity(total);
+        let mut host = Vec::with_capacity(total);
+        let mut sender = Vec::with_capacity(total);
+        let mut queue = Vec::with_capacity(total);
+        // Validity a segment at a time, as bits (a converted file's sender
+        // is null on every row: no byte a row set then packed).
+        let mut sender_valid = BooleanBufferBuilder::new(total);
+        let mut queue_valid = BooleanBufferBuilder::new(total);
+        for (k, q, n) in segments {
+            run.resize(run.len() + n, k.run);
+            host.resize(host.len() + n, k.host);
+            sender.resize(sender.len() + n, k.sender.unwrap_or_default());
+            sender_valid.append_n(n, k.sender.is_some());
+            queue.resize(queue.len() + n, q.unwrap_or_default());
+            queue_valid.append_n(n, q.is_some());
         }
-        let (runs, no_nulls) = run.take();
-        let (hosts, _) = host.take();
-        let common = vec![
-            dictionary(runs, no_nulls, strings.clone())?,
-            dictionary(hosts, None, strings.clone())?,
-            sender.primitive::<UInt32Type>(),
-        ];
-        Ok((common, queue.primitive::<UInt16Type>()))
+        let nulls = |mut b: BooleanBufferBuilder| {
+            let v = NullBuffer::new(b.finish());
+            (v.null_count() > 0).then_some(v)
+        };
+        [
+            Arc::new(PrimitiveArray::<Int32Type>::from(run)),
+            Arc::new(PrimitiveArray::<Int32Type>::from(host)),
+            Arc::new(PrimitiveArray::<UInt32Type>::new(
+                ScalarBuffer::from(sender),
+                nulls(sender_valid),
+            )),
+            Arc::new(PrimitiveArray::<UInt16Type>::new(
+                ScalarBuffer::from(queue),
+                nulls(queue_valid),
+            )),
+        ]
     }
 }
 
@@ -358,8 +364,34 @@ impl EventRows {
     }
 
     /// The rows as a batch of columns.
-    pub fn batch(mut self) -> Result<RecordBatch, ArrowError> {
-        let (mut a, queue) = self.same.arrays(&self.strings)?;
+    #[cfg(test)]
+    pub fn batch(self) -> Result<RecordBatch, ArrowError> {
+        let (columns, _, strings) = self.keyed();
+        let schema = Table::Events.schema();
+        let columns = columns
+            .into_iter()
+            .zip(schema.fields())
+            .map(|(c, f)| match f.data_type() {
+                arrow_schema::DataType::Dictionary(..) => {
+                    let keys = c.as_any().downcast_ref::<PrimitiveArray<Int32Type>>();
+                    let keys = keys.expect("keyed: name columns are Int32").clone();
+                    Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+                        keys,
+                        strings.clone(),
+                    )?) as ArrayRef)
+                }
+                _ => Ok(c),
+            })
+            .collect::<Result<Vec<_>, ArrowError>>()?;
+        RecordBatch::try_new(schema, columns)
+    }
+
+    /// The rows as the events table's columns, its name columns as Int32
+    /// keys (nulls keyed 0) into the strings returned, for
+    /// [`crate::part::PartWriter::write_keyed`]; and the number of rows.
+    pub fn keyed(mut self) -> (Vec<ArrayRef>, usize, ArrayRef) {
+        let [run, host, sender, queue] = self.same.arrays();
+        let mut a = vec![run, host, sender];
         let rows = &self.rows;
         let n = rows.len();
         let mut seq = Vec::with_capacity(n);
@@ -406,14 +438,20 @@ impl EventRows {
             prim::<Int64Type>(aligned),
             prim::<UInt32Type>(source),
             prim::<UInt16Type>(event_id),
-            dictionary(class, class_nulls, self.strings.clone())?,
-            dictionary(event, event_nulls, self.strings.clone())?,
+            Arc::new(PrimitiveArray::<Int32Type>::new(
+                ScalarBuffer::from(class),
+                class_nulls,
+            )),
+            Arc::new(PrimitiveArray::<Int32Type>::new(
+                ScalarBuffer::from(event),
+                event_nulls,
+            )),
             prim::<UInt64Type>(arg0),
             prim::<UInt64Type>(arg1),
             prim::<UInt16Type>(flags),
             queue,
         ]);
-        RecordBatch::try_new(Table::Events.schema(), a)
+        (a, n, self.strings)
     }
 }
 

@@ -109,6 +109,7 @@ pub fn convert(
         .collect();
     drop(first);
     let mut holder = lead.clone();
+    let several = runs.len() > 1;
     let mut merged = MergedReader::new(readers);
     let mut report = ConvertReport::default();
     let mut damaged: Vec<Option<ReadError>> = runs.iter().map(|_| None).collect();
@@ -116,11 +117,14 @@ pub fn convert(
     merged.try_for_each_with_input(|i, item| -> Result<(), StoreError> {
         match item {
             Ok(e) => {
-                let h = &mut holder[lead[i]];
-                if *h != i {
-                    let (from, to) = two(&mut runs, *h, i);
-                    to.take_jobs_from(from);
-                    *h = i;
+                // One input (the usual case) holds its pairing throughout.
+                if several {
+                    let h = &mut holder[lead[i]];
+                    if *h != i {
+                        let (from, to) = two(&mut runs, *h, i);
+                        to.take_jobs_from(from);
+                        *h = i;
+                    }
                 }
                 runs[i].push(e, &mut set);
                 records += 1;

@@ -38,12 +38,20 @@ impl Jobs {
     /// The job columns of `e`, the next events row, taken at time `ns`:
     /// for an endcycle that ends a job, its activate's time and whether a
     /// hoops record came between them; none for every other row.
-    #[inline]
+    #[inline(always)]
     pub fn pair(&mut self, e: &Event, ns: i64) -> Option<(i64, bool)> {
-        let act = e.id == system::ACTIVATE;
-        if !act && e.id != system::ENDCYCLE {
+        // Inlined, so that most rows (neither) cost a comparison, not a
+        // call (14.5 M instructions of 500,000 rows when the compiler chose
+        // a call); the pairing itself out of line.
+        if e.id != system::ACTIVATE && e.id != system::ENDCYCLE {
             return None;
         }
+        self.pair_job(e, ns)
+    }
+
+    #[inline(never)]
+    fn pair_job(&mut self, e: &Event, ns: i64) -> Option<(i64, bool)> {
+        let act = e.id == system::ACTIVATE;
         let task = e.args[0];
         let pending = if task < DENSE {
             let i = task as usize;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::{
@@ -69,7 +69,12 @@ enum Chunk {
 }
 
 impl Column {
-    fn write(&mut self, field: &Field, array: &ArrayRef) -> Result<(), ParquetError> {
+    fn write(
+        &mut self,
+        field: &Field,
+        array: &ArrayRef,
+        keyed: Option<&StringArray>,
+    ) -> Result<(), ParquetError> {
         match self {
             Column::Arrow(w) => {
                 for leaf in compute_leaves(field, array)? {
@@ -77,7 +82,7 @@ impl Column {
                 }
                 Ok(())
             }
-            Column::Names(n) => n.write(array),
+            Column::Names(n) => n.write(array, keyed),
             Column::Numbers(n) => n.write(array),
         }
     }
@@ -271,18 +276,50 @@ impl PartWriter {
     /// # Errors
     /// [`StoreError::Parquet`] when encoding or writing fails.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
+        self.write_columns(batch.columns(), batch.num_rows(), None)
+    }
+
+    /// Writes `rows` rows given as the table's columns, its name columns
+    /// as `Int32` keys into `strings` (not dictionary arrays: no
+    /// `DictionaryArray::try_new` a batch, which checks each key's
+    /// validity on the thread that then waits for the other).
+    ///
+    /// # Errors
+    /// [`StoreError::Parquet`] when encoding or writing fails (a key past
+    /// `strings` too).
+    pub fn write_keyed(
+        &mut self,
+        arrays: &[ArrayRef],
+        rows: usize,
+        strings: &StringArray,
+    ) -> Result<(), StoreError> {
+        self.write_columns(arrays, rows, Some(strings))
+    }
+
+    fn write_columns(
+        &mut self,
+        all: &[ArrayRef],
+        rows: usize,
+        keyed: Option<&StringArray>,
+    ) -> Result<(), StoreError> {
+        if all.len() != self.schema.fields().len() {
+            return Err(StoreError::Parquet(ParquetError::General(format!(
+                "qtrace-store: {} columns for a table of {} (a bug in qtrace-store, please report it)",
+                all.len(),
+                self.schema.fields().len()
+            ))));
+        }
         let mut at = 0;
-        while at < batch.num_rows() {
+        while at < rows {
             if self.columns.is_empty() {
                 self.columns = self.new_columns()?;
             }
-            let take = (batch.num_rows() - at).min(EVENT_ROW_GROUP - self.group_rows);
-            let part = batch.slice(at, take);
+            let take = (rows - at).min(EVENT_ROW_GROUP - self.group_rows);
+            let arrays: Vec<ArrayRef> = all.iter().map(|a| a.slice(at, take)).collect();
             let fields = self.schema.fields();
-            let arrays = part.columns();
             let parallel = self.parallel && take >= PARALLEL_ROWS;
             each(&mut self.columns, &mut self.cost, parallel, |i, c| {
-                c.write(&fields[i], &arrays[i])
+                c.write(&fields[i], &arrays[i], keyed)
             })?;
             at += take;
             self.group_rows += take;
@@ -371,6 +408,45 @@ mod tests {
     use arrow_array::types::Int32Type;
     use arrow_array::{Array, DictionaryArray, StringArray};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    /// The events' name columns given as keys (`write_keyed`): a key past
+    /// the strings is an error, not a panic nor a page.
+    #[test]
+    fn a_keyed_name_past_the_strings_is_an_error() {
+        use crate::columns::{EventCols, EventRow};
+        let dir = tempfile::tempdir().unwrap();
+        let mut dict = Interner::default();
+        let k = RunKeys {
+            run: dict.key("run-1"),
+            host: dict.key("host-a"),
+            sender: None,
+        };
+        let mut cols = EventCols::default();
+        let at = At {
+            seq: 0,
+            time_ns: 1,
+            aligned_ns: 1,
+        };
+        let row = |class| EventRow {
+            source: 0,
+            event_id: 1,
+            class: Some(class),
+            event: None,
+            args: [0, 0],
+            flags: 0,
+            queue: None,
+        };
+        cols.push(&k, &at, &row(1));
+        cols.push(&k, &at, &row(2)); // two strings: key 2 is past them
+        let (columns, n, strings) = cols.take(&dict).keyed();
+        let strings = strings.as_any().downcast_ref::<StringArray>().unwrap();
+        let mut w = PartWriter::create(dir.path(), Table::Events, 0, false).unwrap();
+        let e = w.write_keyed(&columns, n, strings).unwrap_err();
+        assert!(
+            e.to_string().contains("a name key past the dictionary"),
+            "{e}"
+        );
+    }
 
     /// Every column type the writer has a path for (name pages, integer
     /// slices, the crate's Arrow writer for the rest), nulls in each

@@ -8,6 +8,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
 
 use crate::columns::{EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, StreamCols};
@@ -201,11 +202,19 @@ impl PartSet {
                 }
                 writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
                 for job in rx {
-                    let (t, batch) = match job {
-                        Job::Write(t, batch) => (t, batch),
-                        Job::Events(rows) => (0, rows.batch()?),
-                    };
-                    writers[t].write(&batch)?;
+                    match job {
+                        Job::Write(t, batch) => writers[t].write(&batch)?,
+                        Job::Events(rows) => {
+                            let (columns, n, strings) = rows.keyed();
+                            let strings = strings.as_string_opt::<i32>().ok_or_else(|| {
+                                StoreError::Target(
+                                    "the events' dictionary is not Utf8 (a bug in qtrace-store, please report it)"
+                                        .into(),
+                                )
+                            })?;
+                            writers[0].write_keyed(&columns, n, strings)?;
+                        }
+                    }
                     size.store(
                         writers.iter().map(PartWriter::size).sum(),
                         Ordering::Relaxed,

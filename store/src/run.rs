@@ -62,13 +62,28 @@ pub mod kind {
 }
 
 /// Counts of a run since its last streams row.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Counts {
     records: u64,
     events: u64,
     lost: u64,
-    first: Option<i64>,
-    last: Option<i64>,
+    /// The least and greatest row time, i64::MAX and i64::MIN before the
+    /// first row (times are at least 0): a `min` and a `max` a row, not two
+    /// `Option`s.
+    first: i64,
+    last: i64,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            records: 0,
+            events: 0,
+            lost: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+        }
+    }
 }
 
 /// Dictionary keys of one part set, cached.
@@ -189,8 +204,8 @@ impl Run {
         };
         self.seq += 1;
         let c = &mut self.counts;
-        c.first = Some(c.first.map_or(t, |f| f.min(t)));
-        c.last = Some(c.last.map_or(t, |l| l.max(t)));
+        c.first = c.first.min(t);
+        c.last = c.last.max(t);
         at
     }
 
@@ -388,8 +403,10 @@ impl Run {
         let c = std::mem::take(&mut self.counts);
         row.path = self.info.path.clone();
         row.part = set.number;
-        row.first_ns = c.first;
-        row.last_ns = c.last;
+        // No row since the last streams row: no times (a row's is >= 0).
+        let any = c.last >= c.first;
+        row.first_ns = any.then_some(c.first);
+        row.last_ns = any.then_some(c.last);
         row.records = c.records;
         row.events = c.events;
         row.lost = c.lost;
@@ -420,4 +437,39 @@ impl Run {
 #[inline]
 fn is_plain(e: &Event) -> bool {
     e.id != tracer::HOOPS && e.flags & 0xC000 == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Array;
+    use std::path::Path;
+
+    /// A streams row's `first_ns` and `last_ns` are the least and greatest
+    /// times of the run's rows since the last one (events and losses, in
+    /// any order), and null when there was none.
+    #[test]
+    fn a_streams_row_spans_its_rows_times_and_is_null_without_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut set = PartSet::create(dir.path(), Path::new(""), 0).unwrap();
+        let mut run = Run::new(RunInfo::default(), Catalog::builtin(), Names::new());
+        for t in [30, 10, 20] {
+            run.push(&Event::new(t, EventId(1), 0, [0, 0]), &mut set);
+        }
+        run.loss(&mut set, 5, 1, kind::HOOPS);
+        run.loss(&mut set, u64::MAX, 1, kind::HOOPS); // clamps to i64::MAX
+        run.stream_row(&mut set, StreamRow::default());
+        run.stream_row(&mut set, StreamRow::default()); // no rows since
+        let b = set.streams.batch(&set.dict).unwrap();
+        let col = |name: &str| {
+            let c = b.column_by_name(name).unwrap().as_primitive::<Int64Type>();
+            (0..c.len())
+                .map(|i| c.is_valid(i).then(|| c.value(i)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(col("first_ns"), [Some(5), None]);
+        assert_eq!(col("last_ns"), [Some(i64::MAX), None]);
+    }
 }
