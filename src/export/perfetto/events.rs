@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::interning::{fixed_annotation, fixed_category, Prefix};
+use super::interning::{fixed_annotation, fixed_category, Interner, Prefix, Sequence};
 use super::protobuf::{
     put_bytes, put_int, put_message, put_pair, put_prefix, put_uint, put_uint_at,
 };
@@ -632,39 +632,43 @@ impl<W: Write> PerfettoWriter<W> {
     /// The iid of a category (a slice's: `task`, `interrupt`, `semaphore`,
     /// `scope`, remembered per sequence; or a class name).
     pub(super) fn category(&mut self, name: &str) -> u64 {
-        let k = fixed_category(name);
-        if let Some(&iid) = k.and_then(|k| self.st.fixed.get(k)).filter(|&&i| i != 0) {
-            return iid;
-        }
-        let iid = self
-            .st
-            .categories
-            .get(name, true, field::EVENT_CATEGORIES, &mut self.interned)
-            .unwrap_or(0);
-        if let Some(k) = k {
-            self.st.fixed[k] = iid;
-        }
-        iid
+        self.remembered_iid(
+            name,
+            fixed_category(name),
+            |st| &mut st.categories,
+            field::EVENT_CATEGORIES,
+        )
     }
 
     /// The iid of a debug annotation's name (the semaphore slices',
     /// `source` and `signal source`, remembered per sequence).
     fn annotation_name(&mut self, name: &str) -> u64 {
-        let k = fixed_annotation(name);
-        if let Some(&iid) = k.and_then(|k| self.st.fixed.get(k)).filter(|&&i| i != 0) {
+        self.remembered_iid(
+            name,
+            fixed_annotation(name),
+            |st| &mut st.annotation_names,
+            field::DEBUG_ANNOTATION_NAMES,
+        )
+    }
+
+    /// The iid of `name` in the sequence's table `table` (interned as
+    /// `kind` when new); a name with a `slot` of the fixed ones is looked
+    /// up there first and remembered there (no string hashed next time).
+    #[inline]
+    fn remembered_iid(
+        &mut self,
+        name: &str,
+        slot: Option<usize>,
+        table: fn(&mut Sequence) -> &mut Interner,
+        kind: u32,
+    ) -> u64 {
+        if let Some(&iid) = slot.and_then(|k| self.st.fixed.get(k)).filter(|&&i| i != 0) {
             return iid;
         }
-        let iid = self
-            .st
-            .annotation_names
-            .get(
-                name,
-                true,
-                field::DEBUG_ANNOTATION_NAMES,
-                &mut self.interned,
-            )
+        let iid = table(&mut self.st)
+            .get(name, true, kind, &mut self.interned)
             .unwrap_or(0);
-        if let Some(k) = k {
+        if let Some(k) = slot {
             self.st.fixed[k] = iid;
         }
         iid
