@@ -138,7 +138,7 @@ impl Backing {
     }
 
     /// The region's length in bytes.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.len
     }

@@ -241,7 +241,7 @@ impl CircularQueue {
     /// shared ring. The tracer's hot path goes through
     /// [`CircularQueue::producer_shard`] once per thread and then writes the
     /// shard directly (see `queues::producer_cache`).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn log_with(&self, make: impl FnOnce() -> Event) {
         match self.producer_shard() {
             Some(ring) => ring.push_with(make),
