@@ -121,6 +121,12 @@ pub struct PartSet {
 /// Batches that may wait for a set's encoder.
 pub const IN_FLIGHT: usize = 4;
 
+/// Batches that may wait for a conversion's encoder
+/// ([`PartSet::create_parallel`]): the reading thread, faster than the
+/// encoder, waits sooner, and the batches it would have read ahead are not
+/// held (a receiver's set keeps `IN_FLIGHT`: its socket must not wait).
+const CONVERT_IN_FLIGHT: usize = 2;
+
 impl PartSet {
     /// The folder of `table` under `root`, partition `sub` (empty for none).
     pub fn folder(root: &Path, table: Table, sub: &Path) -> PathBuf {
@@ -185,7 +191,12 @@ impl PartSet {
         // alignment, 7.7); an error there stops the encoder, which `send`
         // and `finish` report.
         let jobs_dir = Self::folder(root, Table::Jobs, sub);
-        let (tx, rx) = sync_channel::<Job>(IN_FLIGHT);
+        let depth = if parallel {
+            CONVERT_IN_FLIGHT
+        } else {
+            IN_FLIGHT
+        };
+        let (tx, rx) = sync_channel::<Job>(depth);
         let (open_tx, open_rx): (Sender<()>, Receiver<()>) = channel();
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
