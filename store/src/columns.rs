@@ -277,6 +277,25 @@ pub struct EventRow {
     pub queue: Option<u16>,
 }
 
+/// One events row with its class and event keys as [`EventCols`] holds
+/// them (-1: none), as the reading loop caches them: no `Option` made and
+/// unmade a row.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyedRow {
+    /// The record's source.
+    pub source: u32,
+    /// Its event id.
+    pub event_id: u16,
+    /// Keys of its class and event names, -1 for none.
+    pub names: [i32; 2],
+    /// Its arguments.
+    pub args: [u64; 2],
+    /// Its flags.
+    pub flags: u16,
+    /// The queue that wrote it, if known.
+    pub queue: Option<u16>,
+}
+
 /// One events row as held until its batch is taken: its place and fields
 /// (the run's are in [`Segments`]), a dictionary key of -1 for a null.
 #[derive(Clone, Copy, Debug)]
@@ -306,15 +325,33 @@ impl EventCols {
     /// Appends a row.
     #[inline]
     pub fn push(&mut self, k: &RunKeys, at: &At, r: &EventRow) {
+        self.push_keyed(
+            k,
+            at,
+            &KeyedRow {
+                source: r.source,
+                event_id: r.event_id,
+                names: [r.class.unwrap_or(-1), r.event.unwrap_or(-1)],
+                args: r.args,
+                flags: r.flags,
+                queue: r.queue,
+            },
+        );
+    }
+
+    /// Appends a row whose name keys are held as they come (-1: none).
+    #[inline]
+    pub fn push_keyed(&mut self, k: &RunKeys, at: &At, r: &KeyedRow) {
         self.same.push(k, r.queue);
+        let [class, event] = r.names;
         self.rows.push(Held {
             seq: at.seq,
             time_ns: at.time_ns,
             aligned_ns: at.aligned_ns,
             args: r.args,
             source: r.source,
-            class: r.class.unwrap_or(-1),
-            event: r.event.unwrap_or(-1),
+            class,
+            event,
             event_id: r.event_id,
             flags: r.flags,
         });

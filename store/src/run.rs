@@ -11,7 +11,7 @@ use qtrace::storage::{DAMAGED, UNREADABLE};
 use qtrace::wire::unclosed_stream;
 use qtrace::{Event, EventId};
 
-use crate::columns::{At, EventRow, LossRow, PayloadRow, RunKeys, StreamRow};
+use crate::columns::{At, EventRow, KeyedRow, LossRow, PayloadRow, RunKeys, StreamRow};
 use crate::jobs::Jobs;
 use crate::partset::PartSet;
 
@@ -91,9 +91,13 @@ impl Default for Counts {
 struct Keys {
     generation: u64,
     run: RunKeys,
-    /// Per event id: (class key, event key), once looked up.
-    ids: Vec<Option<(Option<i32>, Option<i32>)>>,
+    /// Per event id: its class and event keys as the events rows hold
+    /// them (-1: none), `UNSEEN` until looked up.
+    ids: Vec<[i32; 2]>,
 }
+
+/// An id's name keys not looked up yet (a key is -1 or more).
+const UNSEEN: [i32; 2] = [i32::MIN; 2];
 
 /// One run being written.
 #[derive(Debug)]
@@ -167,15 +171,22 @@ impl Run {
     }
 
     /// The class and event keys of `id` in `set`.
-    #[inline(never)]
     fn id_keys(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, Option<i32>, Option<i32>) {
+        let (k, [class, event]) = self.id_names(set, id);
+        (k, (class >= 0).then_some(class), (event >= 0).then_some(event))
+    }
+
+    /// The class and event keys of `id` in `set` as the events rows hold
+    /// them (-1: none).
+    #[inline(never)]
+    fn id_names(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, [i32; 2]) {
         let i = id.0 as usize;
         let cached = {
             let k = self.keys(set);
-            (k.run, k.ids.get(i).copied().flatten())
+            (k.run, k.ids.get(i).copied().unwrap_or(UNSEEN))
         };
-        if let (run, Some((c, e))) = cached {
-            return (run, c, e);
+        if cached.1 != UNSEEN {
+            return cached;
         }
         let class = self
             .catalog
@@ -187,12 +198,13 @@ impl Run {
             .event(id)
             .or_else(|| self.catalog.event_name(id))
             .map(|n| set.dict.key(n));
+        let names = [class.unwrap_or(-1), event.unwrap_or(-1)];
         let k = self.keys.as_mut().expect("made above");
         if k.ids.len() <= i {
-            k.ids.resize(i + 1, None);
+            k.ids.resize(i + 1, UNSEEN);
         }
-        k.ids[i] = Some((class, event));
-        (k.run, class, event)
+        k.ids[i] = names;
+        (k.run, names)
     }
 
     fn at(&mut self, time: u64) -> At {
@@ -216,33 +228,32 @@ impl Run {
         if !is_plain(e) {
             return self.push_slow(e, set);
         }
-        // The keys cached for this set and id, else looked up.
+        // The keys cached for this set and id, else looked up; as i32s
+        // (-1: none) from the cache to the row held, no `Option` a row.
         let cached = match &self.keys {
-            Some(keys) if keys.generation == set.generation => {
-                match keys.ids.get(e.id.0 as usize) {
-                    Some(Some((class, event))) => Some((keys.run, *class, *event)),
-                    _ => None,
-                }
-            }
+            Some(keys) if keys.generation == set.generation => keys
+                .ids
+                .get(e.id.0 as usize)
+                .filter(|n| **n != UNSEEN)
+                .map(|n| (keys.run, *n)),
             _ => None,
         };
-        let (k, class, event) = match cached {
+        let (k, names) = match cached {
             Some(c) => c,
-            None => self.id_keys(set, e.id),
+            None => self.id_names(set, e.id),
         };
         let at = self.at(e.time);
         self.counts.events += 1;
         if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
             set.job_rows.push(&k, &at, e.args[0], activated, lossy);
         }
-        set.events.push(
+        set.events.push_keyed(
             &k,
             &at,
-            &EventRow {
+            &KeyedRow {
                 source: e.source,
                 event_id: e.id.0,
-                class,
-                event,
+                names,
                 args: e.args,
                 flags: e.flags,
                 queue: self.info.queue,
