@@ -74,6 +74,9 @@ impl NameChunk {
         array: &ArrayRef,
         keyed: Option<&StringArray>,
     ) -> Result<(), ParquetError> {
+        // The key of every row when they are all one (a conversion's run
+        // and host, a batch of one event's rows).
+        let mut one = None;
         let (dict, strings) = match keyed {
             Some(strings) => {
                 let keys = array
@@ -82,9 +85,15 @@ impl NameChunk {
                 // Every key (a null's too, 0) within the strings: one tight
                 // loop, where DictionaryArray::try_new asks each key's
                 // validity (9 instructions a key, 5 % of a conversion).
-                let max = keys.values().iter().fold(0u32, |m, &k| m.max(k as u32));
+                let (min, max) = keys
+                    .values()
+                    .iter()
+                    .fold((u32::MAX, 0u32), |(lo, hi), &k| (lo.min(k as u32), hi.max(k as u32)));
                 if !keys.is_empty() && max as usize >= strings.len() {
                     return Err(err("a name key past the dictionary"));
+                }
+                if min == max {
+                    one = Some(min as i32);
                 }
                 (keys, strings)
             }
@@ -113,8 +122,14 @@ impl NameChunk {
             return Err(err("a null in a required name column"));
         }
         let keys = dict.values();
-        match nulls {
-            Some(b) => {
+        // One key on every row, no nulls, 8 rows or more: the page's keys
+        // are one RLE run (what `hybrid` makes of them), written without a
+        // key a row mapped and then measured.
+        let one = one.filter(|_| nulls.is_none() && dict.len() >= 8);
+        let mut one_local = None;
+        match (nulls, one) {
+            (_, Some(g)) => one_local = Some(self.local_key(g)),
+            (Some(b), None) => {
                 for (i, &g) in keys.iter().enumerate() {
                     let valid = b.is_valid(i);
                     self.levels.push(u32::from(valid));
@@ -124,7 +139,7 @@ impl NameChunk {
                     }
                 }
             }
-            None => {
+            (None, None) => {
                 // Runs of one key (a run's name, a host, a repeated event)
                 // are mapped once.
                 // One `extend` (no capacity check a key); -1 is no key
@@ -156,7 +171,10 @@ impl NameChunk {
         }
         let width = key_width(self.local.len());
         self.buf.push(width);
-        hybrid(&self.keys, width, &mut self.buf);
+        match one_local {
+            Some(k) => rle(k, dict.len(), width, &mut self.buf),
+            None => hybrid(&self.keys, width, &mut self.buf),
+        }
         let page = self.compressor.compress(&self.buf)?;
         self.pages.push((page, self.buf.len(), dict.len() as u32));
         self.values += dict.len() as u64;
@@ -401,6 +419,53 @@ mod tests {
         }
         bitpack(&values[packed_from..], width, &mut out);
         out
+    }
+
+    /// A column whose batch holds one key (a conversion's `run`, `host`)
+    /// is written without a key a row, as the same bytes as the
+    /// dictionary array's path (which maps and measures every key), with
+    /// fewer than 8 rows and mixed batches beside.
+    #[test]
+    fn a_single_key_batch_writes_the_same_bytes_as_the_general_path() {
+        use crate::schema::Table;
+        use arrow_array::Int32Array;
+        use parquet::arrow::ArrowSchemaConverter;
+        let schema = ArrowSchemaConverter::new()
+            .convert(&Table::Events.schema())
+            .unwrap();
+        let strings = StringArray::from(vec!["a", "b", "c", "d"]);
+        for leaf in ["run", "class"] {
+            let descr = schema
+                .columns()
+                .iter()
+                .find(|c| c.name() == leaf)
+                .unwrap()
+                .clone();
+            let mut keyed = NameChunk::new(descr.clone(), 1).unwrap();
+            let mut general = NameChunk::new(descr, 1).unwrap();
+            let batches: [Vec<i32>; 5] = [
+                vec![2; 1000],
+                vec![1; 5],
+                vec![3, 3, 2, 3, 3, 3, 3, 3, 3],
+                vec![0; 8],
+                vec![2; 9],
+            ];
+            for keys in batches {
+                let keys = Int32Array::from(keys);
+                let dict =
+                    DictionaryArray::<Int32Type>::try_new(keys.clone(), Arc::new(strings.clone()))
+                        .unwrap();
+                keyed
+                    .write(&(Arc::new(keys) as ArrayRef), Some(&strings))
+                    .unwrap();
+                general
+                    .write(&(Arc::new(dict) as ArrayRef), None)
+                    .unwrap();
+            }
+            let (a, _) = keyed.close().unwrap();
+            let (b, _) = general.close().unwrap();
+            assert_eq!(a, b, "{leaf}");
+        }
     }
 
     #[test]
