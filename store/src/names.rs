@@ -85,10 +85,9 @@ impl NameChunk {
                 // Every key (a null's too, 0) within the strings: one tight
                 // loop, where DictionaryArray::try_new asks each key's
                 // validity (9 instructions a key, 5 % of a conversion).
-                let (min, max) = keys
-                    .values()
-                    .iter()
-                    .fold((u32::MAX, 0u32), |(lo, hi), &k| (lo.min(k as u32), hi.max(k as u32)));
+                let (min, max) = keys.values().iter().fold((u32::MAX, 0u32), |(lo, hi), &k| {
+                    (lo.min(k as u32), hi.max(k as u32))
+                });
                 if !keys.is_empty() && max as usize >= strings.len() {
                     return Err(err("a name key past the dictionary"));
                 }
@@ -458,9 +457,7 @@ mod tests {
                 keyed
                     .write(&(Arc::new(keys) as ArrayRef), Some(&strings))
                     .unwrap();
-                general
-                    .write(&(Arc::new(dict) as ArrayRef), None)
-                    .unwrap();
+                general.write(&(Arc::new(dict) as ArrayRef), None).unwrap();
             }
             let (a, _) = keyed.close().unwrap();
             let (b, _) = general.close().unwrap();

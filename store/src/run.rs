@@ -173,7 +173,11 @@ impl Run {
     /// The class and event keys of `id` in `set`.
     fn id_keys(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, Option<i32>, Option<i32>) {
         let (k, [class, event]) = self.id_names(set, id);
-        (k, (class >= 0).then_some(class), (event >= 0).then_some(event))
+        (
+            k,
+            (class >= 0).then_some(class),
+            (event >= 0).then_some(event),
+        )
     }
 
     /// The class and event keys of `id` in `set` as the events rows hold
