@@ -165,21 +165,52 @@ impl Common {
     }
 }
 
+/// A run's keys and queue as one number (bits 0-31 the run, 32-63 the
+/// host, 64 whether a sender and 65-96 it, 97 whether a queue and 98-113
+/// it): the events rows' segment, compared in one go a row (the reading
+/// loop caches it with the run's keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment(u128);
+
+impl Segment {
+    /// The segment of `k`'s rows written by `queue`.
+    pub fn of(k: &RunKeys, queue: Option<u16>) -> Self {
+        let sender = k.sender.map_or(0, |s| 1 | u128::from(s) << 1);
+        let queue = queue.map_or(0, |q| 1 | u128::from(q) << 1);
+        Segment(
+            u128::from(k.run as u32) | u128::from(k.host as u32) << 32 | sender << 64 | queue << 97,
+        )
+    }
+
+    /// Its keys and queue.
+    fn keys(self) -> (RunKeys, Option<u16>) {
+        let v = self.0;
+        let sender = (v >> 64) as u64 & 0x1_FFFF_FFFF;
+        let queue = (v >> 97) as u64 & 0x1_FFFF;
+        let k = RunKeys {
+            run: v as u32 as i32,
+            host: (v >> 32) as u32 as i32,
+            sender: (sender & 1 == 1).then_some((sender >> 1) as u32),
+        };
+        (k, (queue & 1 == 1).then_some((queue >> 1) as u16))
+    }
+}
+
 /// The columns that stay the same over a run's rows (run, host, sender,
 /// queue), held as runs of rows: one comparison a row instead of four
 /// pushes, the columns filled at once when the batch is taken.
 #[derive(Debug, Default)]
 struct Segments {
-    /// Each segment's keys, queue and rows.
-    runs: Vec<(RunKeys, Option<u16>, usize)>,
+    /// Each segment and its rows.
+    runs: Vec<(Segment, usize)>,
 }
 
 impl Segments {
     #[inline]
-    fn push(&mut self, k: &RunKeys, queue: Option<u16>) {
+    fn push(&mut self, s: Segment) {
         match self.runs.last_mut() {
-            Some((lk, lq, n)) if lk == k && *lq == queue => *n += 1,
-            _ => self.runs.push((*k, queue, 1)),
+            Some((ls, n)) if *ls == s => *n += 1,
+            _ => self.runs.push((s, 1)),
         }
     }
 
@@ -187,7 +218,7 @@ impl Segments {
     /// queue array.
     fn arrays(&mut self) -> [ArrayRef; 4] {
         let segments = std::mem::take(&mut self.runs);
-        let total = segments.iter().map(|s| s.2).sum();
+        let total = segments.iter().map(|s| s.1).sum();
         let mut run = Vec::with_capacity(total);
         let mut host = Vec::with_capacity(total);
         let mut sender = Vec::with_capacity(total);
@@ -196,7 +227,8 @@ impl Segments {
         // is null on every row: no byte a row set then packed).
         let mut sender_valid = BooleanBufferBuilder::new(total);
         let mut queue_valid = BooleanBufferBuilder::new(total);
-        for (k, q, n) in segments {
+        for (s, n) in segments {
+            let (k, q) = s.keys();
             run.resize(run.len() + n, k.run);
             host.resize(host.len() + n, k.host);
             sender.resize(sender.len() + n, k.sender.unwrap_or_default());
@@ -279,7 +311,7 @@ pub struct EventRow {
 
 /// One events row with its class and event keys as [`EventCols`] holds
 /// them (-1: none), as the reading loop caches them: no `Option` made and
-/// unmade a row.
+/// unmade a row (its queue is in its [`Segment`]).
 #[derive(Clone, Copy, Debug)]
 pub struct KeyedRow {
     /// The record's source.
@@ -292,8 +324,6 @@ pub struct KeyedRow {
     pub args: [u64; 2],
     /// Its flags.
     pub flags: u16,
-    /// The queue that wrote it, if known.
-    pub queue: Option<u16>,
 }
 
 /// One events row as held until its batch is taken: its place and fields
@@ -326,7 +356,7 @@ impl EventCols {
     #[inline]
     pub fn push(&mut self, k: &RunKeys, at: &At, r: &EventRow) {
         self.push_keyed(
-            k,
+            Segment::of(k, r.queue),
             at,
             &KeyedRow {
                 source: r.source,
@@ -334,15 +364,15 @@ impl EventCols {
                 names: [r.class.unwrap_or(-1), r.event.unwrap_or(-1)],
                 args: r.args,
                 flags: r.flags,
-                queue: r.queue,
             },
         );
     }
 
-    /// Appends a row whose name keys are held as they come (-1: none).
+    /// Appends a row of `segment` (its run's keys and queue) whose name
+    /// keys are held as they come (-1: none).
     #[inline]
-    pub fn push_keyed(&mut self, k: &RunKeys, at: &At, r: &KeyedRow) {
-        self.same.push(k, r.queue);
+    pub fn push_keyed(&mut self, segment: Segment, at: &At, r: &KeyedRow) {
+        self.same.push(segment);
         let [class, event] = r.names;
         self.rows.push(Held {
             seq: at.seq,
@@ -819,6 +849,39 @@ mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
+
+    /// A segment gives back the keys and queue it was made of, at their
+    /// extremes too; any one field differing makes another segment.
+    #[test]
+    fn a_segment_holds_its_keys_and_queue() {
+        let keys = [
+            RunKeys {
+                run: 0,
+                host: 0,
+                sender: None,
+            },
+            RunKeys {
+                run: i32::MAX,
+                host: 7,
+                sender: Some(0),
+            },
+            RunKeys {
+                run: 3,
+                host: i32::MAX,
+                sender: Some(u32::MAX),
+            },
+        ];
+        let queues = [None, Some(0), Some(u16::MAX)];
+        let mut seen = Vec::new();
+        for k in keys {
+            for q in queues {
+                let s = Segment::of(&k, q);
+                assert_eq!(s.keys(), (k, q));
+                assert!(!seen.contains(&s));
+                seen.push(s);
+            }
+        }
+    }
 
     /// Rows of two runs (one with a sender and a queue, one without), a
     /// null class and event among them: each column holds each row's value

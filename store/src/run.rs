@@ -11,7 +11,7 @@ use qtrace::storage::{DAMAGED, UNREADABLE};
 use qtrace::wire::unclosed_stream;
 use qtrace::{Event, EventId};
 
-use crate::columns::{At, EventRow, KeyedRow, LossRow, PayloadRow, RunKeys, StreamRow};
+use crate::columns::{At, EventRow, KeyedRow, LossRow, PayloadRow, RunKeys, Segment, StreamRow};
 use crate::jobs::Jobs;
 use crate::partset::PartSet;
 
@@ -91,6 +91,8 @@ impl Default for Counts {
 struct Keys {
     generation: u64,
     run: RunKeys,
+    /// `run` and the run's queue, as its events rows hold them.
+    segment: Segment,
     /// Per event id: its class and event keys as the events rows hold
     /// them (-1: none), `UNSEEN` until looked up.
     ids: Vec<[i32; 2]>,
@@ -157,13 +159,15 @@ impl Run {
 
     fn keys(&mut self, set: &mut PartSet) -> &mut Keys {
         if self.keys.as_ref().map(|k| k.generation) != Some(set.generation) {
+            let run = RunKeys {
+                run: set.dict.key(&self.info.name),
+                host: set.dict.key(&self.info.host),
+                sender: self.info.sender,
+            };
             self.keys = Some(Keys {
                 generation: set.generation,
-                run: RunKeys {
-                    run: set.dict.key(&self.info.name),
-                    host: set.dict.key(&self.info.host),
-                    sender: self.info.sender,
-                },
+                run,
+                segment: Segment::of(&run, self.info.queue),
                 ids: Vec::new(),
             });
         }
@@ -234,25 +238,30 @@ impl Run {
         }
         // The keys cached for this set and id, else looked up; as i32s
         // (-1: none) from the cache to the row held, no `Option` a row.
+        // The run's keys and queue travel as one `Segment`.
         let cached = match &self.keys {
             Some(keys) if keys.generation == set.generation => keys
                 .ids
                 .get(e.id.0 as usize)
                 .filter(|n| **n != UNSEEN)
-                .map(|n| (keys.run, *n)),
+                .map(|n| (keys.segment, *n)),
             _ => None,
         };
-        let (k, names) = match cached {
+        let (segment, names) = match cached {
             Some(c) => c,
-            None => self.id_names(set, e.id),
+            None => {
+                let (_, names) = self.id_names(set, e.id);
+                (self.keys(set).segment, names)
+            }
         };
         let at = self.at(e.time);
         self.counts.events += 1;
         if let Some((activated, lossy)) = self.jobs.pair(e, at.time_ns) {
+            let k = self.keys(set).run;
             set.job_rows.push(&k, &at, e.args[0], activated, lossy);
         }
         set.events.push_keyed(
-            &k,
+            segment,
             &at,
             &KeyedRow {
                 source: e.source,
@@ -260,7 +269,6 @@ impl Run {
                 names,
                 args: e.args,
                 flags: e.flags,
-                queue: self.info.queue,
             },
         );
     }
