@@ -84,15 +84,25 @@ fn finish_all(writers: Vec<PartWriter>) -> Closed {
     let results: Vec<Result<(PathBuf, u64), StoreError>> = std::thread::scope(|s| {
         let mut writers = writers.into_iter();
         let first = writers.next();
-        let others: Vec<_> = writers.map(|w| s.spawn(move || w.finish())).collect();
+        let others: Vec<_> = writers
+            .map(|w| {
+                std::thread::Builder::new()
+                    .name("qtrace-close".into())
+                    .spawn_scoped(s, move || w.finish())
+            })
+            .collect();
         let mut results: Vec<_> = first.map(PartWriter::finish).into_iter().collect();
-        results.extend(others.into_iter().map(|h| {
-            h.join().unwrap_or_else(|_| {
+        results.extend(others.into_iter().map(|h| match h {
+            Ok(h) => h.join().unwrap_or_else(|_| {
                 Err(StoreError::Target(
                     "a part's closing thread panicked (a bug in qtrace-store, please report it)"
                         .into(),
                 ))
-            })
+            }),
+            // Its part stays a temp, as after any failed close.
+            Err(e) => Err(StoreError::Target(format!(
+                "cannot start a thread to close a part: {e}"
+            ))),
         }));
         results
     });
@@ -125,8 +135,8 @@ enum Job {
 /// Rows are gathered here (by the receiver's or the converter's thread)
 /// and encoded by a thread of the set's own: the Parquet encoding (most of
 /// the cost) runs beside the thread that reads or receives. At most
-/// `IN_FLIGHT` (4) batches wait for it: memory stays bounded, and a caller
-/// faster than the encoder waits.
+/// `IN_FLIGHT` (4) batches wait for it (a conversion's, 2): memory stays
+/// bounded, and a caller faster than the encoder waits.
 #[derive(Debug)]
 pub struct PartSet {
     /// This set's identity (for cached dictionary keys).
