@@ -103,11 +103,17 @@ fn recv_live_writes_every_event_while_the_view_prints() {
     let file = dir.join("received.qtr");
     let (listen, recv) = crate::common::recv::recv_listening(
         &file,
-        &["--live", "--count", "3600", "--duration", "60"],
+        &[
+            "--live",
+            "--count",
+            &crate::live_stream::RECORDS.to_string(),
+            "--duration",
+            "60",
+        ],
     );
     let report = crate::live_stream::stream(listen, Duration::from_millis(5));
     let c = report.queues[0].counters;
-    assert_eq!(c.accepted + c.dropped, 3600);
+    assert_eq!(c.accepted + c.dropped, crate::live_stream::RECORDS);
     let out = recv.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -1,6 +1,7 @@
 //! The known workload the live tests stream: two periodic tasks on two
 //! CPUs on a manual clock (so every figure is exact), after a burst that
-//! overflows the sender's queue (so there is a loss to show).
+//! overflows the sender's queue and a payload longer than the queue (so
+//! there is always a loss to show).
 
 use std::net::SocketAddr;
 use std::thread;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use qtrace::classes::{system, user};
 use qtrace::clock::{Clock, ManualClock};
+use qtrace::combine::{MAX_PAYLOAD, MAX_RECORDS};
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::{Config, ShutdownReport, Tracer};
 
@@ -19,6 +21,17 @@ pub const BURST: u64 = 3000;
 
 /// The sender queue's capacity.
 pub const CAPACITY: usize = 256;
+
+/// Records of the payload logged after the burst: a run of
+/// [`MAX_RECORDS`] (257) never fits a queue of [`CAPACITY`] (256), so it is
+/// dropped whatever the sending thread does. The burst alone may lose
+/// nothing: on a loaded machine the woken sending thread can keep pace
+/// with it (it did once in CI), and then the stream had no loss to show.
+pub const UNFIT: u64 = MAX_RECORDS as u64;
+
+/// Records the workload logs: what the sender's counters add up to
+/// (accepted plus dropped).
+pub const RECORDS: u64 = BURST + UNFIT + 6 * CYCLES;
 
 /// Logs the workload into `tracer` (on `clock`), pausing `pause` after each
 /// cycle: task 1 on CPU 0 runs 0–300 µs of each cycle, task 2 on CPU 1
@@ -43,7 +56,8 @@ pub fn log_cycles(tracer: &Tracer, clock: &ManualClock, pause: Duration) {
 
 /// Streams the workload to `to` from a UDP queue: the burst (user events
 /// at time 0, more than the queue holds: some are dropped, counted and
-/// reported), then the cycles, paced by `pause`, then the close. The
+/// reported) and a payload run longer than the queue (always dropped,
+/// [`UNFIT`] records), then the cycles, paced by `pause`, then the close. The
 /// sender's report says what it delivered and dropped.
 pub fn stream(to: SocketAddr, pause: Duration) -> ShutdownReport {
     let clock = ManualClock::new(0);
@@ -64,6 +78,7 @@ pub fn stream(to: SocketAddr, pause: Duration) -> ShutdownReport {
     for i in 0..BURST {
         tracer.log_event_from(0, user::USER0, [i, 0]);
     }
+    tracer.log_bytes(user::USER1, &[0x51; MAX_PAYLOAD]);
     // The queue drains and reopens: none of the cycles' events is dropped.
     thread::sleep(Duration::from_millis(100));
     log_cycles(&tracer, &clock, pause);
