@@ -11,7 +11,9 @@ use std::thread::JoinHandle;
 use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
 
-use crate::columns::{EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, StreamCols};
+use crate::columns::{
+    EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, Scratch, Spare, StreamCols,
+};
 use crate::error::StoreError;
 use crate::part::PartWriter;
 use crate::schema::{Table, BATCH_ROWS};
@@ -156,6 +158,9 @@ pub struct PartSet {
     /// The part number.
     pub(crate) number: u64,
     jobs: Option<SyncSender<Job>>,
+    /// Events rows buffers the encoder made columns, given back emptied
+    /// (as many as were in flight at most).
+    spares: Receiver<Spare>,
     encoder: Option<JoinHandle<Closed>>,
     /// The encoded size so far, as the encoder last saw it.
     encoded: Arc<AtomicU64>,
@@ -245,6 +250,7 @@ impl PartSet {
         };
         let (tx, rx) = sync_channel::<Job>(depth);
         let (open_tx, open_rx): (Sender<()>, Receiver<()>) = channel();
+        let (spare_tx, spares) = channel::<Spare>();
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
         let encoder = std::thread::Builder::new()
@@ -259,11 +265,14 @@ impl PartSet {
                     }
                 }
                 writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
+                let mut scratch = Scratch::default();
                 for job in rx {
                     match job {
                         Job::Write(t, batch) => writers[t].write(&batch)?,
                         Job::Events(rows) => {
-                            let (columns, n, strings) = rows.keyed();
+                            let (columns, n, strings, spare) = rows.keyed(&mut scratch);
+                            // Gone once the set is closed: then dropped.
+                            let _ = spare_tx.send(spare);
                             let strings = strings.as_string_opt::<i32>().ok_or_else(|| {
                                 StoreError::Target(
                                     "the events' dictionary is not Utf8 (a bug in qtrace-store, please report it)"
@@ -271,6 +280,7 @@ impl PartSet {
                                 )
                             })?;
                             writers[0].write_keyed(&columns, n, strings)?;
+                            scratch.give_back(columns);
                         }
                     }
                     size.store(
@@ -291,6 +301,7 @@ impl PartSet {
             job_rows: JobCols::default(),
             number: n,
             jobs: Some(tx),
+            spares,
             encoder: Some(encoder),
             encoded,
             sent: [0; 5],
@@ -308,7 +319,7 @@ impl PartSet {
 
     /// Hands the events rows held to the encoder.
     fn send_events(&mut self) -> Result<(), StoreError> {
-        let rows = self.events.take(&self.dict);
+        let rows = self.events.take(&self.dict, self.spares.try_recv().ok());
         if rows.is_empty() {
             return Ok(());
         }
