@@ -480,6 +480,59 @@ mod tests {
         assert_eq!(files(root, 1, part_name), [true, false, false, true, true]);
     }
 
+    /// A receiver's set (two encoding threads, `create_receiving`) writes
+    /// the same bytes as a set of one thread given the same rows: several
+    /// batches, each past the size that splits its columns between the
+    /// threads, and reused buffers from the second batch on.
+    #[test]
+    fn two_encoding_threads_write_the_same_bytes_as_one() {
+        use crate::columns::{At, EventRow, RunKeys};
+        let dir = tempfile::tempdir().unwrap();
+        let write = |root: &Path, two: bool| {
+            let sub = Path::new("host=a");
+            let mut set = if two {
+                PartSet::create_receiving(root, sub, 1, None).unwrap()
+            } else {
+                PartSet::create(root, sub, 1).unwrap()
+            };
+            let k = RunKeys {
+                run: set.dict.key("r"),
+                host: set.dict.key("a"),
+                sender: Some(3),
+            };
+            let name = set.dict.key("n");
+            for i in 0..(3 * BATCH_ROWS + 1000) as u64 {
+                let at = At {
+                    seq: i,
+                    time_ns: (i * i % 977) as i64 + i as i64 * 50,
+                    aligned_ns: i as i64 * 50 + 7,
+                };
+                let row = EventRow {
+                    source: (i % 5) as u32,
+                    event_id: (i % 7) as u16,
+                    class: Some(name),
+                    event: (i % 3 != 0).then_some(name),
+                    args: [i, i.wrapping_mul(0x9E37_79B9_7F4A_7C15)],
+                    flags: (i % 2) as u16,
+                    queue: Some(1),
+                };
+                set.events.push(&k, &at, &row);
+                set.flush_full().unwrap();
+            }
+            set.finish().unwrap()
+        };
+        let one = write(&dir.path().join("one"), false);
+        let two = write(&dir.path().join("two"), true);
+        assert_eq!(one.len(), two.len());
+        for ((a, _), (b, _)) in one.iter().zip(&two) {
+            assert_eq!(
+                std::fs::read(a).unwrap(),
+                std::fs::read(b).unwrap(),
+                "{a:?}"
+            );
+        }
+    }
+
     /// A set made after another of its folder creates its temps only once
     /// that one is closed (renamed into place): a crash meanwhile leaves one
     /// unfinished set there, not two. Closing does not wait for the
