@@ -135,8 +135,9 @@ enum Job {
 /// Part N of the four tables under one root, in `<root>/<table>/<sub>/`.
 ///
 /// Rows are gathered here (by the receiver's or the converter's thread)
-/// and encoded by a thread of the set's own: the Parquet encoding (most of
-/// the cost) runs beside the thread that reads or receives. At most
+/// and encoded by a thread of the set's own (its columns split with a
+/// second for a conversion's or a receiver's set): the Parquet encoding
+/// (most of the cost) runs beside the thread that reads or receives. At most
 /// `IN_FLIGHT` (4) batches wait for it (a conversion's, 2): memory stays
 /// bounded, and a caller faster than the encoder waits.
 #[derive(Debug)]
@@ -220,8 +221,8 @@ impl PartSet {
     /// `after`): its columns encoded on two threads, its queue `IN_FLIGHT`
     /// deep (its socket must not wait). Each batch's encoding then takes
     /// about half the time, and the receiving thread less often finds the
-    /// queue full: at 2 M-event rounds on 2 cores, 9.7 against 8.6 M
-    /// events/s received with one thread (BENCHMARKS.md, `recvstore`).
+    /// queue full: 2 M-event rounds on 2 cores received 10.2 against 9.2 M
+    /// events/s with one thread (mean of 15; BENCHMARKS.md, `recvstore`).
     ///
     /// # Errors
     /// As [`PartSet::create`] and [`PartSet::create_after`].
