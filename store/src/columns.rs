@@ -422,13 +422,6 @@ impl EventCols {
     }
 }
 
-/// Rows from which [`EventRows::keyed`] makes its columns on two threads
-/// when asked.
-const TWO_ROWS: usize = 8 * 1024;
-
-/// The events' 8-byte columns being made: seq, time, aligned, arg0, arg1.
-type Wide = (Vec<u64>, Vec<i64>, Vec<i64>, Vec<u64>, Vec<u64>);
-
 /// An events rows buffer made columns and emptied, to be filled again
 /// ([`EventCols::take`]).
 #[derive(Debug)]
@@ -525,7 +518,7 @@ impl EventRows {
     /// The rows as a batch of columns.
     #[cfg(test)]
     pub fn batch(self) -> Result<RecordBatch, ArrowError> {
-        let (columns, _, strings, _) = self.keyed(&mut Scratch::default(), false);
+        let (columns, _, strings, _) = self.keyed(&mut Scratch::default());
         let schema = Table::Events.schema();
         let columns = columns
             .into_iter()
@@ -550,95 +543,38 @@ impl EventRows {
     /// [`crate::part::PartWriter::write_keyed`]; the number of rows; and
     /// the rows' buffer, emptied, for the next rows.
     /// Its buffers are `scratch`'s when it has them.
-    pub fn keyed(
-        mut self,
-        scratch: &mut Scratch,
-        two: bool,
-    ) -> (Vec<ArrayRef>, usize, ArrayRef, Spare) {
+    pub fn keyed(mut self, scratch: &mut Scratch) -> (Vec<ArrayRef>, usize, ArrayRef, Spare) {
         let [run, host, sender, queue] = self.same.arrays(scratch);
         let mut a = vec![run, host, sender];
         let rows = &self.rows;
         let n = rows.len();
         let s = scratch;
-        let seq = room(&mut s.seq, n);
-        let time = room(&mut s.time, n);
-        let aligned = room(&mut s.aligned, n);
+        let mut seq = room(&mut s.seq, n);
+        let mut time = room(&mut s.time, n);
+        let mut aligned = room(&mut s.aligned, n);
         let mut source = room(&mut s.source, n);
         let mut event_id = room(&mut s.event_id, n);
         let mut class = room(&mut s.class, n);
         let mut event = room(&mut s.event, n);
-        let arg0 = room(&mut s.arg0, n);
-        let arg1 = room(&mut s.arg1, n);
+        let mut arg0 = room(&mut s.arg0, n);
+        let mut arg1 = room(&mut s.arg1, n);
         let mut flags = room(&mut s.flags, n);
+        let mut nulls = false;
         // A column at a time over rows that stay in the cache (56 KiB): a
-        // tight loop each, and the rows read from memory once. The 8-byte
-        // columns on a second thread when `two` (half the rows' bytes: the
-        // encoder's columns are split between two threads after this).
-        let wide = |(mut seq, mut time, mut aligned, mut arg0, mut arg1): Wide| -> Wide {
-            for c in rows.chunks(1024) {
-                seq.extend(c.iter().map(|r| r.seq));
-                time.extend(c.iter().map(|r| r.time_ns));
-                aligned.extend(c.iter().map(|r| r.aligned_ns));
-                arg0.extend(c.iter().map(|r| r.args[0]));
-                arg1.extend(c.iter().map(|r| r.args[1]));
-            }
-            (seq, time, aligned, arg0, arg1)
-        };
-        let narrow = |source: &mut Vec<u32>,
-                      event_id: &mut Vec<u16>,
-                      class: &mut Vec<i32>,
-                      event: &mut Vec<i32>,
-                      flags: &mut Vec<u16>| {
-            let mut nulls = false;
-            for c in rows.chunks(1024) {
-                source.extend(c.iter().map(|r| r.source));
-                event_id.extend(c.iter().map(|r| r.event_id));
-                class.extend(c.iter().map(|r| r.class.max(0)));
-                event.extend(c.iter().map(|r| r.event.max(0)));
-                flags.extend(c.iter().map(|r| r.flags));
-                nulls |= c.iter().any(|r| (r.class | r.event) < 0);
-            }
-            nulls
-        };
-        let w = (seq, time, aligned, arg0, arg1);
-        let ((seq, time, aligned, arg0, arg1), nulls) = if two && n >= TWO_ROWS {
-            std::thread::scope(|sc| {
-                let other = std::thread::Builder::new()
-                    .name("qtrace-columns".into())
-                    .spawn_scoped(sc, move || wide(w));
-                let nulls = narrow(
-                    &mut source,
-                    &mut event_id,
-                    &mut class,
-                    &mut event,
-                    &mut flags,
-                );
-                let w = match other {
-                    Ok(h) => match h.join() {
-                        Ok(w) => w,
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    },
-                    // No thread: these columns here, in new buffers.
-                    Err(_) => wide((
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                        Vec::with_capacity(n),
-                    )),
-                };
-                (w, nulls)
-            })
-        } else {
-            let nulls = narrow(
-                &mut source,
-                &mut event_id,
-                &mut class,
-                &mut event,
-                &mut flags,
-            );
-            (wide(w), nulls)
-        };
+        // tight loop each, and the rows read from memory once.
+        for c in rows.chunks(1024) {
+            seq.extend(c.iter().map(|r| r.seq));
+            time.extend(c.iter().map(|r| r.time_ns));
+            aligned.extend(c.iter().map(|r| r.aligned_ns));
+            source.extend(c.iter().map(|r| r.source));
+            event_id.extend(c.iter().map(|r| r.event_id));
+            class.extend(c.iter().map(|r| r.class.max(0)));
+            event.extend(c.iter().map(|r| r.event.max(0)));
+            arg0.extend(c.iter().map(|r| r.args[0]));
+            arg1.extend(c.iter().map(|r| r.args[1]));
+            flags.extend(c.iter().map(|r| r.flags));
+            nulls |= c.iter().any(|r| (r.class | r.event) < 0);
+        }
         let valid = |f: fn(&Held) -> i32| {
             let v = NullBuffer::from_iter(rows.iter().map(|r| f(r) >= 0));
             (v.null_count() > 0).then_some(v)
@@ -1075,7 +1011,7 @@ mod tests {
         let mut scratch = Scratch::default();
         let mut cols = EventCols::default();
         fill(&mut cols, 0);
-        let (first, _, _, spare) = cols.take(&d, None).keyed(&mut scratch, false);
+        let (first, _, _, spare) = cols.take(&d, None).keyed(&mut scratch);
         let rows_buffer = spare.0.as_ptr();
         scratch.give_back(first);
         assert!(scratch.seq.capacity() >= 300 && scratch.queue.capacity() >= 300);
@@ -1084,11 +1020,11 @@ mod tests {
         let taken = cols.take(&d, Some(spare));
         fill(&mut cols, 0);
         assert_eq!(cols.rows.as_ptr(), rows_buffer);
-        let (reused, ..) = taken.keyed(&mut scratch, false);
+        let (reused, ..) = taken.keyed(&mut scratch);
         let (fresh, ..) = {
             let mut again = EventCols::default();
             fill(&mut again, 1000);
-            again.take(&d, None).keyed(&mut Scratch::default(), false)
+            again.take(&d, None).keyed(&mut Scratch::default())
         };
         assert_eq!(reused.len(), fresh.len());
         for (r, f) in reused.iter().zip(&fresh) {

@@ -284,7 +284,7 @@ impl PartSet {
                     match job {
                         Job::Write(t, batch) => writers[t].write(&batch)?,
                         Job::Events(rows) => {
-                            let (columns, n, strings, spare) = rows.keyed(&mut scratch, parallel);
+                            let (columns, n, strings, spare) = rows.keyed(&mut scratch);
                             // Gone once the set is closed: then dropped.
                             let _ = spare_tx.send(spare);
                             let strings = strings.as_string_opt::<i32>().ok_or_else(|| {
