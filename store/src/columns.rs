@@ -216,13 +216,13 @@ impl Segments {
 
     /// The run and host arrays (Int32 keys), the sender array and the
     /// queue array.
-    fn arrays(&mut self) -> [ArrayRef; 4] {
+    fn arrays(&mut self, scratch: &mut Scratch) -> [ArrayRef; 4] {
         let segments = std::mem::take(&mut self.runs);
         let total = segments.iter().map(|s| s.1).sum();
-        let mut run = Vec::with_capacity(total);
-        let mut host = Vec::with_capacity(total);
-        let mut sender = Vec::with_capacity(total);
-        let mut queue = Vec::with_capacity(total);
+        let mut run = room(&mut scratch.run, total);
+        let mut host = room(&mut scratch.host, total);
+        let mut sender = room(&mut scratch.sender, total);
+        let mut queue = room(&mut scratch.queue, total);
         // Validity a segment at a time, as bits (a converted file's sender
         // is null on every row: no byte a row set then packed).
         let mut sender_valid = BooleanBufferBuilder::new(total);
@@ -392,13 +392,25 @@ impl EventCols {
         self.rows.len()
     }
 
-    /// Takes the rows, to be made a batch by [`EventRows::batch`].
-    pub fn take(&mut self, d: &Interner) -> EventRows {
-        // The next batch is about as long: room for it at once.
+    /// Takes the rows, to be made a batch by [`EventRows::batch`]; the
+    /// next rows go to `spare` (an earlier batch's buffer, empty, given
+    /// back by [`EventRows::keyed`]) when there is one.
+    pub fn take(&mut self, d: &Interner, spare: Option<Spare>) -> EventRows {
+        // The next batch is about as long: room for it at once. A spare's
+        // pages are already mapped: a fresh buffer's first writes fault
+        // (a page each 4 KiB, measured as a sixth of a receiving
+        // thread's time), and its free gives the pages back.
         let room = self.rows.len();
+        let next = match spare {
+            Some(Spare(mut v)) if v.capacity() >= room => {
+                v.clear();
+                v
+            }
+            _ => Vec::with_capacity(room),
+        };
         EventRows {
             same: std::mem::take(&mut self.same),
-            rows: std::mem::replace(&mut self.rows, Vec::with_capacity(room)),
+            rows: std::mem::replace(&mut self.rows, next),
             strings: d.array(),
         }
     }
@@ -406,7 +418,80 @@ impl EventCols {
     /// Takes the rows as a batch (on this thread).
     #[cfg(test)]
     pub fn batch(&mut self, d: &Interner) -> Result<RecordBatch, ArrowError> {
-        self.take(d).batch()
+        self.take(d, None).batch()
+    }
+}
+
+/// An events rows buffer made columns and emptied, to be filled again
+/// ([`EventCols::take`]).
+#[derive(Debug)]
+pub struct Spare(Vec<Held>);
+
+/// The events columns' buffers of an encoder thread, given back after each
+/// batch is written ([`Scratch::give_back`]) and filled again by the next
+/// ([`EventRows::keyed`]): fresh buffers of a batch's size (3.5 MiB for
+/// 64 Ki rows) were mapped and faulted in page by page at their first
+/// writes, and unmapped when freed.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    run: Vec<i32>,
+    host: Vec<i32>,
+    sender: Vec<u32>,
+    seq: Vec<u64>,
+    time: Vec<i64>,
+    aligned: Vec<i64>,
+    source: Vec<u32>,
+    event_id: Vec<u16>,
+    class: Vec<i32>,
+    event: Vec<i32>,
+    arg0: Vec<u64>,
+    arg1: Vec<u64>,
+    flags: Vec<u16>,
+    queue: Vec<u16>,
+}
+
+/// `v`, emptied, with room for `n` values.
+fn room<T>(v: &mut Vec<T>, n: usize) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v.reserve(n);
+    v
+}
+
+/// The values buffer of `a` as a vector, when nothing else holds it (else
+/// an empty one: the next batch allocates).
+fn back<T: ArrowNativeType>(a: ArrayRef) -> Vec<T> {
+    let data = a.to_data();
+    drop(a);
+    let values = data.buffers().first().cloned();
+    drop(data);
+    values.and_then(|b| b.into_vec().ok()).unwrap_or_default()
+}
+
+impl Scratch {
+    /// Takes back the buffers of `columns`, an events batch as
+    /// [`EventRows::keyed`] made it (its arrays in the table's order).
+    pub fn give_back(&mut self, columns: Vec<ArrayRef>) {
+        let Ok::<[ArrayRef; 14], _>(
+            [run, host, sender, seq, time, aligned, source, event_id, class, event, arg0, arg1, flags, queue],
+        ) = columns.try_into()
+        else {
+            return;
+        };
+        self.run = back(run);
+        self.host = back(host);
+        self.sender = back(sender);
+        self.seq = back(seq);
+        self.time = back(time);
+        self.aligned = back(aligned);
+        self.source = back(source);
+        self.event_id = back(event_id);
+        self.class = back(class);
+        self.event = back(event);
+        self.arg0 = back(arg0);
+        self.arg1 = back(arg1);
+        self.flags = back(flags);
+        self.queue = back(queue);
     }
 }
 
@@ -433,7 +518,7 @@ impl EventRows {
     /// The rows as a batch of columns.
     #[cfg(test)]
     pub fn batch(self) -> Result<RecordBatch, ArrowError> {
-        let (columns, _, strings) = self.keyed();
+        let (columns, _, strings, _) = self.keyed(&mut Scratch::default());
         let schema = Table::Events.schema();
         let columns = columns
             .into_iter()
@@ -455,22 +540,25 @@ impl EventRows {
 
     /// The rows as the events table's columns, its name columns as Int32
     /// keys (nulls keyed 0) into the strings returned, for
-    /// [`crate::part::PartWriter::write_keyed`]; and the number of rows.
-    pub fn keyed(mut self) -> (Vec<ArrayRef>, usize, ArrayRef) {
-        let [run, host, sender, queue] = self.same.arrays();
+    /// [`crate::part::PartWriter::write_keyed`]; the number of rows; and
+    /// the rows' buffer, emptied, for the next rows.
+    /// Its buffers are `scratch`'s when it has them.
+    pub fn keyed(mut self, scratch: &mut Scratch) -> (Vec<ArrayRef>, usize, ArrayRef, Spare) {
+        let [run, host, sender, queue] = self.same.arrays(scratch);
         let mut a = vec![run, host, sender];
         let rows = &self.rows;
         let n = rows.len();
-        let mut seq = Vec::with_capacity(n);
-        let mut time = Vec::with_capacity(n);
-        let mut aligned = Vec::with_capacity(n);
-        let mut source = Vec::with_capacity(n);
-        let mut event_id = Vec::with_capacity(n);
-        let mut class = Vec::with_capacity(n);
-        let mut event = Vec::with_capacity(n);
-        let mut arg0 = Vec::with_capacity(n);
-        let mut arg1 = Vec::with_capacity(n);
-        let mut flags = Vec::with_capacity(n);
+        let s = scratch;
+        let mut seq = room(&mut s.seq, n);
+        let mut time = room(&mut s.time, n);
+        let mut aligned = room(&mut s.aligned, n);
+        let mut source = room(&mut s.source, n);
+        let mut event_id = room(&mut s.event_id, n);
+        let mut class = room(&mut s.class, n);
+        let mut event = room(&mut s.event, n);
+        let mut arg0 = room(&mut s.arg0, n);
+        let mut arg1 = room(&mut s.arg1, n);
+        let mut flags = room(&mut s.flags, n);
         let mut nulls = false;
         // A column at a time over rows that stay in the cache (56 KiB): a
         // tight loop each, and the rows read from memory once.
@@ -518,7 +606,9 @@ impl EventRows {
             prim::<UInt16Type>(flags),
             queue,
         ]);
-        (a, n, self.strings)
+        let mut rows = self.rows;
+        rows.clear();
+        (a, n, self.strings, Spare(rows))
     }
 }
 
@@ -887,6 +977,62 @@ mod tests {
     /// null class and event among them: each column holds each row's value
     /// in order, the nulls where they were, across the runs' segments and
     /// across two batches taken from the same columns.
+    /// The encoder's buffers come back after a batch (`Scratch`) and the
+    /// rows' buffer too (`Spare`); batches made in reused buffers are the
+    /// same columns as in fresh ones.
+    #[test]
+    fn reused_buffers_make_the_same_columns() {
+        let mut d = Interner::default();
+        let k = RunKeys {
+            run: d.key("a.qtr"),
+            host: d.key("h"),
+            sender: Some(1),
+        };
+        let name = d.key("n");
+        let fill = |cols: &mut EventCols, from: u64| {
+            for i in from..from + 300 {
+                let at = At {
+                    seq: i,
+                    time_ns: i as i64 * 7,
+                    aligned_ns: i as i64 * 7 + 1,
+                };
+                let row = EventRow {
+                    source: i as u32,
+                    event_id: 2,
+                    class: Some(name),
+                    event: (i % 3 != 0).then_some(name),
+                    args: [i, i & 0xff],
+                    flags: i as u16,
+                    queue: Some((i / 100) as u16),
+                };
+                cols.push(&k, &at, &row);
+            }
+        };
+        let mut scratch = Scratch::default();
+        let mut cols = EventCols::default();
+        fill(&mut cols, 0);
+        let (first, _, _, spare) = cols.take(&d, None).keyed(&mut scratch);
+        let rows_buffer = spare.0.as_ptr();
+        scratch.give_back(first);
+        assert!(scratch.seq.capacity() >= 300 && scratch.queue.capacity() >= 300);
+        let seq_buffer = scratch.seq.as_ptr();
+        fill(&mut cols, 1000);
+        let taken = cols.take(&d, Some(spare));
+        fill(&mut cols, 0);
+        assert_eq!(cols.rows.as_ptr(), rows_buffer);
+        let (reused, ..) = taken.keyed(&mut scratch);
+        let (fresh, ..) = {
+            let mut again = EventCols::default();
+            fill(&mut again, 1000);
+            again.take(&d, None).keyed(&mut Scratch::default())
+        };
+        assert_eq!(reused.len(), fresh.len());
+        for (r, f) in reused.iter().zip(&fresh) {
+            assert_eq!(r.to_data(), f.to_data());
+        }
+        assert_eq!(reused[3].to_data().buffers()[0].as_ptr(), seq_buffer.cast());
+    }
+
     #[test]
     fn events_rows_become_columns_in_order_with_their_runs_and_nulls() {
         let mut d = Interner::default();

@@ -497,7 +497,7 @@ mod tests {
         };
         cols.push(&k, &at, &row(1));
         cols.push(&k, &at, &row(2)); // two strings: key 2 is past them
-        let (columns, n, strings) = cols.take(&dict).keyed();
+        let (columns, n, strings, _) = cols.take(&dict, None).keyed(&mut Default::default());
         let strings = strings.as_any().downcast_ref::<StringArray>().unwrap();
         let mut w = PartWriter::create(dir.path(), Table::Events, 0, false).unwrap();
         let e = w.write_keyed(&columns, n, strings).unwrap_err();

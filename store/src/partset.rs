@@ -11,7 +11,9 @@ use std::thread::JoinHandle;
 use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
 
-use crate::columns::{EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, StreamCols};
+use crate::columns::{
+    EventCols, EventRows, Interner, JobCols, LossCols, PayloadCols, Scratch, Spare, StreamCols,
+};
 use crate::error::StoreError;
 use crate::part::PartWriter;
 use crate::schema::{Table, BATCH_ROWS};
@@ -133,8 +135,9 @@ enum Job {
 /// Part N of the four tables under one root, in `<root>/<table>/<sub>/`.
 ///
 /// Rows are gathered here (by the receiver's or the converter's thread)
-/// and encoded by a thread of the set's own: the Parquet encoding (most of
-/// the cost) runs beside the thread that reads or receives. At most
+/// and encoded by a thread of the set's own (its columns split with a
+/// second for a conversion's or a receiver's set): the Parquet encoding
+/// (most of the cost) runs beside the thread that reads or receives. At most
 /// `IN_FLIGHT` (4) batches wait for it (a conversion's, 2): memory stays
 /// bounded, and a caller faster than the encoder waits.
 #[derive(Debug)]
@@ -156,6 +159,9 @@ pub struct PartSet {
     /// The part number.
     pub(crate) number: u64,
     jobs: Option<SyncSender<Job>>,
+    /// Events rows buffers the encoder made columns, given back emptied
+    /// (as many as were in flight at most).
+    spares: Receiver<Spare>,
     encoder: Option<JoinHandle<Closed>>,
     /// The encoded size so far, as the encoder last saw it.
     encoded: Arc<AtomicU64>,
@@ -187,7 +193,7 @@ impl PartSet {
     /// [`StoreError`] when a folder or temp file cannot be made, or the part
     /// exists.
     pub fn create(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, false, None)
+        Self::start(root, sub, n, false, IN_FLIGHT, None)
     }
 
     /// [`PartSet::create`] once `after` opens (the previous set of the same
@@ -199,17 +205,34 @@ impl PartSet {
     /// # Errors
     /// [`StoreError`] when the encoder thread cannot be started.
     pub fn create_after(root: &Path, sub: &Path, n: u64, after: Gate) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, false, Some(after))
+        Self::start(root, sub, n, false, IN_FLIGHT, Some(after))
     }
 
     /// [`PartSet::create`], its columns encoded on two threads instead of
-    /// one (a conversion: nothing else wants the cores; a receiver's set
-    /// stays on one, so that its receiving thread is not starved).
+    /// one, its queue `CONVERT_IN_FLIGHT` deep (a conversion).
     ///
     /// # Errors
     /// As [`PartSet::create`].
     pub fn create_parallel(root: &Path, sub: &Path, n: u64) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, true, None)
+        Self::start(root, sub, n, true, CONVERT_IN_FLIGHT, None)
+    }
+
+    /// A receiver's set ([`PartSet::create`], or [`PartSet::create_after`]
+    /// `after`): its columns encoded on two threads, its queue `IN_FLIGHT`
+    /// deep (its socket must not wait). Each batch's encoding then takes
+    /// about half the time, and the receiving thread less often finds the
+    /// queue full: 2 M-event rounds on 2 cores received 10.2 against 9.2 M
+    /// events/s with one thread (mean of 15; BENCHMARKS.md, `recvstore`).
+    ///
+    /// # Errors
+    /// As [`PartSet::create`] and [`PartSet::create_after`].
+    pub(crate) fn create_receiving(
+        root: &Path,
+        sub: &Path,
+        n: u64,
+        after: Option<Gate>,
+    ) -> Result<Self, StoreError> {
+        Self::start(root, sub, n, true, IN_FLIGHT, after)
     }
 
     fn start(
@@ -217,6 +240,7 @@ impl PartSet {
         sub: &Path,
         n: u64,
         parallel: bool,
+        depth: usize,
         after: Option<Gate>,
     ) -> Result<Self, StoreError> {
         let mut writers = Vec::with_capacity(Table::ALL.len());
@@ -238,13 +262,9 @@ impl PartSet {
         // alignment, 7.7); an error there stops the encoder, which `send`
         // and `finish` report.
         let jobs_dir = Self::folder(root, Table::Jobs, sub);
-        let depth = if parallel {
-            CONVERT_IN_FLIGHT
-        } else {
-            IN_FLIGHT
-        };
         let (tx, rx) = sync_channel::<Job>(depth);
         let (open_tx, open_rx): (Sender<()>, Receiver<()>) = channel();
+        let (spare_tx, spares) = channel::<Spare>();
         let encoded = Arc::new(AtomicU64::new(0));
         let size = encoded.clone();
         let encoder = std::thread::Builder::new()
@@ -259,11 +279,14 @@ impl PartSet {
                     }
                 }
                 writers.push(PartWriter::create(&jobs_dir, Table::Jobs, n, parallel)?);
+                let mut scratch = Scratch::default();
                 for job in rx {
                     match job {
                         Job::Write(t, batch) => writers[t].write(&batch)?,
                         Job::Events(rows) => {
-                            let (columns, n, strings) = rows.keyed();
+                            let (columns, n, strings, spare) = rows.keyed(&mut scratch);
+                            // Gone once the set is closed: then dropped.
+                            let _ = spare_tx.send(spare);
                             let strings = strings.as_string_opt::<i32>().ok_or_else(|| {
                                 StoreError::Target(
                                     "the events' dictionary is not Utf8 (a bug in qtrace-store, please report it)"
@@ -271,6 +294,7 @@ impl PartSet {
                                 )
                             })?;
                             writers[0].write_keyed(&columns, n, strings)?;
+                            scratch.give_back(columns);
                         }
                     }
                     size.store(
@@ -291,6 +315,7 @@ impl PartSet {
             job_rows: JobCols::default(),
             number: n,
             jobs: Some(tx),
+            spares,
             encoder: Some(encoder),
             encoded,
             sent: [0; 5],
@@ -308,7 +333,7 @@ impl PartSet {
 
     /// Hands the events rows held to the encoder.
     fn send_events(&mut self) -> Result<(), StoreError> {
-        let rows = self.events.take(&self.dict);
+        let rows = self.events.take(&self.dict, self.spares.try_recv().ok());
         if rows.is_empty() {
             return Ok(());
         }
@@ -454,6 +479,59 @@ mod tests {
         let e = set.finish().unwrap_err().to_string();
         assert!(e.contains("losses") && e.contains("payloads"), "{e}");
         assert_eq!(files(root, 1, part_name), [true, false, false, true, true]);
+    }
+
+    /// A receiver's set (two encoding threads, `create_receiving`) writes
+    /// the same bytes as a set of one thread given the same rows: several
+    /// batches, each past the size that splits its columns between the
+    /// threads, and reused buffers from the second batch on.
+    #[test]
+    fn two_encoding_threads_write_the_same_bytes_as_one() {
+        use crate::columns::{At, EventRow, RunKeys};
+        let dir = tempfile::tempdir().unwrap();
+        let write = |root: &Path, two: bool| {
+            let sub = Path::new("host=a");
+            let mut set = if two {
+                PartSet::create_receiving(root, sub, 1, None).unwrap()
+            } else {
+                PartSet::create(root, sub, 1).unwrap()
+            };
+            let k = RunKeys {
+                run: set.dict.key("r"),
+                host: set.dict.key("a"),
+                sender: Some(3),
+            };
+            let name = set.dict.key("n");
+            for i in 0..(3 * BATCH_ROWS + 1000) as u64 {
+                let at = At {
+                    seq: i,
+                    time_ns: (i * i % 977) as i64 + i as i64 * 50,
+                    aligned_ns: i as i64 * 50 + 7,
+                };
+                let row = EventRow {
+                    source: (i % 5) as u32,
+                    event_id: (i % 7) as u16,
+                    class: Some(name),
+                    event: (i % 3 != 0).then_some(name),
+                    args: [i, i.wrapping_mul(0x9E37_79B9_7F4A_7C15)],
+                    flags: (i % 2) as u16,
+                    queue: Some(1),
+                };
+                set.events.push(&k, &at, &row);
+                set.flush_full().unwrap();
+            }
+            set.finish().unwrap()
+        };
+        let one = write(&dir.path().join("one"), false);
+        let two = write(&dir.path().join("two"), true);
+        assert_eq!(one.len(), two.len());
+        for ((a, _), (b, _)) in one.iter().zip(&two) {
+            assert_eq!(
+                std::fs::read(a).unwrap(),
+                std::fs::read(b).unwrap(),
+                "{a:?}"
+            );
+        }
     }
 
     /// A set made after another of its folder creates its temps only once

@@ -309,10 +309,7 @@ impl Store {
             .iter_mut()
             .find(|(q, _)| q == p)
             .and_then(|(_, c)| c.gate.take());
-        let set = match gate {
-            Some(g) => PartSet::create_after(&self.root, &p.path(), n, g)?,
-            None => PartSet::create(&self.root, &p.path(), n)?,
-        };
+        let set = PartSet::create_receiving(&self.root, &p.path(), n, gate)?;
         let open = Open {
             set,
             opened: Instant::now(),
