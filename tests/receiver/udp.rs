@@ -485,8 +485,15 @@ fn datagrams_per_period_limits_each_round_and_shutdown_sends_the_rest() {
     assert_eq!(summary.events(), 450);
     // At the 450th event the receiver waited for the close (RunLimit::events):
     // every events and catalog datagram, then the first close datagram, which
-    // ended the wait (its two copies come after the receiver stopped).
-    assert_eq!(summary.senders[0].datagrams, 11 + s.catalog_datagrams + 1);
+    // ended the wait. Its two copies usually come after the receiver stopped,
+    // but a batch read (`recvmmsg`) that found all three at once counts them
+    // too: one CI run counted 16 = 11 + 2 + 3.
+    let before_close = 11 + s.catalog_datagrams;
+    let datagrams = summary.senders[0].datagrams;
+    assert!(
+        (before_close + 1..=before_close + 3).contains(&datagrams),
+        "{datagrams} datagrams: {before_close} before the close, then 1 to 3 copies of it"
+    );
     assert!(summary.senders[0].closed);
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
