@@ -21,13 +21,13 @@ use super::schema::field;
 
 /// The zlib level: 2, zlib-rs's `deflate_fast` (greedy matching, no lazy
 /// evaluation), tuned by [`TUNING`].
-pub(super) const LEVEL: i32 = 2;
+const LEVEL: i32 = 2;
 
 /// `deflate_fast`'s search, as zlib's `deflateTune` sets it: good length 4,
-/// insert length 4, nice length 20, chain 16. Level 2's own nice length (8)
-/// stops at the 8-byte matches a packet's header gives and writes 3.15
-/// bytes an event on the 5 M-event workload; with 20 it writes 2.41 (level
-/// 3, `deflate_medium`, before: 2.42) for half the deflate instructions
+/// insert length 4, nice length 24, chain 16. With level 2's own (nice
+/// length 8, chain 4) it writes 3.14 bytes an event on the 5 M-event
+/// workload; with these, 2.375 (level 3, `deflate_medium`, before: 2.42) in
+/// 57 % of level 3's deflate instructions: longer matches, fewer symbols
 /// (BENCHMARKS.md, "Perfetto: deflate_fast tuned").
 const TUNING: (usize, usize, usize, usize) = (4, 4, 24, 16);
 
