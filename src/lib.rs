@@ -108,7 +108,7 @@
 //! | feature | turns on | compiles in addition |
 //! |---|---|---|
 //! | `tracing` | `bridge`: a `tracing_subscriber::Layer` that records into qtrace queues | `tracing-core`, `tracing-subscriber` (`std`, `registry`), `arrayvec` |
-//! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split | `flate2` (with `miniz_oxide`: pure Rust) |
+//! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split | `zlib-rs` (pure Rust) |
 //! | `analysis` | `analysis`: what the scheduler did (per task, CPU, interrupt; latencies) | nothing (it does not need `export`) |
 //! | `keys` | keyed datagrams: `wire::DatagramKey`, `UdpParams::with_key`, `ReceiverConfig::keys` | `hmac`, `sha2` |
 //!

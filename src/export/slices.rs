@@ -37,6 +37,7 @@
 //! what falls outside is counted in [`Slices::unpaired`] and the writers show
 //! it as instants.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::by_source::BySource;
@@ -352,16 +353,22 @@ impl Slices {
     fn wait(&mut self, e: &Event, blocking: bool, edges: &mut Vec<Edge>) {
         let (task, sem) = (e.args[0], e.args[1]);
         let count = self.pairs.len();
-        let new = !self.pairs.contains_key(&(task, sem));
-        if new && count >= self.options.max_tracks {
-            self.unpaired += 1;
-            return;
-        }
-        let p = self.pairs.entry((task, sem)).or_insert_with(|| Pair {
-            index: count,
-            clamp: Clamp::default(),
-            open: VecDeque::new(),
-        });
+        // One walk of the map, whether the pair is new or not.
+        let (p, new) = match self.pairs.entry((task, sem)) {
+            Entry::Occupied(p) => (p.into_mut(), false),
+            Entry::Vacant(_) if count >= self.options.max_tracks => {
+                self.unpaired += 1;
+                return;
+            }
+            Entry::Vacant(v) => {
+                let p = v.insert(Pair {
+                    index: count,
+                    clamp: Clamp::default(),
+                    open: VecDeque::new(),
+                });
+                (p, true)
+            }
+        };
         if p.open.len() >= self.options.max_open_waits.max(1) {
             self.unpaired += 1;
             if p.open.front().is_some_and(|&(_, b)| !b) {

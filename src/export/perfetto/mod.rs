@@ -117,7 +117,7 @@
 //! - **Compression.** By default each sequence's packets are gathered into
 //!   a chunk of their own, of about 256 KiB, and each chunk is written as
 //!   one packet whose `compressed_packets` (field 50) is the zlib stream
-//!   (level 3, `flate2` with the pure-Rust zlib-rs backend, deflated on two
+//!   (pure-Rust zlib-rs, level 2 with a longer match search, deflated on two
 //!   threads while the next chunks are encoded, each chunk on its own and
 //!   written in the order made) of the chunk's packets, each with its
 //!   `Trace.packet` key and length, as Perfetto's tracing service writes a

@@ -81,7 +81,21 @@ impl<W: Write> PerfettoWriter<W> {
     /// The track of `source`, made on first use with a packet sequence of
     /// its own; `None` past `max_tracks`. Makes the source's sequence (or,
     /// for `None`, the shared sequence 1) the one written on.
+    #[inline]
     pub(super) fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
+        // Every event but a source's first: inlined, the rest out of line.
+        if self.slices.knows(source) {
+            let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));
+            self.enter(seq);
+            return Ok(Some(uuid));
+        }
+        self.new_source_track(source)
+    }
+
+    /// [`source_track`](Self::source_track) of a source not followed yet.
+    #[cold]
+    #[inline(never)]
+    fn new_source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
         match self.slices.source(source) {
             Source::Known => {
                 let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));

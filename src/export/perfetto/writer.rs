@@ -1,7 +1,7 @@
 //! The writer: its options and state, and the orchestration of one event
 //! (combine runs reassembled, slice edges drawn, an instant otherwise).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
@@ -149,7 +149,9 @@ pub struct PerfettoWriter<W: Write> {
     pub(super) sources: BySource<(u64, usize)>,
     /// The `scopes` track of each source with scopes (a child of its track).
     pub(super) scope_tracks: BTreeMap<u32, u64>,
-    pub(super) tasks: BTreeMap<u64, TaskTrack>,
+    /// Hashed (FxHash), not ordered: looked up three times a schedule, never
+    /// walked in order.
+    pub(super) tasks: HashMap<u64, TaskTrack, rustc_hash::FxBuildHasher>,
     /// Track of each task/semaphore pair, by its [`Edge`] number.
     pub(super) pairs: Vec<u64>,
     /// The shared track of sources past `max_tracks`, once made.
@@ -259,7 +261,7 @@ impl<W: Write> PerfettoWriter<W> {
             scope_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
             sources: BySource::default(),
-            tasks: BTreeMap::new(),
+            tasks: HashMap::default(),
             pairs: Vec::new(),
             overflow_track: None,
             loss_track: None,

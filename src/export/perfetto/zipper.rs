@@ -12,19 +12,29 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use flate2::{Compress, Compression, FlushCompress, Status};
+use zlib_rs::c_api::z_stream;
+use zlib_rs::deflate::{self as zlib, DeflateConfig, DeflateStream};
+use zlib_rs::{DeflateFlush, ReturnCode};
 
 use super::protobuf::{put_bytes, put_key_len, put_varint, varint_len};
 use super::schema::field;
 
-/// The zlib level. With a chunk per sequence, zlib-rs at 3 writes 2.46
-/// bytes an event on the 5 M-event workload (level 5 with the sequences
-/// interleaved, before: 2.77) in about 40 % less deflate time; level 2
-/// writes 3.17 (BENCHMARKS.md, "Perfetto: a chunk per sequence").
-pub(super) const LEVEL: u32 = 3;
+/// The zlib level: 2, zlib-rs's `deflate_fast` (greedy matching, no lazy
+/// evaluation), tuned by [`TUNING`].
+const LEVEL: i32 = 2;
+
+/// `deflate_fast`'s search, as zlib's `deflateTune` sets it: good length 4,
+/// insert length 4, nice length 24, chain 16. With level 2's own (nice
+/// length 8, chain 4) it writes 3.14 bytes an event on the 5 M-event
+/// workload; with these, 2.375 (level 3, `deflate_medium`, before: 2.42) in
+/// 57 % of level 3's deflate instructions: longer matches, fewer symbols
+/// (BENCHMARKS.md, "Perfetto: deflate_fast tuned").
+const TUNING: (usize, usize, usize, usize) = (4, 4, 24, 16);
 
 /// Deflating threads: with two, both cores compress while the writer
-/// encodes (deflate costs about as much CPU as encoding, BENCHMARKS.md).
+/// encodes. (Tuned, deflate costs less than encoding: 320 against 379 M
+/// instructions on 500 k events; whether one worker now keeps up was not
+/// measured, BENCHMARKS.md, "Perfetto: deflate_fast tuned".)
 const WORKERS: usize = 2;
 
 /// Chunks sent to the workers and not yet written.
@@ -32,17 +42,46 @@ const DEPTH: usize = 2 * WORKERS;
 
 /// A zlib compressor kept from one chunk to the next (reset, not made
 /// anew: a new one allocates and clears its window and hash tables for
-/// every chunk), and its output buffer.
-#[derive(Debug)]
+/// every chunk), and its output buffer. zlib-rs's own stream (its
+/// `__internal-api`), not `flate2`'s or zlib-rs's stable wrapper: neither
+/// has `deflateTune`.
 pub(super) struct Deflater {
-    z: Compress,
+    z: DeflateStream<'static>,
     zipped: Vec<u8>,
+}
+
+impl std::fmt::Debug for Deflater {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deflater")
+            .field("level", &LEVEL)
+            .field("tuning", &TUNING)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The stream's input and output fields, as zlib's C API declares them:
+/// zlib-rs's internal API leaves them private to its `DeflateStream`.
+fn fields<'a>(z: &'a mut DeflateStream<'static>) -> &'a mut z_stream {
+    // SAFETY: `DeflateStream` is `#[repr(C)]` with `z_stream`'s layout
+    // (zlib-rs casts between the two itself, and asserts their sizes and
+    // alignments equal); the reference borrows `z` mutably, so nothing else
+    // uses the stream while it lives, and only the input and output
+    // pointers and lengths are written through it.
+    unsafe { &mut *std::ptr::from_mut(z).cast::<z_stream>() }
+}
+
+fn zlib_error(what: &str, code: ReturnCode) -> io::Error {
+    io::Error::other(format!("zlib could not {what} ({code:?})"))
 }
 
 impl Deflater {
     pub(super) fn new() -> Deflater {
+        let config = DeflateConfig {
+            level: LEVEL,
+            ..DeflateConfig::default()
+        };
         Deflater {
-            z: Compress::new(Compression::new(LEVEL), true),
+            z: DeflateStream::new(config),
             zipped: Vec::new(),
         }
     }
@@ -51,30 +90,58 @@ impl Deflater {
     /// one zlib stream, and appends to `out` one `Trace.packet` whose
     /// `compressed_packets` is that stream.
     pub(super) fn zip(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-        self.z.reset();
-        let zipped = &mut self.zipped;
-        zipped.clear();
-        // The packets deflate to about a tenth of their size; the output
-        // grows if they do not.
-        zipped.reserve(chunk.len() / 8 + 64);
-        let mut input = chunk;
-        loop {
-            let before = self.z.total_in();
-            let status = self
-                .z
-                .compress_vec(input, zipped, FlushCompress::Finish)
-                .map_err(io::Error::other)?;
-            input = &input[(self.z.total_in() - before) as usize..];
-            if status == Status::StreamEnd {
-                break;
-            }
-            zipped.reserve(zipped.capacity().max(4096));
+        let z = &mut self.z;
+        // (A reset sets the level's search again: tuned after it.)
+        match zlib::reset(z) {
+            ReturnCode::Ok => {}
+            code => return Err(zlib_error("reset", code)),
         }
+        let (good, insert, nice, chain) = TUNING;
+        match zlib::tune(z, good, insert, nice, chain) {
+            ReturnCode::Ok => {}
+            code => return Err(zlib_error("tune", code)),
+        }
+        // Room for the whole stream (zlib's bound): one call finishes it.
+        // The buffer keeps its length from chunk to chunk (deflate writes
+        // over it), so it is zeroed only when it grows.
+        let room = zlib::bound(Some(z), chunk.len());
+        let zipped = &mut self.zipped;
+        if zipped.len() < room {
+            zipped.resize(room, 0);
+        }
+        let (Ok(avail_in), Ok(avail_out)) = (u32::try_from(chunk.len()), u32::try_from(room))
+        else {
+            return Err(io::Error::other("a Perfetto chunk of 4 GiB or more"));
+        };
+        let s = fields(z);
+        s.next_in = chunk.as_ptr();
+        s.avail_in = avail_in;
+        s.next_out = zipped.as_mut_ptr();
+        s.avail_out = avail_out;
+        let code = zlib::deflate(z, DeflateFlush::Finish);
+        let s = fields(z);
+        let (left_in, left_out) = (s.avail_in, s.avail_out as usize);
+        // No pointer into `chunk` or `zipped` outlives the call.
+        s.next_in = std::ptr::null();
+        s.next_out = std::ptr::null_mut();
+        s.avail_in = 0;
+        s.avail_out = 0;
+        if code != ReturnCode::StreamEnd || left_in != 0 {
+            return Err(zlib_error("deflate a chunk", code));
+        }
+        let zipped = &zipped[..room - left_out];
         put_key_len(out, field::TRACE_PACKET);
         let inner = 2 + varint_len(zipped.len() as u64) + zipped.len();
         put_varint(out, inner as u64);
         put_bytes(out, field::COMPRESSED_PACKETS, zipped);
         Ok(())
+    }
+}
+
+impl Drop for Deflater {
+    fn drop(&mut self) {
+        // Frees the window and hash tables.
+        let _ = zlib::end(&mut self.z);
     }
 }
 
@@ -210,14 +277,22 @@ mod tests {
         for c in &chunks {
             deflater.zip(c, &mut in_place).unwrap();
         }
-        // The same bytes as a zlib stream made anew for each chunk.
+        // The same bytes as a compressor made anew for each chunk, and
+        // each chunk's stream inflates to the chunk.
         let mut fresh = Vec::new();
         for c in &chunks {
-            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), Compression::new(LEVEL));
-            z.write_all(c).unwrap();
-            let mut packet = Vec::new();
-            put_bytes(&mut packet, field::COMPRESSED_PACKETS, &z.finish().unwrap());
-            put_bytes(&mut fresh, field::TRACE_PACKET, &packet);
+            let mut one = Vec::new();
+            Deflater::new().zip(c, &mut one).unwrap();
+            // The packet's key (1 byte) and length, the field's key (2
+            // bytes) and length, then the zlib stream.
+            let skip_varint = |b: &[u8]| b.iter().position(|&x| x < 0x80).unwrap() + 1;
+            let at = 1 + skip_varint(&one[1..]) + 2;
+            let stream = &one[at + skip_varint(&one[at..])..];
+            let mut plain = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(stream), &mut plain)
+                .unwrap();
+            assert_eq!(&plain, c);
+            fresh.extend_from_slice(&one);
         }
         assert_eq!(in_place, fresh);
         let mut threaded = Vec::new();
