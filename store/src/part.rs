@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -123,46 +123,42 @@ const WRITE_BUFFER: usize = 1 << 20;
 type Done<T> = Result<Vec<(usize, T, Duration)>, ParquetError>;
 
 /// Runs `f` over every column, on two threads when `parallel`: the columns
-/// shared out by `cost` (each column's time the last time, taken longest
-/// first by the thread with less so far; alike costs alternate), so that
-/// one costly column (a PLAIN `arg0` under zstd) does not leave the other
-/// thread idle as halves by position did. `cost` is then updated.
+/// taken longest first by `cost` (each column's time the last time), each
+/// by whichever thread is free next, so that one costly column (a PLAIN
+/// `arg0` under zstd) does not leave the other thread idle as halves by
+/// position did, nor a thread slowed by sharing its core (with the reading
+/// thread) hold the other waiting at the join as a split made beforehand
+/// did. `cost` is then updated.
 fn each<C: Send, T: Send>(
     columns: &mut [C],
     cost: &mut [Duration],
     parallel: bool,
     f: impl Fn(usize, &mut C) -> Result<T, ParquetError> + Sync,
 ) -> Result<Vec<T>, ParquetError> {
-    let run = |cols: Vec<(usize, &mut C)>| -> Done<T> {
-        cols.into_iter()
-            .map(|(i, c)| {
-                let start = Instant::now();
-                let r = f(i, c)?;
-                Ok((i, r, start.elapsed()))
-            })
-            .collect()
-    };
     let n = columns.len();
     let mut all: Vec<(usize, &mut C)> = columns.iter_mut().enumerate().collect();
-    let done = if !parallel || n < 2 {
-        run(all)?
-    } else {
-        let of = |i: usize| cost.get(i).copied().unwrap_or_default();
-        all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
-        let (mut mine, mut other) = (Vec::new(), Vec::new());
-        let (mut t_mine, mut t_other) = (Duration::ZERO, Duration::ZERO);
-        for (i, c) in all {
-            if t_mine < t_other || (t_mine == t_other && mine.len() <= other.len()) {
-                t_mine += of(i);
-                mine.push((i, c));
-            } else {
-                t_other += of(i);
-                other.push((i, c));
-            }
+    let of = |i: usize| cost.get(i).copied().unwrap_or_default();
+    all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
+    // Taken one at a time by either thread (a lock a column, 14 a batch).
+    let queue = Mutex::new(all.into_iter());
+    let run = || -> Done<T> {
+        let mut done = Vec::new();
+        loop {
+            let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+            let Some((i, c)) = next else {
+                return Ok(done);
+            };
+            let start = Instant::now();
+            let r = f(i, c)?;
+            done.push((i, r, start.elapsed()));
         }
+    };
+    let done = if !parallel || n < 2 {
+        run()?
+    } else {
         std::thread::scope(|s| -> Done<T> {
-            let second = s.spawn(|| run(other));
-            let mut first = run(mine)?;
+            let second = s.spawn(run);
+            let mut first = run()?;
             let second = second.join().map_err(|_| {
                 ParquetError::General("a Parquet encoding thread panicked".into())
             })??;
