@@ -7,9 +7,10 @@
 //! accounts for.
 
 use std::fs::File;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -111,51 +112,53 @@ impl Column {
 /// columns split in two halves); smaller ones are not worth a thread.
 const PARALLEL_ROWS: usize = 8 * 1024;
 
+/// The bytes gathered before a write to a part's file: the `parquet`
+/// crate copies a closed column chunk through an 8 KiB buffer, a `write`
+/// call each 8 KiB (about 380 for an events row group of 3 MB, on the
+/// encoder thread while the other core waits).
+const WRITE_BUFFER: usize = 1 << 20;
+
 /// What a thread's share of [`each`] ends with: per column its index,
 /// result and time taken.
 type Done<T> = Result<Vec<(usize, T, Duration)>, ParquetError>;
 
 /// Runs `f` over every column, on two threads when `parallel`: the columns
-/// shared out by `cost` (each column's time the last time, taken longest
-/// first by the thread with less so far; alike costs alternate), so that
-/// one costly column (a PLAIN `arg0` under zstd) does not leave the other
-/// thread idle as halves by position did. `cost` is then updated.
+/// taken longest first by `cost` (each column's time the last time), each
+/// by whichever thread is free next, so that one costly column (a PLAIN
+/// `arg0` under zstd) does not leave the other thread idle as halves by
+/// position did, nor a thread slowed by sharing its core (with the reading
+/// thread) hold the other waiting at the join as a split made beforehand
+/// did. `cost` is then updated.
 fn each<C: Send, T: Send>(
     columns: &mut [C],
     cost: &mut [Duration],
     parallel: bool,
     f: impl Fn(usize, &mut C) -> Result<T, ParquetError> + Sync,
 ) -> Result<Vec<T>, ParquetError> {
-    let run = |cols: Vec<(usize, &mut C)>| -> Done<T> {
-        cols.into_iter()
-            .map(|(i, c)| {
-                let start = Instant::now();
-                let r = f(i, c)?;
-                Ok((i, r, start.elapsed()))
-            })
-            .collect()
-    };
     let n = columns.len();
     let mut all: Vec<(usize, &mut C)> = columns.iter_mut().enumerate().collect();
-    let done = if !parallel || n < 2 {
-        run(all)?
-    } else {
-        let of = |i: usize| cost.get(i).copied().unwrap_or_default();
-        all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
-        let (mut mine, mut other) = (Vec::new(), Vec::new());
-        let (mut t_mine, mut t_other) = (Duration::ZERO, Duration::ZERO);
-        for (i, c) in all {
-            if t_mine < t_other || (t_mine == t_other && mine.len() <= other.len()) {
-                t_mine += of(i);
-                mine.push((i, c));
-            } else {
-                t_other += of(i);
-                other.push((i, c));
-            }
+    let of = |i: usize| cost.get(i).copied().unwrap_or_default();
+    all.sort_by_key(|(i, _)| std::cmp::Reverse(of(*i)));
+    // Taken one at a time by either thread (a lock a column, 14 a batch).
+    let queue = Mutex::new(all.into_iter());
+    let run = || -> Done<T> {
+        let mut done = Vec::new();
+        loop {
+            let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+            let Some((i, c)) = next else {
+                return Ok(done);
+            };
+            let start = Instant::now();
+            let r = f(i, c)?;
+            done.push((i, r, start.elapsed()));
         }
+    };
+    let done = if !parallel || n < 2 {
+        run()?
+    } else {
         std::thread::scope(|s| -> Done<T> {
-            let second = s.spawn(|| run(other));
-            let mut first = run(mine)?;
+            let second = s.spawn(run);
+            let mut first = run()?;
             let second = second.join().map_err(|_| {
                 ParquetError::General("a Parquet encoding thread panicked".into())
             })??;
@@ -177,7 +180,7 @@ fn each<C: Send, T: Send>(
 /// their columns encoded on one thread or two, the dictionary-encoded
 /// string columns by [`NameChunk`], the integers by [`NumberChunk`].
 pub struct PartWriter {
-    file: SerializedFileWriter<File>,
+    file: SerializedFileWriter<BufWriter<File>>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
     props: WriterPropertiesPtr,
@@ -235,6 +238,7 @@ impl PartWriter {
         let parquet = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(&schema)?;
+        let file = BufWriter::with_capacity(WRITE_BUFFER, file);
         let file = SerializedFileWriter::new(file, parquet.root_schema_ptr(), props.clone())?;
         let leaves = file.schema_descr().columns().to_vec();
         let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone());
@@ -383,7 +387,7 @@ impl PartWriter {
             return Ok(());
         }
         self.join_sync()?;
-        // The writer's buffer (8 KiB) to the file, so the sync covers
+        // The writers' buffers (8 KiB, `WRITE_BUFFER`) to the file, so the sync covers
         // every closed group.
         self.file
             .flush()
@@ -391,6 +395,7 @@ impl PartWriter {
         let file = self
             .file
             .inner()
+            .get_ref()
             .try_clone()
             .map_err(|e| StoreError::io("open again", &self.temp, e))?;
         let sync = std::thread::Builder::new()
@@ -436,7 +441,10 @@ impl PartWriter {
         let PartWriter {
             file, temp, path, ..
         } = self;
-        let file = file.into_inner()?;
+        let file = file
+            .into_inner()?
+            .into_inner()
+            .map_err(|e| StoreError::io("write", &temp, e.into_error()))?;
         file.sync_all()
             .map_err(|e| StoreError::io("fsync", &temp, e))?;
         let size = file
