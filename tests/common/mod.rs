@@ -74,6 +74,24 @@ pub mod memory_tracer;
 pub mod net_class;
 #[cfg(feature = "export")]
 pub mod perfetto_decode;
+
+/// A zlib stream inflated (the Perfetto export's chunks, for
+/// `perfetto_decode`), by zlib-rs: the library's own dependency under
+/// `export`, not a dev-dependency, which the README's first command
+/// (`cargo run --example`) would compile too. The command's tests, which
+/// include `perfetto_decode` as well, have their own (`flate2`).
+#[cfg(feature = "export")]
+pub fn inflate(z: &[u8]) -> Vec<u8> {
+    let mut room = 16 * z.len().max(64);
+    loop {
+        let mut plain = vec![0; room];
+        match zlib_rs::decompress_slice(&mut plain, z, Default::default()) {
+            (out, zlib_rs::ReturnCode::Ok) => return out.to_vec(),
+            (_, zlib_rs::ReturnCode::BufError) => room *= 4,
+            (_, code) => panic!("not a zlib stream: {code:?}"),
+        }
+    }
+}
 pub mod read_all;
 pub mod scope_classes;
 pub mod temp_dirs;

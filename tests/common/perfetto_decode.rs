@@ -56,34 +56,6 @@ pub fn decode(trace: &Path, events: bool) -> Option<Value> {
 /// A decoder of just the fields the writer uses, independent of the writer's
 /// encoder, for the property test (the Python check is too slow per case).
 pub mod mini {
-    /// A zlib stream inflated. In the library's tests (feature `export`)
-    /// by zlib-rs, the library's own dependency there; in the command's
-    /// (which include this file, and have no `export` feature of their
-    /// own) by `flate2`, a dev-dependency of the command only: a library
-    /// dev-dependency would be compiled by the README's first command
-    /// (`cargo run --example`) too.
-    #[cfg(feature = "export")]
-    pub fn inflate(z: &[u8]) -> Vec<u8> {
-        let mut room = 16 * z.len().max(64);
-        loop {
-            let mut plain = vec![0; room];
-            match zlib_rs::decompress_slice(&mut plain, z, Default::default()) {
-                (out, zlib_rs::ReturnCode::Ok) => return out.to_vec(),
-                (_, zlib_rs::ReturnCode::BufError) => room *= 4,
-                (_, code) => panic!("not a zlib stream: {code:?}"),
-            }
-        }
-    }
-
-    /// See the other `inflate`.
-    #[cfg(not(feature = "export"))]
-    pub fn inflate(z: &[u8]) -> Vec<u8> {
-        let mut plain = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(z), &mut plain)
-            .expect("a zlib stream");
-        plain
-    }
-
     pub fn varint(b: &[u8], at: &mut usize) -> u64 {
         let mut v = 0u64;
         let mut shift = 0;
@@ -133,7 +105,7 @@ pub mod mini {
                 None => out.push(packet.to_vec()),
                 Some(z) => {
                     assert_eq!(inner.len(), 1, "a chunk packet holds nothing else");
-                    let plain = inflate(z.3);
+                    let plain = crate::common::inflate(z.3);
                     let (more, nested) = packets(&plain);
                     assert_eq!(nested, 0, "no chunk inside a chunk");
                     out.extend(more);
@@ -150,7 +122,7 @@ pub mod mini {
         let mut out = Vec::new();
         for (_, _, _, packet) in fields(trace) {
             if let Some(z) = fields(packet).iter().find(|f| f.0 == 50) {
-                out.push(packets(&inflate(z.3)).0);
+                out.push(packets(&crate::common::inflate(z.3)).0);
             }
         }
         out

@@ -28,6 +28,17 @@ pub mod manual_tracer;
 pub mod net_class;
 #[path = "../../../tests/common/perfetto_decode.rs"]
 pub mod perfetto_decode;
+
+/// A zlib stream inflated (the Perfetto export's chunks, for
+/// `perfetto_decode`), by `flate2` with miniz_oxide: a decoder
+/// independent of the zlib-rs that wrote them.
+#[allow(dead_code)]
+pub fn inflate(z: &[u8]) -> Vec<u8> {
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(z), &mut plain)
+        .expect("a zlib stream");
+    plain
+}
 #[path = "../../../tests/common/read_all.rs"]
 pub mod read_all;
 #[path = "../../../tests/common/temp_dirs.rs"]
