@@ -196,18 +196,6 @@ impl PartSet {
         Self::start(root, sub, n, false, IN_FLIGHT, None)
     }
 
-    /// [`PartSet::create`] once `after` opens (the previous set of the same
-    /// folder, still closing, is then closed): its temps are created by its
-    /// encoder thread after that, and rows handed over meanwhile wait in its
-    /// queue (`IN_FLIGHT` batches at most). An error creating them is
-    /// reported by the next hand-over or [`PartSet::finish`].
-    ///
-    /// # Errors
-    /// [`StoreError`] when the encoder thread cannot be started.
-    pub fn create_after(root: &Path, sub: &Path, n: u64, after: Gate) -> Result<Self, StoreError> {
-        Self::start(root, sub, n, false, IN_FLIGHT, Some(after))
-    }
-
     /// [`PartSet::create`], its columns encoded on two threads instead of
     /// one, its queue `CONVERT_IN_FLIGHT` deep (a conversion).
     ///
@@ -217,15 +205,23 @@ impl PartSet {
         Self::start(root, sub, n, true, CONVERT_IN_FLIGHT, None)
     }
 
-    /// A receiver's set ([`PartSet::create`], or [`PartSet::create_after`]
-    /// `after`): its columns encoded on two threads, its queue `IN_FLIGHT`
-    /// deep (its socket must not wait). Each batch's encoding then takes
-    /// about half the time, and the receiving thread less often finds the
-    /// queue full: 2 M-event rounds on 2 cores received 10.2 against 9.2 M
-    /// events/s with one thread (mean of 15; BENCHMARKS.md, `recvstore`).
+    /// A receiver's set: its columns encoded on two threads, its queue
+    /// `IN_FLIGHT` deep (its socket must not wait). Each batch's encoding
+    /// then takes about half the time, and the receiving thread less often
+    /// finds the queue full: 2 M-event rounds on 2 cores received 10.2
+    /// against 9.2 M events/s with one thread (mean of 15; BENCHMARKS.md,
+    /// `recvstore`).
+    ///
+    /// With `after` (the previous set of the same folder, still closing),
+    /// its temps are created by its encoder thread once that gate opens
+    /// (the previous set is then closed), and rows handed over meanwhile
+    /// wait in its queue (`IN_FLIGHT` batches at most); an error creating
+    /// them is reported by the next hand-over or [`PartSet::finish`].
+    /// Without, as [`PartSet::create`].
     ///
     /// # Errors
-    /// As [`PartSet::create`] and [`PartSet::create_after`].
+    /// As [`PartSet::create`]; with `after`, only when the encoder thread
+    /// cannot be started.
     pub(crate) fn create_receiving(
         root: &Path,
         sub: &Path,
@@ -545,7 +541,7 @@ mod tests {
         let sub = Path::new("host=a");
         let mut first = PartSet::create(root, sub, 1).unwrap();
         let gate = first.gate.take().unwrap();
-        let second = PartSet::create_after(root, sub, 2, gate).unwrap();
+        let second = PartSet::create_receiving(root, sub, 2, Some(gate)).unwrap();
         // The first is open: its encoder runs, so the second waits.
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(files(root, 1, temp_name)[..4], [true; 4]);

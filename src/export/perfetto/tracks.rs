@@ -85,11 +85,17 @@ impl<W: Write> PerfettoWriter<W> {
     pub(super) fn source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
         // Every event but a source's first: inlined, the rest out of line.
         if self.slices.knows(source) {
-            let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));
-            self.enter(seq);
-            return Ok(Some(uuid));
+            return Ok(Some(self.enter_known(source)));
         }
         self.new_source_track(source)
+    }
+
+    /// The track of a followed `source`, its sequence made the one written on.
+    #[inline]
+    fn enter_known(&mut self, source: u32) -> u64 {
+        let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));
+        self.enter(seq);
+        uuid
     }
 
     /// [`source_track`](Self::source_track) of a source not followed yet.
@@ -97,11 +103,8 @@ impl<W: Write> PerfettoWriter<W> {
     #[inline(never)]
     fn new_source_track(&mut self, source: u32) -> Result<Option<u64>, Error> {
         match self.slices.source(source) {
-            Source::Known => {
-                let (uuid, seq) = self.sources.get(source).copied().unwrap_or((0, 0));
-                self.enter(seq);
-                Ok(Some(uuid))
-            }
+            // (`source_track` has taken a followed source already.)
+            Source::Known => Ok(Some(self.enter_known(source))),
             Source::Untracked => {
                 self.enter(0);
                 Ok(None)
