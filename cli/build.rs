@@ -1,17 +1,22 @@
-//! With the feature `sql`, the `qtrace` binary (and the command's tests)
-//! carry an rpath to the prebuilt DuckDB library in `DUCKDB_LIB_DIR`
-//! (scripts/duckdb-lib.sh; .cargo/config.toml defaults it to
-//! target/duckdb/1.5.6), so it runs without LD_LIBRARY_PATH. A binary copied
-//! elsewhere needs the library beside it on the loader's path.
+//! With the feature `sql`, the `qtrace-sql` executable (the engine of
+//! `qtrace sql`, the only one that links DuckDB's library) gets the RUNPATH
+//! `$ORIGIN:$ORIGIN/../lib` (`@executable_path` on macOS): the library
+//! beside it, or in `lib/` beside its `bin/`, is found wherever both are
+//! copied. `qtrace` links no DuckDB and carries no path into the checkout;
+//! `qtrace sql` finds the library (QTRACE_DUCKDB_LIB, beside it, the
+//! system's path) and puts its folder on qtrace-sql's library path.
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=DUCKDB_LIB_DIR");
     if std::env::var_os("CARGO_FEATURE_SQL").is_none() {
         return;
     }
-    if let Ok(dir) = std::env::var("DUCKDB_LIB_DIR") {
-        if !dir.is_empty() {
-            println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if os == "macos" {
+        for dir in ["@executable_path", "@executable_path/../lib"] {
+            println!("cargo:rustc-link-arg-bin=qtrace-sql=-Wl,-rpath,{dir}");
         }
+    } else if os != "windows" {
+        println!("cargo:rustc-link-arg-bin=qtrace-sql=-Wl,--enable-new-dtags");
+        println!("cargo:rustc-link-arg-bin=qtrace-sql=-Wl,-rpath,$ORIGIN:$ORIGIN/../lib");
     }
 }

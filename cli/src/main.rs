@@ -11,9 +11,7 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod spine;
 
-#[cfg(feature = "sql")]
-use commands::sql;
-use commands::{analyze, convert, dump, events, keygen, live, plot, recover, recv, stats};
+use commands::{analyze, convert, dump, events, keygen, live, plot, recover, recv, sql, stats};
 use spine::Exit;
 
 /// Tools for qtrace traces.
@@ -186,7 +184,6 @@ enum Command {
     /// Exit status: 2 when an input is not a store or a trace, or a statement
     /// fails (DuckDB's message is printed; at the prompt, when any failed);
     /// 1 when the output cannot be written.
-    #[cfg(feature = "sql")]
     Sql(sql::SqlArgs),
 }
 
@@ -218,8 +215,7 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Events => events::run(),
-        #[cfg(feature = "sql")]
-        Command::Sql(args) => sql::run(args),
+        Command::Sql(args) => sql::run(args, std::env::args_os().skip(2).collect()),
     };
     ExitCode::from(status.code())
 }

@@ -10,6 +10,5 @@ pub mod live;
 pub mod plot;
 pub mod recover;
 pub mod recv;
-#[cfg(feature = "sql")]
 pub mod sql;
 pub mod stats;

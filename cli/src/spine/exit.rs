@@ -25,11 +25,16 @@ pub enum Exit {
     /// `qtrace recv`, its output stopped being written (the summary says
     /// why).
     Cut = 3,
+    /// 4: `qtrace sql` cannot run: this build has no `qtrace-sql` (built
+    /// with the feature `sql`) beside it or on `PATH`, or DuckDB's library
+    /// is not found (the message says where it was looked for).
+    Unavailable = 4,
 }
 
 impl Exit {
-    /// The status of a command that met both `self` and `other`: a bad
-    /// input (2) wins, then a cut (3), then a failed output (1).
+    /// The status of a command that met both `self` and `other`: an
+    /// unavailable engine (4) wins, then a bad input (2), then a cut (3),
+    /// then a failed output (1).
     pub fn and(self, other: Exit) -> Exit {
         fn rank(e: Exit) -> u8 {
             match e {
@@ -37,6 +42,7 @@ impl Exit {
                 Exit::Failed => 1,
                 Exit::Cut => 2,
                 Exit::BadInput => 3,
+                Exit::Unavailable => 4,
             }
         }
         if rank(other) > rank(self) {
@@ -59,14 +65,27 @@ mod tests {
     #[test]
     fn codes_are_the_documented_ones() {
         assert_eq!(
-            [Exit::Ok, Exit::Failed, Exit::BadInput, Exit::Cut].map(Exit::code),
-            [0, 1, 2, 3]
+            [
+                Exit::Ok,
+                Exit::Failed,
+                Exit::BadInput,
+                Exit::Cut,
+                Exit::Unavailable
+            ]
+            .map(Exit::code),
+            [0, 1, 2, 3, 4]
         );
     }
 
     #[test]
     fn bad_input_wins_then_cut_then_failed() {
-        let all = [Exit::Ok, Exit::Failed, Exit::Cut, Exit::BadInput];
+        let all = [
+            Exit::Ok,
+            Exit::Failed,
+            Exit::Cut,
+            Exit::BadInput,
+            Exit::Unavailable,
+        ];
         for (i, &a) in all.iter().enumerate() {
             for (j, &b) in all.iter().enumerate() {
                 assert_eq!(a.and(b), all[i.max(j)], "{a:?} and {b:?}");

@@ -1,41 +1,16 @@
-//! `qtrace sql`: a query, or a prompt, over Parquet stores and trace files;
-//! a thin client of the qtrace-sql crate (built with the feature `sql`).
+//! `qtrace sql`'s engine side: a query, or a prompt, over Parquet stores
+//! and trace files; a thin client of the qtrace-sql crate. Only the
+//! `qtrace-sql` executable (feature `sql`) compiles it: `qtrace` never links
+//! DuckDB.
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use clap::Args;
 use qtrace_sql::{prompt, Engine, Error, Format, Options, Printer};
 
-use crate::spine::format::parse_time;
+use crate::args::SqlArgs;
 use crate::spine::io::with_stdout;
 use crate::spine::Exit;
-
-/// Arguments of `qtrace sql`.
-#[derive(Args, Debug)]
-pub struct SqlArgs {
-    /// Parquet store folders and .qtr trace files, then the query. The last
-    /// argument is the query unless it names an existing file or folder;
-    /// without a query, statements are read from standard input (a prompt
-    /// on a terminal).
-    #[arg(required = true, value_name = "INPUT... [QUERY]")]
-    pub args: Vec<String>,
-    /// How results are printed: `table` (aligned columns), `csv` or `json`
-    /// (one object per line).
-    #[arg(long, short, value_name = "FORMAT", default_value = "table")]
-    pub format: Format,
-    /// Most rows a table shows (the rest are counted; csv and json print
-    /// every row).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub max_rows: usize,
-    /// Worker threads of the engine (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Longest interrupt handler in the `slices` view (as `qtrace analyze
-    /// --irq-max`).
-    #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us")]
-    pub irq_max: u64,
-}
 
 /// Runs `qtrace sql`.
 pub fn run(args: SqlArgs) -> Exit {
@@ -46,6 +21,13 @@ pub fn run(args: SqlArgs) -> Exit {
             args.args.last().cloned()
         }
         _ => None,
+    };
+    let format: Format = match args.format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("qtrace sql: {e}");
+            return Exit::BadInput;
+        }
     };
     let options = Options {
         threads: args.threads,
@@ -66,7 +48,7 @@ pub fn run(args: SqlArgs) -> Exit {
     }
     match query {
         Some(q) => with_stdout(|out| {
-            let mut printer = Printer::new(args.format, out);
+            let mut printer = Printer::new(format, out);
             printer.max_rows = args.max_rows;
             match engine.run(&q, printer) {
                 Ok(_) => Ok(Exit::Ok),
@@ -89,7 +71,7 @@ pub fn run(args: SqlArgs) -> Exit {
                 out,
                 &mut io::stderr(),
                 interactive,
-                args.format,
+                format,
             )?;
             Ok(if failed > 0 { Exit::BadInput } else { Exit::Ok })
         }),
