@@ -9,5 +9,6 @@
 mod common;
 
 mod command;
+mod install;
 mod main_job;
 mod rejections;
