@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod commands;
 mod spine;
@@ -31,6 +31,8 @@ struct Cli {
 enum Command {
     /// List the built-in classes and events.
     Events,
+    /// Print the events of trace files in time order.
+    ///
     /// Print the events of trace files, one per line, merged in time order.
     ///
     /// Each line: time (s since the clock origin), source (CPU or thread),
@@ -60,6 +62,8 @@ enum Command {
     /// recv`: that sender's events after its last datagram are lost without
     /// a count); 0 otherwise.
     Dump(dump::DumpArgs),
+    /// Summarise trace files: counts, losses, completeness.
+    ///
     /// Summarise trace files: events per class and event, losses, time span,
     /// and whether each file is complete. Events are counted as `dump` shows
     /// them: a string or name logged as a run of records is one; name records
@@ -74,6 +78,8 @@ enum Command {
     /// datagram are lost without a count); 0 otherwise (complete files, and
     /// old files whose completeness is unknown).
     Stats(stats::StatsArgs),
+    /// Receive UDP datagrams into a trace file or a store.
+    ///
     /// Receive UDP queue datagrams and write them to a trace file (--out) or
     /// to Parquet tables (--store).
     ///
@@ -93,6 +99,8 @@ enum Command {
     /// they touch a stream, counted per source address in the summary and
     /// logged at most once a second.
     Recv(recv::RecvArgs),
+    /// Write a new key for keyed datagrams.
+    ///
     /// Write a new key for keyed datagrams to FILE: 32 random bytes, mode
     /// 600, never over an existing file.
     ///
@@ -101,6 +109,8 @@ enum Command {
     /// datagrams that key authenticates. Exit status 1 when the file exists
     /// or cannot be written.
     Keygen(keygen::KeygenArgs),
+    /// Turn ring files left by a crash into trace files.
+    ///
     /// Turn ring files (left by fixed and circular queues whose process died
     /// without shutting down: SIGKILL, abort, a crash) into trace files; a
     /// directory given stands for every `*.ring` file in it.
@@ -114,6 +124,8 @@ enum Command {
     /// be read or is not a ring file (the others are still recovered); 1
     /// when an output cannot be written.
     Recover(recover::RecoverArgs),
+    /// Convert traces to CTF, Perfetto, Chrome JSON, Parquet.
+    ///
     /// Convert trace files to CTF 1.8 (babeltrace2, Trace Compass), Perfetto's
     /// protobuf trace (ui.perfetto.dev), Chrome Trace Event JSON (Perfetto,
     /// chrome://tracing) or Parquet tables (DuckDB, ClickHouse, pyarrow,
@@ -127,6 +139,8 @@ enum Command {
     /// renamed once whole: a conversion that fails or is killed leaves
     /// nothing at --out that a reader would take for a whole output.
     Convert(convert::Args),
+    /// What the scheduler did: tasks, CPUs, interrupts.
+    ///
     /// What the scheduler did: per task, per CPU, per interrupt, latencies.
     ///
     /// Per task: activations, CPU time, response times, preemptions, time
@@ -137,6 +151,8 @@ enum Command {
     /// out and counted apart. Exit status 2 when a file is damaged (the
     /// events before the damage are analysed).
     Analyze(analyze::AnalyzeArgs),
+    /// Draw an SVG timeline of the schedule.
+    ///
     /// Draw a self-contained SVG timeline of the schedule.
     ///
     /// A row per source (`CPU N`, or `irq L` for a source that only takes
@@ -145,6 +161,8 @@ enum Command {
     /// a browser. Exit status 2 when --from/--to hold no event (no picture
     /// is written).
     Plot(plot::PlotArgs),
+    /// Watch a running system in the terminal.
+    ///
     /// Watch a running system: per task CPU share, activations, response
     /// times (p50, p99, max), preemptions and time blocked; per CPU busy
     /// time; per sender event rate, losses and stream health; the recent
@@ -162,6 +180,8 @@ enum Command {
     /// those it skipped). Exit status 2 for bad arguments or an address it
     /// cannot bind.
     Live(live::LiveArgs),
+    /// Query traces and stores with SQL (DuckDB).
+    ///
     /// Query traces with SQL, in-process: DuckDB over Parquet stores and
     /// trace files, with ready views.
     ///
@@ -181,10 +201,34 @@ enum Command {
     /// Without a query, statements (ending with `;`) are read from standard
     /// input: a prompt on a terminal (.views, .mode, .help, .quit).
     ///
+    /// The engine is a second executable, `qtrace-sql` (installed with
+    /// `cargo install qtrace-cli --features sql`), found beside `qtrace` and
+    /// then on PATH; DuckDB's library (libduckdb.so; libduckdb.dylib on
+    /// macOS) is looked for in QTRACE_DUCKDB_LIB (the file or its folder),
+    /// beside `qtrace`, in ../lib from it, then in LD_LIBRARY_PATH
+    /// (DYLD_LIBRARY_PATH on macOS) and the loader's default folders. The
+    /// other subcommands never load DuckDB.
+    ///
     /// Exit status: 2 when an input is not a store or a trace, or a statement
     /// fails (DuckDB's message is printed; at the prompt, when any failed);
-    /// 1 when the output cannot be written.
+    /// 1 when the output cannot be written; 4 when `qtrace-sql` or DuckDB's
+    /// library is not found (the message says where it looked and how to
+    /// get it).
     Sql(sql::SqlArgs),
+    /// Print a shell completion script.
+    ///
+    /// For bash: `qtrace completions bash > ~/.local/share/bash-completion/completions/qtrace`;
+    /// zsh: a file `_qtrace` in a folder of `$fpath`; fish:
+    /// `~/.config/fish/completions/qtrace.fish`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on standard output.
+    ///
+    /// Read it with `qtrace man | man -l -`, or install it:
+    /// `qtrace man > ~/.local/share/man/man1/qtrace.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -215,6 +259,14 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Events => events::run(),
+        Command::Completions { shell } => spine::io::with_stdout(|out| {
+            clap_complete::generate(shell, &mut Cli::command(), "qtrace", out);
+            Ok(Exit::Ok)
+        }),
+        Command::Man => spine::io::with_stdout(|out| {
+            clap_mangen::Man::new(Cli::command()).render(out)?;
+            Ok(Exit::Ok)
+        }),
         Command::Sql(args) => sql::run(args, std::env::args_os().skip(2).collect()),
     };
     ExitCode::from(status.code())

@@ -22,6 +22,8 @@ pub struct AnalyzeArgs {
     /// Trace files of one run; merged in time order.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Measure the latency from each of these events.
+    ///
     /// Also measure the latency from each of these events (`name`,
     /// `class:name` or a number such as 0x03)… (The old spelling `--from`
     /// still works; in `dump` and `plot`, `--from`/`--to` are times.)
@@ -41,11 +43,15 @@ pub struct AnalyzeArgs {
         requires = "latency_from"
     )]
     pub latency_to: Option<String>,
+    /// What a latency's two events share.
+    ///
     /// What a latency's two events share: `source`, an argument name of both
     /// (`task`), or `any`. Default: `task` when both events have it, else
     /// `source`.
     #[arg(long, value_name = "KEY")]
     pub by: Option<String>,
+    /// Longest interrupt handler.
+    ///
     /// Longest interrupt handler (it ends earlier at the next event of the
     /// same source): a handler time equal to it is this cap, not a
     /// measurement (marked `*` in the table).

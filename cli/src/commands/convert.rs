@@ -53,16 +53,22 @@ pub struct Args {
     /// Trace files of one run (one per queue); their events are merged in time order.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Output: a folder (ctf, parquet) or a file.
+    ///
     /// Where to write: a new or empty directory for `ctf`, a file for
     /// `chrome` and `perfetto`, a directory (new, or holding tables) for
     /// `parquet`.
     #[arg(long, short)]
     pub out: PathBuf,
+    /// Write one file per time slice of this length.
+    ///
     /// Write one file per time slice of this length (`chrome` and
     /// `perfetto`): OUT's name plus `-0000`, `-0001`… (the slice's number
     /// since the clock origin) before its extension; each file opens on its own.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub split: Option<u64>,
+    /// perfetto: write the packets uncompressed.
+    ///
     /// `perfetto` only: write the packets as they are, without Perfetto's
     /// `compressed_packets` chunks (5 to 10 times larger), for tools that cannot
     /// inflate them.

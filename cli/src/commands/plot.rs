@@ -23,6 +23,8 @@ pub struct PlotArgs {
     /// The SVG file to write (open it in a browser).
     #[arg(long, short)]
     pub out: PathBuf,
+    /// Draw from this time since the clock origin.
+    ///
     /// Draw from this time since the clock origin (default: the first
     /// event): `1500`, `1500ns`, `20us`, `3ms`, `1.5s`, as `dump --from`.
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]

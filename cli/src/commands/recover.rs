@@ -22,6 +22,8 @@ use crate::spine::Exit;
 /// Arguments of `qtrace recover`.
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
+    /// Ring files, folders of them, or a store folder.
+    ///
     /// Ring files (`*.ring`, left in the output directory by a process that
     /// did not shut down), or directories: every `*.ring` file in each; or
     /// the folder of a Parquet store (`qtrace recv --store DIR`) whose
@@ -29,11 +31,15 @@ pub struct RecoverArgs {
     /// losses row of kind `unfinished` each) and removed.
     #[arg(required = true, value_name = "FILE|DIR|STORE")]
     pub files: Vec<PathBuf>,
+    /// Directory for the recovered traces.
+    ///
     /// Directory for the recovered traces (created if needed); each is named
     /// after its ring file with the extension `.qtr`. An existing trace there
     /// is never overwritten. Needed for ring files only.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Recover a ring file whose process still runs.
+    ///
     /// Recover a ring file whose process is still running: the result is a
     /// snapshot of rings still being written, not complete (it has no close
     /// run and reads as cut).

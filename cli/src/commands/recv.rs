@@ -32,6 +32,8 @@ use store::{run_store, store_config};
 /// Arguments of `qtrace recv`.
 #[derive(Args, Debug)]
 pub struct RecvArgs {
+    /// Address to listen on, IP:PORT or HOST:PORT.
+    ///
     /// Address to listen on, IP:PORT or HOST:PORT (a host name listens on its
     /// first IPv4 address, else IPv6; loopback by default; use 0.0.0.0:PORT
     /// or [::]:PORT to accept senders on other machines, with --key-file:
@@ -47,6 +49,8 @@ pub struct RecvArgs {
         conflicts_with = "store"
     )]
     pub out: Option<PathBuf>,
+    /// Write Parquet tables into this folder (FORMAT.md 7).
+    ///
     /// Write Parquet tables into this folder instead of a trace file
     /// (FORMAT.md 7): DIR/<table>/host=IP/date=YYYY-MM-DD/hour=HH/part-N.parquet,
     /// each part written beside and renamed once whole. Unfinished parts of
@@ -54,20 +58,28 @@ pub struct RecvArgs {
     /// continues (nothing is overwritten).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// --store: when a part is closed (size or age).
+    ///
     /// --store: close a part once it holds this much (64MiB, 1GB, 500000)
     /// or is this old (60s, 10m, 1h); give both to roll at whichever
     /// comes first. Default: 64MiB and 60s.
     #[arg(long, value_name = "SIZE|TIME")]
     pub roll: Vec<String>,
+    /// --store: delete old parts (by age or total size).
+    ///
     /// --store: delete whole old parts: those older than TIME (7d, 12h),
     /// or the oldest while the store is larger than SIZE (100GiB); both
     /// may be given.
     #[arg(long, value_name = "TIME|SIZE")]
     pub keep: Vec<String>,
+    /// Stop after this many seconds.
+    ///
     /// Stop after this many seconds (with --count: whichever comes first;
     /// positive, at most 1e18).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
+    /// Stop once this many events are received or lost.
+    ///
     /// Stop once this many events are accounted for: received, or marked
     /// lost (in transit, or dropped or never sent by their sender), so a
     /// lossy stream still reaches it. With --duration: whichever comes
@@ -78,16 +90,22 @@ pub struct RecvArgs {
     /// Senders tracked at once (the sender table's size).
     #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().max_senders)]
     pub max_senders: usize,
+    /// Datagrams after which a silent sender's slot is reused.
+    ///
     /// A full table's least recently heard sender gives its slot to a new
     /// one when it has sent nothing during this many datagrams.
     #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().idle_datagrams)]
     pub idle_datagrams: u64,
+    /// Accept only datagrams keyed with a key in FILE.
+    ///
     /// Accept only datagrams keyed with the key in FILE (32 bytes, mode 600:
     /// `qtrace keygen FILE`); repeat to hold several keys at once (one per
     /// host or group, or the old and the new while senders move over).
     /// Others are rejected and counted per source address in the summary.
     #[arg(long = "key-file", value_name = "FILE")]
     pub key_file: Vec<PathBuf>,
+    /// Show the live view (`qtrace live`) while receiving.
+    ///
     /// Show the live view (`qtrace live`) while receiving: it reads the file
     /// as written and the receiver's account, so it never slows the
     /// receiver, which writes every event. `q` stops both. Not a terminal:

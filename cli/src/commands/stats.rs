@@ -23,6 +23,8 @@ pub struct StatsArgs {
     /// Trace files (each is summarised, then the total).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// One JSON document instead of text.
+    ///
     /// One JSON document instead of text: `{"files":[{"file", "events",
     /// "lost", "hoops", "complete" (true, false, or null when unknown),
     /// "end", "close", "unclosed_streams" (streams `qtrace recv` saw end

@@ -9,6 +9,7 @@ mod common;
 mod chunks;
 mod cli;
 mod completeness;
+mod conventions;
 mod edges;
 mod error_messages;
 mod recover_cli;

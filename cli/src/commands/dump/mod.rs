@@ -36,24 +36,36 @@ pub struct DumpArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Show only events of this class (name or number); repeatable.
+    ///
+    /// Show only events of this class (name or number); repeatable.
     #[arg(long = "class", value_name = "CLASS")]
     pub classes: Vec<String>,
+    /// Show only this event (name, class:name, number); repeatable.
+    ///
     /// Show only this event (`name`, `class:name` or a number such as 0x04); repeatable.
     #[arg(long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
+    /// Show only events at or after this time.
+    ///
     /// Show only events at or after this time since the clock origin (of the
     /// earliest file, when merging): `1500`, `1500ns`, `20us`, `3ms`, `1.5s`.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub from: Option<u64>,
+    /// Show only events at or before this time.
+    ///
     /// Show only events at or before this time since the clock origin.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Option<u64>,
+    /// One JSON object per line instead of text.
+    ///
     /// One JSON object per line instead of text (`"source_name"` when the
     /// file names the source); after each file's events,
     /// one `{"file":…,"end":"complete"|"cut"|"damaged","complete":true|false,…}`
     /// object (none for files whose completeness is unknown).
     #[arg(long)]
     pub json: bool,
+    /// Follow one FILE as it grows, like `tail -f`.
+    ///
     /// Follow one FILE as it grows, like `tail -f`: print its events, then
     /// each new one as its writer (an online queue, `qtrace recv`) adds it,
     /// until the file ends with its close run (then its END line) or

@@ -43,6 +43,8 @@ mod tests;
 /// Arguments of `qtrace live`.
 #[derive(Args, Debug)]
 pub struct LiveArgs {
+    /// A trace file to follow as it grows.
+    ///
     /// A trace file to follow as it grows (an online queue's, or one that
     /// `qtrace recv` writes); waits for it to appear; a chunk of a rotating
     /// online queue is followed into the next chunks. Give FILE or --listen.
@@ -52,6 +54,8 @@ pub struct LiveArgs {
         required_unless_present = "listen"
     )]
     pub file: Option<PathBuf>,
+    /// Receive UDP datagrams on this address.
+    ///
     /// Receive UDP queue datagrams on this address, IP:PORT (as `qtrace
     /// recv --listen`; nothing is written to disk: use `qtrace recv --live`
     /// to keep the trace).
@@ -60,6 +64,8 @@ pub struct LiveArgs {
     /// Show figures over the last S seconds of trace time.
     #[arg(long, value_name = "S", default_value_t = 2.0)]
     pub window: f64,
+    /// At most this many events in the window.
+    ///
     /// At most this many events in the window (past it, the window is the
     /// newest N events; the header line shows the span it covers).
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
@@ -67,6 +73,8 @@ pub struct LiveArgs {
     /// Redraw every MS milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 250)]
     pub refresh: u64,
+    /// Plain text every S seconds when not on a terminal.
+    ///
     /// When standard output is not a terminal: print the figures as plain
     /// text every S seconds.
     #[arg(long, value_name = "S", default_value_t = 1.0)]
