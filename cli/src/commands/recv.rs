@@ -17,9 +17,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use qtrace::receiver::{default_listen_addr, Receiver, ReceiverConfig, RunLimit};
+use qtrace::receiver::{
+    default_listen_addr, Receiver, ReceiverConfig, ReceiverSummary, RunLimit, SenderSummary,
+};
 use qtrace_store::Store;
 
+use crate::spine::json::JsonObject;
 use crate::spine::listen::listen_addr;
 use crate::spine::watch::{Watch, Watcher};
 use crate::spine::{interrupt, Exit};
@@ -113,6 +116,19 @@ pub struct RecvArgs {
     /// the trace file as it is written.
     #[arg(long, requires = "out")]
     pub live: bool,
+    /// Print a JSON summary on stdout (the text goes to stderr).
+    ///
+    /// At the end, one JSON object on one line of standard output (the text
+    /// summary goes to standard error): `output` ("file" or "store"),
+    /// `path`, `exit_status`, `error` (null or why the receiver failed),
+    /// `senders`, `unclosed_senders`, `events`, `lost_events`,
+    /// `lost_datagrams`, `sender_dropped`, `unsent`, `invalid_datagrams`,
+    /// `rejected_datagrams`, `elapsed_s`; with --out: `records_written`,
+    /// `records_lost_with_file`, `files_replaced`, `file_error`; with
+    /// --store: `store_events`, `store_lost`, `parts_closed`, `bytes`,
+    /// `parts_deleted`, `store_error`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The longest `--duration` (seconds): far beyond any run, well inside what
@@ -244,7 +260,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         });
     }
     if let (Some(store), Some(dir)) = (store, &args.store) {
-        return run_store(receiver, store, dir, limit);
+        return run_store(receiver, store, dir, limit, args.json);
     }
     let Some(out) = &args.out else {
         return Exit::BadInput;
@@ -270,17 +286,67 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     };
     match result {
         Ok(summary) => {
-            println!("{summary}");
-            println!("read it with: qtrace dump {}", out.display());
-            if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
+            let status = if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
                 Exit::Cut
             } else {
                 Exit::Ok
+            };
+            if args.json {
+                eprintln!("{summary}");
+                let json = summary_json("file", out, status, None, &summary)
+                    .u64("records_written", summary.records_written)
+                    .u64("records_lost_with_file", summary.records_lost_with_file)
+                    .u64("files_replaced", summary.files_replaced)
+                    .str("file_error", summary.file_error.as_deref())
+                    .finish();
+                println!("{json}");
+            } else {
+                println!("{summary}");
+                if summary.records_written > 0 {
+                    println!("read it with: qtrace dump {}", out.display());
+                }
             }
+            status
         }
         Err(e) => {
             eprintln!("qtrace: {e}");
+            if args.json {
+                let error = e.to_string();
+                let summary = ReceiverSummary::default();
+                let json = summary_json("file", out, Exit::Failed, Some(&error), &summary).finish();
+                println!("{json}");
+            }
             Exit::Failed
         }
     }
+}
+
+/// The fields of `recv --json` that both outputs have.
+pub(super) fn summary_json(
+    output: &str,
+    path: &std::path::Path,
+    status: Exit,
+    error: Option<&str>,
+    s: &ReceiverSummary,
+) -> JsonObject {
+    let sum =
+        |f: fn(&SenderSummary) -> u64| s.senders.iter().fold(0u64, |n, x| n.saturating_add(f(x)));
+    JsonObject::new()
+        .str("output", Some(output))
+        .str("path", Some(&path.display().to_string()))
+        .u64("exit_status", status.code().into())
+        .str("error", error)
+        .u64("senders", s.senders.len() as u64)
+        .u64(
+            "unclosed_senders",
+            s.senders.iter().filter(|x| !x.closed).count() as u64,
+        )
+        .u64("events", s.events())
+        .u64("lost_events", s.lost_events())
+        .u64("lost_datagrams", s.lost_datagrams())
+        .u64("sender_dropped", s.sender_dropped())
+        .u64("unsent", sum(|x| x.unsent))
+        .u64("invalid_datagrams", s.invalid.total())
+        .u64("rejected_datagrams", s.invalid.rejected.total())
+        .f64("elapsed_s", s.elapsed.as_secs_f64())
 }

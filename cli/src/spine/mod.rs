@@ -9,6 +9,7 @@ pub mod follow;
 pub mod format;
 pub mod interrupt;
 pub mod io;
+pub mod json;
 pub mod listen;
 pub mod priority;
 pub mod staged;

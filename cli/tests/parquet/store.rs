@@ -115,6 +115,13 @@ fn the_stores_sums_equal_the_senders_log_and_the_receivers_account() {
         line.starts_with(&format!("store: {} events, {lost} lost, in ", events.len())),
         "{line}"
     );
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!(
+            "read it with: qtrace sql {} \"SELECT event, count(*) FROM events GROUP BY ALL\"",
+            store.display()
+        )
+    );
     // The stream closed: its last row says so, with the receiver's account.
     let last = streams.iter().find(|r| r["verdict"] != "open").unwrap();
     assert_eq!(last["verdict"], "closed", "{last:?}");

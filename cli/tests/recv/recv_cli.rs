@@ -326,3 +326,92 @@ fn count_waits_a_moment_for_the_close_so_a_lossless_run_ends_closed() {
     let completeness = reader.completeness().expect("read to the end");
     assert_eq!(completeness.is_complete(), Some(true), "{completeness:?}");
 }
+
+#[test]
+fn json_summary_is_one_object_with_the_receivers_account() {
+    let dir = temp_dirs::fresh_dir("recv", "json");
+    let out = dir.join("received.qtr");
+    let (listen, child) = recv_listening(&out, &["--count", "100", "--duration", "30", "--json"]);
+    let tracer = user_sender(listen);
+    for i in 0..100 {
+        tracer.log_event(user::USER3, [i, 7]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    tracer.shutdown().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    // The text summary went to stderr; stdout is one line of JSON.
+    assert!(
+        stderr.contains("received 100 events from 1 sender(s)"),
+        "{stderr}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let o = v.as_object().unwrap();
+    let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+    let mut expected = vec![
+        "output",
+        "path",
+        "exit_status",
+        "error",
+        "senders",
+        "unclosed_senders",
+        "events",
+        "lost_events",
+        "lost_datagrams",
+        "sender_dropped",
+        "unsent",
+        "invalid_datagrams",
+        "rejected_datagrams",
+        "elapsed_s",
+        "records_written",
+        "records_lost_with_file",
+        "files_replaced",
+        "file_error",
+    ];
+    let mut got = keys.clone();
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+    assert_eq!(v["output"], "file");
+    assert_eq!(v["path"], out.display().to_string());
+    assert_eq!(v["exit_status"], 0);
+    assert!(v["error"].is_null());
+    assert_eq!(v["senders"], 1);
+    assert_eq!(v["unclosed_senders"], 0);
+    assert_eq!(v["events"], 100);
+    for k in [
+        "lost_events",
+        "lost_datagrams",
+        "sender_dropped",
+        "unsent",
+        "rejected_datagrams",
+    ] {
+        assert_eq!(v[k], 0, "{k}");
+    }
+    // The probes that found the port listening are not qtrace datagrams.
+    assert!(v["invalid_datagrams"].as_u64().unwrap() >= 1, "{stdout}");
+    assert!(v["elapsed_s"].as_f64().unwrap() > 0.0);
+    let records = TraceReader::open(&out).unwrap().count() as u64;
+    assert_eq!(v["records_written"], records, "{stdout}");
+    assert_eq!(v["records_lost_with_file"], 0);
+    assert_eq!(v["files_replaced"], 0);
+    assert!(v["file_error"].is_null());
+    assert!(!stdout.contains("read it with"));
+}
+
+#[test]
+fn read_it_with_is_suggested_only_when_records_were_written() {
+    let dir = temp_dirs::fresh_dir("recv", "nothing");
+    let out = dir.join("received.qtr");
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let child = spawn_recv(listen, &out, &["--duration", "0.2"]);
+    let stdout = wait_success(child);
+    assert!(
+        stdout.starts_with("received 0 events from 0 sender(s)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("read it with"), "{stdout}");
+}

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use qtrace::receiver::{Receiver, RunLimit};
+use qtrace::receiver::{Receiver, ReceiverSummary, RunLimit};
 use qtrace_store::{Store, StoreConfig};
 
-use super::{RecvArgs, MAX_DURATION_S};
+use super::{summary_json, RecvArgs, MAX_DURATION_S};
 use crate::spine::Exit;
 
 /// A `--roll`/`--keep` value: a size (`64MiB`, `1GB`, `500000` bytes) or a
@@ -86,17 +86,40 @@ pub(super) fn run_store(
     mut store: Store,
     dir: &std::path::Path,
     limit: RunLimit,
+    json: bool,
 ) -> Exit {
     let summary = match receiver.run_streams(limit, &mut store) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("qtrace: {e}");
+            if json {
+                let error = e.to_string();
+                let empty = ReceiverSummary::default();
+                let o = summary_json("store", dir, Exit::Failed, Some(&error), &empty).finish();
+                println!("{o}");
+            }
             return Exit::Failed;
         }
     };
-    println!("{summary}");
+    if json {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
     match store.finish(&summary) {
         Ok(report) => {
+            if json {
+                let o = summary_json("store", dir, Exit::Ok, None, &summary)
+                    .u64("store_events", report.events)
+                    .u64("store_lost", report.lost)
+                    .u64("parts_closed", report.parts_closed)
+                    .u64("bytes", report.bytes)
+                    .u64("parts_deleted", report.deleted)
+                    .str("store_error", None)
+                    .finish();
+                println!("{o}");
+                return Exit::Ok;
+            }
             println!(
                 "store: {} events, {} lost, in {} part sets ({} bytes){}",
                 report.events,
@@ -109,16 +132,25 @@ pub(super) fn run_store(
                     String::new()
                 }
             );
-            println!(
-                "read it with: duckdb -c \"SELECT count(*) FROM read_parquet('{}/events/**/*.parquet', hive_partitioning = true)\"",
-                dir.display()
-            );
+            if report.events > 0 || report.lost > 0 {
+                println!(
+                    "read it with: qtrace sql {} \"SELECT event, count(*) FROM events GROUP BY ALL\"",
+                    dir.display()
+                );
+            }
             Exit::Ok
         }
         Err(e) => {
             eprintln!(
                 "qtrace: the store stopped on a write error (its closed parts are whole): {e}"
             );
+            if json {
+                let error = e.to_string();
+                let o = summary_json("store", dir, Exit::Cut, None, &summary)
+                    .str("store_error", Some(&error))
+                    .finish();
+                println!("{o}");
+            }
             Exit::Cut
         }
     }
