@@ -19,7 +19,8 @@ use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
 use qtrace::Event;
 
 use crate::spine::format::parse_time;
-use crate::spine::io::{ends, gather_names, read_status, report_cuts};
+use crate::spine::io::{ends, gather_names, is_cut, read_status, report_cuts};
+use crate::spine::json::JsonObject;
 use crate::spine::staged::Staged;
 use crate::spine::Exit;
 
@@ -74,6 +75,18 @@ pub struct Args {
     /// inflate them.
     #[arg(long)]
     pub uncompressed: bool,
+    /// Print a JSON summary on stdout.
+    ///
+    /// At the end, one JSON object on one line of standard output (the
+    /// messages stay on standard error): `to`, `out`, `exit_status`,
+    /// `error` (null, or why nothing was converted), `files` (inputs
+    /// given), `events` (converted, loss records excepted), `lost` (events
+    /// the loss records count), `loss_records` (hoops records; Parquet:
+    /// losses rows), `sources` (0 for parquet), `unknown_events`,
+    /// `damaged` (inputs read up to a damage), `incomplete` (inputs cut
+    /// short or whose close record disagrees with them).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Chrome JSON above this many events draws a warning.
@@ -431,6 +444,36 @@ fn pump_here<S: EventSink, R: Read>(
 /// [`Exit::Cut`] when one is cut short, [`Exit::Failed`] when the output
 /// cannot be written.
 pub fn run(args: &Args) -> Exit {
+    let mut json = JsonObject::new()
+        .str(
+            "to",
+            args.to.to_possible_value().as_ref().map(|v| v.get_name()),
+        )
+        .str("out", Some(&args.out.display().to_string()));
+    let (status, error, stats, damaged, incomplete) = match report(args) {
+        Ok((status, stats, damaged, incomplete)) => (status, None, stats, damaged, incomplete),
+        Err((status, e)) => (status, Some(e), ConvertStats::default(), 0, 0),
+    };
+    if args.json {
+        json = json
+            .u64("exit_status", status.code().into())
+            .str("error", error.as_deref())
+            .u64("files", args.files.len() as u64)
+            .u64("events", stats.events)
+            .u64("lost", stats.lost)
+            .u64("loss_records", stats.hoops)
+            .u64("sources", stats.sources)
+            .u64("unknown_events", stats.unknown)
+            .u64("damaged", damaged)
+            .u64("incomplete", incomplete);
+        println!("{}", json.finish());
+    }
+    status
+}
+
+/// Converts and reports on stderr: the status, the counts, the damaged
+/// and the incomplete inputs; or the status and the error.
+fn report(args: &Args) -> Result<(Exit, ConvertStats, u64, u64), (Exit, String)> {
     match convert(args) {
         Ok(Outcome {
             stats,
@@ -449,7 +492,9 @@ pub fn run(args: &Args) -> Exit {
                     stats.hoops,
                     args.out.display()
                 );
-                return read_status(damaged.is_empty(), &ends);
+                let incomplete = ends.iter().filter(|e| is_cut(**e)).count() as u64;
+                let status = read_status(damaged.is_empty(), &ends);
+                return Ok((status, stats, damaged.len() as u64, incomplete));
             }
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
@@ -459,15 +504,18 @@ pub fn run(args: &Args) -> Exit {
                 stats.sources,
                 args.out.display()
             );
-            read_status(damaged.is_empty(), &ends)
+            let incomplete = ends.iter().filter(|e| is_cut(**e)).count() as u64;
+            let status = read_status(damaged.is_empty(), &ends);
+            Ok((status, stats, damaged.len() as u64, incomplete))
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");
-            if e.is::<ReadError>() {
+            let status = if e.is::<ReadError>() {
                 Exit::BadInput
             } else {
                 Exit::Failed
-            }
+            };
+            Err((status, e.to_string()))
         }
     }
 }

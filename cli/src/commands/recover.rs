@@ -17,6 +17,7 @@ use clap::Args;
 use qtrace::storage::{recover_file, write_trace, writer_alive, RecoverError};
 
 use crate::spine::io::with_stdout;
+use crate::spine::json::JsonObject;
 use crate::spine::Exit;
 
 /// Arguments of `qtrace recover`.
@@ -45,6 +46,17 @@ pub struct RecoverArgs {
     /// run and reads as cut).
     #[arg(long)]
     pub force: bool,
+    /// Print a JSON summary on stdout (the text goes to stderr).
+    ///
+    /// At the end, one JSON object on one line of standard output (the
+    /// per-file lines go to standard error): `exit_status`; `recovered`:
+    /// one object per trace written, `{"ring", "trace", "events", "lost",
+    /// "dropped", "overwritten", "unreadable", "snapshot", "damaged"}`
+    /// (`damaged`: the number of damaged fields); `stores`: one object per
+    /// store folder, `{"store", "unfinished_parts"}`; `not_recovered`: the
+    /// inputs given (or found) that gave no trace.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `qtrace recover`: exit status 0 when every file was recovered
@@ -54,23 +66,57 @@ pub struct RecoverArgs {
 /// written (`--force`), 1 when an output cannot be written or already
 /// exists. The other files are still recovered.
 pub fn run(args: RecoverArgs) -> Exit {
-    with_stdout(|out| recover_all(&args, out))
+    with_stdout(|out| {
+        if !args.json {
+            return recover_all(&args, out, &mut Report::default());
+        }
+        let mut report = Report::default();
+        let status = recover_all(&args, &mut io::stderr(), &mut report)?;
+        let json = JsonObject::new()
+            .u64("exit_status", status.code().into())
+            .raw("recovered", &format!("[{}]", report.recovered.join(",")))
+            .raw("stores", &format!("[{}]", report.stores.join(",")))
+            .strs(
+                "not_recovered",
+                report.not_recovered.iter().map(String::as_str),
+            )
+            .finish();
+        writeln!(out, "{json}")?;
+        Ok(status)
+    })
 }
 
-fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
+/// What `--json` prints: each object already as JSON.
+#[derive(Default)]
+struct Report {
+    recovered: Vec<String>,
+    stores: Vec<String>,
+    not_recovered: Vec<String>,
+}
+
+fn recover_all(args: &RecoverArgs, out: &mut dyn Write, report: &mut Report) -> io::Result<Exit> {
     let mut status = Exit::Ok;
     let mut files = Vec::new();
     for arg in &args.files {
         if arg.join("events").is_dir() {
             match qtrace_store::recover_dir(arg) {
-                Ok(temps) => writeln!(
-                    out,
-                    "{}: {} unfinished part files accounted for (losses rows of kind unfinished) and removed",
-                    arg.display(),
-                    temps.len()
-                )?,
+                Ok(temps) => {
+                    writeln!(
+                        out,
+                        "{}: {} unfinished part files accounted for (losses rows of kind unfinished) and removed",
+                        arg.display(),
+                        temps.len()
+                    )?;
+                    report.stores.push(
+                        JsonObject::new()
+                            .str("store", Some(&arg.display().to_string()))
+                            .u64("unfinished_parts", temps.len() as u64)
+                            .finish(),
+                    );
+                }
                 Err(e) => {
                     eprintln!("qtrace: {}: {e}", arg.display());
+                    report.not_recovered.push(arg.display().to_string());
                     status = status.and(Exit::Failed);
                 }
             }
@@ -86,11 +132,13 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
                     "qtrace: {}: no ring files (*.ring) in this directory: a process that shut down leaves none (its traces are the .qtr files)",
                     arg.display()
                 );
+                report.not_recovered.push(arg.display().to_string());
                 status = status.and(Exit::BadInput);
             }
             Ok(found) => files.extend(found),
             Err(e) => {
                 eprintln!("qtrace: {}: cannot list the directory: {e}", arg.display());
+                report.not_recovered.push(arg.display().to_string());
                 status = status.and(Exit::BadInput);
             }
         }
@@ -102,6 +150,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
                 file.display()
             );
             status = status.and(Exit::BadInput);
+            report.not_recovered.push(file.display().to_string());
             continue;
         };
         // As `dump` and `stats`: a FIFO would block until something writes
@@ -112,6 +161,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
                 file.display()
             );
             status = status.and(Exit::BadInput);
+            report.not_recovered.push(file.display().to_string());
             continue;
         }
         let live = writer_alive(file);
@@ -122,6 +172,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
                 RecoverError::Live { pid }
             );
             status = status.and(Exit::BadInput);
+            report.not_recovered.push(file.display().to_string());
             continue;
         }
         let mut rec = match recover_file(file) {
@@ -129,6 +180,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
             Err(e) => {
                 eprintln!("qtrace: {}: {e}", file.display());
                 status = status.and(Exit::BadInput);
+                report.not_recovered.push(file.display().to_string());
                 continue;
             }
         };
@@ -137,6 +189,7 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
         if let Err(e) = write_new(&rec, out_dir, &target) {
             eprintln!("qtrace: {e}");
             status = status.and(Exit::Failed);
+            report.not_recovered.push(file.display().to_string());
             continue;
         }
         let c = rec.counts;
@@ -159,6 +212,19 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write) -> io::Result<Exit> {
             );
             status = status.and(Exit::Cut);
         }
+        report.recovered.push(
+            JsonObject::new()
+                .str("ring", Some(&file.display().to_string()))
+                .str("trace", Some(&target.display().to_string()))
+                .u64("events", c.recovered)
+                .u64("lost", c.lost())
+                .u64("dropped", c.dropped)
+                .u64("overwritten", c.overwritten)
+                .u64("unreadable", c.unreadable)
+                .bool("snapshot", live.is_some())
+                .u64("damaged", rec.damage.len() as u64)
+                .finish(),
+        );
         if !rec.damage.is_empty() {
             for d in rec.damage.iter().take(10) {
                 eprintln!("qtrace: {}: {d}", file.display());

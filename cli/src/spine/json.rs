@@ -40,6 +40,12 @@ impl JsonObject {
         self
     }
 
+    /// `"key":true` or `false`.
+    pub fn bool(mut self, key: &str, b: bool) -> Self {
+        self.key(key).push_str(if b { "true" } else { "false" });
+        self
+    }
+
     /// `"key":"s"`, or `null`.
     pub fn str(mut self, key: &str, s: Option<&str>) -> Self {
         let out = self.key(key);
@@ -51,7 +57,6 @@ impl JsonObject {
     }
 
     /// `"key":[...]` of strings.
-    #[allow(dead_code)]
     pub fn strs<'a>(mut self, key: &str, items: impl IntoIterator<Item = &'a str>) -> Self {
         let out = self.key(key);
         out.push('[');

@@ -270,3 +270,42 @@ fn big_chrome_output_warns_and_names_the_ways_out() {
     let out = convert("chrome", &[&at_limit], &json, &[]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+#[test]
+fn json_summary_counts_the_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_files(dir.path());
+    let out = dir.path().join("trace.json");
+    let o = convert("chrome", &[&a, &b], &out, &["--json"]);
+    assert_success(&o);
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    // Sources: CPU 0, thread 1 and the hoops record's (u32::MAX), as the
+    // message on stderr says ("from 3 sources").
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(stderr.contains("from 3 sources"), "{stderr}");
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "to": "chrome", "out": out.display().to_string(), "exit_status": 0,
+            "error": null, "files": 2, "events": 4, "lost": 9, "loss_records": 1,
+            "sources": 3, "unknown_events": 0, "damaged": 0, "incomplete": 0
+        })
+    );
+
+    // Nothing converted: the error, and the status of a bad input.
+    let missing = dir.path().join("missing.qtr");
+    let o = convert(
+        "chrome",
+        &[&missing],
+        &dir.path().join("x.json"),
+        &["--json"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["exit_status"], 2);
+    assert_eq!(v["events"], 0);
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("missing.qtr"), "{error}");
+}

@@ -212,3 +212,68 @@ fn a_damaged_ring_is_recovered_marked_and_not_complete() {
     let (code, _, err) = qtrace(&["stats".as_ref(), out.join("copy.qtr").as_os_str()]);
     assert_eq!(code, Some(3), "a damaged recovery reads as cut: {err}");
 }
+
+#[test]
+fn json_summary_lists_each_trace_and_what_was_not_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(100);
+    let t = manual_tracer(dir.path(), &clock);
+    circular_and_fixed(&t, 4, 3);
+    t.activate().unwrap();
+    for i in 0..10 {
+        clock.advance(10);
+        t.log_event(user::USER0, [i, 0]);
+        t.log_event(user::USER1, [i, 0]);
+    }
+    std::mem::forget(t); // as after SIGKILL
+    let dead = dir.path().join("dead");
+    std::fs::create_dir(&dead).unwrap();
+    for name in ["queue0-circular.ring", "queue1-fixed.ring"] {
+        std::fs::copy(dir.path().join(name), dead.join(name)).unwrap();
+    }
+    let out_dir = dir.path().join("recovered");
+    let bad = dir.path().join("not-a-ring.ring");
+    std::fs::write(&bad, b"hello").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("recover")
+        .arg(&dead)
+        .arg(&bad)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    // The per-file lines went to stderr; stdout is one line of JSON.
+    assert!(
+        stderr.contains("queue0-circular.qtr: 4 events recovered"),
+        "{stderr}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let s = |p: std::path::PathBuf| p.display().to_string();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "exit_status": 2,
+            "recovered": [
+                {
+                    "ring": s(dead.join("queue0-circular.ring")),
+                    "trace": s(out_dir.join("queue0-circular.qtr")),
+                    "events": 4, "lost": 6, "dropped": 0, "overwritten": 6,
+                    "unreadable": 0, "snapshot": false, "damaged": 0
+                },
+                {
+                    "ring": s(dead.join("queue1-fixed.ring")),
+                    "trace": s(out_dir.join("queue1-fixed.qtr")),
+                    "events": 3, "lost": 7, "dropped": 7, "overwritten": 0,
+                    "unreadable": 0, "snapshot": false, "damaged": 0
+                }
+            ],
+            "stores": [],
+            "not_recovered": [s(bad)]
+        })
+    );
+}
