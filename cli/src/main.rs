@@ -55,12 +55,14 @@ enum Command {
     /// files are still dumped; a FIFO is refused at once (save the stream to
     /// a file first); a ring file is refused with what to do.
     ///
-    /// Exit status: 2 when a file is not a qtrace trace or is damaged (the
-    /// events before the damage are printed); otherwise 3 when a file is cut
-    /// short or its close record disagrees with it, or when it holds a
-    /// `[STREAM OF SENDER … ENDED WITHOUT A CLOSE …]` line (written by `qtrace
-    /// recv`: that sender's events after its last datagram are lost without
-    /// a count); 0 otherwise.
+    /// Exit status (FORMAT.md, "Exit statuses"): 2 when a file is not a
+    /// qtrace trace or is DAMAGED (a record that does not decode, or a close
+    /// record that disagrees with the file; the events before the damage
+    /// are printed); otherwise 3 when a file is CUT SHORT (no close record,
+    /// whether it ends at a record boundary or inside a record), or when it
+    /// holds a `[STREAM OF SENDER … ENDED WITHOUT A CLOSE …]` line (written
+    /// by `qtrace recv`: that sender's events after its last datagram are
+    /// lost without a count); 0 otherwise.
     Dump(dump::DumpArgs),
     /// Summarise trace files: counts, losses, completeness.
     ///
@@ -71,12 +73,14 @@ enum Command {
     /// left of a close run is counted as control records, not events; a FIFO
     /// is refused at once; a ring file is refused with what to do.
     ///
-    /// Exit status: 2 when a file is not a qtrace trace or is damaged; otherwise
-    /// 3 when a file is cut short (no close record) or its close record
-    /// disagrees with it, or when it holds unclosed streams (a sender's stream
-    /// that `qtrace recv` saw end without a close: its events after its last
-    /// datagram are lost without a count); 0 otherwise (complete files, and
-    /// old files whose completeness is unknown).
+    /// Exit status (FORMAT.md, "Exit statuses"): 2 when a file is not a
+    /// qtrace trace or is damaged (a record that does not decode, or a close
+    /// record that disagrees with the file); otherwise 3 when a file is cut
+    /// short (no close record, at a record boundary or inside a record), or
+    /// when it holds unclosed streams (a sender's stream that `qtrace recv`
+    /// saw end without a close: its events after its last datagram are lost
+    /// without a count); 0 otherwise (complete files, and old files whose
+    /// completeness is unknown).
     Stats(stats::StatsArgs),
     /// Receive UDP datagrams into a trace file or a store.
     ///
@@ -132,9 +136,11 @@ enum Command {
     /// polars; FORMAT.md 7).
     ///
     /// Exit status 2 when a file cannot be opened, is not a qtrace trace or is
-    /// damaged (the events before the damage are converted and the output is
-    /// complete); 3 when a file is cut short (no close record; its events are
-    /// converted); 1 when the output cannot be written. Outputs are written
+    /// damaged (a record that does not decode, or a close record that
+    /// disagrees; the events before the damage are converted and the output
+    /// is complete); 3 when a file is cut short (no close record, at a
+    /// record boundary or inside a record; its events are converted); 1 when
+    /// the output cannot be written. Outputs are written
     /// beside (`.NAME.partial-PID`; Parquet parts `.part-N.parquet.tmp`) and
     /// renamed once whole: a conversion that fails or is killed leaves
     /// nothing at --out that a reader would take for a whole output.
@@ -149,7 +155,7 @@ enum Command {
     /// `--latency-from EVENT --latency-to EVENT` (or `--from`/`--to`): a
     /// latency histogram. Measures during which events were lost are left
     /// out and counted apart. Exit status 2 when a file is damaged (the
-    /// events before the damage are analysed).
+    /// events before the damage are analysed), 3 when one is cut short.
     Analyze(analyze::AnalyzeArgs),
     /// Draw an SVG timeline of the schedule.
     ///

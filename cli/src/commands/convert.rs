@@ -19,7 +19,9 @@ use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
 use qtrace::Event;
 
 use crate::spine::format::parse_time;
-use crate::spine::io::{ends, gather_names, is_cut, read_status, report_cuts};
+use crate::spine::io::{
+    ends, gather_names, is_cut, is_cut_error, read_status, report_cuts, Reading,
+};
 use crate::spine::json::JsonObject;
 use crate::spine::staged::Staged;
 use crate::spine::Exit;
@@ -492,9 +494,10 @@ fn report(args: &Args) -> Result<(Exit, ConvertStats, u64, u64), (Exit, String)>
                     stats.hoops,
                     args.out.display()
                 );
-                let incomplete = ends.iter().filter(|e| is_cut(**e)).count() as u64;
-                let status = read_status(damaged.is_empty(), &ends);
-                return Ok((status, stats, damaged.len() as u64, incomplete));
+                let incomplete = incomplete(&args.files, &ends, &damaged);
+                let status = read_status(Reading::of(&damaged), &ends);
+                let damaged = damaged.iter().filter(|e| !is_cut_error(e)).count() as u64;
+                return Ok((status, stats, damaged, incomplete));
             }
             eprintln!(
                 "qtrace convert: {} events ({} lost, in {} hoops records) from {} sources into {}",
@@ -504,9 +507,10 @@ fn report(args: &Args) -> Result<(Exit, ConvertStats, u64, u64), (Exit, String)>
                 stats.sources,
                 args.out.display()
             );
-            let incomplete = ends.iter().filter(|e| is_cut(**e)).count() as u64;
-            let status = read_status(damaged.is_empty(), &ends);
-            Ok((status, stats, damaged.len() as u64, incomplete))
+            let incomplete = incomplete(&args.files, &ends, &damaged);
+            let damaged_n = damaged.iter().filter(|e| !is_cut_error(e)).count() as u64;
+            let status = read_status(Reading::of(&damaged), &ends);
+            Ok((status, stats, damaged_n, incomplete))
         }
         Err(e) => {
             eprintln!("qtrace convert: {e}");
@@ -518,6 +522,21 @@ fn report(args: &Args) -> Result<(Exit, ConvertStats, u64, u64), (Exit, String)>
             Err((status, e.to_string()))
         }
     }
+}
+
+/// Inputs cut short: at a record boundary (their completeness) or inside
+/// a record (a read error of that file that is a cut).
+fn incomplete(files: &[PathBuf], ends: &[Option<Completeness>], errors: &[ReadError]) -> u64 {
+    let cut_inside = |file: &PathBuf| {
+        errors.iter().any(|e| {
+            is_cut_error(e) && matches!(e, ReadError::Format { path: Some(p), .. } if p == file)
+        })
+    };
+    files
+        .iter()
+        .zip(ends)
+        .filter(|(f, e)| is_cut(**e) || cut_inside(f))
+        .count() as u64
 }
 
 /// A CTF trace goes to a new or empty directory (it is renamed there once

@@ -10,7 +10,7 @@ use qtrace::export::EventSink;
 use qtrace::reader::Completeness;
 
 use crate::spine::format::{fmt_time, parse_time_arg, TimeArg};
-use crate::spine::io::{ends, open_merged, read_merged, report_and_status};
+use crate::spine::io::{ends, open_merged, read_merged, report_and_status, Reading};
 use crate::spine::staged::Staged;
 use crate::spine::Exit;
 
@@ -61,7 +61,7 @@ pub fn run(args: PlotArgs) -> Exit {
 type Failure = (String, Exit);
 
 /// Whether every input was read to its end, and each input's completeness.
-type ReadEnds = (bool, Vec<Option<Completeness>>);
+type ReadEnds = (Reading, Vec<Option<Completeness>>);
 
 fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Failure> {
     let bad_input = |e: qtrace::reader::ReadError| (e.to_string(), Exit::BadInput);

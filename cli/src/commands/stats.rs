@@ -14,7 +14,9 @@ use qtrace::wire::{close_part, unclosed_stream};
 use qtrace::Event;
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
-use crate::spine::io::{is_cut, open_all, ring_hint, with_stdout, Input};
+use crate::spine::io::{
+    is_cut, is_cut_error, is_mismatch, open_all, ring_hint, with_stdout, Input,
+};
 use crate::spine::Exit;
 
 /// Arguments of `qtrace stats`.
@@ -234,6 +236,7 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             None => unknown_n += 1,
         }
         cut_any |= is_cut(end) || t.unclosed > 0;
+        damaged_any |= is_mismatch(end);
         let out: &mut dyn Write = &mut text;
         writeln!(out, "{}", input.label)?;
         let queue = h
@@ -320,10 +323,16 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
             };
             writeln!(out, "    {name:<24} {n:>12}")?;
         }
-        let damaged = error.map(|err| {
+        // A file cut inside a record is cut short (status 3), as one cut at
+        // a record boundary; other errors are damage (status 2).
+        let damaged = error.and_then(|err| {
             eprintln!("qtrace: {err}");
+            if is_cut_error(&err) {
+                cut_any = true;
+                return None;
+            }
             damaged_any = true;
-            err.to_string()
+            Some(err.to_string())
         });
         if let Some(d) = &damaged {
             writeln!(out, "  damaged: {d}")?;

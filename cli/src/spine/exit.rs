@@ -1,8 +1,8 @@
 //! The exit status of every subcommand: [`Exit`]. `main` alone turns it into
 //! the process's code; nothing else names a number.
 
-/// What a command's exit status says. The codes are documented in the
-/// README ("Installing the command") and in each subcommand's `--help`, and
+/// What a command's exit status says. The codes are documented in
+/// FORMAT.md ("Exit statuses") and in each subcommand's `--help`, and
 /// scripts rely on them: never renumber one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -16,12 +16,15 @@ pub enum Exit {
     Failed = 1,
     /// 2: bad usage (an unknown flag, a value out of range, a class or event
     /// no file defines), an input that cannot be opened or is not a qtrace
-    /// trace (or ring file), a damaged input (the events before the damage
-    /// are still shown or converted), an address `qtrace recv` cannot bind.
+    /// trace (or ring file), a DAMAGED input (a record that does not decode,
+    /// or a close record that disagrees with its file; the events before
+    /// the damage are still shown or converted), an address `qtrace recv`
+    /// cannot bind.
     BadInput = 2,
-    /// 3: no input damaged, but a file is cut short (no close record: its
-    /// writer died or the disk filled), its close record disagrees with it,
-    /// or it holds a stream that `qtrace recv` saw end without a close; for
+    /// 3: no input damaged, but a file is CUT SHORT (no close record: its
+    /// writer died or the disk filled; whether the file ends at a record
+    /// boundary or inside a record), or it holds a stream that `qtrace recv`
+    /// saw end without a close; for
     /// `qtrace recv`, its output stopped being written (the summary says
     /// why).
     Cut = 3,

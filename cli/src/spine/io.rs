@@ -174,19 +174,58 @@ pub fn open_merged(files: &[PathBuf]) -> Result<MergedReader, ReadError> {
 pub fn read_merged<R: io::Read>(
     merged: &mut MergedReader<R>,
     mut f: impl FnMut(usize, &Event) -> io::Result<()>,
-) -> io::Result<bool> {
-    let mut clean = true;
+) -> io::Result<Reading> {
+    let mut reading = Reading::default();
     merged.try_for_each_with_input(|i, item| {
         match item {
             Ok(e) => f(i, e)?,
             Err(err) => {
                 eprintln!("qtrace: {err}");
-                clean = false;
+                reading.note(&err);
             }
         }
         Ok::<(), io::Error>(())
     })?;
-    Ok(clean)
+    Ok(reading)
+}
+
+/// What reading inputs to their ends met besides events: damage, or a
+/// file cut inside a record (a cut at a record boundary shows in the
+/// file's completeness instead).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// An input is damaged (exit status 2).
+    pub damaged: bool,
+    /// An input ended inside a record or block: cut short (exit status 3).
+    pub cut: bool,
+}
+
+impl Reading {
+    /// Counts `err`: a cut ([`is_cut_error`]) or damage.
+    pub fn note(&mut self, err: &ReadError) {
+        if is_cut_error(err) {
+            self.cut = true;
+        } else {
+            self.damaged = true;
+        }
+    }
+
+    /// What `errors` make of a reading.
+    pub fn of<'a>(errors: impl IntoIterator<Item = &'a ReadError>) -> Self {
+        let mut r = Reading::default();
+        for e in errors {
+            r.note(e);
+        }
+        r
+    }
+}
+
+/// Whether `err` is the end of a file cut inside a record or a block (it
+/// ends before a record it announces): the same kind of damage as a cut
+/// at a record boundary, "CUT SHORT" (exit status 3), not a damaged file.
+pub fn is_cut_error(err: &ReadError) -> bool {
+    err.wire_error()
+        .is_some_and(qtrace::wire::WireError::is_truncated)
 }
 
 /// Every input's completeness, in input order (`None` for one not read to
@@ -195,10 +234,17 @@ pub fn ends<R: io::Read>(merged: &MergedReader<R>) -> Vec<Option<Completeness>> 
     (0..merged.len()).map(|i| merged.completeness(i)).collect()
 }
 
-/// Whether `c` makes the exit status [`Exit::Cut`]: the file is cut short or
-/// its close record disagrees with it.
+/// Whether `c` is not complete: the file is cut short (exit status
+/// [`Exit::Cut`]) or its close record disagrees with it ([`is_mismatch`]:
+/// [`Exit::BadInput`], which wins).
 pub fn is_cut(c: Option<Completeness>) -> bool {
     c.is_some_and(|c| c.is_complete() == Some(false))
+}
+
+/// Whether `c` makes the exit status [`Exit::BadInput`]: the file's close
+/// record disagrees with it (DAMAGED: records were removed or added).
+pub fn is_mismatch(c: Option<Completeness>) -> bool {
+    matches!(c, Some(Completeness::Mismatch { .. }))
 }
 
 /// Reports each file of `files` that was cut short on stderr, after
@@ -215,11 +261,17 @@ pub fn report_cuts(command: &str, files: &[PathBuf], ends: &[Option<Completeness
 }
 
 /// The exit status of a command that read trace files: [`Exit::BadInput`]
-/// when one was damaged (`clean` is false), [`Exit::Cut`] when one was cut
-/// short, [`Exit::Ok`] otherwise.
-pub fn read_status(clean: bool, ends: &[Option<Completeness>]) -> Exit {
-    let status = if clean { Exit::Ok } else { Exit::BadInput };
-    if ends.iter().any(|e| is_cut(*e)) {
+/// when one was damaged (a bad record, or a close record that disagrees),
+/// [`Exit::Cut`] when one was cut short (inside a
+/// record, or at a record boundary: its completeness says so),
+/// [`Exit::Ok`] otherwise.
+pub fn read_status(reading: Reading, ends: &[Option<Completeness>]) -> Exit {
+    let status = if reading.damaged || ends.iter().any(|e| is_mismatch(*e)) {
+        Exit::BadInput
+    } else {
+        Exit::Ok
+    };
+    if reading.cut || ends.iter().any(|e| is_cut(*e)) {
         status.and(Exit::Cut)
     } else {
         status
@@ -230,11 +282,11 @@ pub fn read_status(clean: bool, ends: &[Option<Completeness>]) -> Exit {
 pub fn report_and_status(
     command: &str,
     files: &[PathBuf],
-    clean: bool,
+    reading: Reading,
     ends: &[Option<Completeness>],
 ) -> Exit {
     report_cuts(command, files, ends);
-    read_status(clean, ends)
+    read_status(reading, ends)
 }
 
 /// The names the name records of `files` give (sources, tasks, event ids),

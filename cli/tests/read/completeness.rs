@@ -187,14 +187,69 @@ fn dump_prints_the_format_md_closed_example_as_documented() {
     let o = qtrace(&["dump", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(String::from_utf8(o.stdout).unwrap(), text);
-    // Cut anywhere inside the close run: status 3 and a CUT SHORT line.
+    // Cut anywhere inside the close run: status 3 and a CUT SHORT line,
+    // inside a record as at a record boundary (one kind of damage, one
+    // status: FORMAT.md, "Exit statuses").
     std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    for cmd in ["dump", "stats", "analyze"] {
+        let o = qtrace(&[cmd, path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(3), "{cmd}: a cut inside a record");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(
+            err.contains("truncated at byte 248: the record needs 32 bytes but only 24 remain"),
+            "{cmd}: {err}"
+        );
+    }
     let o = qtrace(&["dump", path.to_str().unwrap()]);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "a partial record is damage, which wins"
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.lines().last().unwrap().ends_with("[END: CUT SHORT after 3 records; 3 events known lost before the cut, events after it lost without a count]"),
+        "{out}"
     );
+    let o = qtrace(&["stats", path.to_str().unwrap()]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(!out.contains("damaged"), "a cut is not damage: {out}");
+    let chrome = d.join("cut.json");
+    let o = qtrace(&[
+        "convert",
+        "--to",
+        "chrome",
+        "--out",
+        chrome.to_str().unwrap(),
+        path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["damaged"].clone(), v["incomplete"].clone()),
+        (0.into(), 1.into())
+    );
+    // A close run whose part 3 disagrees (records = 5, not 2): DAMAGED,
+    // exit status 2 for every command that reads it.
+    let mut mismatch = bytes.clone();
+    mismatch[0x12f] = 5;
+    std::fs::write(&path, &mismatch).unwrap();
+    for cmd in ["dump", "stats", "analyze"] {
+        let o = qtrace(&[cmd, path.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{cmd}: a close record that disagrees"
+        );
+    }
+    let o = qtrace(&["dump", path.to_str().unwrap()]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.lines().last().unwrap().contains("[END: DAMAGED"),
+        "{out}"
+    );
+    // Damage (a record size that is not the format's) still exits 2.
+    let mut bad = bytes.clone();
+    bad[12] ^= 0xff;
+    std::fs::write(&path, &bad).unwrap();
+    let o = qtrace(&["dump", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
     std::fs::write(&path, &bytes[..bytes.len() - 32]).unwrap();
     let o = qtrace(&["dump", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3));

@@ -138,6 +138,8 @@ const ELSEWHERE: &[(&str, &str)] = &[
     // babeltrace2's own time-range flags, in `qtrace convert --split`'s hint.
     ("cli/src/commands/convert.rs", "--begin"),
     ("cli/src/commands/convert.rs", "--end"),
+    // SQL's count(*), in `qtrace recv --store`'s suggested query.
+    ("cli/src/commands/recv/store.rs", "count"),
 ];
 
 fn elsewhere(file: &str, name: &str) -> bool {

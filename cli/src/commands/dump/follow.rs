@@ -15,7 +15,7 @@ use qtrace::wire::TraceHeader;
 use super::{end_json, json_line, payload, text_line, DumpArgs, Filter};
 use crate::spine::follow::{FollowState, Follower, Step};
 use crate::spine::format::{end_text, fmt_time};
-use crate::spine::io::{is_cut, label, with_stdout};
+use crate::spine::io::{is_cut, is_mismatch, label, with_stdout};
 use crate::spine::{interrupt, Exit};
 
 /// Runs `qtrace dump --follow`.
@@ -159,7 +159,9 @@ pub fn run(args: &DumpArgs) -> Exit {
                     return Ok(match c {
                         Some(c) => {
                             let cut = end_line(out, args.json, &name, &file, &c, &mut end)?;
-                            if cut || cut_before {
+                            if is_mismatch(Some(c)) {
+                                Exit::BadInput
+                            } else if cut || cut_before {
                                 Exit::Cut
                             } else {
                                 Exit::Ok

@@ -17,7 +17,9 @@ use qtrace::{Event, EventId};
 use crate::spine::format::{
     end_text, end_word, fmt_time, json_str, parse_time, unclosed_text, unclosed_words,
 };
-use crate::spine::io::{ends, is_cut, label, open_each, read_merged, ring_hint, with_stdout};
+use crate::spine::io::{
+    ends, is_cut, is_mismatch, label, open_each, read_merged, ring_hint, with_stdout,
+};
 use crate::spine::Exit;
 use text::TextFormat;
 
@@ -505,13 +507,14 @@ pub fn run(args: DumpArgs) -> Exit {
                 eprintln!("qtrace: {label}: {}", unclosed_words(n));
             }
         }
-        let damaged = if clean && opened_all {
+        let mismatch = ends.iter().any(|e| is_mismatch(*e));
+        let damaged = if !clean.damaged && !mismatch && opened_all {
             Exit::Ok
         } else {
             Exit::BadInput
         };
         Ok(
-            if ends.iter().any(|e| is_cut(*e)) || unclosed.iter().any(|&n| n > 0) {
+            if clean.cut || ends.iter().any(|e| is_cut(*e)) || unclosed.iter().any(|&n| n > 0) {
                 damaged.and(Exit::Cut)
             } else {
                 damaged
