@@ -205,7 +205,8 @@ enum Command {
     ///   FROM response_times WHERE NOT lossy GROUP BY task ORDER BY task"
     ///
     /// Without a query, statements (ending with `;`) are read from standard
-    /// input: a prompt on a terminal (.views, .mode, .help, .quit).
+    /// input: a prompt on a terminal (.views, .mode, .help, .quit). A dot
+    /// command also works as the query (`qtrace sql STORE .views`).
     ///
     /// The engine is a second executable, `qtrace-sql` (installed with
     /// `cargo install qtrace-cli --features sql`), found beside `qtrace` and

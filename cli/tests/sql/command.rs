@@ -98,6 +98,18 @@ fn statements_from_a_pipe_run_one_by_one_and_a_failure_sets_the_status() {
         text(&out.stdout)
     );
     assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));
+    let views = text(&out.stdout).to_owned();
+    assert_eq!(views.lines().count(), 9, "{views}");
+    // .views as the query argument: the same list.
+    let out = qtrace(&["sql", &s, ".views"], "");
+    assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));
+    assert_eq!(text(&out.stdout), views);
+    let out = qtrace(&["sql", &s, ".nonsense"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "Error: unknown command \".nonsense\" (.help lists them)\n"
+    );
 }
 
 #[test]

@@ -47,6 +47,18 @@ pub fn run(args: SqlArgs) -> Exit {
         eprintln!("qtrace sql: {note}");
     }
     match query {
+        // A dot command (`.views`, `.help`) as the query: as at the prompt.
+        Some(q) if q.trim_start().starts_with('.') => with_stdout(|out| {
+            let failed = prompt(
+                &engine,
+                &mut q.as_bytes(),
+                out,
+                &mut io::stderr(),
+                false,
+                format,
+            )?;
+            Ok(if failed > 0 { Exit::BadInput } else { Exit::Ok })
+        }),
         Some(q) => with_stdout(|out| {
             let mut printer = Printer::new(format, out);
             printer.max_rows = args.max_rows;
