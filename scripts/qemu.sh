@@ -7,7 +7,9 @@
 # 1. Installs what is missing: qemu-system-arm (Debian package
 #    qemu-system-arm, through apt-get) and the rustup target
 #    thumbv7m-none-eabi.
-# 2. Builds the firmware (release) and the qtrace command.
+# 2. Builds the firmware (release) and the qtrace command (in
+#    <target dir>/qemu-cli, so a build of the command with other features
+#    in <target dir>/release is left as it is).
 # 3. Runs the firmware on QEMU's mps2-an385 board (Cortex-M3, 25 MHz; its
 #    SysTick ticks, unlike lm3s6965evb's) with semihosting, under a 60 s
 #    timeout. SysTick (every 1 ms) and the main loop log 7 events a tick for
@@ -50,9 +52,12 @@ target_dir_of() {
 echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
 (cd examples/firmware-cortex-m && cargo build --release --quiet)
 firmware="$(target_dir_of examples/firmware-cortex-m)/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m"
-cargo build --release --quiet -p qtrace-cli --bin qtrace
 target="$(target_dir_of "$root")"
-qtrace="$target/release/qtrace"
+# The command is built in a target directory of its own: built here without
+# the feature `sql`, it would replace a `qtrace` built with it (and any other
+# feature set) in <target dir>/release.
+cargo build --release --quiet -p qtrace-cli --bin qtrace --target-dir "$target/qemu-cli"
+qtrace="$target/qemu-cli/release/qtrace"
 
 run="$target/qemu"
 rm -rf "$run"
