@@ -188,16 +188,17 @@ fn not_a_trace_is_status_2_and_an_unwritable_output_status_1() {
 }
 
 #[test]
-fn a_damaged_file_converts_up_to_the_damage_and_fails() {
+fn a_file_cut_inside_a_record_converts_up_to_the_cut_with_status_3() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_files(dir.path());
-    // Cut the last record of the first file in half.
+    // Cut the last record of the first file in half: cut short (3), as a
+    // cut at a record boundary, not damaged (2).
     let bytes = std::fs::read(&a).unwrap();
     std::fs::write(&a, &bytes[..bytes.len() - 16]).unwrap();
     let json = dir.path().join("out.json");
     let out = convert("chrome", &[&a, &b], &json, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
         stderr.contains("queue0-circular.qtr")
             && stderr.contains("the events before it were converted"),

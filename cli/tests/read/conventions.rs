@@ -73,7 +73,7 @@ fn dash_h_is_short_and_dash_dash_help_long() {
     }
     // The long text of a subcommand is in its --help, not in qtrace --help.
     let (_, dump, _) = qtrace(&["dump", "--help"]);
-    assert!(dump.contains("Exit status:"), "{dump}");
+    assert!(dump.contains("Exit status (FORMAT.md"), "{dump}");
     let (_, top, _) = qtrace(&["--help"]);
     assert!(!top.contains("Exit status"));
 }
