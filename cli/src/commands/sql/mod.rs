@@ -78,9 +78,9 @@ const HOW: &str = "\
 qtrace sql: to get it: `cargo install qtrace-cli --features sql` (installs qtrace and
 qtrace-sql side by side; DUCKDB_LIB_DIR must name DuckDB's library folder at build time);
 from a checkout, `eval \"$(scripts/duckdb-lib.sh)\"` fetches the library into
-target/duckdb/1.5.6/ and prints DUCKDB_LIB_DIR; or take libduckdb from DuckDB 1.5.6's
-release (libduckdb-linux-amd64.zip, libduckdb-linux-arm64.zip or libduckdb-osx-universal.zip
-at https://github.com/duckdb/duckdb/releases) and put it beside qtrace, in ../lib from it,
+target/duckdb/1.5.6/ and prints DUCKDB_LIB_DIR; or take the library from DuckDB 1.5.6's
+release for your platform (libduckdb-linux-amd64.zip on Linux x86_64, at
+https://github.com/duckdb/duckdb/releases) and put it beside qtrace, in ../lib from it,
 or name it with QTRACE_DUCKDB_LIB=FILE-OR-FOLDER.";
 
 /// Runs `qtrace sql`: `args` were checked by clap; `raw` are the command
@@ -170,22 +170,40 @@ fn find_lib(here: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(named) = std::env::var_os(LIB_VAR).filter(|v| !v.is_empty()) {
         return named_lib(&named);
     }
-    let mut looked = Vec::new();
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    // The places in order, each with the words that name it in the message.
+    let mut groups: Vec<(String, Vec<PathBuf>)> = Vec::new();
     if let Some(here) = here {
-        dirs.push(here.to_path_buf());
-        dirs.push(here.join("..").join("lib"));
+        groups.push((
+            "beside qtrace".to_owned(),
+            vec![here.to_path_buf(), here.join("..").join("lib")],
+        ));
     }
     let env_dirs = std::env::var_os(LIB_PATH).unwrap_or_default();
-    dirs.extend(std::env::split_paths(&env_dirs).filter(|p| !p.as_os_str().is_empty()));
-    dirs.extend(DEFAULT_DIRS.iter().map(PathBuf::from));
-    for dir in dirs {
-        if dir.join(LIB).is_file() {
-            return Ok(dir);
+    let env_dirs: Vec<PathBuf> = std::env::split_paths(&env_dirs)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    groups.push((LIB_PATH.to_owned(), env_dirs));
+    groups.push((
+        "the loader's default folders".to_owned(),
+        DEFAULT_DIRS.iter().map(PathBuf::from).collect(),
+    ));
+    for (_, dirs) in &groups {
+        if let Some(dir) = dirs.iter().find(|d| d.join(LIB).is_file()) {
+            return Ok(dir.clone());
         }
-        looked.push(dir.display().to_string());
     }
-    Err(format!("{LIB_VAR} (not set), {}", looked.join(", ")))
+    let looked: Vec<String> = groups
+        .iter()
+        .map(|(what, dirs)| {
+            if dirs.is_empty() {
+                format!("{what} (not set)")
+            } else {
+                let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                format!("{what}: {}", dirs.join(", "))
+            }
+        })
+        .collect();
+    Err(format!("{LIB_VAR} (not set); {}", looked.join("; ")))
 }
 
 /// The folder `QTRACE_DUCKDB_LIB` names: the folder itself, or the library
