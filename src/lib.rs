@@ -186,9 +186,7 @@
 // The layers, each in its folder (the table above); lower never imports higher.
 #[cfg(feature = "analysis")]
 pub mod analysis;
-#[doc(hidden)]
-// the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
-pub mod error;
+mod error;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod filters;
@@ -221,18 +219,6 @@ pub use queue::config_error::ConfigError;
 pub use router::registry::Phase;
 pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
 pub use setup::global::entry::log_event;
-
-// The previous release's paths, kept one release (hidden; a trait or a
-// module cannot carry a deprecation warning, a type alias can).
-#[doc(hidden)]
-pub use model::event;
-#[doc(hidden)]
-pub use queue::Queue;
-#[doc(hidden)]
-pub use queues::QueueType;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queue::QueueCounters")]
-pub type QueueCounters = queue::QueueCounters;
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

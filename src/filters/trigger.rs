@@ -87,9 +87,9 @@ use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queue::{Queue, QueueContext, QueueCounters, QueueStatus};
-use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{Task, TaskControl};
 use crate::queues::AnyQueue;
+use crate::queues::CircularQueue;
 
 /// Where a start or stop trigger switches recording.
 ///

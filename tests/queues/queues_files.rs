@@ -245,7 +245,7 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     let circular = t.queue(c).unwrap().as_circular().unwrap();
     let e = circular.snapshot(&bad).unwrap_err();
     assert!(
-        matches!(&e, ConfigError::Io(qtrace::error::IoError { path: Some(p), .. }) if *p == bad),
+        matches!(&e, ConfigError::Io(qtrace::IoError { path: Some(p), .. }) if *p == bad),
         "{e:?}"
     );
     assert_eq!(circular.status().io_errors, 1);

@@ -63,15 +63,6 @@ mod params;
 
 pub use params::{Circular, CircularParams};
 
-/// The previous release's path of [`CircularParams::MAX_SHARDS`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queues::CircularParams::MAX_SHARDS")]
-pub const MAX_SHARDS: usize = CircularParams::MAX_SHARDS;
-/// The previous release's path of [`CircularParams::DEFAULT_SHARDS`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queues::CircularParams::DEFAULT_SHARDS")]
-pub const DEFAULT_SHARDS: usize = CircularParams::DEFAULT_SHARDS;
-
 /// A single-producer ring and the thread that owns it. `repr(C)`: placed
 /// in the queue's region (a ring file: the owner at byte 0, the ring's
 /// indices at byte 128; FORMAT.md section 6).
