@@ -58,14 +58,14 @@
 //!
 //! | layer | folder | public modules | what |
 //! |---|---|---|---|
-//! | model | `model/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
+//! | model | `model/`, `classes/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
 //! | core | `queue/` | [`queue`]; at the root [`ConfigError`] | what a queue is; knows no queue |
 //! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
 //! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
 //! | queues | `queues/` | [`queues`] | the built-in policies, one file or folder each |
 //! | filters | `filters/` | [`filters`] | filters, gates and triggers in front of a queue |
 //! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`], [`scope`](mod@scope) | routing, masks, the hot path, the phases, scopes |
-//! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
+//! | init | `init.rs`, `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
 //! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
 //! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
 //! | views | `export/`, `analysis/` | `export`, `analysis` (features of the same names) | converters and scheduler analysis |
@@ -186,10 +186,12 @@
 // The layers, each in its folder (the table above); lower never imports higher.
 #[cfg(feature = "analysis")]
 pub mod analysis;
+pub mod classes;
 mod error;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod filters;
+pub mod init;
 mod model;
 pub mod queue;
 pub mod queues;
@@ -203,11 +205,11 @@ mod sync;
 pub mod wire;
 
 // The public modules of the model and set-up layers.
-pub use model::{classes, clock, combine, macros, source};
+pub use model::{clock, combine, macros, source};
 pub use router::scope;
 #[cfg(feature = "tracing")]
 pub use setup::bridge;
-pub use setup::{global, init};
+pub use setup::global;
 
 // The crate root holds the ids and the entry points, and they have no other
 // public path.

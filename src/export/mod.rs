@@ -42,7 +42,7 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 //!
-//! [`Catalog`]: crate::model::classes::Catalog
+//! [`Catalog`]: crate::classes::Catalog
 
 pub mod args;
 mod by_source;

@@ -150,8 +150,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classes::{system, Catalog};
     use crate::export::chrome::ChromeWriter;
-    use crate::model::classes::{system, Catalog};
     use std::cell::RefCell;
     use std::rc::Rc;
 

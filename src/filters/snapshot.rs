@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::queue::{Queue, QueueContext};

@@ -385,7 +385,7 @@ impl Queue for FixedQueue {
 mod loom_tests {
     //! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
     use super::*;
-    use crate::model::classes::{user, Catalog};
+    use crate::classes::{user, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use crate::model::handle::QueueHandle;
     use loom::sync::Arc;

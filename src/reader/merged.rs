@@ -392,7 +392,7 @@ impl<R: Read> std::iter::FusedIterator for MergedReader<R> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{system, tracer, Catalog};
+    use crate::classes::{system, tracer, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use crate::model::event::TRACER_SOURCE;
     use crate::wire::{QueueTotals, TraceHeader, TraceWriter};

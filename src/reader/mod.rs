@@ -60,7 +60,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::model::classes::{Catalog, ClassInfo};
+use crate::classes::{Catalog, ClassInfo};
 use crate::wire::close::{close_part, hoops_lost, CloseRecord, CLOSE_RUN_LEN};
 use crate::wire::header::{self, FIXED_LEN};
 use crate::wire::record::{self, RECORD_LEN};

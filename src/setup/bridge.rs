@@ -87,7 +87,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::model::classes::ClassSpec;
+use crate::classes::ClassSpec;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
 use crate::router::tracer::Tracer;

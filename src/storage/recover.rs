@@ -528,7 +528,7 @@ fn rebuild(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::model::classes::tracer::HOOPS;
+    use crate::classes::tracer::HOOPS;
     use crate::model::event::TRACER_SOURCE;
     use crate::EventId;
 

@@ -23,7 +23,7 @@
 
 use super::cursor::Cursor;
 use super::WireError;
-use crate::model::classes::{
+use crate::classes::{
     validate_description, validate_name, Catalog, ClassInfo, EventInfo, MAX_ARGS,
     MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
 };

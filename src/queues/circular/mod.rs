@@ -539,7 +539,7 @@ impl Queue for CircularQueue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::model::classes::{user, Catalog};
+    use crate::classes::{user, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 use super::chunks::{chunk_path, first_free, Rotation};
 use super::params::Target;
 use super::{OnlineQueue, Shared};
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
 use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
 use crate::model::event::Event;

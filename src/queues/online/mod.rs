@@ -137,7 +137,7 @@ impl Shared {
     }
 }
 
-/// A circular-online queue (see the [module documentation](self)).
+/// A circular-online queue (see [`Online`], its policy).
 ///
 /// ```
 /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel

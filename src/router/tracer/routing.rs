@@ -4,8 +4,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{panic_message, Tracer};
+use crate::classes::{ClassSpec, DefinedClass};
 use crate::filters::{Filter, FilterQueue};
-use crate::model::classes::{ClassSpec, DefinedClass};
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
@@ -151,7 +151,7 @@ impl Tracer {
     ///
     /// [`ConfigError::AfterPhase2`] or [`ConfigError::AfterShutdown`] after phase 1;
     /// [`ConfigError::Catalog`] with
-    /// [`CatalogError::IdTaken`](crate::model::classes::CatalogError::IdTaken) when
+    /// [`CatalogError::IdTaken`](crate::classes::CatalogError::IdTaken) when
     /// a class's id is already another class (a run-time class defined
     /// first) or the same class described differently.
     pub fn define_classes(&self, catalog: &qtrace_core::StaticCatalog) -> Result<(), ConfigError> {

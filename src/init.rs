@@ -74,7 +74,7 @@
 //! assert_eq!(report.queues[0].counters.accepted, 2);
 //! ```
 
-use crate::model::classes::system;
+use crate::classes::system;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queues::{Circular, CircularParams, Fixed, FixedParams};
@@ -132,7 +132,7 @@ pub fn standard_phase2(tracer: &Tracer) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{lowlevel, semaphore, user};
+    use crate::classes::{lowlevel, semaphore, user};
 
     #[test]
     fn standard_preset_routes_the_system_class_to_a_circular_queue_0() {
