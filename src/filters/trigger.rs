@@ -56,7 +56,7 @@
 //! use qtrace::Tracer;
 //!
 //! let tracer = Tracer::new();
-//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+//! let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(16))?;
 //! tracer.assign_class(user::CLASS, q)?;
 //! // Recording of queue q starts at the second USER1 event.
 //! tracer.add_trigger(user::USER1, Trigger::start(Scope::Queue(q)).after(2))?;

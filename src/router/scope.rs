@@ -30,7 +30,7 @@
 //! let time = ManualClock::new(100);
 //! let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&time)));
 //! tracer.define_classes(&CATALOG)?;
-//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 8, ..FixedParams::default() })?;
+//! let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(8))?;
 //! tracer.assign_class(app::CLASS, q)?;
 //! tracer.activate()?;
 //! {

@@ -14,7 +14,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("qtrace-doc-circular-{}", std::process::id()));
 //! let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
-//! let q = tracer.create_queue::<Circular>(CircularParams { capacity: 4, ..Default::default() })?;
+//! let q = tracer.create_queue::<Circular>(CircularParams::default().with_capacity(4))?;
 //! tracer.assign_event(user::USER0, q)?;
 //! tracer.activate()?;
 //! for i in 0..10 {
@@ -147,7 +147,7 @@ impl Shard {
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let params = CircularParams::default().with_capacity(4).with_shards(0).with_ring(RingStorage::Memory);
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..6 {
@@ -552,12 +552,10 @@ mod tests {
             clock: Clock::manual(&ManualClock::new(0)),
             names: Default::default(),
         };
-        let params = CircularParams {
-            capacity: 4,
-            shards,
-            file: None,
-            ring: RingStorage::Memory,
-        };
+        let params = CircularParams::default()
+            .with_capacity(4)
+            .with_shards(shards)
+            .with_ring(RingStorage::Memory);
         match Circular.create(params, &ctx).unwrap() {
             AnyQueue::CircularQueue(q) => q,
             _ => unreachable!(),

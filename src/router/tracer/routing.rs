@@ -56,14 +56,12 @@ impl Tracer {
     ///
     /// let tracer = Tracer::new();
     /// let q0 = tracer.create_queue::<Dummy>(())?;
-    /// let q1 = tracer.create_queue::<Circular>(CircularParams {
-    ///     capacity: 1024,
-    ///     ring: RingStorage::Memory,
-    ///     ..CircularParams::default()
-    /// })?;
+    /// let q1 = tracer.create_queue::<Circular>(CircularParams::default()
+    ///     .with_capacity(1024)
+    ///     .with_ring(RingStorage::Memory))?;
     /// assert_eq!((q0, q1), (QueueHandle(0), QueueHandle(1)));
     /// // A capacity that is not a power of two is a typed error.
-    /// let bad = CircularParams { capacity: 1000, ..CircularParams::default() };
+    /// let bad = CircularParams::default().with_capacity(1000);
     /// assert!(tracer.create_queue::<Circular>(bad).is_err());
     /// # Ok::<(), qtrace::Error>(())
     /// ```
@@ -246,7 +244,7 @@ impl Tracer {
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
-    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+    /// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(16))?;
     /// tracer.assign_event(user::USER0, q)?;
     /// tracer.filter_event(user::USER0, Filter::arg(0, 10..=19))?;
     /// for a in [5, 12, 30, 19] {

@@ -283,12 +283,10 @@ impl std::fmt::Display for Damage {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -331,12 +329,10 @@ pub struct RingContents {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -428,12 +424,10 @@ impl RingImage {
     /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
     /// let ring = dir.join("q.ring");
     /// let tracer = qtrace::Tracer::new();
-    /// let params = CircularParams {
-    ///     capacity: 64,
-    ///     shards: 0,
-    ///     ring: RingStorage::FileAt(ring.clone()),
-    ///     ..Default::default()
-    /// };
+    /// let params = CircularParams::default()
+    ///     .with_capacity(64)
+    ///     .with_shards(0)
+    ///     .with_ring(RingStorage::FileAt(ring.clone()));
     /// let q = tracer.create_queue::<Circular>(params)?;
     /// tracer.assign_class(user::CLASS, q)?;
     /// tracer.log_event(user::USER0, [7, 0]);

@@ -61,7 +61,7 @@ pub(crate) use crate::ring::layout::{
 ///
 /// let tracer = qtrace::Tracer::new();
 /// // On the heap: no file, saved only by a clean shutdown, a drop or the panic hook.
-/// let q = tracer.create_queue::<Fixed>(FixedParams { ring: RingStorage::Memory, ..Default::default() })?;
+/// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_ring(RingStorage::Memory))?;
 /// assert_eq!(tracer.queue(q)?.as_fixed().unwrap().ring_file(), None);
 /// # Ok::<(), qtrace::Error>(())
 /// ```
