@@ -177,7 +177,7 @@
 //! on `_critical_section_1_0_acquire`. [`qtrace_core::dump_ring`] writes one
 //! ring without a tracer; `examples/firmware-cortex-m` and `scripts/qemu.sh`
 //! run all of this on QEMU's Cortex-M3.
-#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 // Every public function that returns a `Result` says when it fails: clippy
 // (`-D warnings` in .ci/run) fails the build on one without `# Errors`.
