@@ -330,7 +330,9 @@ impl CircularQueue {
     /// of records written (events and hoops). The queue's counters do not
     /// change: the events stay in the queue.
     ///
-    /// Errors: [`ConfigError::Io`] naming the path (also counted in
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] naming the path (also counted in
     /// [`Queue::status`]).
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();

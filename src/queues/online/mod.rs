@@ -85,7 +85,9 @@ use std::time::Duration;
 
 mod chunks;
 mod drainer;
+mod open;
 mod params;
+mod rotation;
 
 use params::Target;
 pub use params::{Online, OnlineParams};
