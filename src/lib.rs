@@ -98,6 +98,24 @@
 //! reads. The `qtrace` command is a third crate, `qtrace-cli` (`cli/`): this
 //! library depends on none of its crates.
 //!
+//! # Setting things up: builders and plain options
+//!
+//! What sets up a tracer is built with methods: [`Config`] and the queue
+//! parameters ([`FixedParams`](queues::FixedParams),
+//! [`CircularParams`](queues::CircularParams),
+//! [`OnlineParams`](queues::OnlineParams), [`UdpParams`](queues::UdpParams))
+//! are `#[non_exhaustive]` with private fields, [`Default`], `with_*`
+//! builders and a getter per value, so a new setting never breaks a
+//! program: `FixedParams::default().with_capacity(4).with_ring(RingStorage::Memory)`.
+//! The option sets of the readers, the receiver and the converters
+//! ([`ReceiverConfig`](receiver::ReceiverConfig),
+//! [`ReorderLimits`](receiver::ReorderLimits), the `*Options` of `export`
+//! and `analysis`) are plain data: public fields, each with its default in
+//! [`Default`], set as `ReceiverConfig { max_senders: 64,
+//! ..ReceiverConfig::default() }`; so is the core's
+//! [`HeaderSpec`](qtrace_core::encode::header::HeaderSpec), which a firmware
+//! builds in a `const`.
+//!
 //! # Cargo features
 //!
 //! None is on by default: a program that only traces compiles the tracer,

@@ -19,11 +19,11 @@
 //! again now and then).
 //!
 //! ```no_run
-//! use qtrace::queues::recover;
+//! use qtrace::storage;
 //!
-//! let rec = recover::recover_file("qtrace-out/queue0-circular.ring")?;
+//! let rec = storage::recover_file("qtrace-out/queue0-circular.ring")?;
 //! println!("{} events, {} lost", rec.counts.recovered, rec.counts.lost());
-//! recover::write_trace(&rec, "recovered/queue0-circular.qtr")?;
+//! storage::write_trace(&rec, "recovered/queue0-circular.qtr")?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
