@@ -109,3 +109,10 @@ mod tests {
         assert_eq!(chunk_number(bare, "trace.000003"), Some(3));
     }
 }
+
+/// A closed chunk still on disk.
+pub(super) struct ClosedChunk {
+    pub(super) path: PathBuf,
+    pub(super) bytes: u64,
+    pub(super) events: u64,
+}

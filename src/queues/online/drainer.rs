@@ -4,9 +4,7 @@
 //! Cutting the file into chunks and deleting the oldest is `rotation.rs`;
 //! opening the target at phase 2 is `open.rs`.
 
-use super::chunks::Rotation;
-use super::open::removable_on_failure;
-use super::rotation::ClosedChunk;
+use super::chunks::{ClosedChunk, Rotation};
 use super::Shared;
 use crate::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
@@ -581,4 +579,12 @@ impl Work for Drainer {
             ));
         }
     }
+}
+
+/// Whether a trace file about to be created at `path` may be removed if
+/// opening it fails: when nothing is there yet or a regular file is (which
+/// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
+/// a symbolic link.
+pub(super) fn removable_on_failure(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
 }

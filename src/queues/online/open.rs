@@ -3,7 +3,7 @@
 //! task its state.
 
 use super::chunks::{chunk_path, first_free};
-use super::drainer::{Drainer, BATCH};
+use super::drainer::{removable_on_failure, Drainer, BATCH};
 use super::params::Target;
 use super::OnlineQueue;
 use crate::queue::config_error::ConfigError;
@@ -121,12 +121,4 @@ impl OnlineQueue {
             carry: Vec::new(),
         })
     }
-}
-
-/// Whether a trace file about to be created at `path` may be removed if
-/// opening it fails: when nothing is there yet or a regular file is (which
-/// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
-/// a symbolic link.
-pub(super) fn removable_on_failure(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
 }

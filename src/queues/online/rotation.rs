@@ -4,7 +4,7 @@
 //! combine run across two chunks, and deletes the oldest closed chunks beyond
 //! the retention.
 
-use super::chunks::chunk_path;
+use super::chunks::{chunk_path, ClosedChunk};
 use super::drainer::Drainer;
 use crate::model::combine::{BEGIN, COMBINE, CONTROL, END};
 use crate::storage::reserve::{reserve, RESERVE_LEN};
@@ -13,13 +13,6 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-/// A closed chunk still on disk.
-pub(super) struct ClosedChunk {
-    path: PathBuf,
-    bytes: u64,
-    events: u64,
-}
-
 impl Drainer {
     /// Records that still fit in the open chunk, keeping room for a hoops
     /// record and the close run (`usize::MAX` without a size bound).
