@@ -53,11 +53,7 @@ fn case(
 fn filters(c: &mut Criterion) {
     let tracer = common::tracer_with::<Circular>(
         "filters",
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        },
+        CircularParams::default().with_capacity(CAPACITY),
         true,
     );
     tracer

@@ -134,11 +134,9 @@ fn log_event(c: &mut Criterion) {
     });
 
     let fixed = tracer_with::<Fixed>(
-        FixedParams {
-            capacity: CAPACITY,
-            file: None,
-            ring: qtrace::storage::RingStorage::Memory,
-        },
+        FixedParams::default()
+            .with_capacity(CAPACITY)
+            .with_ring(qtrace::storage::RingStorage::Memory),
         true,
     );
     g.bench_function("fixed", |b| {
@@ -146,25 +144,14 @@ fn log_event(c: &mut Criterion) {
         iter(b, || log_loop(t))
     });
 
-    let circular = tracer_with::<Circular>(
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        },
-        true,
-    );
+    let circular = tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY), true);
     g.bench_function("circular", |b| {
         let t = black_box(&circular);
         iter(b, || log_loop(t))
     });
 
     let global = qtrace::global::install(tracer_with::<Circular>(
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        },
+        CircularParams::default().with_capacity(CAPACITY),
         true,
     ))
     .expect("first install");

@@ -100,23 +100,17 @@ fn main() {
     let words: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
     let disabled = tracer_with::<Dummy>((), false);
     let circular = tracer_with::<Circular>(
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        },
+        CircularParams::default()
+            .with_capacity(CAPACITY)
+            .with_ring(RingStorage::Memory),
         true,
     );
     // The same queue with its rings in a ring file (the default), which
     // survives a crash of the process.
     let circular_file = tracer_with::<Circular>(
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ring: RingStorage::File,
-            ..Default::default()
-        },
+        CircularParams::default()
+            .with_capacity(CAPACITY)
+            .with_ring(RingStorage::File),
         true,
     );
     let mut array = vec![Event::default(); CAPACITY].into_boxed_slice();

@@ -76,11 +76,7 @@ fn strings(c: &mut Criterion) {
     let mut array = vec![Event::default(); CAPACITY].into_boxed_slice();
     let tracer = common::tracer_with::<Circular>(
         "strings",
-        CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        },
+        CircularParams::default().with_capacity(CAPACITY),
         true,
     );
     for (n, text) in &texts {

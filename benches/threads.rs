@@ -47,11 +47,7 @@ fn tracer(threads: usize, per_thread: bool) -> Tracer {
     let tracer = Tracer::with_config(
         Config::default().with_output_dir(std::env::temp_dir().join("qtrace-bench-threads")),
     );
-    let params = || CircularParams {
-        capacity: CAPACITY,
-        file: None,
-        ..Default::default()
-    };
+    let params = || CircularParams::default().with_capacity(CAPACITY);
     let shared = tracer.create_queue::<Circular>(params()).expect("queue");
     for k in 0..threads {
         let q = if per_thread && k > 0 {

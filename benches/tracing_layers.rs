@@ -196,10 +196,7 @@ fn layers(c: &mut Criterion) {
     let tracer = Arc::new(Tracer::new());
     let layer = QtraceLayer::new(Arc::clone(&tracer), 16).expect("layer");
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 8192,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(8192))
         .expect("queue");
     tracer.assign_class(layer.class(), q).expect("route");
     tracer.activate().expect("activate");

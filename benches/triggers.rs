@@ -55,11 +55,7 @@ fn case(
 fn triggers(c: &mut Criterion) {
     let dir = std::env::temp_dir().join("qtrace-bench-triggers");
     let tracer = Tracer::with_config(qtrace::Config::default().with_output_dir(&dir));
-    let params = || CircularParams {
-        capacity: CAPACITY,
-        file: None,
-        ..Default::default()
-    };
+    let params = || CircularParams::default().with_capacity(CAPACITY);
     let a = tracer.create_queue::<Circular>(params()).expect("queue");
     let b = tracer.create_queue::<Circular>(params()).expect("queue");
     let c_ = tracer.create_queue::<Circular>(params()).expect("queue");

@@ -99,10 +99,7 @@ fn child(dir: &Path) -> ! {
         Config::default().with_output_dir(dir),
     )));
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: CAPACITY,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(CAPACITY))
         .expect("queue");
     tracer.assign_event(user::USER0, q).expect("assign");
     tracer.activate().expect("phase 2");

@@ -162,14 +162,7 @@ fn main() -> ExitCode {
     };
     match case.as_str() {
         "circular" => log(
-            tracer_with::<Circular>(
-                CircularParams {
-                    capacity: CAPACITY,
-                    file: None,
-                    ..Default::default()
-                },
-                true,
-            ),
+            tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY), true),
             n,
         ),
         "circular_macro" => {
@@ -178,11 +171,7 @@ fn main() -> ExitCode {
             );
             tracer.define_classes(&CATALOG).expect("classes");
             let q = tracer
-                .create_queue::<Circular>(CircularParams {
-                    capacity: CAPACITY,
-                    file: None,
-                    ..Default::default()
-                })
+                .create_queue::<Circular>(CircularParams::default().with_capacity(CAPACITY))
                 .expect("create queue");
             tracer.assign_class(bench::CLASS, q).expect("assign");
             tracer.activate().expect("activate");
@@ -192,25 +181,15 @@ fn main() -> ExitCode {
         }
         "circular_mem" => log(
             tracer_with::<Circular>(
-                CircularParams {
-                    capacity: CAPACITY,
-                    file: None,
-                    ring: qtrace::storage::RingStorage::Memory,
-                    ..Default::default()
-                },
+                CircularParams::default()
+                    .with_capacity(CAPACITY)
+                    .with_ring(qtrace::storage::RingStorage::Memory),
                 true,
             ),
             n,
         ),
         "fixed" => log(
-            tracer_with::<Fixed>(
-                FixedParams {
-                    capacity: CAPACITY,
-                    file: None,
-                    ..Default::default()
-                },
-                true,
-            ),
+            tracer_with::<Fixed>(FixedParams::default().with_capacity(CAPACITY), true),
             n,
         ),
         "dummy" => log(tracer_with::<Dummy>((), true), n),

@@ -67,10 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
     tracer.define_classes(&CATALOG)?;
-    let q = tracer.create_queue::<Fixed>(FixedParams {
-        file: Some(file.clone()),
-        ..FixedParams::default()
-    })?;
+    let q = tracer.create_queue::<Fixed>(FixedParams::default().with_file(file.clone()))?;
     tracer.assign_class(http::CLASS, q)?;
     tracer.assign_class(store::CLASS, q)?;
     tracer.activate()?;

@@ -31,11 +31,11 @@ fn main() {
         .create_queue::<Circular>(CircularParams::default())
         .unwrap();
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: n as usize + 1,
-            file: None,
-            ring: qtrace::storage::RingStorage::Memory,
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(n as usize + 1)
+                .with_ring(qtrace::storage::RingStorage::Memory),
+        )
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();
     tracer.assign_event(user::USER1, fixed).unwrap();

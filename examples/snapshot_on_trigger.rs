@@ -23,10 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "qtrace-out".into());
     let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
-    let q = tracer.create_queue::<Circular>(CircularParams {
-        capacity: 1 << 16,
-        ..Default::default()
-    })?;
+    let q = tracer.create_queue::<Circular>(CircularParams::default().with_capacity(1 << 16))?;
     tracer.assign_class(user::CLASS, q)?;
     let snap = Snapshot::new(q, 2000)
         .min_interval(Duration::from_millis(20))

@@ -6,9 +6,8 @@ command-line tool is its own crate, `cli/`, and `core/` is the no_std crate),
 maps it to a module path (`src/ring/mod.rs` -> `ring`), and
 collects the modules each file names through `crate::…`, `super::…` and
 `self::…` paths (in `use` lines and inline paths), outside `#[cfg(test)]`
-modules (a unit test may reach anywhere) and `#[doc(hidden)]` re-exports (a
-previous release's path kept for compatibility names an item; it is not a
-dependency). A reference to `crate::a::b::C` is an
+modules (a unit test may reach anywhere) and `#[doc(hidden)]` re-exports (what
+a macro's expansion names, say: it names an item; it is not a dependency). A reference to `crate::a::b::C` is an
 edge to the deepest module that exists (`a::b` if it is a module, else `a`).
 
 The graph is then reduced to *top-level* modules of `src/` and to the children
@@ -64,8 +63,8 @@ def strip_tests(text):
             if re.match(r"\s*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", code):
                 skipping, depth = True, 0
             elif re.match(r"\s*pub use\b", code):
-                # A hidden re-export (a previous release's path, kept for
-                # compatibility) names an item; it is not a dependency.
+                # A hidden re-export (a macro's internals) names an item;
+                # it is not a dependency.
                 out.append("")
                 pending = ";" not in code
                 continue

@@ -6,8 +6,8 @@ are more than the budget (issue #21: a small surface, one path per item).
 Usage: scripts/public-items.py [--list] [--max N]
 
 Builds the docs first (`cargo doc --no-deps -p qtrace --all-features`).
-Hidden items (`#[doc(hidden)]`, the previous release's paths kept for
-compatibility) are not listed by rustdoc and do not count. An item that
+Hidden items (`#[doc(hidden)]`: macro internals, the datagram codec the
+fuzz targets use) are not listed by rustdoc and do not count. An item that
 rustdoc shows at two paths (a re-export of the no_std core's type in two
 modules, say) counts twice: that is a second path to remove.
 """

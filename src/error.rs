@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | model | [`CatalogError`] | class and catalog builders |
 //! | model | [`ClockUnavailable`] | [`Clock::tsc`](crate::model::clock::Clock::tsc), [`Clock::of_kind`](crate::model::clock::Clock::of_kind) |
-//! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::setup::init), [`global`](crate::setup::global), queue types |
+//! | core | [`ConfigError`] | [`Tracer`](crate::Tracer), [`init`](crate::init), [`global`](crate::global), queue types |
 //! | wire | [`WireError`] | parsing headers, records, datagrams |
 //! | queues | [`RecoverError`], [`RingFileError`] | [`recover_file`](crate::storage::recover::recover_file), [`RingImage::parse`](crate::storage::ring_file::RingImage::parse) |
 //! | readers | [`ReadError`], [`IoError`] | [`reader`](crate::reader), [`receiver`](crate::receiver) |
@@ -45,9 +45,9 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+pub use crate::classes::CatalogError;
 #[cfg(feature = "export")]
 pub use crate::export::ExportError;
-pub use crate::model::classes::CatalogError;
 pub use crate::model::clock::ClockUnavailable;
 pub use crate::model::io_error::IoError;
 pub use crate::queue::config_error::ConfigError;

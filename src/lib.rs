@@ -58,14 +58,14 @@
 //!
 //! | layer | folder | public modules | what |
 //! |---|---|---|---|
-//! | model | `model/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
+//! | model | `model/`, `classes/` | [`classes`](mod@classes), [`clock`], [`combine`], [`source`], [`macros`]; at the root [`Event`], [`EventId`], [`ClassId`], [`QueueHandle`] | records, ids, the catalog, clocks, strings as record runs |
 //! | core | `queue/` | [`queue`]; at the root [`ConfigError`] | what a queue is; knows no queue |
 //! | ring | `ring/` | (crate-private) | the lock-free mechanism the policies are built on |
 //! | storage | `storage/` | [`storage`] | ring files and their recovery, saving a queue as a trace |
 //! | queues | `queues/` | [`queues`] | the built-in policies, one file or folder each |
 //! | filters | `filters/` | [`filters`] | filters, gates and triggers in front of a queue |
 //! | router | `router/` | [`Tracer`], [`Config`], [`ShutdownReport`], [`scope`](mod@scope) | routing, masks, the hot path, the phases, scopes |
-//! | init | `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
+//! | init | `init.rs`, `setup/` | [`init`], [`global`], `bridge` | presets, the process-wide tracer, `tracing` |
 //! | wire | `wire/` | [`wire`] | byte formats of files and datagrams; knows no queue |
 //! | readers | `reader/`, `receiver/` | [`reader`], [`receiver`] | trace files back; the UDP receiver ([`receiver::ReceiverCore`] has no I/O) |
 //! | views | `export/`, `analysis/` | `export`, `analysis` (features of the same names) | converters and scheduler analysis |
@@ -97,6 +97,24 @@
 //! layouts and encoders, so a file a firmware writes is the file this crate
 //! reads. The `qtrace` command is a third crate, `qtrace-cli` (`cli/`): this
 //! library depends on none of its crates.
+//!
+//! # Setting things up: builders and plain options
+//!
+//! What sets up a tracer is built with methods: [`Config`] and the queue
+//! parameters ([`FixedParams`](queues::FixedParams),
+//! [`CircularParams`](queues::CircularParams),
+//! [`OnlineParams`](queues::OnlineParams), [`UdpParams`](queues::UdpParams))
+//! are `#[non_exhaustive]` with private fields, [`Default`], `with_*`
+//! builders and a getter per value, so a new setting never breaks a
+//! program: `FixedParams::default().with_capacity(4).with_ring(RingStorage::Memory)`.
+//! The option sets of the readers, the receiver and the converters
+//! ([`ReceiverConfig`](receiver::ReceiverConfig),
+//! [`ReorderLimits`](receiver::ReorderLimits), the `*Options` of `export`
+//! and `analysis`) are plain data: public fields, each with its default in
+//! [`Default`], set as `ReceiverConfig { max_senders: 64,
+//! ..ReceiverConfig::default() }`; so is the core's
+//! [`HeaderSpec`](qtrace_core::encode::header::HeaderSpec), which a firmware
+//! builds in a `const`.
 //!
 //! # Cargo features
 //!
@@ -177,7 +195,7 @@
 //! on `_critical_section_1_0_acquire`. [`qtrace_core::dump_ring`] writes one
 //! ring without a tracer; `examples/firmware-cortex-m` and `scripts/qemu.sh`
 //! run all of this on QEMU's Cortex-M3.
-#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 // Every public function that returns a `Result` says when it fails: clippy
 // (`-D warnings` in .ci/run) fails the build on one without `# Errors`.
@@ -186,12 +204,12 @@
 // The layers, each in its folder (the table above); lower never imports higher.
 #[cfg(feature = "analysis")]
 pub mod analysis;
-#[doc(hidden)]
-// the previous release's `qtrace::error::*` paths; `Error`, `IoError` are at the root
-pub mod error;
+pub mod classes;
+mod error;
 #[cfg(feature = "export")]
 pub mod export;
 pub mod filters;
+pub mod init;
 mod model;
 pub mod queue;
 pub mod queues;
@@ -205,11 +223,11 @@ mod sync;
 pub mod wire;
 
 // The public modules of the model and set-up layers.
-pub use model::{classes, clock, combine, macros, source};
+pub use model::{clock, combine, macros, source};
 pub use router::scope;
 #[cfg(feature = "tracing")]
 pub use setup::bridge;
-pub use setup::{global, init};
+pub use setup::global;
 
 // The crate root holds the ids and the entry points, and they have no other
 // public path.
@@ -221,18 +239,6 @@ pub use queue::config_error::ConfigError;
 pub use router::registry::Phase;
 pub use router::tracer::{Config, QueueReport, ShutdownReport, Tracer};
 pub use setup::global::entry::log_event;
-
-// The previous release's paths, kept one release (hidden; a trait or a
-// module cannot carry a deprecation warning, a type alias can).
-#[doc(hidden)]
-pub use model::event;
-#[doc(hidden)]
-pub use queue::Queue;
-#[doc(hidden)]
-pub use queues::QueueType;
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queue::QueueCounters")]
-pub type QueueCounters = queue::QueueCounters;
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

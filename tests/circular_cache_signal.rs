@@ -39,12 +39,12 @@ fn a_signal_handler_logging_into_another_queue_never_misroutes_events() {
     let t = Tracer::with_config(Config::default().with_output_dir(dir));
     let queues: Vec<QueueHandle> = (0..=HANDLER_QUEUE)
         .map(|_| {
-            t.create_queue::<Circular>(CircularParams {
-                capacity: 64,
-                shards: 1,
-                file: None,
-                ring: Default::default(),
-            })
+            t.create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(64)
+                    .with_shards(1)
+                    .with_ring(Default::default()),
+            )
             .unwrap()
         })
         .collect();

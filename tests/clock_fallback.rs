@@ -64,7 +64,7 @@ fn no_tsc_values_and_explicit_kinds() {
         let config = qtrace::Config::default()
             .with_clock_kind(ClockKind::Monotonic)
             .unwrap();
-        assert_eq!(config.clock.kind(), ClockKind::Monotonic);
+        assert_eq!(config.clock().kind(), ClockKind::Monotonic);
     }
     std::env::remove_var("QTRACE_NO_TSC");
     assert_eq!(Clock::fast().kind(), expected_default);

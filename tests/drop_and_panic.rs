@@ -31,17 +31,14 @@ fn a_dropped_tracer_saves_every_queue_type_and_removes_ring_files() {
     let dir = tempfile::tempdir().unwrap();
     let t = Tracer::with_config(Config::default().with_output_dir(dir.path()));
     let f = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(4))
         .unwrap();
     let c = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(4)
+                .with_ring(RingStorage::Memory),
+        )
         .unwrap();
     let o = t.create_queue::<Online>(OnlineParams::default()).unwrap();
     t.assign_event(user::USER0, f).unwrap();
@@ -81,18 +78,18 @@ fn a_panic_in_another_thread_saves_heap_queues_and_chains_the_previous_hook() {
                 .with_save_on_panic(save),
         );
         let f = t
-            .create_queue::<Fixed>(FixedParams {
-                capacity: 3,
-                ring: RingStorage::Memory,
-                ..Default::default()
-            })
+            .create_queue::<Fixed>(
+                FixedParams::default()
+                    .with_capacity(3)
+                    .with_ring(RingStorage::Memory),
+            )
             .unwrap();
         let c = t
-            .create_queue::<Circular>(CircularParams {
-                capacity: 4,
-                ring: RingStorage::Memory,
-                ..Default::default()
-            })
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(4)
+                    .with_ring(RingStorage::Memory),
+            )
             .unwrap();
         t.assign_event(user::USER0, f).unwrap();
         t.assign_event(user::USER1, c).unwrap();
@@ -138,11 +135,8 @@ fn a_ring_file_left_by_a_crash_is_kept_not_overwritten() {
     let ring = dir.path().join("queue0-fixed.ring");
     let make = || {
         let t = Tracer::with_config(Config::default().with_output_dir(dir.path()));
-        t.create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            ..Default::default()
-        })
-        .unwrap();
+        t.create_queue::<Fixed>(FixedParams::default().with_capacity(4))
+            .unwrap();
         t
     };
     let first = make();
@@ -174,9 +168,6 @@ fn a_ring_file_that_cannot_be_created_is_an_error_of_create_queue_saying_what_to
     // On the heap, the same queue is created (its trace file is only
     // written at shutdown).
     assert!(t
-        .create_queue::<Fixed>(FixedParams {
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_ring(RingStorage::Memory))
         .is_ok());
 }

@@ -118,11 +118,11 @@ fn dummy_queue_logs_without_allocating() {
 
 #[test]
 fn fixed_queue_logs_and_drops_without_allocating() {
-    let tracer = tracer_with::<Fixed>(FixedParams {
-        capacity: CAPACITY,
-        file: None,
-        ring: Default::default(),
-    });
+    let tracer = tracer_with::<Fixed>(
+        FixedParams::default()
+            .with_capacity(CAPACITY)
+            .with_ring(Default::default()),
+    );
     let c = log_counting(&tracer);
     assert_eq!(c.accepted, CAPACITY as u64);
     assert_eq!(c.dropped, 1 + 2 * EVENTS - CAPACITY as u64);
@@ -130,11 +130,7 @@ fn fixed_queue_logs_and_drops_without_allocating() {
 
 #[test]
 fn circular_queue_wraps_without_allocating() {
-    let tracer = tracer_with::<Circular>(CircularParams {
-        capacity: CAPACITY,
-        file: None,
-        ..Default::default()
-    });
+    let tracer = tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY));
     let c = log_counting(&tracer);
     assert_eq!(c.accepted + c.dropped, 1 + 2 * EVENTS);
     assert_eq!(c.dropped, 0, "one thread never laps itself");
@@ -143,11 +139,9 @@ fn circular_queue_wraps_without_allocating() {
 
 #[test]
 fn global_tracer_logs_without_allocating() {
-    let tracer = qtrace::global::install(tracer_with::<Circular>(CircularParams {
-        capacity: CAPACITY,
-        file: None,
-        ..Default::default()
-    }))
+    let tracer = qtrace::global::install(tracer_with::<Circular>(
+        CircularParams::default().with_capacity(CAPACITY),
+    ))
     .unwrap();
     qtrace::log_event(user::USER0, [0, 0]);
     let allocations = allocations_in(|| {
@@ -168,22 +162,17 @@ fn strings_log_without_allocating() {
     let text = "x".repeat(300);
     for tracer in [
         tracer_with::<Dummy>(()),
-        tracer_with::<Fixed>(FixedParams {
-            capacity: CAPACITY,
-            file: None,
-            ring: Default::default(),
-        }),
-        tracer_with::<Circular>(CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        }),
-        tracer_with::<Circular>(CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            shards: 0,
-            ..Default::default()
-        }),
+        tracer_with::<Fixed>(
+            FixedParams::default()
+                .with_capacity(CAPACITY)
+                .with_ring(Default::default()),
+        ),
+        tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY)),
+        tracer_with::<Circular>(
+            CircularParams::default()
+                .with_capacity(CAPACITY)
+                .with_shards(0),
+        ),
     ] {
         tracer.log_str(user::USER0, "warm-up");
         let allocations = allocations_in(|| {
@@ -210,11 +199,7 @@ fn tracing_events_through_the_layer_do_not_allocate() {
     let tracer = Arc::new(Tracer::new());
     let layer = qtrace::bridge::QtraceLayer::new(Arc::clone(&tracer), 4).unwrap();
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: CAPACITY,
-            file: None,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(CAPACITY))
         .unwrap();
     tracer.assign_class(layer.class(), q).unwrap();
     tracer.activate().unwrap();

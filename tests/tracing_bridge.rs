@@ -19,10 +19,7 @@ fn traced(slots: u16, program: impl FnOnce()) -> (Arc<Tracer>, Vec<Event>, u64) 
         qtrace::Config::default().with_output_dir(&dir),
     ));
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4096,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(4096))
         .unwrap();
     let layer = QtraceLayer::new(Arc::clone(&tracer), slots).unwrap();
     tracer.assign_class(layer.class(), q).unwrap();
@@ -269,12 +266,12 @@ fn a_circular_queue_that_overwrote_the_names_saves_files_that_name_every_callsit
         ));
         let layer = QtraceLayer::new(Arc::clone(&tracer), 64).unwrap();
         let q = tracer
-            .create_queue::<Circular>(CircularParams {
-                capacity: CAPACITY,
-                shards: 0,
-                ring,
-                ..Default::default()
-            })
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(CAPACITY)
+                    .with_shards(0)
+                    .with_ring(ring),
+            )
             .unwrap();
         tracer.assign_class(layer.class(), q).unwrap();
         tracer.assign_class(user::CLASS, q).unwrap();
@@ -346,10 +343,9 @@ fn the_layer_is_shared_by_cloning() {
     let tracer = Arc::new(Tracer::new());
     let layer = QtraceLayer::new(Arc::clone(&tracer), 1).unwrap();
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            ring: qtrace::storage::RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default().with_ring(qtrace::storage::RingStorage::Memory),
+        )
         .unwrap();
     tracer.assign_class(layer.class(), q).unwrap();
     tracer.activate().unwrap();

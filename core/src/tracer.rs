@@ -41,6 +41,23 @@ pub struct Tracer<'a, const Q: usize, const E: usize = 64> {
     clock: fn() -> u64,
 }
 
+/// Each queue's type and counters (the routes and the clock are left out).
+impl<const Q: usize, const E: usize> core::fmt::Debug for Tracer<'_, Q, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        struct Queues<'q, 'a, const Q: usize>(&'q [&'a dyn Ring; Q]);
+        impl<const Q: usize> core::fmt::Debug for Queues<'_, '_, Q> {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_list()
+                    .entries(self.0.iter().map(|q| (q.type_name(), q.counters())))
+                    .finish()
+            }
+        }
+        f.debug_struct("Tracer")
+            .field("queues", &Queues(&self.queues))
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a, const Q: usize, const E: usize> Tracer<'a, Q, E> {
     /// A tracer over `queues` naming its events from `catalog`.
     ///

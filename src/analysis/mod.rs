@@ -69,8 +69,8 @@ pub use options::{AnalysisOptions, LatencySpec, MatchKey};
 pub use report::{CpuReport, IrqReport, LatencyReport, Report, ScopeReport, TaskReport};
 pub use summary::{Samples, Summary};
 
-use crate::model::classes::scopes::{ScopeTable, ScopeTracker, Step};
-use crate::model::classes::{lowlevel, semaphore, system, tracer, Catalog};
+use crate::classes::scopes::{ScopeTable, ScopeTracker, Step};
+use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 
 /// Most scopes open at once on one source that the analysis follows.
 const MAX_SCOPE_DEPTH: usize = 256;

@@ -20,7 +20,7 @@
 //! assert_eq!(shown(&Event::new(0, EventId(0x777), 0, [0, 5])), [("arg1", 5)]);
 //! ```
 
-use crate::model::classes::Catalog;
+use crate::classes::Catalog;
 use crate::Event;
 
 /// The names of the argument slots the catalog does not name.

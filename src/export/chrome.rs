@@ -71,8 +71,8 @@ use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
-use crate::model::classes::scopes::ScopeTable;
-use crate::model::classes::{tracer, Catalog};
+use crate::classes::scopes::ScopeTable;
+use crate::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
@@ -757,7 +757,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{lowlevel, semaphore, system, user};
+    use crate::classes::{lowlevel, semaphore, system, user};
     use crate::EventId;
 
     fn run(events: &[Event], options: ChromeOptions) -> (ConvertStats, Vec<serde_json::Value>) {

@@ -42,7 +42,7 @@
 //! # Ok::<(), qtrace::Error>(())
 //! ```
 //!
-//! [`Catalog`]: crate::model::classes::Catalog
+//! [`Catalog`]: crate::classes::Catalog
 
 pub mod args;
 mod by_source;
@@ -54,7 +54,6 @@ mod slices;
 pub mod split;
 pub mod svg;
 
-use crate::reader::TimeMerge;
 use crate::Event;
 pub use error::ExportError;
 
@@ -199,160 +198,9 @@ pub fn convert<S: EventSink>(
     sink.finish()
 }
 
-/// Merges several event streams, each in time order, into one in time order
-/// (ties go to the earlier input). Memory: one pending event per input.
-///
-/// Items are `Result`s so that a reader's errors pass through at the point
-/// they occur.
-///
-/// Deprecated: qtrace has one time merge,
-/// [`MergedReader`](crate::reader::MergedReader) (the same k-way merge, and
-/// it puts files with different clocks on one time line first). This type is
-/// a thin wrapper around that merge, kept for one release.
-///
-/// ```
-/// # #![allow(deprecated)]
-/// use qtrace::export::merge_events;
-/// use qtrace::{Event, EventId};
-///
-/// let a = vec![Event::new(1, EventId(4), 0, [0, 0]), Event::new(5, EventId(4), 0, [0, 0])];
-/// let b = vec![Event::new(2, EventId(4), 1, [0, 0]), Event::new(5, EventId(4), 1, [0, 0])];
-/// let times: Vec<(u64, u32)> = merge_events(vec![a.into_iter(), b.into_iter()])
-///     .map(|e| (e.time, e.source))
-///     .collect();
-/// assert_eq!(times, [(1, 0), (2, 1), (5, 0), (5, 1)]);
-/// ```
-#[doc(hidden)]
-#[deprecated(
-    note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
-)]
-pub struct MergeByTime<I> {
-    inputs: Vec<I>,
-    merge: TimeMerge,
-}
-
-#[allow(deprecated)]
-impl<I, E> MergeByTime<I>
-where
-    I: Iterator<Item = Result<Event, E>>,
-{
-    /// Merges `inputs`.
-    pub fn new(inputs: Vec<I>) -> Self {
-        let merge = TimeMerge::new(inputs.len());
-        MergeByTime { inputs, merge }
-    }
-
-    /// The next item and the index (in the vector given to
-    /// [`MergeByTime::new`]) of the input it came from.
-    ///
-    /// ```
-    /// # #![allow(deprecated)]
-    /// use qtrace::export::MergeByTime;
-    /// use qtrace::{Event, EventId};
-    ///
-    /// let ev = |t| Ok::<_, ()>(Event::new(t, EventId(4), 0, [0, 0]));
-    /// let mut m = MergeByTime::new(vec![vec![ev(5)].into_iter(), vec![ev(1)].into_iter()]);
-    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((1, 1)));
-    /// assert_eq!(m.next_with_input().map(|(i, e)| (i, e.unwrap().time)), Some((0, 5)));
-    /// assert!(m.next_with_input().is_none());
-    /// ```
-    pub fn next_with_input(&mut self) -> Option<(usize, Result<Event, E>)> {
-        let inputs = &mut self.inputs;
-        self.merge.next(|idx| inputs[idx].next())
-    }
-}
-
-/// Merges event streams that cannot fail (each in time order) into one in
-/// time order: [`MergeByTime`] for plain events.
-#[doc(hidden)]
-#[deprecated(
-    note = "use qtrace::reader::MergedReader, the one time merge (for events already in memory: a stable sort by time)"
-)]
-#[allow(deprecated)]
-pub fn merge_events<J>(inputs: Vec<J>) -> impl Iterator<Item = Event>
-where
-    J: Iterator<Item = Event>,
-{
-    let ok: fn(Event) -> Result<Event, std::convert::Infallible> = Ok;
-    MergeByTime::new(inputs.into_iter().map(|j| j.map(ok)).collect()).map(|r| match r {
-        Ok(e) => e,
-        Err(never) => match never {},
-    })
-}
-
-#[allow(deprecated)]
-impl<I, E> Iterator for MergeByTime<I>
-where
-    I: Iterator<Item = Result<Event, E>>,
-{
-    type Item = Result<Event, E>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_with_input().map(|(_, item)| item)
-    }
-}
-
 /// Replaces every character outside `[A-Za-z0-9_]` by `_`.
 pub(crate) fn identifier_chars(name: &str) -> String {
     name.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
-}
-
-#[cfg(test)]
-#[allow(deprecated)] // the tests of the deprecated wrapper test the shared merge too
-mod tests {
-    use super::*;
-    use crate::EventId;
-
-    fn ev(time: u64, source: u32) -> Event {
-        Event::new(time, EventId(4), source, [0, 0])
-    }
-
-    #[test]
-    fn merge_interleaves_and_breaks_ties_by_input() {
-        let a = vec![ev(1, 0), ev(3, 0), ev(3, 0), ev(9, 0)];
-        let b = vec![ev(0, 1), ev(3, 1), ev(10, 1)];
-        let c: Vec<Event> = vec![];
-        let got: Vec<(u64, u32)> = merge_events(vec![a.into_iter(), b.into_iter(), c.into_iter()])
-            .map(|e| (e.time, e.source))
-            .collect();
-        assert_eq!(
-            got,
-            [(0, 1), (1, 0), (3, 0), (3, 0), (3, 1), (9, 0), (10, 1)]
-        );
-    }
-
-    #[test]
-    fn merge_passes_errors_through_in_place() {
-        let a: Vec<Result<Event, &str>> = vec![Ok(ev(1, 0)), Err("bad"), Ok(ev(4, 0))];
-        let b: Vec<Result<Event, &str>> = vec![Ok(ev(2, 1))];
-        let got: Vec<Result<u64, &str>> = MergeByTime::new(vec![a.into_iter(), b.into_iter()])
-            .map(|r| r.map(|e| e.time))
-            .collect();
-        assert_eq!(got, [Ok(1), Err("bad"), Ok(2), Ok(4)]);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn merge_equals_stable_sort(inputs in proptest::collection::vec(
-            proptest::collection::vec(0u64..50, 0..20), 0..5)
-        ) {
-            let streams: Vec<Vec<Event>> = inputs
-                .iter()
-                .enumerate()
-                .map(|(i, times)| {
-                    let mut t = times.clone();
-                    t.sort();
-                    t.into_iter().map(|x| ev(x, i as u32)).collect()
-                })
-                .collect();
-            let mut expected: Vec<Event> = streams.iter().flatten().copied().collect();
-            expected.sort_by_key(|e| (e.time, e.source));
-            let got: Vec<Event> =
-                merge_events(streams.into_iter().map(|s| s.into_iter()).collect())
-                    .collect();
-            proptest::prop_assert_eq!(got, expected);
-        }
-    }
 }

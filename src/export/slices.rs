@@ -19,7 +19,7 @@
 //!
 //! - **Scope**: an `S.begin` and the `S.end` of the same class and source
 //!   that closes it (FORMAT.md 1.3.1, paired by
-//!   [`ScopeTracker`](crate::model::classes::scopes::ScopeTracker)): a slice named
+//!   [`ScopeTracker`](crate::classes::scopes::ScopeTracker)): a slice named
 //!   `class:S` on the source's *scope* track, apart from its task and
 //!   interrupt slices (a task switch inside a scope would otherwise cross
 //!   it); scopes of one source nest. An end that closes nothing is counted
@@ -41,8 +41,8 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::by_source::BySource;
-use crate::model::classes::scopes::{ScopeTable, ScopeTracker, Step};
-use crate::model::classes::{lowlevel, semaphore, system};
+use crate::classes::scopes::{ScopeTable, ScopeTracker, Step};
+use crate::classes::{lowlevel, semaphore, system};
 use crate::Event;
 
 /// Most scopes open at once on one source that the exporters follow.
@@ -416,7 +416,7 @@ impl Slices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::user;
+    use crate::classes::user;
 
     const OPTIONS: SliceOptions = SliceOptions {
         interrupt_max_ns: 1_000,
@@ -551,7 +551,7 @@ mod tests {
                 // hoops record draws nothing.
                 Event::new(
                     300,
-                    crate::model::classes::tracer::HOOPS,
+                    crate::classes::tracer::HOOPS,
                     crate::model::event::TRACER_SOURCE,
                     [7, 0],
                 ),

@@ -60,6 +60,19 @@ pub struct SplitByTime<S, F> {
     finished: bool,
 }
 
+/// The window, the parts written so far and the totals (not the sinks).
+impl<S, F> std::fmt::Debug for SplitByTime<S, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitByTime")
+            .field("window_ns", &self.window_ns)
+            .field("current", &self.current.as_ref().map(|(k, _)| k))
+            .field("parts", &self.parts)
+            .field("total", &self.total)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S, F> SplitByTime<S, F>
 where
     S: EventSink,
@@ -150,8 +163,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classes::{system, Catalog};
     use crate::export::chrome::ChromeWriter;
-    use crate::model::classes::{system, Catalog};
     use std::cell::RefCell;
     use std::rc::Rc;
 

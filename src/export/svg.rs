@@ -65,8 +65,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::{ConvertStats, EventSink};
+use crate::classes::{lowlevel, semaphore, system, tracer};
 use crate::export::ExportError;
-use crate::model::classes::{lowlevel, semaphore, system, tracer};
 use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
 use crate::Event;
@@ -738,7 +738,7 @@ impl<W: Write> EventSink for SvgTimeline<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::Catalog;
+    use crate::classes::Catalog;
 
     #[test]
     fn sub_pixel_spans_merge_into_one_grey_bar() {

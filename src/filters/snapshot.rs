@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::queue::{Queue, QueueContext};
-use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{TaskControl, Work};
+use crate::queues::CircularQueue;
 use crate::storage::save::{write_trace, StatusCell};
 
 /// What a snapshot trigger saves, and how often.

@@ -56,7 +56,7 @@
 //! use qtrace::Tracer;
 //!
 //! let tracer = Tracer::new();
-//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+//! let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(16))?;
 //! tracer.assign_class(user::CLASS, q)?;
 //! // Recording of queue q starts at the second USER1 event.
 //! tracer.add_trigger(user::USER1, Trigger::start(Scope::Queue(q)).after(2))?;
@@ -87,9 +87,9 @@ use crate::model::event::Event;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queue::{Queue, QueueContext, QueueCounters, QueueStatus};
-use crate::queues::circular::CircularQueue;
 use crate::queues::drained::task::{Task, TaskControl};
 use crate::queues::AnyQueue;
+use crate::queues::CircularQueue;
 
 /// Where a start or stop trigger switches recording.
 ///

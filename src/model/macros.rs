@@ -55,7 +55,7 @@
 //! - `CATALOG`: a `static` [`StaticCatalog`] of the five built-in classes and
 //!   these; hand it to [`Tracer::define_classes`](crate::Tracer::define_classes).
 //! - per class module: `CLASS` (its [`ClassId`](crate::ClassId)), `FIRST` and `LAST` (its first
-//!   and last [`EventId`]), `INFO` (its [`BuiltinClass`]) and, per entry, a
+//!   and last [`EventId`]), `INFO` (its [`BuiltinClass`](qtrace_core::classes::BuiltinClass)) and, per entry, a
 //!   constant: a [`StaticEvent<N>`](StaticEvent) for an `event`, a [`StaticScope<N>`](StaticScope) for
 //!   a `scope`, where `N` is the number of argument names.
 //!
@@ -107,10 +107,6 @@
 //! ```
 
 use crate::EventId;
-// What the macros' expansions name (`$crate::macros::…`): not a path to
-// use (one path per item: the core's `qtrace_core::classes::BuiltinClass`).
-#[doc(hidden)]
-pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 /// The static catalog [`classes!`](crate::classes!) yields, which
 /// [`Tracer::define_classes`](crate::Tracer::define_classes) takes (the
 /// no_std core's type).
@@ -204,11 +200,15 @@ impl<const N: usize> StaticScope<N> {
 }
 
 /// What `classes!` expands to; not part of the API.
+// Hidden, and not a compatibility path: a macro's expansion runs in the
+// user's crate, so what it names must be public; the core's types have their
+// one documented path in `qtrace_core::classes`.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::{BuiltinClass, BuiltinEvent, StaticCatalog, StaticEvent, StaticScope};
+    pub use super::{StaticCatalog, StaticEvent, StaticScope};
     pub use crate::ClassId;
     pub use crate::EventId;
+    pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 
     /// The sum of `widths[..n]`.
     pub const fn sum(widths: &[u16], n: usize) -> u16 {

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::model::classes::CatalogError;
+use crate::classes::CatalogError;
 use crate::model::clock::ClockUnavailable;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;

@@ -55,21 +55,3 @@ pub(crate) mod config_error;
 pub(crate) mod queue_trait;
 
 pub use queue_trait::*;
-
-// The previous release's paths: the handle is `qtrace::QueueHandle`;
-// `QueueType` and `AnyQueue` live with the built-in queues
-// (`qtrace::queues`), which this layer knows nothing of.
-// (a `pub use`, not a deprecated alias: an alias cannot build the tuple
-// struct, `QueueHandle(0)`)
-#[doc(hidden)]
-pub use crate::queues::QueueType;
-#[doc(hidden)]
-pub use qtrace_core::QueueHandle;
-#[doc(hidden)]
-mod moved {
-    #[doc(hidden)]
-    #[deprecated(note = "use qtrace::queues::AnyQueue")]
-    pub type AnyQueue = crate::queues::AnyQueue;
-}
-#[doc(hidden)]
-pub use moved::*;

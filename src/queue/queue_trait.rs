@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::model::classes::Catalog;
+use crate::classes::Catalog;
 use crate::model::clock::Clock;
 use crate::model::combine::{RecordedNames, Run};
 use crate::model::event::Event;

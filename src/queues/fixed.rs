@@ -8,7 +8,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("qtrace-doc-fixed-{}", std::process::id()));
 //! let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
-//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 3, ..Default::default() })?;
+//! let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(3))?;
 //! tracer.assign_event(user::USER0, q)?;
 //! tracer.activate()?;
 //! for i in 0..5 {
@@ -48,7 +48,8 @@ use crate::wire::TraceHeader;
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let params = FixedParams::default().with_capacity(2).with_ring(RingStorage::Memory);
+/// assert_eq!((params.capacity(), params.ring(), params.file()), (2, &RingStorage::Memory, None));
 /// let q = tracer.create_queue::<Fixed>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..5 {
@@ -71,7 +72,7 @@ pub struct Fixed;
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let params = FixedParams::default().with_capacity(2).with_ring(RingStorage::Memory);
 /// let q = tracer.create_queue::<Fixed>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..5 {
@@ -84,15 +85,50 @@ pub struct Fixed;
 /// # Ok::<(), qtrace::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FixedParams {
-    /// Events kept: any number from 1 to 2^32 (default 8192).
-    pub capacity: usize,
+    capacity: usize,
+    file: Option<PathBuf>,
+    ring: RingStorage,
+}
+
+impl FixedParams {
+    /// Events kept: any number from 1 to 2^32 (default 8192; checked by
+    /// [`Tracer::create_queue`](crate::Tracer::create_queue)).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-fixed.qtr`.
-    pub file: Option<PathBuf>,
+    pub fn with_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file = Some(path.into());
+        self
+    }
+
     /// Where the ring lives while the program runs: by default a ring file
     /// `<output_dir>/queue<handle>-fixed.ring` that survives a crash (see
     /// [`RingStorage`]).
-    pub ring: RingStorage,
+    pub fn with_ring(mut self, ring: RingStorage) -> Self {
+        self.ring = ring;
+        self
+    }
+
+    /// Events kept.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The file `terminate` saves to, if one was given (else the default
+    /// under the tracer's output directory).
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Where the ring lives while the program runs.
+    pub fn ring(&self) -> &RingStorage {
+        &self.ring
+    }
 }
 
 impl Default for FixedParams {
@@ -181,7 +217,7 @@ const SAVED: u64 = 2;
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = FixedParams { capacity: 2, ring: RingStorage::Memory, ..Default::default() };
+/// let params = FixedParams::default().with_capacity(2).with_ring(RingStorage::Memory);
 /// let q = tracer.create_queue::<Fixed>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..5 {
@@ -385,7 +421,7 @@ impl Queue for FixedQueue {
 mod loom_tests {
     //! `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
     use super::*;
-    use crate::model::classes::{user, Catalog};
+    use crate::classes::{user, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use crate::model::handle::QueueHandle;
     use loom::sync::Arc;
@@ -407,11 +443,9 @@ mod loom_tests {
                 names: Default::default(),
             };
             let queue = match Fixed.create(
-                FixedParams {
-                    capacity: 3,
-                    file: None,
-                    ring: RingStorage::Memory,
-                },
+                FixedParams::default()
+                    .with_capacity(3)
+                    .with_ring(RingStorage::Memory),
                 &ctx,
             ) {
                 Ok(AnyQueue::FixedQueue(q)) => Arc::new(q),

@@ -81,6 +81,22 @@ pub struct MergedReader<R = BufReader<File>> {
     merge: TimeMerge,
 }
 
+/// The inputs (each its file, if it has one, and its shift onto the merged
+/// time line) and the earliest clock origin.
+impl<R: Read> std::fmt::Debug for MergedReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inputs: Vec<_> = self
+            .inputs
+            .iter()
+            .map(|i| (i.reader.path(), i.shift))
+            .collect();
+        f.debug_struct("MergedReader")
+            .field("inputs", &inputs)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One input: its reader and how its times map onto the merged line.
 struct Input<R> {
     reader: TraceReader<R>,
@@ -392,7 +408,7 @@ impl<R: Read> std::iter::FusedIterator for MergedReader<R> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{system, tracer, Catalog};
+    use crate::classes::{system, tracer, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use crate::model::event::TRACER_SOURCE;
     use crate::wire::{QueueTotals, TraceHeader, TraceWriter};

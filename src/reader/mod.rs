@@ -58,20 +58,14 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::model::classes::{Catalog, ClassInfo};
+use crate::classes::{Catalog, ClassInfo};
 use crate::wire::close::{close_part, hoops_lost, CloseRecord, CLOSE_RUN_LEN};
 use crate::wire::header::{self, FIXED_LEN};
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::{TraceHeader, WireError};
 use crate::{Event, EventId};
-
-/// Removed from the public API: the trace-file versions this crate reads.
-#[doc(hidden)]
-#[deprecated(note = "the supported versions are FORMAT.md's; ReadError names them")]
-pub const SUPPORTED_VERSIONS: &[u16] = crate::wire::header::SUPPORTED_FILE_VERSIONS;
 
 mod completeness;
 mod error;
@@ -81,47 +75,5 @@ mod trace_reader;
 
 pub use completeness::Completeness;
 pub use error::ReadError;
-#[cfg(feature = "export")]
-pub(crate) use merge::TimeMerge;
 pub use merged::MergedReader;
 pub use trace_reader::TraceReader;
-
-/// Calls `f` with every event of the trace file at `path`, in file order,
-/// until it returns [`ControlFlow::Break`]; returns how many events `f` saw.
-///
-/// A damaged file: `f` sees every event before the damage, then the error is
-/// returned. Deprecated: iterate a [`TraceReader`] (`TraceReader::open(path)?`).
-///
-/// # Errors
-///
-/// As [`TraceReader::open`], then the first error reading the records.
-#[doc(hidden)]
-#[deprecated(note = "iterate a qtrace::reader::TraceReader (an Iterator)")]
-pub fn read_trace<F>(path: impl AsRef<Path>, mut f: F) -> Result<u64, ReadError>
-where
-    F: FnMut(&Event) -> ControlFlow<()>,
-{
-    let mut seen = 0;
-    for e in TraceReader::open(path)? {
-        let e = e?;
-        seen += 1;
-        if f(&e).is_break() {
-            break;
-        }
-    }
-    Ok(seen)
-}
-
-/// The class of `id` in `catalog` (a file's table): S.Ha.R.K.'s `event_class`.
-#[doc(hidden)]
-#[deprecated(note = "use TraceReader::event_class or Catalog::class_of")]
-pub fn event_class(catalog: &Catalog, id: EventId) -> Option<&ClassInfo> {
-    catalog.class_of(id).and_then(|c| catalog.class(c))
-}
-
-/// The name of `id` in `catalog` (a file's table): S.Ha.R.K.'s `event_name`.
-#[doc(hidden)]
-#[deprecated(note = "use TraceReader::event_name or Catalog::event_name")]
-pub fn event_name(catalog: &Catalog, id: EventId) -> Option<&str> {
-    catalog.event_name(id)
-}

@@ -16,7 +16,7 @@ use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
 ///
 /// `TraceReader` is an [`Iterator`] of **`Result<Event, ReadError>`**, one
 /// item per record in file order (hoops records, which say how many events
-/// were lost at that point, included: id [`tracer::HOOPS`](crate::model::classes::tracer::HOOPS)). After the last
+/// were lost at that point, included: id [`tracer::HOOPS`](crate::classes::tracer::HOOPS)). After the last
 /// record it yields `None`. A damaged or cut-short file yields every event
 /// before the damage, then one `Err` naming the byte offset, then `None`
 /// (the iterator is fused). So `for e in reader { let e = e?; … }` reads a

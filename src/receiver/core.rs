@@ -12,7 +12,7 @@ use super::sender::{SenderState, CLOSE_COPIES};
 use super::sequence::Span;
 use super::sink::{Context, EachEvent, Sink, StreamId};
 use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
-use crate::model::classes::{tracer::HOOPS, Catalog};
+use crate::classes::{tracer::HOOPS, Catalog};
 use crate::model::clock::Clock;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;

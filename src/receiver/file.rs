@@ -52,7 +52,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::event::{Event, TRACER_SOURCE};
 use crate::model::io_error::IoError;
 use crate::wire::record::{self, RECORD_LEN};
@@ -635,7 +635,7 @@ fn busy(e: io::Error) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::Catalog;
+    use crate::classes::Catalog;
     use crate::model::clock::{Clock, ManualClock};
 
     #[test]

@@ -134,8 +134,3 @@ pub use self::sequence::ReorderLimits;
 pub use self::sink::{StreamId, StreamSink};
 pub use self::socket::Receiver;
 pub use self::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
-
-/// Moved: the wire layer's [`DEFAULT_PORT`](crate::wire::DEFAULT_PORT).
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::wire::DEFAULT_PORT")]
-pub const DEFAULT_PORT: u16 = crate::wire::DEFAULT_PORT;

@@ -7,7 +7,7 @@ use super::rejection::RejectionKind;
 use super::sequence::{Gap, ReorderLimits, SequenceTracker, Span, Verdict};
 use super::sink::{Context, StreamId};
 use super::summary::SenderSummary;
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::wire::close::unclosed_mark;

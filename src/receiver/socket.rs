@@ -387,7 +387,7 @@ mod tests {
     /// the end.
     #[test]
     fn a_watcher_gets_the_account_while_the_receiver_runs() {
-        use crate::model::classes::system;
+        use crate::classes::system;
         use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
         let mut receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let to = receiver.local_addr();

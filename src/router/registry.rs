@@ -7,7 +7,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::classes::Catalog;
+use crate::classes::Catalog;
 use crate::model::handle::{QueueHandle, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queues::QueueType;

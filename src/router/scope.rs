@@ -5,7 +5,7 @@
 //! A scope is a pair of events of one class named `NAME.begin` and
 //! `NAME.end` (FORMAT.md 1.3.1): [`classes!`](crate::classes!) declares both
 //! with one `scope` entry, and a run-time
-//! [`ClassSpec`](crate::model::classes::ClassSpec) may name two events so. The
+//! [`ClassSpec`](crate::classes::ClassSpec) may name two events so. The
 //! begin event carries the caller's arguments; the end event carries a
 //! *code* in argument 0 (0 unless [`ScopeGuard::end_with`] or [`ScopeGuard::set_code`]
 //! set one) and 0 in argument 1. The duration is not logged: it is the
@@ -30,7 +30,7 @@
 //! let time = ManualClock::new(100);
 //! let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(&time)));
 //! tracer.define_classes(&CATALOG)?;
-//! let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 8, ..FixedParams::default() })?;
+//! let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(8))?;
 //! tracer.assign_class(app::CLASS, q)?;
 //! tracer.activate()?;
 //! {

@@ -87,20 +87,11 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::model::classes::ClassSpec;
+use crate::classes::ClassSpec;
 use crate::model::event::EventId;
 use crate::queue::config_error::ConfigError;
 use crate::router::tracer::Tracer;
 use crate::ClassId;
-
-/// The previous release's path of [`QtraceLayer::CLASS_NAME`].
-#[doc(hidden)]
-#[deprecated(note = "use the QtraceLayer associated constant of the same name")]
-pub const CLASS_NAME: &str = QtraceLayer::CLASS_NAME;
-/// The previous release's path of [`QtraceLayer::MAX_TEXT`].
-#[doc(hidden)]
-#[deprecated(note = "use the QtraceLayer associated constant of the same name")]
-pub const MAX_TEXT: usize = QtraceLayer::MAX_TEXT;
 
 /// Records `tracing` events and spans into a [`Tracer`] (see the [module
 /// documentation](self)).

@@ -80,14 +80,6 @@ pub(crate) mod entry {
     }
 }
 
-/// The previous release's path of [`crate::log_event`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::log_event")]
-#[inline(always)]
-pub fn log_event(id: EventId, args: [u64; 2]) {
-    entry::log_event(id, args);
-}
-
 /// The process-wide tracer as a value, for [`event!`](crate::event!) and
 /// [`scope!`](crate::scope!): `qtrace::event!(Global, net::RX, len, port)`
 /// is `qtrace::log_event(net::RX.id(), [len as u64, port as u64])`. Before

@@ -1,9 +1,8 @@
-//! Setting a tracer up: the two initialisation phases and the standard
-//! preset (`init.rs`, public as [`crate::setup::init`]), the process-wide tracer
-//! (`global.rs`, public as [`crate::setup::global`]), and the bridge from the
-//! `tracing` crate (`bridge.rs`, feature `tracing`, public as `crate::setup::bridge`).
+//! Setting a tracer up beyond the two phases (those and the standard preset
+//! are the crate's `init.rs`, [`crate::init`]): the process-wide tracer
+//! (`global.rs`, public as [`crate::global`]), and the bridge from the
+//! `tracing` crate (`bridge.rs`, feature `tracing`, public as `crate::bridge`).
 
 #[cfg(feature = "tracing")]
 pub mod bridge;
 pub mod global;
-pub mod init;

@@ -19,11 +19,11 @@
 //! again now and then).
 //!
 //! ```no_run
-//! use qtrace::queues::recover;
+//! use qtrace::storage;
 //!
-//! let rec = recover::recover_file("qtrace-out/queue0-circular.ring")?;
+//! let rec = storage::recover_file("qtrace-out/queue0-circular.ring")?;
 //! println!("{} events, {} lost", rec.counts.recovered, rec.counts.lost());
-//! recover::write_trace(&rec, "recovered/queue0-circular.qtr")?;
+//! storage::write_trace(&rec, "recovered/queue0-circular.qtr")?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -69,12 +69,10 @@ pub const DAMAGED: u16 = 0x0002;
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -126,12 +124,10 @@ impl RecoveryCounts {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -241,12 +237,10 @@ impl std::error::Error for RecoverError {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -374,12 +368,10 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -528,7 +520,7 @@ fn rebuild(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::model::classes::tracer::HOOPS;
+    use crate::classes::tracer::HOOPS;
     use crate::model::event::TRACER_SOURCE;
     use crate::EventId;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use crate::model::classes::tracer::HOOPS;
+use crate::classes::tracer::HOOPS;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::handle::QueueHandle;

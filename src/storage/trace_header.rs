@@ -2,7 +2,7 @@
 //! layer, from the queue's context, so that the wire layer knows no queue
 //! (it takes the handle as a number and the type as a name).
 
-use crate::model::classes::{validate_name, MAX_NAME_LEN};
+use crate::classes::{validate_name, MAX_NAME_LEN};
 use crate::queue::queue_trait::QueueContext;
 use crate::wire::header::NO_QUEUE;
 use crate::wire::TraceHeader;

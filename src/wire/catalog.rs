@@ -23,11 +23,11 @@
 
 use super::cursor::Cursor;
 use super::WireError;
-use crate::model::classes::{
-    validate_description, validate_name, Catalog, ClassId, ClassInfo, EventInfo, MAX_ARGS,
+use crate::classes::{
+    validate_description, validate_name, Catalog, ClassInfo, EventInfo, MAX_ARGS,
     MAX_DESCRIPTION_LEN, MAX_NAME_LEN,
 };
-use crate::EventId;
+use crate::{ClassId, EventId};
 use qtrace_core::encode::catalog::{CatalogSource, ClassEntry, EventEntry};
 
 /// The largest encoded catalog: 256 classes and 4096 events with every name

@@ -86,7 +86,7 @@ pub fn unclosed_stream(event: &Event) -> Option<(u32, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::tracer::HOOPS;
+    use crate::classes::tracer::HOOPS;
     use crate::model::event::TRACER_SOURCE;
     use crate::EventId;
 

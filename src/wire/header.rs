@@ -9,7 +9,7 @@ use super::catalog;
 use super::cursor::{be16, be32, be64, Cursor};
 use super::header_error::HeaderFieldError;
 use super::WireError;
-use crate::model::classes::{validate_name, Catalog, MAX_NAME_LEN};
+use crate::classes::{validate_name, Catalog, MAX_NAME_LEN};
 use crate::model::clock::Clock;
 use crate::QueueHandle;
 use qtrace_core::encode::header::HeaderSpec;

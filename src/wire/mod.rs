@@ -28,13 +28,12 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod catalog;
-// Hidden: the previous release's `wire::close::*` paths keep compiling (its
-// items are the core's close-run codec and the unclosed-stream mark, which
-// the `wire` root re-exports).
-#[doc(hidden)]
-pub mod close;
+pub(crate) mod close;
 mod cursor;
-// Hidden: not a public API (see its module documentation).
+// Hidden, and not a compatibility path: the datagram codec is public only so
+// that the fuzz targets, the `wire_throughput` example, the benches and the
+// receiver's tests can encode and decode datagrams; it is not a stable API
+// (see its module documentation).
 #[doc(hidden)]
 pub mod datagram;
 mod error;
@@ -52,22 +51,6 @@ pub use header_error::HeaderFieldError;
 #[cfg(feature = "keys")]
 pub use key::DatagramKey;
 pub use writer::{create_trace_file, TraceWriter};
-
-// Moved: the crate root's `QueueHandle` (a re-export: no deprecation
-// warning is possible; a type alias would lose the tuple constructor).
-#[doc(hidden)]
-pub use crate::QueueHandle;
-
-/// Removed from the public API: the trace-file format version this crate
-/// writes ([`TraceHeader::version`] reads a header's).
-#[doc(hidden)]
-#[deprecated(note = "a header's version is TraceHeader::version()")]
-pub const FORMAT_VERSION: u16 = header::FORMAT_VERSION;
-
-/// Removed from the public API: the trace-file versions this crate reads.
-#[doc(hidden)]
-#[deprecated(note = "the supported versions are FORMAT.md's; a reader names them in its error")]
-pub const SUPPORTED_VERSIONS: &[u16] = header::SUPPORTED_FILE_VERSIONS;
 
 /// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).
 pub const DEFAULT_PORT: u16 = qtrace_core::layout::DEFAULT_UDP_PORT;

@@ -240,7 +240,7 @@ pub fn create_trace_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{system, Catalog, ClassSpec};
+    use crate::classes::{system, Catalog, ClassSpec};
     use crate::model::clock::{Clock, ManualClock};
     use crate::EventId;
     use crate::QueueHandle;

@@ -20,10 +20,7 @@ pub fn payload(len: usize) -> Vec<u8> {
 pub fn fixed_tracer(d: &Path, capacity: usize) -> Tracer {
     let tracer = Tracer::with_config(Config::default().with_output_dir(d));
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(capacity))
         .unwrap();
     tracer.assign_event(user::USER1, q).unwrap();
     tracer.activate().unwrap();
@@ -38,16 +35,10 @@ pub fn fixed_tracer(d: &Path, capacity: usize) -> Tracer {
 pub fn two_queues_with_names(d: &Path) -> (Tracer, QueueHandle) {
     let tracer = Tracer::with_config(Config::default().with_output_dir(d));
     let q0 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(64))
         .unwrap();
     let q1 = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(64))
         .unwrap();
     tracer.assign_event(user::USER0, q0).unwrap();
     tracer.assign_event(user::USER1, q1).unwrap();

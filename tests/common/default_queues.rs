@@ -8,20 +8,14 @@ use qtrace::{QueueHandle, Tracer};
 
 /// A fixed queue of `capacity` records.
 pub fn fixed_queue(t: &Tracer, capacity: usize) -> QueueHandle {
-    t.create_queue::<Fixed>(FixedParams {
-        capacity,
-        ..Default::default()
-    })
-    .unwrap()
+    t.create_queue::<Fixed>(FixedParams::default().with_capacity(capacity))
+        .unwrap()
 }
 
 /// A circular queue of `capacity` records.
 pub fn circular_queue(t: &Tracer, capacity: usize) -> QueueHandle {
-    t.create_queue::<Circular>(CircularParams {
-        capacity,
-        ..Default::default()
-    })
-    .unwrap()
+    t.create_queue::<Circular>(CircularParams::default().with_capacity(capacity))
+        .unwrap()
 }
 
 /// A circular queue of `circular` records taking `user0` and a fixed queue

@@ -23,10 +23,10 @@ pub fn tracer() -> (Tracer, tempfile::TempDir) {
 /// A fixed queue of `capacity` records on the heap (no ring file).
 pub fn memory_fixed(tracer: &Tracer, capacity: usize) -> QueueHandle {
     tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(capacity)
+                .with_ring(RingStorage::Memory),
+        )
         .unwrap()
 }

@@ -30,10 +30,7 @@ pub fn tracer(time: &ManualClock) -> (Tracer, QueueHandle) {
     let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(time)));
     tracer.define_classes(&CATALOG).unwrap();
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 64,
-            ..FixedParams::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(64))
         .unwrap();
     tracer.assign_class(net::CLASS, q).unwrap();
     tracer.assign_class(disk::CLASS, q).unwrap();

@@ -212,12 +212,12 @@ fn every_length_through_circular_queues_with_and_without_shards() {
     for shards in [1, 0] {
         let tracer = Tracer::new();
         let q = tracer
-            .create_queue::<Circular>(CircularParams {
-                capacity: 1 << 14,
-                shards,
-                file: None,
-                ring: RingStorage::Memory,
-            })
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(1 << 14)
+                    .with_shards(shards)
+                    .with_ring(RingStorage::Memory),
+            )
             .unwrap();
         tracer.assign_event(user::USER1, q).unwrap();
         tracer.activate().unwrap();
@@ -381,12 +381,12 @@ fn a_dummy_queue_counts_every_record() {
 fn a_full_fixed_queue_keeps_the_records_that_fit_and_marks_the_run_cut() {
     let tracer = Tracer::new();
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            // On the heap: tests run in parallel and share the default directory.
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        // On the heap: tests run in parallel and share the default directory.
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(4)
+                .with_ring(RingStorage::Memory),
+        )
         .unwrap();
     tracer.assign_event(user::USER1, q).unwrap();
     tracer.log_str(user::USER1, "0123456789abcdef"); // 2 records
@@ -465,11 +465,11 @@ fn a_full_online_queue_drops_whole_runs_and_counts_every_record() {
 fn a_payload_longer_than_the_maximum_is_cut_at_logging_and_says_so() {
     let tracer = Tracer::new();
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 1024,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(1024)
+                .with_ring(RingStorage::Memory),
+        )
         .unwrap();
     tracer.assign_event(user::USER1, q).unwrap();
     let long = payload(MAX_PAYLOAD + 100);

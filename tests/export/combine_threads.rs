@@ -27,12 +27,7 @@ proptest! {
         shards in prop::sample::select(vec![0usize, 1, 4]),
     ) {
         let tracer = Tracer::new();
-        let q = tracer.create_queue::<Circular>(CircularParams {
-            capacity: 1 << capacity_log,
-            shards,
-            file: None,
-            ..Default::default()
-        }).unwrap();
+        let q = tracer.create_queue::<Circular>(CircularParams::default().with_capacity(1 << capacity_log).with_shards(shards)).unwrap();
         tracer.assign_event(user::USER2, q).unwrap();
         tracer.activate().unwrap();
         let circular = tracer.queue(q).unwrap().as_circular().unwrap();

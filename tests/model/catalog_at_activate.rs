@@ -16,16 +16,10 @@ use qtrace::{Config, QueueHandle, Tracer};
 fn fixed_and_circular(dir: &std::path::Path) -> (Tracer, QueueHandle, QueueHandle) {
     let tracer = Tracer::with_config(Config::default().with_output_dir(dir));
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 16,
-            ..FixedParams::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(16))
         .unwrap();
     let circular = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 16,
-            ..CircularParams::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(16))
         .unwrap();
     (tracer, fixed, circular)
 }

@@ -210,7 +210,7 @@ fn the_core_header_encoder_is_the_std_one() {
     .with_host("h")
     .unwrap()
     .with_process_id(9)
-    .with_queue(qtrace::wire::QueueHandle(2), "circular")
+    .with_queue(qtrace::QueueHandle(2), "circular")
     .unwrap()
     .with_close_run(true);
     let spec = HeaderSpec {

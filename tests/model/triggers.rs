@@ -27,12 +27,12 @@ fn fixed(tracer: &Tracer) -> QueueHandle {
 
 fn circular(tracer: &Tracer, capacity: usize, shards: usize) -> QueueHandle {
     tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity,
-            shards,
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(capacity)
+                .with_shards(shards)
+                .with_ring(RingStorage::Memory),
+        )
         .unwrap()
 }
 

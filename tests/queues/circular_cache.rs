@@ -15,12 +15,12 @@ fn tracer(tag: &str) -> Tracer {
 }
 
 fn circular(t: &Tracer, capacity: usize, shards: usize) -> QueueHandle {
-    t.create_queue::<Circular>(CircularParams {
-        capacity,
-        shards,
-        file: None,
-        ring: Default::default(),
-    })
+    t.create_queue::<Circular>(
+        CircularParams::default()
+            .with_capacity(capacity)
+            .with_shards(shards)
+            .with_ring(Default::default()),
+    )
     .unwrap()
 }
 

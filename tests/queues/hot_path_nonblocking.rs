@@ -201,13 +201,9 @@ fn a_user_queue_blocking_in_post_stalls_only_its_own_producers() {
         .unwrap();
     let slow = tracer.create_queue::<Blocking>(()).unwrap();
     let fast = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 1024,
-            file: Some(
-                std::env::temp_dir().join(format!("qtrace-hot-path-{}.qtr", std::process::id())),
-            ),
-            ..CircularParams::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(1024).with_file(
+            std::env::temp_dir().join(format!("qtrace-hot-path-{}.qtr", std::process::id())),
+        ))
         .unwrap();
     tracer.assign_event(user::USER1, slow).unwrap();
     tracer.assign_event(user::USER0, fast).unwrap();

@@ -93,11 +93,12 @@ fn explicit_file_and_no_loss_means_no_hoops() {
     let t = tracer(&dir, &clock);
     let path = dir.join("sub/dir/mine.qtr");
     let q = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 10,
-            file: Some(path.clone()),
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(10)
+                .with_file(path.clone())
+                .with_ring(Default::default()),
+        )
         .unwrap();
     assert_eq!(t.queue(q).unwrap().as_fixed().unwrap().file(), path);
     t.assign_class(user::CLASS, q).unwrap();
@@ -164,11 +165,7 @@ fn snapshot_while_logging_leaves_the_queue_alone() {
 fn bad_capacities_are_typed_errors_naming_valid_sizes() {
     let t = Tracer::new();
     let e = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 1000,
-            file: None,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(1000))
         .unwrap_err();
     assert!(matches!(
         e,
@@ -182,19 +179,15 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
         "invalid parameter for the queue type `circular`: capacity 1000 is not a power of two between 1 and 2^32; use 512 or 1024"
     );
     let e = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 0,
-            file: None,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(0))
         .unwrap_err();
     assert!(e.to_string().ends_with("use 1"), "{e}");
     let e = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 0,
-            file: None,
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(0)
+                .with_ring(Default::default()),
+        )
         .unwrap_err();
     assert!(matches!(
         e,
@@ -205,11 +198,11 @@ fn bad_capacities_are_typed_errors_naming_valid_sizes() {
     ));
     assert!(e.to_string().contains("use 1 to"), "{e}");
     // Any positive size is fine for a fixed queue.
-    t.create_queue::<Fixed>(FixedParams {
-        capacity: 1000,
-        file: None,
-        ring: Default::default(),
-    })
+    t.create_queue::<Fixed>(
+        FixedParams::default()
+            .with_capacity(1000)
+            .with_ring(Default::default()),
+    )
     .unwrap();
 }
 
@@ -223,18 +216,19 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     let clock = ManualClock::new(0);
     let t = tracer(&dir, &clock);
     let c = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            file: Some(bad.clone()),
-            ..Default::default()
-        })
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(4)
+                .with_file(bad.clone()),
+        )
         .unwrap();
     let f = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            file: Some(bad.clone()),
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(4)
+                .with_file(bad.clone())
+                .with_ring(Default::default()),
+        )
         .unwrap();
     t.assign_event(user::USER0, c).unwrap();
     t.assign_event(user::USER1, f).unwrap();
@@ -245,7 +239,7 @@ fn unwritable_files_are_io_errors_in_the_report_and_status() {
     let circular = t.queue(c).unwrap().as_circular().unwrap();
     let e = circular.snapshot(&bad).unwrap_err();
     assert!(
-        matches!(&e, ConfigError::Io(qtrace::error::IoError { path: Some(p), .. }) if *p == bad),
+        matches!(&e, ConfigError::Io(qtrace::IoError { path: Some(p), .. }) if *p == bad),
         "{e:?}"
     );
     assert_eq!(circular.status().io_errors, 1);

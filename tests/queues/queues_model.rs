@@ -182,7 +182,7 @@ proptest! {
         let cap = 1usize << log2;
         let dir = scratch("model-circular");
         let ctx = context(HANDLE, "circular", &dir, NOW);
-        let q = Circular.create(CircularParams { capacity: cap, file: None , ..Default::default()}, &ctx).unwrap();
+        let q = Circular.create(CircularParams::default().with_capacity(cap), &ctx).unwrap();
         run(q, Model { cap, circular: true, ..Model::default() }, ops, ctx);
     }
 
@@ -190,7 +190,7 @@ proptest! {
     fn fixed_matches_model(cap in 1usize..40, ops in ops()) {
         let dir = scratch("model-fixed");
         let ctx = context(HANDLE, "fixed", &dir, NOW);
-        let q = Fixed.create(FixedParams { capacity: cap, file: None, ring: Default::default() }, &ctx).unwrap();
+        let q = Fixed.create(FixedParams::default().with_capacity(cap).with_ring(Default::default()), &ctx).unwrap();
         run(q, Model { cap, circular: false, ..Model::default() }, ops, ctx);
     }
 }

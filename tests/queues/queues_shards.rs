@@ -50,12 +50,10 @@ fn circular(capacity: usize, shards: usize, tag: &str) -> (AnyQueue, qtrace::que
     let ctx = context(HANDLE, "circular", &dir, NOW);
     let q = Circular
         .create(
-            CircularParams {
-                capacity,
-                shards,
-                file: None,
-                ring: Default::default(),
-            },
+            CircularParams::default()
+                .with_capacity(capacity)
+                .with_shards(shards)
+                .with_ring(Default::default()),
             &ctx,
         )
         .unwrap();
@@ -156,13 +154,7 @@ fn shard_counts_must_be_zero_or_a_power_of_two() {
         let dir = scratch("shards-bad");
         let ctx = context(HANDLE, "circular", &dir, NOW);
         let e = Circular
-            .create(
-                CircularParams {
-                    shards: bad,
-                    ..Default::default()
-                },
-                &ctx,
-            )
+            .create(CircularParams::default().with_shards(bad), &ctx)
             .unwrap_err();
         assert!(matches!(e, ConfigError::InvalidParameter { .. }), "{e:?}");
         assert!(
@@ -173,5 +165,5 @@ fn shard_counts_must_be_zero_or_a_power_of_two() {
         );
         std::fs::remove_dir_all(&dir).ok();
     }
-    assert_eq!(CircularParams::default().shards, 16);
+    assert_eq!(CircularParams::default().shards(), 16);
 }

@@ -23,11 +23,9 @@ const FIXED_CAP: usize = if cfg!(miri) { 50 } else { 10_000 };
 /// read the TSC, the monotonic clock.
 fn config(dir: &std::path::Path) -> Config {
     if cfg!(miri) {
-        Config {
-            clock: Clock::monotonic(),
-            output_dir: dir.to_path_buf(),
-            ..Config::default()
-        }
+        Config::default()
+            .with_clock(Clock::monotonic())
+            .with_output_dir(dir)
     } else {
         Config::default().with_output_dir(dir)
     }
@@ -71,18 +69,14 @@ fn two_threads_into_small_circular_and_fixed_queues() {
     let dir = scratch("threads");
     let tracer = Arc::new(Tracer::with_config(config(&dir)));
     let circular = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: CIRCULAR_CAP,
-            file: None,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(CIRCULAR_CAP))
         .unwrap();
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: FIXED_CAP,
-            file: None,
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(FIXED_CAP)
+                .with_ring(Default::default()),
+        )
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();
     tracer.assign_event(user::USER1, fixed).unwrap();
@@ -174,18 +168,14 @@ fn shutdown_while_two_threads_log() {
     let dir = scratch("threads-shutdown");
     let tracer = Arc::new(Tracer::with_config(config(&dir)));
     let circular = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            file: None,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(64))
         .unwrap();
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 100_000,
-            file: None,
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(100_000)
+                .with_ring(Default::default()),
+        )
         .unwrap();
     tracer.assign_event(user::USER0, circular).unwrap();
     tracer.assign_event(user::USER1, fixed).unwrap();

@@ -149,11 +149,11 @@ fn fixed_keeps_each_threads_first_events_and_accounts_for_the_rest() {
     let tracer = tracer_in(&dir);
     let cap = SMALL;
     let q = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: cap,
-            file: None,
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(cap)
+                .with_ring(Default::default()),
+        )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();
@@ -184,11 +184,7 @@ fn circular_keeps_the_last_events_and_accounts_for_the_rest() {
     let tracer = tracer_in(&dir);
     let cap = SMALL;
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: cap,
-            file: None,
-            ..CircularParams::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(cap))
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     tracer.activate().unwrap();

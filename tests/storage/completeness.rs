@@ -208,14 +208,12 @@ fn a_bad_directory_fails_phase_2_for_fixed_and_circular_queues() {
     for kind in ["fixed", "circular", "online"] {
         let t = Tracer::with_config(Config::default().with_output_dir(blocker.join("out")));
         let q = match kind {
-            "fixed" => t.create_queue::<Fixed>(FixedParams {
-                ring: qtrace::storage::RingStorage::Memory,
-                ..Default::default()
-            }),
-            "circular" => t.create_queue::<Circular>(CircularParams {
-                ring: qtrace::storage::RingStorage::Memory,
-                ..Default::default()
-            }),
+            "fixed" => t.create_queue::<Fixed>(
+                FixedParams::default().with_ring(qtrace::storage::RingStorage::Memory),
+            ),
+            "circular" => t.create_queue::<Circular>(
+                CircularParams::default().with_ring(qtrace::storage::RingStorage::Memory),
+            ),
             _ => t.create_queue::<Online>(OnlineParams::default()),
         }
         .unwrap();

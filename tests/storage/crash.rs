@@ -70,34 +70,28 @@ fn child_process() {
         Config::default().with_output_dir(&dir),
     )));
     let circ = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: CIRC,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(CIRC))
         .unwrap();
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: FIXED,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(FIXED))
         .unwrap();
     tracer.assign_event(user::USER0, circ).unwrap();
     tracer.assign_event(user::USER1, fixed).unwrap();
     let heap = mode == "panic";
     if heap {
         let c = tracer
-            .create_queue::<Circular>(CircularParams {
-                capacity: CIRC,
-                ring: RingStorage::Memory,
-                ..Default::default()
-            })
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(CIRC)
+                    .with_ring(RingStorage::Memory),
+            )
             .unwrap();
         let f = tracer
-            .create_queue::<Fixed>(FixedParams {
-                capacity: FIXED,
-                ring: RingStorage::Memory,
-                ..Default::default()
-            })
+            .create_queue::<Fixed>(
+                FixedParams::default()
+                    .with_capacity(FIXED)
+                    .with_ring(RingStorage::Memory),
+            )
             .unwrap();
         tracer.assign_event(user::USER2, c).unwrap();
         tracer.assign_event(user::USER3, f).unwrap();

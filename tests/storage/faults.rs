@@ -151,17 +151,18 @@ fn a_full_disk_fails_phase_2_for_circular_and_fixed_queues() {
     for fixed in [false, true] {
         let tracer = Tracer::with_config(Config::default().with_output_dir(scratch("full-act")));
         if fixed {
-            tracer.create_queue::<Fixed>(FixedParams {
-                capacity: 16,
-                file: Some("/dev/full".into()),
-                ring: Default::default(),
-            })
+            tracer.create_queue::<Fixed>(
+                FixedParams::default()
+                    .with_capacity(16)
+                    .with_file("/dev/full")
+                    .with_ring(Default::default()),
+            )
         } else {
-            tracer.create_queue::<Circular>(CircularParams {
-                capacity: 16,
-                file: Some("/dev/full".into()),
-                ..CircularParams::default()
-            })
+            tracer.create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(16)
+                    .with_file("/dev/full"),
+            )
         }
         .unwrap();
         let err = tracer.activate().unwrap_err().to_string();
@@ -175,17 +176,14 @@ fn a_failed_save_of_circular_and_fixed_queues_is_reported_and_nothing_counts_del
     let dir = scratch("full-save");
     let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
     let c = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 16,
-            ..CircularParams::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(16))
         .unwrap();
     let f = tracer
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 16,
-            file: None,
-            ring: Default::default(),
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(16)
+                .with_ring(Default::default()),
+        )
         .unwrap();
     tracer.assign_event(user::USER0, c).unwrap();
     tracer.assign_event(user::USER1, f).unwrap();
@@ -352,12 +350,12 @@ fn a_clock_going_backwards_is_recorded_as_read_and_read_back_unchanged() {
             .with_clock(Clock::manual(&clock)),
     );
     let c = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            file: None,
-            shards: 0,
-            ring: Default::default(),
-        })
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(4)
+                .with_shards(0)
+                .with_ring(Default::default()),
+        )
         .unwrap();
     let o = tracer
         .create_queue::<Online>(OnlineParams::default().with_capacity(64))
@@ -561,11 +559,11 @@ fn panics_in_create_and_terminate_hooks_become_typed_errors() {
     t2.register_queue_type(Fragile(PanicIn::Terminate)).unwrap();
     let q = t2.create_queue::<Fragile>(()).unwrap();
     let c = t2
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            file: Some(scratch("terminate").join("c.qtr")),
-            ..CircularParams::default()
-        })
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(4)
+                .with_file(scratch("terminate").join("c.qtr")),
+        )
         .unwrap();
     t2.assign_event(user::USER0, q).unwrap();
     t2.assign_event(user::USER1, c).unwrap();
@@ -603,11 +601,7 @@ fn a_panic_in_get_or_post_unwinds_into_the_caller_and_the_tracer_goes_on() {
         tracer.register_queue_type(Fragile(at)).unwrap();
         let q = tracer.create_queue::<Fragile>(()).unwrap();
         let c = tracer
-            .create_queue::<Circular>(CircularParams {
-                capacity: 64,
-                file: None,
-                ..CircularParams::default()
-            })
+            .create_queue::<Circular>(CircularParams::default().with_capacity(64))
             .unwrap();
         tracer.assign_event(user::USER0, q).unwrap();
         tracer.assign_event(user::USER1, c).unwrap();

@@ -122,10 +122,7 @@ fn child_process() {
         .create_queue::<Online>(OnlineParams::default().with_file(dir.join("online.qtr")))
         .unwrap();
     let heap = t
-        .create_queue::<Circular>(CircularParams {
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_ring(RingStorage::Memory))
         .unwrap();
     t.assign_event(user::USER0, circ).unwrap();
     t.assign_event(user::USER1, fixed).unwrap();

@@ -44,24 +44,13 @@ fn shared_ring_shard_and_fixed_mark_the_slot_being_written() {
     let clock = ManualClock::new(0);
     let t = leaked_tracer(dir.path(), &clock);
     let shared = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            shards: 0,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(4).with_shards(0))
         .unwrap();
     let sharded = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 4,
-            shards: 1,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(4).with_shards(1))
         .unwrap();
     let fixed = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 4,
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(4))
         .unwrap();
     t.assign_event(user::USER0, shared).unwrap();
     t.assign_event(user::USER1, sharded).unwrap();

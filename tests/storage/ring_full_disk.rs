@@ -74,10 +74,7 @@ fn a_default_circular_queue_on_a_1_mib_disk_is_an_error_not_sigbus() {
     assert_full_disk_error(e, &path, bytes);
     // The tracer goes on: a heap queue works, and so does shutdown.
     let q = t
-        .create_queue::<Circular>(CircularParams {
-            ring: RingStorage::Memory,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_ring(RingStorage::Memory))
         .unwrap();
     t.assign_class(user::CLASS, q).unwrap();
     t.activate().unwrap();
@@ -100,11 +97,11 @@ fn a_ring_larger_than_the_free_space_is_an_error_fixed_and_circular() {
     assert_full_disk_error(e, &d.join("queue0-circular.ring"), 4_730_880);
     let big = d.join("big.ring");
     let e = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 3 << 20 >> 6,
-            ring: RingStorage::FileAt(big.clone()),
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(3 << 20 >> 6)
+                .with_ring(RingStorage::FileAt(big.clone())),
+        )
         .unwrap_err();
     let len = e
         .to_string()
@@ -117,11 +114,11 @@ fn a_ring_larger_than_the_free_space_is_an_error_fixed_and_circular() {
     assert_full_disk_error(e, &big, len);
     let small = d.join("small.ring");
     let q = t
-        .create_queue::<Fixed>(FixedParams {
-            capacity: 16_384,
-            ring: RingStorage::FileAt(small.clone()),
-            ..Default::default()
-        })
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(16_384)
+                .with_ring(RingStorage::FileAt(small.clone())),
+        )
         .unwrap();
     let m = std::fs::metadata(&small).unwrap();
     assert!(m.blocks() * 512 >= m.len(), "every block allocated: {m:?}");
@@ -142,10 +139,9 @@ fn a_ring_created_before_the_disk_fills_keeps_every_event() {
     let ring = d.join("q.ring");
     let t = Tracer::with_config(Config::default().with_output_dir(&d));
     let q = t
-        .create_queue::<Circular>(CircularParams {
-            ring: RingStorage::FileAt(ring.clone()),
-            ..Default::default()
-        })
+        .create_queue::<Circular>(
+            CircularParams::default().with_ring(RingStorage::FileAt(ring.clone())),
+        )
         .unwrap();
     let m = std::fs::metadata(&ring).unwrap();
     assert_eq!(m.len(), 4_730_880);

@@ -24,21 +24,18 @@ fn three_queues(
     fixed: usize,
 ) -> (QueueHandle, QueueHandle, QueueHandle) {
     let circular = |capacity, shards| {
-        t.create_queue::<Circular>(CircularParams {
-            capacity,
-            shards,
-            ..Default::default()
-        })
+        t.create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(capacity)
+                .with_shards(shards),
+        )
         .unwrap()
     };
     let queues = (
         circular(sharded.0, sharded.1),
         circular(64, 0),
-        t.create_queue::<Fixed>(FixedParams {
-            capacity: fixed,
-            ..Default::default()
-        })
-        .unwrap(),
+        t.create_queue::<Fixed>(FixedParams::default().with_capacity(fixed))
+            .unwrap(),
     );
     t.assign_event(user::USER0, queues.0).unwrap();
     t.assign_event(user::USER1, queues.1).unwrap();
@@ -480,11 +477,7 @@ fn monotonic_ring() -> Vec<u8> {
             .with_clock(Clock::monotonic()),
     )));
     let q = t
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            shards: 1,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(64).with_shards(1))
         .unwrap();
     t.assign_class(user::CLASS, q).unwrap();
     t.activate().unwrap();

@@ -24,10 +24,7 @@ const READY: &str = "shared-dir child ready";
 fn tracer(dir: &Path) -> (Tracer, Result<(), qtrace::Error>) {
     let tracer = Tracer::with_config(Config::default().with_output_dir(dir));
     let fixed = tracer
-        .create_queue::<Fixed>(FixedParams {
-            ring: RingStorage::Memory,
-            ..FixedParams::default()
-        })
+        .create_queue::<Fixed>(FixedParams::default().with_ring(RingStorage::Memory))
         .unwrap();
     let online = tracer
         .create_queue::<Online>(OnlineParams::default().with_capacity(1024))

@@ -660,30 +660,31 @@ fn bad_catalog_datagrams_are_typed_errors() {
 }
 
 #[test]
-#[allow(deprecated)] // read_trace is kept one release
-fn read_trace_stops_when_asked_and_reports_damage_after_the_good_events() {
-    use qtrace::reader::read_trace;
-    use std::ops::ControlFlow;
-    let dir = std::env::temp_dir().join(format!("qtrace-read-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.qtr");
+fn trace_reader_stops_when_asked_and_reports_damage_after_the_good_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.qtr");
     let mut file = example_file();
     std::fs::write(&path, &file).unwrap();
-    let mut seen = Vec::new();
-    let n = read_trace(&path, |e| {
-        seen.push(*e);
-        ControlFlow::Break(())
-    })
-    .unwrap();
-    assert_eq!((n, seen.as_slice()), (1, &example_events()[..1]));
+    let seen: Vec<Event> = TraceReader::open(&path)
+        .unwrap()
+        .take(1)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(seen.as_slice(), &example_events()[..1]);
     file.truncate(file.len() - 1);
     std::fs::write(&path, &file).unwrap();
     let mut seen = Vec::new();
-    let err = read_trace(&path, |e| {
-        seen.push(*e);
-        ControlFlow::Continue(())
-    })
-    .unwrap_err();
+    let mut err = None;
+    for e in TraceReader::open(&path).unwrap() {
+        match e {
+            Ok(e) => seen.push(e),
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let err = err.expect("a cut file ends in an error");
     assert_eq!(seen, example_events()[..1]);
     assert_eq!(err.offset(), 184);
     assert!(
@@ -691,9 +692,8 @@ fn read_trace_stops_when_asked_and_reports_damage_after_the_good_events() {
             .starts_with(&format!("{}: truncated at byte 184", path.display())),
         "{err}"
     );
-    let missing = read_trace(dir.join("missing.qtr"), |_| ControlFlow::Continue(())).unwrap_err();
+    let missing = TraceReader::open(dir.path().join("missing.qtr")).unwrap_err();
     assert!(matches!(missing, ReadError::Open { .. }));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn closed_example_file() -> Vec<u8> {

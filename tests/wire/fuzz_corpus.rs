@@ -174,23 +174,12 @@ fn ring_file_seeds() {
             .with_clock(Clock::manual(&clock)),
     )));
     let queues = [
-        t.create_queue::<Circular>(CircularParams {
-            capacity: 8,
-            shards: 0,
-            ..Default::default()
-        })
-        .unwrap(),
-        t.create_queue::<Circular>(CircularParams {
-            capacity: 8,
-            shards: 1,
-            ..Default::default()
-        })
-        .unwrap(),
-        t.create_queue::<Fixed>(FixedParams {
-            capacity: 16,
-            ..Default::default()
-        })
-        .unwrap(),
+        t.create_queue::<Circular>(CircularParams::default().with_capacity(8).with_shards(0))
+            .unwrap(),
+        t.create_queue::<Circular>(CircularParams::default().with_capacity(8).with_shards(1))
+            .unwrap(),
+        t.create_queue::<Fixed>(FixedParams::default().with_capacity(16))
+            .unwrap(),
     ];
     for (q, id) in queues.iter().zip([user::USER0, user::USER1, user::USER2]) {
         t.assign_event(id, *q).unwrap();

@@ -122,10 +122,7 @@ fn qtrace_convert_names_threads_whose_name_records_come_last() {
     let d = dir("convert-names");
     let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(64))
         .unwrap();
     tracer.assign_event(user::USER0, q).unwrap();
     tracer.activate().unwrap();
@@ -167,10 +164,7 @@ fn dump_names_the_events_before_a_late_name_record() {
     let d = dir("dump-late-names");
     let tracer = Tracer::with_config(Config::default().with_output_dir(&d));
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(64))
         .unwrap();
     tracer.assign_event(user::USER0, q).unwrap();
     tracer.activate().unwrap();
@@ -251,11 +245,7 @@ fn dump_names_every_event_of_a_ring_that_overwrote_its_name_records() {
     }
     let app = tracer.define_class(spec).unwrap();
     let q = tracer
-        .create_queue::<Circular>(CircularParams {
-            capacity: 64,
-            shards: 0,
-            ..Default::default()
-        })
+        .create_queue::<Circular>(CircularParams::default().with_capacity(64).with_shards(0))
         .unwrap();
     tracer.assign_class(app.id, q).unwrap();
     tracer.activate().unwrap();

@@ -101,51 +101,12 @@ impl DatagramHeader {
     }
 }
 
-/// The values of a datagram header, the kind as a number.
-///
-/// Deprecated: [`DatagramHeader`] is the one header value type (its kind an
-/// enum, the count given to [`DatagramHeader::emit`]).
-#[deprecated(note = "use DatagramHeader (kind: DatagramKind) and DatagramHeader::emit(count, out)")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HeaderFields {
-    /// [`KIND_EVENTS`], [`KIND_CATALOG`] or [`KIND_CLOSE`].
-    pub kind: u8,
-    /// The sender id.
-    pub sender: u32,
-    /// Records (events), fragment bytes (catalog) or 0 (close).
-    pub count: u16,
-    /// The datagram's sequence number.
-    pub sequence: u64,
-    /// Events dropped by the sender since it started.
-    pub dropped: u64,
-    /// The index of this datagram's first record in the sender's stream.
-    pub first_event: u64,
-}
-
-/// Encodes the header into `out`; the bytes [`DatagramHeader::emit`] writes
-/// (a kind that is not 1, 2 or 3 is written as it is).
-#[deprecated(note = "use DatagramHeader::emit(count, out)")]
-#[allow(deprecated)]
-pub fn emit_header(h: &HeaderFields, out: &mut [u8; field::HEADER_LEN]) {
-    out[field::MAGIC].copy_from_slice(&field::MAGIC_BYTES);
-    BigEndian::write_u16(&mut out[field::VERSION..], field::VERSION_VALUE);
-    out[field::KIND] = h.kind;
-    out[field::FLAGS] = 0;
-    BigEndian::write_u32(&mut out[field::SENDER..], h.sender);
-    BigEndian::write_u16(&mut out[field::COUNT..], h.count);
-    BigEndian::write_u16(&mut out[field::RESERVED..], 0);
-    BigEndian::write_u64(&mut out[field::SEQUENCE..], h.sequence);
-    BigEndian::write_u64(&mut out[field::DROPPED..], h.dropped);
-    BigEndian::write_u64(&mut out[field::FIRST_EVENT..], h.first_event);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    #[allow(deprecated)]
-    fn the_deprecated_encoder_writes_the_same_bytes() {
+    fn the_header_is_big_endian_at_format_md_offsets() {
         let h = DatagramHeader {
             kind: DatagramKind::Catalog,
             sender: 0xdead_beef,
@@ -153,19 +114,19 @@ mod tests {
             dropped: 3,
             first_event: 1 << 40,
         };
-        let (mut new, mut old) = ([0u8; field::HEADER_LEN], [0u8; field::HEADER_LEN]);
-        h.emit(300, &mut new);
-        emit_header(
-            &HeaderFields {
-                kind: KIND_CATALOG,
-                sender: h.sender,
-                count: 300,
-                sequence: h.sequence,
-                dropped: h.dropped,
-                first_event: h.first_event,
-            },
-            &mut old,
-        );
-        assert_eq!(new, old);
+        let mut out = [0xffu8; field::HEADER_LEN];
+        h.emit(300, &mut out);
+        let mut want = [0u8; 40];
+        want[..4].copy_from_slice(b"QTRU");
+        want[4..6].copy_from_slice(&[0, 1]); // version 1
+        want[6] = 2; // kind: catalog
+        want[7] = 0; // flags
+        want[8..12].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        want[12..14].copy_from_slice(&[0x01, 0x2c]); // count 300
+        want[14..16].copy_from_slice(&[0, 0]); // reserved
+        want[16..24].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 7]);
+        want[24..32].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 3]);
+        want[32..40].copy_from_slice(&[0, 0, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(out, want);
     }
 }

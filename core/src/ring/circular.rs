@@ -35,6 +35,16 @@ impl<const N: usize> CircularRing<N> {
     }
 }
 
+/// The capacity and the counters (read under the ring's critical section).
+impl<const N: usize> core::fmt::Debug for CircularRing<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CircularRing")
+            .field("capacity", &N)
+            .field("counters", &self.counters())
+            .finish()
+    }
+}
+
 impl<const N: usize> Ring for CircularRing<N> {
     fn type_name(&self) -> &'static str {
         "circular"

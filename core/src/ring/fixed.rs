@@ -34,6 +34,16 @@ impl<const N: usize> FixedRing<N> {
     }
 }
 
+/// The capacity and the counters (read under the ring's critical section).
+impl<const N: usize> core::fmt::Debug for FixedRing<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FixedRing")
+            .field("capacity", &N)
+            .field("counters", &self.counters())
+            .finish()
+    }
+}
+
 impl<const N: usize> Ring for FixedRing<N> {
     fn type_name(&self) -> &'static str {
         "fixed"

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::classes::Catalog;
 use crate::export::identifier_chars;
-use crate::model::classes::Catalog;
 
 /// The name of the clock in the metadata.
 pub const CLOCK_NAME: &str = "qtrace";

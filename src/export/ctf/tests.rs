@@ -1,7 +1,7 @@
 use super::super::metadata::{field_identifier, metadata};
 use super::*;
+use crate::classes::{system, tracer, Catalog, ClassSpec};
 use crate::export::{EventSink, ExportError};
-use crate::model::classes::{system, tracer, Catalog, ClassSpec};
 use crate::model::event::TRACER_SOURCE;
 use crate::Event;
 use crate::EventId;

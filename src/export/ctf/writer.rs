@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use super::metadata::{
     clock_origin, metadata, name_class_id, payload_class_id, undeclared_mask, variant_id,
 };
+use crate::classes::{tracer, Catalog};
 use crate::export::ExportError;
 use crate::export::{ConvertStats, EventSink};
-use crate::model::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
 use crate::Event;

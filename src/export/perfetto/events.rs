@@ -677,9 +677,9 @@ impl<W: Write> PerfettoWriter<W> {
 
 #[cfg(test)]
 mod tests {
+    use crate::classes::{system, user, Catalog};
     use crate::export::perfetto::PerfettoWriter;
     use crate::export::EventSink;
-    use crate::model::classes::{system, user, Catalog};
     use crate::Event;
 
     #[test]

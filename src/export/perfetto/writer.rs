@@ -7,12 +7,12 @@ use std::io::{BufWriter, Write};
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
 use super::zipper::{Deflater, Zipper};
+use crate::classes::scopes::ScopeTable;
+use crate::classes::{system, tracer, Catalog};
 use crate::export::by_source::BySource;
 use crate::export::slices::{Edge, SliceOptions, Slices};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
-use crate::model::classes::scopes::ScopeTable;
-use crate::model::classes::{system, tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames};
 use crate::Event;
 

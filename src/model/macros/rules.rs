@@ -46,7 +46,7 @@ macro_rules! classes {
 
         $(#[$cmeta])*
         $cvis static $catalog: $crate::macros::StaticCatalog = {
-            const CLASSES: &[$crate::macros::BuiltinClass] = &[$($class::INFO),+];
+            const CLASSES: &[$crate::macros::__private::BuiltinClass] = &[$($class::INFO),+];
             $crate::macros::StaticCatalog::new(CLASSES)
         };
     };
@@ -170,16 +170,16 @@ macro_rules! __qtrace_type {
 #[macro_export]
 macro_rules! __qtrace_fill {
     ($t:ident, event, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
-        $t[$at] = $crate::macros::BuiltinEvent::new($crate::EventId($id), $name, $desc, &[$($arg),*]);
+        $t[$at] = $crate::macros::__private::BuiltinEvent::new($crate::EventId($id), $name, $desc, &[$($arg),*]);
     };
     ($t:ident, scope, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
-        $t[$at] = $crate::macros::BuiltinEvent::new(
+        $t[$at] = $crate::macros::__private::BuiltinEvent::new(
             $crate::EventId($id),
             concat!($name, ".begin"),
             $desc,
             &[$($arg),*],
         );
-        $t[$at + 1] = $crate::macros::BuiltinEvent::new(
+        $t[$at + 1] = $crate::macros::__private::BuiltinEvent::new(
             $crate::EventId($id + 1),
             concat!($name, ".end"),
             concat!("end: ", $desc),

@@ -14,7 +14,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("qtrace-doc-circular-{}", std::process::id()));
 //! let tracer = Tracer::with_config(Config::default().with_output_dir(&dir));
-//! let q = tracer.create_queue::<Circular>(CircularParams { capacity: 4, ..Default::default() })?;
+//! let q = tracer.create_queue::<Circular>(CircularParams::default().with_capacity(4))?;
 //! tracer.assign_event(user::USER0, q)?;
 //! tracer.activate()?;
 //! for i in 0..10 {
@@ -62,15 +62,6 @@ const RING_MASK: u64 = (1 << RING_BITS) - 1;
 mod params;
 
 pub use params::{Circular, CircularParams};
-
-/// The previous release's path of [`CircularParams::MAX_SHARDS`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queues::CircularParams::MAX_SHARDS")]
-pub const MAX_SHARDS: usize = CircularParams::MAX_SHARDS;
-/// The previous release's path of [`CircularParams::DEFAULT_SHARDS`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::queues::CircularParams::DEFAULT_SHARDS")]
-pub const DEFAULT_SHARDS: usize = CircularParams::DEFAULT_SHARDS;
 
 /// A single-producer ring and the thread that owns it. `repr(C)`: placed
 /// in the queue's region (a ring file: the owner at byte 0, the ring's
@@ -156,7 +147,7 @@ impl Shard {
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let params = CircularParams::default().with_capacity(4).with_shards(0).with_ring(RingStorage::Memory);
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..6 {
@@ -339,7 +330,9 @@ impl CircularQueue {
     /// of records written (events and hoops). The queue's counters do not
     /// change: the events stay in the queue.
     ///
-    /// Errors: [`ConfigError::Io`] naming the path (also counted in
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] naming the path (also counted in
     /// [`Queue::status`]).
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();
@@ -548,7 +541,7 @@ impl Queue for CircularQueue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::model::classes::{user, Catalog};
+    use crate::classes::{user, Catalog};
     use crate::model::clock::{Clock, ManualClock};
     use std::sync::Arc;
 
@@ -561,12 +554,10 @@ mod tests {
             clock: Clock::manual(&ManualClock::new(0)),
             names: Default::default(),
         };
-        let params = CircularParams {
-            capacity: 4,
-            shards,
-            file: None,
-            ring: RingStorage::Memory,
-        };
+        let params = CircularParams::default()
+            .with_capacity(4)
+            .with_shards(shards)
+            .with_ring(RingStorage::Memory);
         match Circular.create(params, &ctx).unwrap() {
             AnyQueue::CircularQueue(q) => q,
             _ => unreachable!(),

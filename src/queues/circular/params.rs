@@ -11,7 +11,8 @@ use super::*;
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let params = CircularParams::default().with_capacity(4).with_shards(0).with_ring(RingStorage::Memory);
+/// assert_eq!((params.capacity(), params.shards(), params.ring()), (4, 0, &RingStorage::Memory));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..6 {
@@ -33,7 +34,7 @@ pub struct Circular;
 /// use qtrace::storage::RingStorage;
 ///
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams { capacity: 4, shards: 0, ring: RingStorage::Memory, ..Default::default() };
+/// let params = CircularParams::default().with_capacity(4).with_shards(0).with_ring(RingStorage::Memory);
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// for i in 0..6 {
@@ -45,33 +46,76 @@ pub struct Circular;
 /// # Ok::<(), qtrace::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CircularParams {
-    /// Events kept: a power of two (default 8192).
-    pub capacity: usize,
+    capacity: usize,
+    shards: usize,
+    file: Option<PathBuf>,
+    ring: RingStorage,
+}
+
+impl CircularParams {
+    /// Events kept: a power of two (default 8192; checked by
+    /// [`Tracer::create_queue`](crate::Tracer::create_queue)).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
     /// Single-producer shards: 0 (none: every thread uses the shared
     /// multi-producer ring) or a power of two up to [`CircularParams::MAX_SHARDS`] (default
     /// 16). Each shard holds `capacity` events too (32 bytes each; the
     /// shared ring 64), so the queue's memory is
     /// `capacity × (64 + 32 × shards)` bytes: 4.5 MiB for the defaults,
-    /// 512 KiB with `shards: 0`. Only the newest `capacity` events overall
+    /// 512 KiB with 0 shards. Only the newest `capacity` events overall
     /// are kept (see [`CircularQueue`]).
-    pub shards: usize,
+    pub fn with_shards(mut self, shards: usize) -> Self {
+        self.shards = shards;
+        self
+    }
+
     /// Where `terminate` saves; default `<output_dir>/queue<handle>-circular.qtr`.
-    pub file: Option<PathBuf>,
+    pub fn with_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file = Some(path.into());
+        self
+    }
+
     /// Where the rings live while the program runs: by default a ring file
     /// `<output_dir>/queue<handle>-circular.ring` that survives a crash (see
     /// [`RingStorage`]).
-    pub ring: RingStorage,
-}
+    pub fn with_ring(mut self, ring: RingStorage) -> Self {
+        self.ring = ring;
+        self
+    }
 
-impl CircularParams {
+    /// Events kept.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Single-producer shards (0: none).
+    pub fn shards(&self) -> usize {
+        self.shards
+    }
+
+    /// The file `terminate` saves to, if one was given (else the default
+    /// under the tracer's output directory).
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Where the rings live while the program runs.
+    pub fn ring(&self) -> &RingStorage {
+        &self.ring
+    }
+
     /// The largest number of shards of a circular queue.
     ///
     /// ```
     /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel
     /// use qtrace::queues::CircularParams;
     /// assert_eq!(CircularParams::MAX_SHARDS, 256);
-    /// assert_eq!(CircularParams::default().shards, CircularParams::DEFAULT_SHARDS);
+    /// assert_eq!(CircularParams::default().shards(), CircularParams::DEFAULT_SHARDS);
     /// ```
     pub const MAX_SHARDS: usize = 256;
     /// Default number of shards.

@@ -89,6 +89,13 @@ pub(crate) fn first_free(base: &Path) -> u64 {
         .map_or(1, |n| n.saturating_add(1))
 }
 
+/// A closed chunk still on disk.
+pub(super) struct ClosedChunk {
+    pub(super) path: PathBuf,
+    pub(super) bytes: u64,
+    pub(super) events: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,28 +1,25 @@
 //! The online queue's task: drains the ring into the trace file in batches,
 //! reserves disk space ahead of its writes, re-creates a file deleted or
-//! replaced under it, cuts the file into chunks when it rotates (closing each
-//! as a complete trace, deleting the oldest beyond its retention), and closes
-//! the file with the final hoops and close run.
+//! replaced under it, and closes the file with the final hoops and close run.
+//! Cutting the file into chunks and deleting the oldest is `rotation.rs`;
+//! opening the target at phase 2 is `open.rs`.
 
-use super::chunks::{chunk_path, first_free, Rotation};
-use super::params::Target;
-use super::{OnlineQueue, Shared};
-use crate::model::classes::tracer::HOOPS;
+use super::chunks::{ClosedChunk, Rotation};
+use super::Shared;
+use crate::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
-use crate::model::combine::{RecordedNames, BEGIN, COMBINE, CONTROL, END};
+use crate::model::combine::RecordedNames;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::handle::QueueHandle;
-use crate::queue::config_error::ConfigError;
-use crate::queue::queue_trait::QueueContext;
 use crate::queues::drained::task::Work;
 use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
 use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
+use crate::wire::{CloseRecord, QueueTotals};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,80 +29,73 @@ use std::time::{Duration, Instant};
 const RESERVE_CHUNK: u64 = 1 << 20;
 
 /// Events encoded per `write` call (64 KiB).
-const BATCH: usize = 2048;
+pub(super) const BATCH: usize = 2048;
 /// Batches one round may write before it lets the task check its stop flag.
 const ROUND_BATCHES: usize = 64;
 
 /// The task's side: drains the ring into the sink.
 pub(super) struct Drainer {
-    shared: Arc<Shared>,
-    sink: Box<dyn Write + Send>,
-    name: String,
+    pub(super) shared: Arc<Shared>,
+    pub(super) sink: Box<dyn Write + Send>,
+    pub(super) name: String,
     /// Encoded records not yet (completely) written.
-    pending: Vec<u8>,
+    pub(super) pending: Vec<u8>,
     /// Bytes of `pending` already written.
-    written: usize,
+    pub(super) written: usize,
     /// Events (not hoops) in `pending`; they come first, a hoops record
     /// (if any) last.
-    pending_events: u64,
+    pub(super) pending_events: u64,
     /// Events of `pending` already counted delivered (completely written).
-    credited: u64,
+    pub(super) credited: u64,
     /// The file, when the target is one (to cut a torn record at the end).
-    file: Option<File>,
+    pub(super) file: Option<File>,
     /// Bytes written to the target so far.
-    file_len: u64,
+    pub(super) file_len: u64,
     /// The ring's drop total already written as hoops.
-    last_dropped: u64,
+    pub(super) last_dropped: u64,
     /// Lost events counted by hoops records still (partly) unwritten in
     /// `pending`.
-    pending_hoops: u64,
+    pub(super) pending_hoops: u64,
     /// Time of the last event taken from the ring.
-    last_time: u64,
-    handle: QueueHandle,
+    pub(super) last_time: u64,
+    pub(super) handle: QueueHandle,
     /// Records (events and hoops) completely written, for the close run.
-    records: u64,
+    pub(super) records: u64,
     /// Events lost as stated by the hoops records completely written.
-    lost: u64,
+    pub(super) lost: u64,
     /// The tracer's clock (the close run's time).
-    clock: Clock,
+    pub(super) clock: Clock,
     /// The last round failed: the next waits for the period.
-    failed: bool,
+    pub(super) failed: bool,
     /// The file is known allocated up to here (`u64::MAX`: reservation
     /// unsupported, never checked).
-    reserved_to: u64,
+    pub(super) reserved_to: u64,
     /// The file's path, when the target is a file (to detect its deletion
     /// or replacement).
-    path: Option<PathBuf>,
+    pub(super) path: Option<PathBuf>,
     /// The encoded header (to re-create a deleted file).
-    header: Vec<u8>,
+    pub(super) header: Vec<u8>,
     /// Events delivered into the current file.
-    in_file: u64,
+    pub(super) in_file: u64,
     /// Chunk bounds and retention (all off: one growing file).
-    rotation: Rotation,
+    pub(super) rotation: Rotation,
     /// The queue's own path, which chunks are named after.
-    base: Option<PathBuf>,
+    pub(super) base: Option<PathBuf>,
     /// The open chunk's number (with rotation).
-    chunk: u64,
+    pub(super) chunk: u64,
     /// Records of the open chunk's names prologue.
-    prologue: u64,
+    pub(super) prologue: u64,
     /// When the open chunk's first record after its prologue was written.
-    first_record_at: Option<Instant>,
+    pub(super) first_record_at: Option<Instant>,
     /// The closed chunks kept, oldest first.
-    closed: VecDeque<ClosedChunk>,
+    pub(super) closed: VecDeque<ClosedChunk>,
     /// The tracer's names, for each chunk's names prologue.
-    names: Arc<RecordedNames>,
+    pub(super) names: Arc<RecordedNames>,
     /// Opening the next chunk failed this round: no retry until the next.
-    rotate_blocked: bool,
+    pub(super) rotate_blocked: bool,
     /// Records of a combine run held back until its end is drained (see
     /// `hold_open_run`): drained from the ring, not yet in `pending`.
-    carry: Vec<u8>,
-}
-
-/// A closed chunk still on disk.
-struct ClosedChunk {
-    path: PathBuf,
-    bytes: u64,
-    events: u64,
+    pub(super) carry: Vec<u8>,
 }
 
 enum Round {
@@ -322,178 +312,6 @@ impl Drainer {
         ));
     }
 
-    /// Records that still fit in the open chunk, keeping room for a hoops
-    /// record and the close run (`usize::MAX` without a size bound).
-    fn room(&self) -> usize {
-        let Some(max) = self.rotation.max_bytes.filter(|_| self.file.is_some()) else {
-            return usize::MAX;
-        };
-        let slots = max.saturating_sub(self.file_len) / RECORD_LEN as u64;
-        usize::try_from(slots.saturating_sub(4)).unwrap_or(usize::MAX)
-    }
-
-    /// Whether the open chunk's first record is older than the age bound
-    /// (an empty chunk is never closed for its age).
-    fn age_due(&self) -> bool {
-        self.file.is_some()
-            && !self.rotate_blocked
-            && matches!(
-                (self.first_record_at, self.rotation.max_age),
-                (Some(at), Some(age)) if at.elapsed() >= age
-            )
-    }
-
-    /// The header and the names prologue (stamped with the time of the
-    /// last record drained, so it precedes what follows) of a chunk after
-    /// the first, and the prologue's record count.
-    fn chunk_head(&self) -> (Vec<u8>, u64) {
-        let mut head = self.header.clone();
-        let names = self.names.records(self.last_time);
-        for e in &names {
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(e, &mut rec);
-            head.extend_from_slice(&rec);
-        }
-        (head, names.len() as u64)
-    }
-
-    /// Closes the open chunk and continues in the next (called between
-    /// batches: nothing pending). The next chunk is made whole first (header
-    /// and names prologue, written under a hidden name and then linked to
-    /// its own), then the open one gets its close run and is synced: a
-    /// reader that sees the close run finds the next chunk there. Then
-    /// retention deletes the oldest closed chunks. If the next chunk cannot
-    /// be made, the error is counted and the open chunk goes on past its
-    /// bound until the next round tries again.
-    fn rotate(&mut self) {
-        if self.rotate_blocked || !self.rotation.on() {
-            return;
-        }
-        let Some(base) = self.base.clone().filter(|_| self.file.is_some()) else {
-            return;
-        };
-        self.rotate_blocked = true;
-        let next = self.chunk + 1;
-        let path = chunk_path(&base, next);
-        let (head, prologue) = self.chunk_head();
-        let (handle, file) = match create_chunk(&path, &head) {
-            Ok(pair) => pair,
-            Err(e) => {
-                let skip = if e.kind() == io::ErrorKind::AlreadyExists {
-                    // Not ours: never written over; the next try takes
-                    // the number after it.
-                    self.chunk = next;
-                    " (a file of that name exists: it is left alone and the number skipped)"
-                } else {
-                    ""
-                };
-                self.shared.io_error(
-                    &format!(
-                        "open the next chunk {}{skip}; {} goes on past its bound until the next round",
-                        path.display(),
-                        self.name
-                    ),
-                    &e,
-                );
-                return;
-            }
-        };
-        self.close(0, 0);
-        if let Some(f) = &self.file {
-            if let Err(e) = f.sync_data() {
-                self.shared
-                    .io_error(&format!("sync the closed chunk {}", self.name), &e);
-            }
-        }
-        if let Some(old) = self.path.replace(path.clone()) {
-            self.closed.push_back(ClosedChunk {
-                path: old,
-                bytes: self.file_len,
-                events: self.in_file,
-            });
-        }
-        self.file = Some(handle);
-        self.sink = Box::new(file);
-        self.name = path.display().to_string();
-        self.file_len = head.len() as u64;
-        self.reserved_to = self.file_len + RESERVE_LEN;
-        self.records = prologue;
-        self.prologue = prologue;
-        self.lost = 0;
-        self.in_file = 0;
-        self.chunk = next;
-        self.first_record_at = None;
-        self.rotate_blocked = false;
-        self.retain();
-    }
-
-    /// Deletes the oldest closed chunks, whole, until the retention holds;
-    /// their events count as overwritten. Then publishes the chunks kept.
-    fn retain(&mut self) {
-        let (keep_chunks, keep_bytes) = (self.rotation.keep_chunks, self.rotation.keep_bytes);
-        while let Some(oldest) = self.closed.front() {
-            let bytes: u64 = self.closed.iter().map(|c| c.bytes).sum();
-            let over = keep_chunks.is_some_and(|k| self.closed.len() + 1 > k)
-                || keep_bytes.is_some_and(|b| bytes > b);
-            if !over {
-                break;
-            }
-            match std::fs::remove_file(&oldest.path) {
-                Ok(()) => {}
-                // Gone already: its events are gone too.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    let what = format!("delete the chunk {} (retention)", oldest.path.display());
-                    self.shared.io_error(&what, &e);
-                    break;
-                }
-            }
-            self.shared
-                .retired
-                .fetch_add(oldest.events, Ordering::Relaxed);
-            self.closed.pop_front();
-        }
-        let mut kept: Vec<PathBuf> = self.closed.iter().map(|c| c.path.clone()).collect();
-        kept.extend(self.path.clone());
-        self.shared.io.lock().chunks = kept;
-    }
-
-    /// With rotation: holds back a combine run that `pending` ends inside
-    /// (its end not drained yet, or the batch cut it) until its end is
-    /// drained, so that a chunk boundary never splits a run — unless the run
-    /// starts an empty chunk (then it is longer than a chunk, or its
-    /// producer is slow: it goes on as it comes).
-    fn hold_open_run(&mut self) {
-        let flags = |i: usize| {
-            let at = i * RECORD_LEN + 10;
-            u16::from_be_bytes([self.pending[at], self.pending[at + 1]])
-        };
-        let in_run = |f: u16| f & (COMBINE | CONTROL) == COMBINE;
-        let recs = self.pending.len() / RECORD_LEN;
-        if !self.rotation.on() || recs == 0 {
-            return;
-        }
-        let last = flags(recs - 1);
-        if !in_run(last) || last & END != 0 {
-            return;
-        }
-        // The run's records are consecutive (queues claim a run whole).
-        let mut b = recs - 1;
-        while flags(b) & BEGIN == 0 {
-            if b == 0 || !in_run(flags(b - 1)) {
-                return; // its begin record is not here: nothing to keep whole
-            }
-            b -= 1;
-        }
-        if b == 0 && self.records == self.prologue {
-            return;
-        }
-        self.carry
-            .extend_from_slice(&self.pending[b * RECORD_LEN..]);
-        self.pending.truncate(b * RECORD_LEN);
-        self.pending_events -= (recs - b) as u64;
-    }
-
     /// Drains and writes, at most `batches` batches.
     fn round(&mut self, mut batches: usize) -> Round {
         // A rotation that failed is tried again once a round.
@@ -588,7 +406,7 @@ impl Drainer {
     /// the room reserved when it was opened; another writer gets the
     /// records appended. Returns whether they were written (if not, the file
     /// reads as cut short, which is the truth).
-    fn close(&mut self, unwritten: u64, unmarked: u64) -> bool {
+    pub(super) fn close(&mut self, unwritten: u64, unmarked: u64) -> bool {
         if self.file.is_none() && self.written % RECORD_LEN != 0 {
             // A writer that took part of a record: what follows would be
             // misaligned. Left without its close run, the trace reads as
@@ -763,148 +581,10 @@ impl Work for Drainer {
     }
 }
 
-impl OnlineQueue {
-    /// Opens the target and writes the header.
-    pub(super) fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
-        let header = TraceHeader::for_queue(ctx).to_bytes();
-        let mut file_handle = None;
-        let mut remove_if_header_fails = false;
-        let mut chunk = 0;
-        let mut chunk_file: Option<PathBuf> = None;
-        let (mut sink, name): (Box<dyn Write + Send>, String) = match target {
-            Target::Writer(w) => (w, "the online queue's writer".to_string()),
-            Target::Default | Target::File(_) => {
-                let base = self.path.clone().expect("file targets have a path");
-                let path = if self.rotation.on() {
-                    chunk = first_free(&base);
-                    chunk_path(&base, chunk)
-                } else {
-                    base
-                };
-                chunk_file = Some(path.clone());
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        ConfigError::io("create the directory of trace file", &path, e)
-                    })?;
-                }
-                let removable = removable_on_failure(&path);
-                // Locked while written: another process tracing into the
-                // same directory is refused, never overwrites it.
-                let file = crate::storage::save::create_locked(&path)?;
-                // Room for the final hoops record and close run, so a disk
-                // that fills up still takes them (see `reserve`); then a
-                // second handle to reserve room ahead of the writes, cut a
-                // torn last record and write the close run at shutdown. If
-                // either fails, the file just created (or truncated) goes: a
-                // failed phase 2 leaves no empty trace file behind.
-                let handle = reserve(&file, header.len() as u64, RESERVE_LEN)
-                    .map_err(|e| ("reserve room at the end of trace file", e))
-                    .and_then(|_| {
-                        file.try_clone()
-                            .map_err(|e| ("open a second handle to trace file", e))
-                    });
-                match handle {
-                    Ok(h) => file_handle = Some(h),
-                    Err((action, e)) => {
-                        drop(file);
-                        if removable {
-                            let _ = std::fs::remove_file(&path);
-                        }
-                        return Err(ConfigError::io(action, &path, e));
-                    }
-                }
-                remove_if_header_fails = removable;
-                (Box::new(file), path.display().to_string())
-            }
-        };
-        if let Err(e) = sink.write_all(&header) {
-            if let Some(path) = chunk_file.as_ref().filter(|_| remove_if_header_fails) {
-                // Nothing of the trace is in the file yet: remove it, as above.
-                drop(sink);
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(ConfigError::Io(crate::model::io_error::IoError {
-                path: chunk_file.clone(),
-                action: "write the header of trace file",
-                source: e,
-            }));
-        }
-        {
-            let mut io = self.shared.io.lock();
-            io.file_opened = true;
-            io.chunks = chunk_file.iter().filter(|_| chunk > 0).cloned().collect();
-        }
-        let file_path = file_handle.as_ref().and(chunk_file);
-        let file_len_at_open = header.len() as u64;
-        Ok(Drainer {
-            shared: Arc::clone(&self.shared),
-            sink,
-            name,
-            file: file_handle,
-            file_len: header.len() as u64,
-            path: file_path,
-            header,
-            in_file: 0,
-            pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
-            written: 0,
-            pending_events: 0,
-            credited: 0,
-            last_dropped: 0,
-            pending_hoops: 0,
-            last_time: 0,
-            handle: ctx.handle,
-            records: 0,
-            lost: 0,
-            clock: ctx.clock.clone(),
-            failed: false,
-            reserved_to: file_len_at_open + RESERVE_LEN,
-            rotation: self.rotation,
-            base: self.path.clone(),
-            chunk,
-            prologue: 0,
-            first_record_at: None,
-            closed: VecDeque::new(),
-            names: Arc::clone(&ctx.names),
-            rotate_blocked: false,
-            carry: Vec::new(),
-        })
-    }
-}
-
 /// Whether a trace file about to be created at `path` may be removed if
 /// opening it fails: when nothing is there yet or a regular file is (which
 /// `File::create` truncates), never a device such as `/dev/full`, a FIFO or
 /// a symbolic link.
-fn removable_on_failure(path: &std::path::Path) -> bool {
+pub(super) fn removable_on_failure(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
-}
-
-/// Creates the chunk `path` whole: `head` (header and names prologue) is
-/// written to a hidden file beside it (`.<name>.tmp`, room for the close run
-/// reserved), which is then linked to `path` — never over an existing file
-/// (`AlreadyExists`) — so a reader never sees a chunk without its whole
-/// header. Returns two handles to it (one for positioned writes).
-fn create_chunk(path: &Path, head: &[u8]) -> io::Result<(File, File)> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let made = (|| -> io::Result<(File, File)> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        reserve(&f, head.len() as u64, RESERVE_LEN)?;
-        f.write_all(head)?;
-        let handle = f.try_clone()?;
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
-            // A file system without hard links: a rename, if the name is free.
-            Err(_) if !path.exists() => std::fs::rename(&tmp, path)?,
-            Err(e) => return Err(e),
-        }
-        Ok((handle, f))
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    made
 }

@@ -85,7 +85,9 @@ use std::time::Duration;
 
 mod chunks;
 mod drainer;
+mod open;
 mod params;
+mod rotation;
 
 use params::Target;
 pub use params::{Online, OnlineParams};
@@ -137,7 +139,7 @@ impl Shared {
     }
 }
 
-/// A circular-online queue (see the [module documentation](self)).
+/// A circular-online queue (see [`Online`], its policy).
 ///
 /// ```
 /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // own directory: doc tests run in parallel

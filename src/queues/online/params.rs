@@ -70,6 +70,7 @@ pub(super) enum Target {
 /// assert_eq!(params.period(), Duration::from_millis(100));
 /// assert_eq!(params.high_water_percent(), 80);
 /// ```
+#[non_exhaustive]
 pub struct OnlineParams {
     target: Target,
     /// Capacity in events (a power of two).

@@ -163,7 +163,7 @@ struct Shared {
     last_error: Mutex<Option<String>>,
 }
 
-/// A UDP queue (see the [module documentation](self)).
+/// A UDP queue (see [`Udp`], its policy).
 ///
 /// ```
 /// use qtrace::classes::user;

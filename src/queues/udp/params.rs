@@ -72,6 +72,7 @@ pub enum DatagramsPerPeriod {
 /// assert_eq!(params.sender_id(), None);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UdpParams {
     /// Capacity in events (a power of two).
     pub(crate) capacity: usize,

@@ -1,6 +1,6 @@
 //! [`Config`]: what a tracer is built with (clock, output directory, save on panic).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::model::clock::Clock;
 use crate::queue::config_error::ConfigError;
@@ -20,17 +20,11 @@ use crate::queue::config_error::ConfigError;
 /// assert!(tracer.output_dir().ends_with("qtrace-doc-config"));
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
-    /// The clock read once per recorded event.
-    pub clock: Clock,
-    /// Where queues put their files unless told otherwise.
-    pub output_dir: PathBuf,
-    /// Whether a panic in any thread saves this tracer's fixed and circular
-    /// queues whose rings are on the heap
-    /// ([`crate::storage::RingStorage::Memory`]) to their trace files, from a
-    /// panic hook installed at phase 2 (chained before the hook that was
-    /// there). Default `true`.
-    pub save_on_panic: bool,
+    pub(crate) clock: Clock,
+    pub(crate) output_dir: PathBuf,
+    pub(crate) save_on_panic: bool,
 }
 
 impl Default for Config {
@@ -46,6 +40,26 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The clock read once per recorded event (default [`Clock::fast`]).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Where queues put their files unless told otherwise (default
+    /// `$QTRACE_DIR`, else `qtrace-out`).
+    pub fn output_dir(&self) -> &Path {
+        &self.output_dir
+    }
+
+    /// Whether a panic in any thread saves this tracer's fixed and circular
+    /// queues whose rings are on the heap
+    /// ([`crate::storage::RingStorage::Memory`]) to their trace files, from a
+    /// panic hook installed at phase 2 (chained before the hook that was
+    /// there). Default `true`.
+    pub fn save_on_panic(&self) -> bool {
+        self.save_on_panic
+    }
+
     /// Uses `clock`.
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
@@ -72,7 +86,7 @@ impl Config {
     /// use qtrace::clock::ClockKind;
     /// use qtrace::Config;
     /// let config = Config::default().with_clock_kind(ClockKind::Monotonic).unwrap();
-    /// assert_eq!(config.clock.kind(), ClockKind::Monotonic);
+    /// assert_eq!(config.clock().kind(), ClockKind::Monotonic);
     /// ```
     pub fn with_clock_kind(
         mut self,

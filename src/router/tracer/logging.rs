@@ -83,7 +83,7 @@ impl Tracer {
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
-    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 64, ..Default::default() })?;
+    /// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(64))?;
     /// tracer.assign_event(user::USER0, q)?;
     /// tracer.log_str(user::USER0, "worker-3 took request 42");
     /// let records = tracer.queue(q)?.as_fixed().unwrap().snapshot_events();

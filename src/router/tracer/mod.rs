@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::model::classes::Catalog;
+use crate::classes::Catalog;
 use crate::model::clock::Clock;
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
@@ -34,7 +34,7 @@ pub use report::{QueueReport, ShutdownReport};
 /// an `Arc`, or process-wide with [`crate::setup::global::install`]). Configuration
 /// calls take a lock; [`Tracer::log_event`] never does.
 ///
-/// Lifecycle (see [`crate::setup::init`]): phase 1 — [`Tracer::new`], then
+/// Lifecycle (see [`crate::init`]): phase 1 — [`Tracer::new`], then
 /// register types, create queues, define classes, assign and enable; phase 2 —
 /// [`Tracer::activate`]; then log; then [`Tracer::shutdown`].
 ///

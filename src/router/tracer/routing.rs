@@ -4,8 +4,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{panic_message, Tracer};
+use crate::classes::{ClassSpec, DefinedClass};
 use crate::filters::{Filter, FilterQueue};
-use crate::model::classes::{ClassSpec, DefinedClass};
 use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
@@ -56,14 +56,12 @@ impl Tracer {
     ///
     /// let tracer = Tracer::new();
     /// let q0 = tracer.create_queue::<Dummy>(())?;
-    /// let q1 = tracer.create_queue::<Circular>(CircularParams {
-    ///     capacity: 1024,
-    ///     ring: RingStorage::Memory,
-    ///     ..CircularParams::default()
-    /// })?;
+    /// let q1 = tracer.create_queue::<Circular>(CircularParams::default()
+    ///     .with_capacity(1024)
+    ///     .with_ring(RingStorage::Memory))?;
     /// assert_eq!((q0, q1), (QueueHandle(0), QueueHandle(1)));
     /// // A capacity that is not a power of two is a typed error.
-    /// let bad = CircularParams { capacity: 1000, ..CircularParams::default() };
+    /// let bad = CircularParams::default().with_capacity(1000);
     /// assert!(tracer.create_queue::<Circular>(bad).is_err());
     /// # Ok::<(), qtrace::Error>(())
     /// ```
@@ -151,7 +149,7 @@ impl Tracer {
     ///
     /// [`ConfigError::AfterPhase2`] or [`ConfigError::AfterShutdown`] after phase 1;
     /// [`ConfigError::Catalog`] with
-    /// [`CatalogError::IdTaken`](crate::model::classes::CatalogError::IdTaken) when
+    /// [`CatalogError::IdTaken`](crate::classes::CatalogError::IdTaken) when
     /// a class's id is already another class (a run-time class defined
     /// first) or the same class described differently.
     pub fn define_classes(&self, catalog: &qtrace_core::StaticCatalog) -> Result<(), ConfigError> {
@@ -246,7 +244,7 @@ impl Tracer {
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
-    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+    /// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(16))?;
     /// tracer.assign_event(user::USER0, q)?;
     /// tracer.filter_event(user::USER0, Filter::arg(0, 10..=19))?;
     /// for a in [5, 12, 30, 19] {

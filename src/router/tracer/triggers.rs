@@ -38,7 +38,7 @@ impl Tracer {
     /// use qtrace::Tracer;
     ///
     /// let tracer = Tracer::new();
-    /// let q = tracer.create_queue::<Fixed>(FixedParams { capacity: 16, ..Default::default() })?;
+    /// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_capacity(16))?;
     /// tracer.assign_class(user::CLASS, q)?;
     /// // Stop recording everything at the first USER7 with argument 0 above 100.
     /// let stop = Trigger::stop(Scope::Global)

@@ -283,12 +283,10 @@ impl std::fmt::Display for Damage {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -331,12 +329,10 @@ pub struct RingContents {
 /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
 /// let ring = dir.join("q.ring");
 /// let tracer = qtrace::Tracer::new();
-/// let params = CircularParams {
-///     capacity: 64,
-///     shards: 0,
-///     ring: RingStorage::FileAt(ring.clone()),
-///     ..Default::default()
-/// };
+/// let params = CircularParams::default()
+///     .with_capacity(64)
+///     .with_shards(0)
+///     .with_ring(RingStorage::FileAt(ring.clone()));
 /// let q = tracer.create_queue::<Circular>(params)?;
 /// tracer.assign_class(user::CLASS, q)?;
 /// tracer.log_event(user::USER0, [7, 0]);
@@ -428,12 +424,10 @@ impl RingImage {
     /// let dir = std::env::temp_dir().join(format!("qtrace-doc-recover-{}", std::process::id()));
     /// let ring = dir.join("q.ring");
     /// let tracer = qtrace::Tracer::new();
-    /// let params = CircularParams {
-    ///     capacity: 64,
-    ///     shards: 0,
-    ///     ring: RingStorage::FileAt(ring.clone()),
-    ///     ..Default::default()
-    /// };
+    /// let params = CircularParams::default()
+    ///     .with_capacity(64)
+    ///     .with_shards(0)
+    ///     .with_ring(RingStorage::FileAt(ring.clone()));
     /// let q = tracer.create_queue::<Circular>(params)?;
     /// tracer.assign_class(user::CLASS, q)?;
     /// tracer.log_event(user::USER0, [7, 0]);
@@ -660,12 +654,27 @@ fn check_records(
     ring.damaged = bad;
 }
 
+/// The multi-producer ring and the shards of a circular ring file, each
+/// checked against the others (a counter that the slots contradict is
+/// damage, and the slots decide).
 fn circular_rings(
     r: &Bytes<'_>,
     l: &RingLayout,
     tolerance: Option<u64>,
     damage: &mut Vec<Damage>,
 ) -> Vec<RingContents> {
+    let (tail, dropped, tail_out_of_range) = mp_counters(r, l, damage);
+    let (found, seen) = mp_slots(r, l, damage);
+    let totals = mp_totals(l, tail, dropped, tail_out_of_range, &seen, damage);
+    let mut rings = vec![mp_ring(r, l, found, totals, seen.bad, tolerance, damage)];
+    rings.extend((0..l.shard_blocks).filter_map(|s| shard_ring(r, l, s, tolerance, damage)));
+    rings
+}
+
+/// The multi-producer ring's tail and drop counters, and whether the tail
+/// was out of range (then 0, to be replaced from the slots); a drop count
+/// above the tail is damage and taken as 0.
+fn mp_counters(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> (u64, u64, bool) {
     let in_file = "offsets checked against the file length";
     let ctl = l.header_len;
     let mut tail = r.u64(ctl + TAIL_AT as u64).expect(in_file);
@@ -688,6 +697,19 @@ fn circular_rings(
         });
         dropped = 0;
     }
+    (tail, dropped, tail_out_of_range)
+}
+
+/// The first pass over the multi-producer ring's slots: each written slot's
+/// (ticket, state, offset) when its ticket belongs at its index, and the
+/// newest such ticket; every other written slot is damage (the count of
+/// impossible slots is every `Slot` damage listed so far).
+fn mp_slots(
+    r: &Bytes<'_>,
+    l: &RingLayout,
+    damage: &mut Vec<Damage>,
+) -> (Vec<(u64, u64, u64)>, Slots) {
+    let in_file = "offsets checked against the file length";
     let mask = l.capacity - 1;
     // First pass: the slots' tickets, checked against their index.
     let mut found: Vec<(u64, u64, u64)> = Vec::new(); // (ticket, state, offset)
@@ -717,6 +739,37 @@ fn circular_rings(
         .iter()
         .filter(|d| matches!(d.kind, DamageKind::Slot { .. }))
         .count() as u64;
+    let seen = Slots {
+        newest,
+        in_place: found.len() as u64,
+        bad: bad_slots,
+    };
+    (found, seen)
+}
+
+/// What the first pass found in the multi-producer ring's slots.
+struct Slots {
+    /// The newest ticket in a slot where it belongs.
+    newest: Option<u64>,
+    /// Slots holding a ticket where it belongs.
+    in_place: u64,
+    /// Written slots found impossible (damage of kind `Slot`).
+    bad: u64,
+}
+
+/// The multi-producer ring's attempts and drops: the tail and drop
+/// counters checked against the slots (a counter they contradict is
+/// damage, replaced by what the slots prove).
+fn mp_totals(
+    l: &RingLayout,
+    tail: u64,
+    mut dropped: u64,
+    tail_out_of_range: bool,
+    seen: &Slots,
+    damage: &mut Vec<Damage>,
+) -> (u64, u64) {
+    let ctl = l.header_len;
+    let (newest, bad_slots) = (seen.newest, seen.bad);
     // The tail against the slots: every ticket in a slot was handed out,
     // and the tickets after the newest one are drops, slots being written
     // (at most a ring's worth) or slots found impossible.
@@ -753,7 +806,7 @@ fn circular_rings(
     }
     // Every slot in place holds an accepted ticket: the drops cannot
     // exceed the attempts left.
-    let in_place = found.len() as u64;
+    let in_place = seen.in_place;
     if dropped > attempts.saturating_sub(in_place) {
         damage.push(Damage {
             offset: ctl + DROPPED_AT as u64,
@@ -764,6 +817,23 @@ fn circular_rings(
         });
         dropped = 0;
     }
+    (attempts, dropped)
+}
+
+/// The multi-producer ring's contents: the records of the slots found in
+/// place (checked), the tickets being written at the crash, and, for the
+/// impossible slots, as many unreadable tickets as are missing.
+fn mp_ring(
+    r: &Bytes<'_>,
+    l: &RingLayout,
+    found: Vec<(u64, u64, u64)>,
+    (attempts, dropped): (u64, u64),
+    bad_slots: u64,
+    tolerance: Option<u64>,
+    damage: &mut Vec<Damage>,
+) -> RingContents {
+    let in_file = "offsets checked against the file length";
+    let mask = l.capacity - 1;
     let mut mp = RingContents {
         attempts,
         dropped,
@@ -809,77 +879,87 @@ fn circular_rings(
         }
     }
     mp.unreadable.sort_unstable();
-    let mut rings = vec![mp];
-    for s in 0..l.shard_blocks {
-        let at = l.shards_at + s * SHARD_BYTES as u64;
-        let owner = r.u64(at + OWNER_AT as u64).expect(in_file);
-        let claimed = r.u64(at + CLAIMED_AT as u64).expect(in_file);
-        let committed = r.u64(at + COMMITTED_AT as u64).expect(in_file);
-        if owner == 0 || owner == u64::MAX || (claimed == 0 && committed == 0) {
-            continue; // never used (or the placeholder of a queue without shards)
-        }
-        let cap = l.shard_capacity;
-        // The producer stores `claimed` before a record and `committed`
-        // after it, so `committed <= claimed <= committed + 1`; a record is
-        // readable when its slot was not being overwritten.
-        if claimed.min(committed) > MAX_COUNT {
-            damage.push(Damage {
-                offset: at + CLAIMED_AT as u64,
-                kind: DamageKind::CounterOutOfRange {
-                    value: claimed.min(committed),
-                },
-            });
-            continue;
-        }
-        let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
-        let record_at = |t: u64| base + (t % cap) * RECORD_BYTES as u64;
-        let (claimed, committed) = if committed > claimed || claimed - committed > 1 {
-            // The smaller counter, and beyond it the records the slots
-            // prove newer (a clock that never steps back).
-            let (small, large) = (claimed.min(committed), claimed.max(committed));
-            let end = tolerance.map_or(small, |w| {
-                records::provable_end(small, large, cap, w, |t| {
-                    r.words(record_at(t)).expect(in_file)
-                })
-            });
-            // Reaching a `claimed` above `committed`: its last ticket may
-            // have been being written.
-            let taken = if end == large && claimed > committed {
-                (end, end - 1)
-            } else {
-                (end, end)
-            };
-            damage.push(Damage {
-                offset: at + CLAIMED_AT as u64,
-                kind: DamageKind::ShardCounters {
-                    shard: s,
-                    claimed,
-                    committed,
-                    taken: taken.1,
-                },
-            });
-            taken
-        } else {
-            (claimed, committed)
-        };
-        let lo = claimed
-            .saturating_sub(cap)
-            .max(committed.saturating_sub(cap));
-        let mut ring = RingContents {
-            attempts: claimed,
-            ..Default::default()
-        };
-        ring.records = (lo..committed)
-            .map(|t| (t, Event::from_words(r.words(record_at(t)).expect(in_file))))
-            .collect();
-        check_records(&mut ring, record_at, true, tolerance, damage);
-        // The ticket claimed but not committed: being written at the crash.
-        if claimed > committed {
-            ring.unreadable.push(committed.max(lo));
-        }
-        rings.push(ring);
+    mp
+}
+
+/// Shard `s`'s contents, or `None` if it was never used (or its counters
+/// are out of range, which is damage). The claimed and committed counters
+/// are checked against each other, and against the records they cover.
+fn shard_ring(
+    r: &Bytes<'_>,
+    l: &RingLayout,
+    s: u64,
+    tolerance: Option<u64>,
+    damage: &mut Vec<Damage>,
+) -> Option<RingContents> {
+    let in_file = "offsets checked against the file length";
+    let at = l.shards_at + s * SHARD_BYTES as u64;
+    let owner = r.u64(at + OWNER_AT as u64).expect(in_file);
+    let claimed = r.u64(at + CLAIMED_AT as u64).expect(in_file);
+    let committed = r.u64(at + COMMITTED_AT as u64).expect(in_file);
+    if owner == 0 || owner == u64::MAX || (claimed == 0 && committed == 0) {
+        return None; // never used (or the placeholder of a queue without shards)
     }
-    rings
+    let cap = l.shard_capacity;
+    // The producer stores `claimed` before a record and `committed`
+    // after it, so `committed <= claimed <= committed + 1`; a record is
+    // readable when its slot was not being overwritten.
+    if claimed.min(committed) > MAX_COUNT {
+        damage.push(Damage {
+            offset: at + CLAIMED_AT as u64,
+            kind: DamageKind::CounterOutOfRange {
+                value: claimed.min(committed),
+            },
+        });
+        return None;
+    }
+    let base = l.records_at + s * l.shard_capacity * RECORD_BYTES as u64;
+    let record_at = |t: u64| base + (t % cap) * RECORD_BYTES as u64;
+    let (claimed, committed) = if committed > claimed || claimed - committed > 1 {
+        // The smaller counter, and beyond it the records the slots
+        // prove newer (a clock that never steps back).
+        let (small, large) = (claimed.min(committed), claimed.max(committed));
+        let end = tolerance.map_or(small, |w| {
+            records::provable_end(small, large, cap, w, |t| {
+                r.words(record_at(t)).expect(in_file)
+            })
+        });
+        // Reaching a `claimed` above `committed`: its last ticket may
+        // have been being written.
+        let taken = if end == large && claimed > committed {
+            (end, end - 1)
+        } else {
+            (end, end)
+        };
+        damage.push(Damage {
+            offset: at + CLAIMED_AT as u64,
+            kind: DamageKind::ShardCounters {
+                shard: s,
+                claimed,
+                committed,
+                taken: taken.1,
+            },
+        });
+        taken
+    } else {
+        (claimed, committed)
+    };
+    let lo = claimed
+        .saturating_sub(cap)
+        .max(committed.saturating_sub(cap));
+    let mut ring = RingContents {
+        attempts: claimed,
+        ..Default::default()
+    };
+    ring.records = (lo..committed)
+        .map(|t| (t, Event::from_words(r.words(record_at(t)).expect(in_file))))
+        .collect();
+    check_records(&mut ring, record_at, true, tolerance, damage);
+    // The ticket claimed but not committed: being written at the crash.
+    if claimed > committed {
+        ring.unreadable.push(committed.max(lo));
+    }
+    Some(ring)
 }
 
 fn fixed_ring(r: &Bytes<'_>, l: &RingLayout, damage: &mut Vec<Damage>) -> RingContents {

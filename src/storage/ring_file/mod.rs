@@ -61,7 +61,7 @@ pub(crate) use crate::ring::layout::{
 ///
 /// let tracer = qtrace::Tracer::new();
 /// // On the heap: no file, saved only by a clean shutdown, a drop or the panic hook.
-/// let q = tracer.create_queue::<Fixed>(FixedParams { ring: RingStorage::Memory, ..Default::default() })?;
+/// let q = tracer.create_queue::<Fixed>(FixedParams::default().with_ring(RingStorage::Memory))?;
 /// assert_eq!(tracer.queue(q)?.as_fixed().unwrap().ring_file(), None);
 /// # Ok::<(), qtrace::Error>(())
 /// ```
@@ -488,7 +488,7 @@ mod tests {
     #[test]
     fn garbage_rings_never_panic_and_stay_bounded() {
         let th = crate::wire::TraceHeader::new(
-            crate::model::classes::Catalog::builtin(),
+            crate::classes::Catalog::builtin(),
             &crate::model::clock::Clock::manual(&crate::model::clock::ManualClock::new(0)),
         )
         .to_bytes();
@@ -527,7 +527,7 @@ mod tests {
     #[test]
     fn any_prefix_or_byte_flip_of_a_header_never_panics() {
         let th = crate::wire::TraceHeader::new(
-            crate::model::classes::Catalog::builtin(),
+            crate::classes::Catalog::builtin(),
             &crate::model::clock::Clock::manual(&crate::model::clock::ManualClock::new(0)),
         )
         .to_bytes();

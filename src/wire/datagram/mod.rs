@@ -144,7 +144,7 @@ pub use view::{CloseCounts, DatagramView};
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{Catalog, ClassSpec};
+    use crate::classes::{Catalog, ClassSpec};
     use crate::model::clock::{Clock, ManualClock};
     use crate::EventId;
 

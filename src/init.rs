@@ -74,40 +74,11 @@
 //! assert_eq!(report.queues[0].counters.accepted, 2);
 //! ```
 
-use crate::model::classes::system;
+use crate::classes::system;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queues::{Circular, CircularParams, Fixed, FixedParams};
-use crate::router::tracer::{Config, ShutdownReport, Tracer};
-
-/// The previous release's phase 1; one way per thing: [`Tracer::with_config`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::Tracer::with_config")]
-pub fn phase1(config: Config) -> Tracer {
-    Tracer::with_config(config)
-}
-
-/// The previous release's phase 2; one way per thing: [`Tracer::activate`].
-///
-/// # Errors
-///
-/// As [`Tracer::activate`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::Tracer::activate")]
-pub fn phase2(tracer: &Tracer) -> Result<(), ConfigError> {
-    tracer.activate()
-}
-
-/// The previous release's shutdown; one way per thing: [`Tracer::shutdown`].
-///
-/// # Errors
-///
-/// As [`Tracer::shutdown`].
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::Tracer::shutdown")]
-pub fn shutdown(tracer: &Tracer) -> Result<ShutdownReport, ConfigError> {
-    tracer.shutdown()
-}
+use crate::router::tracer::{Config, Tracer};
 
 /// Queue 0 of the standard preset: circular, 8192 events, the system class.
 pub const STANDARD_CIRCULAR: QueueHandle = QueueHandle(0);
@@ -161,7 +132,7 @@ pub fn standard_phase2(tracer: &Tracer) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::{lowlevel, semaphore, user};
+    use crate::classes::{lowlevel, semaphore, user};
 
     #[test]
     fn standard_preset_routes_the_system_class_to_a_circular_queue_0() {

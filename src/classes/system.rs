@@ -7,8 +7,3 @@
 pub use qtrace_core::classes::system::{
     ACTIVATE, CLASS, CREATE, DELAY, DESTROY, DISABLE, ENDCYCLE, INTACTIVATION, SCHEDULE, SLEEP,
 };
-
-// The core's table of this class's events, of a type with no public path
-// here (`qtrace::classes::Catalog::builtin` describes the events): hidden.
-#[doc(hidden)]
-pub use qtrace_core::classes::system::EVENTS;

@@ -8,8 +8,3 @@
 pub use qtrace_core::classes::user::{
     user, CLASS, USER0, USER1, USER2, USER3, USER4, USER5, USER6, USER7,
 };
-
-// The core's table of this class's events, of a type with no public path
-// here (`qtrace::classes::Catalog::builtin` describes the events): hidden.
-#[doc(hidden)]
-pub use qtrace_core::classes::user::EVENTS;

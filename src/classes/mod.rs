@@ -39,21 +39,9 @@ mod error;
 pub(crate) mod scopes;
 pub use error::CatalogError;
 
-use crate::EventId;
+use crate::{ClassId, EventId};
 
 pub use qtrace_core::classes::{MAX_ARGS, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
-
-/// The previous release's second way to find a built-in event's class.
-#[doc(hidden)]
-#[deprecated(note = "use qtrace::classes::Catalog::builtin().class_of(id)")]
-pub fn builtin_class_of(id: EventId) -> Option<ClassId> {
-    qtrace_core::classes::builtin_class_of(id)
-}
-
-// The previous release's path of `qtrace::ClassId` (a `pub use`, not a
-// deprecated alias: an alias cannot build the tuple struct, `ClassId(7)`).
-#[doc(hidden)]
-pub use qtrace_core::ClassId;
 
 /// One event's description: number, class, name, one line of text, and the
 /// names of the arguments it uses (0 to 2).

@@ -228,7 +228,7 @@ impl ScopeTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::classes::ClassSpec;
+    use crate::classes::ClassSpec;
 
     /// (Was the module's doc example while the module was public.)
     #[test]

@@ -5,8 +5,3 @@
 //! re-exported here.
 
 pub use qtrace_core::classes::lowlevel::{CLASS, INTERRUPT};
-
-// The core's table of this class's events, of a type with no public path
-// here (`qtrace::classes::Catalog::builtin` describes the events): hidden.
-#[doc(hidden)]
-pub use qtrace_core::classes::lowlevel::EVENTS;
