@@ -2,7 +2,7 @@
 # Two `qtrace` binaries side by side on the 5 M-event trace of
 # examples/convert_memory.rs: each command RUNS times (default 7), the two
 # binaries alternating, best CPU time (user + sys) and best wall time kept.
-# For a change to the command that must not cost speed (BENCHMARKS.md, "The
+# For a change to the command that must not cost speed (docs/benchmarks-history.md, "The
 # command in its own crate").
 #
 #   benches/compare_qtrace.sh OLD_QTRACE NEW_QTRACE ["dump t.qtr" ...]

@@ -1,5 +1,5 @@
 //! Measures the default clock (`Clock::fast`) against CLOCK_MONOTONIC
-//! (`Instant`) over a long run: the numbers in BENCHMARKS.md, "Clock drift".
+//! (`Instant`) over a long run: the numbers in docs/benchmarks-history.md, "Clock drift".
 //!
 //!     cargo run --release --example clock_drift -- SECONDS [REPORT_EVERY_SECONDS]
 //!

@@ -11,7 +11,7 @@
 #
 #   scripts/atomics_vs_cs.sh
 #
-# Builds a throwaway crate under target/atomics-vs-cs (BENCHMARKS.md,
+# Builds a throwaway crate under target/atomics-vs-cs (docs/benchmarks-history.md,
 # "Without std").
 set -euo pipefail
 cd "$(dirname "$0")/.."

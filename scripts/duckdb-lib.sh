@@ -6,7 +6,7 @@
 #   eval "$(scripts/duckdb-lib.sh)"   # then: cargo build --release -p qtrace-cli --features sql
 #
 # Why a prebuilt library: compiling DuckDB's C++ from source (the duckdb crate's
-# `bundled` feature) takes ~25 minutes of wall time on 2 cores (BENCHMARKS.md,
+# `bundled` feature) takes ~25 minutes of wall time on 2 cores (docs/benchmarks-history.md,
 # "An embedded SQL engine for `qtrace sql`"); linking the DuckDB project's own
 # build takes seconds. The library is the one the DuckDB project publishes on
 # the npm registry for its Node bindings (package

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the bytes of a Perfetto trace written by `qtrace convert --to perfetto`
-go, and what each further lever would save (BENCHMARKS.md, "Perfetto bytes").
+go, and what each further lever would save (docs/benchmarks-history.md, "Perfetto bytes").
 The trace is written with one packet sequence per source, whose
 TrackEventDefaults name the source's track.
 Needs the PyPI `perfetto` package (its protobuf bindings).

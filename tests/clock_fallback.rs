@@ -32,7 +32,7 @@ fn no_tsc_falls_back_to_a_correct_monotonic_clock() {
     }
 }
 
-/// `QTRACE_NO_TSC`'s exact semantics (README, "Clocks"): read by every
+/// `QTRACE_NO_TSC`'s exact semantics (docs/queues.md, "Clocks"): read by every
 /// `Clock::fast()` call; "", `0`, `false`, `no`, `off` do not force the
 /// monotonic clock, other values do; explicit kinds ignore it.
 #[test]

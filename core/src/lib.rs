@@ -33,7 +33,7 @@
 //! (Cortex-M0) works as well as thumbv7m. Why not `portable-atomic`: on
 //! thumbv6m it is a critical section per atomic operation (several per
 //! event instead of two), and on thumbv7m its 64-bit counters are a spinning
-//! seqlock an interrupt handler can deadlock on (BENCHMARKS.md, "Without
+//! seqlock an interrupt handler can deadlock on (docs/benchmarks-history.md, "Without
 //! std", measured). The firmware provides the implementation: `cortex-m`'s
 //! `critical-section-single-core` feature above, a multi-core chip's HAL, or
 //! `critical-section`'s `std` feature on a host (tests). Without one, the

@@ -1,4 +1,4 @@
-//! The 100 M-event workload of `qtrace sql`'s benchmark (BENCHMARKS.md,
+//! The 100 M-event workload of `qtrace sql`'s benchmark (docs/benchmarks-history.md,
 //! "`qtrace sql`"): trace files of a simulated scheduler, one per CPU, for
 //! `qtrace analyze` and, converted, for `qtrace sql`.
 //!

@@ -288,7 +288,7 @@ fn callsite_key(meta: &'static Metadata<'static>) -> usize {
 
 /// Callsite → event id, in open addressing over the metadata's address:
 /// a lookup is an atomic load or two and no lock, because a lock and a
-/// SipHash probe cost more than the record itself (BENCHMARKS.md, "`tracing`
+/// SipHash probe cost more than the record itself (docs/benchmarks-history.md, "`tracing`
 /// events"). Entries are only added (under the layer's `described` lock),
 /// never removed; the table has at least twice as many entries as the
 /// layer has slots, so a probe always ends at a free entry.

@@ -209,7 +209,7 @@ impl PartSet {
     /// `IN_FLIGHT` deep (its socket must not wait). Each batch's encoding
     /// then takes about half the time, and the receiving thread less often
     /// finds the queue full: 2 M-event rounds on 2 cores received 10.2
-    /// against 9.2 M events/s with one thread (mean of 15; BENCHMARKS.md,
+    /// against 9.2 M events/s with one thread (mean of 15; docs/benchmarks-history.md,
     /// `recvstore`).
     ///
     /// With `after` (the previous set of the same folder, still closing),

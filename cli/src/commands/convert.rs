@@ -156,7 +156,7 @@ const BATCHES: usize = 4;
 /// The inputs are read (blocks decoded, files merged in time order) on a
 /// thread of their own, which hands the events over in batches of
 /// [`BATCH`], in order: the converting thread only converts (a quarter of
-/// its time was reading; BENCHMARKS.md, "Perfetto: a chunk per sequence").
+/// its time was reading; docs/benchmarks-history.md, "Perfetto: a chunk per sequence").
 /// If no thread can be started, both happen here. `sink` is a type
 /// parameter (its `push` inlined, not called through a vtable).
 fn pump<S: EventSink, R: Read + Send>(

@@ -1,4 +1,4 @@
-//! The command installed anywhere (README, "Installing the command"):
+//! The command installed anywhere (docs/install.md):
 //! `qtrace` and `qtrace-sql` copied into an empty folder, run with an
 //! environment that reaches no checkout (no LD_LIBRARY_PATH,
 //! QTRACE_DUCKDB_LIB or DUCKDB_LIB_DIR; the binaries' RUNPATH does not point

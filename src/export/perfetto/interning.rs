@@ -21,7 +21,7 @@ pub(super) struct Sequence {
     pub(super) id: u64,
     /// This sequence's packets not yet written (each with its `Trace.packet`
     /// key and length): a chunk holds one sequence's packets, which deflate
-    /// better than the sequences interleaved (BENCHMARKS.md, "Perfetto:
+    /// better than the sequences interleaved (docs/benchmarks-history.md, "Perfetto:
     /// a chunk per sequence").
     pub(super) chunk: Vec<u8>,
     /// Time of the incremental clock (the latest delta-encoded packet).

@@ -130,10 +130,10 @@
 //!   (`src/trace_processor/importers/proto/proto_trace_tokenizer.cc`,
 //!   `has_compressed_packets`); a sequence's state (clock, interning,
 //!   default track) carries on from one chunk to the next. It makes the file
-//!   several times smaller (BENCHMARKS.md, "Perfetto: compressed packets").
+//!   several times smaller (docs/benchmarks-history.md, "Perfetto: compressed packets").
 //!   One sequence's packets repeat much more than the sequences'
 //!   interleaved, so a chunk per sequence deflates to fewer bytes at a
-//!   cheaper level (BENCHMARKS.md, "Perfetto: a chunk per sequence"). The
+//!   cheaper level (docs/benchmarks-history.md, "Perfetto: a chunk per sequence"). The
 //!   file then holds each sequence's packets in the order written, but not
 //!   the sequences' packets interleaved in time; the trace processor sorts
 //!   packets by time. Three rules keep what it reads the same as in time

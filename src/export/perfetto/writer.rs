@@ -20,7 +20,7 @@ use crate::Event;
 /// written: as one `compressed_packets` packet (see the module
 /// documentation), or as they are when compression is off. 256 KiB rather
 /// than 128: half the compressor resets and 1.4 % fewer bytes, for 3 % less
-/// deflate work (BENCHMARKS.md, "Perfetto: zlib-rs's SIMD, packed slice
+/// deflate work (docs/benchmarks-history.md, "Perfetto: zlib-rs's SIMD, packed slice
 /// edges, 256 KiB chunks").
 pub const CHUNK_BYTES: usize = 256 * 1024;
 

@@ -28,13 +28,13 @@ const LEVEL: i32 = 2;
 /// length 8, chain 4) it writes 3.14 bytes an event on the 5 M-event
 /// workload; with these, 2.375 (level 3, `deflate_medium`, before: 2.42) in
 /// 57 % of level 3's deflate instructions: longer matches, fewer symbols
-/// (BENCHMARKS.md, "Perfetto: deflate_fast tuned").
+/// (docs/benchmarks-history.md, "Perfetto: deflate_fast tuned").
 const TUNING: (usize, usize, usize, usize) = (4, 4, 24, 16);
 
 /// Deflating threads: with two, both cores compress while the writer
 /// encodes. (Tuned, deflate costs less than encoding: 320 against 379 M
 /// instructions on 500 k events; whether one worker now keeps up was not
-/// measured, BENCHMARKS.md, "Perfetto: deflate_fast tuned".)
+/// measured, docs/benchmarks-history.md, "Perfetto: deflate_fast tuned".)
 const WORKERS: usize = 2;
 
 /// Chunks sent to the workers and not yet written.
