@@ -76,6 +76,14 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]): items
+// cfg'd on the target (AtomicCounters: 64-bit atomics) get a badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod classes;
 mod counters;
