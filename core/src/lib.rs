@@ -90,6 +90,7 @@ mod counters;
 mod dump;
 pub mod encode;
 mod event;
+pub mod json;
 pub mod layout;
 mod queue_handle;
 pub mod ring;
