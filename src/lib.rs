@@ -197,6 +197,10 @@
 //! run all of this on QEMU's Cortex-M3.
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+// docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]): every
+// feature-gated item gets a badge naming its feature (doc_cfg labels cfg'd
+// items by itself).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Every public function that returns a `Result` says when it fails: clippy
 // (`-D warnings` in .ci/run) fails the build on one without `# Errors`.
 #![warn(clippy::missing_errors_doc)]

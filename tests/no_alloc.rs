@@ -196,7 +196,10 @@ fn strings_log_without_allocating() {
 fn tracing_events_through_the_layer_do_not_allocate() {
     use std::sync::Arc;
     use tracing_subscriber::layer::SubscriberExt;
-    let tracer = Arc::new(Tracer::new());
+    let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+    let tracer = Arc::new(Tracer::with_config(
+        qtrace::Config::default().with_output_dir(out.path()),
+    ));
     let layer = qtrace::bridge::QtraceLayer::new(Arc::clone(&tracer), 4).unwrap();
     let q = tracer
         .create_queue::<Circular>(CircularParams::default().with_capacity(CAPACITY))

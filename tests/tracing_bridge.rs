@@ -340,7 +340,10 @@ fn a_circular_queue_that_overwrote_the_names_saves_files_that_name_every_callsit
 
 #[test]
 fn the_layer_is_shared_by_cloning() {
-    let tracer = Arc::new(Tracer::new());
+    let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+    let tracer = Arc::new(Tracer::with_config(
+        qtrace::Config::default().with_output_dir(out.path()),
+    ));
     let layer = QtraceLayer::new(Arc::clone(&tracer), 1).unwrap();
     let q = tracer
         .create_queue::<Fixed>(

@@ -77,12 +77,21 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![deny(missing_debug_implementations)]
+// docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]): items
+// cfg'd on the target (AtomicCounters: 64-bit atomics) get a badge.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod classes;
 mod counters;
 mod dump;
 pub mod encode;
 mod event;
+pub mod json;
 pub mod layout;
 mod queue_handle;
 pub mod ring;

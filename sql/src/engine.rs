@@ -288,7 +288,7 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
     for path in traces {
         let reader = TraceReader::open(path).map_err(|e| Error::Convert {
             path: path.clone(),
-            message: e.to_string(),
+            cause: e.into(),
         })?;
         inputs.push((path.clone(), reader));
     }
@@ -297,13 +297,18 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
         .tempdir()
         .map_err(|e| Error::Convert {
             path: traces[0].clone(),
-            message: format!("cannot create a scratch folder: {e}"),
+            cause: qtrace_store::StoreError::Io(qtrace::IoError::new(
+                "create a scratch folder in",
+                std::env::temp_dir(),
+                e,
+            )),
         })?;
-    let report =
-        qtrace_store::convert(inputs, scratch.path(), &mut |_| {}).map_err(|e| Error::Convert {
+    let report = qtrace_store::convert(inputs, scratch.path(), &mut |_| {}).map_err(|cause| {
+        Error::Convert {
             path: traces[0].clone(),
-            message: e.to_string(),
-        })?;
+            cause,
+        }
+    })?;
     for e in &report.damaged {
         notes.push(format!(
             "{e} (its events before the damage are in the tables)"

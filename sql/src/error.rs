@@ -29,8 +29,9 @@ pub enum Error {
     Convert {
         /// The trace file.
         path: PathBuf,
-        /// The converter's message.
-        message: String,
+        /// Why: the file could not be read, the scratch folder made, or the
+        /// store's converter failed.
+        cause: qtrace_store::StoreError,
     },
     /// DuckDB refused a statement or failed while running it (the message is
     /// DuckDB's own: a syntax error, an unknown column, a failed cast …).
@@ -48,9 +49,9 @@ impl fmt::Display for Error {
                  --out DIR` or `qtrace recv --store DIR`) or .qtr trace files, then the query"
             ),
             Error::BadInput { path, why } => write!(f, "{}: {why}", path.display()),
-            Error::Convert { path, message } => write!(
+            Error::Convert { path, cause } => write!(
                 f,
-                "{}: cannot read it as a qtrace trace for SQL: {message}",
+                "{}: cannot read it as a qtrace trace for SQL: {cause}",
                 path.display()
             ),
             Error::Query(e) => write!(f, "{e}"),
@@ -59,15 +60,10 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Query(e) => Some(e),
-            Error::Output(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// Every cause is in the message (the command prints the message; a chain
+/// printer would print it twice), so `source()` is `None`; the cause's value
+/// stays in the variant for matching.
+impl std::error::Error for Error {}
 
 impl From<duckdb::Error> for Error {
     fn from(e: duckdb::Error) -> Self {
@@ -78,5 +74,46 @@ impl From<duckdb::Error> for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         Error::Output(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn causes_are_held_once() {
+        let cause = qtrace_store::StoreError::Io(qtrace::IoError::new(
+            "open",
+            "/t/a.qtr",
+            io::Error::new(io::ErrorKind::NotFound, "gone"),
+        ));
+        let convert = Error::Convert {
+            path: "/t/a.qtr".into(),
+            cause,
+        };
+        assert_eq!(
+            convert.to_string(),
+            "/t/a.qtr: cannot read it as a qtrace trace for SQL: cannot open /t/a.qtr: gone"
+        );
+        let output = Error::from(io::Error::new(io::ErrorKind::BrokenPipe, "closed"));
+        assert_eq!(output.to_string(), "cannot write the result: closed");
+        // The whole chain: no message repeats the text of its source.
+        for e in [&convert, &output] {
+            let mut cur: &(dyn std::error::Error + 'static) = e;
+            while let Some(next) = cur.source() {
+                assert!(!cur.to_string().contains(&next.to_string()), "{cur}");
+                cur = next;
+            }
+            assert!(e.source().is_none(), "{e}");
+        }
+        match convert {
+            Error::Convert {
+                cause: qtrace_store::StoreError::Io(e),
+                ..
+            } => assert_eq!(e.source.kind(), io::ErrorKind::NotFound),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -314,23 +314,9 @@ fn csv_field(out: &mut String, s: &str) {
     }
 }
 
-/// Appends `s` as a JSON string.
+/// Appends `s` as a JSON string (quoted; qtrace-core's one escaper).
 fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let _ = write!(out, "\"{}\"", qtrace_core::json::JsonEscaped(s));
 }
 
 #[cfg(test)]

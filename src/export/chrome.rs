@@ -180,17 +180,9 @@ pub struct ChromeWriter<W: Write> {
     scopes_named: bool,
 }
 
+/// `s` as the inside of a JSON string: qtrace-core's one escaper.
 fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    qtrace_core::json::JsonEscaped(s).to_string()
 }
 
 /// Microseconds with three decimals: exact nanoseconds.

@@ -43,6 +43,7 @@ use crate::wire::TraceHeader;
 /// The fixed queue type (`"fixed"`).
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
 /// use qtrace::storage::RingStorage;
@@ -67,6 +68,7 @@ pub struct Fixed;
 /// Parameters of a fixed queue.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
 /// use qtrace::storage::RingStorage;
@@ -212,6 +214,7 @@ const SAVED: u64 = 2;
 /// accepted`, no other atomic add), four relaxed stores and one release store.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Fixed, FixedParams, FixedQueue};
 /// use qtrace::storage::RingStorage;

@@ -4,18 +4,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// What went wrong while writing or reading Parquet tables.
+///
+/// Each variant holds its cause once, in its message: `source()` is `None`
+/// (the command prints the message; a chain printer would print the cause
+/// twice). The cause's value stays in the variant for matching.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StoreError {
     /// A file or folder operation failed.
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// On what.
-        path: PathBuf,
-        /// The system's error.
-        source: std::io::Error,
-    },
+    Io(qtrace::IoError),
     /// The Parquet writer failed.
     Parquet(parquet::errors::ParquetError),
     /// Building a record batch failed (a bug: the columns disagree with the
@@ -31,22 +28,14 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
-        StoreError::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
+        StoreError::Io(qtrace::IoError::new(action, path, source))
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            StoreError::Io(e) => write!(f, "{e}"),
             StoreError::Parquet(e) => write!(f, "writing Parquet failed: {e}"),
             StoreError::Arrow(e) => write!(
                 f,
@@ -63,17 +52,8 @@ impl fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StoreError::Io { source, .. } => Some(source),
-            StoreError::Parquet(e) => Some(e),
-            StoreError::Arrow(e) => Some(e),
-            StoreError::Read(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The cause is in the message (the type's docs): no `source()`.
+impl std::error::Error for StoreError {}
 
 impl From<parquet::errors::ParquetError> for StoreError {
     fn from(e: parquet::errors::ParquetError) -> Self {
@@ -90,5 +70,56 @@ impl From<arrow_schema::ArrowError> for StoreError {
 impl From<qtrace::reader::ReadError> for StoreError {
     fn from(e: qtrace::reader::ReadError) -> Self {
         StoreError::Read(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// Every error's chain: no message repeats the text of its source.
+    fn assert_cause_once(e: &(dyn std::error::Error + 'static)) {
+        let mut cur = e;
+        while let Some(next) = cur.source() {
+            let (outer, inner) = (cur.to_string(), next.to_string());
+            assert!(
+                !outer.contains(&inner),
+                "{outer:?} repeats its source {inner:?}"
+            );
+            cur = next;
+        }
+    }
+
+    #[test]
+    fn causes_are_held_once() {
+        let io = StoreError::io(
+            "create",
+            Path::new("/t/part-0.parquet"),
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied"),
+        );
+        assert_eq!(io.to_string(), "cannot create /t/part-0.parquet: denied");
+        let parquet = StoreError::from(parquet::errors::ParquetError::General("bad page".into()));
+        assert_eq!(
+            parquet.to_string(),
+            "writing Parquet failed: Parquet error: bad page"
+        );
+        let arrow = StoreError::from(arrow_schema::ArrowError::SchemaError("x".into()));
+        let read = StoreError::from(qtrace::reader::ReadError::from(
+            qtrace::wire::WireError::Truncated {
+                offset: 64,
+                needed: 32,
+                available: 4,
+                what: "record",
+            },
+        ));
+        for e in [&io, &parquet, &arrow, &read] {
+            assert!(e.source().is_none(), "{e}");
+            assert_cause_once(e);
+        }
+        match io {
+            StoreError::Io(e) => assert_eq!(e.source.kind(), std::io::ErrorKind::PermissionDenied),
+            other => panic!("{other:?}"),
+        }
     }
 }

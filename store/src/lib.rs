@@ -26,6 +26,8 @@
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`): cfg'd items get a badge, as in the library.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod align;
 mod columns;

@@ -27,7 +27,16 @@ qtrace::classes! {
 }
 
 pub fn tracer(time: &ManualClock) -> (Tracer, QueueHandle) {
-    let tracer = Tracer::with_config(Config::default().with_clock(Clock::manual(time)));
+    // Its fixed queue saves queue0-fixed.qtr at shutdown: into a scratch
+    // folder of this call, never the checkout's qtrace-out.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = super::temp_dirs::fresh_dir("scopes", &n.to_string());
+    let tracer = Tracer::with_config(
+        Config::default()
+            .with_clock(Clock::manual(time))
+            .with_output_dir(out),
+    );
     tracer.define_classes(&CATALOG).unwrap();
     let q = tracer
         .create_queue::<Fixed>(FixedParams::default().with_capacity(64))

@@ -210,7 +210,8 @@ fn chrome_and_ctf_show_names_and_cut_runs() {
 #[test]
 fn every_length_through_circular_queues_with_and_without_shards() {
     for shards in [1, 0] {
-        let tracer = Tracer::new();
+        let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+        let tracer = Tracer::with_config(Config::default().with_output_dir(out.path()));
         let q = tracer
             .create_queue::<Circular>(
                 CircularParams::default()
@@ -379,7 +380,8 @@ fn a_dummy_queue_counts_every_record() {
 
 #[test]
 fn a_full_fixed_queue_keeps_the_records_that_fit_and_marks_the_run_cut() {
-    let tracer = Tracer::new();
+    let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+    let tracer = Tracer::with_config(Config::default().with_output_dir(out.path()));
     let q = tracer
         // On the heap: tests run in parallel and share the default directory.
         .create_queue::<Fixed>(
@@ -463,7 +465,8 @@ fn a_full_online_queue_drops_whole_runs_and_counts_every_record() {
 
 #[test]
 fn a_payload_longer_than_the_maximum_is_cut_at_logging_and_says_so() {
-    let tracer = Tracer::new();
+    let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+    let tracer = Tracer::with_config(Config::default().with_output_dir(out.path()));
     let q = tracer
         .create_queue::<Fixed>(
             FixedParams::default()

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use qtrace::classes::user;
 use qtrace::combine::{Assembler, Item, PayloadState};
 use qtrace::queues::{Circular, CircularParams};
-use qtrace::Tracer;
+use qtrace::{Config, Tracer};
 
 /// The payload of run `k` of thread `t`.
 fn payload(t: u64, k: u64, len: usize) -> Vec<u8> {
@@ -26,7 +26,8 @@ proptest! {
         capacity_log in 5u32..9,
         shards in prop::sample::select(vec![0usize, 1, 4]),
     ) {
-        let tracer = Tracer::new();
+        let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+        let tracer = Tracer::with_config(Config::default().with_output_dir(out.path()));
         let q = tracer.create_queue::<Circular>(CircularParams::default().with_capacity(1 << capacity_log).with_shards(shards)).unwrap();
         tracer.assign_event(user::USER2, q).unwrap();
         tracer.activate().unwrap();

@@ -163,7 +163,8 @@ fn snapshot_while_logging_leaves_the_queue_alone() {
 
 #[test]
 fn bad_capacities_are_typed_errors_naming_valid_sizes() {
-    let t = Tracer::new();
+    let out = tempfile::tempdir().unwrap(); // the queue's file at shutdown
+    let t = Tracer::with_config(qtrace::Config::default().with_output_dir(out.path()));
     let e = t
         .create_queue::<Circular>(CircularParams::default().with_capacity(1000))
         .unwrap_err();

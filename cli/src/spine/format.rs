@@ -66,24 +66,10 @@ pub fn parse_time_arg(s: &str) -> Result<TimeArg, String> {
     })
 }
 
-/// Appends `s` as a JSON string.
+/// Appends `s` as a JSON string (quoted; qtrace-core's one escaper).
 #[inline]
 pub fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let _ = write!(out, "\"{}\"", qtrace_core::json::JsonEscaped(s));
 }
 
 /// `seconds.nanoseconds` with nine decimals.

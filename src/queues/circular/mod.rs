@@ -142,6 +142,7 @@ impl Shard {
 /// unreliable.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams, CircularQueue};
 /// use qtrace::storage::RingStorage;

@@ -6,6 +6,7 @@ use super::*;
 /// The circular queue type (`"circular"`).
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams, CircularQueue};
 /// use qtrace::storage::RingStorage;
@@ -29,6 +30,7 @@ pub struct Circular;
 /// Parameters of a circular queue.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::classes::user;
 /// use qtrace::queues::{Circular, CircularParams, CircularQueue};
 /// use qtrace::storage::RingStorage;

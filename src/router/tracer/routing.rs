@@ -50,6 +50,7 @@ impl Tracer {
     /// [`ConfigError::AfterShutdown`] after shutdown.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
     /// use qtrace::queues::{Circular, CircularParams, Dummy};
     /// use qtrace::{QueueHandle, Tracer};
     /// use qtrace::storage::RingStorage;
@@ -108,6 +109,7 @@ impl Tracer {
     /// [`ConfigError::AfterShutdown`] after shutdown.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
     /// use qtrace::classes::ClassSpec;
     ///
     /// let tracer = qtrace::Tracer::new();
@@ -133,6 +135,7 @@ impl Tracer {
     /// again does nothing. Phase 1 only.
     ///
     /// ```
+    /// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
     /// qtrace::classes! {
     ///     pub static CATALOG;
     ///     pub mod net: "network stack" {

@@ -56,6 +56,7 @@ pub(crate) use crate::ring::layout::{
 /// hook ([`crate::Config::save_on_panic`]) saves them.
 ///
 /// ```
+/// # let _cwd = tempfile::tempdir().unwrap(); std::env::set_current_dir(_cwd.path()).unwrap(); // the queue's file at shutdown: not into the checkout
 /// use qtrace::queues::{Fixed, FixedParams};
 /// use qtrace::storage::RingStorage;
 ///
