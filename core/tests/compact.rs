@@ -23,12 +23,6 @@ fn encode_all(groups: &[Vec<Event>], dropped: &[u64], budget: usize) -> Vec<Vec<
     };
     let mut buf = vec![0u8; budget];
     let mut enc = ChunkEncoder::new(&mut buf, header).unwrap();
-    let mut close = |enc: ChunkEncoder<'_>, chunks: &mut Vec<Vec<u8>>| -> u16 {
-        let count = enc.count();
-        let _ = enc; // finish below needs the buffer
-        count
-    };
-    let _ = &mut close;
     for (i, g) in groups.iter().enumerate() {
         let pushed = if g.len() == 1 {
             enc.push(&g[0]).map(|_| ())
