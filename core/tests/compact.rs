@@ -615,3 +615,19 @@ fn a_chunk_of_no_record_keeps_its_base_time() {
     assert_eq!(decode(&buf), (h, 0, vec![]));
     assert!(ChunkEncoder::new(&mut buf[..HEADER_LEN - 1], h).is_err());
 }
+
+#[test]
+fn a_chunk_holds_at_most_65535_records() {
+    let mut buf = vec![0u8; HEADER_LEN + 2 * 65_536];
+    let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+    let e = Event::new(0, EventId(4), 0, [0, 0]);
+    for _ in 0..65_535 {
+        enc.push(&e).unwrap();
+    }
+    assert_eq!(enc.push(&e), Err(Full));
+    assert_eq!(enc.push_run(&[e]), Err(Full));
+    let n = enc.finish();
+    assert_eq!(n, HEADER_LEN + 4 + 2 * 65_534);
+    let (_, count, events) = decode(&buf[..n]);
+    assert_eq!((count, events.len()), (65_535, 65_535));
+}
