@@ -10,6 +10,7 @@ mod common;
 mod follow;
 mod keys;
 mod live_plain;
+mod live_rates;
 mod live_stream;
 mod live_terminal;
 mod outputs;
