@@ -11,6 +11,7 @@ mod follow;
 mod keys;
 mod live_plain;
 mod live_rates;
+mod live_sizes;
 mod live_stream;
 mod live_terminal;
 mod outputs;

@@ -194,6 +194,15 @@ pub fn fit_columns(columns: &[Column], rows: &[Vec<Cell>], width: usize) -> Opti
         need[c] += more;
         spare -= more;
     }
+    // And then to the gaps between columns, up to three spaces each.
+    let mut widths: Vec<usize> = kept.iter().map(|&c| need[c]).collect();
+    let gaps = widths.len().saturating_sub(1);
+    if let Some(pad) = spare.checked_div(gaps) {
+        let pad = pad.min(2);
+        for w in &mut widths[..gaps] {
+            *w += pad;
+        }
+    }
     let shown: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -203,7 +212,7 @@ pub fn fit_columns(columns: &[Column], rows: &[Vec<Cell>], width: usize) -> Opti
         })
         .collect();
     Some(Fitted {
-        widths: kept.iter().map(|&c| need[c] as u16).collect(),
+        widths: widths.iter().map(|&w| w as u16).collect(),
         header: kept
             .iter()
             .map(|&c| columns[c].header.to_string())

@@ -281,9 +281,10 @@ const ACCOUNT_WAIT: Duration = Duration::from_millis(200);
 /// the account asked for at the previous call (a refresh ago), so that one
 /// is set aside and a new one waited for (the receiver builds it after its
 /// next datagram or idle wait, about 20 ms; at most [`ACCOUNT_WAIT`]).
-/// `None` when none came (a receiver that stopped).
+/// When none comes (a receiver that stopped: the one set aside is its
+/// final account), the one set aside; `None` when there is neither.
 fn fresh_account(p: &Progress) -> Option<ReceiverSummary> {
-    let _ = p.summary();
+    let older = p.summary();
     let deadline = Instant::now() + ACCOUNT_WAIT;
     loop {
         std::thread::sleep(Duration::from_millis(2));
@@ -291,7 +292,7 @@ fn fresh_account(p: &Progress) -> Option<ReceiverSummary> {
             return Some(s);
         }
         if Instant::now() >= deadline {
-            return None;
+            return older;
         }
     }
 }

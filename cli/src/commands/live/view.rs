@@ -238,9 +238,9 @@ struct Heights {
 
 /// Shares `height` lines (the header and keys lines taken) between the
 /// boxes: the tasks (at least one row), the senders (all their rows if
-/// they fit, else as many as fit, at least one), the CPUs, then the recent
-/// events with what is left (dropped below three lines), and the rest to
-/// the tasks.
+/// they fit, else as many as fit, at least one), the CPUs (dropped when
+/// they do not fit beside those), more task rows, then the recent events
+/// with what is left (dropped below three lines; else to the tasks).
 fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
     let room = height.saturating_sub(2);
     let tasks_want = 3 + tasks.max(1) as u16;
@@ -263,7 +263,7 @@ fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
     h.tasks += more;
     let spare = spare - more;
     if spare >= 3 {
-        h.recent = spare.min(10);
+        h.recent = spare;
     }
     h.tasks += room.saturating_sub(used(&h));
     h
