@@ -607,3 +607,37 @@ fn rejected_datagrams_are_stream_health_in_the_frame() {
         "{joined}"
     );
 }
+
+#[test]
+fn many_cpus_and_tasks_say_how_many_are_shown() {
+    let mut events = Vec::new();
+    for cpu in 0..40u32 {
+        events.push(ev(
+            u64::from(cpu) * 10,
+            system::SCHEDULE,
+            cpu,
+            u64::from(cpu) + 1,
+        ));
+    }
+    events.push(ev(1000, user::USER0, 99, 0));
+    let snap = model_of(&events).snapshot();
+    assert_eq!((snap.cpus.len(), snap.tasks.len()), (40, 40));
+    let mut t = Terminal::new(TestBackend::new(60, 15)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    let lines = screen(&t);
+    let joined = lines.join("\n");
+    // 60 wide: three CPUs a line (`cpu 10  100.0%` is 14 wide); 15 high:
+    // one task row and the senders, then three lines of CPUs.
+    assert!(lines[1].starts_with("┌Tasks (1 of 40 shown)"), "{joined}");
+    assert!(
+        lines[5].starts_with("┌CPU busy (9 of 40 shown)"),
+        "{joined}"
+    );
+    assert_eq!(
+        lines[6],
+        "│cpu 0  100.0%    cpu 1  99.0%     cpu 2  98.0%            │"
+    );
+    assert!(joined.contains("cpu 8  92.0%"), "{joined}");
+    assert!(!joined.contains("cpu 9  "), "{joined}");
+    assert!(lines[14].starts_with("q quit"), "{joined}");
+}

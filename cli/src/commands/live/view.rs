@@ -210,20 +210,27 @@ fn rejected_line(r: &RejectedRow, keyed: bool) -> String {
     format!("rejected from {}: {}", r.addr, reasons(&r.counts, keyed))
 }
 
-/// The CPUs' figures, `cpu N busy`, packed into lines of `width`.
+/// The CPUs' figures, `cpu N  busy`, in columns of equal width packed
+/// into lines of `width`.
 fn cpu_lines(s: &Snapshot, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for c in &s.cpus {
-        let item = format!("cpu {}  {}", c.source, pct(c.busy_permille));
-        match lines.last_mut() {
-            Some(l) if l.chars().count() + 4 + item.len() <= width => {
-                l.push_str("    ");
-                l.push_str(&item);
-            }
-            _ => lines.push(item),
-        }
-    }
-    lines
+    let items: Vec<String> = s
+        .cpus
+        .iter()
+        .map(|c| format!("cpu {}  {}", c.source, pct(c.busy_permille)))
+        .collect();
+    let widest = items.iter().map(String::len).max().unwrap_or(0);
+    let per_line = ((width + 4) / (widest + 4)).max(1);
+    items
+        .chunks(per_line)
+        .map(|line| {
+            line.iter()
+                .map(|i| format!("{i:<widest$}"))
+                .collect::<Vec<_>>()
+                .join("    ")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
 }
 
 /// How the frame's height is shared: rows of each box (borders and
@@ -238,9 +245,10 @@ struct Heights {
 
 /// Shares `height` lines (the header and keys lines taken) between the
 /// boxes: the tasks (at least one row), the senders (all their rows if
-/// they fit, else as many as fit, at least one), the CPUs (dropped when
-/// they do not fit beside those), more task rows, then the recent events
-/// with what is left (dropped below three lines; else to the tasks).
+/// they fit, else as many as fit, at least one), the CPUs (as many lines
+/// as fit beside those; dropped when not one does), more task rows, then
+/// the recent events with what is left (dropped below three lines; else
+/// to the tasks).
 fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
     let room = height.saturating_sub(2);
     let tasks_want = 3 + tasks.max(1) as u16;
@@ -253,7 +261,10 @@ fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
     };
     let used = |h: &Heights| h.tasks + h.cpus + h.senders + h.recent;
     if used(&h) > room {
-        h.cpus = 0;
+        // As many lines of CPUs as fit beside one task row and the
+        // senders (at least one line: else none).
+        let fits = room.saturating_sub(h.tasks + h.senders);
+        h.cpus = if fits >= 3 { fits.min(h.cpus) } else { 0 };
     }
     while used(&h) > room && h.senders > 4 {
         h.senders -= 1;
@@ -313,9 +324,15 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, st: &Status) {
     frame.render_widget(Paragraph::new(head_fitted(s, st, width)), top);
     draw_tasks(frame, s, tasks);
     if h.cpus > 0 {
-        let lines: Vec<Line> = cpu_lines.into_iter().map(Line::from).collect();
+        let room = usize::from(h.cpus - 2);
+        let shown: usize = cpu_lines[..room.min(cpu_lines.len())]
+            .iter()
+            .map(|l| l.matches("cpu ").count())
+            .sum();
+        let lines: Vec<Line> = cpu_lines.into_iter().take(room).map(Line::from).collect();
+        let name = title("CPU busy", shown, s.cpus.len());
         frame.render_widget(
-            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("CPU busy")),
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(name)),
             cpus,
         );
     }
