@@ -1,15 +1,17 @@
 //! `qtrace live`: a terminal view of a running system — per task its CPU
 //! share, activations, response times, preemptions and time blocked; per
-//! CPU its busy time; per sender its rate, losses and stream health; the
-//! recent events of a chosen class — refreshed several times a second over
+//! CPU its busy time; per sender its rate, losses and stream health, and
+//! the datagrams rejected per source and reason; the recent events of a
+//! chosen class — refreshed several times a second over
 //! a sliding window. Its events come from a receiver of its own (`--listen
 //! ADDR`), a trace file followed as it grows (`FILE`: an online queue's),
 //! or `qtrace recv --live` (the file that receiver writes, and its
 //! account).
 //!
 //! In this folder: the input (`source.rs`), the model that turns events
-//! into figures with the library's analysis (`model.rs`, no terminal), and
-//! the drawing (`view.rs`). A standard output that is not a terminal gets
+//! into figures with the library's analysis (`model.rs`, no terminal), the
+//! drawing (`view.rs`), laid out for the terminal's size with figures
+//! shortened visibly and columns dropped in order (`fit.rs`). A standard output that is not a terminal gets
 //! the same figures as plain text every `--every` seconds.
 
 use std::io::{self, IsTerminal, Write};
