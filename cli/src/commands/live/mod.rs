@@ -339,7 +339,8 @@ fn plain(source: &Source, model: &mut Model, settings: &Settings) -> Exit {
                 // A reader that went away: stop quietly.
                 return Exit::Ok;
             }
-            next += settings.every;
+            // A frame printed late does not make the next one early.
+            next = (next + settings.every).max(Instant::now() + settings.every / 2);
         }
         if done {
             return Exit::Ok;
