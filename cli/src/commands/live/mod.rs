@@ -259,14 +259,17 @@ fn take(source: &Source, model: &mut Model) {
 /// Before a refresh at `now` since the start: the senders' account (the
 /// receiver's, fresh: see [`fresh_account`]), then the events, so that the
 /// window holds every event the account counts and the whole frame ends
-/// at the same moment (within a datagram); or the followed file's account.
+/// at the same moment (within a datagram; with `recv --live`, the account
+/// that matches the file read so far: [`Model::settle`]); or the followed
+/// file's account.
 fn feed(source: &Source, model: &mut Model, now: Duration) {
     if let Some(p) = &source.progress {
         if let Some(s) = fresh_account(p) {
-            model.senders(&s);
+            model.account(s);
         }
     }
     take(source, model);
+    model.settle(source.by_file);
     if let Some(name) = &source.file {
         let closed = source
             .feed

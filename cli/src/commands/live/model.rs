@@ -27,6 +27,10 @@ pub const RECENT: usize = 64;
 /// A sender stream not closed and silent this long is shown `unclosed`.
 pub const SILENT: Duration = Duration::from_secs(2);
 
+/// Receiver accounts kept at most, waiting for the file (see
+/// [`Model::settle`]).
+const PENDING: usize = 64;
+
 /// A rate is events over the last second; it is shown once the samples
 /// of a sender span at least this long (before: `-`, not a guess).
 pub const RATE_SPAN: Duration = Duration::from_millis(500);
@@ -222,6 +226,10 @@ pub struct Model {
     /// The followed file's row (file mode): name, wall samples.
     file: Option<(String, SenderSeen, Health)>,
     arrived: u64,
+    /// Records that are a sender's events (not hoops, marks or the end).
+    events_read: u64,
+    /// Receiver accounts not shown yet (see [`Model::account`]).
+    pending: VecDeque<ReceiverSummary>,
     lost_total: u64,
     /// Events the input dropped before the model (it could not keep up).
     pub skipped: u64,
@@ -248,6 +256,8 @@ impl Model {
             keyed: false,
             file: None,
             arrived: 0,
+            events_read: 0,
+            pending: VecDeque::new(),
             lost_total: 0,
             skipped: 0,
         }
@@ -266,6 +276,9 @@ impl Model {
         }
         if unclosed_stream(e).is_none() && close_part(e).is_some() {
             return;
+        }
+        if e.id != tracer::HOOPS && unclosed_stream(e).is_none() {
+            self.events_read += 1;
         }
         if let Some(c) = self.catalog.class_of(e.id) {
             let ring = self.recent.entry(c.0).or_default();
@@ -312,6 +325,40 @@ impl Model {
             | system::DISABLE
             | system::DESTROY => self.running.retain(|_, t| *t != task),
             _ => {}
+        }
+    }
+
+    /// Keeps a receiver's account until [`Model::settle`] shows it.
+    pub fn account(&mut self, summary: ReceiverSummary) {
+        if self.pending.len() == PENDING {
+            self.pending.pop_front();
+        }
+        self.pending.push_back(summary);
+    }
+
+    /// Shows the newest account kept. `by_file`: the events come from the
+    /// file the receiver writes (`recv --live`), which lags its account by
+    /// the writer's buffer: then the newest account that counts no more
+    /// events than the file has given (read or skipped), so the senders'
+    /// rows are of the same moment as the window; one that waited a second
+    /// of the receiver's time is shown anyway (a file that never catches
+    /// up: replaced, or failed).
+    pub fn settle(&mut self, by_file: bool) {
+        let pick = if by_file {
+            let read = self.events_read.saturating_add(self.skipped);
+            let newest = self.pending.back().map(|s| s.elapsed);
+            self.pending.iter().rposition(|s| {
+                s.events() <= read
+                    || newest.is_some_and(|n| n.saturating_sub(s.elapsed) >= Duration::from_secs(1))
+            })
+        } else {
+            self.pending.len().checked_sub(1)
+        };
+        if let Some(i) = pick {
+            let shown = self.pending.drain(..=i).next_back();
+            if let Some(s) = shown {
+                self.senders(&s);
+            }
         }
     }
 

@@ -641,3 +641,45 @@ fn many_cpus_and_tasks_say_how_many_are_shown() {
     assert!(!joined.contains("cpu 9  "), "{joined}");
     assert!(lines[14].starts_with("q quit"), "{joined}");
 }
+
+#[test]
+fn with_recv_live_the_senders_rows_wait_for_the_file() {
+    let account = |events: u64, ms: u64| ReceiverSummary {
+        elapsed: Duration::from_millis(ms),
+        ..ReceiverSummary {
+            senders: vec![sender(4000, 1, events)],
+            ..ReceiverSummary::default()
+        }
+    };
+    let shown = |m: &Model| m.snapshot().senders.first().map(|r| r.events);
+    let mut m = model_of(&[]);
+    for (events, ms) in [(100, 100), (200, 200), (300, 300)] {
+        m.account(account(events, ms));
+    }
+    for t in 0..250 {
+        m.push(&ev(t, user::USER0, 0, 0));
+    }
+    // A hoops record and an unclosed-stream mark are not the sender's events.
+    m.push(&Event::new(250, tracer::HOOPS, 0, [9, 0]));
+    m.settle(true);
+    assert_eq!(
+        shown(&m),
+        Some(200),
+        "the newest the file has caught up with"
+    );
+    for t in 250..300 {
+        m.push(&ev(t, user::USER0, 0, 0));
+    }
+    m.settle(true);
+    assert_eq!(shown(&m), Some(300));
+    // A file that never catches up: an account a second older than the
+    // newest is shown anyway.
+    m.account(account(5000, 400));
+    m.account(account(6000, 1500));
+    m.settle(true);
+    assert_eq!(shown(&m), Some(5000));
+    // From a receiver of its own (no file): the newest at once.
+    m.account(account(7000, 1600));
+    m.settle(false);
+    assert_eq!(shown(&m), Some(7000));
+}
