@@ -369,3 +369,17 @@ fn without_the_key_the_view_says_why_a_keyed_stream_is_empty() {
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_key_file_with_a_followed_file_is_refused_saying_where_keys_go() {
+    let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["live", "never-written.qtr", "--key-file", "k.key"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "qtrace: --key-file applies to --listen: a followed file holds what its receiver \
+         accepted (give the key to `qtrace recv --key-file`)\n"
+    );
+}

@@ -70,7 +70,7 @@ pub struct LiveArgs {
     /// `qtrace recv --key-file`; repeat for several keys). Datagrams
     /// rejected (unkeyed, another key, forged, replayed) are counted per
     /// source and reason in the Senders box, while they arrive.
-    #[arg(long = "key-file", value_name = "FILE", requires = "listen")]
+    #[arg(long = "key-file", value_name = "FILE")]
     pub key_file: Vec<PathBuf>,
     /// Show figures over the last S seconds of trace time.
     #[arg(long, value_name = "S", default_value_t = 2.0)]
@@ -152,6 +152,12 @@ pub fn run(args: LiveArgs) -> Exit {
             return Exit::BadInput;
         }
     };
+    if !args.key_file.is_empty() && args.listen.is_none() {
+        eprintln!(
+            "qtrace: --key-file applies to --listen: a followed file holds what its receiver accepted (give the key to `qtrace recv --key-file`)"
+        );
+        return Exit::BadInput;
+    }
     let cap = settings.max_events;
     let source = match (&args.file, &args.listen) {
         (Some(file), _) => Source::follow(file, cap),
