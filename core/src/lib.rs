@@ -10,6 +10,9 @@
 //!   their encoders ([`encode`]: record, file header with its class table
 //!   from any [`CatalogSource`], close run, datagram header) — the std
 //!   crate's checked parsers read at the same offsets;
+//! - the compact stream ([`compact`]: chunks of about 5 bytes an event with
+//!   their loss arithmetic, an encoder into a caller's buffer and a checked
+//!   decoder, FORMAT.md section 8);
 //! - queue counters and reservations ([`QueueCounters`], [`Reservation`]);
 //! - static rings in caller-provided memory ([`ring::FixedRing`],
 //!   [`ring::CircularRing`]), a routing table with per-event and per-class
@@ -87,6 +90,7 @@
 struct ReadmeDoctests;
 
 pub mod classes;
+pub mod compact;
 mod counters;
 mod dump;
 pub mod encode;

@@ -462,6 +462,9 @@ impl ReceiverCore {
     fn check_tag(&self, id: u16, bytes: &[u8]) -> Result<(), RejectionKind> {
         #[cfg(feature = "keys")]
         {
+            if self.config.keys.is_empty() {
+                return Err(RejectionKind::NoKey);
+            }
             let mut held = self.config.keys.iter().filter(|k| k.id() == id).peekable();
             if held.peek().is_none() {
                 return Err(RejectionKind::UnknownKey);
@@ -475,7 +478,7 @@ impl ReceiverCore {
         #[cfg(not(feature = "keys"))]
         {
             let _ = (id, bytes);
-            Err(RejectionKind::UnknownKey)
+            Err(RejectionKind::NoKey)
         }
     }
 
@@ -684,6 +687,7 @@ impl ReceiverCore {
             invalid: self.invalid,
             refused: self.refused.clone(),
             rejected: self.rejected.clone(),
+            keyed: self.keyed_only(),
             ..ReceiverSummary::default()
         }
     }

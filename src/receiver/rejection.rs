@@ -10,6 +10,9 @@ use std::net::SocketAddr;
 pub(crate) enum RejectionKind {
     Unkeyed,
     UnknownKey,
+    /// A keyed datagram at a receiver that holds no key (counted as
+    /// [`RejectionCounts::unknown_key`], worded apart).
+    NoKey,
     BadTag,
     Replayed,
     OutsideWindow,
@@ -23,6 +26,7 @@ impl RejectionKind {
         match self {
             RejectionKind::Unkeyed => "unkeyed (this receiver accepts only keyed datagrams)",
             RejectionKind::UnknownKey => "keyed with a key this receiver does not hold",
+            RejectionKind::NoKey => "keyed, but this receiver has no key (--key-file)",
             RejectionKind::BadTag => "bad tag (forged or altered, or a wrong key)",
             RejectionKind::Replayed => {
                 "replayed (already seen, or of a stream that ended or was replaced)"
@@ -53,6 +57,7 @@ impl RejectionKind {
 /// assert_eq!(summary.invalid.rejected.unknown_key, 1);
 /// assert_eq!(summary.rejected[0].counts.total(), 1);
 /// assert!(summary.senders.is_empty());
+/// assert!(summary.to_string().contains("1 keyed, but this receiver has no key (--key-file)"));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RejectionCounts {
@@ -95,7 +100,7 @@ impl RejectionCounts {
     pub(crate) fn add(&mut self, kind: RejectionKind) {
         let n = match kind {
             RejectionKind::Unkeyed => &mut self.unkeyed,
-            RejectionKind::UnknownKey => &mut self.unknown_key,
+            RejectionKind::UnknownKey | RejectionKind::NoKey => &mut self.unknown_key,
             RejectionKind::BadTag => &mut self.bad_tag,
             RejectionKind::Replayed => &mut self.replayed,
             RejectionKind::OutsideWindow => &mut self.outside_window,
@@ -105,11 +110,17 @@ impl RejectionCounts {
         *n = n.saturating_add(1);
     }
 
-    /// The non-zero counts, as the summary prints them.
-    pub(crate) fn describe(&self) -> String {
+    /// The non-zero counts, as the summary prints them (`keyed`: whether
+    /// the receiver holds keys, so that an unknown key is worded right).
+    pub(crate) fn describe(&self, keyed: bool) -> String {
+        let unknown_key = if keyed {
+            RejectionKind::UnknownKey
+        } else {
+            RejectionKind::NoKey
+        };
         [
             (self.unkeyed, RejectionKind::Unkeyed),
-            (self.unknown_key, RejectionKind::UnknownKey),
+            (self.unknown_key, unknown_key),
             (self.bad_tag, RejectionKind::BadTag),
             (self.replayed, RejectionKind::Replayed),
             (self.outside_window, RejectionKind::OutsideWindow),

@@ -246,6 +246,10 @@ pub struct ReceiverSummary {
     /// [`InvalidCounts::rejected`] only). Counts a store can record as they
     /// are.
     pub rejected: Vec<RejectedSource>,
+    /// Whether the receiver holds keys
+    /// ([`ReceiverConfig::keys`](super::ReceiverConfig)): a keyed datagram
+    /// it rejected for its key had another key, or, without keys, any.
+    pub keyed: bool,
     /// Records written to the trace file (events and hoops), before the
     /// end records.
     pub records_written: u64,
@@ -360,7 +364,7 @@ impl fmt::Display for ReceiverSummary {
                 "  rejected {} datagrams from {}: {}",
                 r.counts.total(),
                 r.addr,
-                r.counts.describe()
+                r.counts.describe(self.keyed)
             )?;
         }
         let i = &self.invalid;

@@ -58,6 +58,10 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us")]
     pub irq_max: u64,
     /// One JSON document instead of text tables.
+    ///
+    /// One JSON document instead of text tables: every field, its unit and
+    /// when it is left out (none is ever null) are in docs/command.md,
+    /// "analyze --json".
     #[arg(long)]
     pub json: bool,
 }

@@ -27,7 +27,7 @@ use crate::spine::listen::listen_addr;
 use crate::spine::watch::{Watch, Watcher};
 use crate::spine::{interrupt, Exit};
 
-mod keys;
+pub(crate) mod keys;
 mod store;
 
 use store::{run_store, store_config};
@@ -270,6 +270,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             progress: receiver.progress(),
             file: out.clone(),
             stop: receiver.stopper(),
+            keyed: !args.key_file.is_empty(),
         };
         let out = out.clone();
         let receiving = std::thread::spawn(move || receiver.run(&out, limit));

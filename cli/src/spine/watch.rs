@@ -17,6 +17,8 @@ pub struct Watch {
     pub file: PathBuf,
     /// Stops it (quitting the view stops the receiver).
     pub stop: Stopper,
+    /// Whether it holds keys (`--key-file`).
+    pub keyed: bool,
 }
 
 /// Shows a [`Watch`] until the user quits or the receiver stops.

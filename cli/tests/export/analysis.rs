@@ -418,3 +418,47 @@ fn analyze_names_its_latency_flags_hints_by_any_and_marks_the_irq_cap() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Every field `analyze --json` prints (with a latency) is documented in
+/// docs/command.md's "analyze --json", and none is null, as it says.
+#[test]
+fn every_analyze_json_field_is_documented_and_none_is_null() {
+    fn walk(v: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    assert!(!x.is_null(), "{k} is null");
+                    keys.insert(k.clone());
+                    walk(x, keys);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, keys)),
+            _ => {}
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = trace_file(dir.path());
+    let out = run(
+        &[
+            "--json",
+            "--latency-from",
+            "activate",
+            "--latency-to",
+            "endcycle",
+        ],
+        &file,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    walk(&v, &mut keys);
+    assert!(keys.len() >= 40, "{keys:?}");
+    let doc = include_str!("../../../docs/command.md");
+    let start = doc.find("### `analyze --json`").expect("the section");
+    let section = &doc[start..];
+    let section = &section[..section.find("From Rust,").unwrap()];
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|k| !section.contains(&format!("`{k}`")) && !section.contains(&format!("\"{k}\"")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented: {missing:?}");
+}

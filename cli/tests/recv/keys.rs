@@ -176,3 +176,53 @@ fn recv_with_a_key_accepts_the_keyed_stream_and_rejects_an_unkeyed_sender() {
         .collect();
     assert_eq!(values, (0..N).collect::<Vec<_>>());
 }
+
+#[test]
+fn recv_without_a_key_says_keyed_datagrams_need_one_and_writes_no_hint() {
+    let dir = temp_dirs::fresh_dir("recv-nokey", "cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_path = dir.join("stream.key");
+    assert!(keygen(&key_path).status.success());
+    let key = DatagramKey::from_file(&key_path).unwrap();
+    let out = dir.join("received.qtr");
+    let (listen, child) = recv_listening(&out, &["--duration", "1.5"]);
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(listen)
+                .with_key(key)
+                .with_period(Duration::from_millis(2))
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..100 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    tracer.shutdown().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout} {stderr}");
+    assert!(
+        stdout.starts_with("received 0 events from 0 sender(s)"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("  rejected "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.ends_with(" keyed, but this receiver has no key (--key-file)"),
+        "{line}"
+    );
+    assert!(!stdout.contains("does not hold"), "{stdout}");
+    assert!(
+        stderr.contains("keyed, but this receiver has no key (--key-file)"),
+        "{stderr}"
+    );
+    // Nothing but the end records was written: no hint to read it.
+    assert!(stdout.contains("  wrote 0 records to "), "{stdout}");
+    assert!(!stdout.contains("read it with"), "{stdout}");
+}

@@ -13,19 +13,19 @@ use crate::common::recv::wait_listening;
 use crate::live_stream::{self, CPU_ROWS, TASK_ROWS};
 
 /// A tmux session, killed when dropped.
-struct Session(String);
+pub struct Session(pub String);
 
 impl Session {
-    fn tmux(&self, args: &[&str]) -> String {
+    pub fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux").args(args).output().unwrap();
         assert!(out.status.success(), "tmux {args:?}: {:?}", out);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
-    fn screen(&self) -> String {
+    pub fn screen(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", &self.0])
     }
     /// Waits (bounded) until the screen satisfies `f`; the last screen.
-    fn wait(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+    pub fn wait(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let s = self.screen();
@@ -44,6 +44,20 @@ impl Drop for Session {
             .args(["kill-session", "-t", &self.0])
             .output();
     }
+}
+
+/// Whether tmux is here; without it, says the test is skipped (or fails
+/// it when `QTRACE_REQUIRE_TMUX` is set).
+pub fn tmux_or_skip() -> bool {
+    if have_tmux() {
+        return true;
+    }
+    let msg = "tmux is not on PATH; install it (Debian: apt-get install tmux) to run this test";
+    if std::env::var_os("QTRACE_REQUIRE_TMUX").is_some() {
+        panic!("{msg} (QTRACE_REQUIRE_TMUX is set)");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
 }
 
 fn have_tmux() -> bool {
@@ -68,12 +82,7 @@ fn row(screen: &str, first: &str) -> Vec<String> {
 
 #[test]
 fn the_view_shows_tasks_rates_and_losses_of_a_stream_and_quits_on_q() {
-    if !have_tmux() {
-        let msg = "tmux is not on PATH; install it (Debian: apt-get install tmux) to run this test";
-        if std::env::var_os("QTRACE_REQUIRE_TMUX").is_some() {
-            panic!("{msg} (QTRACE_REQUIRE_TMUX is set)");
-        }
-        eprintln!("SKIPPED: {msg}");
+    if !tmux_or_skip() {
         return;
     }
     let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -145,7 +154,7 @@ fn the_view_shows_tasks_rates_and_losses_of_a_stream_and_quits_on_q() {
     );
     assert_eq!(
         row(&screen, "task"),
-        ["task", "cpu", "act", "resp", "p50", "p99", "max", "preempt", "blocked"]
+        ["task", "cpu", "act", "resp", "p50", "resp", "p99", "resp", "max", "preempt", "blocked"]
     );
     for want in TASK_ROWS {
         assert_eq!(row(&screen, want[0]), want, "task {}:\n{screen}", want[0]);
@@ -160,7 +169,7 @@ fn the_view_shows_tasks_rates_and_losses_of_a_stream_and_quits_on_q() {
     assert_eq!(sorted, ["2", "1"], "sorted by CPU share");
     for (cpu, busy) in CPU_ROWS {
         assert!(
-            screen.contains(&format!("│cpu {cpu}   {busy}")),
+            screen.contains(&format!("cpu {cpu}  {busy}")),
             "cpu {cpu} busy {busy}:\n{screen}"
         );
     }
@@ -216,7 +225,7 @@ fn the_view_shows_tasks_rates_and_losses_of_a_stream_and_quits_on_q() {
 }
 
 /// The words of a line, borders dropped.
-fn row_of(line: &str) -> Vec<String> {
+pub fn row_of(line: &str) -> Vec<String> {
     line.split(|c: char| c.is_whitespace() || c == '│')
         .filter(|w| !w.is_empty())
         .map(str::to_string)

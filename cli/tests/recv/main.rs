@@ -10,6 +10,8 @@ mod common;
 mod follow;
 mod keys;
 mod live_plain;
+mod live_rates;
+mod live_sizes;
 mod live_stream;
 mod live_terminal;
 mod outputs;

@@ -52,6 +52,11 @@ fn recv_writes_the_stream_and_prints_a_summary() {
         "{stdout}"
     );
     assert!(stdout.contains("not qtrace"), "{stdout}");
+    // Records were written: the hint says how to read them, last.
+    assert!(
+        stdout.ends_with(&format!("\nread it with: qtrace dump {}\n", out.display())),
+        "{stdout}"
+    );
     let reader = TraceReader::open(&out).unwrap();
     let records: Vec<Event> = reader.map(|e| e.unwrap()).collect();
     let values: Vec<u64> = records[..500].iter().map(|e| e.args[0]).collect();

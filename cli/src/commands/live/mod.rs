@@ -1,15 +1,17 @@
 //! `qtrace live`: a terminal view of a running system — per task its CPU
 //! share, activations, response times, preemptions and time blocked; per
-//! CPU its busy time; per sender its rate, losses and stream health; the
-//! recent events of a chosen class — refreshed several times a second over
+//! CPU its busy time; per sender its rate, losses and stream health, and
+//! the datagrams rejected per source and reason; the recent events of a
+//! chosen class — refreshed several times a second over
 //! a sliding window. Its events come from a receiver of its own (`--listen
 //! ADDR`), a trace file followed as it grows (`FILE`: an online queue's),
 //! or `qtrace recv --live` (the file that receiver writes, and its
 //! account).
 //!
 //! In this folder: the input (`source.rs`), the model that turns events
-//! into figures with the library's analysis (`model.rs`, no terminal), and
-//! the drawing (`view.rs`). A standard output that is not a terminal gets
+//! into figures with the library's analysis (`model.rs`, no terminal), the
+//! drawing (`view.rs`), laid out for the terminal's size with figures
+//! shortened visibly and columns dropped in order (`fit.rs`). A standard output that is not a terminal gets
 //! the same figures as plain text every `--every` seconds.
 
 use std::io::{self, IsTerminal, Write};
@@ -23,7 +25,7 @@ use crossterm::terminal::{
 };
 use crossterm::ExecutableCommand;
 use qtrace::classes::Catalog;
-use qtrace::receiver::{default_listen_addr, ReceiverConfig};
+use qtrace::receiver::{default_listen_addr, Progress, ReceiverConfig, ReceiverSummary};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -33,6 +35,7 @@ use model::{Model, Snapshot};
 use source::Source;
 use view::Status;
 
+pub mod fit;
 pub mod model;
 pub mod source;
 pub mod view;
@@ -61,6 +64,14 @@ pub struct LiveArgs {
     /// to keep the trace).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// --listen: accept only datagrams keyed with a key in FILE.
+    ///
+    /// With --listen: accept only datagrams keyed with the key in FILE (as
+    /// `qtrace recv --key-file`; repeat for several keys). Datagrams
+    /// rejected (unkeyed, another key, forged, replayed) are counted per
+    /// source and reason in the Senders box, while they arrive.
+    #[arg(long = "key-file", value_name = "FILE")]
+    pub key_file: Vec<PathBuf>,
     /// Show figures over the last S seconds of trace time.
     #[arg(long, value_name = "S", default_value_t = 2.0)]
     pub window: f64,
@@ -87,6 +98,8 @@ pub struct LiveArgs {
 
 /// The view's settings, from `qtrace live` or `qtrace recv --live`.
 struct Settings {
+    /// Whether the receiver holds keys (how its rejections are worded).
+    keyed: bool,
     window: Duration,
     max_events: usize,
     refresh: Duration,
@@ -97,6 +110,7 @@ struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
+            keyed: false,
             window: Duration::from_secs(2),
             max_events: 1_000_000,
             refresh: Duration::from_millis(250),
@@ -121,6 +135,7 @@ fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
 pub fn run(args: LiveArgs) -> Exit {
     let settings = match (|| {
         Ok::<_, String>(Settings {
+            keyed: !args.key_file.is_empty(),
             window: seconds("--window", args.window)?,
             max_events: args.max_events.max(1),
             refresh: Duration::from_millis(args.refresh.clamp(20, 10_000)),
@@ -137,6 +152,12 @@ pub fn run(args: LiveArgs) -> Exit {
             return Exit::BadInput;
         }
     };
+    if !args.key_file.is_empty() && args.listen.is_none() {
+        eprintln!(
+            "qtrace: --key-file applies to --listen: a followed file holds what its receiver accepted (give the key to `qtrace recv --key-file`)"
+        );
+        return Exit::BadInput;
+    }
     let cap = settings.max_events;
     let source = match (&args.file, &args.listen) {
         (Some(file), _) => Source::follow(file, cap),
@@ -148,7 +169,19 @@ pub fn run(args: LiveArgs) -> Exit {
                     return Exit::BadInput;
                 }
             };
-            match Source::listen(addr, ReceiverConfig::default(), cap) {
+            let keys = match crate::commands::recv::keys::load(&args.key_file) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("qtrace: {e}");
+                    return Exit::BadInput;
+                }
+            };
+            crate::commands::recv::keys::warn_if_exposed(addr, !keys.is_empty());
+            let config = ReceiverConfig {
+                keys,
+                ..ReceiverConfig::default()
+            };
+            match Source::listen(addr, config, cap) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("qtrace: {e}");
@@ -177,7 +210,10 @@ pub fn watch(w: Watch) -> Exit {
     // The receiver's thread is running: this one (and the follower it
     // starts, which inherits it) yields the CPU to it under contention.
     crate::spine::priority::lower_this_thread();
-    let settings = Settings::default();
+    let settings = Settings {
+        keyed: w.keyed,
+        ..Settings::default()
+    };
     let source = Source::receiver_file(&w.file, w.progress, w.stop, settings.max_events);
     show(source, &settings).0
 }
@@ -186,6 +222,7 @@ pub fn watch(w: Watch) -> Exit {
 fn show(source: Source, settings: &Settings) -> (Exit, Option<qtrace::receiver::ReceiverSummary>) {
     interrupt::install();
     let mut model = Model::new(Catalog::builtin(), settings.window, settings.max_events);
+    model.keyed = settings.keyed;
     let status = if io::stdout().is_terminal() {
         match tui(&source, &mut model, settings) {
             Ok(()) => Exit::Ok,
@@ -225,21 +262,49 @@ fn take(source: &Source, model: &mut Model) {
     model.skipped = source.feed.skipped();
 }
 
-/// Before a refresh at `now` since the start: the events, and the senders'
-/// account (the receiver's, or the followed file's).
+/// Before a refresh at `now` since the start: the senders' account (the
+/// receiver's, fresh: see [`fresh_account`]), then the events, so that the
+/// window holds every event the account counts and the whole frame ends
+/// at the same moment (within a datagram; with `recv --live`, the account
+/// that matches the file read so far: [`Model::settle`]); or the followed
+/// file's account.
 fn feed(source: &Source, model: &mut Model, now: Duration) {
-    take(source, model);
     if let Some(p) = &source.progress {
-        if let Some(s) = p.summary() {
-            model.senders(&s, now);
+        if let Some(s) = fresh_account(p) {
+            model.account(s);
         }
     }
+    take(source, model);
+    model.settle(source.by_file);
     if let Some(name) = &source.file {
         let closed = source
             .feed
             .closed
             .load(std::sync::atomic::Ordering::Relaxed);
         model.file_tick(name, now, closed);
+    }
+}
+
+/// The longest a refresh waits for the receiver's account.
+const ACCOUNT_WAIT: Duration = Duration::from_millis(200);
+
+/// The receiver's account as it is now: [`Progress::summary`] hands over
+/// the account asked for at the previous call (a refresh ago), so that one
+/// is set aside and a new one waited for (the receiver builds it after its
+/// next datagram or idle wait, about 20 ms; at most [`ACCOUNT_WAIT`]).
+/// When none comes (a receiver that stopped: the one set aside is its
+/// final account), the one set aside; `None` when there is neither.
+fn fresh_account(p: &Progress) -> Option<ReceiverSummary> {
+    let older = p.summary();
+    let deadline = Instant::now() + ACCOUNT_WAIT;
+    loop {
+        std::thread::sleep(Duration::from_millis(2));
+        if let Some(s) = p.summary() {
+            return Some(s);
+        }
+        if Instant::now() >= deadline {
+            return older;
+        }
     }
 }
 
@@ -283,7 +348,8 @@ fn plain(source: &Source, model: &mut Model, settings: &Settings) -> Exit {
                 // A reader that went away: stop quietly.
                 return Exit::Ok;
             }
-            next += settings.every;
+            // A frame printed late does not make the next one early.
+            next = (next + settings.every).max(Instant::now() + settings.every / 2);
         }
         if done {
             return Exit::Ok;

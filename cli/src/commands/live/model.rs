@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use qtrace::analysis::{AnalysisOptions, Analyzer};
 use qtrace::classes::{system, tracer, Catalog};
-use qtrace::receiver::ReceiverSummary;
+use qtrace::receiver::{ReceiverSummary, RejectionCounts};
 use qtrace::wire::{close_part, unclosed_stream};
 use qtrace::{ClassId, Event};
 
@@ -26,6 +26,14 @@ pub const RECENT: usize = 64;
 
 /// A sender stream not closed and silent this long is shown `unclosed`.
 pub const SILENT: Duration = Duration::from_secs(2);
+
+/// Receiver accounts kept at most, waiting for the file (see
+/// [`Model::settle`]).
+const PENDING: usize = 64;
+
+/// A rate is events over the last second; it is shown once the samples
+/// of a sender span at least this long (before: `-`, not a guess).
+pub const RATE_SPAN: Duration = Duration::from_millis(500);
 
 /// How a task row is ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +118,7 @@ pub enum Health {
     /// datagram may be lost without a count.
     Unclosed,
     /// The receiver refuses it (its sender table is full).
-    Rejected,
+    Refused,
 }
 
 impl Health {
@@ -120,7 +128,7 @@ impl Health {
             Health::Open => "open",
             Health::Closed => "closed",
             Health::Unclosed => "unclosed",
-            Health::Rejected => "rejected",
+            Health::Refused => "refused",
         }
     }
 }
@@ -132,12 +140,23 @@ pub struct SenderRow {
     pub name: String,
     /// Events received so far.
     pub events: u64,
-    /// Events per second over the last second of wall time.
-    pub rate: u64,
+    /// Events a second over the last second (the receiver's clock for a
+    /// sender, the view's for a followed file); 0 once its stream closed;
+    /// `None` until its samples span [`RATE_SPAN`].
+    pub rate: Option<u64>,
     /// Events lost so far, all causes.
     pub lost: u64,
     /// Its stream's health.
     pub health: Health,
+}
+
+/// Datagrams rejected from one source address, by reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedRow {
+    /// Where they came from.
+    pub addr: SocketAddr,
+    /// How many, of each reason.
+    pub counts: RejectionCounts,
 }
 
 /// What the view draws at one refresh.
@@ -155,6 +174,13 @@ pub struct Snapshot {
     pub cpus: Vec<CpuRow>,
     /// Senders, in order of first appearance.
     pub senders: Vec<SenderRow>,
+    /// Datagrams the receiver rejected (forged, keyed otherwise, replayed,
+    /// ...), per source address: the stream health of what never became a
+    /// sender's stream.
+    pub rejected: Vec<RejectedRow>,
+    /// Whether the receiver holds keys (`--key-file`): how a keyed
+    /// datagram it rejected is described.
+    pub keyed: bool,
     /// The chosen class's name, and its recent events as lines, newest last.
     pub class: String,
     /// See `class`.
@@ -194,9 +220,16 @@ pub struct Model {
     pub sort: SortBy,
     senders: Vec<((SocketAddr, u32), SenderSeen)>,
     rows: Vec<SenderRow>,
+    rejected: Vec<RejectedRow>,
+    /// Whether the receiver holds keys (see [`Snapshot::keyed`]).
+    pub keyed: bool,
     /// The followed file's row (file mode): name, wall samples.
     file: Option<(String, SenderSeen, Health)>,
     arrived: u64,
+    /// Records that are a sender's events (not hoops, marks or the end).
+    events_read: u64,
+    /// Receiver accounts not shown yet (see [`Model::account`]).
+    pending: VecDeque<ReceiverSummary>,
     lost_total: u64,
     /// Events the input dropped before the model (it could not keep up).
     pub skipped: u64,
@@ -219,8 +252,12 @@ impl Model {
             sort: SortBy::Cpu,
             senders: Vec::new(),
             rows: Vec::new(),
+            rejected: Vec::new(),
+            keyed: false,
             file: None,
             arrived: 0,
+            events_read: 0,
+            pending: VecDeque::new(),
             lost_total: 0,
             skipped: 0,
         }
@@ -239,6 +276,9 @@ impl Model {
         }
         if unclosed_stream(e).is_none() && close_part(e).is_some() {
             return;
+        }
+        if e.id != tracer::HOOPS && unclosed_stream(e).is_none() {
+            self.events_read += 1;
         }
         if let Some(c) = self.catalog.class_of(e.id) {
             let ring = self.recent.entry(c.0).or_default();
@@ -288,8 +328,46 @@ impl Model {
         }
     }
 
-    /// Takes a receiver's account (per sender) at wall time `now`.
-    pub fn senders(&mut self, summary: &ReceiverSummary, now: Duration) {
+    /// Keeps a receiver's account until [`Model::settle`] shows it.
+    pub fn account(&mut self, summary: ReceiverSummary) {
+        if self.pending.len() == PENDING {
+            self.pending.pop_front();
+        }
+        self.pending.push_back(summary);
+    }
+
+    /// Shows the newest account kept. `by_file`: the events come from the
+    /// file the receiver writes (`recv --live`), which lags its account by
+    /// the writer's buffer: then the newest account that counts no more
+    /// events than the file has given (read or skipped), so the senders'
+    /// rows are of the same moment as the window; one that waited a second
+    /// of the receiver's time is shown anyway (a file that never catches
+    /// up: replaced, or failed).
+    pub fn settle(&mut self, by_file: bool) {
+        let pick = if by_file {
+            let read = self.events_read.saturating_add(self.skipped);
+            let newest = self.pending.back().map(|s| s.elapsed);
+            self.pending.iter().rposition(|s| {
+                s.events() <= read
+                    || newest.is_some_and(|n| n.saturating_sub(s.elapsed) >= Duration::from_secs(1))
+            })
+        } else {
+            self.pending.len().checked_sub(1)
+        };
+        if let Some(i) = pick {
+            let shown = self.pending.drain(..=i).next_back();
+            if let Some(s) = shown {
+                self.senders(&s);
+            }
+        }
+    }
+
+    /// Takes a receiver's account (per sender), timed by the receiver's
+    /// own clock ([`ReceiverSummary::elapsed`]: when it built the account),
+    /// so a rate is what the receiver counted over that time however late
+    /// the view takes it.
+    pub fn senders(&mut self, summary: &ReceiverSummary) {
+        let now = summary.elapsed;
         let mut rows = Vec::new();
         for s in &summary.senders {
             let key = (s.addr, s.sender);
@@ -301,7 +379,7 @@ impl Model {
                 }
             };
             let seen = &mut self.senders[i].1;
-            let rate = seen.sample(now, s.events);
+            let rate = seen.sample(now, s.events, s.closed);
             let health = if s.closed {
                 Health::Closed
             } else if now.saturating_sub(seen.grew_at) >= SILENT {
@@ -321,12 +399,20 @@ impl Model {
             rows.push(SenderRow {
                 name: format!("{} #{}", r.addr, r.sender),
                 events: 0,
-                rate: 0,
+                rate: Some(0),
                 lost: r.events,
-                health: Health::Rejected,
+                health: Health::Refused,
             });
         }
         self.rows = rows;
+        self.rejected = summary
+            .rejected
+            .iter()
+            .map(|r| RejectedRow {
+                addr: r.addr,
+                counts: r.counts,
+            })
+            .collect();
     }
 
     /// File mode: the followed file is the one "sender"; `closed` once it
@@ -336,7 +422,7 @@ impl Model {
         let (_, seen, health) = self
             .file
             .get_or_insert_with(|| (name.to_string(), SenderSeen::default(), Health::Open));
-        let rate = seen.sample(now, arrived);
+        let rate = seen.sample(now, arrived, closed);
         if closed {
             *health = Health::Closed;
         }
@@ -450,6 +536,8 @@ impl Model {
             tasks,
             cpus,
             senders: self.rows.clone(),
+            rejected: self.rejected.clone(),
+            keyed: self.keyed,
             class,
             recent,
             skipped: self.skipped,
@@ -509,8 +597,11 @@ impl Model {
 }
 
 impl SenderSeen {
-    /// Records `events` at `now`; the rate over the last second.
-    fn sample(&mut self, now: Duration, events: u64) -> u64 {
+    /// Records `events` at `now`; the rate over the last second: from the
+    /// newest sample at least a second old (the oldest before a second
+    /// passed) to now. 0 once `closed` (nothing more comes); `None` while
+    /// the samples span less than [`RATE_SPAN`].
+    fn sample(&mut self, now: Duration, events: u64, closed: bool) -> Option<u64> {
         if events != self.events || self.samples.is_empty() {
             self.grew_at = now;
         }
@@ -521,12 +612,15 @@ impl SenderSeen {
         {
             self.samples.pop_front();
         }
+        if closed {
+            return Some(0);
+        }
         let (t0, n0) = self.samples[0];
         let dt = now.saturating_sub(t0);
-        if dt.is_zero() {
-            0
-        } else {
-            (u128::from(events.saturating_sub(n0)) * 1_000_000_000 / dt.as_nanos()) as u64
+        if dt < RATE_SPAN {
+            return None;
         }
+        let per_s = u128::from(events.saturating_sub(n0)) * 1_000_000_000 / dt.as_nanos();
+        Some(u64::try_from(per_s).unwrap_or(u64::MAX))
     }
 }

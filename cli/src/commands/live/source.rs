@@ -113,6 +113,9 @@ pub struct Source {
     pub file: Option<String>,
     /// What the header line says: `listening on ADDR`, `following FILE`.
     pub what: String,
+    /// The events come from the file the receiver writes (`recv --live`),
+    /// behind its account.
+    pub by_file: bool,
     stop: Box<dyn Fn() + Send>,
     thread: Option<JoinHandle<Option<ReceiverSummary>>>,
 }
@@ -146,6 +149,7 @@ impl Source {
             progress: Some(progress),
             file: None,
             what,
+            by_file: false,
             stop: Box::new(move || stopper.stop()),
             thread: Some(thread),
         })
@@ -166,6 +170,7 @@ impl Source {
             progress: None,
             file: Some(crate::spine::io::label(path)),
             what: format!("following {}", path.display()),
+            by_file: false,
             stop: Box::new(move || state.stop.store(true, Ordering::Relaxed)),
             thread: Some(thread),
         }
@@ -182,6 +187,7 @@ impl Source {
         let mut s = Source::follow(path, cap);
         s.progress = Some(progress);
         s.file = None;
+        s.by_file = true;
         s.what = format!("receiving into {}", path.display());
         let follow_stop = s.stop;
         s.stop = Box::new(move || {

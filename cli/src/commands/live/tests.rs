@@ -163,8 +163,8 @@ fn losses_in_the_window_and_the_file_row() {
     assert_eq!((s.events, s.lost), (9, 4));
     let row = SenderRow {
         name: "a.qtr".into(),
-        events: 10, // records: 9 events and the hoops record
-        rate: 20,   // 10 in 0.5 s
+        events: 10,     // records: 9 events and the hoops record
+        rate: Some(20), // 10 in 0.5 s
         lost: 4,
         health: Health::Open,
     };
@@ -172,7 +172,7 @@ fn losses_in_the_window_and_the_file_row() {
     m.file_tick("a.qtr", Duration::from_millis(1500), true);
     let s = m.snapshot();
     assert_eq!(s.senders[0].health, Health::Closed);
-    assert_eq!(s.senders[0].rate, 0); // nothing in the last second
+    assert_eq!(s.senders[0].rate, Some(0)); // closed
 }
 
 fn sender(port: u16, id: u32, events: u64) -> SenderSummary {
@@ -200,7 +200,8 @@ fn sender(port: u16, id: u32, events: u64) -> SenderSummary {
 #[test]
 fn senders_get_rates_losses_and_health() {
     let mut m = model_of(&[]);
-    let at = |events: [u64; 3]| ReceiverSummary {
+    let at = |events: [u64; 3], elapsed: Duration| ReceiverSummary {
+        elapsed,
         senders: vec![
             SenderSummary {
                 sender_dropped: 3,
@@ -221,9 +222,12 @@ fn senders_get_rates_losses_and_health() {
         }],
         ..ReceiverSummary::default()
     };
-    m.senders(&at([100, 50, 7]), Duration::ZERO);
-    m.senders(&at([300, 50, 7]), S);
-    m.senders(&at([500, 50, 7]), 2 * S);
+    m.senders(&at([100, 50, 7], Duration::ZERO));
+    // Less than half a second of samples: no rate yet.
+    m.senders(&at([200, 50, 7], Duration::from_millis(400)));
+    assert_eq!(m.snapshot().senders[0].rate, None);
+    m.senders(&at([300, 50, 7], S));
+    m.senders(&at([500, 50, 7], 2 * S));
     let s = m.snapshot();
     let row = |name: &str, events, rate, lost, health| SenderRow {
         name: name.into(),
@@ -235,11 +239,11 @@ fn senders_get_rates_losses_and_health() {
     assert_eq!(
         s.senders,
         [
-            row("127.0.0.1:4000 #1", 500, 200, 5, Health::Open),
-            row("127.0.0.1:4001 #2", 50, 0, 0, Health::Closed),
+            row("127.0.0.1:4000 #1", 500, Some(200), 5, Health::Open),
+            row("127.0.0.1:4001 #2", 50, Some(0), 0, Health::Closed),
             // Silent for 2 s without a close.
-            row("127.0.0.1:4002 #3", 7, 0, 0, Health::Unclosed),
-            row("127.0.0.1:4003 #9", 0, 0, 60, Health::Rejected),
+            row("127.0.0.1:4002 #3", 7, Some(0), 0, Health::Unclosed),
+            row("127.0.0.1:4003 #9", 0, Some(0), 60, Health::Refused),
         ]
     );
 }
@@ -288,16 +292,13 @@ fn screen(t: &Terminal<TestBackend>) -> Vec<String> {
 #[test]
 fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
     let mut m = model_of(&schedule());
-    m.senders(
-        &ReceiverSummary {
-            senders: vec![SenderSummary {
-                sender_dropped: 5,
-                ..sender(4000, 1, 11)
-            }],
-            ..ReceiverSummary::default()
-        },
-        Duration::ZERO,
-    );
+    m.senders(&ReceiverSummary {
+        senders: vec![SenderSummary {
+            sender_dropped: 5,
+            ..sender(4000, 1, 11)
+        }],
+        ..ReceiverSummary::default()
+    });
     let snap = m.snapshot();
     let mut t = Terminal::new(TestBackend::new(100, 30)).unwrap();
     t.draw(|f| view::draw(f, &snap, &status())).unwrap();
@@ -318,7 +319,10 @@ fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
     };
     assert_eq!(
         row("task"),
-        ["│task", "cpu", "act", "resp", "p50", "p99", "max", "preempt", "blocked", "│"]
+        [
+            "│task", "cpu", "act", "resp", "p50", "resp", "p99", "resp", "max", "preempt",
+            "blocked", "│"
+        ]
     );
     assert_eq!(
         row("1"),
@@ -329,8 +333,7 @@ fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
         ["│3", "7.1%", "0", "-", "-", "-", "0", "300ns", "│"]
     );
     let joined = lines.join("\n");
-    assert!(joined.contains("│cpu 0   42.8%"), "{joined}");
-    assert!(joined.contains("│cpu 1   28.5%"), "{joined}");
+    assert!(joined.contains("│cpu 0  42.8%    cpu 1  28.5%"), "{joined}");
     let sender_line = lines
         .iter()
         .position(|l| l.contains("127.0.0.1:4000 #1"))
@@ -339,7 +342,7 @@ fn the_terminal_view_draws_tasks_cpus_senders_and_events() {
     assert!(
         words
             .windows(5)
-            .any(|w| w == ["#1", "11", "0/s", "5", "open"]),
+            .any(|w| w == ["#1", "11", "-", "5", "open"]),
         "{}",
         lines[sender_line]
     );
@@ -400,4 +403,283 @@ fn after_a_jump_ahead_the_window_starts_again() {
     let s = m.snapshot();
     assert_eq!((s.span_ns, s.events), (400, 2));
     assert_eq!(s.tasks, [task(7, 1000, 0, 0, 0)]);
+}
+
+#[test]
+fn short_figures_parse_back_within_their_rounding() {
+    use super::fit::{parse_short, short};
+    assert_eq!(short(14_932, 5).as_deref(), Some("14932"));
+    assert_eq!(short(14_932, 4).as_deref(), Some("15k"));
+    assert_eq!(short(149_320, 4).as_deref(), Some("149k"));
+    assert_eq!(short(149_320, 5).as_deref(), Some("149k"));
+    assert_eq!(short(7_460_123, 5).as_deref(), Some("7.46M"));
+    assert_eq!(short(7_460_123, 4).as_deref(), Some("7.5M"));
+    assert_eq!(short(7_460_123, 2).as_deref(), Some("7M"));
+    assert_eq!(short(58_660, 4).as_deref(), Some("59k"));
+    assert_eq!(short(999_999, 5).as_deref(), Some("1.00M")); // not 1000k
+    assert_eq!(short(999_499, 5).as_deref(), Some("999k"));
+    assert_eq!(short(u64::MAX, 5).as_deref(), Some("18.4E"));
+    assert_eq!(short(123_456, 1), None);
+    assert_eq!(parse_short("14.9k"), Some((14_900, 50)));
+    assert_eq!(parse_short("7.46M"), Some((7_460_000, 5_000)));
+    assert_eq!(parse_short("999"), Some((999, 0)));
+    // Every form of many figures reads back within its rounding.
+    let mut n: u64 = 1;
+    while n < u64::MAX / 8 {
+        for v in [n, n + 1, n * 2 - 1, n * 3 + 7, u64::MAX - n] {
+            for width in 2..=6 {
+                let Some(s) = short(v, width) else { continue };
+                assert!(s.len() <= width, "{v} in {width}: {s}");
+                let (back, within) = parse_short(&s).unwrap();
+                assert!(back.abs_diff(v) <= within, "{v} as {s}: {back} ± {within}");
+            }
+        }
+        n = n * 7 + 3;
+    }
+}
+
+#[test]
+fn narrow_tables_shorten_counts_then_drop_columns_in_order() {
+    use super::fit::{fit_columns, Cell, Column};
+    let col = |header, drop, narrowest| Column {
+        header,
+        drop,
+        narrowest,
+    };
+    let cols = [
+        col("id", 0, None),
+        col("count", 0, Some(5)),
+        col("extra", 1, None),
+    ];
+    let rows = vec![vec![
+        Cell::Text("7".into()),
+        Cell::Count(14_932_000),
+        Cell::Text("wide text".into()),
+    ]];
+    // Everything whole: 2 + 8 + 9 + 2 spaces.
+    let f = fit_columns(&cols, &rows, 21).unwrap();
+    assert_eq!(f.rows, [["7", "14932000", "wide text"]]);
+    // One short: the count shortened first, as little as it must be.
+    let f = fit_columns(&cols, &rows, 18).unwrap();
+    assert_eq!(f.rows, [["7", "14.9M", "wide text"]]);
+    assert_eq!(f.widths, [2, 5, 9]);
+    // Then the column dropped first goes.
+    let f = fit_columns(&cols, &rows, 12).unwrap();
+    assert_eq!(
+        (f.kept, &f.rows),
+        (
+            vec![0, 1],
+            &vec![vec!["7".to_string(), "14932000".to_string()]]
+        )
+    );
+    assert_eq!(fit_columns(&cols, &rows, 7), None);
+    assert_eq!(
+        super::fit::cut_words("      0.100600     1  user0 value=123456", 30),
+        "      0.100600     1  user0…"
+    );
+}
+
+/// A snapshot of `n` tasks with large figures, one sender, two CPUs.
+fn big_snapshot() -> super::model::Snapshot {
+    let mut m = model_of(&schedule());
+    m.senders(&ReceiverSummary {
+        senders: vec![SenderSummary {
+            sender_dropped: 58_660,
+            ..sender(54004, 2_847_002_639, 14_932_123)
+        }],
+        ..ReceiverSummary::default()
+    });
+    let mut s = m.snapshot();
+    s.events = 14_932_123;
+    s.tasks[0].activations = 7_460_555;
+    s
+}
+
+#[test]
+fn at_60x15_every_figure_is_whole_or_shortened_and_nothing_is_cut() {
+    let snap = big_snapshot();
+    for (w, h) in [(60, 15), (80, 24), (200, 50), (60, 12)] {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+        let lines = screen(&t);
+        let joined = lines.join("\n");
+        let sender = lines
+            .iter()
+            .find(|l| l.contains("127.0.0.1:54004 #2847002639"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{joined}"));
+        let words: Vec<&str> = sender
+            .split(|c: char| c.is_whitespace() || c == '│')
+            .filter(|w| !w.is_empty())
+            .collect();
+        // events, rate, lost: whole or shortened, never cut.
+        let events = words[2];
+        assert!(
+            events == "14932123" || events == "14.9M",
+            "{w}x{h}: {sender}"
+        );
+        assert_eq!(words[3], "-", "{sender}");
+        assert!(words[4] == "58660", "{w}x{h}: {sender}");
+        let head = &lines[0];
+        assert!(
+            head.contains("14932123 events") || head.contains("14.9M events"),
+            "{w}x{h}: {head}"
+        );
+        let task = lines
+            .iter()
+            .find(|l| l.starts_with("│1 "))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{joined}"));
+        let act = task.split_whitespace().nth(2).unwrap();
+        assert!(act == "7460555" || act == "7.46M", "{w}x{h}: {task}");
+        // Below 13 lines the CPUs' box is dropped (after the recent events).
+        assert_eq!(
+            joined.contains("cpu 0  42.8%"),
+            h > 12,
+            "{w}x{h}:\n{joined}"
+        );
+        assert_eq!(joined.contains("┌Recent"), h >= 20, "{w}x{h}:\n{joined}");
+    }
+}
+
+#[test]
+fn below_the_minimum_size_the_view_says_so() {
+    let snap = big_snapshot();
+    for (w, h) in [(59, 24), (80, 11), (20, 5)] {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+        let lines = screen(&t);
+        assert_eq!(
+            lines[0].trim_end(),
+            if w >= 38 {
+                "qtrace live: the terminal is too small"
+            } else {
+                "qtrace live: the…"
+            }
+        );
+        assert!(
+            !lines.join("").contains("14932123"),
+            "no figure drawn: {lines:#?}"
+        );
+        if w >= 30 {
+            assert_eq!(lines[1].trim_end(), format!("{w}x{h}; it needs 60x12"));
+        }
+    }
+}
+
+#[test]
+fn rejected_datagrams_are_stream_health_in_the_frame() {
+    use qtrace::receiver::{RejectedSource, RejectionCounts};
+    let summary = |unkeyed, unknown_key| ReceiverSummary {
+        rejected: vec![RejectedSource {
+            addr: ([127, 0, 0, 1], 4100).into(),
+            counts: RejectionCounts {
+                unkeyed,
+                unknown_key,
+                ..RejectionCounts::default()
+            },
+        }],
+        ..ReceiverSummary::default()
+    };
+    // Without a key: keyed datagrams are "keyed, but this receiver has no key".
+    let mut m = model_of(&[]);
+    m.senders(&summary(0, 12));
+    let text = view::plain(&m.snapshot(), &status());
+    assert!(
+        text.contains(
+            "rejected from 127.0.0.1:4100: 12 keyed, but this receiver has no key (--key-file)\n"
+        ),
+        "{text}"
+    );
+    // With one: unkeyed ones and another key's.
+    let mut m = model_of(&[]);
+    m.keyed = true;
+    m.senders(&summary(30, 2));
+    let snap = m.snapshot();
+    assert!(view::plain(&snap, &status()).contains(
+        "rejected from 127.0.0.1:4100: 30 unkeyed (this receiver accepts only keyed datagrams), 2 keyed with a key this receiver does not hold\n"
+    ));
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    let joined = screen(&t).join("\n");
+    assert!(
+        joined.contains(
+            "│rejected from 127.0.0.1:4100: 30 unkeyed (this receiver accepts only keyed…"
+        ),
+        "{joined}"
+    );
+}
+
+#[test]
+fn many_cpus_and_tasks_say_how_many_are_shown() {
+    let mut events = Vec::new();
+    for cpu in 0..40u32 {
+        events.push(ev(
+            u64::from(cpu) * 10,
+            system::SCHEDULE,
+            cpu,
+            u64::from(cpu) + 1,
+        ));
+    }
+    events.push(ev(1000, user::USER0, 99, 0));
+    let snap = model_of(&events).snapshot();
+    assert_eq!((snap.cpus.len(), snap.tasks.len()), (40, 40));
+    let mut t = Terminal::new(TestBackend::new(60, 15)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    let lines = screen(&t);
+    let joined = lines.join("\n");
+    // 60 wide: three CPUs a line (`cpu 10  100.0%` is 14 wide); 15 high:
+    // one task row and the senders, then three lines of CPUs.
+    assert!(lines[1].starts_with("┌Tasks (1 of 40 shown)"), "{joined}");
+    assert!(
+        lines[5].starts_with("┌CPU busy (9 of 40 shown)"),
+        "{joined}"
+    );
+    assert_eq!(
+        lines[6],
+        "│cpu 0  100.0%    cpu 1  99.0%     cpu 2  98.0%            │"
+    );
+    assert!(joined.contains("cpu 8  92.0%"), "{joined}");
+    assert!(!joined.contains("cpu 9  "), "{joined}");
+    assert!(lines[14].starts_with("q quit"), "{joined}");
+}
+
+#[test]
+fn with_recv_live_the_senders_rows_wait_for_the_file() {
+    let account = |events: u64, ms: u64| ReceiverSummary {
+        elapsed: Duration::from_millis(ms),
+        ..ReceiverSummary {
+            senders: vec![sender(4000, 1, events)],
+            ..ReceiverSummary::default()
+        }
+    };
+    let shown = |m: &Model| m.snapshot().senders.first().map(|r| r.events);
+    let mut m = model_of(&[]);
+    for (events, ms) in [(100, 100), (200, 200), (300, 300)] {
+        m.account(account(events, ms));
+    }
+    for t in 0..250 {
+        m.push(&ev(t, user::USER0, 0, 0));
+    }
+    // A hoops record and an unclosed-stream mark are not the sender's events.
+    m.push(&Event::new(250, tracer::HOOPS, 0, [9, 0]));
+    m.settle(true);
+    assert_eq!(
+        shown(&m),
+        Some(200),
+        "the newest the file has caught up with"
+    );
+    for t in 250..300 {
+        m.push(&ev(t, user::USER0, 0, 0));
+    }
+    m.settle(true);
+    assert_eq!(shown(&m), Some(300));
+    // A file that never catches up: an account a second older than the
+    // newest is shown anyway.
+    m.account(account(5000, 400));
+    m.account(account(6000, 1500));
+    m.settle(true);
+    assert_eq!(shown(&m), Some(5000));
+    // From a receiver of its own (no file): the newest at once.
+    m.account(account(7000, 1600));
+    m.settle(false);
+    assert_eq!(shown(&m), Some(7000));
 }

@@ -9,7 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use super::model::{Health, Snapshot};
+use qtrace::receiver::RejectionCounts;
+
+use super::fit::{self, Cell, Column};
+use super::model::{Health, RejectedRow, SenderRow, Snapshot, TaskRow};
 
 /// What the header line says besides the snapshot.
 #[derive(Clone, Debug, Default)]
@@ -29,7 +32,8 @@ pub struct Status {
     pub ended: bool,
 }
 
-/// A duration in ns, short: `950ns`, `12.5us`, `3.20ms`, `1.50s`.
+/// A duration in ns, short: `950ns`, `12.5us`, `3.20ms`, `1.50s` (at most
+/// 8 characters below 10 000 s).
 pub fn dur(ns: u64) -> String {
     match ns {
         0..=999 => format!("{ns}ns"),
@@ -44,74 +48,302 @@ fn pct(permille: u64) -> String {
     format!("{}.{}%", permille / 10, permille % 10)
 }
 
-/// The header line's text.
-fn head(s: &Snapshot, st: &Status) -> String {
-    let mut h = format!(
-        "{}  window {:.1}s ({} of trace)  {} events",
-        st.source,
-        st.window_s,
-        dur(s.span_ns),
-        s.events
-    );
+/// The narrowest terminal the view draws on; below it (or below
+/// [`MIN_HEIGHT`]) it says how large the terminal must be instead.
+pub const MIN_WIDTH: u16 = 60;
+
+/// See [`MIN_WIDTH`].
+pub const MIN_HEIGHT: u16 = 12;
+
+/// The header line's parts: (when dropped, 0 never; text).
+fn head_parts(s: &Snapshot, st: &Status, width: Option<usize>) -> Vec<(u8, String)> {
+    let n = |v: u64| match width {
+        None => v.to_string(),
+        Some(_) => fit::short(v, 5).unwrap_or_else(|| "…".into()),
+    };
+    let mut parts = vec![
+        (2, st.source.clone()),
+        (
+            1,
+            format!("window {:.1}s ({} of trace)", st.window_s, dur(s.span_ns)),
+        ),
+    ];
+    let mut events = format!("{} events", n(s.events));
     if s.lost > 0 {
-        let _ = write!(h, ", {} lost", s.lost);
+        let _ = write!(events, ", {} lost", n(s.lost));
     }
+    parts.push((0, events));
     if s.skipped > 0 {
-        let _ = write!(h, "  (view skipped {} events)", s.skipped);
+        parts.push((0, format!("(view skipped {} events)", n(s.skipped))));
     }
     if st.paused {
-        h.push_str("  PAUSED");
+        parts.push((0, "PAUSED".into()));
     }
     if st.ended {
-        h.push_str("  ENDED");
+        parts.push((0, "ENDED".into()));
     }
-    h
+    parts
 }
 
-const TASK_HEADER: [&str; 8] = [
-    "task", "cpu", "act", "resp p50", "p99", "max", "preempt", "blocked",
+/// The header line's text, whole.
+fn head(s: &Snapshot, st: &Status) -> String {
+    join_parts(&head_parts(s, st, None))
+}
+
+fn join_parts(parts: &[(u8, String)]) -> String {
+    parts
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// The header line in `width` characters: whole; else its parts dropped
+/// (the window, then the source); else its counts shortened.
+fn head_fitted(s: &Snapshot, st: &Status, width: usize) -> String {
+    for shorten in [None, Some(width)] {
+        let mut parts = head_parts(s, st, shorten);
+        for drop in [0, 1, 2] {
+            parts.retain(|(d, _)| *d == 0 || *d > drop);
+            let line = join_parts(&parts);
+            if line.chars().count() <= width {
+                return line;
+            }
+        }
+    }
+    fit::cut_words(&join_parts(&head_parts(s, st, Some(width))), width)
+}
+
+/// The task table's columns, in the order they are dropped when the
+/// terminal is narrow: p50, p99, blocked, preempt, act, max (task and cpu
+/// stay).
+const TASK_COLUMNS: [Column; 8] = [
+    column("task", 0, None),
+    column("cpu", 0, None),
+    column("act", 5, Some(5)),
+    column("resp p50", 1, None),
+    column("resp p99", 2, None),
+    column("resp max", 6, None),
+    column("preempt", 4, Some(5)),
+    column("blocked", 3, None),
 ];
 
-fn task_cells(t: &super::model::TaskRow) -> [String; 8] {
+const fn column(header: &'static str, drop: u8, narrowest: Option<usize>) -> Column {
+    Column {
+        header,
+        drop,
+        narrowest,
+    }
+}
+
+fn task_cells(t: &TaskRow) -> Vec<Cell> {
     let resp = |ns: u64| {
-        if t.jobs == 0 {
+        Cell::Text(if t.jobs == 0 {
             "-".to_string()
         } else {
             dur(ns)
-        }
+        })
     };
-    [
-        t.task.to_string(),
-        pct(t.cpu_permille),
-        t.activations.to_string(),
+    vec![
+        Cell::Text(t.task.to_string()),
+        Cell::Text(pct(t.cpu_permille)),
+        Cell::Count(t.activations),
         resp(t.p50),
         resp(t.p99),
         resp(t.max),
-        t.preemptions.to_string(),
-        dur(t.blocked_ns),
+        Cell::Count(t.preemptions),
+        Cell::Text(dur(t.blocked_ns)),
     ]
 }
 
-/// Draws `s` on `frame`.
+/// The senders table's columns: none is dropped; counts are shortened and
+/// the sender's name cut (with `…`) when narrow.
+const SENDER_COLUMNS: [Column; 5] = [
+    column("sender", 0, Some(16)),
+    column("events", 0, Some(5)),
+    column("rate", 0, Some(7)),
+    column("lost", 0, Some(5)),
+    column("stream", 0, None),
+];
+
+fn sender_cells(r: &SenderRow) -> Vec<Cell> {
+    vec![
+        Cell::Name(r.name.clone()),
+        Cell::Count(r.events),
+        Cell::Rate(r.rate),
+        Cell::Count(r.lost),
+        Cell::Text(r.health.word().to_string()),
+    ]
+}
+
+/// Why datagrams from one source were rejected: `N reason` per reason.
+pub fn reasons(c: &RejectionCounts, keyed: bool) -> String {
+    let unknown_key = if keyed {
+        "keyed with a key this receiver does not hold"
+    } else {
+        "keyed, but this receiver has no key (--key-file)"
+    };
+    [
+        (
+            c.unkeyed,
+            "unkeyed (this receiver accepts only keyed datagrams)",
+        ),
+        (c.unknown_key, unknown_key),
+        (c.bad_tag, "bad tag (forged or altered, or a wrong key)"),
+        (
+            c.replayed,
+            "replayed (already seen, or of a stream that ended or was replaced)",
+        ),
+        (c.outside_window, "outside the sequence window"),
+        (c.counters_backwards, "counters going backwards"),
+        (c.after_close, "after its sender's close"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} {why}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// A line of stream health for datagrams rejected from one source.
+fn rejected_line(r: &RejectedRow, keyed: bool) -> String {
+    format!("rejected from {}: {}", r.addr, reasons(&r.counts, keyed))
+}
+
+/// The CPUs' figures, `cpu N  busy`, in columns of equal width packed
+/// into lines of `width`.
+fn cpu_lines(s: &Snapshot, width: usize) -> Vec<String> {
+    let items: Vec<String> = s
+        .cpus
+        .iter()
+        .map(|c| format!("cpu {}  {}", c.source, pct(c.busy_permille)))
+        .collect();
+    let widest = items.iter().map(String::len).max().unwrap_or(0);
+    let per_line = ((width + 4) / (widest + 4)).max(1);
+    items
+        .chunks(per_line)
+        .map(|line| {
+            line.iter()
+                .map(|i| format!("{i:<widest$}"))
+                .collect::<Vec<_>>()
+                .join("    ")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// How the frame's height is shared: rows of each box (borders and
+/// header rows included), 0 for a box not drawn.
+#[derive(Debug, PartialEq, Eq)]
+struct Heights {
+    tasks: u16,
+    cpus: u16,
+    senders: u16,
+    recent: u16,
+}
+
+/// Shares `height` lines (the header and keys lines taken) between the
+/// boxes: the tasks (at least one row), the senders (all their rows if
+/// they fit, else as many as fit, at least one), the CPUs (as many lines
+/// as fit beside those; dropped when not one does), more task rows, then
+/// the recent events with what is left (dropped below three lines; else
+/// to the tasks).
+fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
+    let room = height.saturating_sub(2);
+    let tasks_want = 3 + tasks.max(1) as u16;
+    let cpus_want = if cpus == 0 { 0 } else { 2 + cpus as u16 };
+    let mut h = Heights {
+        tasks: 4,
+        cpus: cpus_want,
+        senders: 3 + senders.max(1) as u16,
+        recent: 0,
+    };
+    let used = |h: &Heights| h.tasks + h.cpus + h.senders + h.recent;
+    if used(&h) > room {
+        // As many lines of CPUs as fit beside one task row and the
+        // senders (at least one line: else none).
+        let fits = room.saturating_sub(h.tasks + h.senders);
+        h.cpus = if fits >= 3 { fits.min(h.cpus) } else { 0 };
+    }
+    while used(&h) > room && h.senders > 4 {
+        h.senders -= 1;
+    }
+    let spare = room.saturating_sub(used(&h));
+    let more = spare.min(tasks_want - h.tasks);
+    h.tasks += more;
+    let spare = spare - more;
+    if spare >= 3 {
+        h.recent = spare;
+    }
+    h.tasks += room.saturating_sub(used(&h));
+    h
+}
+
+/// Draws `s` on `frame`, laid out for its size: every figure is shown
+/// whole or visibly shortened (`14.9k`) or its column dropped; below
+/// [`MIN_WIDTH`] × [`MIN_HEIGHT`] a message says so.
 pub fn draw(frame: &mut Frame, s: &Snapshot, st: &Status) {
-    let senders_h = (s.senders.len() as u16 + 3).clamp(4, 8);
-    let cpus_h = (s.cpus.len() as u16 + 2).clamp(3, 8);
-    let [top, tasks, mid, recent, keys] = Layout::vertical([
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let w = area.width as usize;
+        let text = [
+            "qtrace live: the terminal is too small".to_string(),
+            format!(
+                "{}x{}; it needs {MIN_WIDTH}x{MIN_HEIGHT}",
+                area.width, area.height
+            ),
+            "q quits".to_string(),
+        ];
+        let lines: Vec<Line> = text
+            .iter()
+            .map(|t| Line::from(fit::cut_words(t, w)))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), area);
+        return;
+    }
+    let width = area.width as usize;
+    let inner = width - 2;
+    let cpu_lines = cpu_lines(s, inner);
+    let extra = s.rejected.len();
+    let h = heights(
+        area.height,
+        s.tasks.len(),
+        cpu_lines.len(),
+        s.senders.len() + extra,
+    );
+    let [top, tasks, cpus, senders, recent, keys] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Min(5),
-        Constraint::Length(senders_h.max(cpus_h)),
-        Constraint::Length(8),
+        Constraint::Length(h.tasks),
+        Constraint::Length(h.cpus),
+        Constraint::Length(h.senders),
+        Constraint::Length(h.recent),
         Constraint::Length(1),
     ])
-    .areas(frame.area());
-    frame.render_widget(Paragraph::new(head(s, st)), top);
+    .areas(area);
+    frame.render_widget(Paragraph::new(head_fitted(s, st, width)), top);
     draw_tasks(frame, s, tasks);
-    let [cpus, senders] =
-        Layout::horizontal([Constraint::Length(18), Constraint::Min(30)]).areas(mid);
-    draw_cpus(frame, s, cpus);
+    if h.cpus > 0 {
+        let room = usize::from(h.cpus - 2);
+        let shown: usize = cpu_lines[..room.min(cpu_lines.len())]
+            .iter()
+            .map(|l| l.matches("cpu ").count())
+            .sum();
+        let lines: Vec<Line> = cpu_lines.into_iter().take(room).map(Line::from).collect();
+        let name = title("CPU busy", shown, s.cpus.len());
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(name)),
+            cpus,
+        );
+    }
     draw_senders(frame, s, senders);
-    draw_recent(frame, s, recent);
-    frame.render_widget(Paragraph::new(keys_line(s, st)), keys);
+    if h.recent > 0 {
+        draw_recent(frame, s, recent);
+    }
+    frame.render_widget(
+        Paragraph::new(fit::cut_words(&keys_line(s, st), width)),
+        keys,
+    );
 }
 
 /// The keys and the choices they change.
@@ -123,83 +355,99 @@ fn keys_line(s: &Snapshot, st: &Status) -> String {
     )
 }
 
-fn draw_tasks(frame: &mut Frame, s: &Snapshot, area: Rect) {
+/// A fitted table as rows of cells; `style` picks a cell's style from
+/// (column index, row index).
+fn table<'a>(
+    f: &'a fit::Fitted,
+    title: String,
+    style: impl Fn(usize, usize) -> Style,
+) -> Table<'a> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
-    let rows = s.tasks.iter().map(|t| Row::new(task_cells(t)));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(8),
-            Constraint::Length(7),
-            Constraint::Length(6),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(8),
-            Constraint::Length(9),
-        ],
-    )
-    .header(Row::new(TASK_HEADER).style(bold))
-    .block(Block::default().borders(Borders::ALL).title("Tasks"));
-    frame.render_widget(table, area);
+    let rows = f.rows.iter().enumerate().map(|(i, r)| {
+        Row::new(
+            r.iter()
+                .zip(&f.kept)
+                .map(|(c, &col)| Line::from(Span::styled(c.clone(), style(col, i))))
+                .collect::<Vec<_>>(),
+        )
+    });
+    Table::new(rows, f.widths.iter().map(|&w| Constraint::Length(w)))
+        .header(Row::new(f.header.clone()).style(bold))
+        .block(Block::default().borders(Borders::ALL).title(title))
 }
 
-fn draw_cpus(frame: &mut Frame, s: &Snapshot, area: Rect) {
-    let rows = s
-        .cpus
-        .iter()
-        .map(|c| Row::new([format!("cpu {}", c.source), pct(c.busy_permille)]));
-    let table = Table::new(rows, [Constraint::Length(7), Constraint::Length(7)])
-        .block(Block::default().borders(Borders::ALL).title("CPU busy"));
-    frame.render_widget(table, area);
+/// `Name (shown of all)` when not every row fits.
+fn title(name: &str, shown: usize, all: usize) -> String {
+    if shown < all {
+        format!("{name} ({shown} of {all} shown)")
+    } else {
+        name.to_string()
+    }
+}
+
+fn draw_tasks(frame: &mut Frame, s: &Snapshot, area: Rect) {
+    let room = area.height.saturating_sub(3) as usize;
+    let shown = &s.tasks[..s.tasks.len().min(room)];
+    let rows: Vec<Vec<Cell>> = shown.iter().map(task_cells).collect();
+    let inner = area.width.saturating_sub(2) as usize;
+    // The width is at least MIN_WIDTH: task and cpu always fit.
+    if let Some(f) = fit::fit_columns(&TASK_COLUMNS, &rows, inner) {
+        let t = table(&f, title("Tasks", shown.len(), s.tasks.len()), |_, _| {
+            Style::default()
+        });
+        frame.render_widget(t, area);
+    }
 }
 
 fn draw_senders(frame: &mut Frame, s: &Snapshot, area: Rect) {
-    let bold = Style::default().add_modifier(Modifier::BOLD);
     let alarm = Style::default()
         .fg(ratatui::style::Color::Red)
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let rows = s.senders.iter().map(|r| {
-        let lost = Line::from(Span::styled(
-            r.lost.to_string(),
-            if r.lost > 0 { alarm } else { Style::default() },
+    let inner = area.width.saturating_sub(2) as usize;
+    let room = area.height.saturating_sub(3) as usize;
+    let all = s.senders.len() + s.rejected.len();
+    let senders = &s.senders[..s.senders.len().min(room)];
+    let rejected = &s.rejected[..s.rejected.len().min(room - senders.len())];
+    let rows: Vec<Vec<Cell>> = senders.iter().map(sender_cells).collect();
+    let Some(f) = fit::fit_columns(&SENDER_COLUMNS, &rows, inner) else {
+        return;
+    };
+    let style = |col: usize, i: usize| {
+        let r = &senders[i];
+        let bad = match col {
+            3 => r.lost > 0,
+            4 => matches!(r.health, Health::Unclosed | Health::Refused),
+            _ => false,
+        };
+        if bad {
+            alarm
+        } else {
+            Style::default()
+        }
+    };
+    let shown = senders.len() + rejected.len();
+    let t = table(&f, title("Senders", shown, all), style);
+    frame.render_widget(t, area);
+    // The stream health of rejected datagrams, under the senders' rows.
+    for (i, r) in rejected.iter().enumerate() {
+        let y = area.y + 2 + senders.len() as u16 + i as u16;
+        let line = Line::from(Span::styled(
+            fit::cut_words(&rejected_line(r, s.keyed), inner),
+            alarm,
         ));
-        let health = Line::from(Span::styled(
-            r.health.word(),
-            if matches!(r.health, Health::Unclosed | Health::Rejected) {
-                alarm
-            } else {
-                Style::default()
-            },
-        ));
-        Row::new(vec![
-            Line::from(r.name.clone()),
-            Line::from(r.events.to_string()),
-            Line::from(format!("{}/s", r.rate)),
-            lost,
-            health,
-        ])
-    });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Min(22),
-            Constraint::Length(10),
-            Constraint::Length(11),
-            Constraint::Length(8),
-            Constraint::Length(8),
-        ],
-    )
-    .header(Row::new(["sender", "events", "rate", "lost", "stream"]).style(bold))
-    .block(Block::default().borders(Borders::ALL).title("Senders"));
-    frame.render_widget(table, area);
+        frame.render_widget(
+            Paragraph::new(line),
+            Rect::new(area.x + 1, y, area.width - 2, 1),
+        );
+    }
 }
 
 fn draw_recent(frame: &mut Frame, s: &Snapshot, area: Rect) {
     let room = area.height.saturating_sub(2) as usize;
+    let inner = area.width.saturating_sub(2) as usize;
     let lines: Vec<Line> = s.recent[s.recent.len().saturating_sub(room)..]
         .iter()
-        .map(|l| Line::from(l.as_str()))
+        .map(|l| Line::from(fit::cut_words(l, inner)))
         .collect();
     let title = format!("Recent {} events", s.class);
     frame.render_widget(
@@ -209,13 +457,14 @@ fn draw_recent(frame: &mut Frame, s: &Snapshot, area: Rect) {
 }
 
 /// `s` as plain text (a standard output that is not a terminal): the
-/// header line, then tasks, CPUs, senders, each a line, and a blank line.
-/// No recent events: a pipe gets `qtrace dump --follow` for those.
+/// header line, then tasks, CPUs, senders and rejected datagrams, each a
+/// line, and a blank line. No recent events: a pipe gets `qtrace dump
+/// --follow` for those.
 pub fn plain(s: &Snapshot, st: &Status) -> String {
     let mut out = head(s, st);
     out.push('\n');
     for t in &s.tasks {
-        let c = task_cells(t);
+        let c: Vec<String> = task_cells(t).iter().map(|c| c.whole()).collect();
         let _ = writeln!(
             out,
             "task {}  cpu {}  act {}  resp p50 {} p99 {} max {}  preempt {}  blocked {}",
@@ -228,13 +477,16 @@ pub fn plain(s: &Snapshot, st: &Status) -> String {
     for r in &s.senders {
         let _ = writeln!(
             out,
-            "sender {}  events {}  rate {}/s  lost {}  stream {}",
+            "sender {}  events {}  rate {}  lost {}  stream {}",
             r.name,
             r.events,
-            r.rate,
+            Cell::Rate(r.rate).whole(),
             r.lost,
             r.health.word()
         );
+    }
+    for r in &s.rejected {
+        let _ = writeln!(out, "{}", rejected_line(r, s.keyed));
     }
     out.push('\n');
     out

@@ -1,0 +1,291 @@
+//! The chunk encoder: records into a caller's buffer, whole or not at all.
+
+use core::fmt;
+
+use byteorder::{BigEndian, ByteOrder};
+
+use super::{
+    field, varint, ChunkHeader, ARG0_PRESENT, ARG1_PRESENT, EXTENDED, EXT_ARG0_RAW, EXT_ARG1_RAW,
+    EXT_BACKWARDS, EXT_FLAGS, HEADER_LEN, LITERAL, MAGIC, MAX_RECORD_LEN, TABLE_LEN, VERSION,
+};
+use crate::Event;
+
+/// The chunk has no room for the record (or run), or already holds 65,535
+/// records: nothing was written. Finish the chunk and push the record into
+/// the next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full;
+
+impl fmt::Display for Full {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the compact chunk is full: finish it and start the next")
+    }
+}
+
+/// An empty slot of the interning table (no `(id, source)` key has bits
+/// above 48).
+const EMPTY: u64 = u64::MAX;
+
+/// The interning key of a record.
+#[inline(always)]
+const fn key(e: &Event) -> u64 {
+    e.id.0 as u64 | (e.source as u64) << 16
+}
+
+/// What a chunk's records depend on: the decoder rebuilds the same.
+#[derive(Clone, Copy, Debug)]
+struct State {
+    /// Bytes written, header included.
+    pos: usize,
+    count: u16,
+    prev_time: u64,
+    base_time: u64,
+    /// `(id, source)` keys by table slot.
+    table: [u64; TABLE_LEN],
+    /// Slots in use (at most [`TABLE_LEN`]).
+    table_len: u8,
+    /// The slot the next literal takes.
+    next_slot: u8,
+    /// The slot of the last hit (checked first).
+    last: u8,
+}
+
+/// Writes one chunk into a caller's buffer (FORMAT.md 8): the header, then
+/// records one [`push`](ChunkEncoder::push) at a time until the buffer is
+/// [`Full`], then [`finish`](ChunkEncoder::finish).
+///
+/// No allocation, no panic: a record that does not fit leaves the chunk as
+/// it was. A buffer of `HEADER_LEN + n × MAX_RECORD_LEN` bytes always holds
+/// `n` records.
+///
+/// ```
+/// use qtrace_core::compact::{ChunkEncoder, ChunkHeader, HEADER_LEN};
+/// use qtrace_core::{Event, EventId};
+///
+/// let mut buf = [0u8; HEADER_LEN + 8];
+/// let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+/// assert_eq!(enc.push(&Event::new(5, EventId(2), 0, [7, 0])), Ok(5));
+/// assert!(enc.push(&Event::new(6, EventId(2), 0, [u64::MAX, 0])).is_err());
+/// assert_eq!(enc.count(), 1);
+/// assert_eq!(enc.finish(), HEADER_LEN + 5);
+/// ```
+#[derive(Debug)]
+pub struct ChunkEncoder<'a> {
+    buf: &'a mut [u8],
+    header: ChunkHeader,
+    s: State,
+}
+
+impl<'a> ChunkEncoder<'a> {
+    /// Starts a chunk with `header`'s sender, sequence, first event and
+    /// dropped count in `buf`.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] when `buf` is shorter than the header ([`HEADER_LEN`]).
+    pub fn new(buf: &'a mut [u8], header: ChunkHeader) -> Result<Self, Full> {
+        if buf.len() < HEADER_LEN {
+            return Err(Full);
+        }
+        Ok(ChunkEncoder {
+            buf,
+            header,
+            s: State {
+                pos: HEADER_LEN,
+                count: 0,
+                prev_time: header.base_time,
+                base_time: header.base_time,
+                table: [EMPTY; TABLE_LEN],
+                table_len: 0,
+                next_slot: 0,
+                last: 0,
+            },
+        })
+    }
+
+    /// Records in the chunk so far.
+    pub fn count(&self) -> u16 {
+        self.s.count
+    }
+
+    /// Bytes of the chunk so far, header included: what
+    /// [`finish`](ChunkEncoder::finish) returns now.
+    pub fn len(&self) -> usize {
+        self.s.pos
+    }
+
+    /// Whether the chunk holds no record yet.
+    pub fn is_empty(&self) -> bool {
+        self.s.count == 0
+    }
+
+    /// Appends `event`, returning the bytes it took (2 to
+    /// [`MAX_RECORD_LEN`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] when the record does not fit in the buffer, or the chunk
+    /// holds 65,535 records; the chunk is unchanged.
+    #[inline]
+    pub fn push(&mut self, event: &Event) -> Result<usize, Full> {
+        encode(&mut self.s, self.buf, event)
+    }
+
+    /// Appends every record of `events` (a combine run, FORMAT.md 1.8, or
+    /// any batch that must not be split), returning the bytes they took.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] when they do not all fit; the chunk is unchanged (none of
+    /// them was written).
+    pub fn push_run(&mut self, events: &[Event]) -> Result<usize, Full> {
+        let saved = self.s;
+        for e in events {
+            if let Err(full) = encode(&mut self.s, self.buf, e) {
+                self.s = saved;
+                return Err(full);
+            }
+        }
+        Ok(self.s.pos - saved.pos)
+    }
+
+    /// Writes the header (count, length, base time) and returns the chunk's
+    /// length in bytes: the chunk is `buf[..n]`.
+    pub fn finish(self) -> usize {
+        let out = &mut self.buf[..HEADER_LEN];
+        out[field::MAGIC].copy_from_slice(&MAGIC);
+        BigEndian::write_u16(&mut out[field::VERSION..], VERSION);
+        BigEndian::write_u16(&mut out[field::COUNT..], self.s.count);
+        BigEndian::write_u32(&mut out[field::SENDER..], self.header.sender);
+        BigEndian::write_u32(&mut out[field::LENGTH..], (self.s.pos - HEADER_LEN) as u32);
+        BigEndian::write_u64(&mut out[field::SEQUENCE..], self.header.sequence);
+        BigEndian::write_u64(&mut out[field::FIRST_EVENT..], self.header.first_event);
+        BigEndian::write_u64(&mut out[field::DROPPED..], self.header.dropped);
+        BigEndian::write_u64(&mut out[field::BASE_TIME..], self.s.base_time);
+        self.s.pos
+    }
+}
+
+/// Encodes `e` at `s.pos` of `buf` and advances `s`; on [`Full`], `s` is
+/// unchanged (the bytes of `buf` past `s.pos` may not be).
+#[inline(always)]
+fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
+    if s.count == u16::MAX {
+        return Err(Full);
+    }
+    // The first record's delta counts from itself: the base time.
+    let prev = if s.count == 0 { e.time } else { s.prev_time };
+    let start = s.pos;
+    let room = buf.len() - start;
+    let n = if let Some(out) = buf
+        .get_mut(start..start + MAX_RECORD_LEN)
+        .and_then(|b| <&mut [u8; MAX_RECORD_LEN]>::try_from(b).ok())
+    {
+        write_record(s, out, e, prev)
+    } else {
+        let mut scratch = [0u8; MAX_RECORD_LEN];
+        let mut t = *s;
+        let n = write_record(&mut t, &mut scratch, e, prev);
+        if n > room {
+            return Err(Full);
+        }
+        buf[start..start + n].copy_from_slice(&scratch[..n]);
+        *s = t;
+        n
+    };
+    if s.count == 0 {
+        s.base_time = e.time;
+    }
+    s.pos = start + n;
+    s.count += 1;
+    s.prev_time = e.time;
+    Ok(n)
+}
+
+/// Writes one record into `out` and updates the table; returns its length.
+#[inline(always)]
+fn write_record(s: &mut State, out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64) -> usize {
+    let k = key(e);
+    let code = if s.table[s.last as usize] == k {
+        s.last
+    } else {
+        match s.table[..s.table_len as usize].iter().position(|&t| t == k) {
+            Some(i) => {
+                s.last = i as u8;
+                i as u8
+            }
+            None => LITERAL,
+        }
+    };
+    let (delta, backwards) = if e.time >= prev {
+        (e.time - prev, false)
+    } else {
+        (prev - e.time, true)
+    };
+    let [a0, a1] = e.args;
+    let raw0 = a0 >= 1 << 56;
+    let raw1 = a1 >= 1 << 56;
+    let mut ext = 0u8;
+    if backwards {
+        ext |= EXT_BACKWARDS;
+    }
+    if e.flags != 0 {
+        ext |= EXT_FLAGS;
+    }
+    if raw0 {
+        ext |= EXT_ARG0_RAW;
+    }
+    if raw1 {
+        ext |= EXT_ARG1_RAW;
+    }
+    let mut h = code << 3;
+    if a0 != 0 {
+        h |= ARG0_PRESENT;
+    }
+    if a1 != 0 {
+        h |= ARG1_PRESENT;
+    }
+    let mut pos = 1;
+    if ext != 0 {
+        h |= EXTENDED;
+        out[1] = ext;
+        pos = 2;
+    }
+    out[0] = h;
+    if code == LITERAL {
+        varint::write(out, &mut pos, e.id.0 as u64);
+        varint::write(out, &mut pos, e.source as u64);
+        let slot = s.next_slot;
+        s.table[slot as usize] = k;
+        s.last = slot;
+        s.next_slot = if slot as usize + 1 == TABLE_LEN {
+            0
+        } else {
+            slot + 1
+        };
+        if (s.table_len as usize) < TABLE_LEN {
+            s.table_len += 1;
+        }
+    }
+    varint::write(out, &mut pos, delta);
+    if e.flags != 0 {
+        varint::write(out, &mut pos, e.flags as u64);
+    }
+    if a0 != 0 {
+        if raw0 {
+            out[pos..pos + 8].copy_from_slice(&a0.to_be_bytes());
+            pos += 8;
+        } else {
+            varint::write(out, &mut pos, a0);
+        }
+    }
+    if a1 != 0 {
+        if raw1 {
+            out[pos..pos + 8].copy_from_slice(&a1.to_be_bytes());
+            pos += 8;
+        } else {
+            varint::write(out, &mut pos, a1);
+        }
+    }
+    pos
+}

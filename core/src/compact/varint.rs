@@ -1,0 +1,123 @@
+//! LEB128 varints: 7 bits a byte, least significant group first, the top
+//! bit set on every byte but the last; a `u64` takes 1 to 10 bytes.
+
+/// The bytes [`write`] takes for `v` (1 to 10).
+#[cfg(test)]
+#[inline(always)]
+pub(crate) const fn len(v: u64) -> usize {
+    // 64 - leading zeros = significant bits (0 for v = 0, which takes 1 byte).
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Writes `v` at `out[*pos..]`, advancing `pos`. The caller has checked
+/// that `len(v)` bytes are there.
+#[inline(always)]
+pub(crate) fn write(out: &mut [u8], pos: &mut usize, mut v: u64) {
+    while v >= 0x80 {
+        out[*pos] = (v as u8) | 0x80;
+        *pos += 1;
+        v >>= 7;
+    }
+    out[*pos] = v as u8;
+    *pos += 1;
+}
+
+/// Reads a varint at `buf[*pos..]`, advancing `pos`: `None` when it runs
+/// past the end of `buf` or does not fit 64 bits (an 11th byte, or a 10th
+/// carrying more than the top bit).
+#[inline(always)]
+pub(crate) fn read(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let b = *buf.get(*pos)?;
+    *pos += 1;
+    if b < 0x80 {
+        return Some(b as u64);
+    }
+    let mut v = (b & 0x7f) as u64;
+    let mut shift = 7;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        if shift == 63 {
+            // The 10th byte holds bit 63 only.
+            return if b > 1 {
+                None
+            } else {
+                Some(v | (b as u64) << 63)
+            };
+        }
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn lengths_at_the_boundaries() {
+        let cases = [
+            (0, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            ((1 << 56) - 1, 8),
+            (1 << 56, 9),
+            ((1 << 63) - 1, 9),
+            (1 << 63, 10),
+            (u64::MAX, 10),
+        ];
+        for (v, n) in cases {
+            assert_eq!(len(v), n, "{v}");
+            let mut buf = [0u8; 10];
+            let mut pos = 0;
+            write(&mut buf, &mut pos, v);
+            assert_eq!(pos, n);
+            let mut at = 0;
+            assert_eq!(read(&buf[..n], &mut at), Some(v));
+            assert_eq!(at, n);
+            let mut at = 0;
+            assert_eq!(read(&buf[..n - 1], &mut at), None, "cut {v}");
+        }
+    }
+
+    #[test]
+    fn overflow_is_refused() {
+        let mut at = 0;
+        assert_eq!(
+            read(
+                &[0xff; 9]
+                    .iter()
+                    .chain(&[2])
+                    .copied()
+                    .collect::<std::vec::Vec<u8>>(),
+                &mut at
+            ),
+            None
+        );
+        let mut at = 0;
+        assert_eq!(read(&[0xff; 11], &mut at), None);
+        let mut at = 0;
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(read(&max, &mut at), Some(u64::MAX));
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(v: u64) {
+            let mut buf = [0u8; 10];
+            let mut pos = 0;
+            write(&mut buf, &mut pos, v);
+            prop_assert_eq!(pos, len(v));
+            let mut at = 0;
+            prop_assert_eq!(read(&buf[..pos], &mut at), Some(v));
+        }
+    }
+}
