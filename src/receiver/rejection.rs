@@ -26,7 +26,7 @@ impl RejectionKind {
         match self {
             RejectionKind::Unkeyed => "unkeyed (this receiver accepts only keyed datagrams)",
             RejectionKind::UnknownKey => "keyed with a key this receiver does not hold",
-            RejectionKind::NoKey => "keyed, but this receiver has no key (--key-file)",
+            RejectionKind::NoKey => "keyed, but this receiver holds no key",
             RejectionKind::BadTag => "bad tag (forged or altered, or a wrong key)",
             RejectionKind::Replayed => {
                 "replayed (already seen, or of a stream that ended or was replaced)"
@@ -57,7 +57,7 @@ impl RejectionKind {
 /// assert_eq!(summary.invalid.rejected.unknown_key, 1);
 /// assert_eq!(summary.rejected[0].counts.total(), 1);
 /// assert!(summary.senders.is_empty());
-/// assert!(summary.to_string().contains("1 keyed, but this receiver has no key (--key-file)"));
+/// assert!(summary.to_string().contains("1 keyed, but this receiver holds no key"));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RejectionCounts {

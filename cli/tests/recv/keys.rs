@@ -214,12 +214,12 @@ fn recv_without_a_key_says_keyed_datagrams_need_one_and_writes_no_hint() {
         .find(|l| l.starts_with("  rejected "))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(
-        line.ends_with(" keyed, but this receiver has no key (--key-file)"),
+        line.ends_with(" keyed, but this receiver holds no key"),
         "{line}"
     );
     assert!(!stdout.contains("does not hold"), "{stdout}");
     assert!(
-        stderr.contains("keyed, but this receiver has no key (--key-file)"),
+        stderr.contains("keyed, but this receiver holds no key"),
         "{stderr}"
     );
     // Nothing but the end records was written: no hint to read it.
