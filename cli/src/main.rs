@@ -241,19 +241,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            // Usage errors on stderr with status 2; --help and --version on
-            // stdout with status 0 (clap says which).
-            let _ = e.print();
-            return ExitCode::from(
-                if e.use_stderr() {
-                    Exit::BadInput
-                } else {
-                    Exit::Ok
-                }
-                .code(),
-            );
-        }
+        Err(e) => return ExitCode::from(Exit::of_usage(&e).code()),
     };
     let status = match cli.command {
         Command::Dump(args) => dump::run(args),

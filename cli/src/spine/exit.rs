@@ -59,6 +59,18 @@ impl Exit {
     pub fn code(self) -> u8 {
         self as u8
     }
+
+    /// Prints a failed parse of the arguments and says its status: usage
+    /// errors go to stderr with status 2; `--help` and `--version` to stdout
+    /// with status 0 (clap says which).
+    pub fn of_usage(e: &clap::Error) -> Exit {
+        let _ = e.print();
+        if e.use_stderr() {
+            Exit::BadInput
+        } else {
+            Exit::Ok
+        }
+    }
 }
 
 #[cfg(test)]

@@ -30,17 +30,7 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(
-                if e.use_stderr() {
-                    Exit::BadInput
-                } else {
-                    Exit::Ok
-                }
-                .code(),
-            );
-        }
+        Err(e) => return ExitCode::from(Exit::of_usage(&e).code()),
     };
     ExitCode::from(engine::run(cli.args).code())
 }
