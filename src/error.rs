@@ -16,9 +16,14 @@
 //!
 //! An I/O failure that a layer reports as an [`IoError`] (what qtrace was
 //! doing, on which file) is [`Error::Io`] whichever layer it came from; a
-//! wrapped layer error keeps its `Display` text and its `source()` chain
+//! wrapped layer error keeps its `Display` text and its `source()`
 //! (transparent wrapping). A reader's error stays [`Error::Read`] (it knows
 //! the byte offset), a ring file's [`Error::Recover`].
+//!
+//! Every error holds its cause once: where the cause's text is part of the
+//! message (the operating system's error at the end of an [`IoError`]'s),
+//! `source()` is `None` and the cause is a field ([`IoError::source`]), so a
+//! printer of the chain never says it twice.
 //!
 //! ```
 //! use qtrace::classes::ClassSpec;

@@ -79,8 +79,7 @@ pub(crate) fn write_io(
     }
 }
 
-impl std::error::Error for IoError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+/// The cause is held once: its text ends the message, so `source()` is
+/// `None` (a printer of the chain would say it twice). The operating
+/// system's error itself is the [`source`](IoError::source) field.
+impl std::error::Error for IoError {}

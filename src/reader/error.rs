@@ -97,14 +97,9 @@ impl fmt::Display for ReadError {
     }
 }
 
-impl std::error::Error for ReadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ReadError::Io { source, .. } | ReadError::Open { source, .. } => Some(source),
-            ReadError::Format { error, .. } => Some(error),
-        }
-    }
-}
+/// The cause is held once: its text is part of the message, so `source()`
+/// is `None`; the cause itself is the variant's `source` or `error` field.
+impl std::error::Error for ReadError {}
 
 impl From<WireError> for ReadError {
     fn from(error: WireError) -> Self {

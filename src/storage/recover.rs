@@ -207,15 +207,9 @@ impl std::fmt::Display for RecoverError {
     }
 }
 
-impl std::error::Error for RecoverError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RecoverError::Io(e) => Some(e),
-            RecoverError::Format(e) => Some(e),
-            RecoverError::Live { .. } => None,
-        }
-    }
-}
+/// The cause is held once: its text is part of the message, so `source()`
+/// is `None`; the cause itself is the variant's field.
+impl std::error::Error for RecoverError {}
 
 /// Recovers the ring file at `path`.
 ///
