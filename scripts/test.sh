@@ -70,6 +70,11 @@ if ! "$pyenv/bin/python" -c 'import duckdb, chdb, pyarrow' >/dev/null 2>&1; then
 fi
 
 echo "== cargo test (unit, integration, doc tests)"
+# `qtrace sql` keeps conversions in the user's cache folder: the tests' go
+# into a scratch one, removed at the end.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 # --workspace: the command (cli/, qtrace-cli) is not a default member.
 cargo test --workspace --all-features
 

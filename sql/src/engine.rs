@@ -3,12 +3,14 @@
 //! views on top.
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use duckdb::arrow::record_batch::RecordBatch;
 use duckdb::{Config, Connection};
 use qtrace::reader::TraceReader;
 
+use crate::cache::{self, Cache};
 use crate::output::Printer;
 use crate::views;
 use crate::Error;
@@ -17,7 +19,7 @@ use crate::Error;
 ///
 /// ```
 /// let o = qtrace_sql::Options::default();
-/// assert_eq!((o.threads, o.irq_max_ns), (None, 1_000));
+/// assert_eq!((o.threads, o.irq_max_ns, o.cache), (None, 1_000, None));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -26,6 +28,10 @@ pub struct Options {
     /// Longest interrupt handler in the `slices` view, in ns (the SQL
     /// variable `qtrace_irq_max_ns`; `qtrace analyze --irq-max`).
     pub irq_max_ns: u64,
+    /// Where `.qtr` inputs' conversions are kept for the next query over
+    /// the same files ([`Cache`]); `None`: into a scratch folder removed
+    /// when the engine is dropped. (`qtrace sql` uses [`Cache::user_dir`].)
+    pub cache: Option<Cache>,
 }
 
 impl Default for Options {
@@ -33,8 +39,19 @@ impl Default for Options {
         Options {
             threads: None,
             irq_max_ns: 1_000,
+            cache: None,
         }
     }
+}
+
+/// How far the conversion of `.qtr` inputs has come, for a progress bar:
+/// records read so far and in all (from the files' sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Records read so far.
+    pub done: u64,
+    /// Records in all the inputs.
+    pub total: u64,
 }
 
 /// The tables of a store, in folder order.
@@ -89,7 +106,10 @@ impl Engine {
     /// DIR` and `qtrace recv --store DIR` write them), read where they are,
     /// and trace files (`.qtr`: queues' files, received files, recovered
     /// rings), converted together, as `qtrace convert --to parquet` does,
-    /// into a scratch store removed when the engine is dropped.
+    /// into the cache of [`Options::cache`] (used again while the files are
+    /// unchanged) or a scratch store removed when the engine is dropped.
+    /// A cache that cannot be used is a note ([`Engine::notes`]), not an
+    /// error: the inputs are then converted into a scratch store.
     ///
     /// # Errors
     ///
@@ -97,6 +117,20 @@ impl Engine {
     /// is neither a store folder nor a trace file; DuckDB's error when a
     /// file is not Parquet of the expected columns.
     pub fn open(inputs: &[PathBuf], options: &Options) -> Result<Engine, Error> {
+        Engine::open_with_progress(inputs, options, &mut |_| {})
+    }
+
+    /// [`Engine::open`], calling `progress` while `.qtr` inputs are
+    /// converted (every 64 Ki records; not at all on a cache hit).
+    ///
+    /// # Errors
+    ///
+    /// As [`Engine::open`].
+    pub fn open_with_progress(
+        inputs: &[PathBuf],
+        options: &Options,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Engine, Error> {
         if inputs.is_empty() {
             return Err(Error::NoInput);
         }
@@ -125,13 +159,103 @@ impl Engine {
         }
         let mut engine = Engine::empty(options)?;
         if !traces.is_empty() {
-            let scratch = convert(&traces, &mut engine.notes)?;
-            stores.push(scratch.path().to_path_buf());
-            engine._scratch = Some(scratch);
+            let converted = match &options.cache {
+                Some(c) => engine.convert_cached(c, &traces, progress)?,
+                None => None,
+            };
+            match converted {
+                Some(dir) => stores.push(dir),
+                None => {
+                    let scratch = scratch_dir(&traces[0])?;
+                    engine
+                        .notes
+                        .extend(convert(&traces, scratch.path(), progress)?);
+                    stores.push(scratch.path().to_path_buf());
+                    engine._scratch = Some(scratch);
+                }
+            }
         }
         engine.attach(&stores)?;
         engine.create_views()?;
         Ok(engine)
+    }
+
+    /// `traces` from `cache`, converted into it first on a miss; `None`
+    /// when the cache cannot be used (a note says why) or the conversion is
+    /// larger than its limit (converted again into a scratch store).
+    fn convert_cached(
+        &mut self,
+        cache: &Cache,
+        traces: &[PathBuf],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Option<PathBuf>, Error> {
+        let unusable = |e: io::Error| {
+            format!(
+                "the conversion cache {} cannot be used ({e}): converting into a scratch folder",
+                cache.dir.display()
+            )
+        };
+        let key = match cache::key(traces) {
+            Ok(k) => k,
+            Err(e) => {
+                self.notes.push(unusable(e));
+                return Ok(None);
+            }
+        };
+        if let Some((dir, notes)) = cache::lookup(cache, &key) {
+            self.notes.extend(notes);
+            return Ok(Some(dir));
+        }
+        let building = match cache::building(cache, &key) {
+            Ok(b) => b,
+            Err(e) => {
+                self.notes.push(unusable(e));
+                return Ok(None);
+            }
+        };
+        let notes = match convert(traces, &building, progress) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&building);
+                return Err(e);
+            }
+        };
+        let kept = cache::commit(cache, &key, &building, &notes);
+        self.notes.extend(notes);
+        match kept {
+            Ok(Some(dir)) => {
+                self.notes.push(format!(
+                    "converted into the cache {} (the next query over the same unchanged files starts at once)",
+                    dir.display()
+                ));
+                Ok(Some(dir))
+            }
+            Ok(None) => {
+                // Over the limit: use it this once from a scratch folder
+                // that goes when the engine does.
+                let scratch = scratch_dir(&traces[0])?;
+                let tables = scratch.path().join("tables");
+                fs::rename(&building, &tables).map_err(|e| Error::Convert {
+                    path: traces[0].clone(),
+                    cause: qtrace_store::StoreError::Io(qtrace::IoError::new(
+                        "move a conversion into",
+                        scratch.path(),
+                        e,
+                    )),
+                })?;
+                self.notes.push(format!(
+                    "the conversion is larger than the cache's limit ({} bytes): not kept",
+                    cache.max_bytes
+                ));
+                self._scratch = Some(scratch);
+                Ok(Some(tables))
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&building);
+                self.notes.push(unusable(e));
+                Ok(None)
+            }
+        }
     }
 
     /// What the engine noticed opening its inputs, to show the user: damaged
@@ -281,34 +405,50 @@ impl Engine {
     }
 }
 
-/// Converts `traces` (one run each, merged in time order) into the tables
-/// of a new scratch folder; notes damaged and cut files in `notes`.
-fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::TempDir, Error> {
-    let mut inputs = Vec::with_capacity(traces.len());
-    for path in traces {
-        let reader = TraceReader::open(path).map_err(|e| Error::Convert {
-            path: path.clone(),
-            cause: e.into(),
-        })?;
-        inputs.push((path.clone(), reader));
-    }
-    let scratch = tempfile::Builder::new()
+/// A scratch folder, removed when dropped.
+fn scratch_dir(first: &Path) -> Result<tempfile::TempDir, Error> {
+    tempfile::Builder::new()
         .prefix("qtrace-sql-")
         .tempdir()
         .map_err(|e| Error::Convert {
-            path: traces[0].clone(),
+            path: first.to_path_buf(),
             cause: qtrace_store::StoreError::Io(qtrace::IoError::new(
                 "create a scratch folder in",
                 std::env::temp_dir(),
                 e,
             )),
+        })
+}
+
+/// Converts `traces` (one run each, merged in time order) into the tables
+/// under `out`; returns the notes on damaged and cut files.
+fn convert(
+    traces: &[PathBuf],
+    out: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<String>, Error> {
+    let mut inputs = Vec::with_capacity(traces.len());
+    let mut total = 0u64;
+    for path in traces {
+        let reader = TraceReader::open(path).map_err(|e| Error::Convert {
+            path: path.clone(),
+            cause: e.into(),
         })?;
-    let report = qtrace_store::convert(inputs, scratch.path(), &mut |_| {}).map_err(|cause| {
-        Error::Convert {
-            path: traces[0].clone(),
-            cause,
-        }
+        let size = fs::metadata(path).map_or(0, |m| m.len());
+        total += size.saturating_sub(reader.header_len()) / qtrace::Event::SIZE as u64;
+        inputs.push((path.clone(), reader));
+    }
+    let report = qtrace_store::convert(inputs, out, &mut |done| {
+        progress(Progress {
+            done,
+            total: total.max(done),
+        })
+    })
+    .map_err(|cause| Error::Convert {
+        path: traces[0].clone(),
+        cause,
     })?;
+    let mut notes = Vec::new();
     for e in &report.damaged {
         notes.push(format!(
             "{e} (its events before the damage are in the tables)"
@@ -322,7 +462,7 @@ fn convert(traces: &[PathBuf], notes: &mut Vec<String>) -> Result<tempfile::Temp
             ));
         }
     }
-    Ok(scratch)
+    Ok(notes)
 }
 
 /// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and

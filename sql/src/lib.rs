@@ -30,13 +30,15 @@
 // docs.rs (`--cfg docsrs`): cfg'd items get a badge, as in the library.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod cache;
 mod engine;
 mod error;
 mod output;
 mod prompt;
 mod views;
 
-pub use engine::{Engine, Options};
+pub use cache::Cache;
+pub use engine::{Engine, Options, Progress};
 pub use error::Error;
 pub use output::{Format, Printer};
 pub use prompt::prompt;

@@ -6,8 +6,11 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn qtrace(args: &[&str], stdin: &str) -> Output {
+    let cache = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .args(args)
+        // Conversions of .qtr inputs go into a cache of this call's own.
+        .env("XDG_CACHE_HOME", cache.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -175,4 +178,63 @@ fn delta_packed_plain_and_stored_pages_read_by_its_duckdb() {
         // The header line, then the figures.
         assert_eq!(out.split_once('\n').unwrap().1, want, "{}", input.display());
     }
+}
+
+/// `.qtr` inputs are converted once into the cache and read from it while
+/// the files are unchanged; a file written again is converted again;
+/// `--no-cache` keeps nothing; a limit smaller than the conversion keeps
+/// nothing either and says so.
+#[test]
+fn a_second_query_over_unchanged_files_reads_the_cache() {
+    use crate::common::args_trace;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("args.qtr");
+    args_trace::write(&trace);
+    let cache = dir.path().join("cache");
+    let query = "SELECT count(*), sum(arg0::HUGEINT) FROM events";
+    let want = format!("{}\n", args_trace::figures()[..2].join(","));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sql", "--format", "csv"];
+        args.extend_from_slice(extra);
+        args.extend([trace.to_str().unwrap(), query]);
+        let o = qtrace(&args, "");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout).split_once('\n').unwrap().1, want);
+        text(&o.stderr).to_string()
+    };
+    let entries = || -> Vec<String> {
+        std::fs::read_dir(&cache)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let c = cache.to_str().unwrap();
+    let first = run(&["--cache-dir", c]);
+    assert!(first.contains("converted into the cache"), "{first}");
+    assert_eq!(entries().len(), 1);
+    let second = run(&["--cache-dir", c]);
+    assert_eq!(second, "", "a hit converts nothing and says nothing");
+    assert_eq!(entries().len(), 1);
+    // Written again: a new entry, the old one kept within the limit.
+    args_trace::write(&trace);
+    let third = run(&["--cache-dir", c]);
+    assert!(third.contains("converted into the cache"), "{third}");
+    assert_eq!(entries().len(), 2);
+    // --no-cache: nothing added.
+    let before = entries();
+    assert_eq!(run(&["--no-cache"]), "");
+    assert_eq!(entries(), before);
+    // A limit below the conversion's size: used once, not kept.
+    let small = dir.path().join("small");
+    let s = small.to_str().unwrap();
+    let said = run(&["--cache-dir", s, "--cache-max", "1K"]);
+    assert!(
+        said.contains("larger than the cache's limit (1024 bytes)"),
+        "{said}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&small).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
 }

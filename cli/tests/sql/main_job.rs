@@ -29,6 +29,8 @@ fn run(cmd: &mut Command) -> String {
 fn rows(inputs: &[PathBuf], query: &str) -> BTreeMap<u64, Vec<String>> {
     let text = run(qtrace()
         .arg("sql")
+        // Not kept in the user's cache: every run converts again.
+        .arg("--no-cache")
         .args(["--format", "csv"])
         .args(inputs)
         .arg(query));

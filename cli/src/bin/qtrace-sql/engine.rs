@@ -5,8 +5,10 @@
 
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
+use std::time::Duration;
 
-use qtrace_sql::{prompt, Engine, Error, Format, Options, Printer};
+use indicatif::{ProgressBar, ProgressStyle};
+use qtrace_sql::{prompt, Cache, Engine, Error, Format, Options, Printer};
 
 use crate::args::SqlArgs;
 use crate::spine::io::with_stdout;
@@ -29,11 +31,33 @@ pub fn run(args: SqlArgs) -> Exit {
             return Exit::BadInput;
         }
     };
+    let cache = if args.no_cache {
+        None
+    } else {
+        args.cache_dir
+            .clone()
+            .or_else(Cache::user_dir)
+            .map(|dir| Cache {
+                dir,
+                max_bytes: args.cache_max,
+            })
+    };
     let options = Options {
         threads: args.threads,
         irq_max_ns: args.irq_max,
+        cache,
     };
-    let engine = match Engine::open(&inputs, &options) {
+    // Made at the first report: nothing shows on a cache hit or for stores.
+    let mut bar: Option<ProgressBar> = None;
+    let opened = Engine::open_with_progress(&inputs, &options, &mut |p| {
+        let bar = bar.get_or_insert_with(progress_bar);
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let engine = match opened {
         Ok(e) => e,
         Err(e) => {
             eprintln!("qtrace sql: {e}");
@@ -88,4 +112,21 @@ pub fn run(args: SqlArgs) -> Exit {
             Ok(if failed > 0 { Exit::BadInput } else { Exit::Ok })
         }),
     }
+}
+
+/// A bar on stderr while .qtr inputs are converted; hidden when stderr is
+/// not a terminal.
+fn progress_bar() -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "converting .qtr files {wide_bar} {human_pos}/{human_len} events ({eta} left)",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }

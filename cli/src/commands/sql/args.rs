@@ -39,4 +39,38 @@ pub struct SqlArgs {
     /// --irq-max`).
     #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us")]
     pub irq_max: u64,
+    /// Where conversions of .qtr files are kept.
+    ///
+    /// Where conversions of .qtr inputs are kept, so the next query over the
+    /// same unchanged files starts at once (default: $XDG_CACHE_HOME/qtrace/sql,
+    /// else ~/.cache/qtrace/sql). An entry is keyed by the files' paths,
+    /// inodes, sizes and modification times; a file written again is
+    /// converted again.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Most bytes the cache keeps.
+    ///
+    /// Most bytes the cache folder keeps (suffix K, M or G: powers of 1024);
+    /// the least recently used entries are removed past it, and a conversion
+    /// larger than it is not kept.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "4G")]
+    pub cache_max: u64,
+    /// Convert .qtr files into a scratch folder removed on exit.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// `4G`, `512M`, `100K` or a plain number of bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size: give bytes, or a number with K, M or G"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s} is larger than 16 EiB"))
 }
