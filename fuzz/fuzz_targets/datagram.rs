@@ -4,6 +4,9 @@
 //! target's key (its fields, its tag, the version 1 datagram it carries),
 //! and every version 1 datagram accepted is keyed and checked back: the tag
 //! verifies, one bit changed does not, and the datagram comes back whole.
+//! Compact datagrams (FORMAT.md 2.7, versions 3 and 4) take the same path:
+//! every one accepted has exactly `count` records, which re-encode (as many
+//! as fit) into a compact datagram that decodes to the same records.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,7 +15,7 @@ use qtrace::wire::DatagramKey;
 
 fuzz_target!(|data: &[u8]| {
     let key = DatagramKey::from_bytes([0x5a; 32]);
-    if data.len() >= 6 && data[..4] == *b"QTRU" && data[4..6] == [0, 2] {
+    if data.len() >= 6 && data[..4] == *b"QTRU" && (data[4..6] == [0, 2] || data[4..6] == [0, 4]) {
         let Ok((id, _session)) = keyed::keyed_fields(data) else {
             return;
         };
@@ -50,6 +53,29 @@ fuzz_target!(|data: &[u8]| {
     canonical[14] = 0; // reserved
     canonical[15] = 0;
     match view.kind() {
+        DatagramKind::Events if view.is_compact() => {
+            let events: Vec<_> = view.events().collect();
+            assert_eq!(events.len(), view.count() as usize);
+            let mut raw = Vec::new();
+            assert_eq!(view.records_into(&mut raw), events.len());
+            assert_eq!(raw.len(), 32 * events.len());
+            let mut buf = vec![0u8; datagram::MAX_DATAGRAM_LEN];
+            let mut enc = datagram::CompactEventsEncoder::new(
+                &mut buf,
+                h.sender,
+                h.sequence,
+                h.dropped,
+                h.first_event,
+            )
+            .expect("room for a datagram");
+            // As many as fit (the writer's encoding of a record may be
+            // longer than the one accepted): they decode to the same.
+            let fit = events.iter().take_while(|e| enc.push(e)).count();
+            let len = enc.finish();
+            let again = DatagramView::new_checked(&buf[..len]).expect("re-encoded datagram checks");
+            assert_eq!(again.record_count(), fit);
+            assert!(again.events().eq(events[..fit].iter().copied()));
+        }
         DatagramKind::Events => {
             let events: Vec<_> = view.events().collect();
             assert_eq!(events.len(), view.count() as usize);

@@ -16,7 +16,7 @@ use crate::classes::{tracer::HOOPS, Catalog};
 use crate::model::clock::Clock;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
-use crate::wire::datagram::keyed::{self, KEYED_VERSION};
+use crate::wire::datagram::keyed;
 use crate::wire::datagram::{CatalogAssembler, DatagramHeader, DatagramKind, DatagramView, MAGIC};
 use crate::wire::header::NO_QUEUE;
 use crate::wire::{TraceHeader, WireError};
@@ -509,7 +509,7 @@ impl ReceiverCore {
         self.clock += 1;
         let keyed_version = bytes.len() >= 6
             && bytes[..4] == MAGIC
-            && u16::from_be_bytes([bytes[4], bytes[5]]) == KEYED_VERSION;
+            && keyed::is_keyed(u16::from_be_bytes([bytes[4], bytes[5]]));
         if !keyed_version {
             return self.handle_checked(from, bytes, None, out);
         }

@@ -61,6 +61,9 @@ pub(super) struct SenderState {
     pub(super) key: Option<(u16, u64)>,
     /// Copies of the close datagram accepted (the first included).
     pub(super) close_copies: u32,
+    /// A compact datagram's records decoded into 32-byte records (kept to
+    /// spare an allocation per datagram).
+    pub(super) decoded: Vec<u8>,
 }
 
 /// How many copies of its close datagram a sender sends (FORMAT.md 2.4): a
@@ -98,6 +101,7 @@ impl SenderState {
             unclosed_marked: false,
             key: None,
             close_copies: 0,
+            decoded: Vec::new(),
         }
     }
 
@@ -193,14 +197,23 @@ impl SenderState {
             DatagramKind::Events => {
                 let n = view.record_count() as u64;
                 // The view checked the length: exactly `n` records follow
-                // the header. They go on as they are (big-endian records).
-                let raw = bytes.get(HEADER_LEN..).unwrap_or_default();
+                // the header. They go on as they are (big-endian records);
+                // a compact chunk's are decoded into 32-byte records first.
+                let mut decoded = std::mem::take(&mut self.decoded);
+                let raw = if view.is_compact() {
+                    decoded.clear();
+                    view.records_into(&mut decoded);
+                    &decoded[..]
+                } else {
+                    bytes.get(HEADER_LEN..).unwrap_or_default()
+                };
                 for c in raw.chunks_exact(RECORD_LEN) {
                     let mut t = [0u8; 8];
                     t.copy_from_slice(&c[..8]);
                     self.last_time = self.last_time.max(u64::from_be_bytes(t));
                 }
                 cx.out.records(raw);
+                self.decoded = decoded;
                 self.events += n;
                 cx.progress.events.fetch_add(n, Ordering::Relaxed);
             }

@@ -540,7 +540,10 @@ mod tests {
     #[test]
     fn supported_versions_are_listed() {
         assert_eq!(SUPPORTED_FILE_VERSIONS, &[1]);
-        assert_eq!(super::super::datagram::SUPPORTED_DATAGRAM_VERSIONS, &[1, 2]);
+        assert_eq!(
+            super::super::datagram::SUPPORTED_DATAGRAM_VERSIONS,
+            &[1, 2, 3, 4]
+        );
         assert_eq!(FORMAT_VERSION, 1);
     }
 }

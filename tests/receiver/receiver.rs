@@ -150,7 +150,7 @@ fn garbage_truncated_and_newer_versions_are_counted_and_skipped() {
     r.feed(addr(1), &good[..good.len() - 1]);
     // A newer version.
     let mut newer = good.clone();
-    newer[4..6].copy_from_slice(&3u16.to_be_bytes());
+    newer[4..6].copy_from_slice(&5u16.to_be_bytes());
     r.feed(addr(1), &newer);
     // Trailing bytes and an unknown kind.
     let mut long = good.clone();
@@ -1173,4 +1173,162 @@ fn a_sink_that_stops_gets_every_event_the_summary_counts_and_no_more() {
     assert_eq!(sink.events, 30);
     assert_eq!(summary.events(), 30);
     assert_eq!(summary.senders[0].datagrams, 1);
+}
+
+/// A compact events datagram (FORMAT.md 2.7) carrying values
+/// `first..first + n`, its first-event field `first`.
+fn compact_dgram(sender: u32, seq: u64, dropped: u64, first: u64, n: u64) -> Vec<u8> {
+    use qtrace::wire::datagram::{CompactEventsEncoder, COMPACT_VERSION};
+    let mut buf = vec![0u8; DEFAULT_MAX_DATAGRAM_LEN];
+    let mut enc = CompactEventsEncoder::new(&mut buf, sender, seq, dropped, first).unwrap();
+    for i in first..first + n {
+        assert!(enc.push(&ev(i)));
+    }
+    let len = enc.finish();
+    buf.truncate(len);
+    assert_eq!(buf[4..6], COMPACT_VERSION.to_be_bytes());
+    buf
+}
+
+/// FORMAT.md 2.7: compact datagrams lost, reordered and repeated on the way
+/// give the loss arithmetic of version 1, exactly: one hoops record of the
+/// lost datagrams' events in their place, drops after the datagram that
+/// reports them, and the close's count of the events after the last.
+#[test]
+fn compact_datagrams_lost_reordered_and_repeated_are_counted_exactly() {
+    let mut r = Run::new();
+    // 8 datagrams of 3 events (values 0..24); 2 dropped at the sender,
+    // reported by datagram 4. Lost: 2 and 3 (6 events) and 6 (3);
+    // 4 and 5 swapped; 1 repeated.
+    let d: Vec<Vec<u8>> = (0..8)
+        .map(|s| compact_dgram(7, s, if s >= 4 { 2 } else { 0 }, s * 3, 3))
+        .collect();
+    for &i in &[0usize, 1, 1, 5, 4, 7] {
+        r.feed(addr(9), &d[i]);
+    }
+    // The close: 24 sent + 2 dropped + 1 unsent = 27 logged; version 3.
+    let mut close = close_dgram(7, 8, 2, 24, 27, 1);
+    qtrace::wire::datagram::set_version(&mut close, 3);
+    r.feed(addr(9), &close);
+    r.finish();
+    assert_eq!(
+        r.stream(),
+        [
+            E(0),
+            E(1),
+            E(2),
+            E(3),
+            E(4),
+            E(5),
+            L(6),
+            E(12),
+            E(13),
+            E(14),
+            L(2),
+            E(15),
+            E(16),
+            E(17),
+            L(3),
+            E(21),
+            E(22),
+            E(23),
+            L(1)
+        ]
+    );
+    let x = &r.core.summary().senders[0];
+    assert_eq!((x.datagrams, x.events), (6, 15));
+    assert_eq!((x.lost_datagrams, x.lost_events), (3, 9));
+    assert_eq!((x.duplicates, x.reordered, x.invalid), (1, 1, 0));
+    assert_eq!((x.sender_dropped, x.unsent), (2, 1));
+    assert!(x.closed);
+    assert_eq!(x.events + x.lost_events + x.sender_dropped + x.unsent, 27);
+}
+
+/// A stream may mix datagrams of versions 1 and 3 (a sender switched): the
+/// loss arithmetic does not look at the encoding.
+#[test]
+fn compact_and_32_byte_datagrams_of_one_stream_mix() {
+    let mut r = Run::new();
+    r.feed(addr(1), &compact_dgram(1, 0, 0, 0, 4));
+    r.feed(addr(1), &events_dgram(1, 2, 0, 6, 2));
+    r.feed(addr(1), &compact_dgram(1, 3, 0, 8, 1));
+    r.finish();
+    assert_eq!(r.stream(), [E(0), E(1), E(2), E(3), L(2), E(6), E(7), E(8)]);
+    let x = &r.core.summary().senders[0];
+    assert_eq!((x.events, x.lost_events, x.invalid), (7, 2, 0));
+}
+
+/// Compact datagrams that do not check are counted, by kind, and touch no
+/// stream (FORMAT.md 4.3 step 8, version 3).
+#[test]
+fn bad_compact_datagrams_are_counted_and_skipped() {
+    let mut r = Run::new();
+    let good = compact_dgram(3, 0, 0, 0, 2);
+    r.feed(addr(1), &good[..good.len() - 1]); // truncated
+    let mut count = good.clone();
+    count[13] = 3; // the datagram's count disagrees with its chunk's
+    r.feed(addr(1), &count);
+    let mut sender = good.clone();
+    sender[40 + 11] ^= 1; // the chunk's sender id
+    r.feed(addr(1), &sender);
+    let mut version = good.clone();
+    version[40 + 5] = 2; // compact chunk version 2
+    r.feed(addr(1), &version);
+    let mut long = good.clone();
+    long.push(0);
+    r.feed(addr(1), &long);
+    let s = r.core.summary();
+    assert!(s.senders.is_empty());
+    assert_eq!(s.invalid.truncated, 1);
+    assert_eq!(s.invalid.unsupported_version, 1);
+    assert_eq!(s.invalid.malformed, 3);
+    r.feed(addr(1), &good);
+    r.finish();
+    assert_eq!(r.values(), [0, 1]);
+}
+
+/// A keyed compact stream (version 4): accepted under its key with the
+/// arithmetic of version 3; tampered, unkeyed or under another key,
+/// rejected before it touches the stream.
+#[cfg(feature = "keys")]
+#[test]
+fn a_keyed_compact_stream_is_received_and_a_tampered_one_rejected() {
+    use qtrace::wire::datagram::keyed;
+    use qtrace::wire::DatagramKey;
+    let key = DatagramKey::from_bytes([0x42; 32]);
+    let seal = |d: Vec<u8>| {
+        let len = d.len();
+        let mut buf = d;
+        buf.resize(len + keyed::KEYED_OVERHEAD, 0);
+        let n = keyed::seal(&key, 1_000, &mut buf, len).unwrap();
+        assert_eq!(buf[4..6], [0, 4]);
+        buf.truncate(n);
+        buf
+    };
+    let config = ReceiverConfig {
+        keys: vec![key.clone()],
+        ..ReceiverConfig::default()
+    };
+    let mut r = Run::with(config);
+    let d: Vec<Vec<u8>> = (0..4)
+        .map(|s| seal(compact_dgram(5, s, 0, s * 2, 2)))
+        .collect();
+    r.feed(addr(1), &d[0]);
+    // Tampered: one bit of an event changed.
+    let mut bad = d[1].clone();
+    bad[48 + 48 + 2] ^= 1;
+    r.feed(addr(1), &bad);
+    // The same datagram unkeyed: rejected too (this receiver holds a key).
+    r.feed(addr(1), &compact_dgram(5, 1, 0, 2, 2));
+    r.feed(addr(1), &d[3]);
+    r.finish();
+    // Datagram 1 never got in (its forgery and its unkeyed copy were
+    // rejected) and 2 never arrived: their 4 events are lost, exactly.
+    assert_eq!(r.stream(), [E(0), E(1), L(4), E(6), E(7)]);
+    let s = r.core.summary();
+    assert_eq!(s.invalid.rejected.bad_tag, 1);
+    assert_eq!(s.invalid.rejected.unkeyed, 1);
+    let x = &s.senders[0];
+    assert_eq!(x.key_id, Some(key.id()));
+    assert_eq!((x.events, x.lost_events), (4, 4));
 }

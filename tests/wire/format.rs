@@ -12,7 +12,7 @@ use qtrace::QueueHandle;
 use qtrace::{Event, EventId};
 
 /// The hex dump after `<!-- example:NAME -->` in FORMAT.md.
-fn format_md_example(name: &str) -> Vec<u8> {
+pub(crate) fn format_md_example(name: &str) -> Vec<u8> {
     let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/FORMAT.md")).unwrap();
     let marker = format!("<!-- example:{name} -->");
     let start = md.find(&marker).expect("FORMAT.md has the example") + marker.len();
@@ -898,7 +898,7 @@ fn hex_dump(bytes: &[u8]) -> String {
 
 /// Compares `produced` with FORMAT.md's example `name` (printing it when
 /// asked).
-fn check_example(name: &str, produced: &[u8]) {
+pub(crate) fn check_example(name: &str, produced: &[u8]) {
     if std::env::var_os("QTRACE_PRINT_EXAMPLES").is_some() {
         println!(
             "<!-- example:{name} -->\n```text\n{}```",
@@ -1035,11 +1035,11 @@ fn tick(time: u64, n: u64) -> Event {
 
 #[test]
 fn datagram_error_examples_are_exact() {
-    let later = b"QTRU\x00\x03".to_vec();
+    let later = b"QTRU\x00\x05".to_vec();
     check_example("datagram-short-later-version", &later);
     assert_eq!(
         dgram_err(&later).to_string(),
-        "format version 3 at byte 4 is not supported: this reader accepts versions [1, 2]; use a newer qtrace"
+        "format version 5 at byte 4 is not supported: this reader accepts versions [1, 2, 3, 4]; use a newer qtrace"
     );
     // The 2.3 example with a count of 2: one record is missing.
     let mut two = events_datagram(5, 3, 120, &[tick(1000, 7)]);

@@ -27,9 +27,10 @@ fn out_dir() -> PathBuf {
     }
 }
 
-/// The datagrams a UDP queue sends for a small workload with drops, and
-/// the number of events it dropped.
-fn real_datagrams() -> (Vec<Vec<u8>>, u64) {
+/// The datagrams a UDP queue sends for a small workload with drops (32-byte
+/// records, or compact ones: FORMAT.md 2.7), and the number of events it
+/// dropped.
+fn real_datagrams(compact: bool) -> (Vec<Vec<u8>>, u64) {
     let sink = UdpSocket::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
     sink.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
@@ -42,7 +43,8 @@ fn real_datagrams() -> (Vec<Vec<u8>>, u64) {
                 .with_period(Duration::from_secs(3600))
                 .with_high_water_percent(100)
                 .with_datagrams_per_period(DatagramsPerPeriod::All)
-                .with_sender_id(0x5eed),
+                .with_sender_id(0x5eed)
+                .with_compact(compact),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -61,9 +63,11 @@ fn real_datagrams() -> (Vec<Vec<u8>>, u64) {
     while let Ok(n) = sink.recv(&mut buf) {
         out.push(buf[..n].to_vec());
     }
+    // Compact, the 16 events fit one datagram.
+    let want = if compact { 2 } else { 5 };
     assert!(
-        out.len() >= 5,
-        "catalog and 4 event datagrams, got {}",
+        out.len() >= want,
+        "catalog and event datagrams, got {}",
         out.len()
     );
     (out, c.dropped)
@@ -86,10 +90,18 @@ fn seed_receiver_corpus() {
     let ddir = root.join("datagram");
     std::fs::create_dir_all(&rdir).unwrap();
     std::fs::create_dir_all(&ddir).unwrap();
-    let (d, dropped) = real_datagrams();
+    let (d, dropped) = real_datagrams(false);
     for (i, g) in d.iter().enumerate() {
         std::fs::write(ddir.join(format!("udp-queue-{i}.bin")), g).unwrap();
     }
+    // The compact stream's datagrams (version 3) seed both targets too.
+    let (c, c_dropped) = real_datagrams(true);
+    assert_eq!(c_dropped, dropped);
+    for (i, g) in c.iter().enumerate() {
+        assert_eq!(g[4..6], [0, 3], "compact datagram {i}");
+        std::fs::write(ddir.join(format!("udp-queue-compact-{i}.bin")), g).unwrap();
+    }
+    let compact: Vec<(u8, &[u8])> = c.iter().map(|g| (0, &g[..])).collect();
     // Sender `k` of a crowd: the same datagrams with sender id + k (the
     // receiver knows a sender by its id; the same id from another address
     // would be that sender restarted).
@@ -127,6 +139,7 @@ fn seed_receiver_corpus() {
     crowd.extend(renamed[3].iter().map(|g| (3, &g[..])));
     let seeds = [
         ("in-order", all.clone(), 0u64),
+        ("compact-in-order", compact, 0),
         ("lost-one", lossy, 1),
         ("dup-reordered", dup_reorder, 0),
         ("two-senders", two, 0),

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod compact_datagram;
 mod format;
 mod fuzz_corpus;
 mod fuzz_corpus_receiver;

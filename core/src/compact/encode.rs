@@ -149,6 +149,13 @@ impl<'a> ChunkEncoder<'a> {
         Ok(self.s.pos - saved.pos)
     }
 
+    /// Sets the header's dropped count (written by
+    /// [`finish`](ChunkEncoder::finish)): a sender that learns which drops
+    /// the chunk reports only once its records are in.
+    pub fn set_dropped(&mut self, dropped: u64) {
+        self.header.dropped = dropped;
+    }
+
     /// Writes the header (count, length, base time) and returns the chunk's
     /// length in bytes: the chunk is `buf[..n]`.
     pub fn finish(self) -> usize {

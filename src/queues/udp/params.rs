@@ -101,6 +101,10 @@ pub struct UdpParams {
     /// on the wire are the same). On by default; where the kernel does not
     /// support it, one call per datagram is used.
     pub(crate) segmentation_offload: bool,
+    /// Send events in the compact encoding (datagram version 3, or 4
+    /// keyed: FORMAT.md 2.7), about 5 bytes an event; `false`: 32-byte
+    /// records (version 1, or 2 keyed). On by default.
+    pub(crate) compact: bool,
     /// The key every datagram is keyed with (feature `keys`); `None`:
     /// unkeyed datagrams. Boxed: the queue's size is fixed (a power of
     /// two, for the tracer's table of queues).
@@ -133,6 +137,7 @@ impl UdpParams {
             catalog_interval: Duration::from_secs(10),
             sender_id: None,
             segmentation_offload: true,
+            compact: true,
             #[cfg(feature = "keys")]
             key: None,
         }
@@ -170,6 +175,22 @@ impl UdpParams {
     /// Switches segmentation offload on or off.
     pub fn with_segmentation_offload(mut self, on: bool) -> Self {
         self.segmentation_offload = on;
+        self
+    }
+    /// Sends events in the compact encoding (`true`, the default: datagram
+    /// version 3, or 4 keyed, about 5 bytes an event; FORMAT.md 2.7) or as
+    /// 32-byte records (`false`: version 1, or 2 keyed, for a receiver
+    /// older than the compact datagrams). Datagrams of at most
+    /// [`with_max_datagram_len`](Self::with_max_datagram_len) below 127
+    /// bytes (151 keyed) are sent as 32-byte records either way.
+    ///
+    /// ```
+    /// let params = qtrace::queues::UdpParams::default();
+    /// assert!(params.compact());
+    /// assert!(!params.with_compact(false).compact());
+    /// ```
+    pub fn with_compact(mut self, on: bool) -> Self {
+        self.compact = on;
         self
     }
     /// Sends the catalog again every `interval` (10 s by default).
@@ -273,6 +294,12 @@ impl UdpParams {
     /// support it, one call per datagram is used.
     pub fn segmentation_offload(&self) -> bool {
         self.segmentation_offload
+    }
+
+    /// Whether events are sent in the compact encoding
+    /// ([`with_compact`](Self::with_compact)).
+    pub fn compact(&self) -> bool {
+        self.compact
     }
 }
 

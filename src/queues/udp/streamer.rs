@@ -13,7 +13,8 @@ use crate::queues::drained::sender::{SendOutcome, UdpSender};
 use crate::queues::drained::task::Work;
 use crate::wire::datagram::keyed::KEYED_OVERHEAD;
 use crate::wire::datagram::{
-    encode_catalog_fragment, encode_close, CloseCounts, EventsEncoder, MAX_DATAGRAM_LEN,
+    encode_catalog_fragment, encode_close, set_version, CloseCounts, CompactEventsEncoder,
+    EventsEncoder, COMPACT_VERSION, MAX_DATAGRAM_LEN, MIN_COMPACT_DATAGRAM_LEN,
 };
 use crate::wire::TraceHeader;
 
@@ -41,12 +42,24 @@ impl UdpQueue {
         // but the last of a batch exactly this long.
         // Keyed, each datagram is KEYED_OVERHEAD bytes longer (FORMAT.md 2.6).
         let overhead = if self.keyed() { KEYED_OVERHEAD } else { 0 };
-        let room = crate::wire::datagram::HEADER_LEN
-            + crate::wire::datagram::records_per_datagram(self.params.max_datagram_len - overhead)
-                * crate::wire::record::RECORD_LEN;
+        // Compact datagrams (FORMAT.md 2.7) fill the whole size, each a
+        // length of its own: no segmentation offload (it needs equal ones).
+        let compact = self.params.compact
+            && self.params.max_datagram_len >= MIN_COMPACT_DATAGRAM_LEN + overhead;
+        let room = if compact {
+            self.params.max_datagram_len - overhead
+        } else {
+            crate::wire::datagram::HEADER_LEN
+                + crate::wire::datagram::records_per_datagram(
+                    self.params.max_datagram_len - overhead,
+                ) * crate::wire::record::RECORD_LEN
+        };
         let seg = room + overhead;
         let batch = (MAX_DATAGRAM_LEN / seg).min(MAX_SEGMENTS);
-        let gso = self.params.segmentation_offload && batch > 1 && socket.set_segment_size(seg);
+        let gso = !compact
+            && self.params.segmentation_offload
+            && batch > 1
+            && socket.set_segment_size(seg);
         Ok(Streamer {
             shared: Arc::clone(&self.shared),
             socket,
@@ -61,6 +74,7 @@ impl UdpQueue {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
             gso,
+            compact,
             pending: None,
             sequence: 0,
             first_event: 0,
@@ -110,6 +124,9 @@ pub(super) struct Streamer {
     session: u64,
     /// Whether the kernel splits batches into datagrams (Linux UDP GSO).
     gso: bool,
+    /// Whether events datagrams are compact (version 3, FORMAT.md 2.7);
+    /// catalog and close datagrams then carry version 3 too.
+    compact: bool,
     pending: Option<Pending>,
     sequence: u64,
     /// Events put in datagrams so far: the first-event field of the next
@@ -248,6 +265,9 @@ impl Streamer {
                     return true;
                 }
             };
+            if self.compact {
+                set_version(&mut self.buf[..len], COMPACT_VERSION);
+            }
             self.sequence += 1;
             offset += n;
             let len = self.seal(0, len);
@@ -302,6 +322,18 @@ impl Streamer {
                 self.snapshot_dropped = ring.dropped();
                 self.snapshot_left = ring.len();
             }
+            if self.compact {
+                let Some(len) = self.compact_datagram(at, room) else {
+                    break; // nothing new to say
+                };
+                sent += 1;
+                at += len;
+                if !self.send_batch(at) {
+                    return false;
+                }
+                at = 0;
+                continue;
+            }
             let dropped = if records >= self.snapshot_left {
                 self.snapshot_dropped
             } else {
@@ -342,6 +374,62 @@ impl Streamer {
             }
         }
         self.send_batch(at)
+    }
+
+    /// Builds one compact events datagram in `buf[at..at + room]` from the
+    /// ring and keys it: its length, or `None` when it would say nothing
+    /// new (no event, no new drop).
+    fn compact_datagram(&mut self, at: usize, room: usize) -> Option<usize> {
+        let shared = Arc::clone(&self.shared);
+        let ring = &shared.feed.ring;
+        let mut enc = CompactEventsEncoder::new(
+            &mut self.buf[at..at + room],
+            self.sender,
+            self.sequence,
+            self.sent_dropped,
+            self.first_event,
+        )
+        .ok()?; // room is checked at create: cannot fail
+                // Take what surely fits, again and again: each record is at most
+                // MAX_RECORD_LEN bytes, so the chunk ends less than one record short
+                // of full. Drops counted with a snapshot came after its events: they
+                // are reported by the datagram that carries the last of them.
+        let mut dropped = self.sent_dropped;
+        loop {
+            if self.snapshot_left == 0 {
+                // Every event of the snapshot is carried (by this datagram
+                // or an earlier one): its drops go with this datagram.
+                dropped = self.snapshot_dropped;
+                self.snapshot_dropped = ring.dropped();
+                self.snapshot_left = ring.len();
+                if self.snapshot_left == 0 {
+                    dropped = self.snapshot_dropped;
+                    break;
+                }
+            }
+            let take = enc.room_for().min(self.snapshot_left);
+            if take == 0 {
+                break;
+            }
+            let n = ring.drain(take, |e| {
+                enc.push(e);
+            });
+            self.snapshot_left -= n;
+            if n < take {
+                break; // a producer is still writing the oldest record
+            }
+        }
+        if enc.is_empty() && dropped == self.sent_dropped {
+            return None;
+        }
+        enc.set_dropped(dropped);
+        let count = enc.len() as u64;
+        let len = enc.finish();
+        let len = self.seal(at, len);
+        self.sequence += 1;
+        self.first_event += count;
+        self.sent_dropped = dropped;
+        Some(len)
     }
 
     /// Sends the events datagrams built in `buf[..end]`.
@@ -476,6 +564,9 @@ impl Streamer {
         ) else {
             return;
         };
+        if self.compact {
+            set_version(&mut buf[..len], COMPACT_VERSION);
+        }
         #[cfg(feature = "keys")]
         let len = match &self.key {
             Some(key) => {

@@ -228,3 +228,133 @@ pub fn encode_catalog_fragment(
     buf[payload..payload + n].copy_from_slice(&header_bytes[offset..offset + n]);
     Ok((HEADER_LEN + FRAGMENT_PREFIX_LEN + n, n))
 }
+
+/// Sets the version field of the datagram in `buf` (its header was
+/// written): [`COMPACT_VERSION`] turns a version 1 catalog or close datagram
+/// into the same datagram of a compact stream (FORMAT.md 2.7).
+pub fn set_version(buf: &mut [u8], version: u16) {
+    if let Some(v) = buf.get_mut(field::VERSION..field::VERSION + 2) {
+        v.copy_from_slice(&version.to_be_bytes());
+    }
+}
+
+/// Fills one compact events datagram (version 3, FORMAT.md 2.7) in a
+/// caller's buffer, with no allocation: the 40-byte header, then one
+/// compact chunk ([`qtrace_core::compact`]) holding the records.
+///
+/// ```
+/// use qtrace::wire::datagram::{CompactEventsEncoder, DatagramView, COMPACT_VERSION};
+/// use qtrace::{Event, EventId};
+///
+/// let mut buf = [0u8; 1472];
+/// let mut enc = CompactEventsEncoder::new(&mut buf, 7, 0, 0, 0).unwrap();
+/// assert!(enc.push(&Event::new(1_000, EventId(0x04), 0, [3, 0])));
+/// assert!(enc.push(&Event::new(1_250, EventId(0x04), 0, [4, 0])));
+/// let len = enc.finish();
+/// assert_eq!(len, 40 + 48 + 5 + 4); // a literal record, then an interned one
+///
+/// let view = DatagramView::new_checked(&buf[..len]).unwrap();
+/// assert_eq!(view.version(), COMPACT_VERSION);
+/// assert_eq!(view.events().count(), 2);
+/// ```
+#[derive(Debug)]
+pub struct CompactEventsEncoder<'a> {
+    head: &'a mut [u8],
+    chunk: qtrace_core::compact::ChunkEncoder<'a>,
+    room: usize,
+    header: DatagramHeader,
+}
+
+impl<'a> CompactEventsEncoder<'a> {
+    /// Starts a datagram in `buf` (its length, capped at
+    /// [`MAX_DATAGRAM_LEN`], is the datagram's maximum size); the arguments
+    /// are the header's fields, as for [`EventsEncoder::new`].
+    ///
+    /// # Errors
+    /// [`WireError::Truncated`] when `buf` cannot hold one record of the
+    /// largest size ([`MIN_COMPACT_DATAGRAM_LEN`] bytes).
+    pub fn new(
+        buf: &'a mut [u8],
+        sender: u32,
+        sequence: u64,
+        dropped: u64,
+        first_event: u64,
+    ) -> Result<Self, WireError> {
+        if buf.len() < MIN_COMPACT_DATAGRAM_LEN {
+            return Err(truncated(
+                0,
+                MIN_COMPACT_DATAGRAM_LEN,
+                buf.len(),
+                "datagram buffer",
+            ));
+        }
+        let len = buf.len().min(MAX_DATAGRAM_LEN);
+        let (head, rest) = buf[..len].split_at_mut(HEADER_LEN);
+        let room = rest.len();
+        let chunk = qtrace_core::compact::ChunkEncoder::new(
+            rest,
+            qtrace_core::compact::ChunkHeader {
+                sender,
+                sequence,
+                first_event,
+                dropped,
+                base_time: 0,
+            },
+        )
+        .map_err(|_| truncated(0, MIN_COMPACT_DATAGRAM_LEN, len, "datagram buffer"))?;
+        Ok(CompactEventsEncoder {
+            head,
+            chunk,
+            room,
+            header: DatagramHeader {
+                kind: DatagramKind::Events,
+                sender,
+                sequence,
+                dropped,
+                first_event,
+            },
+        })
+    }
+
+    /// Adds a record; `false` (and nothing written) when it does not fit.
+    #[inline]
+    pub fn push(&mut self, event: &Event) -> bool {
+        self.chunk.push(event).is_ok()
+    }
+
+    /// How many more records fit whatever they are (each at most
+    /// `qtrace_core::compact::MAX_RECORD_LEN` bytes): a sender can take that
+    /// many from its queue and push them all.
+    pub fn room_for(&self) -> usize {
+        if self.chunk.count() == u16::MAX {
+            return 0;
+        }
+        ((self.room - self.chunk.len()) / qtrace_core::compact::MAX_RECORD_LEN)
+            .min((u16::MAX - self.chunk.count()) as usize)
+    }
+
+    /// Records added so far.
+    pub fn len(&self) -> usize {
+        self.chunk.count() as usize
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.chunk.is_empty()
+    }
+
+    /// Sets the dropped count the datagram (and its chunk) carry.
+    pub fn set_dropped(&mut self, dropped: u64) {
+        self.header.dropped = dropped;
+        self.chunk.set_dropped(dropped);
+    }
+
+    /// Writes the headers; returns the datagram's length (send `buf[..len]`).
+    pub fn finish(self) -> usize {
+        let count = self.chunk.count();
+        let chunk_len = self.chunk.finish();
+        emit_into(&self.header, count, self.head);
+        set_version(self.head, COMPACT_VERSION);
+        HEADER_LEN + chunk_len
+    }
+}

@@ -13,6 +13,32 @@ use super::*;
 
 /// The version of a keyed datagram.
 pub const KEYED_VERSION: u16 = 2;
+/// The version of a keyed compact datagram: a version 3 datagram keyed as
+/// version 2 keys a version 1 one (FORMAT.md 2.7).
+pub const KEYED_COMPACT_VERSION: u16 = 4;
+
+/// Whether `version` is a keyed one (2 or 4).
+pub const fn is_keyed(version: u16) -> bool {
+    version == KEYED_VERSION || version == KEYED_COMPACT_VERSION
+}
+
+/// The version of the datagram a keyed one carries (2 → 1, 4 → 3); any
+/// other version is its own.
+pub const fn unkeyed_version(version: u16) -> u16 {
+    match version {
+        KEYED_VERSION => VERSION,
+        KEYED_COMPACT_VERSION => COMPACT_VERSION,
+        v => v,
+    }
+}
+
+/// The version a datagram of `version` takes once keyed (1 → 2, 3 → 4).
+pub const fn keyed_version(version: u16) -> u16 {
+    match version {
+        COMPACT_VERSION => KEYED_COMPACT_VERSION,
+        _ => KEYED_VERSION,
+    }
+}
 /// `u16` key id (the version 1 reserved field).
 pub const KEY_ID: usize = field::RESERVED;
 /// `u64` session: the sender's start, nanoseconds since the Unix epoch.
@@ -27,7 +53,7 @@ pub const KEYED_OVERHEAD: usize = SESSION_LEN + TAG_LEN;
 pub const MIN_KEYED_LEN: usize = HEADER_LEN + KEYED_OVERHEAD;
 
 /// The key id and session of a keyed datagram (`bytes` starts with the
-/// magic and version 2), checking only its length: FORMAT.md 4.3 steps 4
+/// magic and version 2 or 4), checking only its length: FORMAT.md 4.3 steps 4
 /// and 5 for version 2.
 ///
 /// # Errors
@@ -48,8 +74,8 @@ pub fn keyed_fields(bytes: &[u8]) -> Result<(u16, u64), WireError> {
     Ok((be16(bytes, KEY_ID), be64(bytes, SESSION)))
 }
 
-/// The version 1 datagram a keyed one carries: its header with version 1
-/// and a zero reserved field, then its payload (session and tag left out),
+/// The unkeyed datagram a keyed one carries: its header with version 1
+/// (version 3 for a keyed compact one, 4) and a zero reserved field, then its payload (session and tag left out),
 /// written into `out` (cleared first; no allocation once it has room).
 /// `bytes` passed [`keyed_fields`].
 pub fn unkeyed_into(bytes: &[u8], out: &mut Vec<u8>) {
@@ -60,7 +86,8 @@ pub fn unkeyed_into(bytes: &[u8], out: &mut Vec<u8>) {
         .max(SESSION + SESSION_LEN);
     out.extend_from_slice(&bytes[..HEADER_LEN.min(bytes.len())]);
     if out.len() == HEADER_LEN {
-        out[field::VERSION..field::VERSION + 2].copy_from_slice(&VERSION.to_be_bytes());
+        let version = unkeyed_version(be16(out, field::VERSION));
+        out[field::VERSION..field::VERSION + 2].copy_from_slice(&version.to_be_bytes());
         out[KEY_ID..KEY_ID + 2].copy_from_slice(&[0, 0]);
     }
     if let Some(payload) = bytes.get(SESSION + SESSION_LEN..end) {
@@ -77,7 +104,8 @@ mod sealing {
     use crate::wire::key::DatagramKey;
     use hmac::Mac;
 
-    /// Turns the version 1 datagram in `buf[..len]` into a keyed one under
+    /// Turns the version 1 (or 3) datagram in `buf[..len]` into a keyed one
+    /// (version 2, or 4) under
     /// `key` with `session`, in place: `buf` must have room for
     /// [`KEYED_OVERHEAD`] more bytes. Returns the keyed length.
     ///
@@ -103,8 +131,9 @@ mod sealing {
                 max: MAX_DATAGRAM_LEN as u64,
             });
         }
+        let version = keyed_version(be16(buf, field::VERSION));
         buf.copy_within(HEADER_LEN..len, SESSION + SESSION_LEN);
-        buf[field::VERSION..field::VERSION + 2].copy_from_slice(&KEYED_VERSION.to_be_bytes());
+        buf[field::VERSION..field::VERSION + 2].copy_from_slice(&version.to_be_bytes());
         buf[KEY_ID..KEY_ID + 2].copy_from_slice(&key.id().to_be_bytes());
         buf[SESSION..SESSION + SESSION_LEN].copy_from_slice(&session.to_be_bytes());
         let body = keyed - TAG_LEN;

@@ -73,10 +73,20 @@ use crate::Event;
 pub const MAGIC: [u8; 4] = field::MAGIC_BYTES;
 /// The datagram format version this crate writes.
 pub const VERSION: u16 = field::VERSION_VALUE;
+/// The datagram version of a compact stream (FORMAT.md 2.7): events
+/// datagrams carry one compact chunk; catalog and close datagrams are those
+/// of version 1 with this version.
+pub const COMPACT_VERSION: u16 = 3;
 /// Every datagram format version this crate reads.
 /// Version 2 is a keyed datagram (FORMAT.md 2.6): [`keyed`] checks its tag
-/// and hands on the version 1 datagram it carries.
-pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[1, keyed::KEYED_VERSION];
+/// and hands on the version 1 datagram it carries; version 4 is a keyed
+/// compact one, carrying a version 3 datagram.
+pub const SUPPORTED_DATAGRAM_VERSIONS: &[u16] = &[
+    1,
+    keyed::KEYED_VERSION,
+    COMPACT_VERSION,
+    keyed::KEYED_COMPACT_VERSION,
+];
 pub use qtrace_core::layout::datagram::{CLOSE_PAYLOAD_LEN, FRAGMENT_PREFIX_LEN, HEADER_LEN};
 /// The default largest datagram: 1472 bytes of UDP payload fit a 1500-byte
 /// Ethernet MTU over IPv4 (1500 − 20 IP − 8 UDP); 44 records (a 1448-byte
@@ -86,6 +96,10 @@ pub const DEFAULT_MAX_DATAGRAM_LEN: usize = 1472;
 pub const MAX_DATAGRAM_LEN: usize = 65507;
 /// The smallest useful datagram: a header and one record.
 pub const MIN_DATAGRAM_LEN: usize = HEADER_LEN + RECORD_LEN;
+/// The smallest compact events datagram a sender may be limited to: a
+/// header, a chunk header and one record of the largest size (127 bytes).
+pub const MIN_COMPACT_DATAGRAM_LEN: usize =
+    HEADER_LEN + qtrace_core::compact::HEADER_LEN + qtrace_core::compact::MAX_RECORD_LEN;
 
 // The field offsets: the core's table, which its header encoder writes at.
 use qtrace_core::layout::datagram as field;
@@ -137,7 +151,8 @@ mod view;
 
 pub use catalog::CatalogAssembler;
 pub use encode::{
-    encode_catalog_fragment, encode_close, encode_events, CatalogFragment, EventsEncoder,
+    encode_catalog_fragment, encode_close, encode_events, set_version, CatalogFragment,
+    CompactEventsEncoder, EventsEncoder,
 };
 pub use view::{CloseCounts, DatagramView};
 
@@ -214,10 +229,10 @@ mod tests {
             WireError::BadMagic { what: "datagram" }
         );
         let mut version = good.clone();
-        version[5] = 3;
+        version[5] = 5;
         assert!(matches!(
             DatagramView::new_checked(&version[..]),
-            Err(WireError::UnsupportedVersion { version: 3, .. })
+            Err(WireError::UnsupportedVersion { version: 5, .. })
         ));
         let mut kind = good.clone();
         kind[6] = 4;

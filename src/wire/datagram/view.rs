@@ -38,13 +38,16 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 supported: SUPPORTED_DATAGRAM_VERSIONS,
             });
         }
-        if version == keyed::KEYED_VERSION {
+        if keyed::is_keyed(version) {
             // Its tag is checked with its key first (the receiver does), and
-            // the version 1 datagram it carries is viewed (FORMAT.md 2.6).
+            // the datagram it carries is viewed (FORMAT.md 2.6).
             return Err(WireError::Invalid {
                 offset: field::VERSION as u64,
                 what: "datagram version",
-                reason: "2 is a keyed datagram: check its tag with its key, then view the version 1 datagram it carries (FORMAT.md 2.6)".to_string(),
+                reason: format!(
+                    "{version} is a keyed datagram: check its tag with its key, then view the version {} datagram it carries (FORMAT.md 2.6)",
+                    keyed::unkeyed_version(version)
+                ),
             });
         }
         if len < HEADER_LEN {
@@ -69,6 +72,9 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                         b[field::KIND]
                     ),
                 })
+            }
+            Some(DatagramKind::Events) if version == COMPACT_VERSION => {
+                HEADER_LEN + check_chunk(b, count)?
             }
             Some(DatagramKind::Events) => HEADER_LEN + count * RECORD_LEN,
             Some(DatagramKind::Catalog) => {
@@ -183,13 +189,49 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
         }
     }
 
+    /// Whether its events are a compact chunk (version 3, FORMAT.md 2.7).
+    pub fn is_compact(&self) -> bool {
+        self.version() == COMPACT_VERSION
+    }
+
     /// The event records, in order (none for a catalog datagram).
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         let n = self.record_count();
-        self.b()[HEADER_LEN..]
-            .chunks_exact(RECORD_LEN)
-            .take(n)
-            .filter_map(|c| RecordView::new_checked(c).ok().map(|v| v.to_event()))
+        let payload = &self.b()[HEADER_LEN..];
+        let compact = self.is_compact() && n > 0;
+        let fixed = (!compact).then(|| {
+            payload
+                .chunks_exact(RECORD_LEN)
+                .take(n)
+                .filter_map(|c| RecordView::new_checked(c).ok().map(|v| v.to_event()))
+        });
+        let chunk = compact
+            .then(|| qtrace_core::compact::Chunk::new_checked(payload).ok())
+            .flatten()
+            .map(|c| c.records().map_while(Result::ok));
+        fixed
+            .into_iter()
+            .flatten()
+            .chain(chunk.into_iter().flatten())
+    }
+
+    /// Appends the event records to `out` as 32-byte records (FORMAT.md
+    /// 1.4), in order: a version 1 datagram's as they are, a compact one's
+    /// decoded. Returns how many.
+    pub fn records_into(&self, out: &mut Vec<u8>) -> usize {
+        let n = self.record_count();
+        if !self.is_compact() {
+            let raw = &self.b()[HEADER_LEN..];
+            out.extend_from_slice(&raw[..(n * RECORD_LEN).min(raw.len())]);
+            return n;
+        }
+        let start = out.len();
+        for e in self.events() {
+            let mut slot = [0u8; RECORD_LEN];
+            record::emit(&e, &mut slot);
+            out.extend_from_slice(&slot);
+        }
+        (out.len() - start) / RECORD_LEN
     }
 
     /// The catalog fragment (none for an events datagram).
@@ -222,6 +264,81 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
             _ => None,
         }
     }
+}
+
+/// Checks the compact chunk of the version 3 events datagram `b` whose
+/// count is `count` (FORMAT.md 4.3 step 8 for version 3): returns the
+/// chunk's length.
+fn check_chunk(b: &[u8], count: usize) -> Result<usize, WireError> {
+    use qtrace_core::compact::{self, field as cf, Chunk, DecodeError};
+    let at = |offset: usize, reason: &str| WireError::Invalid {
+        offset: (HEADER_LEN + offset) as u64,
+        what: "compact chunk",
+        reason: reason.to_string(),
+    };
+    let chunk = Chunk::new_checked(&b[HEADER_LEN..]).map_err(|e| match e {
+        DecodeError::Truncated { needed, .. } => truncated(
+            0,
+            HEADER_LEN + needed,
+            b.len(),
+            "datagram (its chunk claims more than arrived)",
+        ),
+        DecodeError::BadMagic => at(cf::MAGIC.start, "its magic is not QTRZ"),
+        DecodeError::UnsupportedVersion { version } => WireError::UnsupportedVersion {
+            offset: (HEADER_LEN + cf::VERSION) as u64,
+            version,
+            supported: &compact::SUPPORTED_VERSIONS,
+        },
+        DecodeError::Corrupt { offset, what } => at(offset, what),
+        _ => at(0, "does not decode"),
+    })?;
+    if chunk.count() as usize != count {
+        return Err(WireError::Invalid {
+            offset: field::COUNT as u64,
+            what: "datagram count",
+            reason: format!("{count}, but its chunk holds {} records", chunk.count()),
+        });
+    }
+    let h = chunk.header();
+    let mismatch = [
+        (
+            cf::SENDER,
+            h.sender as u64 == be32(b, field::SENDER) as u64,
+            "sender id",
+        ),
+        (
+            cf::SEQUENCE,
+            h.sequence == be64(b, field::SEQUENCE),
+            "sequence number",
+        ),
+        (
+            cf::FIRST_EVENT,
+            h.first_event == be64(b, field::FIRST_EVENT),
+            "first event",
+        ),
+        (
+            cf::DROPPED,
+            h.dropped == be64(b, field::DROPPED),
+            "dropped count",
+        ),
+    ]
+    .into_iter()
+    .find(|(_, same, _)| !same);
+    if let Some((offset, _, name)) = mismatch {
+        return Err(at(
+            offset,
+            &format!("its {name} differs from the datagram header's"),
+        ));
+    }
+    for r in chunk.records() {
+        if let Err(e) = r {
+            return Err(match e {
+                DecodeError::Corrupt { offset, what } => at(offset, what),
+                _ => at(0, "does not decode"),
+            });
+        }
+    }
+    Ok(chunk.len())
 }
 
 /// What a close datagram says besides its header: the sender's final counts.
