@@ -11,7 +11,14 @@
 //! the ring is written to the host over semihosting as a standard qtrace
 //! trace file, `qtrace-firmware.qtr` in QEMU's working directory, then the
 //! firmware exits through semihosting with status 0 (1 if the file could
-//! not be written).
+//! not be written) — after the streams:
+//!
+//! Then it streams 100,000 events twice through `qtrace_core::stream::Drain`
+//! polled from the main loop every 128 events: over UART0 (QEMU's first
+//! `-serial`) with a sink that takes every byte, and over UART1 (the
+//! second) with one that takes at most 96 bytes a poll, so whole chunks are
+//! dropped and counted. It prints each stream's account over semihosting;
+//! `scripts/qemu.sh` checks it against `qtrace recv --serial`.
 #![no_std]
 #![no_main]
 
