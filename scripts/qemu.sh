@@ -22,7 +22,14 @@
 #    file), exactly 512 events and one hoops record of 188 lost events, the
 #    close run's counters (accepted 700, overwritten 188, delivered 512),
 #    every event name the firmware logs, times that never go back.
-# 5. Prints the firmware's .text size and the part of it in qtrace_core's
+# 5. Then the firmware streams 100,000 events twice (FORMAT.md 10, the
+#    core's stream::Drain polled from the main loop): over UART0 (QEMU's
+#    first -serial, a file) with a sink that takes every byte, and over
+#    UART1 with one that takes at most 96 bytes a poll. `qtrace recv
+#    --serial` reads both files; checked: UART0 100,000 received, none
+#    lost; UART1 received + dropped = 100,000, dropped > 0, both equal to
+#    the firmware's own counts; no bad frame.
+# 6. Prints the firmware's .text size and the part of it in qtrace_core's
 #    own (not inlined) functions, then, on its last line,
 #    `qemu: N events, dump ok`.
 set -euo pipefail
@@ -66,9 +73,12 @@ trace="$run/qtrace-firmware.qtr"
 
 echo "== run on qemu-system-arm -machine mps2-an385"
 status=0
+started=$(date +%s.%N)
 (cd "$run" && timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
     -semihosting-config enable=on,target=native \
+    -serial "file:$run/uart0.bin" -serial "file:$run/uart1.bin" -monitor none \
     -kernel "$firmware") >"$run/console.txt" 2>&1 || status=$?
+ended=$(date +%s.%N)
 cat "$run/console.txt"
 if [ "$status" -ne 0 ]; then
     echo "qemu.sh: the firmware exited with status $status (124: timed out)" >&2
@@ -110,6 +120,47 @@ echo "== qtrace convert --to chrome"
 "$qtrace" convert --to chrome --out "$run/trace.json" "$trace" || fail "qtrace convert exited with status $?"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$run/trace.json" || fail "convert wrote invalid JSON"
 
+echo "== the streams (FORMAT.md 10): qtrace recv --serial"
+# UART0's sink takes every byte: 100,000 events, none lost. UART1's takes at
+# most 96 bytes a poll (a throttled link): whole chunks dropped, and
+# received + dropped = 100,000 exactly, as the firmware counted them.
+check_stream() { # uart, expect_loss
+    local uart=$1 loss=$2
+    "$qtrace" recv --serial "$run/$uart.bin" --out "$run/$uart.qtr" --json >"$run/$uart.json" 2>"$run/$uart.txt" \
+        || fail "qtrace recv --serial $uart exited with status $?"
+    python3 - "$run/$uart.json" "$run/console.txt" "$uart" "$loss" <<'PY' || fail "the $uart stream disagrees"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+uart, loss = sys.argv[3], sys.argv[4] == "loss"
+m = re.search(r"stream %s: (\d+) events logged, (\d+) sent, (\d+) dropped \((\d+) chunks\), (\d+) frames, (\d+) bytes" % uart,
+              open(sys.argv[2]).read())
+logged, sent, dropped, chunks, frames, nbytes = map(int, m.groups())
+assert logged == 100_000, logged
+assert (j["events"], j["sender_dropped"], j["lost_events"]) == (sent, dropped, 0), j
+assert j["events"] + j["sender_dropped"] == logged, j
+assert (j["stream_frames"], j["stream_bytes"], j["stream_bad_frames"]) == (frames, nbytes, 0), j
+assert j["unclosed_senders"] == 0, j
+if loss:
+    assert dropped > 0 and chunks > 0, (dropped, chunks)
+else:
+    assert dropped == 0 and sent == logged, (sent, dropped)
+print(f"{uart}: {j['events']} events received, {j['sender_dropped']} dropped in {chunks} whole chunks, "
+      f"{nbytes} bytes ({nbytes / logged:.2f} B/event logged), {frames} frames")
+PY
+    # The received file reads back with the same account.
+    "$qtrace" stats --json "$run/$uart.qtr" >"$run/$uart-stats.json" || fail "qtrace stats $uart.qtr exited with status $?"
+    python3 - "$run/$uart-stats.json" "$run/$uart.json" <<'PY' || fail "the $uart file disagrees"
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+j = json.load(open(sys.argv[2]))
+assert (f["events"], f["lost"]) == (j["events"], j["sender_dropped"]), (f, j)
+PY
+}
+check_stream uart0 none
+check_stream uart1 loss
+seconds=$(python3 -c "print(f'{$ended - $started:.2f}')")
+echo "qemu run (dump, then both streams): $seconds s wall"
+
 echo "== size of the firmware"
 if command -v nm >/dev/null && command -v size >/dev/null; then
     text=$(size -A "$firmware" | awk '$1 == ".text" { print $2 }')
@@ -119,4 +170,4 @@ print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
           if len(f) == 4 and f[2] in "tT" and "qtrace_core::" in f[3]))')
     echo "firmware .text: $text bytes; in qtrace_core's own functions: $core bytes (log_event and the dump are also inlined into SysTick and main)"
 fi
-echo "qemu: $events events, dump ok"
+echo "qemu: $events events, dump ok; streams: 100000 events over uart0 without loss, uart1's loss counted exactly"

@@ -13,6 +13,9 @@
 //! - the compact stream ([`compact`]: chunks of about 5 bytes an event with
 //!   their loss arithmetic, an encoder into a caller's buffer and a checked
 //!   decoder, FORMAT.md section 8);
+//! - byte streams from firmware ([`stream`]: a drain that frames chunks
+//!   into any byte sink from the idle loop, every loss counted, and the
+//!   host's frame decoder, FORMAT.md section 10);
 //! - queue counters and reservations ([`QueueCounters`], [`Reservation`]);
 //! - static rings in caller-provided memory ([`ring::FixedRing`],
 //!   [`ring::CircularRing`]), a routing table with per-event and per-class
@@ -100,6 +103,7 @@ pub mod layout;
 mod queue_handle;
 pub mod ring;
 mod routing;
+pub mod stream;
 mod tracer;
 
 pub use classes::ClassId;

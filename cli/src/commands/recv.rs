@@ -28,6 +28,7 @@ use crate::spine::watch::{Watch, Watcher};
 use crate::spine::{interrupt, Exit};
 
 pub(crate) mod keys;
+mod serial;
 mod store;
 
 use store::{run_store, store_config};
@@ -44,6 +45,20 @@ pub struct RecvArgs {
     /// warning says so).
     #[arg(long, value_name = "ADDR", default_value_t = default_listen_addr().to_string())]
     pub listen: String,
+    /// Read a firmware's byte stream instead of UDP (FORMAT.md 10).
+    ///
+    /// Read a firmware's byte stream (FORMAT.md 10) instead of listening
+    /// for UDP datagrams: PATH (a tty — set it raw first, `stty -F PATH raw
+    /// 115200` —, a pty, a file, a FIFO), tcp:HOST:PORT or unix:PATH (QEMU's
+    /// `-serial` socket chardevs). Frames are resynchronised at every
+    /// delimiter; bad ones are counted and skipped. Stops at the stream's
+    /// end frame, at the end of the input, or at --count / --duration.
+    #[arg(
+        long,
+        value_name = "PATH|tcp:HOST:PORT|unix:PATH",
+        conflicts_with = "key_file"
+    )]
+    pub serial: Option<String>,
     /// Trace file to write (its directory is created).
     #[arg(
         long,
@@ -123,7 +138,9 @@ pub struct RecvArgs {
     /// `path`, `exit_status`, `error` (null or why the receiver failed),
     /// `senders`, `unclosed_senders`, `events`, `lost_events`,
     /// `lost_datagrams`, `sender_dropped`, `unsent`, `invalid_datagrams`,
-    /// `rejected_datagrams`, `elapsed_s`; with --out: `records_written`,
+    /// `rejected_datagrams`, `elapsed_s`; with --serial and --out:
+    /// `stream_bytes`, `stream_frames`, `stream_bad_frames`,
+    /// `stream_corrupt_chunks`, `stream_skipped_bytes`; with --out: `records_written`,
     /// `records_lost_with_file`, `files_replaced`, `file_error`; with
     /// --store: `store_events`, `store_lost`, `parts_closed`, `bytes`,
     /// `parts_deleted`, `store_error`.
@@ -178,7 +195,9 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
-    keys::warn_if_exposed(listen, !keys.is_empty());
+    if args.serial.is_none() {
+        keys::warn_if_exposed(listen, !keys.is_empty());
+    }
     let config = ReceiverConfig {
         max_senders: args.max_senders,
         idle_datagrams: args.idle_datagrams,
@@ -214,12 +233,29 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         },
         None => None,
     };
-    let receiver = match Receiver::bind_with(listen, config) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("qtrace: {e}");
-            return Exit::BadInput;
-        }
+    let (receiver, stream, source) = match &args.serial {
+        Some(spec) => match serial::receiver(spec, config) {
+            Ok((r, counts, name)) => (r, Some(counts), format!("reading the byte stream {name}")),
+            Err(e) => {
+                eprintln!("qtrace: {e}");
+                return Exit::BadInput;
+            }
+        },
+        None => match Receiver::bind_with(listen, config) {
+            Ok(r) => {
+                let on = format!("listening on {}", r.local_addr());
+                (r, None, on)
+            }
+            Err(e) => {
+                eprintln!("qtrace: {e}");
+                return Exit::BadInput;
+            }
+        },
+    };
+    let stream_counts = move || {
+        stream
+            .as_ref()
+            .map(|c| *c.lock().unwrap_or_else(|e| e.into_inner()))
     };
     let until = match (limit.duration, limit.events) {
         (Some(d), Some(n)) => format!(
@@ -231,10 +267,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         (None, None) => "until interrupted".to_string(),
     };
     keys::log_rejections(receiver.progress());
-    eprintln!(
-        "qtrace: listening on {} {until}, writing {target}",
-        receiver.local_addr()
-    );
+    eprintln!("qtrace: {source} {until}, writing {target}");
     // Ctrl-C (SIGINT) stops cleanly: the file is written and the summary
     // printed.
     if interrupt::install() {
@@ -260,7 +293,11 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         });
     }
     if let (Some(store), Some(dir)) = (store, &args.store) {
-        return run_store(receiver, store, dir, limit, args.json);
+        let exit = run_store(receiver, store, dir, limit, args.json);
+        if let Some(c) = stream_counts() {
+            eprintln!("qtrace: {}", c.describe());
+        }
+        return exit;
     }
     let Some(out) = &args.out else {
         return Exit::BadInput;
@@ -292,9 +329,22 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             } else {
                 Exit::Ok
             };
+            let stream = stream_counts();
+            if let Some(c) = &stream {
+                eprintln!("qtrace: {}", c.describe());
+            }
             if args.json {
                 eprintln!("{summary}");
-                let json = summary_json("file", out, status, None, &summary)
+                let mut json = summary_json("file", out, status, None, &summary);
+                if let Some(c) = &stream {
+                    json = json
+                        .u64("stream_bytes", c.decoder.bytes)
+                        .u64("stream_frames", c.decoder.frames)
+                        .u64("stream_bad_frames", c.decoder.bad)
+                        .u64("stream_corrupt_chunks", c.corrupt_chunks)
+                        .u64("stream_skipped_bytes", c.decoder.skipped);
+                }
+                let json = json
                     .u64("records_written", summary.records_written)
                     .u64("records_lost_with_file", summary.records_lost_with_file)
                     .u64("files_replaced", summary.files_replaced)

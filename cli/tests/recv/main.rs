@@ -16,4 +16,5 @@ mod live_stream;
 mod live_terminal;
 mod outputs;
 mod recv_cli;
+mod serial;
 mod stream_end;

@@ -159,6 +159,14 @@ impl<'a> ChunkEncoder<'a> {
     /// Writes the header (count, length, base time) and returns the chunk's
     /// length in bytes: the chunk is `buf[..n]`.
     pub fn finish(self) -> usize {
+        self.finish_into_buffer().0
+    }
+
+    /// As [`finish`](ChunkEncoder::finish), and hands back the whole buffer
+    /// (the chunk is its first `n` bytes), so that a caller that keeps the
+    /// encoder in a struct (the byte-stream drain, [`crate::stream`]) can
+    /// start the next chunk in the same memory.
+    pub fn finish_into_buffer(self) -> (usize, &'a mut [u8]) {
         let out = &mut self.buf[..HEADER_LEN];
         out[field::MAGIC].copy_from_slice(&MAGIC);
         BigEndian::write_u16(&mut out[field::VERSION..], VERSION);
@@ -169,7 +177,7 @@ impl<'a> ChunkEncoder<'a> {
         BigEndian::write_u64(&mut out[field::FIRST_EVENT..], self.header.first_event);
         BigEndian::write_u64(&mut out[field::DROPPED..], self.header.dropped);
         BigEndian::write_u64(&mut out[field::BASE_TIME..], self.s.base_time);
-        self.s.pos
+        (self.s.pos, self.buf)
     }
 }
 

@@ -11,7 +11,14 @@
 //! the ring is written to the host over semihosting as a standard qtrace
 //! trace file, `qtrace-firmware.qtr` in QEMU's working directory, then the
 //! firmware exits through semihosting with status 0 (1 if the file could
-//! not be written).
+//! not be written) — after the streams:
+//!
+//! Then it streams 100,000 events twice through `qtrace_core::stream::Drain`
+//! polled from the main loop every 128 events: over UART0 (QEMU's first
+//! `-serial`) with a sink that takes every byte, and over UART1 (the
+//! second) with one that takes at most 96 bytes a poll, so whole chunks are
+//! dropped and counted. It prints each stream's account over semihosting;
+//! `scripts/qemu.sh` checks it against `qtrace recv --serial`.
 #![no_std]
 #![no_main]
 
@@ -25,6 +32,7 @@ use cortex_m_semihosting::{debug, hprintln, nr, syscall};
 use qtrace_core::classes::{lowlevel, semaphore, system, BuiltinClass, BuiltinEvent, ClassId};
 use qtrace_core::encode::header::HeaderSpec;
 use qtrace_core::ring::CircularRing;
+use qtrace_core::stream::{Drain, DrainStats, Status};
 use qtrace_core::{EventId, StaticCatalog, Tracer};
 
 mod panic_exit {
@@ -63,6 +71,18 @@ static CATALOG: StaticCatalog = StaticCatalog::new(&CLASSES);
 
 static RING: CircularRing<512> = CircularRing::new();
 static TRACER: Tracer<1> = Tracer::new(&CATALOG, [&RING], now);
+
+/// The streamed phase: its own ring and tracer, drained over a UART.
+static STREAM_RING: CircularRing<256> = CircularRing::new();
+static STREAM: Tracer<1> = Tracer::new(&CATALOG, [&STREAM_RING], now);
+/// Events each stream carries.
+const STREAMED: u32 = 100_000;
+/// The drain is polled after every this many events.
+const POLL_EVERY: u32 = 128;
+/// UART0 and UART1 of the mps2-an385 (CMSDK APB UART): QEMU's first and
+/// second `-serial`.
+const UART0: usize = 0x4000_4000;
+const UART1: usize = 0x4000_5000;
 
 /// SysTick wraps so far (the interrupt counts them).
 static WRAPS: AtomicU32 = AtomicU32::new(0);
@@ -133,8 +153,6 @@ fn main() -> ! {
         TRACER.log_event(system::ENDCYCLE, 0, [task, 0]);
         handled += 1;
     }
-    cp.SYST.disable_interrupt();
-
     let status = match dump() {
         Some(summary) => {
             hprintln!(
@@ -152,6 +170,23 @@ fn main() -> ! {
             debug::EXIT_FAILURE
         }
     };
+    // The streams: every event of the stream tracer over a UART, the
+    // drain polled from this loop. UART0 takes every byte (no loss);
+    // UART1's sink takes at most 96 bytes a poll of 128 events (a throttled link: whole
+    // chunks dropped, counted).
+    for class in [ClassId::SYSTEM, ClassId::SEMAPHORE, ClassId::FIRST_USER_DEFINED] {
+        STREAM.assign_class(class, 0).unwrap();
+    }
+    let fast = stream(UART0, usize::MAX, 1);
+    hprintln!(
+        "firmware: stream uart0: {} events logged, {} sent, {} dropped ({} chunks), {} frames, {} bytes",
+        STREAMED, fast.sent, fast.dropped, fast.chunks_dropped, fast.frames, fast.bytes
+    );
+    let slow = stream(UART1, 96, 2);
+    hprintln!(
+        "firmware: stream uart1: {} events logged, {} sent, {} dropped ({} chunks), {} frames, {} bytes",
+        STREAMED, slow.sent, slow.dropped, slow.chunks_dropped, slow.frames, slow.bytes
+    );
     debug::exit(status);
     loop {
         cortex_m::asm::wfi();
@@ -207,4 +242,78 @@ fn dump() -> Option<qtrace_core::DumpSummary> {
     // SAFETY: SYS_CLOSE takes the handle SYS_OPEN returned.
     let closed = unsafe { syscall!(CLOSE, fd) };
     (ok && closed == 0).then_some(summary)
+}
+
+/// Enables the transmitter of the CMSDK UART at `base`.
+fn uart_init(base: usize) {
+    // SAFETY: `base` is a CMSDK APB UART of the mps2-an385 (UART0/UART1);
+    // BAUDDIV (0x10) takes any value from 16, CTRL (0x08) bit 0 enables
+    // the transmitter.
+    unsafe {
+        core::ptr::write_volatile((base + 0x10) as *mut u32, 16);
+        core::ptr::write_volatile((base + 0x08) as *mut u32, 1);
+    }
+}
+
+/// Writes what the UART at `base` takes now, at most `max` bytes: until its
+/// transmit buffer is full (STATE bit 0). Never waits.
+fn uart_write(base: usize, bytes: &[u8], max: usize) -> usize {
+    let mut n = 0;
+    for &b in bytes.iter().take(max) {
+        // SAFETY: STATE (0x04) and DATA (0x00) of a CMSDK APB UART.
+        unsafe {
+            if core::ptr::read_volatile((base + 0x04) as *const u32) & 1 != 0 {
+                break;
+            }
+            core::ptr::write_volatile(base as *mut u32, b as u32);
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Logs `STREAMED` events of the scheduler's pattern into the stream
+/// tracer, polling a drain to the UART at `base` (at most `max` bytes a
+/// poll) every `POLL_EVERY` events, then closes the stream. `sender` is
+/// the stream's sender id.
+fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
+    uart_init(base);
+    let spec = HeaderSpec {
+        ticks_per_second: 1_000_000_000,
+        clock_kind: "systick",
+        host: "qemu-mps2-an385",
+        ..HeaderSpec::default()
+    };
+    let mut buf = [0u8; 1024];
+    let mut drain = match Drain::new(&STREAM_RING, &CATALOG, spec, sender, &mut buf) {
+        Ok(d) => d.catalog_every(256),
+        Err(_) => return DrainStats::default(),
+    };
+    // At most `max` bytes a poll.
+    let poll = |drain: &mut Drain<'_, StaticCatalog>| {
+        let mut budget = max;
+        drain.poll(&mut |b: &[u8]| {
+            let n = uart_write(base, b, budget);
+            budget -= n;
+            n
+        })
+    };
+    let mut i = 0u32;
+    while i < STREAMED {
+        let task = task_of(i / 5);
+        match i % 5 {
+            0 => STREAM.log_event(system::SCHEDULE, 0, [task, 0]),
+            1 => STREAM.log_event(semaphore::WAIT, 0, [task, 1]),
+            2 => STREAM.log_event(JOB, 0, [task, (i / 5) as u64]),
+            3 => STREAM.log_event(semaphore::SIGNAL, 0, [task, 1]),
+            _ => STREAM.log_event(system::ENDCYCLE, 0, [task, 0]),
+        }
+        i += 1;
+        if i % POLL_EVERY == 0 {
+            poll(&mut drain);
+        }
+    }
+    drain.close();
+    while poll(&mut drain) != Status::Closed {}
+    drain.stats()
 }

@@ -1,0 +1,194 @@
+//! `qtrace recv --serial`: a firmware's byte stream (FORMAT.md 10), made by
+//! the core's drain here, read from a file and a TCP socket: a slow sink's
+//! whole dropped chunks counted exactly, and a host attaching late.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use qtrace::reader::TraceReader;
+use qtrace::Event;
+use qtrace_core::classes::system;
+use qtrace_core::encode::header::HeaderSpec;
+use qtrace_core::ring::{CircularRing, Ring};
+use qtrace_core::stream::{Drain, DrainStats, FrameDecoder, FrameKind, Status};
+use qtrace_core::StaticCatalog;
+
+const N: u64 = 4000;
+
+fn event(i: u64) -> qtrace_core::Event {
+    qtrace_core::Event::new(1_000 + 10 * i, system::SCHEDULE, 0, [i, 0])
+}
+
+/// The bytes of a stream of `N` events, logged 20 at a time, the drain
+/// polled after each 20 with a sink that takes `per_poll` bytes once.
+fn stream(per_poll: usize, catalog_every: u32) -> (Vec<u8>, DrainStats) {
+    let ring: CircularRing<64> = CircularRing::new();
+    let mut buf = [0u8; 1024];
+    let spec = HeaderSpec {
+        ticks_per_second: 1_000_000_000,
+        clock_kind: "tick",
+        host: "board",
+        ..HeaderSpec::default()
+    };
+    let mut drain = Drain::new(&ring, &StaticCatalog::BUILTIN, spec, 7, &mut buf)
+        .unwrap()
+        .catalog_every(catalog_every);
+    let mut wire = Vec::new();
+    for i in 0..N {
+        assert!(ring.push(&event(i)));
+        if i % 20 == 19 {
+            let mut once = true;
+            drain.poll(&mut |b: &[u8]| {
+                if !std::mem::take(&mut once) {
+                    return 0;
+                }
+                let n = b.len().min(per_poll);
+                wire.extend_from_slice(&b[..n]);
+                n
+            });
+        }
+    }
+    drain.close();
+    let mut all = |b: &[u8]| {
+        wire.extend_from_slice(b);
+        b.len()
+    };
+    assert_eq!(drain.poll(&mut all), Status::Closed);
+    (wire, drain.stats())
+}
+
+/// `qtrace recv --serial SPEC --out OUT --json`: its JSON summary.
+fn recv(spec: &str, out: &Path) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args([
+            "recv",
+            "--serial",
+            spec,
+            "--json",
+            "--duration",
+            "60",
+            "--out",
+        ])
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The events of the received file, and its hoops records' losses.
+fn read(out: &Path) -> (Vec<Event>, u64) {
+    let mut events = Vec::new();
+    let mut lost = 0;
+    for e in TraceReader::open(out).unwrap() {
+        let e = e.unwrap();
+        if e.id == system::SCHEDULE {
+            events.push(e);
+        } else if let Some(n) = qtrace_core::encode::close::hoops_lost(&e) {
+            lost += n;
+        }
+    }
+    (events, lost)
+}
+
+/// A sink that takes 8 bytes a poll (about 40 events' worth arrive): whole
+/// chunks dropped, and the received file says exactly how many.
+#[test]
+fn a_slow_sink_loses_whole_chunks_counted_exactly() {
+    let (wire, stats) = stream(8, 16);
+    assert!(stats.chunks_dropped > 0 && stats.dropped > 0);
+    assert_eq!(stats.sent + stats.dropped, N);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("stream.bin");
+    std::fs::write(&input, &wire).unwrap();
+    let out = dir.path().join("got.qtr");
+    let json = recv(input.to_str().unwrap(), &out);
+    assert_eq!(json["events"], stats.sent);
+    assert_eq!(json["sender_dropped"], stats.dropped);
+    assert_eq!(json["lost_events"], 0);
+    assert_eq!(json["unclosed_senders"], 0);
+    assert_eq!(json["stream_bad_frames"], 0);
+    assert_eq!(json["stream_frames"], stats.frames);
+    let (events, lost) = read(&out);
+    assert_eq!(events.len() as u64, stats.sent);
+    assert_eq!(lost, stats.dropped);
+    // Received in order, each one logged.
+    let mut it = (0..N).map(event);
+    for e in &events {
+        let want = it.find(|w| w.args == e.args).unwrap();
+        assert_eq!((e.time, e.id, e.args), (want.time, want.id, want.args));
+    }
+}
+
+/// A host attaching in the middle of a frame, past the first catalog:
+/// it skips to the next delimiter, decodes from there, names the events
+/// from the next catalog, and counts the events before it lost.
+#[test]
+fn a_stream_attached_late_decodes_from_the_next_frame() {
+    let (wire, stats) = stream(usize::MAX, 8);
+    assert_eq!((stats.sent, stats.dropped), (N, 0));
+    // Cut in the middle of the stream, then find what the host will see.
+    let cut = wire.len() / 2 + 3;
+    let mut buf = vec![0u8; 70_000];
+    let mut d = FrameDecoder::new(&mut buf);
+    let (mut first, mut seen) = (None, 0u64);
+    d.feed(&wire[cut..], |f| {
+        let f = f.unwrap();
+        if f.kind == FrameKind::Chunk {
+            let c = qtrace_core::compact::Chunk::new_checked(f.body).unwrap();
+            first.get_or_insert(c.header().first_event);
+            seen += c.count() as u64;
+        }
+    });
+    let first = first.unwrap();
+    assert!(first > 0 && d.counts().skipped > 0);
+    assert_eq!(first + seen, N);
+
+    // Over TCP, from a listener that writes the rest and closes.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let rest = wire[cut..].to_vec();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&rest).unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("late.qtr");
+    let json = recv(&format!("tcp:{addr}"), &out);
+    server.join().unwrap();
+    assert_eq!(json["events"], seen);
+    assert_eq!(
+        json["lost_events"], first,
+        "the events before the attach are lost, exactly"
+    );
+    assert_eq!(json["stream_skipped_bytes"], d.counts().skipped);
+    assert_eq!(json["stream_bad_frames"], 0);
+    let (events, lost) = read(&out);
+    assert_eq!((events.len() as u64, lost), (seen, first));
+    assert_eq!(events[0].args[0], first);
+    // The catalog arrived after the attach: the file names the events.
+    let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(
+        text.contains("schedule"),
+        "{}",
+        &text[..text.len().min(400)]
+    );
+    let reader = TraceReader::open(&out).unwrap();
+    assert_eq!(
+        reader.header().host(),
+        "board",
+        "the header is the firmware's"
+    );
+}
