@@ -297,7 +297,7 @@ impl Engine {
                 .execute_batch(&format!("CREATE OR REPLACE VIEW {table} AS {body};"))?;
             if table == "streams" && !globs.is_empty() {
                 // Which file each streams row is in: one file per conversion
-                // (views.sql, qtrace_paired_hosts).
+                // (views.sql, qtrace_paired_streams).
                 self.conn.execute_batch(&format!(
                     "CREATE OR REPLACE VIEW qtrace_stream_files AS \
                      SELECT filename AS file, host, run, sender FROM read_parquet([{}], \
@@ -308,7 +308,7 @@ impl Engine {
         }
         // The store paired the jobs only if every events part has its jobs
         // part (FORMAT.md 7.5a; parts written before that table have none):
-        // else the views pair them all (views.sql, qtrace_paired_hosts).
+        // else the views pair them all (views.sql, qtrace_paired_streams).
         let stored = stores.iter().all(|s| {
             let mut events = Vec::new();
             parquet_files(&s.join("events"), &mut events);
@@ -362,12 +362,12 @@ impl Engine {
             )?;
         }
         views::create(&self.conn)?;
-        // Every host of a store has streams rows (FORMAT.md 7.5): when all
+        // Every stream of a store has streams rows (FORMAT.md 7.5): when all
         // are paired, response_times is the stored jobs alone.
         let all: bool = streams
             && self.conn.query_row(
-                "SELECT NOT EXISTS (SELECT host FROM streams EXCEPT \
-                 SELECT host FROM qtrace_paired_hosts)",
+                "SELECT NOT EXISTS (SELECT host, stream FROM qtrace_stream_keys EXCEPT \
+                 SELECT host, stream FROM qtrace_paired_streams)",
                 [],
                 |r| r.get(0),
             )?;

@@ -12,10 +12,11 @@
 //! | `cpu_busy` | source: dispatches, busy, idle and lossy time, utilisation |
 //!
 //! The views are plain SQL (`views.sql`, in this crate) over `events` and
-//! `losses`: each host's records are one trace, merged in time order as
-//! `qtrace analyze` merges the files it is given, and their figures equal
-//! analyze's (tests/views.rs checks it on the main job's trace and on
-//! generated schedules).
+//! `losses`, per stream (column `stream`): a received stream is one trace
+//! (its `run`: one sender's run, tests/fleet.rs), a host's converted files
+//! are one (`stream` = ''), merged in time order as `qtrace analyze` merges
+//! the files it is given, and their figures equal analyze's (tests/views.rs
+//! checks it on the main job's trace and on generated schedules).
 //!
 //! Results print as an aligned table, CSV or JSON lines ([`Format`],
 //! [`Printer`]); [`prompt`] reads statements line by line.

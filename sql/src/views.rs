@@ -5,8 +5,8 @@ use duckdb::Connection;
 /// The SQL of the ready views, run once `events` and `losses` exist.
 pub const VIEWS_SQL: &str = include_str!("views.sql");
 
-/// `response_times` when every host's jobs were paired by the store
-/// (views.sql, qtrace_paired_hosts): its stored jobs alone, so that a query
+/// `response_times` when every stream's jobs were paired by the store
+/// (views.sql, qtrace_paired_streams): its stored jobs alone, so that a query
 /// reads no activate, joins nothing and sorts nothing.
 pub(crate) const ALL_PAIRED: &str =
     "CREATE OR REPLACE VIEW response_times AS SELECT * FROM qtrace_stored_jobs;";
@@ -34,7 +34,7 @@ pub(crate) const EMPTY_EVENTS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHA
     NULL::UBIGINT AS arg1, NULL::USMALLINT AS flags, NULL::USMALLINT AS queue WHERE false";
 
 /// The columns of `streams` (FORMAT.md 7.5), for an input without its
-/// files: the views read it to tell which hosts' jobs the store paired.
+/// files: the views read it to tell which streams' jobs the store paired.
 pub(crate) const EMPTY_STREAMS: &str = "SELECT NULL::VARCHAR AS run, NULL::VARCHAR AS host, \
     NULL::UINTEGER AS sender, NULL::VARCHAR AS path, NULL::UBIGINT AS part, \
     NULL::BIGINT AS first_ns, NULL::BIGINT AS last_ns, NULL::UBIGINT AS records, \

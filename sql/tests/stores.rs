@@ -215,8 +215,8 @@ fn a_paired_host_and_an_unpaired_one_in_one_query() {
     let engine = Engine::open(&[sa, sb0, sb1], &Options::default()).unwrap();
     assert!(!stored_only(&engine));
     assert_eq!(
-        csv(&engine, "SELECT host FROM qtrace_paired_hosts"),
-        "host\na\n"
+        csv(&engine, "SELECT host, stream FROM qtrace_paired_streams"),
+        "host,stream\na,\n"
     );
     assert_eq!(
         csv(

@@ -1,7 +1,9 @@
 //! Trace files to Parquet tables (`qtrace convert --to parquet`): every
-//! file is one run; its events, losses and payloads go to part N of each
-//! table of the output folder (N continues the folder's numbering, so a
-//! conversion never overwrites an earlier one).
+//! file is one run; its events, losses and payloads go to part 0 of each
+//! table, written in a stage folder beside the output folder and renamed to
+//! it once whole (`stage.rs`): the tables appear together or not at all, and
+//! a folder that holds anything is refused (a second conversion into it
+//! would double its rows).
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,7 @@ use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::PartSet;
 use crate::run::{Run, RunInfo};
-use crate::scan::next_part_number;
+use crate::stage::Stage;
 
 /// What a conversion wrote.
 #[derive(Debug, Default)]
@@ -34,6 +36,10 @@ pub struct ConvertReport {
     pub damaged: Vec<ReadError>,
     /// Each input's completeness, in the order given.
     pub ends: Vec<Option<Completeness>>,
+    /// Stage folders of conversions into the same output that were killed
+    /// (`.NAME.converting-PID` beside it, no process holding its lock),
+    /// removed before this one began.
+    pub cleaned: Vec<PathBuf>,
 }
 
 /// One input: its path and its open reader.
@@ -52,23 +58,57 @@ pub fn verdict(c: Option<&Completeness>, damaged: bool) -> &'static str {
     }
 }
 
-/// Converts `inputs` into the tables under `out` (created if missing);
-/// `progress` is called with the records read so far, every 64 Ki records.
+/// Converts `inputs` into the tables under `out`, which must be absent (it
+/// is created) or an empty folder; `progress` is called with the records
+/// read so far, every 64 Ki records. The tables are written in a stage
+/// folder beside `out` (`.NAME.converting-PID`, locked by this process while
+/// it converts) and renamed to `out` once every part is whole: a conversion
+/// killed at any point leaves nothing at `out`, and the next conversion
+/// into `out` removes its stage folder ([`ConvertReport::cleaned`]).
 /// Names given at run time (name records) apply to the rows after them, as
 /// `qtrace dump` shows them (a fixed or circular queue's file starts with
 /// the names kept, FORMAT.md 1.8): one read of each file.
 ///
 /// # Errors
-/// [`StoreError`] when the output cannot be written; a damaged input is not
-/// an error (its events before the damage are written, and
-/// [`ConvertReport::damaged`] says so).
+/// [`StoreError::Target`] when `out` holds anything already;
+/// [`StoreError`] when the output cannot be written (nothing is left at
+/// `out`); a damaged input is not an error (its events before the damage
+/// are written, and [`ConvertReport::damaged`] says so).
 pub fn convert(
     inputs: Vec<Input>,
     out: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConvertReport, StoreError> {
-    let n = next_part_number(out)?;
-    let mut set = PartSet::create_parallel(out, Path::new(""), n)?;
+    let (stage, cleaned) = Stage::begin(out)?;
+    match convert_into(inputs, &stage, progress) {
+        Ok(mut report) => match stage.commit() {
+            Ok(()) => {
+                for (path, _) in &mut report.parts {
+                    if let Ok(rel) = path.strip_prefix(stage.path()) {
+                        *path = out.join(rel);
+                    }
+                }
+                report.cleaned = cleaned;
+                Ok(report)
+            }
+            Err(e) => {
+                stage.abandon();
+                Err(e)
+            }
+        },
+        Err(e) => {
+            stage.abandon();
+            Err(e)
+        }
+    }
+}
+
+fn convert_into(
+    inputs: Vec<Input>,
+    stage: &Stage,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ConvertReport, StoreError> {
+    let mut set = PartSet::create_parallel(stage.path(), Path::new(""), 0)?;
     // A run is named by its file's name, or by the path as given when two
     // inputs share a name.
     let file_name = |p: &Path| {

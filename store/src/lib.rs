@@ -4,8 +4,8 @@
 //! readable by DuckDB, ClickHouse, pyarrow, polars or Spark without qtrace.
 //!
 //! - [`convert()`]: trace files (queues' files, received files, recovered
-//!   rings) to part N of each table of a folder (`qtrace convert --to
-//!   parquet`).
+//!   rings) to the tables of a new folder, which appear together or not at
+//!   all (`qtrace convert --to parquet`).
 //! - [`Store`]: the receiver's rolling, Hive-partitioned store (`qtrace recv
 //!   --store`): parts closed atomically, rolled by size or time, old parts
 //!   deleted by age or total size, unfinished parts of a killed receiver
@@ -43,6 +43,7 @@ mod rejections;
 mod run;
 mod scan;
 mod schema;
+mod stage;
 mod store;
 mod zstd_page;
 

@@ -59,8 +59,9 @@ pub struct Args {
     /// Output: a folder (ctf, parquet) or a file.
     ///
     /// Where to write: a new or empty directory for `ctf`, a file for
-    /// `chrome` and `perfetto`, a directory (new, or holding tables) for
-    /// `parquet`.
+    /// `chrome` and `perfetto`, a new or empty directory for `parquet` (its
+    /// tables appear there together once whole; a killed conversion leaves
+    /// nothing there).
     #[arg(long, short)]
     pub out: PathBuf,
     /// Write one file per time slice of this length.
@@ -573,6 +574,13 @@ fn convert_parquet(args: &Args) -> Result<Outcome, Failure> {
     let bar = progress(total);
     let report = qtrace_store::convert(inputs, &args.out, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
+    for stage in &report.cleaned {
+        eprintln!(
+            "qtrace convert: removed {}, the stage folder of a conversion into {} that was killed before its tables were whole",
+            stage.display(),
+            args.out.display()
+        );
+    }
     Ok(Outcome {
         stats: ConvertStats {
             events: report.events,

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod atomic;
 mod convert_rows;
 mod engines;
 mod store;
