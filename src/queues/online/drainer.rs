@@ -322,7 +322,12 @@ impl Drainer {
         if !self.write_pending() {
             return Round::Failed;
         }
-        if self.age_due() {
+        if self.age_due()
+            || self
+                .shared
+                .rotate_requested
+                .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
             self.rotate();
         }
         let shared = Arc::clone(&self.shared);
