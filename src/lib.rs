@@ -129,6 +129,7 @@
 //! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split | `zlib-rs` (pure Rust) |
 //! | `analysis` | `analysis`: what the scheduler did (per task, CPU, interrupt; latencies) | nothing (it does not need `export`) |
 //! | `keys` | keyed datagrams: `wire::DatagramKey`, `UdpParams::with_key`, `ReceiverConfig::keys` | `hmac`, `sha2` |
+//! | `control` | `control`: a local, owner-only endpoint that `qtrace ctl` controls a running tracer through (Linux) | nothing (`libc`, already there on Linux) |
 //!
 //! ```toml
 //! [dependencies]
@@ -209,6 +210,8 @@
 #[cfg(feature = "analysis")]
 pub mod analysis;
 pub mod classes;
+#[cfg(all(feature = "control", target_os = "linux"))]
+pub mod control;
 mod error;
 #[cfg(feature = "export")]
 pub mod export;

@@ -11,7 +11,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod commands;
 mod spine;
 
-use commands::{analyze, convert, dump, events, keygen, live, plot, recover, recv, sql, stats};
+use commands::{
+    analyze, convert, ctl, dump, events, keygen, live, plot, recover, recv, sql, stats,
+};
 use spine::Exit;
 
 /// Tools for qtrace traces.
@@ -186,6 +188,14 @@ enum Command {
     /// those it skipped). Exit status 2 for bad arguments or an address it
     /// cannot bind.
     Live(live::LiveArgs),
+    /// Control a running tracer through its control endpoint.
+    ///
+    /// Examples: `qtrace ctl list`; `qtrace ctl 4242 status`; `qtrace ctl
+    /// server snapshot /tmp/now.qtr`; `qtrace ctl server disable class
+    /// system`; `qtrace ctl server stop 0`. Exit status 0 when done, 1 when
+    /// the endpoint refused or failed, 2 for bad arguments or no such
+    /// endpoint.
+    Ctl(ctl::CtlArgs),
     /// Query traces and stores with SQL (DuckDB).
     ///
     /// Query traces with SQL, in-process: DuckDB over Parquet stores and
@@ -249,6 +259,7 @@ fn main() -> ExitCode {
         Command::Recv(args) => recv::run(args, live::watch),
         Command::Keygen(args) => keygen::run(args),
         Command::Live(args) => live::run(args),
+        Command::Ctl(args) => ctl::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Convert(args) => convert::run(&args),
         Command::Analyze(args) => analyze::run(args),

@@ -173,6 +173,20 @@ pub enum ConfigError {
     /// A queue's file (or socket, or task) could not be created, written or
     /// read: what the queue was doing, on which file.
     Io(IoError),
+    /// The control endpoint could not be bound
+    /// (`qtrace::control::Endpoint::bind`, feature `control`): its
+    /// directory or socket is unsafe or cannot be made. The message says
+    /// what is wrong and what to do; `source()` is the operating system's
+    /// error, if there was one.
+    #[cfg(feature = "control")]
+    ControlEndpoint {
+        /// The directory or socket concerned.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        problem: String,
+        /// The operating system's error.
+        source: Option<io::Error>,
+    },
 }
 
 impl ConfigError {
@@ -285,6 +299,12 @@ impl fmt::Display for ConfigError {
             ),
             Catalog(e) => write!(f, "{e}"),
             Io(e) => write!(f, "{e}"),
+            #[cfg(feature = "control")]
+            ControlEndpoint { path, problem, .. } => write!(
+                f,
+                "qtrace::control::Endpoint::bind cannot bind the control endpoint at {}: {problem}",
+                path.display()
+            ),
         }
     }
 }
@@ -307,6 +327,10 @@ impl std::error::Error for ConfigError {
             // chain continues with the inner error's own source.
             ConfigError::Catalog(e) => e.source(),
             ConfigError::ClockUnavailable(e) => e.source(),
+            #[cfg(feature = "control")]
+            ConfigError::ControlEndpoint {
+                source: Some(e), ..
+            } => Some(e),
             _ => None,
         }
     }

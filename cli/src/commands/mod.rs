@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod convert;
+pub mod ctl;
 pub mod dump;
 pub mod events;
 pub mod keygen;

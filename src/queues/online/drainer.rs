@@ -312,8 +312,25 @@ impl Drainer {
         ));
     }
 
+    /// Drains and writes, at most `batches` batches; then closes the chunk
+    /// if `OnlineQueue::request_rotation` asked before the round began (so
+    /// the closed chunk holds every event logged before the request).
+    fn round(&mut self, batches: usize) -> Round {
+        let requested = self.shared.rotate_requested.swap(false, Ordering::AcqRel);
+        let round = self.drain_round(batches);
+        if requested {
+            if matches!(round, Round::Failed) {
+                // Tried again at the next round.
+                self.shared.rotate_requested.store(true, Ordering::Release);
+            } else {
+                self.rotate();
+            }
+        }
+        round
+    }
+
     /// Drains and writes, at most `batches` batches.
-    fn round(&mut self, mut batches: usize) -> Round {
+    fn drain_round(&mut self, mut batches: usize) -> Round {
         // A rotation that failed is tried again once a round.
         self.rotate_blocked = false;
         if self.pending.is_empty() && self.file_replaced() {

@@ -103,6 +103,9 @@ struct Shared {
     lost_with_file: AtomicU64,
     /// Of those, events in chunks that retention deleted: overwritten too.
     retired: AtomicU64,
+    /// [`OnlineQueue::request_rotation`] asked the task to close the open
+    /// chunk at its next round.
+    rotate_requested: std::sync::atomic::AtomicBool,
     io: Mutex<IoState>,
 }
 
@@ -199,6 +202,20 @@ impl OnlineQueue {
     /// The fill level (in events) at which the task is woken early.
     pub fn high_water_mark(&self) -> u64 {
         self.shared.feed.high_water()
+    }
+
+    /// Asks the task to close the open chunk and go on in the next one at
+    /// once (it wakes the task; the chunk is closed at its next round, as a
+    /// size or age bound would close it). Returns `false`, and does
+    /// nothing, when the queue does not rotate (no
+    /// [`OnlineParams::with_rotation`]). An empty chunk is closed too.
+    pub fn request_rotation(&self) -> bool {
+        if !self.rotation.on() {
+            return false;
+        }
+        self.shared.rotate_requested.store(true, Ordering::Release);
+        self.shared.feed.control.request_wake();
+        true
     }
 }
 

@@ -273,6 +273,7 @@ impl QueueType for Online {
                 delivered: AtomicU64::new(0),
                 lost_with_file: AtomicU64::new(0),
                 retired: AtomicU64::new(0),
+                rotate_requested: std::sync::atomic::AtomicBool::new(false),
                 io: Mutex::new(IoState::default()),
             }),
             path,

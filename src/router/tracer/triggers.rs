@@ -339,3 +339,38 @@ pub(crate) fn rewire(r: &Registry, queues: &[std::sync::OnceLock<AnyQueue>], id:
         unsafe { t.retarget(filter.or(down)) };
     }
 }
+
+// ----- what the control endpoint (`crate::control`) reaches ---------------
+
+#[cfg(feature = "control")]
+impl Tracer {
+    /// Switches recording on or off in `scope` at once, through the gates
+    /// start/stop triggers use (gating the scope's queues on first use, as
+    /// a trigger's first firing would).
+    pub(crate) fn set_recording(&self, scope: Scope, on: bool) -> Result<(), ConfigError> {
+        let mut r = self.registry.lock();
+        r.require_running(if on {
+            "start recording"
+        } else {
+            "stop recording"
+        })?;
+        let gates = self.gates_needed(&r, scope)?;
+        if r.queue_types.len() + gates > QueueHandle::MAX_QUEUES {
+            return Err(ConfigError::TooManyQueues {
+                max: QueueHandle::MAX_QUEUES,
+            });
+        }
+        let flag = self.gate_scope(&mut r, scope, on)?;
+        flag.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The type name of queue `handle` (`"circular"`, `"gate"`, …).
+    pub(crate) fn queue_type_of(&self, handle: QueueHandle) -> Option<&'static str> {
+        self.registry
+            .lock()
+            .queue_types
+            .get(handle.index())
+            .copied()
+    }
+}

@@ -1,0 +1,260 @@
+//! Control a running tracer from outside (feature `control`, Linux): a
+//! local, owner-only [`Endpoint`] that `qtrace ctl` talks to — status and
+//! counters, a snapshot of a circular queue, start/stop of recording,
+//! suspend/resume, classes and events on and off, rotation of an online
+//! queue — without restarting the program.
+//!
+//! - **Where**: a Unix stream socket `<dir>/<pid>.<name>.sock`, where `<dir>`
+//!   is `$XDG_RUNTIME_DIR/qtrace` when `XDG_RUNTIME_DIR` is set to an
+//!   absolute path, else `/tmp/qtrace-<uid>` ([`Endpoint::dir`]). The
+//!   directory is created with mode 0700 and refused if it is not a
+//!   directory owned by this user with no group or other permission (a
+//!   directory someone else made in `/tmp` is never used); the socket gets
+//!   mode 0600.
+//! - **Who**: every connection's peer credentials (`SO_PEERCRED`) are
+//!   checked: only a process of the same user id is served; anyone else
+//!   gets a `permission_denied` reply and the connection is closed
+//!   ([`Endpoint::refused`] counts them). There is no network listener of
+//!   any kind: remote use goes through ssh (`docs/control.md`).
+//! - **How**: one thread serves one connection at a time, frame by frame
+//!   (FORMAT.md §9: length-prefixed [`Request`]s and [`Reply`]s); a
+//!   connection idle for 5 s is closed. Every change goes through the
+//!   tracer's existing calls and atomics (route words, gates, the online
+//!   queue's task wake-up), so `log_event` costs what it cost.
+//! - **Failing to bind** is a [`ConfigError::ControlEndpoint`] that says
+//!   what is wrong, never a silent no-op.
+//!
+//! ```
+//! # let _dir = tempfile::tempdir().unwrap(); std::env::set_var("XDG_RUNTIME_DIR", _dir.path());
+//! use std::io::{Read, Write};
+//! use std::sync::Arc;
+//! use qtrace::control::{Endpoint, Reply, Request};
+//!
+//! let tracer = Arc::new(qtrace::Tracer::new());
+//! let endpoint = Endpoint::bind(Arc::clone(&tracer), "doc")?;
+//! // What `qtrace ctl PID suspend` sends:
+//! let mut s = std::os::unix::net::UnixStream::connect(endpoint.path())?;
+//! s.write_all(&Request::Suspend.frame())?;
+//! let mut reply = [0u8; 6];
+//! s.read_exact(&mut reply)?;
+//! assert_eq!(Reply::parse(&reply[4..]), Ok(Reply::Done));
+//! assert!(tracer.is_suspended());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod protocol;
+mod server;
+
+pub use protocol::{ErrorCode, Reply, Request};
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::queue::config_error::ConfigError;
+use crate::router::tracer::Tracer;
+
+/// What the endpoint and its thread share.
+#[derive(Debug, Default)]
+struct Counters {
+    stop: AtomicBool,
+    connections: AtomicU64,
+    refused: AtomicU64,
+    requests: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A control endpoint: a local socket, served by a thread of its own, through
+/// which `qtrace ctl` (or any client of FORMAT.md §9) controls a tracer.
+/// Dropping it stops the thread and removes the socket. See the
+/// [module documentation](self).
+#[derive(Debug)]
+pub struct Endpoint {
+    path: PathBuf,
+    counters: Arc<Counters>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn problem(path: &Path, problem: impl Into<String>, source: Option<std::io::Error>) -> ConfigError {
+    ConfigError::ControlEndpoint {
+        path: path.to_path_buf(),
+        problem: problem.into(),
+        source,
+    }
+}
+
+/// This process's user id.
+fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+impl Endpoint {
+    /// The directory this user's endpoints live in: `$XDG_RUNTIME_DIR/qtrace`
+    /// when `XDG_RUNTIME_DIR` is an absolute path, else `/tmp/qtrace-<uid>`.
+    /// `qtrace ctl list` lists it.
+    pub fn dir() -> PathBuf {
+        match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+            Some(d) if d.is_absolute() => d.join("qtrace"),
+            _ => PathBuf::from(format!("/tmp/qtrace-{}", uid())),
+        }
+    }
+
+    /// Binds the endpoint `<pid>.<name>.sock` in [`Endpoint::dir`] for
+    /// `tracer` (an `Arc<Tracer>`, or the `&'static Tracer` of
+    /// [`global`](crate::global)) and starts the thread that serves it.
+    /// `name` is what `qtrace ctl NAME …` finds it by: 1 to 32 of
+    /// `A-Z a-z 0-9 _ . -`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ControlEndpoint`] when the name is not valid, the
+    /// directory cannot be created or is not safe (not a directory, not
+    /// owned by this user, open to its group or others), an endpoint of that
+    /// name is already served by this process, or the socket cannot be
+    /// bound; [`ConfigError::Io`] when the thread cannot start.
+    pub fn bind<T>(tracer: T, name: &str) -> Result<Endpoint, ConfigError>
+    where
+        T: std::ops::Deref<Target = Tracer> + Send + 'static,
+    {
+        let dir = Endpoint::dir();
+        let valid = !name.is_empty()
+            && name.len() <= 32
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        if !valid {
+            return Err(problem(
+                &dir,
+                format!("the name {name:?} is not 1 to 32 of A-Z a-z 0-9 _ . -: give one such as \"server\""),
+                None,
+            ));
+        }
+        safe_dir(&dir)?;
+        let path = dir.join(format!("{}.{name}.sock", std::process::id()));
+        if std::fs::symlink_metadata(&path).is_ok() {
+            if UnixStream::connect(&path).is_ok() {
+                return Err(problem(
+                    &path,
+                    "this process already serves an endpoint of that name: drop it first, or give another name",
+                    None,
+                ));
+            }
+            // A socket left by a dead process whose pid this one reuses.
+            std::fs::remove_file(&path).map_err(|e| {
+                problem(
+                    &path,
+                    "a stale socket of that name cannot be removed: remove it by hand",
+                    Some(e),
+                )
+            })?;
+        }
+        let listener = UnixListener::bind(&path).map_err(|e| {
+            problem(
+                &path,
+                "the socket cannot be bound: check the directory's free space and permissions",
+                Some(e),
+            )
+        })?;
+        if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+            let _ = std::fs::remove_file(&path);
+            return Err(problem(
+                &path,
+                "the socket's mode cannot be set to 0600",
+                Some(e),
+            ));
+        }
+        let counters = Arc::new(Counters::default());
+        let shared = Arc::clone(&counters);
+        let name = name.to_string();
+        let thread = std::thread::Builder::new()
+            .name(format!("qtrace-ctl-{name}"))
+            .spawn(move || server::serve(listener, &tracer, &name, &shared))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&path);
+                ConfigError::io("start the control endpoint's thread for", &path, e)
+            })?;
+        Ok(Endpoint {
+            path,
+            counters,
+            thread: Some(thread),
+        })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Connections accepted from this user (served).
+    pub fn connections(&self) -> u64 {
+        self.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// Connections refused: their peer was another user (or its credentials
+    /// could not be read).
+    pub fn refused(&self) -> u64 {
+        self.counters.refused.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered (successes and errors).
+    pub fn requests(&self) -> u64 {
+        self.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with an error, bad frames included.
+    pub fn errors(&self) -> u64 {
+        self.counters.errors.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.counters.stop.store(true, Ordering::SeqCst);
+        // Wakes the thread's `accept`; it sees the stop flag and ends.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Creates `dir` with mode 0700 (and its parent, `$XDG_RUNTIME_DIR`, if
+/// missing), or checks that the one there is safe.
+fn safe_dir(dir: &Path) -> Result<(), ConfigError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(problem(
+                dir,
+                "the directory cannot be created: set XDG_RUNTIME_DIR to a directory of yours",
+                Some(e),
+            ))
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| problem(dir, "the directory cannot be read", Some(e)))?;
+    if !meta.is_dir() {
+        return Err(problem(dir, "it is not a directory (a symbolic link or a file): remove it, or set XDG_RUNTIME_DIR to a directory of yours", None));
+    }
+    if meta.uid() != uid() {
+        return Err(problem(
+            dir,
+            format!("the directory belongs to user {}, not to this process's user {}: remove it, or set XDG_RUNTIME_DIR to a directory of yours", meta.uid(), uid()),
+            None,
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(problem(
+            dir,
+            format!("the directory's mode is {:o}: make it 700 (chmod 700) so that no other user reaches the sockets in it", meta.mode() & 0o777),
+            None,
+        ));
+    }
+    Ok(())
+}

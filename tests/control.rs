@@ -1,0 +1,539 @@
+//! The control endpoint (feature `control`) over a real Unix socket: each
+//! request changes exactly what the trace shows, the status counters are
+//! exact, a snapshot reads back complete, bad frames get error replies
+//! (never a panic or a stuck endpoint), the file modes, and a peer of
+//! another user refused (run as root: a child process as `nobody`).
+#![cfg(target_os = "linux")]
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use qtrace::classes::user;
+use qtrace::clock::{Clock, ManualClock};
+use qtrace::control::{Endpoint, ErrorCode, Reply, Request};
+use qtrace::queues::{Circular, CircularParams, Fixed, FixedParams, Online, OnlineParams};
+use qtrace::storage::RingStorage;
+use qtrace::{Config, ConfigError, Tracer};
+
+/// Every test's endpoints live under one `XDG_RUNTIME_DIR`, set once
+/// before any test touches the environment.
+fn runtime() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        std::env::set_var("XDG_RUNTIME_DIR", d.path());
+        d
+    })
+    .path()
+}
+
+/// One test at a time: `another_user_is_refused` opens the directory's
+/// mode for a moment, which a bind in another test would refuse.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    runtime();
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A tracer on `time` with an output directory of its own (declared
+/// first, so that it is removed after the tracer is dropped).
+fn tracer(time: &ManualClock) -> (tempfile::TempDir, Arc<Tracer>) {
+    let out = tempfile::tempdir().unwrap();
+    let t = Arc::new(Tracer::with_config(
+        Config::default()
+            .with_clock(Clock::manual(time))
+            .with_output_dir(out.path()),
+    ));
+    (out, t)
+}
+
+fn fixed(t: &Tracer, capacity: usize) -> qtrace::QueueHandle {
+    let q = t
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(capacity)
+                .with_ring(RingStorage::Memory),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    q
+}
+
+/// Sends raw bytes, reads one reply frame.
+fn exchange(s: &mut UnixStream, bytes: &[u8]) -> Option<Reply> {
+    s.write_all(bytes).ok()?;
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    Some(Reply::parse(&body).unwrap())
+}
+
+fn ask(e: &Endpoint, r: &Request) -> Reply {
+    let mut s = UnixStream::connect(e.path()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    exchange(&mut s, &r.frame()).unwrap()
+}
+
+fn status(e: &Endpoint) -> serde_json::Value {
+    match ask(e, &Request::Status) {
+        Reply::Status(json) => serde_json::from_str(&json).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn kept(t: &Tracer, q: qtrace::QueueHandle) -> Vec<(u16, u64)> {
+    t.queue(q)
+        .unwrap()
+        .as_fixed()
+        .unwrap()
+        .snapshot_events()
+        .iter()
+        .map(|e| (e.id.0, e.args[0]))
+        .collect()
+}
+
+#[test]
+fn status_counts_exactly() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = fixed(&t, 4);
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "status").unwrap();
+    for i in 0..10 {
+        t.log_event(user::USER0, [i, 0]);
+    }
+    let s = status(&e);
+    assert_eq!(s["protocol"], 1);
+    assert_eq!(s["pid"], std::process::id());
+    assert_eq!(s["name"], "status");
+    assert_eq!(s["phase"], "active");
+    assert_eq!(s["suspended"], false);
+    assert_eq!(s["recording"], true);
+    assert_eq!(
+        s["endpoint"],
+        serde_json::json!({"connections": 1, "refused": 0, "requests": 1, "errors": 0})
+    );
+    let q0 = &s["queues"][0];
+    assert_eq!(q0["queue"], q.0);
+    assert_eq!(q0["type"], "fixed");
+    assert_eq!(
+        (
+            &q0["accepted"],
+            &q0["dropped"],
+            &q0["overwritten"],
+            &q0["delivered"],
+            &q0["queued"]
+        ),
+        (&4.into(), &6.into(), &0.into(), &0.into(), &4.into())
+    );
+    assert_eq!(s["queues"].as_array().unwrap().len(), 1);
+    // The second status counts the first.
+    let s = status(&e);
+    assert_eq!(s["endpoint"]["connections"], 2);
+    assert_eq!(s["endpoint"]["requests"], 2);
+    assert_eq!(
+        (e.connections(), e.requests(), e.errors(), e.refused()),
+        (2, 2, 0, 0)
+    );
+}
+
+#[test]
+fn classes_and_events_switch_exactly_from_the_request_on() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = fixed(&t, 64);
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "switch").unwrap();
+    let (u0, u1) = (user::USER0.0, user::USER1.0);
+    let log = |a: u64| {
+        t.log_event(user::USER0, [a, 0]);
+        t.log_event(user::USER1, [a, 0]);
+    };
+    log(0);
+    assert_eq!(ask(&e, &Request::DisableClass("user".into())), Reply::Done);
+    log(1);
+    assert_eq!(ask(&e, &Request::EnableClass("user".into())), Reply::Done);
+    log(2);
+    assert_eq!(ask(&e, &Request::DisableEvent("user1".into())), Reply::Done);
+    log(3);
+    assert_eq!(
+        ask(&e, &Request::EnableEvent("user:user1".into())),
+        Reply::Done
+    );
+    log(4);
+    assert_eq!(ask(&e, &Request::Suspend), Reply::Done);
+    log(5);
+    assert_eq!(ask(&e, &Request::Resume), Reply::Done);
+    log(6);
+    assert_eq!(ask(&e, &Request::Stop(None)), Reply::Done);
+    log(7);
+    assert_eq!(status(&e)["recording"], false);
+    assert_eq!(ask(&e, &Request::Start(None)), Reply::Done);
+    log(8);
+    assert_eq!(ask(&e, &Request::Stop(Some(q.0))), Reply::Done);
+    log(9);
+    assert_eq!(status(&e)["queues"][q.0 as usize]["recording"], false);
+    assert_eq!(ask(&e, &Request::Start(Some(q.0))), Reply::Done);
+    log(10);
+    assert_eq!(
+        kept(&t, q),
+        [
+            (u0, 0),
+            (u1, 0),
+            (u0, 2),
+            (u1, 2),
+            (u0, 3),
+            (u0, 4),
+            (u1, 4),
+            (u0, 6),
+            (u1, 6),
+            (u0, 8),
+            (u1, 8),
+            (u0, 10),
+            (u1, 10),
+        ]
+    );
+    // Names and queues that do not exist, and a gate named as a queue.
+    let code = |r: Reply| match r {
+        Reply::Error(c, _) => c,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        code(ask(&e, &Request::DisableClass("nope".into()))),
+        ErrorCode::NoSuchName
+    );
+    assert_eq!(
+        code(ask(&e, &Request::EnableEvent("nope".into()))),
+        ErrorCode::NoSuchName
+    );
+    assert_eq!(
+        code(ask(&e, &Request::Stop(Some(200)))),
+        ErrorCode::NoSuchQueue
+    );
+    assert_eq!(
+        code(ask(&e, &Request::Stop(Some(q.0 + 1)))),
+        ErrorCode::WrongQueueType
+    );
+    assert_eq!(
+        code(ask(&e, &Request::Rotate(q.0))),
+        ErrorCode::WrongQueueType
+    );
+    assert_eq!(
+        code(ask(
+            &e,
+            &Request::Snapshot {
+                queue: Some(q.0),
+                path: "/tmp/x.qtr".into()
+            }
+        )),
+        ErrorCode::WrongQueueType
+    );
+    t.shutdown().unwrap();
+    assert_eq!(code(ask(&e, &Request::Suspend)), ErrorCode::NotRunning);
+}
+
+#[test]
+fn a_snapshot_reads_back_complete_with_the_exact_events() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = t
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(256)
+                .with_shards(0)
+                .with_ring(RingStorage::Memory),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "snap").unwrap();
+    for i in 0..300u64 {
+        time.set(1000 + i);
+        t.log_event(user::USER2, [i, 0]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("now.qtr");
+    let reply = ask(
+        &e,
+        &Request::Snapshot {
+            queue: None,
+            path: path.to_str().unwrap().into(),
+        },
+    );
+    // 256 events and one hoops record for the 44 overwritten.
+    assert_eq!(reply, Reply::Snapshot(257));
+    let mut reader = qtrace::reader::TraceReader::open(&path).unwrap();
+    let events: Vec<qtrace::Event> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(events[0].id, qtrace::classes::tracer::HOOPS);
+    assert_eq!(events[0].args[0], 44);
+    let args: Vec<u64> = events[1..].iter().map(|e| e.args[0]).collect();
+    assert_eq!(args, (44..300).collect::<Vec<_>>());
+    assert!(matches!(
+        reader.completeness(),
+        Some(qtrace::reader::Completeness::Complete(_))
+    ));
+    // A relative path is refused: the traced process would resolve it.
+    match ask(
+        &e,
+        &Request::Snapshot {
+            queue: None,
+            path: "rel.qtr".into(),
+        },
+    ) {
+        Reply::Error(ErrorCode::BadFrame, m) => assert!(m.contains("absolute"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // A path under a regular file: an I/O failure, said.
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let under = file.join("x.qtr");
+    match ask(
+        &e,
+        &Request::Snapshot {
+            queue: Some(q.0),
+            path: under.to_str().unwrap().into(),
+        },
+    ) {
+        Reply::Error(ErrorCode::Failed, m) => assert!(m.contains(under.to_str().unwrap()), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn rotate_closes_the_open_chunk() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let dir = tempfile::tempdir().unwrap();
+    let q = t
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(1024)
+                .with_file(dir.path().join("on.qtr"))
+                .with_rotation(Some(1 << 30), None),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "rotate").unwrap();
+    t.log_event(user::USER0, [1, 0]);
+    assert_eq!(ask(&e, &Request::Rotate(q.0)), Reply::Done);
+    // The task closes the chunk at its next round (woken by the request).
+    let mut files = 0;
+    for _ in 0..400 {
+        files = status(&e)["queues"][0]["files"].as_array().unwrap().len();
+        if files == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(files, 2);
+    t.log_event(user::USER0, [2, 0]);
+    let report = t.shutdown().unwrap();
+    let read = |p: &Path| -> Vec<u64> {
+        qtrace::reader::TraceReader::open(p)
+            .unwrap()
+            .map(|e| e.unwrap().args[0])
+            .collect()
+    };
+    let chunks = &report.queues[0].status.files;
+    assert_eq!(chunks.len(), 2);
+    assert_eq!((read(&chunks[0]), read(&chunks[1])), (vec![1], vec![2]));
+}
+
+#[test]
+fn bad_frames_get_errors_and_the_endpoint_goes_on() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    fixed(&t, 4);
+    let e = Endpoint::bind(Arc::clone(&t), "bad").unwrap();
+    let mut s = UnixStream::connect(e.path()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let code = |r: Option<Reply>| match r {
+        Some(Reply::Error(c, _)) => c,
+        other => panic!("{other:?}"),
+    };
+    // Errors inside a well-framed body: the connection stays open.
+    assert_eq!(
+        code(exchange(&mut s, b"\x00\x00\x00\x02\x02\x01")),
+        ErrorCode::UnsupportedVersion
+    );
+    assert_eq!(
+        code(exchange(&mut s, b"\x00\x00\x00\x02\x01\x7f")),
+        ErrorCode::UnknownRequest
+    );
+    assert_eq!(
+        code(exchange(&mut s, b"\x00\x00\x00\x01\x01")),
+        ErrorCode::BadFrame
+    );
+    assert_eq!(
+        code(exchange(&mut s, b"\x00\x00\x00\x03\x01\x01\x00")),
+        ErrorCode::BadFrame
+    );
+    assert_eq!(
+        code(exchange(&mut s, b"\x00\x00\x00\x06\x01\x07\x00\x09ab")),
+        ErrorCode::BadFrame
+    );
+    assert!(matches!(
+        exchange(&mut s, &Request::Status.frame()),
+        Some(Reply::Status(_))
+    ));
+    // An oversized length: an error reply, then the connection is closed.
+    assert_eq!(
+        code(exchange(&mut s, &5000u32.to_be_bytes())),
+        ErrorCode::TooLarge
+    );
+    assert_eq!(exchange(&mut s, &Request::Status.frame()), None);
+    let mut s = UnixStream::connect(e.path()).unwrap();
+    assert_eq!(
+        code(exchange(&mut s, &0u32.to_be_bytes())),
+        ErrorCode::TooLarge
+    );
+    // Arbitrary frames (a fixed pseudo-random sequence) never stop it.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 1 + (x % 24) as usize;
+        let mut frame = (len as u32).to_be_bytes().to_vec();
+        frame.extend((0..len).map(|i| (x >> (i % 8 * 8)) as u8 ^ i as u8));
+        frame[4] = 1; // mostly version 1, so the request codes are reached
+        let mut s = UnixStream::connect(e.path()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        assert!(exchange(&mut s, &frame).is_some());
+    }
+    // A peer that sends half a frame and goes away.
+    let mut s = UnixStream::connect(e.path()).unwrap();
+    s.write_all(b"\x00\x00\x00\x09\x01").unwrap();
+    drop(s);
+    assert!(matches!(ask(&e, &Request::Status), Reply::Status(_)));
+    // The 7 errors above, and those of the arbitrary frames.
+    assert!(e.errors() >= 7, "{}", e.errors());
+}
+
+#[test]
+fn modes_names_and_a_second_bind() {
+    let _serial = serial();
+    let dir = runtime().join("qtrace");
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let e = Endpoint::bind(Arc::clone(&t), "modes").unwrap();
+    assert_eq!(Endpoint::dir(), dir);
+    assert_eq!(
+        e.path(),
+        dir.join(format!("{}.modes.sock", std::process::id()))
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(e.path()), 0o600);
+    match Endpoint::bind(Arc::clone(&t), "modes") {
+        Err(err @ ConfigError::ControlEndpoint { .. }) => {
+            let m = err.to_string();
+            assert!(
+                m.starts_with("qtrace::control::Endpoint::bind cannot bind"),
+                "{m}"
+            );
+            assert!(m.contains("already serves"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for bad in ["", "a/b", "x y", &"n".repeat(33)] {
+        assert!(matches!(
+            Endpoint::bind(Arc::clone(&t), bad),
+            Err(ConfigError::ControlEndpoint { .. })
+        ));
+    }
+    let path: PathBuf = e.path().to_path_buf();
+    drop(e);
+    assert!(
+        !path.exists(),
+        "the socket is removed when the endpoint is dropped"
+    );
+    // The name is free again.
+    drop(Endpoint::bind(Arc::clone(&t), "modes").unwrap());
+}
+
+/// The child half of `another_user_is_refused`: connects as whoever it
+/// runs as and prints the reply's bytes (does nothing in a normal run).
+#[test]
+fn child_connects_and_prints_the_reply() {
+    let Some(path) = std::env::var_os("QTRACE_CTL_TEST_CHILD") else {
+        return;
+    };
+    let mut s = UnixStream::connect(path).expect("connect");
+    s.write_all(&Request::Status.frame()).unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    println!(
+        "REPLY {}",
+        reply.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+}
+
+#[test]
+fn another_user_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: another_user_is_refused needs root (to run a child as nobody)");
+        return;
+    }
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let e = Endpoint::bind(Arc::clone(&t), "stranger").unwrap();
+    // Open the file modes up, so that only SO_PEERCRED stands between
+    // nobody and the tracer (the 0700 directory would stop it first).
+    let set =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    set(runtime(), 0o711);
+    set(&Endpoint::dir(), 0o711);
+    set(e.path(), 0o666);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_connects_and_prints_the_reply",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("QTRACE_CTL_TEST_CHILD", e.path())
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    set(e.path(), 0o600);
+    set(&Endpoint::dir(), 0o700);
+    set(runtime(), 0o700);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hex = stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("REPLY ")
+                .map(|(_, hex)| hex.split_whitespace().next().unwrap_or(""))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "child said: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    match Reply::parse(&bytes[4..]).unwrap() {
+        Reply::Error(ErrorCode::PermissionDenied, m) => assert!(m.contains("SO_PEERCRED"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((e.refused(), e.connections(), e.requests()), (1, 0, 0));
+}
+
+use std::os::unix::process::CommandExt;
