@@ -16,7 +16,7 @@ fn qtrace(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "events",
     "dump",
     "stats",
@@ -27,6 +27,7 @@ const SUBCOMMANDS: [&str; 13] = [
     "analyze",
     "plot",
     "live",
+    "ctl",
     "sql",
     "completions",
     "man",
