@@ -88,8 +88,7 @@ fn problem(path: &Path, problem: impl Into<String>, source: Option<std::io::Erro
 
 /// This process's user id.
 fn uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
+    rustix::process::getuid().as_raw()
 }
 
 impl Endpoint {

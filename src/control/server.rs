@@ -2,7 +2,6 @@
 //! credentials, reads request frames and answers each with a reply.
 
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -49,24 +48,7 @@ pub(super) fn serve(listener: UnixListener, tracer: &Tracer, name: &str, counter
 
 /// The peer's user id is this process's.
 fn peer_allowed(stream: &UnixStream) -> bool {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: u32::MAX,
-        gid: u32::MAX,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: the fd is a connected Unix socket owned by `stream`; `cred`
-    // and `len` are valid for writes of `len` bytes, the size of `ucred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && len as usize == std::mem::size_of::<libc::ucred>() && cred.uid == super::uid()
+    rustix::net::sockopt::socket_peercred(stream).is_ok_and(|c| c.uid.as_raw() == super::uid())
 }
 
 struct Ctx<'a> {
