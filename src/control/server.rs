@@ -273,19 +273,10 @@ impl Ctx<'_> {
     }
 }
 
-/// `text` as a JSON string.
+/// `text` as a JSON string: qtrace-core's one escaper, in quotes.
 fn json_string(out: &mut String, text: &str) {
-    out.push('"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    use std::fmt::Write as _;
+    let _ = write!(out, "\"{}\"", qtrace_core::json::JsonEscaped(text));
 }
 
 fn no_queue(q: u16, t: &Tracer) -> Reply {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use qtrace::control::{Endpoint, Reply, Request};
+use serde_json::Value;
 
 use crate::spine::Exit;
 
@@ -22,7 +23,7 @@ pub struct CtlArgs {
     /// rotate QUEUE.
     #[arg(value_name = "REQUEST")]
     pub request: Vec<String>,
-    /// Print the status (or the reply) as JSON.
+    /// Print the status as the endpoint's JSON object (FORMAT.md 9), not as text.
     #[arg(long)]
     pub json: bool,
 }
@@ -38,6 +39,12 @@ pub fn run(args: CtlArgs) -> Exit {
         })
         .unwrap_or_default();
     if args.target == "list" {
+        if sockets.is_empty() {
+            eprintln!(
+                "qtrace: no control endpoint in {} (a program serves one with qtrace::control::Endpoint::bind, feature control)",
+                dir.display()
+            );
+        }
         for s in &sockets {
             println!("{}", s.display());
         }
@@ -95,7 +102,7 @@ pub fn run(args: CtlArgs) -> Exit {
         ["disable", "class", n] => Request::DisableClass(n.to_string()),
         ["enable", "event", n] => Request::EnableEvent(n.to_string()),
         ["disable", "event", n] => Request::DisableEvent(n.to_string()),
-        ["rotate", q] if q.parse::<u16>().is_ok() => Request::Rotate(q.parse().unwrap_or(0)),
+        ["rotate", q] if q.parse::<u16>().is_ok() => Request::Rotate(q.parse().unwrap_or_default()),
         other => {
             eprintln!("qtrace: unknown request {other:?}: see qtrace ctl --help");
             return Exit::BadInput;
@@ -104,7 +111,10 @@ pub fn run(args: CtlArgs) -> Exit {
     match exchange(&path, &request) {
         Ok(Reply::Done) => Exit::Ok,
         Ok(Reply::Status(json)) => {
-            println!("{json}");
+            match serde_json::from_str::<Value>(&json) {
+                Ok(v) if !args.json => print!("{}", status_text(&v)),
+                _ => println!("{json}"),
+            }
             Exit::Ok
         }
         Ok(Reply::Snapshot(n)) => {
@@ -142,4 +152,77 @@ fn exchange(path: &std::path::Path, request: &Request) -> Result<Reply, String> 
     s.read_exact(&mut body)
         .map_err(|e| format!("a reply cut short: {e}"))?;
     Reply::parse(&body)
+}
+
+/// The status reply as text: the tracer, the endpoint's counters, then a
+/// line per queue (FORMAT.md 9 gives the JSON's fields).
+fn status_text(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let word = |b: &Value, yes: &'static str, no: &'static str| {
+        if b.as_bool().unwrap_or(false) {
+            yes
+        } else {
+            no
+        }
+    };
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} (pid {}): {}, {}, {}, up {:.1} s",
+        v["name"].as_str().unwrap_or("?"),
+        n(v, "pid"),
+        v["phase"].as_str().unwrap_or("?"),
+        word(&v["recording"], "recording", "stopped"),
+        word(&v["suspended"], "suspended", "not suspended"),
+        n(v, "uptime_ns") as f64 / 1e9
+    );
+    let e = &v["endpoint"];
+    let _ = writeln!(
+        out,
+        "endpoint: {} connections, {} refused, {} requests, {} errors",
+        n(e, "connections"),
+        n(e, "refused"),
+        n(e, "requests"),
+        n(e, "errors")
+    );
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<9}  {:<9}  {:>12}  {:>12}  {:>12}  {:>12}  {:>8}  {:>9}",
+        "queue",
+        "type",
+        "recording",
+        "accepted",
+        "dropped",
+        "overwritten",
+        "delivered",
+        "queued",
+        "io errors"
+    );
+    for q in v["queues"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<9}  {:<9}  {:>12}  {:>12}  {:>12}  {:>12}  {:>8}  {:>9}",
+            n(q, "queue"),
+            q["type"].as_str().unwrap_or("?"),
+            word(&q["recording"], "yes", "no"),
+            n(q, "accepted"),
+            n(q, "dropped"),
+            n(q, "overwritten"),
+            n(q, "delivered"),
+            n(q, "queued"),
+            n(q, "io_errors")
+        );
+        for f in q["files"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let _ = writeln!(out, "       file: {}", f.as_str().unwrap_or("?"));
+        }
+        if let Some(err) = q["last_error"].as_str() {
+            let _ = writeln!(out, "       last error: {err}");
+        }
+    }
+    out
 }

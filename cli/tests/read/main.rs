@@ -10,6 +10,7 @@ mod chunks;
 mod cli;
 mod completeness;
 mod conventions;
+mod ctl;
 mod edges;
 mod error_messages;
 mod recover_cli;

@@ -174,7 +174,11 @@ fn main() -> ! {
     // drain polled from this loop. UART0 takes every byte (no loss);
     // UART1's sink takes at most 96 bytes a poll of 128 events (a throttled link: whole
     // chunks dropped, counted).
-    for class in [ClassId::SYSTEM, ClassId::SEMAPHORE, ClassId::FIRST_USER_DEFINED] {
+    for class in [
+        ClassId::SYSTEM,
+        ClassId::SEMAPHORE,
+        ClassId::FIRST_USER_DEFINED,
+    ] {
         STREAM.assign_class(class, 0).unwrap();
     }
     let fast = stream(UART0, usize::MAX, 1);
@@ -309,7 +313,7 @@ fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
             _ => STREAM.log_event(system::ENDCYCLE, 0, [task, 0]),
         }
         i += 1;
-        if i % POLL_EVERY == 0 {
+        if i.is_multiple_of(POLL_EVERY) {
             poll(&mut drain);
         }
     }
