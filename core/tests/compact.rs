@@ -2,6 +2,9 @@
 //! arithmetic of chunk headers, the worked examples byte for byte, and bad
 //! input (typed errors, no panic).
 
+mod common;
+use common::{format_md_example, unhex};
+
 use proptest::prelude::*;
 use qtrace_core::compact::{
     Chunk, ChunkEncoder, ChunkHeader, DecodeError, Full, HEADER_LEN, MAX_RECORD_LEN,
@@ -292,31 +295,6 @@ fn run_events() -> [Event; 3] {
         rec(0x4001, [0x3031_3233_3435_3637, 0x3839_6162_6364_6566]),
         rec(0x5002, [0x5859_0000_0000_0000, 0]),
     ]
-}
-
-fn unhex(dump: &str) -> Vec<u8> {
-    dump.lines()
-        .filter_map(|l| l.split_once(':'))
-        .flat_map(|(_, bytes)| {
-            bytes
-                .split_whitespace()
-                .map(|b| u8::from_str_radix(b, 16).unwrap())
-        })
-        .collect()
-}
-
-/// The dump that follows `<!-- example:NAME -->` in FORMAT.md.
-fn format_md_example(name: &str) -> String {
-    let doc =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../FORMAT.md")).unwrap();
-    let marker = format!("<!-- example:{name} -->");
-    let at = doc
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {marker} in FORMAT.md"));
-    let rest = &doc[at..];
-    let start = rest.find("```text\n").unwrap() + 8;
-    let end = start + rest[start..].find("```").unwrap();
-    rest[start..end].to_string()
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! FORMAT.md 10's worked example, byte for byte: a chunk frame and the end
 //! frame, written by `encode_frame`, decoded back by `FrameDecoder`.
 
+mod common;
+use common::{format_md_example, unhex};
+
 use qtrace_core::compact::{Chunk, ChunkEncoder, ChunkHeader};
 use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
 use qtrace_core::stream::{encode_frame, Crc32, FrameDecoder, FrameKind};
@@ -17,31 +20,6 @@ const EXAMPLE: &str = "
 0060: 01 02 03 01 01 01 01 01 01 02 7a 01 01 01 01 01
 0070: 01 02 7d 01 01 01 01 01 01 01 05 b3 b4 bc a1 00
 ";
-
-fn unhex(dump: &str) -> Vec<u8> {
-    dump.lines()
-        .filter_map(|l| l.split_once(':'))
-        .flat_map(|(_, bytes)| {
-            bytes
-                .split_whitespace()
-                .map(|b| u8::from_str_radix(b, 16).unwrap())
-        })
-        .collect()
-}
-
-/// The dump that follows `<!-- example:NAME -->` in FORMAT.md.
-fn format_md_example(name: &str) -> String {
-    let doc =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../FORMAT.md")).unwrap();
-    let marker = format!("<!-- example:{name} -->");
-    let at = doc
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {marker} in FORMAT.md"));
-    let rest = &doc[at..];
-    let start = rest.find("```text\n").unwrap() + 8;
-    let end = start + rest[start..].find("```").unwrap();
-    rest[start..end].to_string()
-}
 
 fn events() -> [Event; 2] {
     [
