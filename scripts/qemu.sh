@@ -3,13 +3,16 @@
 # and checks the trace it writes: the no_std core traced for real.
 #
 #   scripts/qemu.sh
+#   QTRACE_BIN=target/debug/qtrace scripts/qemu.sh   # use a command already built
 #
 # 1. Installs what is missing: qemu-system-arm (Debian package
 #    qemu-system-arm, through apt-get) and the rustup target
 #    thumbv7m-none-eabi.
 # 2. Builds the firmware (release) and the qtrace command (in
 #    <target dir>/qemu-cli, so a build of the command with other features
-#    in <target dir>/release is left as it is).
+#    in <target dir>/release is left as it is), unless QTRACE_BIN names a
+#    qtrace command already built (.ci/run passes the one its tests built:
+#    a release build of the command took CI about 7 minutes).
 # 3. Runs the firmware on QEMU's mps2-an385 board (Cortex-M3, 25 MHz; its
 #    SysTick ticks, unlike lm3s6965evb's) with semihosting, under a 60 s
 #    timeout. SysTick (every 1 ms) and the main loop log 7 events a tick for
@@ -60,11 +63,17 @@ echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
 (cd examples/firmware-cortex-m && cargo build --release --quiet)
 firmware="$(target_dir_of examples/firmware-cortex-m)/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m"
 target="$(target_dir_of "$root")"
-# The command is built in a target directory of its own: built here without
-# the feature `sql`, it would replace a `qtrace` built with it (and any other
-# feature set) in <target dir>/release.
-cargo build --release --quiet -p qtrace-cli --bin qtrace --target-dir "$target/qemu-cli"
-qtrace="$target/qemu-cli/release/qtrace"
+if [ -n "${QTRACE_BIN:-}" ]; then
+    [ -x "$QTRACE_BIN" ] || { echo "qemu.sh: QTRACE_BIN=$QTRACE_BIN is not an executable qtrace command" >&2; exit 1; }
+    qtrace=$(cd "$(dirname "$QTRACE_BIN")" && pwd)/$(basename "$QTRACE_BIN")
+    echo "qemu.sh: using the command $qtrace (QTRACE_BIN)"
+else
+    # The command is built in a target directory of its own: built here
+    # without the feature `sql`, it would replace a `qtrace` built with it
+    # (and any other feature set) in <target dir>/release.
+    cargo build --release --quiet -p qtrace-cli --bin qtrace --target-dir "$target/qemu-cli"
+    qtrace="$target/qemu-cli/release/qtrace"
+fi
 
 run="$target/qemu"
 rm -rf "$run"
