@@ -489,7 +489,10 @@ fn a_directory_open_to_others_or_not_a_directory_is_refused() {
     let m = refusal(&t);
     std::fs::remove_file(&dir).unwrap();
     std::fs::rename(&moved, &dir).unwrap();
-    assert!(m.contains("it is not a directory (a symbolic link or a file)"), "{m}");
+    assert!(
+        m.contains("it is not a directory (a symbolic link or a file)"),
+        "{m}"
+    );
     drop(Endpoint::bind(Arc::clone(&t), "dirs").unwrap());
 }
 
