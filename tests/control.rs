@@ -463,6 +463,39 @@ fn modes_names_and_a_second_bind() {
     drop(Endpoint::bind(Arc::clone(&t), "modes").unwrap());
 }
 
+#[test]
+fn a_directory_open_to_others_or_not_a_directory_is_refused() {
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    drop(Endpoint::bind(Arc::clone(&t), "dirs").unwrap());
+    let dir = Endpoint::dir();
+    let refusal = |t: &Arc<Tracer>| match Endpoint::bind(Arc::clone(t), "dirs") {
+        Err(err @ ConfigError::ControlEndpoint { .. }) => err.to_string(),
+        other => panic!("{other:?}"),
+    };
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = refusal(&t);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(m.contains(&dir.display().to_string()), "{m}");
+    assert!(
+        m.contains("the directory's mode is 755: make it 700 (chmod 700)"),
+        "{m}"
+    );
+    // A symbolic link in its place, even to a safe directory of ours.
+    let moved = runtime().join("qtrace-moved");
+    std::fs::rename(&dir, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &dir).unwrap();
+    let m = refusal(&t);
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::rename(&moved, &dir).unwrap();
+    assert!(
+        m.contains("it is not a directory (a symbolic link or a file)"),
+        "{m}"
+    );
+    drop(Endpoint::bind(Arc::clone(&t), "dirs").unwrap());
+}
+
 /// The child half of `another_user_is_refused`: connects as whoever it
 /// runs as and prints the reply's bytes (does nothing in a normal run).
 #[test]
