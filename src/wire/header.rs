@@ -384,8 +384,9 @@ impl TraceHeader {
     ///     w.write_event(&Event::new(1_000 + 10 * t, system::SCHEDULE, 0, [t % 4, 0]))?;
     /// }
     /// let bytes = w.finish()?;
-    /// // One 48-byte chunk header, then 3 bytes an event.
-    /// assert_eq!(bytes.len(), header.to_bytes().len() + 48 + 300);
+    /// // One 48-byte chunk header, then the first record as a literal
+    /// // (4 bytes), 2 bytes an event of argument 0 and 3 for the others.
+    /// assert_eq!(bytes.len(), header.to_bytes().len() + 48 + 4 + 24 * 2 + 75 * 3);
     /// let back: Vec<Event> = TraceReader::new(&bytes[..])?.collect::<Result<_, _>>()?;
     /// assert_eq!(back.len(), 100);
     /// assert_eq!(back[99], Event::new(1_990, system::SCHEDULE, 0, [3, 0]));
