@@ -128,7 +128,10 @@ fn every_reader_prints_the_same_for_a_compact_file() {
         dump.contains("[LOST "),
         "the circular queue's losses: {dump:.400}"
     );
-    assert!(dump.contains("0(main)"), "the names: {dump:.400}");
+    assert!(
+        dump.contains("[NAME source 0 text=\"main\"]"),
+        "the names (combine runs): {dump:.400}"
+    );
     assert_eq!(dump.matches("[END: complete").count(), files.len());
     for to in ["chrome", "perfetto", "ctf"] {
         let mut out = Vec::new();
