@@ -4,6 +4,7 @@
 use super::error::read_full;
 use super::*;
 use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
+use qtrace_core::compact::{self, Chunk, ChunkHeader, DecodeError};
 
 /// A trace file being read: its header, then its events as an iterator.
 ///
@@ -72,6 +73,23 @@ pub struct TraceReader<R = BufReader<File>> {
     /// the name runs being reassembled (only name records go through it).
     names: Names,
     name_runs: Assembler,
+    /// A compact file (version 2, FORMAT.md 1.11): its chunks are decoded
+    /// into `block` as 32-byte records, one chunk at a time.
+    compact: Option<Box<CompactBody>>,
+    /// Bytes `offset` moves by per record: 32, or 0 in a compact file (where
+    /// it names the chunk the records come from).
+    step: u64,
+}
+
+/// The reading state of a compact file's chunks.
+#[derive(Debug)]
+struct CompactBody {
+    /// The byte offset of the next chunk.
+    next_at: u64,
+    /// The sequence and first record the next chunk must carry.
+    expect: ChunkHeader,
+    /// The chunk's bytes as read.
+    raw: Vec<u8>,
 }
 
 /// Bytes a [`TraceReader`] reads ahead in one call: 2048 records. Larger than
@@ -175,7 +193,6 @@ impl<R: Read> TraceReader<R> {
         let (header, len) = TraceHeader::decode(&bytes)?;
         Ok(TraceReader {
             source,
-            header,
             header_len: len as u64,
             offset: len as u64,
             done: false,
@@ -193,6 +210,19 @@ impl<R: Read> TraceReader<R> {
             eof: false,
             names: Names::new(),
             name_runs: Assembler::new(),
+            compact: header.is_compact().then(|| {
+                Box::new(CompactBody {
+                    next_at: len as u64,
+                    expect: ChunkHeader::default(),
+                    raw: Vec::new(),
+                })
+            }),
+            step: if header.is_compact() {
+                0
+            } else {
+                RECORD_LEN as u64
+            },
+            header,
         })
     }
 
@@ -250,7 +280,8 @@ impl<R: Read> TraceReader<R> {
         self.header_len
     }
 
-    /// The byte offset of the next record.
+    /// The byte offset of the next record; in a compact file (FORMAT.md
+    /// 1.11), of the chunk it is in (or of the next chunk to read).
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -284,9 +315,124 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
+    /// Reads and decodes the next chunk of a compact file into `block`
+    /// (skipping chunks of no record), or notes the end of the file or the
+    /// error that stops it; the records decoded before an error are yielded
+    /// first.
+    fn refill_compact(&mut self) {
+        let Some(mut c) = self.compact.take() else {
+            return;
+        };
+        self.pos = 0;
+        self.end = 0;
+        while self.end == 0 && !self.eof && self.read_error.is_none() {
+            self.offset = c.next_at;
+            if let Err(e) = self.read_chunk(&mut c) {
+                self.read_error = Some(e);
+            }
+        }
+        self.compact = Some(c);
+    }
+
+    /// One chunk of a compact file: read, checked (FORMAT.md 8.5, then its
+    /// place in the file: 1.11), decoded into `block`.
+    fn read_chunk(&mut self, c: &mut CompactBody) -> Result<(), ReadError> {
+        let at = c.next_at;
+        let mut head = [0u8; compact::HEADER_LEN];
+        let n = read_full(&mut self.source, &mut head, at)?;
+        if n == 0 {
+            self.eof = true;
+            return Ok(());
+        }
+        let chunk_error = |e: DecodeError| -> ReadError {
+            match e {
+                DecodeError::Truncated { needed, available } => WireError::Truncated {
+                    offset: at,
+                    needed: needed as u64,
+                    available: available as u64,
+                    what: "compact chunk",
+                },
+                DecodeError::UnsupportedVersion { version } => WireError::UnsupportedVersion {
+                    offset: at + compact::field::VERSION as u64,
+                    version,
+                    supported: &compact::SUPPORTED_VERSIONS,
+                },
+                DecodeError::BadMagic => WireError::Invalid {
+                    offset: at,
+                    what: "compact chunk",
+                    reason: "its magic is not QTRZ".into(),
+                },
+                DecodeError::Corrupt { offset, what } => WireError::Invalid {
+                    offset: at + offset as u64,
+                    what: "compact chunk",
+                    reason: what.into(),
+                },
+                _ => WireError::Invalid {
+                    offset: at,
+                    what: "compact chunk",
+                    reason: "does not decode".into(),
+                },
+            }
+            .into()
+        };
+        // The header alone: a bad magic, version or length is reported as
+        // such before the body is read (or found missing).
+        let length = match Chunk::new_checked(&head[..n]) {
+            Ok(_) => 0,
+            Err(DecodeError::Truncated { needed, .. }) if n == compact::HEADER_LEN => {
+                (needed - compact::HEADER_LEN) as u64
+            }
+            Err(e) => return Err(chunk_error(e)),
+        };
+        c.raw.clear();
+        c.raw.extend_from_slice(&head);
+        let body_at = at + compact::HEADER_LEN as u64;
+        (&mut self.source)
+            .take(length)
+            .read_to_end(&mut c.raw)
+            .map_err(|source| ReadError::Io {
+                path: None,
+                offset: body_at,
+                source,
+            })?;
+        let chunk = Chunk::new_checked(&c.raw).map_err(chunk_error)?;
+        let h = chunk.header();
+        if (h.sequence, h.first_event) != (c.expect.sequence, c.expect.first_event) {
+            return Err(WireError::Invalid {
+                offset: at + compact::field::SEQUENCE as u64,
+                what: "compact chunk",
+                reason: format!(
+                    "sequence {} and first record {}, where the chunk after the previous one \
+                     has sequence {} and first record {} (a chunk is missing or out of place)",
+                    h.sequence, h.first_event, c.expect.sequence, c.expect.first_event
+                ),
+            }
+            .into());
+        }
+        let need = chunk.count() as usize * RECORD_LEN;
+        if self.block.len() < need {
+            self.block = vec![0u8; need].into_boxed_slice();
+        }
+        c.next_at = at + c.raw.len() as u64;
+        c.expect = h.following(chunk.count(), 0);
+        for r in chunk.records() {
+            let e = r.map_err(chunk_error)?;
+            let slot = self.block.get_mut(self.end..self.end + RECORD_LEN);
+            if let Some(out) = slot.and_then(|s| <&mut [u8; RECORD_LEN]>::try_from(s).ok()) {
+                record::emit(&e, out);
+                self.end += RECORD_LEN;
+            }
+        }
+        Ok(())
+    }
+
     fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
         if self.end - self.pos < RECORD_LEN {
-            self.refill();
+            if self.compact.is_some() {
+                self.refill_compact();
+            } else {
+                self.refill();
+            }
         }
         let available = self.end - self.pos;
         if available < RECORD_LEN {
@@ -313,7 +459,7 @@ impl<R: Read> TraceReader<R> {
         let mut bytes = [0u8; RECORD_LEN];
         bytes.copy_from_slice(&self.block[self.pos..self.pos + RECORD_LEN]);
         self.pos += RECORD_LEN;
-        self.offset += RECORD_LEN as u64;
+        self.offset += self.step;
         record::parse(&bytes)
     }
 }
@@ -466,7 +612,7 @@ impl<R: Read> TraceReader<R> {
             return None;
         }
         self.pos += RECORD_LEN;
-        self.offset += RECORD_LEN as u64;
+        self.offset += self.step;
         self.records += 1;
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);

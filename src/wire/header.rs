@@ -22,7 +22,9 @@ pub use qtrace_core::layout::header::{
 /// mangled by a text-mode transfer is detected.
 pub const MAGIC: [u8; 8] = qtrace_core::layout::header::MAGIC_BYTES;
 /// Every format version this crate reads.
-pub const SUPPORTED_FILE_VERSIONS: &[u16] = &[1];
+pub const SUPPORTED_FILE_VERSIONS: &[u16] = &[1, COMPACT_FILE_VERSION];
+/// The trace-file version whose records are compact chunks (FORMAT.md 1.11).
+pub(crate) const COMPACT_FILE_VERSION: u16 = 2;
 /// The largest header a reader accepts (a larger claim is corrupt, not an
 /// allocation).
 pub const MAX_HEADER_LEN: usize = 4 << 20;
@@ -361,6 +363,50 @@ impl TraceHeader {
         self.closes
     }
 
+    /// Chooses the body of the file written with this header (FORMAT.md
+    /// 1.11): compact chunks (file version 2, about 5 bytes an event) when
+    /// `compact`, else 32-byte records (version 1, what
+    /// [`TraceHeader::new`] gives). [`TraceWriter`](super::TraceWriter)
+    /// encodes accordingly; every reader of this crate reads both.
+    ///
+    /// ```
+    /// use qtrace::classes::{system, Catalog};
+    /// use qtrace::clock::{Clock, ManualClock};
+    /// use qtrace::reader::TraceReader;
+    /// use qtrace::wire::{TraceHeader, TraceWriter};
+    /// use qtrace::Event;
+    ///
+    /// let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+    ///     .with_compact(true);
+    /// assert_eq!((header.version(), header.is_compact()), (2, true));
+    /// let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// for t in 0..100 {
+    ///     w.write_event(&Event::new(1_000 + 10 * t, system::SCHEDULE, 0, [t % 4, 0]))?;
+    /// }
+    /// let bytes = w.finish()?;
+    /// // One 48-byte chunk header, then the first record as a literal
+    /// // (4 bytes), 2 bytes an event of argument 0 and 3 for the others.
+    /// assert_eq!(bytes.len(), header.to_bytes().len() + 48 + 4 + 24 * 2 + 75 * 3);
+    /// let back: Vec<Event> = TraceReader::new(&bytes[..])?.collect::<Result<_, _>>()?;
+    /// assert_eq!(back.len(), 100);
+    /// assert_eq!(back[99], Event::new(1_990, system::SCHEDULE, 0, [3, 0]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_compact(mut self, compact: bool) -> Self {
+        self.version = if compact {
+            COMPACT_FILE_VERSION
+        } else {
+            FORMAT_VERSION
+        };
+        self
+    }
+
+    /// Whether the file's records are compact chunks (file version 2,
+    /// FORMAT.md 1.11) rather than 32-byte records.
+    pub fn is_compact(&self) -> bool {
+        self.version == COMPACT_FILE_VERSION
+    }
+
     /// Replaces the class table.
     pub fn with_catalog(mut self, catalog: Catalog) -> Self {
         self.catalog = catalog;
@@ -442,6 +488,8 @@ impl TraceHeader {
         let mut out = Vec::with_capacity(self.buffer_len());
         self.spec()
             .emit(&self.catalog, &mut |b: &[u8]| out.extend_from_slice(b));
+        // The core's encoder writes version 1; the body kind is this crate's.
+        out[field::VERSION..field::VERSION + 2].copy_from_slice(&self.version.to_be_bytes());
         out
     }
 
@@ -539,7 +587,7 @@ mod tests {
     /// Was `supported_versions_are_listed` in tests/wire/format.rs.
     #[test]
     fn supported_versions_are_listed() {
-        assert_eq!(SUPPORTED_FILE_VERSIONS, &[1]);
+        assert_eq!(SUPPORTED_FILE_VERSIONS, &[1, 2]);
         assert_eq!(
             super::super::datagram::SUPPORTED_DATAGRAM_VERSIONS,
             &[1, 2, 3, 4]

@@ -9,12 +9,66 @@ use super::record::{self, RECORD_LEN};
 use super::TraceHeader;
 use crate::model::io_error::IoError;
 use crate::Event;
+use qtrace_core::compact::{self, ChunkEncoder, ChunkHeader};
 
 /// Records encoded per `write` call by [`TraceWriter::write_events`].
 const BATCH: usize = 128;
 
+/// Records in one chunk of a compact file (FORMAT.md 1.11): a chunk is
+/// written when it holds this many, and at every flush.
+pub(crate) const CHUNK_RECORDS: usize = 2048;
+
+/// The chunk being filled by a compact [`TraceWriter`].
+#[derive(Debug)]
+struct CompactBody {
+    pending: Vec<Event>,
+    next: ChunkHeader,
+    buf: Vec<u8>,
+}
+
+impl CompactBody {
+    fn new() -> Box<Self> {
+        Box::new(CompactBody {
+            pending: Vec::with_capacity(CHUNK_RECORDS),
+            next: ChunkHeader::default(),
+            buf: vec![0u8; compact::HEADER_LEN + compact::MAX_RECORD_LEN * CHUNK_RECORDS],
+        })
+    }
+
+    /// Encodes the pending records as one chunk into `sink` (nothing when
+    /// none is pending).
+    fn write_chunk<W: Write>(&mut self, sink: &mut W) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut enc = ChunkEncoder::new(&mut self.buf, self.next)
+            .map_err(|_| io::Error::other("compact chunk buffer too small"))?;
+        for e in &self.pending {
+            // The buffer holds CHUNK_RECORDS records of the largest size.
+            enc.push(e)
+                .map_err(|_| io::Error::other("compact chunk buffer too small"))?;
+        }
+        let n = enc.finish();
+        sink.write_all(&self.buf[..n])?;
+        self.next = self.next.following(self.pending.len() as u16, 0);
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn push<W: Write>(&mut self, e: &Event, sink: &mut W) -> io::Result<()> {
+        self.pending.push(*e);
+        if self.pending.len() == CHUNK_RECORDS {
+            self.write_chunk(sink)?;
+        }
+        Ok(())
+    }
+}
+
 /// Writes a trace: the header at construction, then one 32-byte big-endian
-/// record per event. Wrap the sink in a `BufWriter` (as
+/// record per event, or, when the header says so
+/// ([`TraceHeader::with_compact`]), compact chunks of up to 2048 records
+/// (FORMAT.md 1.11; a chunk is written when full and at every
+/// [`flush`](TraceWriter::flush)). Wrap the sink in a `BufWriter` (as
 /// [`create_trace_file`] does) unless it buffers itself.
 ///
 /// ```
@@ -36,6 +90,7 @@ pub struct TraceWriter<W: Write> {
     sink: W,
     events: u64,
     lost: u64,
+    compact: Option<Box<CompactBody>>,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -65,6 +120,7 @@ impl<W: Write> TraceWriter<W> {
             sink,
             events: 0,
             lost: 0,
+            compact: header.is_compact().then(CompactBody::new),
         })
     }
 
@@ -74,6 +130,12 @@ impl<W: Write> TraceWriter<W> {
     ///
     /// The sink's error; the record may then be partly written.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
+        if let Some(c) = self.compact.as_mut() {
+            c.push(event, &mut self.sink)?;
+            self.events += 1;
+            self.count_lost(event);
+            return Ok(());
+        }
         let mut buf = [0u8; RECORD_LEN];
         record::emit(event, &mut buf);
         self.sink.write_all(&buf)?;
@@ -91,6 +153,9 @@ impl<W: Write> TraceWriter<W> {
     ///
     /// The sink's first error (see above for what was written).
     pub fn write_events(&mut self, events: &[Event]) -> io::Result<()> {
+        if self.compact.is_some() {
+            return events.iter().try_for_each(|e| self.write_event(e));
+        }
         let mut buf = [0u8; RECORD_LEN * BATCH];
         for chunk in events.chunks(BATCH) {
             let n = record::emit_all(chunk, &mut buf);
@@ -145,18 +210,28 @@ impl<W: Write> TraceWriter<W> {
     /// The sink's error; the file is then cut short, which readers report.
     pub fn finish_with_close(mut self, time: u64, totals: QueueTotals) -> io::Result<W> {
         let close = CloseRecord::new(time, totals, self.events, self.lost);
+        if let Some(c) = self.compact.as_mut() {
+            for e in &close.to_records() {
+                c.push(e, &mut self.sink)?;
+            }
+            return self.finish();
+        }
         let mut buf = [0u8; RECORD_LEN * CLOSE_RUN_LEN];
         let n = record::emit_all(&close.to_records(), &mut buf);
         self.sink.write_all(&buf[..n])?;
         self.finish()
     }
 
-    /// Flushes the sink.
+    /// Flushes the sink; a compact writer first writes the records it holds
+    /// as one chunk (so a file flushed often has smaller chunks).
     ///
     /// # Errors
     ///
     /// The sink's error.
     pub fn flush(&mut self) -> io::Result<()> {
+        if let Some(c) = self.compact.as_mut() {
+            c.write_chunk(&mut self.sink)?;
+        }
         self.sink.flush()
     }
 
@@ -194,7 +269,7 @@ impl<W: Write> TraceWriter<W> {
     /// # Errors
     /// The sink's error from flushing.
     pub fn finish(mut self) -> io::Result<W> {
-        self.sink.flush()?;
+        self.flush()?;
         Ok(self.sink)
     }
 }

@@ -40,7 +40,7 @@ fn ev(id: u16, class: u16, name: &str, d: &str, args: &[&str]) -> EventInfo {
     }
 }
 
-fn example_header() -> TraceHeader {
+pub(crate) fn example_header() -> TraceHeader {
     let catalog = Catalog::from_parts(
         vec![
             ClassInfo {
@@ -75,7 +75,7 @@ fn example_header() -> TraceHeader {
         .unwrap()
 }
 
-fn example_events() -> [Event; 2] {
+pub(crate) fn example_events() -> [Event; 2] {
     [
         Event::new(1000, EventId(2), 0, [7, 0]),
         Event::new(2000, EventId(1), u32::MAX, [3, 1]),
@@ -230,14 +230,14 @@ fn wrong_magic_is_not_a_trace() {
 #[test]
 fn a_future_version_is_refused_with_the_supported_list() {
     let mut file = example_file();
-    file[9] = 2;
+    file[9] = 3;
     let e = open_err(&file);
     assert_eq!(
         e,
         WireError::UnsupportedVersion {
             offset: 8,
-            version: 2,
-            supported: &[1]
+            version: 3,
+            supported: &[1, 2]
         }
     );
     assert!(e.to_string().contains("newer qtrace"), "{e}");
@@ -246,7 +246,7 @@ fn a_future_version_is_refused_with_the_supported_list() {
     short[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
         open_err(&short),
-        WireError::UnsupportedVersion { version: 2, .. }
+        WireError::UnsupportedVersion { version: 3, .. }
     ));
 }
 
@@ -421,7 +421,7 @@ fn arb_catalog() -> impl Strategy<Value = Catalog> {
     })
 }
 
-fn arb_event() -> impl Strategy<Value = Event> {
+pub(crate) fn arb_event() -> impl Strategy<Value = Event> {
     (
         any::<u64>(),
         any::<u16>(),
@@ -916,7 +916,7 @@ pub(crate) fn check_example(name: &str, produced: &[u8]) {
 /// The rows of FORMAT.md 1.7's table: a change to the file of 1.7 (the
 /// first byte changed, the new bytes) and the exact error message it gives.
 const FILE_PATCHES: &[(usize, &[u8], &str)] = &[
-    (0x09, &[2], "format version 2 at byte 8 is not supported: this reader accepts versions [1]; use a newer qtrace"),
+    (0x09, &[3], "format version 3 at byte 8 is not supported: this reader accepts versions [1, 2]; use a newer qtrace"),
     (0x0a, &[2], "byte-order mark 0x0202 at byte 10 is not the big-endian mark 0x0102: the file is corrupt"),
     (0x0d, &[64], "record size 64 at byte 12 is impossible: qtrace records are 32 bytes; the file is corrupt"),
     (0x10, &[1], "corrupt at byte 16: the header claims 16777368 bytes, more than the 4194304 allowed"),
@@ -956,14 +956,14 @@ fn file_error_examples_are_exact() {
     }
     // The two dumped examples: a short file of a later version, a short
     // file of this version.
-    let later = [&file[..9], &[2, 1, 2]].concat();
+    let later = [&file[..9], &[3, 1, 2]].concat();
     check_example("file-short-later-version", &later);
     assert_eq!(
         open_err(&later),
         WireError::UnsupportedVersion {
             offset: 8,
-            version: 2,
-            supported: &[1]
+            version: 3,
+            supported: &[1, 2]
         }
     );
     let short = file[..20].to_vec();

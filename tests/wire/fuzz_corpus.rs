@@ -113,6 +113,29 @@ fn seed_corpus() {
     let mut bytes = file.finish().unwrap();
     bytes.truncate(bytes.len() - 7);
     save(&reader_dir, "truncated.qtr", &bytes);
+    // Compact files (FORMAT.md 1.11): two chunks and a close run, and one
+    // cut inside its last chunk.
+    let mut w = TraceWriter::new(
+        Vec::new(),
+        &header(true).with_close_run(true).with_compact(true),
+    )
+    .unwrap();
+    w.write_events(&workload()[..8]).unwrap();
+    w.flush().unwrap();
+    w.write_events(&workload()[8..]).unwrap();
+    let bytes = w.finish_with_close(99_999, QueueTotals::default()).unwrap();
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    assert_eq!(
+        r.by_ref().map(Result::unwrap).collect::<Vec<_>>(),
+        workload()
+    );
+    assert!(matches!(r.completeness(), Some(Completeness::Complete(_))));
+    save(&reader_dir, "compact-workload.qtr", &bytes);
+    save(
+        &reader_dir,
+        "compact-truncated.qtr",
+        &bytes[..bytes.len() - 5],
+    );
 
     let mut buf = [0u8; datagram::DEFAULT_MAX_DATAGRAM_LEN];
     let events = workload();

@@ -7,6 +7,7 @@
 mod common;
 
 mod compact_datagram;
+mod compact_file;
 mod format;
 mod fuzz_corpus;
 mod fuzz_corpus_receiver;

@@ -8,6 +8,7 @@ mod common;
 
 mod chunks;
 mod cli;
+mod compact_files;
 mod completeness;
 mod conventions;
 mod ctl;
