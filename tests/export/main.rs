@@ -9,6 +9,7 @@ mod common;
 mod analysis;
 mod combine;
 mod combine_threads;
+mod counters;
 mod export;
 mod perfetto_export;
 mod scopes;
