@@ -80,12 +80,12 @@ use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::counters::CounterTable;
 use crate::classes::scopes::ScopeTable;
-use qtrace_core::classes::counter::CounterKind;
 use crate::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
 use crate::{Event, EventId};
+use qtrace_core::classes::counter::CounterKind;
 
 /// The process that holds one thread per source.
 pub(crate) const SOURCES_PID: u32 = 1;

@@ -43,9 +43,15 @@ fn classes_declares_counters_with_kind_and_unit() {
     assert_eq!(c.event_name(sched::READY.id()), Some("ready.counter"));
     assert_eq!(c.event(sched::READY.id()).unwrap().args, ["u64", "tasks"]);
     assert_eq!(c.event(sched::LOAD.id()).unwrap().args, ["f64"]);
-    assert_eq!(c.counter_of(sched::READY.id()), Some((CounterKind::U64, "tasks")));
+    assert_eq!(
+        c.counter_of(sched::READY.id()),
+        Some((CounterKind::U64, "tasks"))
+    );
     assert_eq!(c.counter_of(sched::LOAD.id()), Some((CounterKind::F64, "")));
-    assert_eq!(c.counter_of(sched::SLACK.id()), Some((CounterKind::I64, "us")));
+    assert_eq!(
+        c.counter_of(sched::SLACK.id()),
+        Some((CounterKind::I64, "us"))
+    );
     assert_eq!(c.counter::<u64>("sched:ready"), Some(sched::READY));
     assert_eq!(c.counter::<i64>("sched:ready"), None);
     assert_eq!(c.counter::<u64>("sched:nope"), None);
@@ -81,4 +87,42 @@ fn chrome_writes_a_c_event_per_counter_record() {
     let events = doc["traceEvents"].as_array().unwrap();
     assert_eq!(events.iter().filter(|e| e["ph"] == "i").count(), 0);
     assert_eq!(events.iter().filter(|e| e["ph"] == "C").count(), 7);
+}
+
+#[test]
+fn analyze_gives_min_mean_max_per_counter() {
+    use qtrace::analysis::{AnalysisOptions, Analyzer};
+    use qtrace_core::classes::counter::CounterStats;
+    let mut a = Analyzer::new(&catalog(), AnalysisOptions::default());
+    for e in counter_trace() {
+        a.push(&e);
+    }
+    let r = a.finish();
+    assert_eq!(r.events, 7);
+    let names: Vec<&str> = r.counters.keys().map(String::as_str).collect();
+    assert_eq!(names, ["sched:load", "sched:ready", "sched:slack"]);
+    // Every source together: 2, 5, 1, 2^64 - 1.
+    let ready = r.counters["sched:ready"];
+    let max = u64::MAX as f64;
+    assert_eq!(
+        ready,
+        CounterStats {
+            count: 4,
+            nan: 0,
+            min: 1.0,
+            max,
+            sum: 8.0 + max
+        }
+    );
+    assert_eq!(ready.mean(), Some((8.0 + max) / 4.0));
+    let load = r.counters["sched:load"];
+    assert_eq!(
+        (load.count, load.nan, load.min, load.max),
+        (1, 1, 0.25, 0.25)
+    );
+    let slack = r.counters["sched:slack"];
+    assert_eq!(
+        (slack.count, slack.min, slack.mean()),
+        (1, -40.0, Some(-40.0))
+    );
 }

@@ -160,3 +160,68 @@ impl<T: CounterValue> StaticCounter<T> {
         [value.to_arg(), 0]
     }
 }
+
+/// The values of one counter, summarised: how many, smallest, largest and
+/// their sum (what `qtrace analyze` reports as min/mean/max). NaN values
+/// are counted apart, in `nan`, and left out of the rest.
+///
+/// ```
+/// use qtrace_core::classes::counter::CounterStats;
+///
+/// let mut s = CounterStats::default();
+/// for v in [2.0, 5.0, 1.0, f64::NAN] {
+///     s.push(v);
+/// }
+/// assert_eq!((s.count, s.nan, s.min, s.max, s.sum), (3, 1, 1.0, 5.0, 8.0));
+/// assert_eq!(s.mean(), Some(8.0 / 3.0));
+/// assert_eq!(CounterStats::default().mean(), None);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CounterStats {
+    /// Values seen (NaN excepted).
+    pub count: u64,
+    /// NaN values seen.
+    pub nan: u64,
+    /// The smallest value (0 when `count` is 0).
+    pub min: f64,
+    /// The largest value (0 when `count` is 0).
+    pub max: f64,
+    /// Their sum.
+    pub sum: f64,
+}
+
+impl CounterStats {
+    /// Adds a value.
+    pub fn push(&mut self, v: f64) {
+        if v.is_nan() {
+            self.nan += 1;
+            return;
+        }
+        if self.count == 0 {
+            (self.min, self.max) = (v, v);
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += 1;
+        self.sum += v;
+    }
+
+    /// The mean value; `None` before any.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+}
+
+/// Equal when every field has the same bits (so a summary equals itself,
+/// whatever it holds).
+impl PartialEq for CounterStats {
+    fn eq(&self, o: &Self) -> bool {
+        (self.count, self.nan) == (o.count, o.nan)
+            && self.min.to_bits() == o.min.to_bits()
+            && self.max.to_bits() == o.max.to_bits()
+            && self.sum.to_bits() == o.sum.to_bits()
+    }
+}
+
+impl Eq for CounterStats {}
