@@ -57,7 +57,7 @@ impl CounterKind {
 
     /// The kind and unit (`""` when none) that a counter event's argument
     /// names say: one or two names, the first a kind; `None` otherwise.
-    pub fn from_arg_names<'a, S: AsRef<str>>(args: &'a [S]) -> Option<(Self, &'a str)> {
+    pub fn from_arg_names<S: AsRef<str>>(args: &[S]) -> Option<(Self, &str)> {
         let kind = Self::from_name(args.first()?.as_ref())?;
         match args {
             [_] => Some((kind, "")),
