@@ -18,6 +18,9 @@
 //!   event declared by `qtrace::classes!` (not in `scripts/instructions.sh`'s
 //!   checked cases; run `CASES="circular circular_macro"
 //!   scripts/instructions.sh` to see that it costs what `circular` costs);
+//! - `circular_counter`: as `circular_macro`, a counter value logged with
+//!   `Tracer::log_counter` (`CASES="circular circular_counter"
+//!   scripts/instructions.sh`: it costs what `circular` costs);
 //! - `rtrb`: clock read + one record pushed into an rtrb SPSC ring of 8192
 //!   (the consumer side discards everything when it is full), for comparison.
 //!
@@ -38,6 +41,7 @@ qtrace::classes! {
     static CATALOG;
     mod bench: "the macro case" {
         event TICK = "tick": "one event of the loop" (i, zero);
+        counter LEVEL = "level": "one counter value of the loop" (u64, items);
     }
 }
 
@@ -113,6 +117,11 @@ fn run_macro(tracer: &Tracer, n: u64) {
 }
 
 #[inline(never)]
+fn run_counter(tracer: &Tracer, n: u64) {
+    unrolled!(n, |i| tracer.log_counter(bench::LEVEL, i));
+}
+
+#[inline(never)]
 fn run_clock(clock: &Clock, n: u64) {
     // `black_box` keeps each read (it costs one store to the stack).
     unrolled!(n, |_i| black_box(clock.now()));
@@ -151,7 +160,7 @@ fn log(tracer: Tracer, n: u64) {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: log_loop <events> <circular|circular_macro|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
+        "usage: log_loop <events> <circular|circular_macro|circular_counter|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -165,7 +174,7 @@ fn main() -> ExitCode {
             tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY), true),
             n,
         ),
-        "circular_macro" => {
+        "circular_macro" | "circular_counter" => {
             let tracer = Tracer::with_config(
                 Config::default().with_output_dir(std::env::temp_dir().join("qtrace-log-loop")),
             );
@@ -175,7 +184,11 @@ fn main() -> ExitCode {
                 .expect("create queue");
             tracer.assign_class(bench::CLASS, q).expect("assign");
             tracer.activate().expect("activate");
-            run_macro(black_box(&tracer), n);
+            if case == "circular_macro" {
+                run_macro(black_box(&tracer), n);
+            } else {
+                run_counter(black_box(&tracer), n);
+            }
             let c = tracer.shutdown().expect("shutdown").queues[0].counters;
             println!("accepted {} overwritten {}", c.accepted, c.overwritten);
         }

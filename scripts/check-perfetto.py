@@ -93,6 +93,8 @@ def main():
     instant_list = []  # every event, instant or slice begin, in file order
     slice_events = []  # (time, file order, uuid, type, name, category)
     counters = []
+    counter_unit = {}  # uuid -> unit_name of a counter track
+    counter_units = {}  # counter label -> its unit name ("" for none)
     renamed = []
     order = 0
     for p in inner_packets(trace):
@@ -147,6 +149,8 @@ def main():
             if d.HasField("parent_uuid") and d.parent_uuid not in tracks:
                 fail(f"track {d.name} has an undeclared parent")
             tracks[d.uuid] = (d.name, d.parent_uuid if d.HasField("parent_uuid") else None, d.HasField("counter"))
+            if d.HasField("counter") and d.counter.unit_name:
+                counter_unit[d.uuid] = d.counter.unit_name
             continue
         if not p.HasField("track_event"):
             continue
@@ -206,7 +210,13 @@ def main():
         elif kind == "C":
             if not tracks[track][2]:
                 fail(f"counter value on a non-counter track {track_name}")
-            counters.append([t, track_name, e.counter_value])
+            # A counter of a source (FORMAT.md 1.3.2) is a child of the
+            # source's track: named `SOURCE TRACK/class:S`.
+            parent = tracks[track][1]
+            label = f"{tracks[parent][0]}/{track_name}" if parent in tracks else track_name
+            value = e.double_counter_value if e.HasField("double_counter_value") else e.counter_value
+            counters.append([t, label, value])
+            counter_units[label] = counter_unit.get(track, "")
         else:
             slice_events.append((t, order, track, kind, name, cat))
             # A schedule or interrupt is its slice's begin on its source's
@@ -281,6 +291,7 @@ def main():
         "tracks": sorted(name for name, _, _ in tracks.values()),
         "task_tracks": sum(1 for name, parent, _ in tracks.values() if parent is None and name.startswith("task ")),
         "counters": counters,
+        "counter_units": counter_units,
         "realtime_origin": realtime_origin,
         "renamed": renamed,
     }

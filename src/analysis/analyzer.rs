@@ -2,6 +2,8 @@
 //! order, in bounded memory.
 
 use super::*;
+use crate::classes::counters::CounterTable;
+use qtrace_core::classes::counter::CounterStats;
 
 #[derive(Debug, Default)]
 struct TaskState {
@@ -74,6 +76,11 @@ pub struct Analyzer {
     scope_steps: Vec<Step>,
     /// Per source, the loss count at each open scope's begin, innermost last.
     scope_losses: HashMap<u32, Vec<u64>, BuildIdHasher>,
+    /// The catalog's counters, their ids' bounds (as `scope_range`), and
+    /// each one's values so far.
+    counters: CounterTable,
+    counter_range: (u16, u16),
+    counter_stats: Vec<CounterStats>,
 }
 
 impl Analyzer {
@@ -99,6 +106,14 @@ impl Analyzer {
             .fold((u16::MAX, 0), |(lo, hi), (b, e)| {
                 (lo.min(b.0).min(e.0), hi.max(b.0).max(e.0))
             });
+        let counters = CounterTable::new(catalog);
+        let counter_range = catalog
+            .events()
+            .iter()
+            .filter(|e| counters.lookup(e.id).is_some())
+            .fold((u16::MAX, 0), |(lo, hi), e| {
+                (lo.min(e.id.0), hi.max(e.id.0))
+            });
         Analyzer {
             options,
             report: Report {
@@ -118,6 +133,9 @@ impl Analyzer {
             scope_range,
             scope_steps: Vec::new(),
             scope_losses: HashMap::default(),
+            counter_range,
+            counter_stats: vec![CounterStats::default(); counters.counters().len()],
+            counters,
         }
     }
 
@@ -281,6 +299,20 @@ impl Analyzer {
         if e.id.0 >= self.scope_range.0 && e.id.0 <= self.scope_range.1 {
             self.scopes.push(e, &mut self.scope_steps);
             self.scope_steps();
+        }
+        if e.id.0 >= self.counter_range.0 && e.id.0 <= self.counter_range.1 {
+            self.counter(e);
+        }
+    }
+
+    /// Adds a counter record's value to its counter's summary.
+    #[inline(never)]
+    fn counter(&mut self, e: &Event) {
+        if let Some(i) = self.counters.lookup(e.id) {
+            if let (Some(info), Some(stats)) = (self.counters.get(i), self.counter_stats.get_mut(i))
+            {
+                stats.push(info.kind.value(e.args[0]));
+            }
         }
     }
 
@@ -453,6 +485,11 @@ impl Analyzer {
         self.scopes.finish(end, &mut self.scope_steps);
         self.scope_steps();
         self.report.scope_unpaired = self.scopes.unpaired();
+        for (info, stats) in self.counters.counters().iter().zip(&self.counter_stats) {
+            if stats.count + stats.nan > 0 {
+                self.report.counters.insert(info.name.clone(), *stats);
+            }
+        }
         self.report
     }
 }

@@ -245,6 +245,10 @@ pub struct Report {
     pub scopes: BTreeMap<String, ScopeReport>,
     /// Scope end events that closed no open begin of their source.
     pub scope_unpaired: u64,
+    /// Per counter name (`class:S`, FORMAT.md 1.3.2), the values of the
+    /// counters seen in the trace, every source together (the no_std core's
+    /// [`CounterStats`](qtrace_core::classes::counter::CounterStats)).
+    pub counters: BTreeMap<String, qtrace_core::classes::counter::CounterStats>,
 }
 
 impl Report {

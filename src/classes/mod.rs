@@ -37,6 +37,10 @@ mod error;
 // (Each view uses part of it: with one of them off, the rest is unused.)
 #[cfg_attr(not(all(feature = "export", feature = "analysis")), allow(dead_code))]
 pub(crate) mod scopes;
+// Counters (FORMAT.md 1.3.2), for the same views.
+#[cfg(any(feature = "export", feature = "analysis", test))]
+#[cfg_attr(not(all(feature = "export", feature = "analysis")), allow(dead_code))]
+pub(crate) mod counters;
 pub use error::CatalogError;
 
 use crate::{ClassId, EventId};
@@ -153,6 +157,40 @@ impl ClassSpec {
             args.iter().map(|s| s.to_string()).collect(),
         ));
         self
+    }
+}
+
+impl ClassSpec {
+    /// Adds a counter (FORMAT.md 1.3.2): one event `NAME.counter` whose
+    /// argument names are the kind (`u64`, `i64`, `f64`) and the unit (none
+    /// when `unit` is empty). Log its values with
+    /// [`Tracer::log_counter`](crate::Tracer::log_counter), after
+    /// [`Catalog::counter`] found it.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    /// use qtrace::macros::CounterKind;
+    ///
+    /// let mut catalog = Catalog::builtin();
+    /// let cpu = catalog.define(ClassSpec::new("cpu", "the CPUs").counter("freq", "clock", CounterKind::F64, "MHz"))?;
+    /// let freq = cpu.event("freq.counter").unwrap();
+    /// assert_eq!(catalog.event(freq).unwrap().args, ["f64", "MHz"]);
+    /// assert_eq!(catalog.counter_of(freq), Some((CounterKind::F64, "MHz")));
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
+    pub fn counter(
+        self,
+        name: &str,
+        description: impl Into<String>,
+        kind: qtrace_core::classes::counter::CounterKind,
+        unit: &str,
+    ) -> Self {
+        let name = format!("{name}{}", qtrace_core::classes::counter::COUNTER_SUFFIX);
+        if unit.is_empty() {
+            self.event(name, description, &[kind.name()])
+        } else {
+            self.event(name, description, &[kind.name(), unit])
+        }
     }
 }
 
@@ -548,6 +586,41 @@ impl Catalog {
     /// The name of an event, as S.Ha.R.K.'s `event_name`.
     pub fn event_name(&self, id: EventId) -> Option<&str> {
         self.event(id).map(|e| e.name.as_str())
+    }
+
+    /// The kind and unit (`""` for none) of a counter event (FORMAT.md
+    /// 1.3.2: its name ends in `.counter`, its first argument name is a
+    /// kind); `None` for any other event.
+    pub fn counter_of(
+        &self,
+        id: EventId,
+    ) -> Option<(qtrace_core::classes::counter::CounterKind, &str)> {
+        let e = self.event(id)?;
+        if !e
+            .name
+            .ends_with(qtrace_core::classes::counter::COUNTER_SUFFIX)
+            || e.name.len() == qtrace_core::classes::counter::COUNTER_SUFFIX.len()
+        {
+            return None;
+        }
+        qtrace_core::classes::counter::CounterKind::from_arg_names(&e.args)
+    }
+
+    /// The counter `class:name` (its event `name.counter`), if the catalog
+    /// has it with values of type `T`; log with
+    /// [`Tracer::log_counter`](crate::Tracer::log_counter).
+    pub fn counter<T: qtrace_core::classes::counter::CounterValue>(
+        &self,
+        name: &str,
+    ) -> Option<qtrace_core::classes::counter::StaticCounter<T>> {
+        let (class, stem) = name.split_once(':')?;
+        let full = format!(
+            "{class}:{stem}{}",
+            qtrace_core::classes::counter::COUNTER_SUFFIX
+        );
+        let id = self.event_by_name(&full)?.id;
+        let (kind, _) = self.counter_of(id)?;
+        (kind == T::KIND).then(|| qtrace_core::classes::counter::StaticCounter::__new(id))
     }
 
     /// Finds a class by name.

@@ -14,6 +14,13 @@
 //!   `args` — every argument `qtrace dump` shows, named as it names them
 //!   (see [`args`](super::args)). Arguments above 2^53 (which JavaScript numbers cannot hold) are
 //!   written as hexadecimal strings.
+//! - A counter record (FORMAT.md 1.3.2) is a counter event (`"ph":"C"`)
+//!   named `class:S` (category `counter`), with `"id"` its source as a
+//!   string (each source's values are a series of their own) and the value
+//!   in `args` under the counter's unit, or `value` when it has none: an
+//!   integer kind as a JSON integer with all its digits (JavaScript readers
+//!   round past 2^53), an `f64` as a number
+//!   (`"NaN"`, `"inf"`, `"-inf"` as strings).
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
 //! - Duration events nest on every thread:
@@ -71,12 +78,14 @@ use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
+use crate::classes::counters::CounterTable;
 use crate::classes::scopes::ScopeTable;
 use crate::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
 use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
 use crate::{Event, EventId};
+use qtrace_core::classes::counter::CounterKind;
 
 /// The process that holds one thread per source.
 pub(crate) const SOURCES_PID: u32 = 1;
@@ -178,6 +187,10 @@ pub struct ChromeWriter<W: Write> {
     span_events: Option<(EventId, EventId)>,
     /// Whether process [`SCOPES_PID`] is named (at the first scope).
     scopes_named: bool,
+    /// The catalog's counters (FORMAT.md 1.3.2), with each one's `args`
+    /// key (its unit, escaped, or `value`).
+    counters: CounterTable,
+    counter_keys: Vec<String>,
 }
 
 /// `s` as the inside of a JSON string: qtrace-core's one escaper.
@@ -203,6 +216,31 @@ impl std::fmt::Display for Num {
             write!(f, "{}", self.0)
         } else {
             write!(f, "\"{:#x}\"", self.0)
+        }
+    }
+}
+
+/// A counter's value as a JSON number: an integer with all its digits (a
+/// JavaScript reader rounds one past 2^53 to the nearest double), an
+/// `f64` in Rust's shortest round-trip form; NaN and infinities, which JSON
+/// has no number for, as the strings `"NaN"`, `"inf"`, `"-inf"`.
+struct CounterNum(CounterKind, u64);
+
+impl std::fmt::Display for CounterNum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            CounterKind::U64 => write!(f, "{}", self.1),
+            CounterKind::I64 => write!(f, "{}", self.1 as i64),
+            CounterKind::F64 => {
+                let v = f64::from_bits(self.1);
+                if v.is_nan() {
+                    f.write_str("\"NaN\"")
+                } else if v.is_infinite() {
+                    f.write_str(if v > 0.0 { "\"inf\"" } else { "\"-inf\"" })
+                } else {
+                    write!(f, "{v:?}")
+                }
+            }
         }
     }
 }
@@ -260,6 +298,7 @@ impl<W: Write> ChromeWriter<W> {
                 args: e.args.iter().map(|a| esc(a)).collect(),
             })
             .collect();
+        let counters = CounterTable::new(catalog);
         let mut w = ChromeWriter {
             out: BufWriter::with_capacity(64 * 1024, out),
             names,
@@ -282,6 +321,15 @@ impl<W: Write> ChromeWriter<W> {
                 .zip(catalog.event_by_name("tracing:span_end"))
                 .map(|(b, e)| (b.id, e.id)),
             scopes_named: false,
+            counter_keys: counters
+                .counters()
+                .iter()
+                .map(|c| match c.unit.as_str() {
+                    "" => "value".to_string(),
+                    unit => esc(unit),
+                })
+                .collect(),
+            counters,
         };
         write!(
             w.out,
@@ -360,7 +408,32 @@ impl<W: Write> ChromeWriter<W> {
         ))
     }
 
+    /// A counter record (FORMAT.md 1.3.2) as a `C` event of process 1
+    /// named `class:S`, with `id` its source (so each source has its own
+    /// series) and the value under its unit's name (or `value`).
+    fn counter(&mut self, e: &Event, counter: usize) -> Result<(), Error> {
+        let (Some(info), Some(key)) = (self.counters.get(counter), self.counter_keys.get(counter))
+        else {
+            return Ok(());
+        };
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        let value = CounterNum(info.kind, e.args[0]);
+        write!(
+            self.out,
+            "{sep}{{\"ph\":\"C\",\"name\":\"{}\",\"cat\":\"counter\",\"id\":\"{}\",\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{},\"args\":{{\"{key}\":{value}}}}}",
+            esc(&info.name),
+            e.source,
+            Ts(e.time),
+            e.source,
+        )
+        .map_err(io_err)
+    }
+
     fn instant(&mut self, e: &Event) -> Result<(), Error> {
+        if let Some(counter) = self.counters.lookup(e.id) {
+            return self.counter(e, counter);
+        }
         let sep = if self.first { "\n" } else { ",\n" };
         self.first = false;
         let (tid, ts, pid) = (e.source, Ts(e.time), SOURCES_PID);

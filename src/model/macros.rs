@@ -47,6 +47,7 @@
 //!     VIS mod CLASS_NAME: "description" {      // a module; the class is named CLASS_NAME
 //!         event CONST = "name": "description" (arg, ...);   // 0 to 2 argument names
 //!         scope CONST = "name": "description" (arg, ...);   // 0 to 2 begin arguments
+//!         counter CONST = "name": "description" (KIND, unit); // KIND: u64, i64 or f64; unit optional
 //!     }
 //!     ...
 //! }
@@ -57,7 +58,10 @@
 //! - per class module: `CLASS` (its [`ClassId`](crate::ClassId)), `FIRST` and `LAST` (its first
 //!   and last [`EventId`]), `INFO` (its [`BuiltinClass`](qtrace_core::classes::BuiltinClass)) and, per entry, a
 //!   constant: a [`StaticEvent<N>`](StaticEvent) for an `event`, a [`StaticScope<N>`](StaticScope) for
-//!   a `scope`, where `N` is the number of argument names.
+//!   a `scope`, where `N` is the number of argument names; a
+//!   [`StaticCounter<KIND>`](StaticCounter) for a `counter`, one event
+//!   `NAME.counter` with the argument names `KIND` and `unit` (FORMAT.md
+//!   1.3.2, "Counters"), logged with [`Tracer::log_counter`](crate::Tracer::log_counter).
 //!
 //! Classes are numbered from [`ClassId::FIRST_USER_DEFINED`](crate::ClassId::FIRST_USER_DEFINED) (5) in the
 //! order written, and their events consecutively from
@@ -112,6 +116,43 @@ use crate::EventId;
 /// no_std core's type).
 #[doc(no_inline)]
 pub use qtrace_core::StaticCatalog;
+
+/// A counter declared by [`classes!`](crate::classes!) (`counter NAME =
+/// "name": "description" (KIND, unit);`, KIND one of `u64`, `i64`, `f64`):
+/// one event `name.counter` whose values are `KIND`s (FORMAT.md 1.3.2); log
+/// a value with [`Tracer::log_counter`](crate::Tracer::log_counter) (the
+/// no_std core's type, as are its [`CounterKind`] and [`CounterValue`]).
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod sched: "the scheduler" {
+///         counter READY = "ready": "tasks ready to run" (u64, tasks);
+///         counter LOAD = "load": "the load average" (f64);
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// tracer.define_classes(&CATALOG)?;
+/// tracer.log_counter(sched::READY, 3); // ready.counter [3, 0]
+/// tracer.log_counter(sched::LOAD, 0.5); // load.counter [0.5f64.to_bits(), 0]
+/// let catalog = tracer.catalog();
+/// assert_eq!(catalog.event_name(sched::READY.id()), Some("ready.counter"));
+/// assert_eq!(catalog.counter_of(sched::READY.id()), Some((qtrace::macros::CounterKind::U64, "tasks")));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+///
+/// A counter without a kind, or of another kind, does not compile:
+///
+/// ```compile_fail
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod sched: "the scheduler" {
+///         counter READY = "ready": "tasks ready to run" (u32, tasks);
+///     }
+/// }
+/// ```
+#[doc(no_inline)]
+pub use qtrace_core::classes::counter::{CounterKind, CounterValue, StaticCounter};
 
 /// An event declared by [`classes!`](crate::classes!) with `N` argument
 /// names: [`event!`](crate::event!) takes exactly `N` arguments for it, or
@@ -205,7 +246,7 @@ impl<const N: usize> StaticScope<N> {
 // one documented path in `qtrace_core::classes`.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::{StaticCatalog, StaticEvent, StaticScope};
+    pub use super::{StaticCatalog, StaticCounter, StaticEvent, StaticScope};
     pub use crate::ClassId;
     pub use crate::EventId;
     pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};

@@ -107,6 +107,17 @@ impl Global {
         entry::log_event(id, args);
     }
 
+    /// [`Tracer::log_counter`] on the process-wide tracer (a no-op before
+    /// [`install`]).
+    #[inline(always)]
+    pub fn log_counter<T: qtrace_core::classes::counter::CounterValue>(
+        self,
+        counter: qtrace_core::classes::counter::StaticCounter<T>,
+        value: T,
+    ) {
+        entry::log_event(counter.id(), counter.args(value));
+    }
+
     /// [`Tracer::scope`] on the process-wide tracer; before [`install`] it
     /// logs nothing, at the begin or at the end.
     #[inline(always)]

@@ -204,6 +204,60 @@ pub(crate) fn parse_from(cur: &mut Cursor<'_>) -> Result<Catalog, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Event;
+
+    /// The hex lines of FORMAT.md's block that follows `marker`.
+    fn format_hex(marker: &str) -> Vec<u8> {
+        let doc = include_str!("../../FORMAT.md");
+        let at = doc.find(marker).expect("the example is in FORMAT.md");
+        let block = &doc[at..];
+        let block = &block[block.find("```text").unwrap() + 7..];
+        let block = &block[..block.find("```").unwrap()];
+        block
+            .lines()
+            .filter_map(|l| l.split_once(": "))
+            .flat_map(|(_, hex)| hex.split_whitespace().take_while(|w| w.len() == 2))
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+
+    /// FORMAT.md 1.3.2's worked example, byte for byte: the class entry of a
+    /// class with one counter, and one counter record.
+    #[test]
+    fn counter_worked_example_matches_format_md() {
+        use crate::classes::ClassSpec;
+        use qtrace_core::classes::counter::CounterKind;
+        let mut c = Catalog::builtin();
+        let sched = c
+            .define(ClassSpec::new("sched", "the scheduler").counter(
+                "ready",
+                "tasks ready to run",
+                CounterKind::U64,
+                "tasks",
+            ))
+            .unwrap();
+        let id = sched.event("ready.counter").unwrap();
+        assert_eq!(id, EventId(0x17));
+        let mut bytes = Vec::new();
+        qtrace_core::encode::catalog::emit(&c, &mut |b: &[u8]| bytes.extend_from_slice(b));
+        let mut builtin = Vec::new();
+        qtrace_core::encode::catalog::emit(&Catalog::builtin(), &mut |b: &[u8]| {
+            builtin.extend_from_slice(b)
+        });
+        // The class count (u16) is 6, and the new class follows the five.
+        assert_eq!(bytes[..2], [0, 6]);
+        assert_eq!(bytes[2..builtin.len()], builtin[2..]);
+        let entry = &bytes[builtin.len()..];
+        assert_eq!(entry, format_hex("Worked example (counter class entry)"));
+        let mut record = [0u8; crate::wire::record::RECORD_LEN];
+        crate::wire::record::emit(&Event::new(1_000, id, 2, [3, 0]), &mut record);
+        assert_eq!(
+            record.to_vec(),
+            format_hex("Worked example (counter record)")
+        );
+        let (back, _) = parse(&bytes).unwrap();
+        assert_eq!(back.counter_of(id), Some((CounterKind::U64, "tasks")));
+    }
 
     #[test]
     fn encode_then_parse() {

@@ -1,4 +1,4 @@
-//! Export and analysis: CTF and Chrome JSON (golden files), Perfetto, combine
+//! Export and analysis: CTF and Chrome JSON (golden files), Perfetto, counters, combine
 //! runs, `qtrace::analysis`.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
@@ -9,6 +9,7 @@ mod common;
 mod analysis;
 mod combine;
 mod combine_threads;
+mod counters;
 mod export;
 mod perfetto_export;
 mod scopes;

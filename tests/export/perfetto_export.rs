@@ -527,3 +527,68 @@ fn many_sources_bound_the_chunks_held_together() {
     let (_, instants, _) = decode_slices(&zipped);
     assert_eq!(instants, events.len());
 }
+
+/// Counters (FORMAT.md 1.3.2): one counter track per source and counter, a
+/// child of the source's track, with the unit and the exact values.
+#[test]
+fn counters_are_tracks_per_source_and_counter() {
+    use qtrace::classes::ClassSpec;
+    use qtrace::macros::CounterKind;
+    let mut catalog = Catalog::builtin();
+    let c = catalog
+        .define(
+            ClassSpec::new("sched", "the scheduler")
+                .counter("ready", "tasks ready to run", CounterKind::U64, "tasks")
+                .counter("load", "load average", CounterKind::F64, "")
+                .counter("slack", "budget left", CounterKind::I64, "us"),
+        )
+        .unwrap();
+    let (ready, load, slack) = (
+        c.event("ready.counter").unwrap(),
+        c.event("load.counter").unwrap(),
+        c.event("slack.counter").unwrap(),
+    );
+    let events = [
+        Event::new(1_000, system::SCHEDULE, 0, [3, 0]),
+        Event::new(1_100, ready, 0, [2, 0]),
+        Event::new(1_200, ready, 1, [5, 0]),
+        Event::new(1_300, load, 0, [0.25f64.to_bits(), 0]),
+        Event::new(1_400, ready, 0, [1, 0]),
+        Event::new(1_500, slack, 1, [(-40i64) as u64, 0]),
+        Event::new(1_600, ready, 0, [u64::MAX, 0]), // past i64::MAX: clamped
+    ];
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let w = PerfettoWriter::new(&catalog, 0, file.reopen().unwrap()).unwrap();
+    let stats = export::convert(w, events.iter().copied()).unwrap();
+    assert_eq!(stats.events, 7);
+    let path = file.into_temp_path();
+    let Some(got) = decode(&path, false) else {
+        return;
+    };
+    // In time order, as the trace processor's `counter` table sorts them
+    // (the file holds each source's sequence in a chunk of its own).
+    let mut counters = got["counters"].as_array().unwrap().clone();
+    counters.sort_by_key(|c| c[0].as_u64());
+    assert_eq!(
+        Value::Array(counters),
+        json!([
+            [1100, "source 0/sched:ready", 2],
+            [1200, "source 1/sched:ready", 5],
+            [1300, "source 0/sched:load", 0.25],
+            [1400, "source 0/sched:ready", 1],
+            [1500, "source 1/sched:slack", -40],
+            [1600, "source 0/sched:ready", i64::MAX],
+        ])
+    );
+    assert_eq!(
+        got["counter_units"],
+        json!({
+            "source 0/sched:ready": "tasks",
+            "source 1/sched:ready": "tasks",
+            "source 0/sched:load": "",
+            "source 1/sched:slack": "us",
+        })
+    );
+    // Counter records are values, not instants.
+    assert_eq!(got["instants"], json!({}));
+}

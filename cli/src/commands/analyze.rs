@@ -372,7 +372,46 @@ fn text(
             writeln!(out, "  {} scope ends without a begin", r.scope_unpaired)?;
         }
     }
+    if !r.counters.is_empty() {
+        writeln!(out, "\ncounters")?;
+        writeln!(
+            out,
+            "{:<24} {:>8} {:>12} {:>12} {:>12}",
+            "counter", "count", "min", "mean", "max"
+        )?;
+        for (name, c) in &r.counters {
+            match c.mean() {
+                Some(mean) => writeln!(
+                    out,
+                    "{:<24} {:>8} {:>12} {:>12.3} {:>12}",
+                    name, c.count, c.min, mean, c.max
+                )?,
+                None => writeln!(
+                    out,
+                    "{:<24} {:>8} {:>12} {:>12} {:>12}",
+                    name, 0, "-", "-", "-"
+                )?,
+            }
+            if c.nan > 0 {
+                writeln!(out, "  {} NaN values of {name} left out", c.nan)?;
+            }
+        }
+    }
     Ok(())
+}
+
+/// A number as JSON: infinities (and NaN) as strings, which JSON has no
+/// number for.
+fn json_f64(s: &mut String, v: f64) {
+    if v.is_finite() {
+        let _ = write!(s, "{v:?}");
+    } else if v.is_nan() {
+        s.push_str("\"NaN\"");
+    } else if v > 0.0 {
+        s.push_str("\"inf\"");
+    } else {
+        s.push_str("\"-inf\"");
+    }
 }
 
 fn histogram(out: &mut dyn Write, samples: &Samples) -> io::Result<()> {
@@ -517,6 +556,28 @@ fn json(
             s.push('}');
         }
         let _ = write!(s, "],\"scope_unpaired\":{}", r.scope_unpaired);
+    }
+    if !r.counters.is_empty() {
+        s.push_str(",\"counters\":[");
+        for (i, (name, c)) in r.counters.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"name\":");
+            json_str(&mut s, name);
+            let _ = write!(s, ",\"count\":{},\"nan\":{}", c.count, c.nan);
+            // No value (only NaNs): no min, mean or max (never a null).
+            if let Some(mean) = c.mean() {
+                s.push_str(",\"min\":");
+                json_f64(&mut s, c.min);
+                s.push_str(",\"mean\":");
+                json_f64(&mut s, mean);
+                s.push_str(",\"max\":");
+                json_f64(&mut s, c.max);
+            }
+            s.push('}');
+        }
+        s.push(']');
     }
     s.push_str("}\n");
     out.write_all(s.as_bytes())

@@ -462,3 +462,57 @@ fn every_analyze_json_field_is_documented_and_none_is_null() {
         .collect();
     assert!(missing.is_empty(), "undocumented: {missing:?}");
 }
+
+/// Counters (FORMAT.md 1.3.2): min, mean and max per counter, every source
+/// together, in the text table and in `--json`.
+#[test]
+fn analyze_reports_min_mean_max_per_counter() {
+    use qtrace::classes::ClassSpec;
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::macros::CounterKind;
+    use qtrace::wire::{create_trace_file, TraceHeader};
+    let mut catalog = Catalog::builtin();
+    let c = catalog
+        .define(
+            ClassSpec::new("sched", "the scheduler")
+                .counter("ready", "tasks ready", CounterKind::U64, "tasks")
+                .counter("load", "load average", CounterKind::F64, ""),
+        )
+        .unwrap();
+    let (ready, load) = (
+        c.event("ready.counter").unwrap(),
+        c.event("load.counter").unwrap(),
+    );
+    let events = [
+        qtrace::Event::new(100, ready, 0, [2, 0]),
+        qtrace::Event::new(200, ready, 1, [5, 0]),
+        qtrace::Event::new(300, load, 0, [0.5f64.to_bits(), 0]),
+        qtrace::Event::new(400, ready, 0, [1, 0]),
+        qtrace::Event::new(500, load, 0, [f64::NAN.to_bits(), 0]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.qtr");
+    let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+
+    let text = run(&[], &path);
+    let table = &text[text.find("\ncounters\n").expect("a counters table")..];
+    assert_eq!(
+        table,
+        "\ncounters\n\
+         counter                     count          min         mean          max\n\
+         sched:load                      1          0.5        0.500          0.5\n  \
+         1 NaN values of sched:load left out\n\
+         sched:ready                     3            1        2.667            5\n"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(&["--json"], &path)).unwrap();
+    assert_eq!(
+        v["counters"],
+        serde_json::json!([
+            {"name": "sched:load", "count": 1, "nan": 1, "min": 0.5, "mean": 0.5, "max": 0.5},
+            {"name": "sched:ready", "count": 3, "nan": 0, "min": 1.0, "mean": 8.0 / 3.0, "max": 5.0},
+        ])
+    );
+}

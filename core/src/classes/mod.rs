@@ -12,6 +12,7 @@
 //! assert_eq!(BUILTIN[1].events[2].name, "schedule");
 //! ```
 
+pub mod counter;
 pub mod lowlevel;
 pub mod semaphore;
 pub mod system;

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use super::interning::{fixed_annotation, fixed_category, Interner, Prefix, Sequence};
 use super::protobuf::{
-    put_bytes, put_int, put_message, put_pair, put_prefix, put_uint, put_uint_at,
+    put_bytes, put_double, put_int, put_message, put_pair, put_prefix, put_uint, put_uint_at,
 };
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
 use super::writer::PerfettoWriter;
@@ -15,6 +15,7 @@ use crate::export::args::UNNAMED;
 use crate::export::ExportError as Error;
 use crate::model::combine::{self, Payload, PayloadState};
 use crate::{Event, EventId};
+use qtrace_core::classes::counter::CounterKind;
 
 /// The value of a debug annotation.
 #[derive(Clone, Copy, Debug)]
@@ -572,12 +573,59 @@ impl<W: Write> PerfettoWriter<W> {
         .map(str::to_string)
     }
 
+    /// Writes a counter record (FORMAT.md 1.3.2) as a value on the track of
+    /// its source and counter: a child `class:S` of the source's track
+    /// (`tracked`), made at the counter's first value there; for a source
+    /// past `max_tracks`, one shared track `other sources class:S`.
+    /// Integer kinds are `counter_value` (a `u64` past `i64::MAX` is
+    /// `i64::MAX`), `f64` is `double_counter_value`.
+    pub(super) fn counter_value(
+        &mut self,
+        e: &Event,
+        counter: usize,
+        tracked: Option<u64>,
+    ) -> Result<(), Error> {
+        let key = (tracked.map(|_| e.source), counter);
+        let Some(info) = self.counters.get(counter) else {
+            return Ok(());
+        };
+        let kind = info.kind;
+        let uuid = match self.counter_tracks.get(&key) {
+            Some(&u) => u,
+            None => {
+                let (name, unit) = (info.name.clone(), info.unit.clone());
+                let u = match tracked {
+                    Some(parent) => {
+                        self.new_track(Some(parent), format_args!("{name}"), Some(&unit))?
+                    }
+                    None => {
+                        self.new_track(None, format_args!("other sources {name}"), Some(&unit))?
+                    }
+                };
+                self.counter_tracks.insert(key, u);
+                u
+            }
+        };
+        let ev = &mut self.event;
+        ev.clear();
+        put_uint(ev, field::TYPE, COUNTER);
+        put_track(ev, self.st.track, uuid);
+        let v = e.args[0];
+        match kind {
+            CounterKind::U64 => put_int(ev, field::COUNTER_VALUE, v.min(i64::MAX as u64) as i64),
+            CounterKind::I64 => put_int(ev, field::COUNTER_VALUE, v as i64),
+            CounterKind::F64 => put_double(ev, field::DOUBLE_COUNTER_VALUE, f64::from_bits(v)),
+        }
+        self.ordered(uuid, e.time)?;
+        self.emit(e.time)
+    }
+
     /// Steps the `lost events` counter to the total lost so far.
     pub(super) fn loss_counter(&mut self, t: u64) -> Result<(), Error> {
         let uuid = match self.loss_track {
             Some(u) => u,
             None => {
-                let u = self.new_track(None, format_args!("lost events"), true)?;
+                let u = self.new_track(None, format_args!("lost events"), Some(""))?;
                 self.loss_track = Some(u);
                 u
             }

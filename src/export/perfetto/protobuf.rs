@@ -16,6 +16,8 @@
 
 /// Wire type of a varint field.
 const VARINT: u32 = 0;
+/// Wire type of a 64-bit fixed-size field (`double`, `fixed64`).
+const FIXED64: u32 = 1;
 /// Wire type of a length-delimited field (strings, bytes, messages).
 const LEN: u32 = 2;
 
@@ -136,6 +138,12 @@ pub(crate) fn put_uint(buf: &mut Vec<u8>, field: u32, v: u64) {
 #[inline]
 pub(crate) fn put_int(buf: &mut Vec<u8>, field: u32, v: i64) {
     put_uint(buf, field, v as u64);
+}
+
+/// Appends a `double` field (wire type 1: eight bytes, little-endian).
+pub(crate) fn put_double(buf: &mut Vec<u8>, field: u32, v: f64) {
+    put_key(buf, field, FIXED64);
+    buf.extend_from_slice(&v.to_bits().to_le_bytes());
 }
 
 /// Appends a length-delimited field: a string, bytes, or an already encoded

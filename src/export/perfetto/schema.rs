@@ -48,6 +48,7 @@ pub(super) mod field {
     pub const TRACK_NAME: u32 = 2;
     pub const COUNTER: u32 = 8;
     pub const COUNTER_UNIT: u32 = 3;
+    pub const COUNTER_UNIT_NAME: u32 = 6;
     pub const SIBLING_MERGE_BEHAVIOR: u32 = 15;
     // TrackEvent
     pub const TYPE: u32 = 9;
@@ -57,6 +58,7 @@ pub(super) mod field {
     pub const CATEGORY_IIDS: u32 = 3;
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const COUNTER_VALUE: u32 = 30;
+    pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     // DebugAnnotation
     pub const ANNOTATION_NAME_IID: u32 = 1;
     pub const UINT_VALUE: u32 = 3;

@@ -30,7 +30,7 @@ impl<W: Write> PerfettoWriter<W> {
         &mut self,
         parent: Option<u64>,
         name: std::fmt::Arguments<'_>,
-        counter: bool,
+        counter: Option<&str>,
     ) -> Result<u64, Error> {
         let uuid = self.next_uuid;
         self.next_uuid += 1;
@@ -47,7 +47,7 @@ impl<W: Write> PerfettoWriter<W> {
         uuid: u64,
         parent: Option<u64>,
         name: std::fmt::Arguments<'_>,
-        counter: bool,
+        counter: Option<&str>,
     ) -> Result<(), Error> {
         self.text.clear();
         let _ = self.text.write_fmt(name);
@@ -66,10 +66,15 @@ impl<W: Write> PerfettoWriter<W> {
                 field::SIBLING_MERGE_BEHAVIOR,
                 SIBLING_MERGE_BEHAVIOR_NONE,
             );
-            if counter {
-                put_message(d, field::COUNTER, |c| {
+            // A counter's unit: a name of its own, or a plain count.
+            match counter {
+                Some("") => put_message(d, field::COUNTER, |c| {
                     put_uint(c, field::COUNTER_UNIT, UNIT_COUNT);
-                });
+                }),
+                Some(unit) => put_message(d, field::COUNTER, |c| {
+                    put_bytes(c, field::COUNTER_UNIT_NAME, unit.as_bytes());
+                }),
+                None => {}
             }
         });
         // On sequence 1, whose chunk is written before any other once it
@@ -156,18 +161,18 @@ impl<W: Write> PerfettoWriter<W> {
         let name = self.run_names.source(source).map(str::to_string);
         match name {
             _ if source == TRACER_SOURCE => {
-                self.declare_track(uuid, None, format_args!("tracer"), false)
+                self.declare_track(uuid, None, format_args!("tracer"), None)
             }
-            Some(n) => self.declare_track(uuid, None, format_args!("source {source} {n}"), false),
-            None => self.declare_track(uuid, None, format_args!("source {source}"), false),
+            Some(n) => self.declare_track(uuid, None, format_args!("source {source} {n}"), None),
+            None => self.declare_track(uuid, None, format_args!("source {source}"), None),
         }
     }
 
     /// Declares the track of `task` (`task N`, or `task N NAME`).
     pub(super) fn declare_task(&mut self, task: u64, uuid: u64) -> Result<(), Error> {
         match self.run_names.task(task).map(str::to_string) {
-            Some(n) => self.declare_track(uuid, None, format_args!("task {task} {n}"), false),
-            None => self.declare_track(uuid, None, format_args!("task {task}"), false),
+            Some(n) => self.declare_track(uuid, None, format_args!("task {task} {n}"), None),
+            None => self.declare_track(uuid, None, format_args!("task {task}"), None),
         }
     }
 
@@ -178,7 +183,7 @@ impl<W: Write> PerfettoWriter<W> {
         if let Some(uuid) = self.overflow_track {
             return Ok(uuid);
         }
-        let uuid = self.new_track(None, format_args!("other sources"), false)?;
+        let uuid = self.new_track(None, format_args!("other sources"), None)?;
         self.overflow_track = Some(uuid);
         Ok(uuid)
     }
@@ -248,7 +253,7 @@ impl<W: Write> PerfettoWriter<W> {
                     // Under the task's track; at the top if it has none.
                     let parent = self.task_track(task)?;
                     let uuid =
-                        self.new_track(parent, format_args!("task {task} sem {sem}"), false)?;
+                        self.new_track(parent, format_args!("task {task} sem {sem}"), None)?;
                     self.pairs.push(uuid);
                 }
                 let Some(ev) = e.filter(|_| blocking) else {
@@ -302,7 +307,7 @@ impl<W: Write> PerfettoWriter<W> {
                     Some(&u) => u,
                     None => {
                         let parent = self.sources.get(source).map(|&(u, _)| u);
-                        let u = self.new_track(parent, format_args!("scopes"), false)?;
+                        let u = self.new_track(parent, format_args!("scopes"), None)?;
                         self.scope_tracks.insert(source, u);
                         u
                     }

@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use super::interning::Sequence;
 use super::schema::SEQUENCE_ID;
 use super::zipper::{Deflater, Zipper};
+use crate::classes::counters::CounterTable;
 use crate::classes::scopes::ScopeTable;
 use crate::classes::{system, tracer, Catalog};
 use crate::export::by_source::BySource;
@@ -156,6 +157,11 @@ pub struct PerfettoWriter<W: Write> {
     pub(super) pairs: Vec<u64>,
     /// The shared track of sources past `max_tracks`, once made.
     pub(super) overflow_track: Option<u64>,
+    /// The counters of the catalog (FORMAT.md 1.3.2).
+    pub(super) counters: CounterTable,
+    /// The track of each (source, counter) with a value (`None`: the
+    /// sources past `max_tracks`, together).
+    pub(super) counter_tracks: BTreeMap<(Option<u32>, usize), u64>,
     /// The `lost events` counter track, once made.
     pub(super) loss_track: Option<u64>,
     pub(super) next_uuid: u64,
@@ -259,6 +265,8 @@ impl<W: Write> PerfettoWriter<W> {
             })
             .with_scopes(&ScopeTable::new(catalog)),
             scope_tracks: BTreeMap::new(),
+            counters: CounterTable::new(catalog),
+            counter_tracks: BTreeMap::new(),
             edges: Vec::with_capacity(8),
             sources: BySource::default(),
             tasks: HashMap::default(),
@@ -450,7 +458,10 @@ impl<W: Write> PerfettoWriter<W> {
         {
             self.stats.unpaired += 1;
         }
-        if !drawn {
+        if let Some(counter) = self.counters.lookup(e.id) {
+            // A counter record is its value on its counter track.
+            self.counter_value(e, counter, tracked)?;
+        } else if !drawn {
             let track = self.instant_track(tracked)?;
             self.instant(e, track)?;
         }

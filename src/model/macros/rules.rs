@@ -137,9 +137,12 @@ macro_rules! __qtrace_width {
     (scope) => {
         2u16
     };
+    (counter) => {
+        1u16
+    };
     ($other:ident) => {
         ::core::compile_error!(concat!(
-            "qtrace::classes!: an entry starts with `event` or `scope`, not `",
+            "qtrace::classes!: an entry starts with `event`, `scope` or `counter`, not `",
             stringify!($other),
             "`"
         ))
@@ -156,6 +159,16 @@ macro_rules! __qtrace_type {
     (scope, ) => { $crate::macros::StaticScope<0> };
     (scope, $a:ident) => { $crate::macros::StaticScope<1> };
     (scope, $a:ident $b:ident) => { $crate::macros::StaticScope<2> };
+    (counter, u64 $($unit:ident)?) => { $crate::macros::StaticCounter<u64> };
+    (counter, i64 $($unit:ident)?) => { $crate::macros::StaticCounter<i64> };
+    (counter, f64 $($unit:ident)?) => { $crate::macros::StaticCounter<f64> };
+    (counter, $($a:ident)*) => {
+        ::core::compile_error!(concat!(
+            "qtrace::classes!: a counter is declared (KIND) or (KIND, unit), KIND one of u64, i64, f64: (",
+            stringify!($($a),*),
+            ")"
+        ))
+    };
     ($kind:ident, $($a:ident)*) => {
         ::core::compile_error!(concat!(
             "qtrace::classes!: an event or scope has at most two arguments (a record carries two 64-bit words): (",
@@ -184,6 +197,14 @@ macro_rules! __qtrace_fill {
             concat!($name, ".end"),
             concat!("end: ", $desc),
             &["code"],
+        );
+    };
+    ($t:ident, counter, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
+        $t[$at] = $crate::macros::__private::BuiltinEvent::new(
+            $crate::EventId($id),
+            concat!($name, ".counter"),
+            $desc,
+            &[$($arg),*],
         );
     };
     ($t:ident, $other:ident, $($rest:tt)*) => {};

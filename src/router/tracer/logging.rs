@@ -46,6 +46,40 @@ impl Tracer {
         self.record(word, None, id, args);
     }
 
+    /// Records a value of a counter (FORMAT.md 1.3.2): exactly
+    /// `log_event(counter.id(), [value as arg0, 0])`, so it costs what
+    /// [`log_event`](Tracer::log_event) costs. The counter is declared by
+    /// [`classes!`](crate::classes!) (`counter`) or found in a catalog
+    /// ([`Catalog::counter`](crate::classes::Catalog::counter)).
+    ///
+    /// ```
+    /// use qtrace::classes::ClassSpec;
+    /// use qtrace::macros::CounterKind;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let io = tracer.define_class(
+    ///     ClassSpec::new("io", "block I/O").counter("inflight", "requests in flight", CounterKind::I64, "requests"),
+    /// )?;
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_class(io.id, q)?;
+    /// tracer.activate()?;
+    /// let inflight = tracer.catalog().counter::<i64>("io:inflight").unwrap();
+    /// tracer.log_counter(inflight, -1);
+    /// assert_eq!(tracer.counters(q)?.accepted, 1);
+    /// // The wrong kind finds nothing.
+    /// assert!(tracer.catalog().counter::<f64>("io:inflight").is_none());
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn log_counter<T: qtrace_core::classes::counter::CounterValue>(
+        &self,
+        counter: qtrace_core::classes::counter::StaticCounter<T>,
+        value: T,
+    ) {
+        self.log_event(counter.id(), counter.args(value));
+    }
+
     /// Records `id` as coming from `source` (a CPU or thread number the caller
     /// knows).
     #[inline(always)]
