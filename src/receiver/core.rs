@@ -88,6 +88,10 @@ pub struct ReceiverCore {
     /// that the summary's totals stay whole: events, sender drops, lost
     /// datagrams, events lost in them, unsent.
     uncounted: [u64; 5],
+    /// The last [`CLOSED_ENDS`] closed streams that ended: (address,
+    /// sender id, close sequence), so that the later copies of their close
+    /// datagram count as duplicates, not as new streams.
+    closed_ends: VecDeque<(SocketAddr, u32, u64)>,
     refused: Vec<RefusedSource>,
     /// Per entry of `refused`: events not yet claimed by a stream that got
     /// a slot later, and the end (first event + events) of its furthest
@@ -114,6 +118,11 @@ pub struct ReceiverCore {
     scratch: Vec<u8>,
     pub(super) progress: Arc<Progress>,
 }
+
+/// Closed streams remembered after they ended, for the later copies of
+/// their close (a fleet stopping at once: 4,096 senders' closes
+/// interleaved).
+const CLOSED_ENDS: usize = 4 * MAX_RETIRED;
 
 /// Sender ids whose newest keyed session is remembered.
 const MAX_SESSIONS: usize = 4096;
@@ -147,6 +156,7 @@ impl ReceiverCore {
             retired: Vec::new(),
             retired_uncounted: 0,
             uncounted: [0; 5],
+            closed_ends: VecDeque::new(),
             refused: Vec::new(),
             refused_unclaimed: Vec::new(),
             first_header: None,
@@ -220,6 +230,12 @@ impl ReceiverCore {
         old.mark_unclosed(&mut cx);
         let account = old.summary();
         cx.out.end(&old.stream_id(), &account);
+        if let (Some(seq), Some(_)) = (old.close_seq, old.closed) {
+            if self.closed_ends.len() >= CLOSED_ENDS {
+                self.closed_ends.pop_front();
+            }
+            self.closed_ends.push_back((old.addr, old.sender, seq));
+        }
         if self.retired.len() < MAX_RETIRED {
             self.retired.push((old.ordinal, account));
         } else {
@@ -619,6 +635,17 @@ impl ReceiverCore {
             Ok(t) => t,
             Err(kind) => return self.reject(from, kind),
         };
+        if let (Target::New, DatagramKind::Close) = (target, header.kind) {
+            if self
+                .closed_ends
+                .contains(&(from, header.sender, header.sequence))
+            {
+                // A later copy of the close of a stream that ended: a
+                // duplicate (its stream was whole), not a new stream.
+                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
         let existing = match target {
             Target::Table(i) => Some(&self.senders[i]),
             Target::Parked(p) => Some(&self.parked[p]),
