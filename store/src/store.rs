@@ -563,10 +563,10 @@ impl Store {
     }
 
     /// Sender streams whose state the store holds now: the receiver's
-    /// tracked and parked streams (at most
+    /// tracked and parked streams, at most
     /// [`ReceiverConfig::max_senders`](qtrace::receiver::ReceiverConfig::max_senders)
-    /// + [`MAX_RETIRED`](qtrace::receiver::MAX_RETIRED)); a stream's state
-    /// is freed when it ends.
+    /// plus [`MAX_RETIRED`](qtrace::receiver::MAX_RETIRED); a stream's
+    /// state is freed when it ends.
     pub fn streams_held(&self) -> usize {
         self.streams.len()
     }
