@@ -84,6 +84,14 @@ pub struct ReceiverCore {
     /// senders pushed out): (ordinal, account).
     retired: Vec<(u64, SenderSummary)>,
     retired_uncounted: u64,
+    /// The sums of the accounts not kept (beyond [`MAX_RETIRED`]), so
+    /// that the summary's totals stay whole: events, sender drops, lost
+    /// datagrams, events lost in them, unsent.
+    uncounted: [u64; 5],
+    /// The last [`CLOSED_ENDS`] closed streams that ended: (address,
+    /// sender id, close sequence), so that the later copies of their close
+    /// datagram count as duplicates, not as new streams.
+    closed_ends: VecDeque<(SocketAddr, u32, u64)>,
     refused: Vec<RefusedSource>,
     /// Per entry of `refused`: events not yet claimed by a stream that got
     /// a slot later, and the end (first event + events) of its furthest
@@ -110,6 +118,11 @@ pub struct ReceiverCore {
     scratch: Vec<u8>,
     pub(super) progress: Arc<Progress>,
 }
+
+/// Closed streams remembered after they ended, for the later copies of
+/// their close (a fleet stopping at once: 4,096 senders' closes
+/// interleaved).
+const CLOSED_ENDS: usize = 4 * MAX_RETIRED;
 
 /// Sender ids whose newest keyed session is remembered.
 const MAX_SESSIONS: usize = 4096;
@@ -142,6 +155,8 @@ impl ReceiverCore {
             parked: Vec::new(),
             retired: Vec::new(),
             retired_uncounted: 0,
+            uncounted: [0; 5],
+            closed_ends: VecDeque::new(),
             refused: Vec::new(),
             refused_unclaimed: Vec::new(),
             first_header: None,
@@ -213,11 +228,49 @@ impl ReceiverCore {
         old.release_held(true, &mut cx);
         old.mark_refused(&mut cx);
         old.mark_unclosed(&mut cx);
+        let account = old.summary();
+        cx.out.end(&old.stream_id(), &account);
+        if let (Some(seq), Some(_)) = (old.close_seq, old.closed) {
+            if self.closed_ends.len() >= CLOSED_ENDS {
+                self.closed_ends.pop_front();
+            }
+            self.closed_ends.push_back((old.addr, old.sender, seq));
+        }
         if self.retired.len() < MAX_RETIRED {
-            self.retired.push((old.ordinal, old.summary()));
+            self.retired.push((old.ordinal, account));
         } else {
             self.retired_uncounted += 1;
+            let u = &mut self.uncounted;
+            for (n, add) in u.iter_mut().zip([
+                account.events,
+                account.sender_dropped,
+                account.lost_datagrams,
+                account.lost_events,
+                account.unsent,
+            ]) {
+                *n = n.saturating_add(add);
+            }
         }
+    }
+
+    /// How long (in datagrams handled) a parked sender must have been
+    /// quiet before a new one may end its stream for good to take its
+    /// place: [`ReceiverConfig::idle_datagrams`] × [`MAX_RETIRED`]. A
+    /// parked sender that still sends is never pushed out (it would come
+    /// back as a new stream, its earlier events counted twice).
+    fn parked_idle(&self) -> u64 {
+        self.config
+            .idle_datagrams
+            .saturating_mul(MAX_RETIRED as u64)
+    }
+
+    /// The parked sender quiet for longest.
+    fn oldest_parked(&self) -> Option<usize> {
+        self.parked
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.last_seen)
+            .map(|(i, _)| i)
     }
 
     /// Parks a replaced sender: what it held is written; it resumes where it
@@ -229,8 +282,10 @@ impl ReceiverCore {
         old.release_held(true, &mut context!(self, out));
         old.assembler = CatalogAssembler::new();
         if self.parked.len() >= MAX_RETIRED {
-            let oldest = self.parked.remove(0);
-            self.retire(oldest, out);
+            if let Some(p) = self.oldest_parked() {
+                let oldest = self.parked.remove(p);
+                self.retire(oldest, out);
+            }
         }
         self.parked.push(old);
     }
@@ -257,6 +312,17 @@ impl ReceiverCore {
         let Some(i) = victim else {
             return Err(Box::new(state));
         };
+        // Parking the victim would push a parked sender out for good: only
+        // one quiet for long enough (else the new sender is refused).
+        let victim = &self.senders[i];
+        if (victim.closed.is_none() || victim.seq.held() > 0) && self.parked.len() >= MAX_RETIRED {
+            let quiet = self
+                .oldest_parked()
+                .is_some_and(|p| self.clock - self.parked[p].last_seen >= self.parked_idle());
+            if !quiet {
+                return Err(Box::new(state));
+            }
+        }
         let old = std::mem::replace(&mut self.senders[i], state);
         self.park(old, out);
         Ok(i)
@@ -442,6 +508,8 @@ impl ReceiverCore {
                     // and accounts for the refused events itself.
                     state.refused_end = state.refused_end.max(end);
                     state.refused_next = state.refused_next.max(header.sequence.saturating_add(1));
+                    // It still sends: not one to push out.
+                    state.last_seen = self.clock;
                     self.parked.push(*state);
                 } else if let Some((_, session)) = key {
                     // A new keyed session that got no slot is not yet its
@@ -567,6 +635,17 @@ impl ReceiverCore {
             Ok(t) => t,
             Err(kind) => return self.reject(from, kind),
         };
+        if let (Target::New, DatagramKind::Close) = (target, header.kind) {
+            if self
+                .closed_ends
+                .contains(&(from, header.sender, header.sequence))
+            {
+                // A later copy of the close of a stream that ended: a
+                // duplicate (its stream was whole), not a new stream.
+                self.progress.invalid.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
         let existing = match target {
             Target::Table(i) => Some(&self.senders[i]),
             Target::Parked(p) => Some(&self.parked[p]),
@@ -631,11 +710,13 @@ impl ReceiverCore {
             s.release_held(true, &mut cx);
             s.mark_refused(&mut cx);
             s.mark_unclosed(&mut cx);
+            cx.out.end(&s.stream_id(), &s.summary());
             time = time.max(s.last_time);
         }
         for s in &mut self.parked {
             s.mark_refused(&mut cx);
             s.mark_unclosed(&mut cx);
+            cx.out.end(&s.stream_id(), &s.summary());
             time = time.max(s.last_time);
         }
         // Refused events no stream claimed: their sender never got a slot.
@@ -684,6 +765,11 @@ impl ReceiverCore {
         ReceiverSummary {
             senders: senders.into_iter().map(|(_, s)| s).collect(),
             retired_uncounted: self.retired_uncounted,
+            uncounted_events: self.uncounted[0],
+            uncounted_sender_dropped: self.uncounted[1],
+            uncounted_lost_datagrams: self.uncounted[2],
+            uncounted_lost_events: self.uncounted[3],
+            uncounted_unsent: self.uncounted[4],
             invalid: self.invalid,
             refused: self.refused.clone(),
             rejected: self.rejected.clone(),

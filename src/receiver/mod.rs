@@ -33,8 +33,12 @@
 //!   slot), so senders that went quiet never lock out one that sends. A
 //!   replaced sender is *parked* (its sequence position and counts are kept,
 //!   up to [`MAX_RETIRED`] of them) and resumes where it stopped when it
-//!   sends again. Only while every slot holds a sender heard within the
-//!   idle limit is a new sender refused: its datagrams are counted per
+//!   sends again; a parked sender is ended for good to make room only once
+//!   it has been quiet for `idle_datagrams` × [`MAX_RETIRED`] datagrams, so
+//!   a sender still sending never comes back as a new stream. Only while
+//!   every slot holds a sender heard within the idle limit (or parking the
+//!   one to replace would end a parked sender still sending) is a new
+//!   sender refused: its datagrams are counted per
 //!   source address ([`ReceiverSummary::refused`]) and skipped. Each tracked
 //!   sender has a fixed-size sequence window, at most
 //!   [`ReceiverConfig::reorder`] held datagrams and a catalog of at most

@@ -266,12 +266,16 @@ impl SenderState {
 
     /// Tells the sink that the records that follow are this stream's.
     fn announce(&self, cx: &mut Context<'_>) {
-        let id = StreamId {
+        cx.out.stream(&self.stream_id(), self.header.as_ref());
+    }
+
+    /// Which stream this is, as a sink is told.
+    pub(super) fn stream_id(&self) -> StreamId {
+        StreamId {
             addr: self.addr,
             sender: self.sender,
             ordinal: self.ordinal,
-        };
-        cx.out.stream(&id, self.header.as_ref());
+        }
     }
 
     /// Releases the held datagrams that can go (all of them if `flush`).

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use super::progress::Progress;
+use super::summary::SenderSummary;
 use crate::model::event::Event;
 use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::TraceHeader;
@@ -17,6 +18,9 @@ pub(super) trait Sink {
     fn stream(&mut self, _stream: &StreamId, _header: Option<&TraceHeader>) {}
     fn event(&mut self, e: &Event);
     fn records(&mut self, raw: &[u8]);
+    /// `stream` ended for good (after its last record): `account` is
+    /// final.
+    fn end(&mut self, _stream: &StreamId, _account: &SenderSummary) {}
     /// Called after every datagram and every idle wait (about 20 ms) with
     /// the core's header generation ([`ReceiverCore::header_generation`])
     /// and a way to build its trace header
@@ -123,6 +127,15 @@ pub trait StreamSink {
             }
         }
     }
+    /// `stream` ended for good, after its last record (its close, its
+    /// unclosed mark, or the receiver stopping): `account` is its final
+    /// account, the entry of
+    /// [`ReceiverSummary::senders`](super::ReceiverSummary::senders) for it.
+    /// Called once per stream that got a slot; a sink frees what it holds
+    /// for the stream here. By default nothing.
+    fn end(&mut self, stream: &StreamId, account: &SenderSummary) {
+        let _ = (stream, account);
+    }
     /// Called after every datagram and every idle wait (about 20 ms);
     /// `false` stops the receiver (the sink cannot take more).
     fn tick(&mut self) -> bool {
@@ -143,6 +156,9 @@ impl<S: StreamSink + ?Sized> Sink for Streams<'_, S> {
     }
     fn records(&mut self, raw: &[u8]) {
         self.0.records(raw)
+    }
+    fn end(&mut self, stream: &StreamId, account: &SenderSummary) {
+        self.0.end(stream, account)
     }
     fn tick(&mut self, _header_gen: u64, _header: &dyn Fn() -> TraceHeader) -> bool {
         self.0.tick()

@@ -236,6 +236,16 @@ pub struct ReceiverSummary {
     pub senders: Vec<SenderSummary>,
     /// Replaced senders whose accounts did not fit ([`MAX_RETIRED`](super::MAX_RETIRED)).
     pub retired_uncounted: u64,
+    /// Events received from those senders (in [`ReceiverSummary::events`]).
+    pub uncounted_events: u64,
+    /// Events those senders reported dropped (in [`ReceiverSummary::sender_dropped`]).
+    pub uncounted_sender_dropped: u64,
+    /// Datagrams of those senders lost on the way (in [`ReceiverSummary::lost_datagrams`]).
+    pub uncounted_lost_datagrams: u64,
+    /// Events lost in them (in [`ReceiverSummary::lost_events`]).
+    pub uncounted_lost_events: u64,
+    /// Events those senders never sent (in [`ReceiverSummary::unsent`]).
+    pub uncounted_unsent: u64,
     /// Datagrams skipped before reaching a sender's stream.
     pub invalid: InvalidCounts,
     /// Refused datagrams per source address (the first [`MAX_RETIRED`](super::MAX_RETIRED)
@@ -274,25 +284,38 @@ impl ReceiverSummary {
     pub fn events(&self) -> u64 {
         self.senders
             .iter()
-            .fold(0u64, |n, s| n.saturating_add(s.events))
+            .fold(self.uncounted_events, |n, s| n.saturating_add(s.events))
     }
     /// Events every sender reported dropped.
     pub fn sender_dropped(&self) -> u64 {
         self.senders
             .iter()
-            .fold(0u64, |n, s| n.saturating_add(s.sender_dropped))
+            .fold(self.uncounted_sender_dropped, |n, s| {
+                n.saturating_add(s.sender_dropped)
+            })
     }
     /// Datagrams lost on the way, all senders.
     pub fn lost_datagrams(&self) -> u64 {
         self.senders
             .iter()
-            .fold(0u64, |n, s| n.saturating_add(s.lost_datagrams))
+            .fold(self.uncounted_lost_datagrams, |n, s| {
+                n.saturating_add(s.lost_datagrams)
+            })
+    }
+    /// Events senders accepted but never sent (from their close datagrams),
+    /// all senders.
+    pub fn unsent(&self) -> u64 {
+        self.senders
+            .iter()
+            .fold(self.uncounted_unsent, |n, s| n.saturating_add(s.unsent))
     }
     /// Events lost on the way (in lost datagrams), all senders, exactly.
     pub fn lost_events(&self) -> u64 {
         self.senders
             .iter()
-            .fold(0u64, |n, s| n.saturating_add(s.lost_events))
+            .fold(self.uncounted_lost_events, |n, s| {
+                n.saturating_add(s.lost_events)
+            })
     }
 }
 
@@ -347,8 +370,13 @@ impl fmt::Display for ReceiverSummary {
         if self.retired_uncounted > 0 {
             writeln!(
                 f,
-                "  {} more replaced senders (accounts not kept)",
-                self.retired_uncounted
+                "  {} more replaced senders (accounts not kept, in the totals): {} events, {} dropped by the sender, {} unsent, {} lost in transit ({} datagrams)",
+                self.retired_uncounted,
+                self.uncounted_events,
+                self.uncounted_sender_dropped,
+                self.uncounted_unsent,
+                self.uncounted_lost_events,
+                self.uncounted_lost_datagrams
             )?;
         }
         for r in &self.refused {

@@ -348,20 +348,12 @@ impl Store {
             return Ok(());
         };
         for &i in &open.streams {
-            let s = &mut self.streams[i];
-            let mut row = last(&s.id).unwrap_or_else(|| StreamRow {
+            let row = last(&self.streams[i].id).unwrap_or_else(|| StreamRow {
                 verdict: "open".into(),
                 ..StreamRow::default()
             });
-            row.origin_unix_ns = s.origin_unix_ns;
-            if let Some(stamp) = s.last_stamp {
-                row.clock_offset_ns = s.align.offset_at(stamp);
-                row.clock_offset_bound_ns = s.align.bound_ns();
-                row.clock_drift_ppm = s.align.drift_ppm();
-            }
-            self.report.events += s.run.events();
-            self.report.lost = self.report.lost.saturating_add(s.run.lost());
-            s.run.stream_row(&mut open.set, row);
+            write_stream_row(&mut self.streams[i], &mut open.set, row, &mut self.report);
+            let s = &mut self.streams[i];
             if s.slot == Some(k) {
                 s.partition = None;
                 s.slot = None;
@@ -506,6 +498,17 @@ impl Store {
                 facts.insert(s.id, final_row(e));
             }
         }
+        // The hoops record of a source refused for good (its sender never
+        // got a slot) is a stream of its own: marked so.
+        for s in self.streams.iter().filter(|s| s.id.ordinal == 0) {
+            facts.insert(
+                s.id,
+                StreamRow {
+                    verdict: "refused".into(),
+                    ..StreamRow::default()
+                },
+            );
+        }
         // Every stream's last rows and final facts go to a part set: the
         // one it writes to, else a new one of its partition.
         for i in 0..self.streams.len() {
@@ -557,6 +560,88 @@ impl Store {
         self.reap(true)?;
         self.retain()?;
         Ok(self.report)
+    }
+
+    /// Sender streams whose state the store holds now: the receiver's
+    /// tracked and parked streams, at most
+    /// [`ReceiverConfig::max_senders`](qtrace::receiver::ReceiverConfig::max_senders)
+    /// plus [`MAX_RETIRED`](qtrace::receiver::MAX_RETIRED); a stream's
+    /// state is freed when it ends.
+    pub fn streams_held(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Ends stream `i` for good: its last rows and its streams row with
+    /// the final facts `row` go to the part set it writes to (else a new
+    /// one of its partition), a streams row to every other open set that
+    /// holds rows of it, and its state is freed.
+    fn end_stream(&mut self, i: usize, row: StreamRow) -> Result<(), StoreError> {
+        if self.current == Some(i) {
+            self.streams[i].observe();
+        }
+        let p = match self.streams[i].partition.clone() {
+            Some(p) => p,
+            None => {
+                let (date, hour) = utc_date_hour(SystemTime::now());
+                Partition {
+                    host: self.streams[i].id.addr.ip().to_string(),
+                    date,
+                    hour,
+                }
+            }
+        };
+        let k = self.open_set(&p)?;
+        for (j, open) in self.slots.iter_mut().enumerate() {
+            let Some(open) = open.as_mut() else {
+                continue;
+            };
+            let held = open.streams.iter().position(|&x| x == i);
+            if let Some(at) = held {
+                open.streams.swap_remove(at);
+            }
+            if j == k {
+                // Combine runs still open were cut by the stream's end.
+                self.streams[i].run.finish(&mut open.set);
+                write_stream_row(
+                    &mut self.streams[i],
+                    &mut open.set,
+                    row.clone(),
+                    &mut self.report,
+                );
+            } else if held.is_some() {
+                let open_row = StreamRow {
+                    verdict: "open".into(),
+                    ..StreamRow::default()
+                };
+                write_stream_row(
+                    &mut self.streams[i],
+                    &mut open.set,
+                    open_row,
+                    &mut self.report,
+                );
+            }
+        }
+        // Free its state: the last stream takes its index.
+        let id = self.streams[i].id;
+        self.index.remove(&id);
+        let last = self.streams.len() - 1;
+        self.streams.swap_remove(i);
+        if i != last {
+            self.index.insert(self.streams[i].id, i);
+            for open in self.slots.iter_mut().flatten() {
+                for x in &mut open.streams {
+                    if *x == last {
+                        *x = i;
+                    }
+                }
+            }
+        }
+        self.current = match self.current {
+            Some(c) if c == i => None,
+            Some(c) if c == last => Some(i),
+            c => c,
+        };
+        Ok(())
     }
 
     #[cold]
@@ -642,6 +727,25 @@ impl Store {
     }
 }
 
+/// Writes stream `s`'s streams row into `set` from `row` (its clock facts
+/// and counts added); counts its rows in `report`.
+fn write_stream_row(
+    s: &mut Stream,
+    set: &mut PartSet,
+    mut row: StreamRow,
+    report: &mut StoreReport,
+) {
+    row.origin_unix_ns = s.origin_unix_ns;
+    if let Some(stamp) = s.last_stamp {
+        row.clock_offset_ns = s.align.offset_at(stamp);
+        row.clock_offset_bound_ns = s.align.bound_ns();
+        row.clock_drift_ppm = s.align.drift_ppm();
+    }
+    report.events += s.run.events();
+    report.lost = report.lost.saturating_add(s.run.lost());
+    s.run.stream_row(set, row);
+}
+
 /// A stream's final facts, from the receiver's summary.
 fn final_row(s: &SenderSummary) -> StreamRow {
     StreamRow {
@@ -719,6 +823,20 @@ impl StreamSink for Store {
         }
         if let Some((_, n)) = &mut s.pending {
             *n = Some(n.map_or(newest, |n| n.max(newest)));
+        }
+    }
+
+    /// The stream's last rows and final facts are written, its state
+    /// freed (the store's memory follows the receiver's streams).
+    fn end(&mut self, id: &StreamId, account: &SenderSummary) {
+        let Some(&i) = self.index.get(id) else {
+            return;
+        };
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.end_stream(i, final_row(account)) {
+            self.fail(e);
         }
     }
 
