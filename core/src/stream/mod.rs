@@ -34,7 +34,7 @@ mod rtt;
 pub use cobs::max_encoded_len;
 pub use crc::Crc32;
 pub use decode::{DecoderCounts, Frame, FrameDecoder, FrameError};
-pub use drain::{BufferTooSmall, Drain, DrainStats, Status, MIN_BUFFER_LEN};
+pub use drain::{BufferTooSmall, Drain, DrainStats, Status, MAX_CHUNK_EVENTS, MIN_BUFFER_LEN};
 pub use rtt::{
     offset as rtt_offset, RttCursor, RttError, RttHeader, RttRing, RttTake, RTT_HEADER_LEN, RTT_ID,
     RTT_MAGIC,
