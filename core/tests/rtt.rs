@@ -289,12 +289,13 @@ fn event(i: u64) -> Event {
 
 /// Drain -> RTT ring -> a host polling after every `every` writes ->
 /// frame decoder. Returns (logged, received events by number, frames bad,
-/// bytes lost, events lost by the stream's own arithmetic, end frame seen).
+/// bytes lost, events lost by the stream's own arithmetic); asserts the
+/// end frame arrived and states logged = n.
 fn stream_through_rtt(
     n: u64,
     every: usize,
     per_poll: u64,
-) -> (u64, Vec<(u64, Event)>, u64, u64, u64, bool) {
+) -> (u64, Vec<(u64, Event)>, u64, u64, u64) {
     let ring: CircularRing<256> = CircularRing::new();
     let rtt: RttRing<1024> = RttRing::new();
     let mut buf = vec![0u8; 600];
@@ -369,12 +370,14 @@ fn stream_through_rtt(
     // Events lost on the link (overwritten in RAM before the host took
     // them), by the chunks' own numbers, up to the end frame's first event.
     link_lost += e_first - next;
-    (n, received, bad, cursor.lost(), link_lost + e_dropped, true)
+    (n, received, bad, cursor.lost(), link_lost + e_dropped)
 }
 
 #[test]
 fn a_host_that_keeps_up_receives_every_event() {
-    let (n, received, bad, bytes_lost, lost, _) = stream_through_rtt(5_000, 1, 8);
+    // Miri (scripts/miri.sh) reads every byte as an atomic: fewer events.
+    let n = if cfg!(miri) { 1_000 } else { 5_000 };
+    let (n, received, bad, bytes_lost, lost) = stream_through_rtt(n, 1, 8);
     assert_eq!((bad, bytes_lost, lost), (0, 0, 0));
     assert_eq!(received.len() as u64, n);
     for (k, (i, e)) in received.iter().enumerate() {
@@ -384,7 +387,7 @@ fn a_host_that_keeps_up_receives_every_event() {
 
 #[test]
 fn a_slow_host_counts_every_overwritten_event_and_takes_no_torn_frame() {
-    let (n, received, bad, bytes_lost, lost, _) = stream_through_rtt(5_000, 40, 8);
+    let (n, received, bad, bytes_lost, lost) = stream_through_rtt(5_000, 40, 8);
     assert!(bytes_lost > 0, "the host is slow enough to lose bytes");
     assert_eq!(bad, 0, "no frame glued from two pieces");
     assert!(lost > 0);
@@ -401,7 +404,7 @@ proptest! {
     fn any_schedule_is_received_plus_lost_equals_logged(
         n in 1u64..3_000, every in 1usize..60, per_poll in 1u64..40,
     ) {
-        let (n, received, bad, _, lost, _) = stream_through_rtt(n, every, per_poll);
+        let (n, received, bad, _, lost) = stream_through_rtt(n, every, per_poll);
         prop_assert_eq!(bad, 0);
         prop_assert_eq!(received.len() as u64 + lost, n);
         for (i, e) in &received {
