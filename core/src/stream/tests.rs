@@ -376,6 +376,7 @@ fn the_drain_writes_the_frames_encode_frame_writes() {
 /// at most MAX_CHUNK_EVENTS (2,045), each the largest version 1 events
 /// datagram a receiver turns it into.
 #[test]
+#[cfg_attr(miri, ignore = "5,000 events: slow under Miri; no unsafe")]
 fn no_chunk_holds_more_than_a_datagram_carries() {
     static RING: CircularRing<8192> = CircularRing::new();
     let ring = &RING;
