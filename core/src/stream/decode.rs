@@ -155,6 +155,20 @@ impl<'b> FrameDecoder<'b> {
         self.synced
     }
 
+    /// Forgets the frame in progress and skips to the next delimiter, as at
+    /// the start: for a reader that knows bytes are missing before the next
+    /// ones it feeds ([`RttCursor::take`](super::RttCursor::take) said
+    /// `lost > 0`), so that no frame is glued from two pieces. The bytes of
+    /// the forgotten frame are not counted again; those skipped next are.
+    pub fn resync(&mut self) {
+        self.len = 0;
+        self.left = 0;
+        self.zero_after = false;
+        self.started = false;
+        self.overflow = false;
+        self.synced = false;
+    }
+
     /// Feeds `bytes`; every frame they end goes to `on`, good or bad, in
     /// order. A frame may span any number of calls.
     pub fn feed(&mut self, bytes: &[u8], mut on: impl FnMut(Result<Frame<'_>, FrameError>)) {

@@ -15,6 +15,11 @@ use crate::Event;
 
 /// The smallest buffer [`Drain::new`] takes.
 pub const MIN_BUFFER_LEN: usize = 256;
+/// The most events a [`Drain`] puts in one chunk, whatever its buffer: the
+/// records of the largest version 1 events datagram (65,507 bytes, FORMAT.md
+/// 2), which a receiver turns each chunk into (10.3). A fuller chunk is
+/// framed (or dropped whole, when the link is busy) as a full one.
+pub const MAX_CHUNK_EVENTS: usize = 2045;
 /// Events moved from the ring per `take` (on the drain's stack).
 const BATCH: usize = 8;
 /// A catalog fragment's datagram header and its `total`, `offset` fields.
@@ -160,7 +165,7 @@ impl<'a, C: CatalogSource + ?Sized> Drain<'a, C> {
     /// naming events from `catalog` with `spec`'s header, as sender
     /// `sender`, in `buf`: about half of it holds the chunk being filled,
     /// the rest the frame being sent. A chunk holds about
-    /// `(buf.len() / 2 − 48) / 5` events.
+    /// `(buf.len() / 2 − 48) / 5` events, at most [`MAX_CHUNK_EVENTS`].
     ///
     /// # Errors
     ///
@@ -313,7 +318,7 @@ impl<'a, C: CatalogSource + ?Sized> Drain<'a, C> {
                     .enc
                     .as_mut()
                     .expect("the encoder is only out while replaced");
-                if enc.push(&batch[i]).is_ok() {
+                if usize::from(enc.count()) < MAX_CHUNK_EVENTS && enc.push(&batch[i]).is_ok() {
                     i += 1;
                     continue;
                 }

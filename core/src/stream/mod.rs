@@ -16,6 +16,10 @@
 //!   never blocks a producer; when the sink is busy as a chunk fills, the
 //!   chunk is dropped whole and the next one's `dropped` says exactly how
 //!   many events were lost.
+//! - [`RttRing`] (the firmware): a SEGGER-RTT-layout memory ring a debugger
+//!   or QEMU reads while the core runs, the drain's sink; [`RttCursor`] (the
+//!   host) takes from it only bytes the writer is done with, and counts
+//!   exactly the bytes it missed (FORMAT.md 10.7).
 //! - [`FrameDecoder`] (the host): bytes in any pieces, checked [`Frame`]s or
 //!   typed [`FrameError`]s out, resynchronising at every delimiter.
 //!
@@ -25,11 +29,16 @@ mod cobs;
 mod crc;
 mod decode;
 mod drain;
+mod rtt;
 
 pub use cobs::max_encoded_len;
 pub use crc::Crc32;
 pub use decode::{DecoderCounts, Frame, FrameDecoder, FrameError};
-pub use drain::{BufferTooSmall, Drain, DrainStats, Status, MIN_BUFFER_LEN};
+pub use drain::{BufferTooSmall, Drain, DrainStats, Status, MAX_CHUNK_EVENTS, MIN_BUFFER_LEN};
+pub use rtt::{
+    offset as rtt_offset, RttCursor, RttError, RttHeader, RttRing, RttTake, RTT_HEADER_LEN, RTT_ID,
+    RTT_MAGIC,
+};
 
 /// The CRC-32 at the end of every frame: 4 bytes.
 pub const CRC_LEN: usize = 4;

@@ -371,3 +371,46 @@ fn the_drain_writes_the_frames_encode_frame_writes() {
     }
     assert_eq!(again, wire);
 }
+
+/// A buffer that could hold a chunk of about 6,500 events makes chunks of
+/// at most MAX_CHUNK_EVENTS (2,045), each the largest version 1 events
+/// datagram a receiver turns it into.
+#[test]
+#[cfg_attr(miri, ignore = "5,000 events: slow under Miri; no unsafe")]
+fn no_chunk_holds_more_than_a_datagram_carries() {
+    static RING: CircularRing<8192> = CircularRing::new();
+    let ring = &RING;
+    let mut buf = std::vec![0u8; 64 * 1024];
+    let mut drain = Drain::new(ring, &StaticCatalog::BUILTIN, spec(), 42, &mut buf).unwrap();
+    // Pushed while the link is busy (the sink takes nothing): one chunk
+    // fills, is capped, and the next 2,045 go into the next one.
+    for i in 0..5_000 {
+        ring.push(&event(i));
+    }
+    let mut wire = Vec::new();
+    let mut sink = |b: &[u8]| {
+        wire.extend_from_slice(b);
+        b.len()
+    };
+    while drain.poll(&mut sink) == Status::Busy {}
+    drain.close();
+    while drain.poll(&mut sink) != Status::Closed {}
+    let mut dbuf = std::vec![0u8; 128 * 1024];
+    let mut d = FrameDecoder::new(&mut dbuf);
+    let mut counts = Vec::new();
+    let mut next = 0;
+    d.feed(&wire, |f| {
+        let f = f.unwrap();
+        if f.kind == FrameKind::Chunk {
+            let c = Chunk::new_checked(f.body).unwrap();
+            assert_eq!(c.header().first_event, next);
+            for (k, e) in c.records().enumerate() {
+                assert_eq!(e.unwrap(), event(next + k as u64));
+            }
+            next += u64::from(c.count());
+            counts.push(c.count());
+        }
+    });
+    assert_eq!(counts, [2045, 2045, 910]);
+    assert_eq!((drain.stats().sent, drain.stats().dropped), (5_000, 0));
+}

@@ -16,7 +16,7 @@ use qtrace::receiver::{Receiver, ReceiverConfig};
 use qtrace_core::compact::Chunk;
 use qtrace_core::encode::datagram::{DatagramHeader, DatagramKind};
 use qtrace_core::encode::record;
-use qtrace_core::stream::{DecoderCounts, FrameDecoder, FrameKind};
+use qtrace_core::stream::{DecoderCounts, FrameDecoder, FrameKind, MAX_CHUNK_EVENTS};
 
 /// The longest frame accepted (decoded): a chunk of 64 KiB and its kind and
 /// CRC, or a catalog fragment of as much.
@@ -195,10 +195,13 @@ impl Frames {
 
 /// The version 1 events datagram a chunk stands for (FORMAT.md 10.4): its
 /// sender, sequence, dropped and first event, and its records in 32 bytes
-/// each. `None` when the chunk does not decode whole.
+/// each. `None` when the chunk does not decode whole, or holds more than
+/// the largest events datagram carries (`MAX_CHUNK_EVENTS`, 2,045: a
+/// writer other than `Drain`); its events are then counted lost from the
+/// next chunk's first event.
 fn chunk_datagram(body: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let chunk = Chunk::new_checked(body).ok()?;
-    if chunk.len() != body.len() {
+    if chunk.len() != body.len() || usize::from(chunk.count()) > MAX_CHUNK_EVENTS {
         return None;
     }
     let h = chunk.header();
@@ -275,5 +278,27 @@ mod tests {
         assert_eq!(parse("unix:/tmp/s"), Ok(Spec::Unix("/tmp/s".into())));
         assert!(parse("tcp:").is_err());
         assert!(parse("").is_err());
+    }
+
+    fn chunk_of(n: u64) -> Vec<u8> {
+        use qtrace_core::compact::{ChunkEncoder, ChunkHeader};
+        use qtrace_core::{Event, EventId};
+        let mut buf = vec![0u8; 48 + 39 * n as usize];
+        let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+        for i in 0..n {
+            enc.push(&Event::new(i, EventId(2), 0, [i, 0])).unwrap();
+        }
+        let len = enc.finish();
+        buf.truncate(len);
+        buf
+    }
+
+    #[test]
+    fn a_chunk_beyond_the_largest_datagram_is_refused() {
+        let mut out = Vec::new();
+        assert_eq!(chunk_datagram(&chunk_of(2045), &mut out), Some(()));
+        assert_eq!(out.len(), 40 + 2045 * 32);
+        assert_eq!(out.len(), 65_480);
+        assert_eq!(chunk_datagram(&chunk_of(2046), &mut out), None);
     }
 }
