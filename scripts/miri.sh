@@ -67,14 +67,15 @@ cargo +nightly miri test --lib -- model::clock:: ring::tests ring::shard:: ring:
 # that no other file's test of the same name runs under Miri.
 cargo +nightly miri test --test queues -- circular_cache::a_new_tracer circular_cache::two_live
 cargo +nightly miri test --test queues -- stress_loss::fixed stress_loss::circular
-# The core forbids `unsafe` (core/src/lib.rs): Miri checks its static rings
-# and tracer (index arithmetic, the critical section and atomics of its
-# dependencies). Not its byte codecs, the compact stream and the stream
-# frames (core/tests/compact.rs, src/stream/, src/compact/): pure safe code on
-# bytes, run natively with 256–512 property cases each and fuzzed
-# (fuzz/: compact_decode, stream_frames); under Miri they took 6 of CI's
-# minutes (AMD EPYC, 2 vCPUs: the lib's stream tests 208 s, compact.rs 141 s).
-cargo +nightly miri test -p qtrace-core --lib --test rings --test tracer --test catalog -- \
+# The core forbids `unsafe` (core/src/lib.rs): Miri checks its static rings,
+# tracer and RTT ring (index arithmetic, a reader racing the RTT writer, the
+# critical section and atomics of its dependencies). Not its byte codecs, the
+# compact stream and the stream frames (core/tests/compact.rs, src/stream/,
+# src/compact/): pure safe code on bytes, run natively with 256–512 property
+# cases each and fuzzed (fuzz/: compact_decode, stream_frames); under Miri
+# they took 6 of CI's minutes (AMD EPYC, 2 vCPUs: the lib's stream tests
+# 208 s, compact.rs 141 s).
+cargo +nightly miri test -p qtrace-core --lib --test rings --test tracer --test catalog --test rtt -- \
     --skip stream:: --skip compact::
 cargo +nightly miri test --test model -- core_dump::
 cargo +nightly miri test --test model -- filters::source_filter_keeps_one_source
