@@ -115,6 +115,8 @@ fn api_names() -> BTreeSet<&'static str> {
         "qtrace::storage::RingStorage" => qtrace::storage::RingStorage::Memory,
         "qtrace::event" => |t: &Tracer| qtrace::event!(t, qtrace_event_check::E),
         "qtrace::scope" => |t: &Tracer| drop(qtrace::scope!(t, qtrace_event_check::S)),
+        "RttRing::init" => qtrace_core::stream::RttRing::<64>::init,
+        "qtrace_core::stream::RttRing" => qtrace_core::stream::RttRing::<64>::write,
     }
 }
 
