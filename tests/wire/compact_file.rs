@@ -4,11 +4,13 @@
 //! completeness), and what a cut or damaged compact file reads as.
 
 use proptest::prelude::*;
-use qtrace::reader::{Completeness, ReadError, TraceReader};
+use qtrace::reader::{Completeness, TraceReader};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter, WireError};
 use qtrace::{Event, EventId};
 
-use crate::format::{arb_event, check_example, example_events, example_header};
+use crate::format::{
+    arb_event, check_example, example_events, example_header, read_verdict as read,
+};
 
 const TOTALS: QueueTotals = QueueTotals {
     accepted: 1,
@@ -23,21 +25,6 @@ fn compact_example_file() -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
     w.write_events(&example_events()).unwrap();
     w.finish_with_close(3000, TOTALS).unwrap()
-}
-
-/// Every item a reader yields, and its verdict.
-fn read(bytes: &[u8]) -> (Vec<Event>, Option<ReadError>, Completeness, u64, u64) {
-    let mut reader = TraceReader::new(bytes).unwrap();
-    let mut events = Vec::new();
-    let mut error = None;
-    for e in reader.by_ref() {
-        match e {
-            Ok(e) => events.push(e),
-            Err(e) => error = Some(e),
-        }
-    }
-    let c = reader.completeness().unwrap();
-    (events, error, c, reader.records_read(), reader.lost_read())
 }
 
 /// `events` written as one trace, with `header` (closed or not), in 32-byte

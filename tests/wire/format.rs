@@ -745,6 +745,15 @@ fn closed_file_is_byte_exact_with_format_md() {
 }
 
 fn completeness_of(bytes: &[u8]) -> (Vec<Event>, Option<ReadError>, Completeness) {
+    let (events, error, c, _, _) = read_verdict(bytes);
+    (events, error, c)
+}
+
+/// Every item a reader yields (the events, its last error), its verdict,
+/// and the records and losses it counted.
+pub(crate) fn read_verdict(
+    bytes: &[u8],
+) -> (Vec<Event>, Option<ReadError>, Completeness, u64, u64) {
     let mut reader = TraceReader::new(bytes).unwrap();
     let mut events = Vec::new();
     let mut error = None;
@@ -754,7 +763,8 @@ fn completeness_of(bytes: &[u8]) -> (Vec<Event>, Option<ReadError>, Completeness
             Err(e) => error = Some(e),
         }
     }
-    (events, error, reader.completeness().unwrap())
+    let c = reader.completeness().unwrap();
+    (events, error, c, reader.records_read(), reader.lost_read())
 }
 
 #[test]
