@@ -572,4 +572,133 @@ fn another_user_is_refused() {
     assert_eq!((e.refused(), e.connections(), e.requests()), (1, 0, 0));
 }
 
+/// Sends `r` to the socket at `path`, reads one reply.
+fn ask_at(path: &Path, r: &Request) -> Reply {
+    let mut s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    exchange(&mut s, &r.frame()).unwrap()
+}
+
+/// `Config::with_control`: `global::install` binds the endpoint, and a
+/// request through the socket reaches the installed tracer. (The only
+/// `global::install` of this test binary; the failing one runs in a child.)
+#[test]
+fn config_with_control_opens_the_endpoint_at_install() {
+    let _serial = serial();
+    let out = tempfile::tempdir().unwrap();
+    let config = Config::default()
+        .with_output_dir(out.path())
+        .with_control("global");
+    assert_eq!(config.control(), Some("global"));
+    let t = Tracer::with_config(config);
+    let q = fixed(&t, 16);
+    t.activate().unwrap();
+    let path = Endpoint::dir().join(format!("{}.global.sock", std::process::id()));
+    assert!(!path.exists(), "no endpoint before install");
+    let t = qtrace::global::install(t).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600);
+    qtrace::log_event(user::USER0, [1, 0]);
+    assert_eq!(ask_at(&path, &Request::Suspend), Reply::Done);
+    assert!(t.is_suspended());
+    qtrace::log_event(user::USER0, [2, 0]); // suspended: not recorded
+    assert_eq!(ask_at(&path, &Request::Resume), Reply::Done);
+    qtrace::log_event(user::USER0, [3, 0]);
+    assert_eq!(kept(t, q), vec![(user::USER0.0, 1), (user::USER0.0, 3)]);
+    let s = match ask_at(&path, &Request::Status) {
+        Reply::Status(json) => serde_json::from_str::<serde_json::Value>(&json).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(s["name"], "global");
+    assert_eq!(s["pid"], std::process::id());
+    assert_eq!(s["queues"][0]["accepted"], 2);
+    assert_eq!(
+        s["endpoint"],
+        serde_json::json!({"connections": 3, "refused": 0, "requests": 3, "errors": 0})
+    );
+}
+
+/// The child half of `config_with_control_that_cannot_bind_is_an_error`:
+/// installs a tracer with `Config::with_control` under the
+/// `XDG_RUNTIME_DIR` it is given, prints what `install` and `get` say
+/// (does nothing in a normal run).
+#[test]
+fn child_installs_with_control() {
+    let Some(name) = std::env::var_os("QTRACE_CTL_TEST_INSTALL") else {
+        return;
+    };
+    let config = Config::default().with_control(name.to_string_lossy());
+    match qtrace::global::install(Tracer::with_config(config)) {
+        Ok(_) => println!("INSTALL ok"),
+        Err(e) => println!("INSTALL {e}"),
+    }
+    println!("GET {}", qtrace::global::get().is_some());
+}
+
+/// A `Config::with_control` endpoint that cannot be bound: `install`
+/// returns the typed error naming the option and what to do, and the
+/// tracer is installed without it.
+#[test]
+fn config_with_control_that_cannot_bind_is_an_error() {
+    let runtime = tempfile::tempdir().unwrap();
+    let dir = runtime.path().join("qtrace");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = |name: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_installs_with_control",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("QTRACE_CTL_TEST_INSTALL", name)
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = |tag: &str| {
+            stdout
+                .lines()
+                .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+                .unwrap_or_else(|| panic!("child said: {stdout}"))
+                .to_string()
+        };
+        (line("INSTALL "), line("GET "))
+    };
+    let (install, get) = child("unsafe");
+    assert_eq!(
+        install,
+        format!(
+            "qtrace::global::install (Config::with_control) cannot bind the control endpoint at {}: \
+             the directory's mode is 755: make it 700 (chmod 700) so that no other user reaches the sockets in it; \
+             the tracer is installed without its endpoint (qtrace::global::get returns it): \
+             fix this, or leave out Config::with_control to run without one",
+            dir.display()
+        )
+    );
+    assert_eq!(get, "true");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no socket made"
+    );
+    // A name that is not valid, in a safe directory.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (install, get) = child("a/b");
+    assert_eq!(
+        install,
+        format!(
+            "qtrace::global::install (Config::with_control) cannot bind the control endpoint at {}: \
+             the name \"a/b\" is not 1 to 32 of A-Z a-z 0-9 _ . -: give one such as \"server\"; \
+             the tracer is installed without its endpoint (qtrace::global::get returns it): \
+             fix this, or leave out Config::with_control to run without one",
+            dir.display()
+        )
+    );
+    assert_eq!(get, "true");
+    // And a good one is served in the same directory.
+    assert_eq!(child("fine"), ("ok".to_string(), "true".to_string()));
+}
+
 use std::os::unix::process::CommandExt;

@@ -23,6 +23,9 @@
 //!   queue's task wake-up), so `log_event` costs what it cost.
 //! - **Failing to bind** is a [`ConfigError::ControlEndpoint`] that says
 //!   what is wrong, never a silent no-op.
+//! - **From the setup**: [`Config::with_control`](crate::Config::with_control)
+//!   has [`global::install`](crate::global::install) bind the endpoint of the
+//!   process-wide tracer (and return that error when it cannot).
 //!
 //! ```
 //! # let _dir = tempfile::tempdir().unwrap(); std::env::set_var("XDG_RUNTIME_DIR", _dir.path());
@@ -80,6 +83,7 @@ pub struct Endpoint {
 
 fn problem(path: &Path, problem: impl Into<String>, source: Option<std::io::Error>) -> ConfigError {
     ConfigError::ControlEndpoint {
+        opened_by: "qtrace::control::Endpoint::bind",
         path: path.to_path_buf(),
         problem: problem.into(),
         source,

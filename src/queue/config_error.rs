@@ -174,12 +174,16 @@ pub enum ConfigError {
     /// read: what the queue was doing, on which file.
     Io(IoError),
     /// The control endpoint could not be bound
-    /// (`qtrace::control::Endpoint::bind`, feature `control`): its
-    /// directory or socket is unsafe or cannot be made. The message says
-    /// what is wrong and what to do; `source()` is the operating system's
-    /// error, if there was one.
+    /// (`qtrace::control::Endpoint::bind`, or `qtrace::global::install` for
+    /// `Config::with_control`; feature `control`): its name is not valid,
+    /// or its directory or socket is unsafe or cannot be made. The message
+    /// says what is wrong and what to do; `source()` is the operating
+    /// system's error, if there was one.
     #[cfg(feature = "control")]
     ControlEndpoint {
+        /// The call that bound it: `"qtrace::control::Endpoint::bind"` or
+        /// `"qtrace::global::install (Config::with_control)"`.
+        opened_by: &'static str,
         /// The directory or socket concerned.
         path: PathBuf,
         /// What is wrong and what to do.
@@ -300,9 +304,14 @@ impl fmt::Display for ConfigError {
             Catalog(e) => write!(f, "{e}"),
             Io(e) => write!(f, "{e}"),
             #[cfg(feature = "control")]
-            ControlEndpoint { path, problem, .. } => write!(
+            ControlEndpoint {
+                opened_by,
+                path,
+                problem,
+                ..
+            } => write!(
                 f,
-                "qtrace::control::Endpoint::bind cannot bind the control endpoint at {}: {problem}",
+                "{opened_by} cannot bind the control endpoint at {}: {problem}",
                 path.display()
             ),
         }

@@ -69,6 +69,10 @@ pub(crate) struct Registry {
     pub(crate) owner_pid: u32,
     /// The tracer's entry in the list the fork handler unroutes.
     pub(crate) fork_node: &'static crate::router::fork::Node,
+    /// [`Config::control`](crate::Config::control): the endpoint name
+    /// [`global::install`](crate::global::install) opens.
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub(crate) control: Option<String>,
 }
 
 impl Registry {
@@ -91,6 +95,8 @@ impl Registry {
             names: Arc::default(),
             owner_pid: std::process::id(),
             fork_node,
+            #[cfg(all(feature = "control", target_os = "linux"))]
+            control: None,
         };
         r.set_catalog(catalog);
         r

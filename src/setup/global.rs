@@ -28,11 +28,23 @@ static GLOBAL: OnceLock<Tracer> = OnceLock::new();
 
 /// Installs `tracer` as the process-wide tracer and returns it. It lives until
 /// the process ends; call [`Tracer::shutdown`] on it to save its queues.
+/// When its [`Config`](crate::Config) asked for a control endpoint
+/// (`Config::with_control`, feature `control`, Linux), `install` binds it
+/// and starts its thread: it serves until the process ends.
 ///
 /// # Errors
 ///
 /// [`ConfigError::GlobalAlreadyInstalled`] if a tracer is already installed
 /// (the tracer passed is dropped): install one tracer, once, at start-up.
+///
+/// `ConfigError::ControlEndpoint` (feature `control`) if the endpoint of
+/// `Config::with_control` cannot be bound (a name that is not valid, an
+/// unsafe directory, a socket that cannot be made: the message says which,
+/// and what to do). The tracer **is installed** all the same, without the
+/// endpoint: [`get`] returns it, so a program that can run without the
+/// endpoint reports the error and goes on
+/// (`install(t).or_else(|e| { eprintln!("{e}"); get().ok_or(e) })`), and
+/// one that cannot returns it. Nothing is retried, nothing is silent.
 ///
 /// ```
 /// let tracer = qtrace::global::install(qtrace::Tracer::new())?;
@@ -43,9 +55,44 @@ pub fn install(tracer: Tracer) -> Result<&'static Tracer, ConfigError> {
     let mut tracer = Some(tracer);
     let installed = GLOBAL.get_or_init(|| tracer.take().expect("taken once"));
     if tracer.is_some() {
-        Err(ConfigError::GlobalAlreadyInstalled)
-    } else {
-        Ok(installed)
+        return Err(ConfigError::GlobalAlreadyInstalled);
+    }
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    open_control(installed)?;
+    Ok(installed)
+}
+
+/// The endpoint of `Config::with_control`, once `install` has bound it:
+/// never dropped, as the tracer it serves is never dropped.
+#[cfg(all(feature = "control", target_os = "linux"))]
+static ENDPOINT: OnceLock<crate::control::Endpoint> = OnceLock::new();
+
+/// Binds the endpoint `Config::with_control` asked for, if it did.
+#[cfg(all(feature = "control", target_os = "linux"))]
+fn open_control(tracer: &'static Tracer) -> Result<(), ConfigError> {
+    let Some(name) = tracer.control_name() else {
+        return Ok(());
+    };
+    match crate::control::Endpoint::bind(tracer, &name) {
+        Ok(endpoint) => {
+            // `install` gets here once: GLOBAL is set once.
+            let _ = ENDPOINT.set(endpoint);
+            Ok(())
+        }
+        Err(ConfigError::ControlEndpoint {
+            path,
+            problem,
+            source,
+            ..
+        }) => Err(ConfigError::ControlEndpoint {
+            opened_by: "qtrace::global::install (Config::with_control)",
+            path,
+            problem: format!(
+                "{problem}; the tracer is installed without its endpoint (qtrace::global::get returns it): fix this, or leave out Config::with_control to run without one"
+            ),
+            source,
+        }),
+        Err(e) => Err(e),
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Config {
     pub(crate) clock: Clock,
     pub(crate) output_dir: PathBuf,
     pub(crate) save_on_panic: bool,
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub(crate) control: Option<String>,
 }
 
 impl Default for Config {
@@ -35,6 +37,8 @@ impl Default for Config {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("qtrace-out")),
             save_on_panic: true,
+            #[cfg(all(feature = "control", target_os = "linux"))]
+            control: None,
         }
     }
 }
@@ -94,6 +98,49 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         self.clock = Clock::of_kind(kind)?;
         Ok(self)
+    }
+
+    /// The name of the control endpoint [`global::install`](crate::global::install)
+    /// opens for this tracer ([`Config::with_control`]); `None` (the
+    /// default) opens none.
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub fn control(&self) -> Option<&str> {
+        self.control.as_deref()
+    }
+
+    /// Serves a control endpoint named `name` (feature `control`, Linux)
+    /// once the tracer is installed with
+    /// [`global::install`](crate::global::install): the socket
+    /// `<pid>.<name>.sock` of [`control::Endpoint`](crate::control::Endpoint),
+    /// owner-only, that `qtrace ctl NAME …` and `qtrace live --ctl NAME`
+    /// reach. Off by default. The endpoint lives as long as the process
+    /// (the global tracer does); its socket file stays behind when the
+    /// process ends, and the next process of that pid and name replaces it.
+    ///
+    /// The option is read by `global::install` only, because the endpoint's
+    /// thread holds the tracer it serves and a `Tracer` cannot hold its own
+    /// endpoint: for a tracer that is not installed (an `Arc<Tracer>`),
+    /// call [`Endpoint::bind`](crate::control::Endpoint::bind) instead.
+    /// `name` is checked when `install` binds: 1 to 32 of
+    /// `A-Z a-z 0-9 _ . -`.
+    ///
+    /// ```
+    /// # let _dir = tempfile::tempdir().unwrap(); std::env::set_var("XDG_RUNTIME_DIR", _dir.path());
+    /// use qtrace::{global, Config, Tracer};
+    ///
+    /// let config = Config::default().with_control("server");
+    /// assert_eq!(config.control(), Some("server"));
+    /// let tracer = global::install(Tracer::with_config(config))?;
+    /// let socket = qtrace::control::Endpoint::dir()
+    ///     .join(format!("{}.server.sock", std::process::id()));
+    /// assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+    /// # let _ = tracer;
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub fn with_control(mut self, name: impl Into<String>) -> Self {
+        self.control = Some(name.into());
+        self
     }
 
     /// Puts files in `dir`.

@@ -174,7 +174,8 @@ impl Tracer {
         let queues: Box<[OnceLock<AnyQueue>]> = (0..256).map(|_| OnceLock::new()).collect();
         let routes: Box<[AtomicU32; 1 << 16]> = routes.try_into().expect("65536 routes");
         let fork_node = crate::router::fork::register(&routes);
-        let tracer = Tracer {
+        #[cfg_attr(not(all(feature = "control", target_os = "linux")), allow(unused_mut))]
+        let mut tracer = Tracer {
             routes,
             queues: queues.try_into().expect("256 queues"),
             clock: config.clock,
@@ -187,6 +188,10 @@ impl Tracer {
             },
             save_on_panic: config.save_on_panic,
         };
+        #[cfg(all(feature = "control", target_os = "linux"))]
+        {
+            tracer.registry.get_mut().control = config.control;
+        }
         tracer.register_builtin_types().expect("fresh tracer");
         tracer
     }
@@ -217,6 +222,12 @@ impl Tracer {
     /// ```
     pub fn is_inherited(&self) -> bool {
         self.registry.lock().owner_pid != std::process::id()
+    }
+
+    /// [`Config::control`]: the endpoint name `global::install` opens.
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub(crate) fn control_name(&self) -> Option<String> {
+        self.registry.lock().control.clone()
     }
 
     /// The lifecycle phase.
