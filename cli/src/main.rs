@@ -179,7 +179,10 @@ enum Command {
     /// Events come from a receiver of its own (`--listen ADDR`: nothing is
     /// written; `qtrace recv --out FILE --live` keeps the trace and shows
     /// this view), or from a trace file followed as it grows (FILE: an
-    /// online queue's file). Keys: q quit, p pause, s sort the tasks, c the
+    /// online queue's file). With --ctl PID|NAME, the view is instead a
+    /// running tracer's status through its control endpoint (queues,
+    /// counters, losses and rates, phase, uptime), asked for at each
+    /// refresh, until the program ends. Keys: q quit, p pause, s sort the tasks, c the
     /// class of the recent events, t one task or all. When standard output
     /// is not a terminal, the same figures are printed as plain text every
     /// --every seconds (1 by default) until --duration, Ctrl-C or the file's

@@ -28,21 +28,56 @@ pub struct CtlArgs {
     pub json: bool,
 }
 
-/// Runs `qtrace ctl`.
-pub fn run(args: CtlArgs) -> Exit {
-    let dir = Endpoint::dir();
-    let sockets: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The sockets in this user's endpoint directory ([`Endpoint::dir`]).
+fn sockets() -> Vec<PathBuf> {
+    std::fs::read_dir(Endpoint::dir())
         .map(|d| {
             d.filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "sock"))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The endpoint's socket: `target` is a socket path (it has a `/`), or a
+/// process id or a name matched against the sockets of [`Endpoint::dir`]
+/// (`<pid>.<name>.sock`). The error says what to do (exit 2).
+pub(crate) fn resolve(target: &str) -> Result<PathBuf, String> {
+    if target.contains('/') {
+        return Ok(PathBuf::from(target));
+    }
+    let sockets = sockets();
+    let found: Vec<&PathBuf> = sockets
+        .iter()
+        .filter(|p| {
+            let n = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let (pid, name) = n.split_once('.').unwrap_or((&n, ""));
+            pid == target || name == target
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!(
+            "no control endpoint {target:?} in {} (qtrace ctl list shows them)",
+            Endpoint::dir().display()
+        )),
+        _ => Err(format!(
+            "several endpoints match {target:?}: give the process id or the socket path"
+        )),
+    }
+}
+
+/// Runs `qtrace ctl`.
+pub fn run(args: CtlArgs) -> Exit {
     if args.target == "list" {
+        let sockets = sockets();
         if sockets.is_empty() {
             eprintln!(
-                "qtrace: no control endpoint in {} (a program serves one with qtrace::control::Endpoint::bind, feature control)",
-                dir.display()
+                "qtrace: no control endpoint in {} (a program serves one with qtrace::control::Endpoint::bind or Config::with_control, feature control)",
+                Endpoint::dir().display()
             );
         }
         for s in &sockets {
@@ -50,37 +85,11 @@ pub fn run(args: CtlArgs) -> Exit {
         }
         return Exit::Ok;
     }
-    let path = if args.target.contains('/') {
-        PathBuf::from(&args.target)
-    } else {
-        let found: Vec<&PathBuf> = sockets
-            .iter()
-            .filter(|p| {
-                let n = p
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let (pid, name) = n.split_once('.').unwrap_or((&n, ""));
-                pid == args.target || name == args.target
-            })
-            .collect();
-        match found.as_slice() {
-            [one] => (*one).clone(),
-            [] => {
-                eprintln!(
-                    "qtrace: no control endpoint {:?} in {} (qtrace ctl list shows them)",
-                    args.target,
-                    dir.display()
-                );
-                return Exit::BadInput;
-            }
-            _ => {
-                eprintln!(
-                    "qtrace: several endpoints match {:?}: give the process id or the socket path",
-                    args.target
-                );
-                return Exit::BadInput;
-            }
+    let path = match resolve(&args.target) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("qtrace: {e}");
+            return Exit::BadInput;
         }
     };
     let words: Vec<&str> = args.request.iter().map(String::as_str).collect();
@@ -112,7 +121,7 @@ pub fn run(args: CtlArgs) -> Exit {
         Ok(Reply::Done) => Exit::Ok,
         Ok(Reply::Status(json)) => {
             match serde_json::from_str::<Value>(&json) {
-                Ok(v) if !args.json => print!("{}", status_text(&v)),
+                Ok(v) if !args.json => print!("{}", status_text(&v, Rates::Off)),
                 _ => println!("{json}"),
             }
             Exit::Ok
@@ -136,7 +145,9 @@ pub fn run(args: CtlArgs) -> Exit {
     }
 }
 
-fn exchange(path: &std::path::Path, request: &Request) -> Result<Reply, String> {
+/// Sends `request` to the endpoint at `path` and reads its reply (one
+/// connection each).
+pub(crate) fn exchange(path: &std::path::Path, request: &Request) -> Result<Reply, String> {
     let mut s = UnixStream::connect(path).map_err(|e| format!("cannot connect: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .map_err(|e| e.to_string())?;
@@ -154,9 +165,34 @@ fn exchange(path: &std::path::Path, request: &Request) -> Result<Reply, String> 
     Reply::parse(&body)
 }
 
+/// Per-second rates beside the counters (`qtrace live --ctl`).
+pub(crate) enum Rates<'a> {
+    /// None (`qtrace ctl status`).
+    Off,
+    /// The columns, with nothing to compare with yet (`-`).
+    First,
+    /// Since this earlier status of the same endpoint, over the endpoint's
+    /// own clock (`uptime_ns`).
+    Since(&'a Value),
+}
+
+/// `later - earlier` of counter `key` per second of `dt_ns`, as `N/s`; `-`
+/// when there is no interval.
+fn rate(later: &Value, earlier: &Value, key: &str, dt_ns: u64) -> String {
+    if dt_ns == 0 {
+        return "-".into();
+    }
+    let d = later[key]
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(earlier[key].as_u64().unwrap_or(0));
+    format!("{:.0}/s", d as f64 * 1e9 / dt_ns as f64)
+}
+
 /// The status reply as text: the tracer, the endpoint's counters, then a
-/// line per queue (FORMAT.md 9 gives the JSON's fields).
-fn status_text(v: &Value) -> String {
+/// line per queue (FORMAT.md 9 gives the JSON's fields); with `rates`, two
+/// more columns: events accepted and dropped per second.
+pub(crate) fn status_text(v: &Value, rates: Rates<'_>) -> String {
     use std::fmt::Write as _;
     let word = |b: &Value, yes: &'static str, no: &'static str| {
         if b.as_bool().unwrap_or(false) {
@@ -186,7 +222,7 @@ fn status_text(v: &Value) -> String {
         n(e, "requests"),
         n(e, "errors")
     );
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{:>5}  {:<9}  {:<9}  {:>12}  {:>12}  {:>12}  {:>12}  {:>8}  {:>9}",
         "queue",
@@ -199,12 +235,20 @@ fn status_text(v: &Value) -> String {
         "queued",
         "io errors"
     );
+    if !matches!(rates, Rates::Off) {
+        let _ = write!(out, "  {:>12}  {:>12}", "accepted/s", "dropped/s");
+    }
+    out.push('\n');
+    let dt_ns = match rates {
+        Rates::Since(p) => n(v, "uptime_ns").saturating_sub(n(p, "uptime_ns")),
+        _ => 0,
+    };
     for q in v["queues"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
     {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:>5}  {:<9}  {:<9}  {:>12}  {:>12}  {:>12}  {:>12}  {:>8}  {:>9}",
             n(q, "queue"),
@@ -217,6 +261,25 @@ fn status_text(v: &Value) -> String {
             n(q, "queued"),
             n(q, "io_errors")
         );
+        match rates {
+            Rates::Off => {}
+            Rates::First => {
+                let _ = write!(out, "  {:>12}  {:>12}", "-", "-");
+            }
+            Rates::Since(p) => {
+                // The same queue in the earlier status (queues are only
+                // ever added, at the end).
+                let earlier = p["queues"]
+                    .as_array()
+                    .and_then(|qs| qs.iter().find(|e| e["queue"] == q["queue"]));
+                let (a, d) = match earlier {
+                    Some(e) => (rate(q, e, "accepted", dt_ns), rate(q, e, "dropped", dt_ns)),
+                    None => ("-".into(), "-".into()),
+                };
+                let _ = write!(out, "  {a:>12}  {d:>12}");
+            }
+        }
+        out.push('\n');
         for f in q["files"].as_array().map(Vec::as_slice).unwrap_or_default() {
             let _ = writeln!(out, "       file: {}", f.as_str().unwrap_or("?"));
         }

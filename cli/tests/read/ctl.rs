@@ -107,3 +107,144 @@ fn status_as_text_and_json_and_stop_through_the_command() {
     assert!(err.starts_with("qtrace: "), "{err}");
     drop(e);
 }
+
+/// `qtrace live --ctl PATH` with standard output a pipe: a frame of text
+/// per `--every`, each from a status of its own (the endpoint's counters
+/// count them exactly), the figures changing with what the program logs,
+/// and the view ending by itself when the endpoint goes away.
+#[test]
+fn live_ctl_prints_a_status_per_refresh_until_the_endpoint_goes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let out = tempfile::tempdir().unwrap();
+    let time = ManualClock::new(0);
+    let t = Arc::new(Tracer::with_config(
+        Config::default()
+            .with_clock(Clock::manual(&time))
+            .with_output_dir(out.path()),
+    ));
+    let q = t
+        .create_queue::<Fixed>(
+            FixedParams::default()
+                .with_capacity(100)
+                .with_ring(RingStorage::Memory),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "live-cli").unwrap();
+    for i in 0..6 {
+        t.log_event(user::USER0, [i, 0]);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["live", "--ctl"])
+        .arg(e.path())
+        // A cap, so that a test gone wrong still ends.
+        .args(["--every", "0.5", "--duration", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut frame = || -> Vec<String> {
+        let mut f = Vec::new();
+        for l in lines.by_ref() {
+            let l = l.unwrap();
+            if l.is_empty() {
+                return f;
+            }
+            f.push(l);
+        }
+        f
+    };
+    let pid = std::process::id();
+    let head = format!("live-cli (pid {pid}): active, recording, not suspended, up ");
+    let columns = "queue  type       recording      accepted       dropped   overwritten     delivered    queued  io errors    accepted/s     dropped/s";
+
+    let f1 = frame();
+    assert_eq!(f1.len(), 4, "{f1:?}");
+    assert!(f1[0].starts_with(&head), "{f1:?}");
+    assert_eq!(
+        f1[1],
+        "endpoint: 1 connections, 0 refused, 1 requests, 0 errors"
+    );
+    assert_eq!(f1[2], columns);
+    let row = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        row(&f1[3]),
+        ["0", "fixed", "yes", "6", "0", "0", "0", "6", "0", "-", "-"]
+    );
+    // Logged now, half a second before the next refresh asks.
+    for i in 0..10 {
+        t.log_event(user::USER0, [i, 0]);
+    }
+    let f2 = frame();
+    assert!(f2[0].starts_with(&head), "{f2:?}");
+    assert_eq!(
+        f2[1],
+        "endpoint: 2 connections, 0 refused, 2 requests, 0 errors"
+    );
+    let r = row(&f2[3]);
+    assert_eq!(
+        r[..9],
+        ["0", "fixed", "yes", "16", "0", "0", "0", "16", "0"]
+    );
+    // 10 events over about 0.5 s of the endpoint's clock.
+    let per_s: u64 = r[9].strip_suffix("/s").unwrap().parse().unwrap();
+    assert!((5..=25).contains(&per_s), "{r:?}");
+    assert_eq!(r[10], "0/s");
+    let f3 = frame();
+    assert_eq!(
+        f3[1],
+        "endpoint: 3 connections, 0 refused, 3 requests, 0 errors"
+    );
+    assert_eq!(row(&f3[3])[9..], ["0/s", "0/s"]);
+
+    let path = e.path().display().to_string();
+    drop(e);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "qtrace: {path}: the endpoint went away (cannot connect: "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.trim_end().ends_with("); the last status is above"),
+        "{err}"
+    );
+}
+
+/// `qtrace live --ctl` with no such endpoint: exit 2 and what to do; with
+/// a socket nobody serves: exit 1.
+#[test]
+fn live_ctl_without_an_endpoint() {
+    let run = |target: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["live", "--ctl", target])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, err) = run("no-such-endpoint-name");
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "qtrace: no control endpoint \"no-such-endpoint-name\" in {} (qtrace ctl list shows them)\n",
+            Endpoint::dir().display()
+        )
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("1.dead.sock");
+    let (code, err) = run(dead.to_str().unwrap());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("qtrace: {}: cannot connect: ", dead.display())),
+        "{err}"
+    );
+}

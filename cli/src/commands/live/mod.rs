@@ -6,7 +6,8 @@
 //! a sliding window. Its events come from a receiver of its own (`--listen
 //! ADDR`), a trace file followed as it grows (`FILE`: an online queue's),
 //! or `qtrace recv --live` (the file that receiver writes, and its
-//! account).
+//! account). With `--ctl PID|NAME`, it shows instead a running tracer's
+//! status through its control endpoint (`ctl.rs`).
 //!
 //! In this folder: the input (`source.rs`), the model that turns events
 //! into figures with the library's analysis (`model.rs`, no terminal), the
@@ -35,6 +36,7 @@ use model::{Model, Snapshot};
 use source::Source;
 use view::Status;
 
+pub mod ctl;
 pub mod fit;
 pub mod model;
 pub mod source;
@@ -53,8 +55,8 @@ pub struct LiveArgs {
     /// online queue is followed into the next chunks. Give FILE or --listen.
     #[arg(
         value_name = "FILE",
-        conflicts_with = "listen",
-        required_unless_present = "listen"
+        conflicts_with_all = ["listen", "ctl"],
+        required_unless_present_any = ["listen", "ctl"]
     )]
     pub file: Option<PathBuf>,
     /// Receive UDP datagrams on this address.
@@ -62,8 +64,19 @@ pub struct LiveArgs {
     /// Receive UDP queue datagrams on this address, IP:PORT (as `qtrace
     /// recv --listen`; nothing is written to disk: use `qtrace recv --live`
     /// to keep the trace).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with = "ctl")]
     pub listen: Option<String>,
+    /// Show a running tracer's status through its control endpoint.
+    ///
+    /// Show the status of a running tracer through its control endpoint
+    /// (PID, NAME or socket path, as `qtrace ctl`; the program serves one
+    /// with `Config::with_control` or `control::Endpoint::bind`): phase,
+    /// uptime, the endpoint's counters and per queue its counters, losses
+    /// and events accepted and dropped per second, asked for at every
+    /// refresh (--refresh on a terminal, --every otherwise). No events are
+    /// read: --window and --max-events do not apply.
+    #[arg(long, value_name = "PID|NAME|PATH")]
+    pub ctl: Option<String>,
     /// --listen: accept only datagrams keyed with a key in FILE.
     ///
     /// With --listen: accept only datagrams keyed with the key in FILE (as
@@ -158,6 +171,9 @@ pub fn run(args: LiveArgs) -> Exit {
         );
         return Exit::BadInput;
     }
+    if let Some(target) = &args.ctl {
+        return ctl::run(target, &settings);
+    }
     let cap = settings.max_events;
     let source = match (&args.file, &args.listen) {
         (Some(file), _) => Source::follow(file, cap),
@@ -191,7 +207,7 @@ pub fn run(args: LiveArgs) -> Exit {
         }
         (None, None) => {
             eprintln!(
-                "qtrace: give a FILE to follow or --listen ADDR (e.g. --listen {})",
+                "qtrace: give a FILE to follow, --listen ADDR (e.g. --listen {}) or --ctl PID|NAME",
                 default_listen_addr()
             );
             return Exit::BadInput;
