@@ -503,13 +503,25 @@ fn child_connects_and_prints_the_reply() {
     let Some(path) = std::env::var_os("QTRACE_CTL_TEST_CHILD") else {
         return;
     };
-    let mut s = UnixStream::connect(path).expect("connect");
+    let mut s = match UnixStream::connect(path) {
+        Ok(s) => s,
+        Err(e) => {
+            println!("REFUSED-BY-FS {:?}", e.kind());
+            return;
+        }
+    };
     // The endpoint may refuse (reply, close) before the request is
     // written: a broken pipe here is that, and the reply is still there
     // to read.
     let _ = s.write_all(&Request::Status.frame());
-    let mut reply = Vec::new();
-    let _ = s.read_to_end(&mut reply);
+    // One reply frame (a served connection stays open for the next
+    // request; a refused one is closed after its reply).
+    let mut reply = vec![0u8; 4];
+    if s.read_exact(&mut reply).is_ok() {
+        let len = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]) as usize;
+        reply.resize(4 + len, 0);
+        let _ = s.read_exact(&mut reply[4..]);
+    }
     println!(
         "REPLY {}",
         reply.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -627,10 +639,24 @@ fn child_installs_with_control() {
     let Some(name) = std::env::var_os("QTRACE_CTL_TEST_INSTALL") else {
         return;
     };
-    let config = Config::default().with_control(name.to_string_lossy());
+    let mut config = Config::default().with_control(name.to_string_lossy());
+    let group = std::env::var("QTRACE_CTL_TEST_GROUP").ok();
+    if let Some(g) = &group {
+        config = config.with_control_group(g.parse().unwrap());
+    }
     match qtrace::global::install(Tracer::with_config(config)) {
         Ok(_) => println!("INSTALL ok"),
         Err(e) => println!("INSTALL {e}"),
+    }
+    if let Some(g) = group {
+        use std::os::unix::fs::MetadataExt;
+        let socket = Endpoint::group_dir(g.parse().unwrap()).join(format!(
+            "{}.{}.sock",
+            std::process::id(),
+            name.to_string_lossy()
+        ));
+        let m = std::fs::metadata(&socket).unwrap();
+        println!("SOCKET {:o} {}", m.mode() & 0o7777, m.gid());
     }
     println!("GET {}", qtrace::global::get().is_some());
 }
@@ -701,4 +727,176 @@ fn config_with_control_that_cannot_bind_is_an_error() {
     assert_eq!(child("fine"), ("ok".to_string(), "true".to_string()));
 }
 
+/// `Config::with_control_group`: `global::install` makes the group's
+/// 0660 socket (run as root, which may give any group).
+#[test]
+fn config_with_control_group_binds_the_group_socket() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: config_with_control_group_binds_the_group_socket needs root (to give a group it is not in)");
+        return;
+    }
+    let gid = 61_000 + std::process::id() % 1000;
+    let dir = Endpoint::group_dir(gid);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_installs_with_control",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("QTRACE_CTL_TEST_INSTALL", "grouped")
+        .env("QTRACE_CTL_TEST_GROUP", gid.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = |tag: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.split_once(tag).map(|(_, rest)| rest.to_string()))
+            .unwrap_or_else(|| panic!("child said: {stdout}"))
+    };
+    assert_eq!(line("INSTALL "), "ok");
+    assert_eq!(line("SOCKET "), format!("660 {gid}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 use std::os::unix::process::CommandExt;
+
+/// Runs `child_connects_and_prints_the_reply` as user `nobody` with group
+/// `gid` (no supplementary groups: `Command::uid` as root clears them):
+/// the reply's frame, or what stopped the connection.
+fn connect_as_nobody(path: &Path, gid: u32) -> Result<Reply, String> {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_connects_and_prints_the_reply",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("QTRACE_CTL_TEST_CHILD", path)
+        .uid(65534)
+        .gid(gid)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if let Some(kind) = stdout
+        .lines()
+        .find_map(|l| l.split_once("REFUSED-BY-FS ").map(|(_, k)| k.to_string()))
+    {
+        return Err(kind);
+    }
+    let hex = stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("REPLY ")
+                .map(|(_, hex)| hex.split_whitespace().next().unwrap_or(""))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "child said: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    Ok(Reply::parse(&bytes[4..]).unwrap())
+}
+
+/// `Endpoint::bind_with_group`: the 0710 group directory and the 0660
+/// socket of that group; a child of another user in the group is served,
+/// one in another group is stopped by the socket's mode and, with the
+/// modes opened, refused by `SO_PEERCRED` and counted.
+#[test]
+fn an_allowed_group_is_served_and_another_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: an_allowed_group_is_served_and_another_refused needs root (to run children as nobody with chosen groups)");
+        return;
+    }
+    let _serial = serial();
+    // A group no account has, of this run.
+    let gid = 60_000 + std::process::id() % 1000;
+    let dir = Endpoint::group_dir(gid);
+    assert_eq!(dir, PathBuf::from(format!("/tmp/qtrace-0-g{gid}")));
+    let _ = std::fs::remove_dir_all(&dir);
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = fixed(&t, 8);
+    t.activate().unwrap();
+    let e = Endpoint::bind_with_group(Arc::clone(&t), "group", gid).unwrap();
+    assert_eq!(
+        e.path(),
+        dir.join(format!("{}.group.sock", std::process::id()))
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.mode() & 0o7777, m.uid(), m.gid())
+    };
+    assert_eq!(meta(&dir), (0o710, 0, gid));
+    assert_eq!(meta(e.path()), (0o660, 0, gid));
+    t.log_event(user::USER0, [1, 0]);
+
+    // Served: nobody, in the group.
+    match connect_as_nobody(e.path(), gid).unwrap() {
+        Reply::Status(json) => {
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(v["name"], "group");
+            assert_eq!(v["queues"][0]["accepted"], 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((e.connections(), e.refused(), e.requests()), (1, 0, 1));
+    assert_eq!(kept(&t, q), vec![(user::USER0.0, 1)]);
+
+    // nobody in its own group: the socket's mode stops it first.
+    assert_eq!(
+        connect_as_nobody(e.path(), 65534),
+        Err("PermissionDenied".to_string())
+    );
+    assert_eq!((e.connections(), e.refused()), (1, 0));
+
+    // With the modes opened, SO_PEERCRED refuses it, and counts it.
+    let set =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    set(&dir, 0o711);
+    set(e.path(), 0o666);
+    let refused = connect_as_nobody(e.path(), 65534);
+    set(e.path(), 0o660);
+    set(&dir, 0o710);
+    match refused.unwrap() {
+        Reply::Error(ErrorCode::PermissionDenied, m) => assert_eq!(
+            m,
+            format!("this endpoint serves its own user and effective group {gid} only (SO_PEERCRED): run qtrace ctl as the traced program's user, or with that group (sg GROUP -c 'qtrace ctl …')")
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((e.connections(), e.refused(), e.requests()), (1, 1, 1));
+    drop(e);
+
+    // A directory there that is not exactly 0710 is refused, not fixed.
+    set(&dir, 0o750);
+    let m = match Endpoint::bind_with_group(Arc::clone(&t), "group", gid) {
+        Err(err @ ConfigError::ControlEndpoint { .. }) => err.to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        m,
+        format!("qtrace::control::Endpoint::bind cannot bind the control endpoint at {}: the directory's mode is 750: make it 710 (chmod 710) so that the group reaches the sockets in it and no one else does", dir.display())
+    );
+    // Nor one of another group.
+    set(&dir, 0o710);
+    std::os::unix::fs::chown(&dir, None, Some(gid + 1)).unwrap();
+    let m = match Endpoint::bind_with_group(Arc::clone(&t), "group", gid) {
+        Err(err @ ConfigError::ControlEndpoint { .. }) => err.to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        m.ends_with(&format!("the directory belongs to user 0 and group {}, not to this process's user 0 and group {gid}: remove it", gid + 1)),
+        "{m}"
+    );
+    std::fs::remove_dir(&dir).unwrap();
+}

@@ -16,6 +16,9 @@
 //!   gets a `permission_denied` reply and the connection is closed
 //!   ([`Endpoint::refused`] counts them). There is no network listener of
 //!   any kind: remote use goes through ssh (`docs/control.md`).
+//!   [`Endpoint::bind_with_group`] lets one group in as well: its
+//!   directory and socket are that group's (0710, 0660), and a peer whose
+//!   effective group id is that group's is served.
 //! - **How**: one thread serves one connection at a time, frame by frame
 //!   (FORMAT.md §9: length-prefixed [`Request`]s and [`Reply`]s); a
 //!   connection idle for 5 s is closed. Every change goes through the
@@ -123,7 +126,50 @@ impl Endpoint {
     where
         T: std::ops::Deref<Target = Tracer> + Send + 'static,
     {
-        let dir = Endpoint::dir();
+        Endpoint::open(tracer, name, None)
+    }
+
+    /// The directory of the endpoints a group is allowed to
+    /// ([`Endpoint::bind_with_group`]): `/tmp/qtrace-<uid>-g<gid>`, mode
+    /// 0710, owned by this user and group `gid`. (Not under
+    /// `XDG_RUNTIME_DIR`: that directory is its user's alone.)
+    pub fn group_dir(gid: u32) -> PathBuf {
+        PathBuf::from(format!("/tmp/qtrace-{}-g{gid}", uid()))
+    }
+
+    /// As [`Endpoint::bind`], and the processes of group `gid` are served
+    /// too: the socket `<pid>.<name>.sock` is made in
+    /// [`Endpoint::group_dir`] (mode 0710, group `gid`: its members can
+    /// reach a socket whose name they know, not list the directory), with
+    /// mode 0660 and group `gid`; a peer is served when its user id is this
+    /// process's, or when its **effective** group id is `gid`
+    /// (`SO_PEERCRED` gives only that one: a member whose group `gid` is
+    /// supplementary runs `sg GROUP -c 'qtrace ctl …'`). Anyone else is
+    /// refused and counted, as with `bind`. Members reach it by its path
+    /// (`qtrace ctl /tmp/qtrace-<uid>-g<gid>/<pid>.<name>.sock status`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Endpoint::bind`], and [`ConfigError::ControlEndpoint`] when
+    /// the directory or the socket cannot be given group `gid` (this
+    /// process is not a member of it), or the directory there is not
+    /// exactly this user's, of group `gid`, with no permission for others
+    /// and none but search for the group.
+    pub fn bind_with_group<T>(tracer: T, name: &str, gid: u32) -> Result<Endpoint, ConfigError>
+    where
+        T: std::ops::Deref<Target = Tracer> + Send + 'static,
+    {
+        Endpoint::open(tracer, name, Some(gid))
+    }
+
+    fn open<T>(tracer: T, name: &str, group: Option<u32>) -> Result<Endpoint, ConfigError>
+    where
+        T: std::ops::Deref<Target = Tracer> + Send + 'static,
+    {
+        let dir = match group {
+            None => Endpoint::dir(),
+            Some(gid) => Endpoint::group_dir(gid),
+        };
         let valid = !name.is_empty()
             && name.len() <= 32
             && name
@@ -136,7 +182,10 @@ impl Endpoint {
                 None,
             ));
         }
-        safe_dir(&dir)?;
+        match group {
+            None => safe_dir(&dir)?,
+            Some(gid) => safe_group_dir(&dir, gid)?,
+        }
         let path = dir.join(format!("{}.{name}.sock", std::process::id()));
         if std::fs::symlink_metadata(&path).is_ok() {
             if UnixStream::connect(&path).is_ok() {
@@ -162,20 +211,31 @@ impl Endpoint {
                 Some(e),
             )
         })?;
-        if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+        let mode = if group.is_some() { 0o660 } else { 0o600 };
+        if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)) {
             let _ = std::fs::remove_file(&path);
             return Err(problem(
                 &path,
-                "the socket's mode cannot be set to 0600",
+                format!("the socket's mode cannot be set to {mode:o}"),
                 Some(e),
             ));
+        }
+        if let Some(gid) = group {
+            if let Err(e) = std::os::unix::fs::chown(&path, None, Some(gid)) {
+                let _ = std::fs::remove_file(&path);
+                return Err(problem(
+                    &path,
+                    format!("the socket cannot be given group {gid}: run the program as a member of that group"),
+                    Some(e),
+                ));
+            }
         }
         let counters = Arc::new(Counters::default());
         let shared = Arc::clone(&counters);
         let name = name.to_string();
         let thread = std::thread::Builder::new()
             .name(format!("qtrace-ctl-{name}"))
-            .spawn(move || server::serve(listener, &tracer, &name, &shared))
+            .spawn(move || server::serve(listener, &tracer, &name, group, &shared))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&path);
                 ConfigError::io("start the control endpoint's thread for", &path, e)
@@ -256,6 +316,54 @@ fn safe_dir(dir: &Path) -> Result<(), ConfigError> {
         return Err(problem(
             dir,
             format!("the directory's mode is {:o}: make it 700 (chmod 700) so that no other user reaches the sockets in it", meta.mode() & 0o777),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Creates `dir` for group `gid` (mode 0710, group `gid`), or checks that
+/// the one there is exactly that: a directory (not a link) of this user,
+/// of group `gid`, no permission for others, only search for the group.
+fn safe_group_dir(dir: &Path, gid: u32) -> Result<(), ConfigError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            // Made 0700 (or less, by the umask): nobody else reaches it
+            // until it has its group, then the group's search bit.
+            std::os::unix::fs::chown(dir, None, Some(gid)).map_err(|e| {
+                let _ = std::fs::remove_dir(dir);
+                problem(
+                    dir,
+                    format!("the directory cannot be given group {gid}: run the program as a member of that group"),
+                    Some(e),
+                )
+            })?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o710))
+                .map_err(|e| problem(dir, "the directory's mode cannot be set to 710", Some(e)))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(problem(dir, "the directory cannot be created", Some(e))),
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| problem(dir, "the directory cannot be read", Some(e)))?;
+    if !meta.is_dir() {
+        return Err(problem(
+            dir,
+            "it is not a directory (a symbolic link or a file): remove it",
+            None,
+        ));
+    }
+    if meta.uid() != uid() || meta.gid() != gid {
+        return Err(problem(
+            dir,
+            format!("the directory belongs to user {} and group {}, not to this process's user {} and group {gid}: remove it", meta.uid(), meta.gid(), uid()),
+            None,
+        ));
+    }
+    if meta.mode() & 0o077 != 0o010 {
+        return Err(problem(
+            dir,
+            format!("the directory's mode is {:o}: make it 710 (chmod 710) so that the group reaches the sockets in it and no one else does", meta.mode() & 0o777),
             None,
         ));
     }

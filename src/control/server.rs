@@ -18,19 +18,28 @@ use crate::router::tracer::Tracer;
 /// How long a connection may stay idle (or a frame take to arrive).
 const IDLE: Duration = Duration::from_secs(5);
 
-pub(super) fn serve(listener: UnixListener, tracer: &Tracer, name: &str, counters: &Counters) {
+pub(super) fn serve(
+    listener: UnixListener,
+    tracer: &Tracer,
+    name: &str,
+    group: Option<u32>,
+    counters: &Counters,
+) {
     let started = Instant::now();
     for conn in listener.incoming() {
         if counters.stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = conn else { continue };
-        if !peer_allowed(&stream) {
+        if !peer_allowed(&stream, group) {
             counters.refused.fetch_add(1, Ordering::Relaxed);
             let _ = stream.set_write_timeout(Some(IDLE));
             let reply = Reply::Error(
                 ErrorCode::PermissionDenied,
-                "this endpoint serves its own user only (SO_PEERCRED): run qtrace ctl as the traced program's user".into(),
+                match group {
+                    None => "this endpoint serves its own user only (SO_PEERCRED): run qtrace ctl as the traced program's user".into(),
+                    Some(gid) => format!("this endpoint serves its own user and effective group {gid} only (SO_PEERCRED): run qtrace ctl as the traced program's user, or with that group (sg GROUP -c 'qtrace ctl …')"),
+                },
             );
             let _ = (&stream).write_all(&reply.frame());
             continue;
@@ -46,9 +55,11 @@ pub(super) fn serve(listener: UnixListener, tracer: &Tracer, name: &str, counter
     }
 }
 
-/// The peer's user id is this process's.
-fn peer_allowed(stream: &UnixStream) -> bool {
-    rustix::net::sockopt::socket_peercred(stream).is_ok_and(|c| c.uid.as_raw() == super::uid())
+/// The peer's user id is this process's, or its effective group id is
+/// `group`.
+fn peer_allowed(stream: &UnixStream, group: Option<u32>) -> bool {
+    rustix::net::sockopt::socket_peercred(stream)
+        .is_ok_and(|c| c.uid.as_raw() == super::uid() || group.is_some_and(|g| c.gid.as_raw() == g))
 }
 
 struct Ctx<'a> {

@@ -69,10 +69,11 @@ pub(crate) struct Registry {
     pub(crate) owner_pid: u32,
     /// The tracer's entry in the list the fork handler unroutes.
     pub(crate) fork_node: &'static crate::router::fork::Node,
-    /// [`Config::control`](crate::Config::control): the endpoint name
-    /// [`global::install`](crate::global::install) opens.
+    /// [`Config::control`](crate::Config::control) and
+    /// [`Config::control_group`](crate::Config::control_group): the
+    /// endpoint [`global::install`](crate::global::install) opens.
     #[cfg(all(feature = "control", target_os = "linux"))]
-    pub(crate) control: Option<String>,
+    pub(crate) control: Option<(String, Option<u32>)>,
 }
 
 impl Registry {

@@ -70,10 +70,14 @@ static ENDPOINT: OnceLock<crate::control::Endpoint> = OnceLock::new();
 /// Binds the endpoint `Config::with_control` asked for, if it did.
 #[cfg(all(feature = "control", target_os = "linux"))]
 fn open_control(tracer: &'static Tracer) -> Result<(), ConfigError> {
-    let Some(name) = tracer.control_name() else {
+    let Some((name, group)) = tracer.control_name() else {
         return Ok(());
     };
-    match crate::control::Endpoint::bind(tracer, &name) {
+    let bound = match group {
+        None => crate::control::Endpoint::bind(tracer, &name),
+        Some(gid) => crate::control::Endpoint::bind_with_group(tracer, &name, gid),
+    };
+    match bound {
         Ok(endpoint) => {
             // `install` gets here once: GLOBAL is set once.
             let _ = ENDPOINT.set(endpoint);

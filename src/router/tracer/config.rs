@@ -27,6 +27,8 @@ pub struct Config {
     pub(crate) save_on_panic: bool,
     #[cfg(all(feature = "control", target_os = "linux"))]
     pub(crate) control: Option<String>,
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub(crate) control_group: Option<u32>,
 }
 
 impl Default for Config {
@@ -39,6 +41,8 @@ impl Default for Config {
             save_on_panic: true,
             #[cfg(all(feature = "control", target_os = "linux"))]
             control: None,
+            #[cfg(all(feature = "control", target_os = "linux"))]
+            control_group: None,
         }
     }
 }
@@ -140,6 +144,26 @@ impl Config {
     #[cfg(all(feature = "control", target_os = "linux"))]
     pub fn with_control(mut self, name: impl Into<String>) -> Self {
         self.control = Some(name.into());
+        self
+    }
+
+    /// The group [`Config::with_control_group`] allows; `None` (the
+    /// default): the endpoint serves its own user only.
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub fn control_group(&self) -> Option<u32> {
+        self.control_group
+    }
+
+    /// Lets the processes of group `gid` use the endpoint of
+    /// [`Config::with_control`] too: `global::install` binds it with
+    /// [`Endpoint::bind_with_group`](crate::control::Endpoint::bind_with_group)
+    /// (a 0710 directory and a 0660 socket of that group, in
+    /// [`Endpoint::group_dir`](crate::control::Endpoint::group_dir), and a
+    /// peer served when its effective group is `gid`). Without
+    /// `with_control` it opens nothing.
+    #[cfg(all(feature = "control", target_os = "linux"))]
+    pub fn with_control_group(mut self, gid: u32) -> Self {
+        self.control_group = Some(gid);
         self
     }
 

@@ -190,7 +190,7 @@ impl Tracer {
         };
         #[cfg(all(feature = "control", target_os = "linux"))]
         {
-            tracer.registry.get_mut().control = config.control;
+            tracer.registry.get_mut().control = config.control.map(|n| (n, config.control_group));
         }
         tracer.register_builtin_types().expect("fresh tracer");
         tracer
@@ -224,9 +224,10 @@ impl Tracer {
         self.registry.lock().owner_pid != std::process::id()
     }
 
-    /// [`Config::control`]: the endpoint name `global::install` opens.
+    /// [`Config::control`] and [`Config::control_group`]: the endpoint
+    /// `global::install` opens.
     #[cfg(all(feature = "control", target_os = "linux"))]
-    pub(crate) fn control_name(&self) -> Option<String> {
+    pub(crate) fn control_name(&self) -> Option<(String, Option<u32>)> {
         self.registry.lock().control.clone()
     }
 
