@@ -98,6 +98,8 @@ fn api_names() -> BTreeSet<&'static str> {
         "qtrace::Tracer::with_config" => Tracer::with_config,
         "qtrace::log_event" => qtrace::log_event,
         "qtrace::control::Endpoint::bind" => |t: std::sync::Arc<Tracer>| qtrace::control::Endpoint::bind(t, "n"),
+        "Config::with_control" => |c: qtrace::Config| c.with_control("n"),
+        "qtrace::global::install" => qtrace::global::install,
         "qtrace::classes::Catalog::builtin" => qtrace::classes::Catalog::builtin,
         "class_of" => qtrace::classes::Catalog::class_of,
         "qtrace::filters::Action" => |a: qtrace::filters::Action| a,
