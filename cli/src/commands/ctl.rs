@@ -28,15 +28,48 @@ pub struct CtlArgs {
     pub json: bool,
 }
 
-/// The sockets in this user's endpoint directory ([`Endpoint::dir`]).
+/// The sockets in this user's endpoint directory ([`Endpoint::dir`]),
+/// then in this user's group directories ([`Endpoint::group_dir`]:
+/// `/tmp/qtrace-<uid>-g<gid>`), each directory's sorted by name.
 fn sockets() -> Vec<PathBuf> {
-    std::fs::read_dir(Endpoint::dir())
+    let in_dir = |dir: &std::path::Path| {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let mut all = in_dir(&Endpoint::dir());
+    // `group_dir(0)` is `/tmp/qtrace-<uid>-g0`: its name without the `0`
+    // is what this user's group directories start with.
+    let probe = Endpoint::group_dir(0);
+    let (Some(parent), Some(name)) = (probe.parent(), probe.file_name()) else {
+        return all;
+    };
+    let name = name.to_string_lossy();
+    let prefix = &name[..name.len() - 1];
+    let mut groups: Vec<PathBuf> = std::fs::read_dir(parent)
         .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix(prefix))
+                        .is_some_and(|gid| gid.parse::<u32>().is_ok())
+                })
+                .map(|e| e.path())
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    groups.sort();
+    for g in groups {
+        all.extend(in_dir(&g));
+    }
+    all
 }
 
 /// The endpoint's socket: `target` is a socket path (it has a `/`), or a

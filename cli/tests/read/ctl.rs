@@ -248,3 +248,40 @@ fn live_ctl_without_an_endpoint() {
         "{err}"
     );
 }
+
+/// An endpoint that allows a group (here this process's own group, which
+/// any user may give): `qtrace ctl list` lists it with the others, and its
+/// name finds it.
+#[test]
+fn ctl_list_and_names_reach_group_endpoints() {
+    use std::os::unix::fs::MetadataExt;
+    let out = tempfile::tempdir().unwrap();
+    let t = Arc::new(Tracer::with_config(
+        Config::default().with_output_dir(out.path()),
+    ));
+    // This process's group: the one its new files get.
+    let gid = std::fs::metadata(out.path()).unwrap().gid();
+    let name = format!("grp-{}", std::process::id());
+    let e = Endpoint::bind_with_group(Arc::clone(&t), &name, gid).unwrap();
+    assert!(e.path().starts_with(Endpoint::group_dir(gid)));
+    let (code, text, err) = ctl(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.lines().any(|l| l == e.path().to_str().unwrap()),
+        "{text}"
+    );
+    let (code, text, err) = ctl(&[&name, "status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.starts_with(&format!(
+            "{name} (pid {}): configuring, ",
+            std::process::id()
+        )),
+        "{text}"
+    );
+    drop(e);
+    let (code, _, err) = ctl(&[&name, "status"]);
+    assert_eq!(code, 2, "{err}");
+    // Empty now, unless another endpoint of this group is served.
+    let _ = std::fs::remove_dir(Endpoint::group_dir(gid));
+}
