@@ -11,15 +11,30 @@
 //! Each case does exactly what its namesake in `overhead.rs` does. Time is
 //! the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), as there.
 //!
+//! The streaming queues are measured **with their drain task running**
+//! (issue 33): `online` (its drain task writing to a discarding writer, so
+//! the disk does not set the pace) and `udp` (its sender task sending to a
+//! loopback socket a thread of this bench reads and discards), each with
+//! a 1 ms period so the task is draining while the producer logs, and room
+//! for a whole round (131,072 events) so no event is dropped. After each of
+//! their rounds the bench waits, untimed, until the task has emptied the
+//! queue; the report gives the events dropped (0 expected: a drop would be
+//! the cheap path, not the one measured).
+//!
 //! Run: `cargo bench --bench paired` (a few seconds: a round takes about
 //! 2.5 ms at the BENCHMARKS.md figures; `QTRACE_PAIRED_ROUNDS` sets the
 //! number of rounds, default 1000).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use qtrace::clock::Clock;
-use qtrace::queues::{Circular, CircularParams, Dummy};
+use qtrace::queues::{
+    Circular, CircularParams, DatagramsPerPeriod, Dummy, Online, OnlineParams, Udp, UdpParams,
+};
 use qtrace::storage::RingStorage;
 use qtrace::{Event, Tracer};
 
@@ -71,14 +86,34 @@ fn rtrb_push(
 }
 
 /// The cases, in the order of the report.
-const CASES: [&str; 6] = [
+const CASES: [&str; 8] = [
     "relaxed_load",
     "disabled",
     "floor",
     "circular",
     "peer_rtrb",
     "circular_file",
+    "online",
+    "udp",
 ];
+
+/// Room of the streaming queues: a whole round and as much again.
+const STREAM_CAPACITY: usize = 1 << 17;
+
+/// Waits (untimed) until the queue of `tracer` holds nothing: its task
+/// delivered every event of the round.
+fn wait_drained(tracer: &Tracer) {
+    // The only queue of a bench tracer: the first handle.
+    let q = qtrace::QueueHandle(0);
+    let start = Instant::now();
+    while tracer.counters(q).expect("queue").queued > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the drain task did not empty the queue in 10 s"
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -113,6 +148,35 @@ fn main() {
             .with_ring(RingStorage::File),
         true,
     );
+    let online = tracer_with::<Online>(
+        OnlineParams::default()
+            .with_capacity(STREAM_CAPACITY)
+            .with_period(Duration::from_millis(1))
+            .with_writer(std::io::sink()),
+        true,
+    );
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+    socket
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .expect("timeout");
+    let to = socket.local_addr().expect("address");
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65_536];
+            while !stop.load(Ordering::Relaxed) {
+                let _ = socket.recv(&mut buf);
+            }
+        })
+    };
+    let udp = tracer_with::<Udp>(
+        UdpParams::to(to)
+            .with_capacity(STREAM_CAPACITY)
+            .with_period(Duration::from_millis(1))
+            .with_datagrams_per_period(DatagramsPerPeriod::All),
+        true,
+    );
     let mut array = vec![Event::default(); CAPACITY].into_boxed_slice();
     let (mut producer, mut consumer) = rtrb::RingBuffer::<Event>::new(CAPACITY);
 
@@ -124,9 +188,17 @@ fn main() {
             2 => floor(black_box(&clock), black_box(&mut array)),
             3 => log_loop(black_box(&circular)),
             5 => log_loop(black_box(&circular_file)),
+            6 => log_loop(black_box(&online)),
+            7 => log_loop(black_box(&udp)),
             _ => rtrb_push(black_box(&clock), &mut producer, &mut consumer),
         }
-        (thread_cpu_time() - t0).as_nanos() as f64 / EVENTS as f64
+        let ns = (thread_cpu_time() - t0).as_nanos() as f64 / EVENTS as f64;
+        match case {
+            6 => wait_drained(&online),
+            7 => wait_drained(&udp),
+            _ => {}
+        }
+        ns
     };
     // Warm up: every ring wrapped, every code path hot.
     for _ in 0..20 {
@@ -164,6 +236,10 @@ fn main() {
         (1, 0, "<= 1.2"),
         (3, 4, "< 1"),
         (5, 3, "<= 1.1"),
+        (6, 2, "<= 1.15"),
+        (7, 2, "<= 1.15"),
+        (6, 3, ""),
+        (7, 3, ""),
     ] {
         let (m, below) = ratio(a, b);
         println!(
@@ -173,4 +249,27 @@ fn main() {
             below * 100.0
         );
     }
+    stop.store(true, Ordering::Relaxed);
+    let _ = reader.join();
+    let dropped = |t: &Tracer| t.counters(qtrace::QueueHandle(0)).expect("queue").dropped;
+    println!();
+    println!(
+        "events dropped by the streaming queues (0 expected): online {}, udp {}; CPU: {}",
+        dropped(&online),
+        dropped(&udp),
+        cpu_model()
+    );
+}
+
+/// The CPU model (`/proc/cpuinfo`), for the report: figures differ by host.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
 }

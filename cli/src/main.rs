@@ -229,9 +229,11 @@ enum Command {
     /// (DYLD_LIBRARY_PATH on macOS) and the loader's default folders. The
     /// other subcommands never load DuckDB.
     ///
-    /// Exit status: 2 when an input is not a store or a trace, or a statement
-    /// fails (DuckDB's message is printed; at the prompt, when any failed);
-    /// 1 when the output cannot be written; 4 when `qtrace-sql` or DuckDB's
+    /// Exit status: 2 when an input is not a store or a trace, a trace is
+    /// damaged, or a statement fails (DuckDB's message is printed; at the
+    /// prompt, when any failed); 3 when a trace is cut short (the answer
+    /// covers its events up to the cut; also on a cache hit); 1 when the
+    /// output cannot be written; 4 when `qtrace-sql` or DuckDB's
     /// library is not found (the message says where it looked and how to
     /// get it).
     Sql(sql::SqlArgs),

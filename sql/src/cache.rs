@@ -23,6 +23,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::engine::InputsEnd;
+
 /// Where converted `.qtr` inputs are kept, and how much of the disk they
 /// may take (the whole folder, in bytes).
 ///
@@ -124,21 +126,25 @@ fn fnv1a(offset: u64, bytes: &[u8]) -> u64 {
 
 const IDENTITY: &str = "inputs.txt";
 const NOTES: &str = "notes.txt";
+/// How the inputs ended ([`InputsEnd::word`]): an entry without it (made by
+/// an older qtrace) is a miss, converted again.
+const END: &str = "end.txt";
 
 /// A complete entry for `key`: its folder and its notes, marked as used
 /// now; `None` on a miss.
-pub(crate) fn lookup(cache: &Cache, key: &Key) -> Option<(PathBuf, Vec<String>)> {
+pub(crate) fn lookup(cache: &Cache, key: &Key) -> Option<(PathBuf, Vec<String>, InputsEnd)> {
     let dir = cache.dir.join(&key.name);
     let identity = fs::read_to_string(dir.join(IDENTITY)).ok()?;
     if identity != key.identity {
         return None;
     }
+    let end = InputsEnd::from_word(fs::read_to_string(dir.join(END)).ok()?.trim())?;
     let notes = fs::read_to_string(dir.join(NOTES)).unwrap_or_default();
     // Last use, for the eviction order: the identity file's time.
     if let Ok(f) = fs::File::options().append(true).open(dir.join(IDENTITY)) {
         let _ = f.set_modified(SystemTime::now());
     }
-    Some((dir, notes.lines().map(str::to_owned).collect()))
+    Some((dir, notes.lines().map(str::to_owned).collect(), end))
 }
 
 /// A folder to convert `key`'s entry into (removed first if a run of this
@@ -163,6 +169,7 @@ pub(crate) fn commit(
     key: &Key,
     building: &Path,
     notes: &[String],
+    end: InputsEnd,
 ) -> io::Result<Option<PathBuf>> {
     let size = folder_size(building);
     if size > cache.max_bytes {
@@ -173,6 +180,7 @@ pub(crate) fn commit(
         text.push('\n');
     }
     fs::write(building.join(NOTES), text)?;
+    fs::write(building.join(END), end.word())?;
     // The identity last: an entry without it is never a hit.
     fs::write(building.join(IDENTITY), &key.identity)?;
     let dir = cache.dir.join(&key.name);
@@ -264,7 +272,7 @@ mod tests {
         let b = building(cache, &k).unwrap();
         fs::create_dir_all(b.join("events")).unwrap();
         fs::write(b.join("events/part.parquet"), vec![0u8; bytes]).unwrap();
-        let r = commit(cache, &k, &b, &["a note".into()]).unwrap();
+        let r = commit(cache, &k, &b, &["a note".into()], InputsEnd::Cut).unwrap();
         if r.is_none() {
             fs::remove_dir_all(&b).unwrap();
         }
@@ -279,8 +287,16 @@ mod tests {
         let k = key(std::slice::from_ref(&input)).unwrap();
         assert!(lookup(&c, &k).is_none());
         let dir = entry(&c, &input, 100).unwrap();
-        let (hit, notes) = lookup(&c, &k).unwrap();
-        assert_eq!((hit, notes), (dir, vec!["a note".to_string()]));
+        let (hit, notes, end) = lookup(&c, &k).unwrap();
+        assert_eq!(
+            (hit, notes, end),
+            (dir.clone(), vec!["a note".to_string()], InputsEnd::Cut)
+        );
+        // An entry that does not say how its inputs ended (an older
+        // qtrace's) is a miss: converted again, never taken as whole.
+        fs::remove_file(dir.join(END)).unwrap();
+        assert!(lookup(&c, &k).is_none());
+        fs::write(dir.join(END), "cut").unwrap();
         // Written again (another size): another key, a miss.
         fs::write(&input, b"longer").unwrap();
         let k2 = key(std::slice::from_ref(&input)).unwrap();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use duckdb::arrow::record_batch::RecordBatch;
 use duckdb::{Config, Connection};
-use qtrace::reader::TraceReader;
+use qtrace::reader::{Completeness, TraceReader};
 
 use crate::cache::{self, Cache};
 use crate::output::Printer;
@@ -75,6 +75,49 @@ pub struct Engine {
     /// Where `.qtr` inputs were converted (removed on drop).
     _scratch: Option<tempfile::TempDir>,
     notes: Vec<String>,
+    end: InputsEnd,
+}
+
+/// How the `.qtr` inputs of an [`Engine`] ended (FORMAT.md 1.5), the worst
+/// of them: what `qtrace sql`'s exit status says, as the other commands'
+/// (3 for a cut input, 2 for a damaged one), also on a cache hit.
+///
+/// ```
+/// use qtrace_sql::InputsEnd;
+/// assert!(InputsEnd::Damaged > InputsEnd::Cut && InputsEnd::Cut > InputsEnd::Whole);
+/// assert_eq!(InputsEnd::default(), InputsEnd::Whole);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InputsEnd {
+    /// Every input complete, or of unknown completeness (written before
+    /// close records), or no `.qtr` input at all.
+    #[default]
+    Whole,
+    /// An input cut short (no close record: its writer died, its disk
+    /// filled); its events up to the cut are in the tables.
+    Cut,
+    /// An input damaged (a record that does not decode, or a close record
+    /// that disagrees with the file); its events before the damage are in
+    /// the tables.
+    Damaged,
+}
+
+impl InputsEnd {
+    /// The word kept in a cache entry.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            InputsEnd::Whole => "whole",
+            InputsEnd::Cut => "cut",
+            InputsEnd::Damaged => "damaged",
+        }
+    }
+
+    /// The end a cache entry's word says; `None` for another word.
+    pub(crate) fn from_word(w: &str) -> Option<InputsEnd> {
+        [InputsEnd::Whole, InputsEnd::Cut, InputsEnd::Damaged]
+            .into_iter()
+            .find(|e| e.word() == w)
+    }
 }
 
 impl Engine {
@@ -98,6 +141,7 @@ impl Engine {
             conn,
             _scratch: None,
             notes: Vec::new(),
+            end: InputsEnd::Whole,
         })
     }
 
@@ -167,9 +211,9 @@ impl Engine {
                 Some(dir) => stores.push(dir),
                 None => {
                     let scratch = scratch_dir(&traces[0])?;
-                    engine
-                        .notes
-                        .extend(convert(&traces, scratch.path(), progress)?);
+                    let (notes, end) = convert(&traces, scratch.path(), progress)?;
+                    engine.notes.extend(notes);
+                    engine.end = end;
                     stores.push(scratch.path().to_path_buf());
                     engine._scratch = Some(scratch);
                 }
@@ -202,8 +246,9 @@ impl Engine {
                 return Ok(None);
             }
         };
-        if let Some((dir, notes)) = cache::lookup(cache, &key) {
+        if let Some((dir, notes, end)) = cache::lookup(cache, &key) {
             self.notes.extend(notes);
+            self.end = end;
             return Ok(Some(dir));
         }
         let building = match cache::building(cache, &key) {
@@ -213,15 +258,16 @@ impl Engine {
                 return Ok(None);
             }
         };
-        let notes = match convert(traces, &building, progress) {
+        let (notes, end) = match convert(traces, &building, progress) {
             Ok(n) => n,
             Err(e) => {
                 let _ = fs::remove_dir_all(&building);
                 return Err(e);
             }
         };
-        let kept = cache::commit(cache, &key, &building, &notes);
+        let kept = cache::commit(cache, &key, &building, &notes, end);
         self.notes.extend(notes);
+        self.end = end;
         match kept {
             Ok(Some(dir)) => {
                 self.notes.push(format!(
@@ -262,6 +308,12 @@ impl Engine {
     /// or cut trace files (their events up to the damage are in the tables).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// How the `.qtr` inputs ended, the worst of them (the same on a cache
+    /// hit as when they were converted); [`InputsEnd::Whole`] for stores.
+    pub fn inputs_end(&self) -> InputsEnd {
+        self.end
     }
 
     /// Makes `events`, `losses`, `payloads` and `streams` views over the
@@ -421,12 +473,13 @@ fn scratch_dir(first: &Path) -> Result<tempfile::TempDir, Error> {
 }
 
 /// Converts `traces` (one run each, merged in time order) into the tables
-/// under `out`; returns the notes on damaged and cut files.
+/// under `out`; returns the notes on damaged and cut files, and how the
+/// inputs ended.
 fn convert(
     traces: &[PathBuf],
     out: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<String>, Error> {
+) -> Result<(Vec<String>, InputsEnd), Error> {
     let mut inputs = Vec::with_capacity(traces.len());
     let mut total = 0u64;
     for path in traces {
@@ -449,20 +502,33 @@ fn convert(
         cause,
     })?;
     let mut notes = Vec::new();
+    let mut worst = InputsEnd::Whole;
     for e in &report.damaged {
         notes.push(format!(
             "{e} (its events before the damage are in the tables)"
         ));
+        worst = InputsEnd::Damaged;
     }
     for (path, end) in traces.iter().zip(&report.ends) {
-        if end.is_some_and(|c| c.is_complete() == Some(false)) {
-            notes.push(format!(
-                "{}: cut short or its close record disagrees with it (qtrace stats says more)",
-                path.display()
-            ));
+        match end {
+            Some(Completeness::Cut { .. }) => {
+                notes.push(format!(
+                    "{}: cut short, no close record (its events up to the cut are in the tables; qtrace stats says more)",
+                    path.display()
+                ));
+                worst = worst.max(InputsEnd::Cut);
+            }
+            Some(Completeness::Mismatch { .. }) => {
+                notes.push(format!(
+                    "{}: damaged, its close record disagrees with it (qtrace stats says more)",
+                    path.display()
+                ));
+                worst = InputsEnd::Damaged;
+            }
+            _ => {}
         }
     }
-    Ok(notes)
+    Ok((notes, worst))
 }
 
 /// Whether `dir` holds a `*.parquet` file at any depth (hidden entries and

@@ -39,7 +39,7 @@ mod prompt;
 mod views;
 
 pub use cache::Cache;
-pub use engine::{Engine, Options, Progress};
+pub use engine::{Engine, InputsEnd, Options, Progress};
 pub use error::Error;
 pub use output::{Format, Printer};
 pub use prompt::prompt;

@@ -355,6 +355,29 @@ impl PartSet {
         }
     }
 
+    /// Hands the held rows of a table to the encoder when `n` more could
+    /// take it past [`BATCH_ROWS`]: a batch is one data page, and FORMAT.md
+    /// 7.2 bounds a page at 65,536 rows. Call before pushing `n` records
+    /// (each makes at most one row of `events`, `losses` and `jobs`).
+    ///
+    /// # Errors
+    /// [`StoreError`] when writing failed.
+    #[inline]
+    pub fn make_room(&mut self, n: usize) -> Result<(), StoreError> {
+        if self.events.len() + n > BATCH_ROWS {
+            self.send_events()?;
+        }
+        if self.losses.len() + n > BATCH_ROWS {
+            let b = self.losses.batch(&self.dict)?;
+            self.send(1, b)?;
+        }
+        if self.job_rows.len() + n > BATCH_ROWS {
+            let b = self.job_rows.batch(&self.dict)?;
+            self.send(4, b)?;
+        }
+        Ok(())
+    }
+
     /// Hands full batches to the encoder (call after pushing rows).
     ///
     /// # Errors

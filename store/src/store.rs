@@ -782,6 +782,12 @@ impl StreamSink for Store {
         let Some((i, k)) = self.place() else {
             return;
         };
+        // Room first: the batch (a data page) stays within BATCH_ROWS.
+        match self.slots[k].as_mut().map(|o| o.set.make_room(1)) {
+            Some(Ok(())) => {}
+            Some(Err(err)) => return self.fail(err),
+            None => return,
+        }
         let s = &mut self.streams[i];
         let Some(open) = self.slots[k].as_mut() else {
             return;
@@ -798,6 +804,15 @@ impl StreamSink for Store {
         let Some((i, k)) = self.place() else {
             return;
         };
+        // Room first: the batch (a data page) stays within BATCH_ROWS.
+        match self.slots[k]
+            .as_mut()
+            .map(|o| o.set.make_room(raw.len() / RECORD_LEN))
+        {
+            Some(Ok(())) => {}
+            Some(Err(err)) => return self.fail(err),
+            None => return,
+        }
         let s = &mut self.streams[i];
         let Some(open) = self.slots[k].as_mut() else {
             return;

@@ -238,3 +238,82 @@ fn a_second_query_over_unchanged_files_reads_the_cache() {
     let left: Vec<_> = std::fs::read_dir(&small).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_cut_or_damaged_trace_sets_the_status_also_from_the_cache() {
+    use qtrace::classes::{user, Catalog};
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, QueueTotals, TraceHeader};
+    use qtrace::Event;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let c = cache.to_str().unwrap().to_string();
+    let query = "SELECT count(*) FROM events";
+    let run = |trace: &Path| {
+        let o = qtrace(
+            &[
+                "sql",
+                "--format",
+                "csv",
+                "--cache-dir",
+                &c,
+                trace.to_str().unwrap(),
+                query,
+            ],
+            "",
+        );
+        (
+            o.status.code(),
+            text(&o.stdout).to_string(),
+            text(&o.stderr).to_string(),
+        )
+    };
+    // Whole (a writer that closes its files, 1.5): 0.
+    let whole = dir.path().join("whole.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+        .with_close_run(true);
+    let mut w = create_trace_file(&whole, &header).unwrap();
+    for i in 0..1000u64 {
+        w.write_event(&Event::new(10 * i, user::USER0, 1, [i, 0]))
+            .unwrap();
+    }
+    let totals = QueueTotals {
+        accepted: 1000,
+        dropped: 0,
+        overwritten: 0,
+        delivered: 1000,
+    };
+    w.finish_with_close(10_000, totals).unwrap();
+    let (code, out, err) = run(&whole);
+    assert_eq!(code, Some(0), "{err}");
+    let rows = out.lines().nth(1).unwrap().to_string();
+    // Cut short (the close run's three records gone): 3, with the events
+    // before the cut answered; the same from the cache, note and all.
+    let cut = dir.path().join("cut.qtr");
+    let bytes = std::fs::read(&whole).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 3 * 32]).unwrap();
+    for pass in ["converted", "cached"] {
+        let (code, out, err) = run(&cut);
+        assert_eq!(code, Some(3), "{pass}: {err}");
+        assert_eq!(out.lines().nth(1).unwrap(), rows, "{pass}");
+        assert!(
+            err.contains("cut.qtr: cut short, no close record"),
+            "{pass}: {err}"
+        );
+    }
+    // Damaged (the close run's record count off by one): 2, both times.
+    let damaged = dir.path().join("damaged.qtr");
+    let mut bytes = bytes.clone();
+    let at = bytes.len() - 16;
+    let n = u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..at + 8].copy_from_slice(&(n + 1).to_be_bytes());
+    std::fs::write(&damaged, &bytes).unwrap();
+    for pass in ["converted", "cached"] {
+        let (code, _, err) = run(&damaged);
+        assert_eq!(code, Some(2), "{pass}: {err}");
+        assert!(
+            err.contains("damaged.qtr: damaged, its close record disagrees"),
+            "{pass}: {err}"
+        );
+    }
+}

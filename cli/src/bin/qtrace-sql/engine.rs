@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use qtrace_sql::{prompt, Cache, Engine, Error, Format, Options, Printer};
+use qtrace_sql::{prompt, Cache, Engine, Error, Format, InputsEnd, Options, Printer};
 
 use crate::args::SqlArgs;
 use crate::spine::io::with_stdout;
@@ -70,7 +70,14 @@ pub fn run(args: SqlArgs) -> Exit {
     for note in engine.notes() {
         eprintln!("qtrace sql: {note}");
     }
-    match query {
+    // A cut or damaged .qtr input sets the status as for the other
+    // commands, the query's answer printed all the same.
+    let inputs = match engine.inputs_end() {
+        InputsEnd::Whole => Exit::Ok,
+        InputsEnd::Cut => Exit::Cut,
+        InputsEnd::Damaged => Exit::BadInput,
+    };
+    let answered = match query {
         // A dot command (`.views`, `.help`) as the query: as at the prompt.
         Some(q) if q.trim_start().starts_with('.') => with_stdout(|out| {
             let failed = prompt(
@@ -111,7 +118,8 @@ pub fn run(args: SqlArgs) -> Exit {
             )?;
             Ok(if failed > 0 { Exit::BadInput } else { Exit::Ok })
         }),
-    }
+    };
+    answered.and(inputs)
 }
 
 /// A bar on stderr while .qtr inputs are converted; hidden when stderr is
