@@ -21,6 +21,14 @@
 //! queue; the report gives the events dropped (0 expected: a drop would be
 //! the cheap path, not the one measured).
 //!
+//! **A control-command flood** (issue 36): with the feature `control` and
+//! `QTRACE_PAIRED_FLOOD=1`, the `circular` case's tracer serves a control
+//! endpoint and a thread of the bench sends it `status` requests back to
+//! back for the whole run (each reads every queue's counters); the report
+//! gives the requests a second. Compare `circular` / `floor` with and
+//! without (`cargo bench -p qtrace-benches --features control --bench
+//! paired`, the variable set in one run and not in the next).
+//!
 //! Run: `cargo bench --bench paired` (a few seconds: a round takes about
 //! 2.5 ms at the BENCHMARKS.md figures; `QTRACE_PAIRED_ROUNDS` sets the
 //! number of rounds, default 1000).
@@ -140,6 +148,8 @@ fn main() {
             .with_ring(RingStorage::Memory),
         true,
     );
+    #[cfg(feature = "control")]
+    let (circular, flood) = flood::start(circular);
     // The same queue with its rings in a ring file (the default), which
     // survives a crash of the process.
     let circular_file = tracer_with::<Circular>(
@@ -251,6 +261,11 @@ fn main() {
     }
     stop.store(true, Ordering::Relaxed);
     let _ = reader.join();
+    #[cfg(feature = "control")]
+    if let Some(f) = flood {
+        println!();
+        println!("{}", f.stop());
+    }
     let dropped = |t: &Tracer| t.counters(qtrace::QueueHandle(0)).expect("queue").dropped;
     println!();
     println!(
@@ -272,4 +287,82 @@ fn cpu_model() -> String {
                 .map(|m| m.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// The control-command flood (see the module documentation).
+#[cfg(feature = "control")]
+mod flood {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::thread::JoinHandle;
+    use std::time::Instant;
+
+    use qtrace::control::{Endpoint, Reply, Request};
+    use qtrace::Tracer;
+
+    /// A flood running against a tracer's endpoint.
+    pub struct Flood {
+        _endpoint: Endpoint,
+        stop: Arc<AtomicBool>,
+        sent: Arc<AtomicU64>,
+        since: Instant,
+        client: JoinHandle<()>,
+    }
+
+    /// The tracer (leaked: an endpoint holds its tracer for good) and, when
+    /// `QTRACE_PAIRED_FLOOD=1`, its endpoint flooded with `status`.
+    pub fn start(tracer: Tracer) -> (&'static Tracer, Option<Flood>) {
+        let tracer: &'static Tracer = Box::leak(Box::new(tracer));
+        if std::env::var("QTRACE_PAIRED_FLOOD").as_deref() != Ok("1") {
+            return (tracer, None);
+        }
+        let endpoint = Endpoint::bind(tracer, "paired-flood").expect("bind the endpoint");
+        let path = endpoint.path().to_path_buf();
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let client = {
+            let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
+            std::thread::spawn(move || {
+                let mut s = UnixStream::connect(&path).expect("connect to the endpoint");
+                let request = Request::Status.frame();
+                let mut body = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    s.write_all(&request).expect("send status");
+                    let mut len = [0u8; 4];
+                    s.read_exact(&mut len).expect("a reply");
+                    body.resize(u32::from_be_bytes(len) as usize, 0);
+                    s.read_exact(&mut body).expect("its body");
+                    assert!(
+                        matches!(Reply::parse(&body), Ok(Reply::Status(_))),
+                        "status answered"
+                    );
+                    sent.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let flood = Flood {
+            _endpoint: endpoint,
+            stop,
+            sent,
+            since: Instant::now(),
+            client,
+        };
+        (tracer, Some(flood))
+    }
+
+    impl Flood {
+        /// Stops the client; what it did, as a line of the report.
+        pub fn stop(self) -> String {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = self.client.join();
+            let n = self.sent.load(Ordering::Relaxed);
+            let secs = self.since.elapsed().as_secs_f64();
+            format!(
+                "control flood: {n} status requests answered in {secs:.1} s ({:.0} a second) against the circular case's tracer",
+                n as f64 / secs
+            )
+        }
+    }
 }
