@@ -61,6 +61,7 @@ impl FlowTable {
     }
 
     /// Whether the catalog has no flow.
+    #[cfg_attr(not(test), allow(dead_code))] // the tests use it
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -121,6 +122,7 @@ impl FlowTracker {
         &self.table
     }
 
+    #[cfg_attr(not(test), allow(dead_code))] // the tests use it
     /// Flow records no instance took: steps and ends of no open instance,
     /// begins past [`MAX_OPEN_FLOWS`].
     pub fn unpaired(&self) -> u64 {
@@ -128,6 +130,7 @@ impl FlowTracker {
     }
 
     /// Instances begun and not ended (so far).
+    #[cfg_attr(not(test), allow(dead_code))] // the tests use it
     pub fn open(&self) -> usize {
         self.open.len()
     }

@@ -292,9 +292,9 @@ impl<const N: usize> StaticScope<N> {
 #[doc(hidden)]
 pub mod __private {
     pub use super::{StaticCatalog, StaticCounter, StaticEvent, StaticFlow, StaticScope};
-    pub use qtrace_core::classes::flow::FLOW_ARGS;
     pub use crate::ClassId;
     pub use crate::EventId;
+    pub use qtrace_core::classes::flow::FLOW_ARGS;
     pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 
     /// The sum of `widths[..n]`.

@@ -1,0 +1,179 @@
+//! How readers show flows (FORMAT.md 1.3.3): declared by `classes!`, logged
+//! by `Tracer::flow_begin/step/end`, exported to Perfetto (flow ids on the
+//! instants, read back with Perfetto's protos by `scripts/check-perfetto.py`)
+//! and to Chrome JSON (`s`/`t`/`f` events).
+
+use qtrace::export::chrome::ChromeWriter;
+use qtrace::export::perfetto::PerfettoWriter;
+use qtrace::export::{self};
+use qtrace::macros::FlowId;
+use qtrace::Event;
+use serde_json::json;
+
+use crate::common::perfetto_decode::decode;
+
+qtrace::classes! {
+    static CATALOG;
+    mod net: "the network" {
+        flow PACKET = "packet": "a packet through the stack" ();
+        flow CALL = "call": "a remote call" ();
+    }
+}
+
+fn catalog() -> qtrace::classes::Catalog {
+    let mut c = qtrace::classes::Catalog::builtin();
+    c.define_static(&CATALOG).unwrap();
+    c
+}
+
+/// Sources 0 and 1 both begin a packet with id 5; the packet of source 0
+/// steps on source 2 and ends on source 1, that of source 1 ends on source
+/// 0; then an end of no open instance, and a call begun and never ended.
+fn flow_trace() -> Vec<Event> {
+    let (a, b) = (FlowId::new(0, 5), FlowId::new(1, 5));
+    let p = net::PACKET;
+    vec![
+        Event::new(1_000, p.begin(), 0, a.args()),
+        Event::new(1_100, p.begin(), 1, b.args()),
+        Event::new(1_200, p.step(), 2, a.args()),
+        Event::new(1_300, p.end(), 1, a.args()),
+        Event::new(1_400, p.end(), 0, b.args()),
+        Event::new(1_500, p.end(), 0, b.args()), // already ended: no flow event
+        Event::new(1_600, net::CALL.begin(), 2, FlowId::new(2, 5).args()),
+    ]
+}
+
+#[test]
+fn classes_declares_three_flow_events() {
+    use qtrace::macros::FlowPhase;
+    let c = catalog();
+    assert_eq!(net::PACKET.begin(), qtrace::EventId(0x17));
+    assert_eq!(net::CALL.begin(), qtrace::EventId(0x1a));
+    assert_eq!(c.event_name(net::PACKET.step()), Some("packet.flow_step"));
+    assert_eq!(
+        c.event(net::PACKET.end()).unwrap().description,
+        "end: a packet through the stack"
+    );
+    assert_eq!(c.event(net::CALL.begin()).unwrap().args, ["flow", "origin"]);
+    assert_eq!(c.flow_of(net::CALL.step()), Some(("call", FlowPhase::Step)));
+    assert_eq!(c.flow("net:call"), Some(net::CALL));
+    assert_eq!(c.flow("net:nope"), None);
+    assert_eq!(c.flow_of(qtrace::classes::system::SCHEDULE), None);
+}
+
+#[test]
+fn tracer_logs_begin_step_end_with_the_origin() {
+    use qtrace::queues::{Fixed, FixedParams};
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = qtrace::Tracer::with_config(qtrace::Config::default().with_output_dir(dir.path()));
+    tracer.define_classes(&CATALOG).unwrap();
+    let q = tracer
+        .create_queue::<Fixed>(FixedParams::default().with_capacity(16))
+        .unwrap();
+    tracer.assign_class(net::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    let f = std::thread::scope(|s| {
+        s.spawn(|| {
+            qtrace::source::set_current(7);
+            tracer.flow_begin(net::PACKET, 42)
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(f, FlowId::new(7, 42));
+    qtrace::source::set_current(3);
+    tracer.flow_step(net::PACKET, f);
+    tracer.flow_end(net::PACKET, f);
+    let report = tracer.shutdown().unwrap();
+    let path = &report.queues[q.index()].status.files[0];
+    let got: Vec<(u16, u32, [u64; 2])> = qtrace::reader::TraceReader::open(path)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.id.0 >= 0x17)
+        .map(|e| (e.id.0, e.source, e.args))
+        .collect();
+    assert_eq!(
+        got,
+        [(0x17, 7, [42, 7]), (0x18, 3, [42, 7]), (0x19, 3, [42, 7])]
+    );
+}
+
+#[test]
+fn perfetto_links_each_instance_in_the_flow_table() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let w = PerfettoWriter::new(&catalog(), 0, file.reopen().unwrap()).unwrap();
+    let stats = export::convert(w, flow_trace()).unwrap();
+    assert_eq!(stats.events, 7);
+    let path = file.into_temp_path();
+    let Some(got) = decode(&path, false) else {
+        return;
+    };
+    // [flow id, out time, out track, out name, in time, in track, in name]:
+    // instance 1 is (origin 0, id 5), instance 2 (origin 1, id 5); the call
+    // (instance 3) has one event, so no link.
+    assert_eq!(
+        got["flows"],
+        json!([
+            [
+                1,
+                1000,
+                "source 0",
+                "packet.flow_begin",
+                1200,
+                "source 2",
+                "packet.flow_step"
+            ],
+            [
+                1,
+                1200,
+                "source 2",
+                "packet.flow_step",
+                1300,
+                "source 1",
+                "packet.flow_end"
+            ],
+            [
+                2,
+                1100,
+                "source 1",
+                "packet.flow_begin",
+                1400,
+                "source 0",
+                "packet.flow_end"
+            ],
+        ])
+    );
+    // Every flow record is still its instant.
+    assert_eq!(got["instant_total"], 7);
+}
+
+#[test]
+fn chrome_writes_s_t_f_events_after_the_instants() {
+    let mut out = Vec::new();
+    let w = ChromeWriter::new(&catalog(), 0, &mut out).unwrap();
+    export::convert(w, flow_trace()).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"flow\""))
+        .map(|l| l.trim_end_matches(','))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"{"ph":"s","name":"net:packet","cat":"flow","id":1,"ts":1.000,"pid":1,"tid":0}"#,
+            r#"{"ph":"s","name":"net:packet","cat":"flow","id":2,"ts":1.100,"pid":1,"tid":1}"#,
+            r#"{"ph":"t","name":"net:packet","cat":"flow","id":1,"ts":1.200,"pid":1,"tid":2}"#,
+            r#"{"ph":"f","name":"net:packet","cat":"flow","id":1,"ts":1.300,"pid":1,"tid":1,"bp":"e"}"#,
+            r#"{"ph":"f","name":"net:packet","cat":"flow","id":2,"ts":1.400,"pid":1,"tid":0,"bp":"e"}"#,
+            r#"{"ph":"s","name":"net:call","cat":"flow","id":3,"ts":1.600,"pid":1,"tid":2}"#,
+        ]
+    );
+    // The document parses; each flow record is also its instant, with its
+    // id and origin.
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let instants: Vec<_> = events.iter().filter(|e| e["ph"] == "i").collect();
+    assert_eq!(instants.len(), 7);
+    assert_eq!(instants[2]["args"], json!({"flow": 5, "origin": 0}));
+}
