@@ -177,3 +177,104 @@ fn chrome_writes_s_t_f_events_after_the_instants() {
     assert_eq!(instants.len(), 7);
     assert_eq!(instants[2]["args"], json!({"flow": 5, "origin": 0}));
 }
+
+/// Two CPUs: a semaphore signal releases a blocked task, interrupts
+/// activate tasks (one scheduled, one never, one with a loss between), and
+/// a wait that did not block is released by nobody.
+pub(crate) fn wake_trace() -> Vec<Event> {
+    use qtrace::classes::{lowlevel, semaphore, system, tracer};
+    vec![
+        Event::new(0, system::SCHEDULE, 0, [1, 0]),
+        Event::new(100, semaphore::WAIT, 0, [1, 7]), // task 1 waits on sem 7...
+        Event::new(150, system::SCHEDULE, 0, [2, 0]), // ...and blocks
+        Event::new(200, system::SCHEDULE, 1, [3, 0]),
+        Event::new(300, semaphore::SIGNAL, 1, [3, 7]), // releases task 1
+        Event::new(450, system::SCHEDULE, 0, [1, 0]),  // 150 ns later
+        Event::new(500, system::ENDCYCLE, 1, [3, 0]),
+        Event::new(1_000, lowlevel::INTERRUPT, 1, [9, 0]),
+        Event::new(1_050, system::ACTIVATE, 1, [3, 0]), // woken by irq 9
+        Event::new(1_300, system::SCHEDULE, 1, [3, 0]), // 300 ns after the irq
+        Event::new(1_400, semaphore::WAIT, 0, [1, 8]),  // does not block
+        Event::new(1_500, semaphore::SIGNAL, 1, [3, 8]), // releases no one
+        Event::new(1_600, semaphore::SIGNAL, 0, [1, 8]),
+        Event::new(1_700, lowlevel::INTERRUPT, 0, [9, 0]),
+        Event::new(1_750, system::ACTIVATE, 0, [4, 0]), // never scheduled
+        Event::new(1_800, lowlevel::INTERRUPT, 1, [5, 0]),
+        Event::new(1_810, system::ACTIVATE, 1, [2, 0]), // woken by irq 5
+        Event::new(1_850, tracer::HOOPS, 1, [2, 0]),
+        Event::new(1_900, system::SCHEDULE, 1, [2, 0]), // a loss between
+    ]
+}
+
+#[test]
+fn analyze_derives_wake_flows_and_latency_per_task() {
+    use qtrace::analysis::{AnalysisOptions, Analyzer};
+    use qtrace::analysis::{WakeCause, WakeFlow};
+    let mut a = Analyzer::new(
+        &qtrace::classes::Catalog::builtin(),
+        AnalysisOptions::default(),
+    );
+    for e in wake_trace() {
+        a.push(&e);
+    }
+    let r = a.finish();
+    let flow = |task, cause, from_ns, from_source, to_ns, to_source, lossy| WakeFlow {
+        task,
+        cause,
+        from_ns,
+        from_source,
+        to_ns,
+        to_source,
+        lossy,
+    };
+    assert_eq!(
+        r.wake_flows,
+        [
+            flow(
+                1,
+                WakeCause::Signal { sem: 7, by: 3 },
+                300,
+                1,
+                450,
+                0,
+                false
+            ),
+            flow(
+                3,
+                WakeCause::Interrupt { irq: 9 },
+                1_000,
+                1,
+                1_300,
+                1,
+                false
+            ),
+            flow(2, WakeCause::Interrupt { irq: 5 }, 1_800, 1, 1_900, 1, true),
+        ]
+    );
+    assert_eq!(r.wake_flows_over, 0);
+    let per_task: Vec<_> = r
+        .tasks
+        .iter()
+        .map(|(&id, t)| {
+            let s = t.wakeups.summary();
+            (
+                id,
+                t.woken_by_signal,
+                t.woken_by_irq,
+                t.wakeups_unscheduled,
+                t.wakeups_lossy,
+                s.count,
+                s.max,
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_task,
+        [
+            (1, 1, 0, 0, 0, 1, 150),
+            (2, 0, 1, 0, 1, 0, 0),
+            (3, 0, 1, 0, 0, 1, 300),
+            (4, 0, 1, 1, 0, 0, 0),
+        ]
+    );
+}

@@ -136,3 +136,65 @@ impl StaticFlow {
         }
     }
 }
+
+/// What woke a task, in a flow the analysis derives from the built-in
+/// classes (no flow event is logged for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WakeCause {
+    /// A `semaphore:signal` of task `by` on semaphore `sem` released it.
+    Signal {
+        /// The semaphore.
+        sem: u64,
+        /// The task that signalled.
+        by: u64,
+    },
+    /// Interrupt `irq`'s handler activated it (`system:activate`).
+    Interrupt {
+        /// The interrupt number.
+        irq: u64,
+    },
+}
+
+/// A derived flow: from what woke a task to its next `system:schedule`.
+/// Its wake-up latency is `to_ns - from_ns`.
+///
+/// ```
+/// use qtrace_core::classes::flow::{WakeCause, WakeFlow};
+///
+/// let f = WakeFlow {
+///     task: 4,
+///     cause: WakeCause::Interrupt { irq: 9 },
+///     from_ns: 1_000,
+///     from_source: 0,
+///     to_ns: 1_250,
+///     to_source: 1,
+///     lossy: false,
+/// };
+/// assert_eq!(f.latency_ns(), 250);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WakeFlow {
+    /// The task woken.
+    pub task: u64,
+    /// What woke it.
+    pub cause: WakeCause,
+    /// The time of the signal, or of the interrupt.
+    pub from_ns: u64,
+    /// The source that logged the signal or the interrupt.
+    pub from_source: u32,
+    /// The time of the task's next `system:schedule`.
+    pub to_ns: u64,
+    /// The source it was scheduled on.
+    pub to_source: u32,
+    /// Whether events were lost between the two (its latency is then left
+    /// out of the figures).
+    pub lossy: bool,
+}
+
+impl WakeFlow {
+    /// The wake-up latency: schedule time minus wake time (0 if the times
+    /// go back).
+    pub const fn latency_ns(&self) -> u64 {
+        self.to_ns.saturating_sub(self.from_ns)
+    }
+}
