@@ -486,7 +486,8 @@ fn counters_and_flows_views_hold_exact_rows() {
              FROM flows ORDER BY time_ns",
         )
         .unwrap();
-    let got: Vec<(i64, u32, String, String, u32, u64, Option<u64>)> = stmt
+    type FlowRow = (i64, u32, String, String, u32, u64, Option<u64>);
+    let got: Vec<FlowRow> = stmt
         .query_map([], |r| {
             Ok((
                 r.get(0)?,
