@@ -122,7 +122,6 @@ impl FlowTracker {
         &self.table
     }
 
-    #[cfg_attr(not(test), allow(dead_code))] // the tests use it
     /// Flow records no instance took: steps and ends of no open instance,
     /// begins past [`MAX_OPEN_FLOWS`].
     pub fn unpaired(&self) -> u64 {

@@ -852,7 +852,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         self.slices.finish(self.end, &mut edges);
         self.edges = edges;
         self.draw_edges()?;
-        self.stats.unpaired += self.slices.unpaired();
+        self.stats.unpaired += self.slices.unpaired() + self.flows.unpaired();
         self.out.write_all(b"\n]}\n").map_err(io_err)?;
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)

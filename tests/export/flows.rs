@@ -103,7 +103,7 @@ fn perfetto_links_each_instance_in_the_flow_table() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let w = PerfettoWriter::new(&catalog(), 0, file.reopen().unwrap()).unwrap();
     let stats = export::convert(w, flow_trace()).unwrap();
-    assert_eq!(stats.events, 7);
+    assert_eq!((stats.events, stats.unpaired), (7, 1)); // the second end
     let path = file.into_temp_path();
     let Some(got) = decode(&path, false) else {
         return;
@@ -151,7 +151,8 @@ fn perfetto_links_each_instance_in_the_flow_table() {
 fn chrome_writes_s_t_f_events_after_the_instants() {
     let mut out = Vec::new();
     let w = ChromeWriter::new(&catalog(), 0, &mut out).unwrap();
-    export::convert(w, flow_trace()).unwrap();
+    let stats = export::convert(w, flow_trace()).unwrap();
+    assert_eq!(stats.unpaired, 1); // the second end
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text
         .lines()

@@ -408,7 +408,7 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.enter(seq);
             self.edge(edge, None)?;
         }
-        self.stats.unpaired += self.slices.unpaired();
+        self.stats.unpaired += self.slices.unpaired() + self.flows.unpaired();
         self.flush_all(false)?;
         if let Some(z) = &mut self.zipper {
             z.drain(&mut self.out).map_err(io_err)?;
