@@ -279,3 +279,54 @@ fn analyze_derives_wake_flows_and_latency_per_task() {
         ]
     );
 }
+
+/// CTF: flow and counter records are events with plain fields, named by
+/// their argument names (`flow`, `origin`; the kind and unit of a counter),
+/// as babeltrace2 reads them.
+#[test]
+fn ctf_shows_flow_and_counter_records_as_plain_fields() {
+    use crate::common::babeltrace2::babeltrace2_text;
+    use qtrace::classes::ClassSpec;
+    use qtrace::export::ctf::CtfWriter;
+    use qtrace::export::EventSink;
+    use qtrace::macros::CounterKind;
+    let mut catalog = catalog();
+    let sched = catalog
+        .define(ClassSpec::new("sched", "the scheduler").counter(
+            "ready",
+            "tasks ready",
+            CounterKind::U64,
+            "tasks",
+        ))
+        .unwrap();
+    let ready = sched.event("ready.counter").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = CtfWriter::create(dir.path(), &catalog, 0).unwrap();
+    for e in [
+        Event::new(1_000, net::PACKET.begin(), 0, FlowId::new(0, 5).args()),
+        Event::new(1_300, net::PACKET.end(), 1, FlowId::new(0, 5).args()),
+        Event::new(1_400, ready, 1, [3, 0]),
+    ] {
+        w.push(&e).unwrap();
+    }
+    let stats = w.finish().unwrap();
+    assert_eq!(stats.events, 3);
+    let Some(out) = babeltrace2_text(dir.path()) else {
+        return;
+    };
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Each line: `[time] (+delta) name: { cpu_id = N }, { fields }`.
+    let fields: Vec<&str> = text
+        .lines()
+        .map(|l| &l[l.find(") ").unwrap() + 2..])
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "net:packet.flow_begin: { source = 0 }, { flow = 5, origin = 0 }",
+            "net:packet.flow_end: { source = 1 }, { flow = 5, origin = 0 }",
+            "sched:ready.counter: { source = 1 }, { u64 = 3, tasks = 0 }",
+        ],
+        "{text}"
+    );
+}
