@@ -36,15 +36,22 @@ impl FlowTable {
             by_event: vec![None; catalog.event_count()],
         };
         for class in catalog.classes() {
-            let find = |stem: &str, phase: FlowPhase| {
-                class
-                    .events()
-                    .find(|&x| catalog.flow_of(x) == Some((stem, phase)))
-            };
+            // The class's flow events by (stem, phase): one walk, so a
+            // catalog of many events costs no more than its size.
+            let mut by_name = std::collections::HashMap::new();
+            for id in class.events() {
+                if let Some(key) = catalog.flow_of(id) {
+                    by_name.entry(key).or_insert(id);
+                }
+            }
+            let find = |stem: &str, phase: FlowPhase| by_name.get(&(stem, phase)).copied();
             for id in class.events() {
                 let Some((stem, FlowPhase::Begin)) = catalog.flow_of(id) else {
                     continue;
                 };
+                if find(stem, FlowPhase::Begin) != Some(id) {
+                    continue; // a second event of the same name
+                }
                 let Some(end) = find(stem, FlowPhase::End) else {
                     continue;
                 };
