@@ -517,3 +517,96 @@ fn counters_and_flows_views_hold_exact_rows() {
         ]
     );
 }
+
+/// On random flow records (few ids, origins and sources; ends before
+/// begins, repeated ends, begins of open instances), the `flows` view pairs
+/// exactly as the Chrome export does: its non-null instances, in trace
+/// order, are the export's `s`/`t`/`f` events and their ids.
+#[test]
+fn flows_view_pairs_as_the_chrome_export() {
+    use qtrace::classes::ClassSpec;
+    use qtrace::export::chrome::ChromeWriter;
+    use qtrace::macros::{FlowId, FlowPhase};
+    let mut catalog = Catalog::builtin();
+    catalog
+        .define(
+            ClassSpec::new("net", "the network")
+                .flow("packet", "a packet")
+                .flow("call", "a call"),
+        )
+        .unwrap();
+    let flows = [
+        catalog.flow("net:packet").unwrap(),
+        catalog.flow("net:call").unwrap(),
+    ];
+    let mut rng = Rng(0x5eed_f10e);
+    let mut t = 1_000u64;
+    let events: Vec<Event> = (0..3_000)
+        .map(|_| {
+            t += rng.below(3) * 100; // some equal times
+            let flow = flows[rng.below(2) as usize];
+            let phase = [FlowPhase::Begin, FlowPhase::Step, FlowPhase::End][rng.below(3) as usize];
+            let id = FlowId::new(rng.below(3) as u32, rng.below(4));
+            Event::new(t, flow.event(phase), rng.below(4) as u32, id.args())
+        })
+        .collect();
+
+    let mut out = Vec::new();
+    let w = ChromeWriter::new(&catalog, 0, &mut out).unwrap();
+    qtrace::export::convert(w, events.iter().copied()).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let field = |l: &str, key: &str| -> String {
+        let at = l.find(key).unwrap() + key.len();
+        l[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_string()
+    };
+    let chrome: Vec<(String, u64)> = text
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"flow\""))
+        .map(|l| {
+            let ph = match field(l, "\"ph\":").as_str() {
+                "s" => "begin",
+                "t" => "step",
+                _ => "end",
+            };
+            (ph.to_string(), field(l, "\"id\":").parse().unwrap())
+        })
+        .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run0.qtr");
+    let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 0)
+        .unwrap();
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+    let engine = Engine::open(&[path], &Options::default()).unwrap();
+    let sql: Vec<(String, u64)> = engine
+        .connection()
+        .prepare(
+            "SELECT phase, instance FROM flows WHERE instance IS NOT NULL \
+             ORDER BY time_ns, run, seq",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let total: u64 = engine
+        .connection()
+        .query_row("SELECT count(*) FROM flows", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(total, 3_000);
+    // Enough of each to mean something.
+    assert!(
+        chrome.len() > 1_000 && chrome.len() < 3_000,
+        "{}",
+        chrome.len()
+    );
+    assert_eq!(sql, chrome);
+}
