@@ -21,6 +21,9 @@
 //! - `circular_counter`: as `circular_macro`, a counter value logged with
 //!   `Tracer::log_counter` (`CASES="circular circular_counter"
 //!   scripts/instructions.sh`: it costs what `circular` costs);
+//! - `circular_flow`: as `circular_macro`, a flow begun with
+//!   `Tracer::flow_begin` (which also reads the thread's source for the
+//!   origin; `CASES="circular circular_flow" scripts/instructions.sh`);
 //! - `rtrb`: clock read + one record pushed into an rtrb SPSC ring of 8192
 //!   (the consumer side discards everything when it is full), for comparison.
 //!
@@ -42,6 +45,7 @@ qtrace::classes! {
     mod bench: "the macro case" {
         event TICK = "tick": "one event of the loop" (i, zero);
         counter LEVEL = "level": "one counter value of the loop" (u64, items);
+        flow ITEM = "item": "one flow begun by the loop" ();
     }
 }
 
@@ -122,6 +126,11 @@ fn run_counter(tracer: &Tracer, n: u64) {
 }
 
 #[inline(never)]
+fn run_flow(tracer: &Tracer, n: u64) {
+    unrolled!(n, |i| black_box(tracer.flow_begin(bench::ITEM, i)));
+}
+
+#[inline(never)]
 fn run_clock(clock: &Clock, n: u64) {
     // `black_box` keeps each read (it costs one store to the stack).
     unrolled!(n, |_i| black_box(clock.now()));
@@ -160,7 +169,7 @@ fn log(tracer: Tracer, n: u64) {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: log_loop <events> <circular|circular_macro|circular_counter|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
+        "usage: log_loop <events> <circular|circular_macro|circular_counter|circular_flow|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -174,7 +183,7 @@ fn main() -> ExitCode {
             tracer_with::<Circular>(CircularParams::default().with_capacity(CAPACITY), true),
             n,
         ),
-        "circular_macro" | "circular_counter" => {
+        "circular_macro" | "circular_counter" | "circular_flow" => {
             let tracer = Tracer::with_config(
                 Config::default().with_output_dir(std::env::temp_dir().join("qtrace-log-loop")),
             );
@@ -184,10 +193,10 @@ fn main() -> ExitCode {
                 .expect("create queue");
             tracer.assign_class(bench::CLASS, q).expect("assign");
             tracer.activate().expect("activate");
-            if case == "circular_macro" {
-                run_macro(black_box(&tracer), n);
-            } else {
-                run_counter(black_box(&tracer), n);
+            match case.as_str() {
+                "circular_macro" => run_macro(black_box(&tracer), n),
+                "circular_counter" => run_counter(black_box(&tracer), n),
+                _ => run_flow(black_box(&tracer), n),
             }
             let c = tracer.shutdown().expect("shutdown").queues[0].counters;
             println!("accepted {} overwritten {}", c.accepted, c.overwritten);

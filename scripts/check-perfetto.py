@@ -95,6 +95,7 @@ def main():
     counters = []
     counter_unit = {}  # uuid -> unit_name of a counter track
     counter_units = {}  # counter label -> its unit name ("" for none)
+    flow_events = {}  # flow id -> [(time, file order, track, name, terminating)]
     renamed = []
     order = 0
     for p in inner_packets(trace):
@@ -191,6 +192,15 @@ def main():
                 fail(f"packet {order}: annotation {ann_names[a.name_iid]} holds {kind_of_value}")
             args[ann_names[a.name_iid]] = getattr(a, kind_of_value)
         track_name = tracks[track][0]
+        # Flow ids (FORMAT.md 1.3.3): the trace processor links each event
+        # carrying an id to the previous one carrying it; a terminating id
+        # ends the chain.
+        for v in e.flow_ids:
+            flow_events.setdefault(v, []).append((t, order, track_name, name, False))
+        for v in e.terminating_flow_ids:
+            flow_events.setdefault(v, []).append((t, order, track_name, name, True))
+        if e.flow_ids_old or e.terminating_flow_ids_old:
+            fail(f"packet {order}: deprecated flow id fields")
 
         def source_track(source):
             """The current name of the track of `source` (`source N` or
@@ -281,7 +291,18 @@ def main():
         if stack:
             fail(f"{len(stack)} slices left open on {tracks[uuid][0]}")
 
+    # The `flow` table: one row per link, [id, out time, out track, out
+    # name, in time, in track, in name], in id order.
+    flows = []
+    for v in sorted(flow_events):
+        chain = sorted(flow_events[v], key=lambda x: (x[0], x[1]))
+        for i, (a, b) in enumerate(zip(chain, chain[1:])):
+            if a[4]:
+                fail(f"flow {v} goes on after its terminating event")
+            flows.append([v, a[0], a[2], a[3], b[0], b[2], b[3]])
+
     summary = {
+        "flows": flows,
         "instants": instants,
         "instant_total": sum(instants.values()),
         "drawn": drawn,

@@ -23,6 +23,8 @@ pub const READY: &[(&str, &str)] = &[
     ("response_times", "one row per job: activate to endcycle, per task; lossy when a loss falls inside"),
     ("preemptions", "one row per preemption: the task, its source and the task dispatched over it"),
     ("cpu_busy", "per source: dispatches, busy, idle and lossy time, utilisation"),
+    ("counters", "one row per counter record (FORMAT.md 1.3.2): name, source, value as u64, i64 and f64"),
+    ("flows", "one row per flow record (FORMAT.md 1.3.3): name, phase, origin, flow_id, instance"),
 ];
 
 /// The columns of `events` and `losses` (schema version 1, FORMAT.md 7), for

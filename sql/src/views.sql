@@ -318,3 +318,66 @@ SELECT h.host, h.stream, 'semaphore', NULL, h.task, NULL, h.sem,
     h.begin_ns, coalesce(h.signal_ns, b.last_ns), h.blocking, h.signal_ns IS NOT NULL
 FROM holds h JOIN qtrace_bounds b ON b.host = h.host AND b.stream = h.stream
 WHERE h.signal_ns IS NOT NULL OR h.blocking;
+
+-- Counter records (FORMAT.md 1.3.2 and 7.5b): the events named `S.counter`,
+-- one row each, `name` the counter `class:S`. The tables keep no argument
+-- names, so not the counter's kind: `value_u64` is arg0 as it is,
+-- `value_i64` arg0 as two's complement, `value_f64` arg0 as IEEE 754 bits
+-- (NaN and infinities included); read the one of the counter's kind.
+CREATE OR REPLACE VIEW counters AS
+WITH c AS (
+    SELECT host, stream, run, seq, time_ns, aligned_ns, source,
+        class || ':' || left(event, length(event) - 8) AS name, arg0,
+        (arg0 >> 63)::INTEGER AS sign, ((arg0 >> 52) & 2047)::INTEGER AS e,
+        arg0 & 4503599627370495 AS m
+    FROM qtrace_events
+    WHERE event LIKE '_%.counter' AND class IS NOT NULL
+)
+SELECT host, stream, run, seq, time_ns, aligned_ns, source, name,
+    arg0 AS value_u64,
+    CASE WHEN arg0 >= 9223372036854775808
+        THEN (arg0 - 9223372036854775808)::BIGINT - 9223372036854775807 - 1
+        ELSE arg0::BIGINT END AS value_i64,
+    CASE WHEN e = 2047 AND m <> 0 THEN 'nan'::DOUBLE
+         ELSE (1 - 2 * sign) * CASE
+             WHEN e = 2047 THEN 'inf'::DOUBLE
+             WHEN e = 0 THEN m::DOUBLE * pow(2.0, -1074)
+             ELSE (1 + m::DOUBLE / 4503599627370496) * pow(2.0, e - 1023) END
+    END AS value_f64
+FROM c;
+
+-- Flow records (FORMAT.md 1.3.3 and 7.5b): the events named
+-- `S.flow_begin`, `S.flow_step` and `S.flow_end`, one row each, `name` the
+-- flow `class:S`, `phase` begin/step/end, `origin` (arg1, its low 32 bits)
+-- and `flow_id` (arg0). `instance` pairs them as the exports do: per stream
+-- the instances (name, origin, flow_id) are numbered from 1 in the order
+-- their begins come (time, run, seq); a step or end belongs to the latest
+-- begin of its instance before it unless an end came between (then, and
+-- before any begin, `instance` is NULL: unpaired).
+CREATE OR REPLACE VIEW flows AS
+WITH f AS (
+    SELECT host, stream, run, seq, time_ns, aligned_ns, source,
+        class || ':' || regexp_replace(event, '\.flow_(begin|step|end)$', '') AS name,
+        regexp_extract(event, '\.flow_(begin|step|end)$', 1) AS phase,
+        (arg1 & 4294967295)::UINTEGER AS origin, arg0 AS flow_id
+    FROM qtrace_events
+    WHERE regexp_matches(event, '.\.flow_(begin|step|end)$') AND class IS NOT NULL
+), k AS (
+    SELECT *,
+        count(*) FILTER (WHERE phase = 'begin') OVER w AS k,
+        CASE WHEN phase = 'begin' THEN row_number() OVER (PARTITION BY host, stream,
+            phase = 'begin' ORDER BY time_ns, run, seq) END AS number
+    FROM f
+    WINDOW w AS (PARTITION BY host, stream, name, origin, flow_id
+        ORDER BY time_ns, run, seq ROWS UNBOUNDED PRECEDING)
+), g AS (
+    SELECT *,
+        max(number) OVER (PARTITION BY host, stream, name, origin, flow_id, k) AS begun,
+        count(*) FILTER (WHERE phase = 'end') OVER (PARTITION BY host, stream, name, origin,
+            flow_id, k ORDER BY time_ns, run, seq ROWS BETWEEN UNBOUNDED PRECEDING
+            AND 1 PRECEDING) AS ends_before
+    FROM k
+)
+SELECT host, stream, run, seq, time_ns, aligned_ns, source, name, phase, origin, flow_id,
+    CASE WHEN k > 0 AND ends_before = 0 THEN begun END AS instance
+FROM g;

@@ -356,3 +356,257 @@ fn semaphore_holds_pair_innermost_first() {
         ]
     );
 }
+
+/// The `counters` and `flows` views (FORMAT.md 7.5b) over a `.qtr` file
+/// with counters of each kind and flows, converted by the store writer:
+/// exact rows.
+#[test]
+fn counters_and_flows_views_hold_exact_rows() {
+    use qtrace::classes::ClassSpec;
+    use qtrace::macros::{CounterKind, FlowId};
+    let mut catalog = Catalog::builtin();
+    let c = catalog
+        .define(
+            ClassSpec::new("sched", "the scheduler")
+                .counter("ready", "tasks ready", CounterKind::U64, "tasks")
+                .counter("slack", "budget left", CounterKind::I64, "us")
+                .counter("load", "load average", CounterKind::F64, "")
+                .flow("packet", "a packet"),
+        )
+        .unwrap();
+    let ev = |n: &str| c.event(n).unwrap();
+    let (ready, slack, load) = (ev("ready.counter"), ev("slack.counter"), ev("load.counter"));
+    let (b, s, e) = (
+        ev("packet.flow_begin"),
+        ev("packet.flow_step"),
+        ev("packet.flow_end"),
+    );
+    let (x, y) = (FlowId::new(0, 5), FlowId::new(1, 5));
+    let events = [
+        Event::new(1_000, ready, 0, [2, 0]),
+        Event::new(1_100, slack, 1, [(-40i64) as u64, 0]),
+        Event::new(1_200, load, 0, [0.25f64.to_bits(), 0]),
+        Event::new(1_300, load, 0, [(-1.5e-300f64).to_bits(), 0]),
+        Event::new(1_400, load, 1, [f64::INFINITY.to_bits(), 0]),
+        Event::new(1_500, ready, 1, [u64::MAX, 0]),
+        Event::new(2_000, e, 2, x.args()), // before any begin: unpaired
+        Event::new(2_100, b, 0, x.args()),
+        Event::new(2_200, b, 1, y.args()), // same id, another origin
+        Event::new(2_300, s, 2, x.args()),
+        Event::new(2_400, e, 1, x.args()),
+        Event::new(2_500, e, 1, x.args()), // already ended: unpaired
+        Event::new(2_600, e, 0, y.args()),
+        Event::new(2_700, b, 0, x.args()), // a new instance of (0, 5)
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run0.qtr");
+    let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 0)
+        .unwrap();
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+    let engine = Engine::open(&[path], &Options::default()).unwrap();
+    let conn = engine.connection();
+
+    let mut stmt = conn
+        .prepare(
+            "SELECT time_ns, source, name, value_u64::VARCHAR, value_i64, value_f64::VARCHAR \
+             FROM counters ORDER BY time_ns",
+        )
+        .unwrap();
+    let got: Vec<(i64, u32, String, String, i64, String)> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let row =
+        |t, s, n: &str, u: &str, i, f: &str| (t, s, n.to_string(), u.to_string(), i, f.to_string());
+    assert_eq!(
+        got,
+        [
+            row(1_000, 0, "sched:ready", "2", 2, "1e-323"),
+            row(1_100, 1, "sched:slack", "18446744073709551576", -40, "nan"),
+            row(
+                1_200,
+                0,
+                "sched:load",
+                "4598175219545276416",
+                4598175219545276416,
+                "0.25"
+            ),
+            row(
+                1_300,
+                0,
+                "sched:load",
+                &(-1.5e-300f64).to_bits().to_string(),
+                (-1.5e-300f64).to_bits() as i64,
+                "-1.5e-300"
+            ),
+            row(
+                1_400,
+                1,
+                "sched:load",
+                "9218868437227405312",
+                9218868437227405312,
+                "inf"
+            ),
+            row(1_500, 1, "sched:ready", "18446744073709551615", -1, "nan"),
+        ]
+    );
+    // Every f64 value reads back bit for bit.
+    let bits: Vec<u64> = conn
+        .prepare("SELECT value_f64 FROM counters WHERE name = 'sched:load' ORDER BY time_ns")
+        .unwrap()
+        .query_map([], |r| r.get::<_, f64>(0))
+        .unwrap()
+        .map(|v| v.unwrap().to_bits())
+        .collect();
+    assert_eq!(
+        bits,
+        [
+            0.25f64.to_bits(),
+            (-1.5e-300f64).to_bits(),
+            f64::INFINITY.to_bits()
+        ]
+    );
+
+    let mut stmt = conn
+        .prepare(
+            "SELECT time_ns, source, name, phase, origin, flow_id, instance \
+             FROM flows ORDER BY time_ns",
+        )
+        .unwrap();
+    type FlowRow = (i64, u32, String, String, u32, u64, Option<u64>);
+    let got: Vec<FlowRow> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let row = |t, s, p: &str, o, i| (t, s, "sched:packet".to_string(), p.to_string(), o, 5u64, i);
+    assert_eq!(
+        got,
+        [
+            row(2_000, 2, "end", 0, None),
+            row(2_100, 0, "begin", 0, Some(1)),
+            row(2_200, 1, "begin", 1, Some(2)),
+            row(2_300, 2, "step", 0, Some(1)),
+            row(2_400, 1, "end", 0, Some(1)),
+            row(2_500, 1, "end", 0, None),
+            row(2_600, 0, "end", 1, Some(2)),
+            row(2_700, 0, "begin", 0, Some(3)),
+        ]
+    );
+}
+
+/// On random flow records (few ids, origins and sources; ends before
+/// begins, repeated ends, begins of open instances), the `flows` view pairs
+/// exactly as the Chrome export does: its non-null instances, in trace
+/// order, are the export's `s`/`t`/`f` events and their ids.
+#[test]
+fn flows_view_pairs_as_the_chrome_export() {
+    use qtrace::classes::ClassSpec;
+    use qtrace::export::chrome::ChromeWriter;
+    use qtrace::macros::{FlowId, FlowPhase};
+    let mut catalog = Catalog::builtin();
+    catalog
+        .define(
+            ClassSpec::new("net", "the network")
+                .flow("packet", "a packet")
+                .flow("call", "a call"),
+        )
+        .unwrap();
+    let flows = [
+        catalog.flow("net:packet").unwrap(),
+        catalog.flow("net:call").unwrap(),
+    ];
+    let mut rng = Rng(0x5eed_f10e);
+    let mut t = 1_000u64;
+    let events: Vec<Event> = (0..3_000)
+        .map(|_| {
+            t += rng.below(3) * 100; // some equal times
+            let flow = flows[rng.below(2) as usize];
+            let phase = [FlowPhase::Begin, FlowPhase::Step, FlowPhase::End][rng.below(3) as usize];
+            let id = FlowId::new(rng.below(3) as u32, rng.below(4));
+            Event::new(t, flow.event(phase), rng.below(4) as u32, id.args())
+        })
+        .collect();
+
+    let mut out = Vec::new();
+    let w = ChromeWriter::new(&catalog, 0, &mut out).unwrap();
+    qtrace::export::convert(w, events.iter().copied()).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let field = |l: &str, key: &str| -> String {
+        let at = l.find(key).unwrap() + key.len();
+        l[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_string()
+    };
+    let chrome: Vec<(String, u64)> = text
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"flow\""))
+        .map(|l| {
+            let ph = match field(l, "\"ph\":").as_str() {
+                "s" => "begin",
+                "t" => "step",
+                _ => "end",
+            };
+            (ph.to_string(), field(l, "\"id\":").parse().unwrap())
+        })
+        .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run0.qtr");
+    let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)))
+        .with_clock("manual", 1_000_000_000, 0)
+        .unwrap();
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+    let engine = Engine::open(&[path], &Options::default()).unwrap();
+    let sql: Vec<(String, u64)> = engine
+        .connection()
+        .prepare(
+            "SELECT phase, instance FROM flows WHERE instance IS NOT NULL \
+             ORDER BY time_ns, run, seq",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let total: u64 = engine
+        .connection()
+        .query_row("SELECT count(*) FROM flows", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(total, 3_000);
+    // Enough of each to mean something.
+    assert!(
+        chrome.len() > 1_000 && chrome.len() < 3_000,
+        "{}",
+        chrome.len()
+    );
+    assert_eq!(sql, chrome);
+}

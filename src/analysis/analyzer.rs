@@ -4,6 +4,7 @@
 use super::*;
 use crate::classes::counters::CounterTable;
 use qtrace_core::classes::counter::CounterStats;
+use qtrace_core::classes::flow::{WakeCause, WakeFlow};
 
 #[derive(Debug, Default)]
 struct TaskState {
@@ -15,6 +16,9 @@ struct TaskState {
     on: Option<u32>,
     /// A wait not yet resolved: (time, loss count then, lost its source since).
     waiting: Option<(u64, u64, bool)>,
+    /// A wake not yet followed by a schedule: (cause, time, source, loss
+    /// count then).
+    woken: Option<(WakeCause, u64, u32, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -27,6 +31,8 @@ struct CpuState {
     losses_at: u64,
     /// The pending interrupt: (irq, start).
     irq: Option<(u64, u64)>,
+    /// The last interrupt since the source's last schedule: (irq, start).
+    last_irq: Option<(u64, u64)>,
 }
 
 /// Computes a [`Report`] from events pushed in time order (see the [module
@@ -81,6 +87,9 @@ pub struct Analyzer {
     counters: CounterTable,
     counter_range: (u16, u16),
     counter_stats: Vec<CounterStats>,
+    /// Per semaphore, the tasks that waited on it, oldest first: (task,
+    /// time of its wait).
+    sem_waiters: HashMap<u64, VecDeque<(u64, u64)>, BuildIdHasher>,
 }
 
 impl Analyzer {
@@ -136,7 +145,45 @@ impl Analyzer {
             counter_range,
             counter_stats: vec![CounterStats::default(); counters.counters().len()],
             counters,
+            sem_waiters: HashMap::default(),
         }
+    }
+
+    /// Records that `task` was woken by `cause` at `t` (logged by
+    /// `source`), unless it runs or is already woken.
+    fn wake(&mut self, task: u64, cause: WakeCause, t: u64, source: u32) {
+        let losses = self.losses;
+        let st = self.task(task);
+        if st.on.is_some() || st.woken.is_some() {
+            return;
+        }
+        st.woken = Some((cause, t, source, losses));
+        match cause {
+            WakeCause::Signal { .. } => st.report.woken_by_signal += 1,
+            WakeCause::Interrupt { .. } => st.report.woken_by_irq += 1,
+        }
+    }
+
+    /// The task a signal of `by` on `sem` releases: the oldest waiter still
+    /// blocked there (waiters since scheduled, or waiting again, leave).
+    fn signal_wakes(&mut self, by: u64, sem: u64, t: u64, source: u32) {
+        let Some(list) = self.sem_waiters.get_mut(&sem) else {
+            return;
+        };
+        let tasks = &self.tasks;
+        // Whether (task, wait time) still waits there, and is blocked.
+        let state = |&(task, since): &(u64, u64)| match tasks.get(&task).and_then(|s| s.waiting) {
+            Some((w, _, lost)) if w == since && task != by => Some(lost),
+            _ => None,
+        };
+        list.retain(|w| state(w).is_some());
+        let Some(i) = list.iter().position(|w| state(w) == Some(true)) else {
+            return;
+        };
+        let Some((task, _)) = list.remove(i) else {
+            return;
+        };
+        self.wake(task, WakeCause::Signal { sem, by }, t, source);
     }
 
     /// Counts the scope steps in `scope_steps`.
@@ -336,6 +383,32 @@ impl Analyzer {
                         self.tasks.entry(task).or_default().on = Some(e.source);
                     }
                 }
+                if let Some(cpu) = self.cpus.get_mut(&e.source) {
+                    cpu.last_irq = None;
+                }
+                let st = self.task(task);
+                if let Some((cause, from, from_source, at)) = st.woken.take() {
+                    let lossy = at != losses;
+                    if lossy {
+                        st.report.wakeups_lossy += 1;
+                    } else {
+                        st.report.wakeups.push(t - from.min(t));
+                    }
+                    let flow = WakeFlow {
+                        task,
+                        cause,
+                        from_ns: from,
+                        from_source,
+                        to_ns: t,
+                        to_source: e.source,
+                        lossy,
+                    };
+                    if self.report.wake_flows.len() < MAX_WAKE_FLOWS {
+                        self.report.wake_flows.push(flow);
+                    } else {
+                        self.report.wake_flows_over += 1;
+                    }
+                }
                 let st = self.task(task);
                 if let Some((since, at, lost_cpu)) = st.waiting.take() {
                     if lost_cpu {
@@ -357,6 +430,11 @@ impl Analyzer {
                     st.report.unmatched += 1;
                 }
                 st.pending.push_back((t, losses));
+                let cap = self.options.interrupt_max_ns;
+                let irq = self.cpus.get(&e.source).and_then(|c| c.last_irq);
+                if let Some((irq, start)) = irq.filter(|&(_, at)| t - at.min(t) <= cap) {
+                    self.wake(task, WakeCause::Interrupt { irq }, start, e.source);
+                }
             }
             system::ENDCYCLE
             | system::DELAY
@@ -390,12 +468,20 @@ impl Analyzer {
                 let losses = self.losses;
                 let st = self.task(task);
                 st.waiting = Some((t, losses, false));
+                let q = self.sem_waiters.entry(e.args[1]).or_default();
+                if q.len() >= MAX_PENDING {
+                    q.pop_front();
+                }
+                q.push_back((task, t));
             }
             semaphore::SIGNAL | semaphore::WAITNB => {
                 // The task runs (it logs): a wait it had did not block it.
                 let st = self.task(task);
                 if matches!(st.waiting, Some((_, _, false))) {
                     st.waiting = None;
+                }
+                if e.id == semaphore::SIGNAL {
+                    self.signal_wakes(task, e.args[1], t, e.source);
                 }
             }
             lowlevel::INTERRUPT => {
@@ -404,6 +490,7 @@ impl Analyzer {
                     since: first,
                     ..CpuState::default()
                 });
+                cpu.last_irq = Some((task, t));
                 if cpu.irq.replace((task, t)).is_none() {
                     if self.irq_listed == self.pending_irqs && self.irq_listed < IRQ_LIST {
                         self.irq_sources[self.irq_listed] = e.source;
@@ -477,7 +564,14 @@ impl Analyzer {
             .filter(|(_, c)| c.report.dispatches > 0)
             .map(|(id, c)| (id, c.report))
             .collect();
-        self.report.tasks = self.tasks.drain().map(|(id, t)| (id, t.report)).collect();
+        self.report.tasks = self
+            .tasks
+            .drain()
+            .map(|(id, mut t)| {
+                t.report.wakeups_unscheduled += t.woken.is_some() as u64;
+                (id, t.report)
+            })
+            .collect();
         self.report.interrupts = self.interrupts.drain().collect();
         if let Some(rep) = self.report.latency.as_mut() {
             rep.open_starts += self.open.values().map(|q| q.len() as u64).sum::<u64>();

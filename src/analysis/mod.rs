@@ -24,7 +24,20 @@
 //! - a **scope** runs from an `S.begin` to the `S.end` that closes it on the
 //!   same source (FORMAT.md 1.3.1, as the exports draw it): per scope
 //!   (`class:S`), how many ended, their durations, how many ended with a
-//!   non-zero code, and how many ended without their end event.
+//!   non-zero code, and how many ended without their end event;
+//! - a **wake-up flow** runs from what woke a task to the task's next
+//!   `system:schedule` (on any source), and its length is the task's
+//!   *wake-up latency*. Two causes are derived, with no event of their own:
+//!   - a `semaphore:signal` on semaphore S releases the task that has
+//!     waited longest on S (`semaphore:wait`) and is blocked there: it lost
+//!     its source since its wait and has not been scheduled again (the
+//!     signalling task itself is never released by its own signal);
+//!   - an interrupt wakes every task `system:activate`d on the interrupt's
+//!     source after it, before that source's next `system:schedule` and at
+//!     most [`AnalysisOptions::interrupt_max_ns`] after the interrupt.
+//!
+//!   A task that is running (on a source) is not woken, and a task already
+//!   woken keeps its first wake until it is scheduled.
 //!
 //! # Losses
 //!
@@ -66,6 +79,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub use analyzer::Analyzer;
 pub use options::{AnalysisOptions, LatencySpec, MatchKey};
+/// A derived wake-up flow and its cause ([`Report::wake_flows`]; the no_std
+/// core's types).
+#[doc(no_inline)]
+pub use qtrace_core::classes::flow::{WakeCause, WakeFlow};
 pub use report::{CpuReport, IrqReport, LatencyReport, Report, ScopeReport, TaskReport};
 pub use summary::{Samples, Summary};
 
@@ -88,3 +105,6 @@ const IRQ_LIST: usize = 8;
 /// Most activations waiting for their `endcycle`, per task (past this the
 /// oldest is dropped and counted in [`TaskReport::unmatched`]).
 const MAX_PENDING: usize = 4096;
+
+/// Most wake-up flows [`Report::wake_flows`] lists.
+const MAX_WAKE_FLOWS: usize = 1 << 20;

@@ -51,6 +51,18 @@ pub struct TaskReport {
     pub blocked_ns: u64,
     /// Blocked waits left out of `blocked_ns` because events were lost during them.
     pub blocked_lossy: u64,
+    /// Times a `semaphore:signal` released it (a derived wake-up flow, see
+    /// the [module documentation](crate::analysis)).
+    pub woken_by_signal: u64,
+    /// Times an interrupt's handler activated it (a derived wake-up flow).
+    pub woken_by_irq: u64,
+    /// Wake-up latencies (wake to its next `system:schedule`), over wakes
+    /// that no loss touched.
+    pub wakeups: Samples,
+    /// Wakes left out of `wakeups` because events were lost during them.
+    pub wakeups_lossy: u64,
+    /// Wakes never followed by a schedule of the task (the trace ended).
+    pub wakeups_unscheduled: u64,
 }
 
 /// What one source (CPU) did.
@@ -249,6 +261,13 @@ pub struct Report {
     /// counters seen in the trace, every source together (the no_std core's
     /// [`CounterStats`](qtrace_core::classes::counter::CounterStats)).
     pub counters: BTreeMap<String, qtrace_core::classes::counter::CounterStats>,
+    /// The wake-up flows derived (a signal or an interrupt to the schedule
+    /// of the task it woke), in the order the schedules came, the first
+    /// 2^20 of them (the no_std core's [`WakeFlow`](qtrace_core::classes::flow::WakeFlow)).
+    pub wake_flows: Vec<qtrace_core::classes::flow::WakeFlow>,
+    /// Wake-up flows past that bound, not listed (still in the tasks'
+    /// figures).
+    pub wake_flows_over: u64,
 }
 
 impl Report {

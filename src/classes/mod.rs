@@ -41,6 +41,10 @@ pub(crate) mod scopes;
 #[cfg(any(feature = "export", feature = "analysis", test))]
 #[cfg_attr(not(all(feature = "export", feature = "analysis")), allow(dead_code))]
 pub(crate) mod counters;
+// Flows (FORMAT.md 1.3.3), for the same views.
+#[cfg(any(feature = "export", feature = "analysis", test))]
+#[cfg_attr(not(all(feature = "export", feature = "analysis")), allow(dead_code))]
+pub(crate) mod flows;
 pub use error::CatalogError;
 
 use crate::{ClassId, EventId};
@@ -191,6 +195,44 @@ impl ClassSpec {
         } else {
             self.event(name, description, &[kind.name(), unit])
         }
+    }
+}
+
+impl ClassSpec {
+    /// Adds a flow (FORMAT.md 1.3.3): three events `NAME.flow_begin`,
+    /// `NAME.flow_step` and `NAME.flow_end`, each with the argument names
+    /// `flow` and `origin`. Log them with
+    /// [`Tracer::flow_begin`](crate::Tracer::flow_begin) and its kin, after
+    /// [`Catalog::flow`] found it.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    /// use qtrace::macros::FlowPhase;
+    ///
+    /// let mut catalog = Catalog::builtin();
+    /// let net = catalog.define(ClassSpec::new("net", "the network").flow("packet", "a packet"))?;
+    /// let flow = catalog.flow("net:packet").unwrap();
+    /// assert_eq!(net.event("packet.flow_step"), Some(flow.step()));
+    /// assert_eq!(catalog.flow_of(flow.end()), Some(("packet", FlowPhase::End)));
+    /// # Ok::<(), qtrace::classes::CatalogError>(())
+    /// ```
+    pub fn flow(self, name: &str, description: &str) -> Self {
+        use qtrace_core::classes::flow::{FlowPhase, FLOW_ARGS};
+        self.event(
+            format!("{name}{}", FlowPhase::Begin.suffix()),
+            description.to_string(),
+            &FLOW_ARGS,
+        )
+        .event(
+            format!("{name}{}", FlowPhase::Step.suffix()),
+            format!("step: {description}"),
+            &FLOW_ARGS,
+        )
+        .event(
+            format!("{name}{}", FlowPhase::End.suffix()),
+            format!("end: {description}"),
+            &FLOW_ARGS,
+        )
     }
 }
 
@@ -621,6 +663,31 @@ impl Catalog {
         let id = self.event_by_name(&full)?.id;
         let (kind, _) = self.counter_of(id)?;
         (kind == T::KIND).then(|| qtrace_core::classes::counter::StaticCounter::__new(id))
+    }
+
+    /// The stem `S` and phase of a flow event (FORMAT.md 1.3.3: its name is
+    /// `S.flow_begin`, `S.flow_step` or `S.flow_end`, its argument names
+    /// `flow` and `origin`); `None` for any other event.
+    pub fn flow_of(&self, id: EventId) -> Option<(&str, qtrace_core::classes::flow::FlowPhase)> {
+        let e = self.event(id)?;
+        if e.args != qtrace_core::classes::flow::FLOW_ARGS {
+            return None;
+        }
+        qtrace_core::classes::flow::FlowPhase::from_name(&e.name)
+    }
+
+    /// The flow `class:name`, if the catalog has its three events at
+    /// consecutive numbers (as [`ClassSpec::flow`] and `classes!` declare
+    /// them); log with [`Tracer::flow_begin`](crate::Tracer::flow_begin).
+    pub fn flow(&self, name: &str) -> Option<qtrace_core::classes::flow::StaticFlow> {
+        use qtrace_core::classes::flow::{FlowPhase, StaticFlow};
+        let id = |p: FlowPhase| {
+            let e = self.event_by_name(&format!("{name}{}", p.suffix()))?.id;
+            (self.flow_of(e)?.1 == p).then_some(e)
+        };
+        let begin = id(FlowPhase::Begin)?;
+        let flow = StaticFlow::__new(begin);
+        (id(FlowPhase::Step)? == flow.step() && id(FlowPhase::End)? == flow.end()).then_some(flow)
     }
 
     /// Finds a class by name.

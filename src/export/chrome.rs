@@ -21,6 +21,12 @@
 //!   integer kind as a JSON integer with all its digits (JavaScript readers
 //!   round past 2^53), an `f64` as a number
 //!   (`"NaN"`, `"inf"`, `"-inf"` as strings).
+//! - A flow record (FORMAT.md 1.3.3) is its instant, then a flow event on
+//!   the same thread and time: `"ph":"s"` (begin), `"t"` (step) or `"f"`
+//!   with `"bp":"e"` (end), named `class:S`, category `flow`, `"id"` the
+//!   instance's number (from 1, in the order instances begin: an instance
+//!   is the record's (origin, id), so ids of different origins never
+//!   meet). A step or end of no open instance has no flow event.
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
 //! - Duration events nest on every thread:
@@ -79,6 +85,7 @@ use super::slices::{Edge, SliceOptions, Slices, Source};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::counters::CounterTable;
+use crate::classes::flows::{FlowTable, FlowTracker};
 use crate::classes::scopes::ScopeTable;
 use crate::classes::{tracer, Catalog};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames, Payload, PayloadState};
@@ -86,6 +93,7 @@ use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
 use crate::{Event, EventId};
 use qtrace_core::classes::counter::CounterKind;
+use qtrace_core::classes::flow::FlowPhase;
 
 /// The process that holds one thread per source.
 pub(crate) const SOURCES_PID: u32 = 1;
@@ -191,6 +199,8 @@ pub struct ChromeWriter<W: Write> {
     /// key (its unit, escaped, or `value`).
     counters: CounterTable,
     counter_keys: Vec<String>,
+    /// Pairs flow records (FORMAT.md 1.3.3) into instances.
+    flows: FlowTracker,
 }
 
 /// `s` as the inside of a JSON string: qtrace-core's one escaper.
@@ -330,6 +340,7 @@ impl<W: Write> ChromeWriter<W> {
                 })
                 .collect(),
             counters,
+            flows: FlowTable::new(catalog).tracker(),
         };
         write!(
             w.out,
@@ -481,7 +492,36 @@ impl<W: Write> ChromeWriter<W> {
                 Num(e.args[1])
             )
         };
-        r.map_err(io_err)
+        r.map_err(io_err)?;
+        self.flow(e)
+    }
+
+    /// After a flow record's instant (FORMAT.md 1.3.3), its flow event:
+    /// `s` for a begin, `t` for a step, `f` (binding to the enclosing
+    /// slice, `"bp":"e"`) for an end, named `class:S`, category `flow`,
+    /// with `id` the instance's number (from 1, in the order instances
+    /// begin), at the instant's time and thread. A step or end that no open
+    /// instance takes has none.
+    fn flow(&mut self, e: &Event) -> Result<(), Error> {
+        let Some(step) = self.flows.push(e) else {
+            return Ok(());
+        };
+        let (Some(n), Some(name)) = (step.instance, self.flows.table().name(step.flow)) else {
+            return Ok(());
+        };
+        let (ph, bp) = match step.phase {
+            FlowPhase::Begin => ("s", ""),
+            FlowPhase::Step => ("t", ""),
+            FlowPhase::End => ("f", ",\"bp\":\"e\""),
+        };
+        write!(
+            self.out,
+            ",\n{{\"ph\":\"{ph}\",\"name\":\"{}\",\"cat\":\"flow\",\"id\":{n},\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{}{bp}}}",
+            esc(name),
+            Ts(e.time),
+            e.source,
+        )
+        .map_err(io_err)
     }
 
     /// A span's slice name: its callsite's run-time name, else `span`.
@@ -812,7 +852,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
         self.slices.finish(self.end, &mut edges);
         self.edges = edges;
         self.draw_edges()?;
-        self.stats.unpaired += self.slices.unpaired();
+        self.stats.unpaired += self.slices.unpaired() + self.flows.unpaired();
         self.out.write_all(b"\n]}\n").map_err(io_err)?;
         self.out.flush().map_err(io_err)?;
         Ok(self.stats)

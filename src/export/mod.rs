@@ -100,8 +100,9 @@ pub struct ConvertStats {
     /// slices) written; SVG: running and blocked spans drawn.
     pub slices: u64,
     /// Chrome and Perfetto: begin/end events that found no partner, or that
-    /// exceeded the bounded state, and were shown as instants only; SVG: rows
-    /// past the row limit.
+    /// exceeded the bounded state, and were shown as instants only (flow
+    /// steps and ends of no open instance, FORMAT.md 1.3.3, among them);
+    /// SVG: rows past the row limit.
     pub unpaired: u64,
 }
 

@@ -48,6 +48,7 @@
 //!         event CONST = "name": "description" (arg, ...);   // 0 to 2 argument names
 //!         scope CONST = "name": "description" (arg, ...);   // 0 to 2 begin arguments
 //!         counter CONST = "name": "description" (KIND, unit); // KIND: u64, i64 or f64; unit optional
+//!         flow CONST = "name": "description" ();             // no argument names
 //!     }
 //!     ...
 //! }
@@ -61,7 +62,10 @@
 //!   a `scope`, where `N` is the number of argument names; a
 //!   [`StaticCounter<KIND>`](StaticCounter) for a `counter`, one event
 //!   `NAME.counter` with the argument names `KIND` and `unit` (FORMAT.md
-//!   1.3.2, "Counters"), logged with [`Tracer::log_counter`](crate::Tracer::log_counter).
+//!   1.3.2, "Counters"), logged with [`Tracer::log_counter`](crate::Tracer::log_counter);
+//!   a [`StaticFlow`] for a `flow`, three events `NAME.flow_begin`, `NAME.flow_step` and
+//!   `NAME.flow_end` with the argument names `flow` and `origin` (FORMAT.md 1.3.3, "Flows"),
+//!   logged with [`Tracer::flow_begin`](crate::Tracer::flow_begin) and its kin.
 //!
 //! Classes are numbered from [`ClassId::FIRST_USER_DEFINED`](crate::ClassId::FIRST_USER_DEFINED) (5) in the
 //! order written, and their events consecutively from
@@ -153,6 +157,47 @@ pub use qtrace_core::StaticCatalog;
 /// ```
 #[doc(no_inline)]
 pub use qtrace_core::classes::counter::{CounterKind, CounterValue, StaticCounter};
+
+/// A flow declared by [`classes!`](crate::classes!) (`flow NAME = "name":
+/// "description" ();`): three consecutive events `name.flow_begin`,
+/// `name.flow_step` and `name.flow_end` whose records carry a flow id and
+/// its origin, a [`FlowId`] (FORMAT.md 1.3.3); log them with
+/// [`Tracer::flow_begin`](crate::Tracer::flow_begin),
+/// [`flow_step`](crate::Tracer::flow_step) and
+/// [`flow_end`](crate::Tracer::flow_end) (the no_std core's types, as is
+/// [`FlowPhase`]).
+///
+/// ```
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod rpc: "remote calls" {
+///         flow CALL = "call": "a call from a client to a server" ();
+///     }
+/// }
+/// let tracer = qtrace::Tracer::new();
+/// tracer.define_classes(&CATALOG)?;
+/// let call = tracer.flow_begin(rpc::CALL, 7); // call.flow_begin [7, this thread's source]
+/// tracer.flow_step(rpc::CALL, call); // wherever it passes
+/// tracer.flow_end(rpc::CALL, call); // call.flow_end [7, the same origin]
+/// let catalog = tracer.catalog();
+/// assert_eq!(catalog.event_name(rpc::CALL.end()), Some("call.flow_end"));
+/// assert_eq!(catalog.event(rpc::CALL.step()).unwrap().args, ["flow", "origin"]);
+/// assert_eq!(catalog.flow("rpc:call"), Some(rpc::CALL));
+/// # Ok::<(), qtrace::Error>(())
+/// ```
+///
+/// A flow names no arguments of its own:
+///
+/// ```compile_fail
+/// qtrace::classes! {
+///     pub static CATALOG;
+///     pub mod rpc: "remote calls" {
+///         flow CALL = "call": "a call" (port);
+///     }
+/// }
+/// ```
+#[doc(no_inline)]
+pub use qtrace_core::classes::flow::{FlowId, FlowPhase, StaticFlow};
 
 /// An event declared by [`classes!`](crate::classes!) with `N` argument
 /// names: [`event!`](crate::event!) takes exactly `N` arguments for it, or
@@ -246,9 +291,10 @@ impl<const N: usize> StaticScope<N> {
 // one documented path in `qtrace_core::classes`.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::{StaticCatalog, StaticCounter, StaticEvent, StaticScope};
+    pub use super::{StaticCatalog, StaticCounter, StaticEvent, StaticFlow, StaticScope};
     pub use crate::ClassId;
     pub use crate::EventId;
+    pub use qtrace_core::classes::flow::FLOW_ARGS;
     pub use qtrace_core::classes::{BuiltinClass, BuiltinEvent};
 
     /// The sum of `widths[..n]`.

@@ -169,6 +169,42 @@ impl Global {
         entry::log_event(counter.id(), counter.args(value));
     }
 
+    /// [`Tracer::flow_begin`] on the process-wide tracer: logs the begin
+    /// (a no-op before [`install`]) and returns the instance, whose origin
+    /// is this thread's source either way.
+    #[inline(always)]
+    pub fn flow_begin(
+        self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        id: u64,
+    ) -> qtrace_core::classes::flow::FlowId {
+        let f = qtrace_core::classes::flow::FlowId::new(crate::model::source::current(), id);
+        entry::log_event(flow.begin(), f.args());
+        f
+    }
+
+    /// [`Tracer::flow_step`] on the process-wide tracer (a no-op before
+    /// [`install`]).
+    #[inline(always)]
+    pub fn flow_step(
+        self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        f: qtrace_core::classes::flow::FlowId,
+    ) {
+        entry::log_event(flow.step(), f.args());
+    }
+
+    /// [`Tracer::flow_end`] on the process-wide tracer (a no-op before
+    /// [`install`]).
+    #[inline(always)]
+    pub fn flow_end(
+        self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        f: qtrace_core::classes::flow::FlowId,
+    ) {
+        entry::log_event(flow.end(), f.args());
+    }
+
     /// [`Tracer::scope`] on the process-wide tracer; before [`install`] it
     /// logs nothing, at the begin or at the end.
     #[inline(always)]

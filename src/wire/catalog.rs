@@ -208,9 +208,18 @@ mod tests {
 
     /// The hex lines of FORMAT.md's block that follows `marker`.
     fn format_hex(marker: &str) -> Vec<u8> {
+        format_hex_nth(marker, 0)
+    }
+
+    /// The bytes of the `n`th hex block after `marker` (from 0).
+    fn format_hex_nth(marker: &str, n: usize) -> Vec<u8> {
         let doc = include_str!("../../FORMAT.md");
         let at = doc.find(marker).expect("the example is in FORMAT.md");
-        let block = &doc[at..];
+        let mut block = &doc[at..];
+        for _ in 0..n {
+            block = &block[block.find("```text").unwrap() + 7..];
+            block = &block[block.find("```").unwrap() + 3..];
+        }
         let block = &block[block.find("```text").unwrap() + 7..];
         let block = &block[..block.find("```").unwrap()];
         block
@@ -257,6 +266,51 @@ mod tests {
         );
         let (back, _) = parse(&bytes).unwrap();
         assert_eq!(back.counter_of(id), Some((CounterKind::U64, "tasks")));
+    }
+
+    /// FORMAT.md 1.3.3's worked example, byte for byte: the class entry of a
+    /// class with one flow, and a begin and an end record of one instance.
+    #[test]
+    fn flow_worked_example_matches_format_md() {
+        use crate::classes::ClassSpec;
+        use qtrace_core::classes::flow::{FlowId, FlowPhase};
+        let mut c = Catalog::builtin();
+        c.define(ClassSpec::new("rpc", "remote calls").flow("call", "a call"))
+            .unwrap();
+        let flow = c.flow("rpc:call").unwrap();
+        assert_eq!(
+            (flow.begin(), flow.step(), flow.end()),
+            (EventId(0x17), EventId(0x18), EventId(0x19))
+        );
+        let mut bytes = Vec::new();
+        qtrace_core::encode::catalog::emit(&c, &mut |b: &[u8]| bytes.extend_from_slice(b));
+        let mut builtin = Vec::new();
+        qtrace_core::encode::catalog::emit(&Catalog::builtin(), &mut |b: &[u8]| {
+            builtin.extend_from_slice(b)
+        });
+        assert_eq!(bytes[..2], [0, 6]);
+        assert_eq!(bytes[2..builtin.len()], builtin[2..]);
+        let entry = &bytes[builtin.len()..];
+        assert_eq!(entry.len(), 149);
+        assert_eq!(entry, format_hex("Worked example (flow class entry)"));
+        let call = FlowId::new(1, 9);
+        for (n, e) in [
+            Event::new(2_000, flow.begin(), 1, call.args()),
+            Event::new(2_500, flow.end(), 3, call.args()),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mut record = [0u8; crate::wire::record::RECORD_LEN];
+            crate::wire::record::emit(e, &mut record);
+            assert_eq!(
+                record.to_vec(),
+                format_hex_nth("Worked example (flow records)", n)
+            );
+        }
+        let (back, _) = parse(&bytes).unwrap();
+        assert_eq!(back.flow_of(flow.end()), Some(("call", FlowPhase::End)));
+        assert_eq!(back.flow("rpc:call"), Some(flow));
     }
 
     #[test]

@@ -23,6 +23,7 @@ qtrace::classes! {
     pub mod disk: "block device" {
         event READ = "read": "a block was read" (block);
         scope FLUSH = "flush": "a cache flush" ();
+        flow SYNC = "sync": "a write on its way to the device" ();
     }
 }
 

@@ -11,5 +11,6 @@ mod combine;
 mod combine_threads;
 mod counters;
 mod export;
+mod flows;
 mod perfetto_export;
 mod scopes;

@@ -23,13 +23,14 @@ fn ids_are_fixed_at_compile_time() {
     );
     assert_eq!(disk::READ.id(), EventId(0x1c));
     assert_eq!(disk::FLUSH.begin(), EventId(0x1d));
-    assert_eq!(disk::LAST, EventId(0x1e));
-    assert_eq!(CATALOG.event_count(), 0x1f);
+    assert_eq!(disk::SYNC.begin(), EventId(0x1f));
+    assert_eq!(disk::LAST, EventId(0x21));
+    assert_eq!(CATALOG.event_count(), 0x22);
 
     let t = Tracer::new();
     t.define_classes(&CATALOG).unwrap();
     let c = t.catalog();
-    let names: Vec<_> = (0x17..0x1f)
+    let names: Vec<_> = (0x17..0x22)
         .map(|i| {
             let e = c.event(EventId(i)).unwrap();
             (e.class.0, e.name.as_str(), e.args.join(","))
@@ -46,6 +47,9 @@ fn ids_are_fixed_at_compile_time() {
             (6, "read", "block".into()),
             (6, "flush.begin", "".into()),
             (6, "flush.end", "code".into()),
+            (6, "sync.flow_begin", "flow,origin".into()),
+            (6, "sync.flow_step", "flow,origin".into()),
+            (6, "sync.flow_end", "flow,origin".into()),
         ]
     );
     assert_eq!(c.class(net::CLASS).unwrap().description, "network stack");
@@ -54,7 +58,7 @@ fn ids_are_fixed_at_compile_time() {
         .define_class(ClassSpec::new("late", "run time").event("x", "", &[]))
         .unwrap();
     assert_eq!(more.id, ClassId(7));
-    assert_eq!(more.event("x"), Some(EventId(0x1f)));
+    assert_eq!(more.event("x"), Some(EventId(0x22)));
 }
 
 #[test]
@@ -168,6 +172,11 @@ fn global_form_logs_to_the_installed_tracer() {
     // Before install: no-ops.
     qtrace::event!(Global, net::RX, 1, 2);
     drop(qtrace::scope!(Global, disk::FLUSH));
+    let early = Global.flow_begin(disk::SYNC, 1); // not logged, but named
+    assert_eq!(
+        early,
+        qtrace::macros::FlowId::new(qtrace::source::current(), 1)
+    );
 
     let time = ManualClock::new(5);
     let (t, q) = tracer(&time);
@@ -177,12 +186,19 @@ fn global_form_logs_to_the_installed_tracer() {
         let _f = qtrace::scope!(Global, disk::FLUSH);
         time.advance(9);
     }
+    qtrace::source::set_current(6);
+    let w = Global.flow_begin(disk::SYNC, 40);
+    Global.flow_step(disk::SYNC, w);
+    Global.flow_end(disk::SYNC, qtrace::macros::FlowId::new(2, 41));
     assert_eq!(
         recorded(t, q),
         [
             (5, net::RX.id(), [1, 2]),
             (5, disk::FLUSH.begin(), [0, 0]),
             (14, disk::FLUSH.end(), [0, 0]),
+            (14, disk::SYNC.begin(), [40, 6]),
+            (14, disk::SYNC.step(), [40, 6]),
+            (14, disk::SYNC.end(), [41, 2]),
         ]
     );
 }

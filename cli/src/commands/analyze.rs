@@ -372,6 +372,33 @@ fn text(
             writeln!(out, "  {} scope ends without a begin", r.scope_unpaired)?;
         }
     }
+    let woken: Vec<_> = r
+        .tasks
+        .iter()
+        .filter(|(_, t)| t.woken_by_signal + t.woken_by_irq > 0)
+        .collect();
+    if !woken.is_empty() {
+        // Derived wake-up flows: a signal or an interrupt to the schedule
+        // of the task it woke (qtrace::analysis).
+        writeln!(out, "\nwake-ups (wake to next schedule)")?;
+        writeln!(
+            out,
+            "{:<8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "task", "by sem", "by irq", "unsched", "min", "mean", "p99", "max"
+        )?;
+        for (id, t) in woken {
+            writeln!(
+                out,
+                "{:<8} {:>8} {:>8} {:>8} {}{}",
+                id,
+                t.woken_by_signal,
+                t.woken_by_irq,
+                t.wakeups_unscheduled,
+                summary_text(&t.wakeups.summary()),
+                lossy_note(t.wakeups_lossy)
+            )?;
+        }
+    }
     if !r.counters.is_empty() {
         writeln!(out, "\ncounters")?;
         writeln!(
@@ -556,6 +583,27 @@ fn json(
             s.push('}');
         }
         let _ = write!(s, "],\"scope_unpaired\":{}", r.scope_unpaired);
+    }
+    let mut woken = r
+        .tasks
+        .iter()
+        .filter(|(_, t)| t.woken_by_signal + t.woken_by_irq > 0)
+        .peekable();
+    if woken.peek().is_some() {
+        s.push_str(",\"wakeups\":[");
+        for (i, (id, t)) in woken.enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(
+                s,
+                "{{\"task\":{id},\"by_signal\":{},\"by_irq\":{},\"unscheduled\":{},\"lossy\":{},\"latency\":",
+                t.woken_by_signal, t.woken_by_irq, t.wakeups_unscheduled, t.wakeups_lossy
+            );
+            summary_json(&mut s, &t.wakeups.summary());
+            s.push('}');
+        }
+        s.push(']');
     }
     if !r.counters.is_empty() {
         s.push_str(",\"counters\":[");

@@ -516,3 +516,68 @@ fn analyze_reports_min_mean_max_per_counter() {
         ])
     );
 }
+
+#[test]
+fn analyze_reports_wake_up_latency_per_task() {
+    use qtrace::classes::{lowlevel, semaphore, system, tracer};
+    use qtrace::clock::{Clock, ManualClock};
+    use qtrace::wire::{create_trace_file, TraceHeader};
+    use qtrace::Event;
+    // The trace of tests/export/flows.rs's `wake_trace`: a signal releases
+    // task 1 (150 ns), irq 9 wakes task 3 (300 ns) and task 4 (never
+    // scheduled), irq 5 wakes task 2 with a loss between.
+    let events = [
+        Event::new(0, system::SCHEDULE, 0, [1, 0]),
+        Event::new(100, semaphore::WAIT, 0, [1, 7]),
+        Event::new(150, system::SCHEDULE, 0, [2, 0]),
+        Event::new(200, system::SCHEDULE, 1, [3, 0]),
+        Event::new(300, semaphore::SIGNAL, 1, [3, 7]),
+        Event::new(450, system::SCHEDULE, 0, [1, 0]),
+        Event::new(500, system::ENDCYCLE, 1, [3, 0]),
+        Event::new(1_000, lowlevel::INTERRUPT, 1, [9, 0]),
+        Event::new(1_050, system::ACTIVATE, 1, [3, 0]),
+        Event::new(1_300, system::SCHEDULE, 1, [3, 0]),
+        Event::new(1_400, semaphore::WAIT, 0, [1, 8]),
+        Event::new(1_500, semaphore::SIGNAL, 1, [3, 8]),
+        Event::new(1_600, semaphore::SIGNAL, 0, [1, 8]),
+        Event::new(1_700, lowlevel::INTERRUPT, 0, [9, 0]),
+        Event::new(1_750, system::ACTIVATE, 0, [4, 0]),
+        Event::new(1_800, lowlevel::INTERRUPT, 1, [5, 0]),
+        Event::new(1_810, system::ACTIVATE, 1, [2, 0]),
+        Event::new(1_850, tracer::HOOPS, 1, [2, 0]),
+        Event::new(1_900, system::SCHEDULE, 1, [2, 0]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.qtr");
+    let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    let mut w = create_trace_file(&path, &header).unwrap();
+    w.write_events(&events).unwrap();
+    w.finish().unwrap();
+
+    let text = run(&[], &path);
+    let at = text.find("\nwake-ups").expect("a wake-ups table");
+    let table = &text[at..];
+    let table = &table[..table[1..].find("\n\n").map_or(table.len(), |i| i + 2)];
+    assert_eq!(
+        table,
+        "\nwake-ups (wake to next schedule)\n\
+         task       by sem   by irq  unsched      min     mean      p99      max\n\
+         1               1        0        0    150ns    150ns    150ns    150ns\n\
+         2               0        1        0        -        -        -        -  (1 left out: events lost during them)\n\
+         3               0        1        0    300ns    300ns    300ns    300ns\n\
+         4               0        1        1        -        -        -        -\n"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(&["--json"], &path)).unwrap();
+    let none = serde_json::json!({"count": 0, "min_ns": 0, "mean_ns": 0, "p99_ns": 0, "max_ns": 0});
+    assert_eq!(
+        v["wakeups"],
+        serde_json::json!([
+            {"task": 1, "by_signal": 1, "by_irq": 0, "unscheduled": 0, "lossy": 0,
+             "latency": {"count": 1, "min_ns": 150, "mean_ns": 150, "p99_ns": 150, "max_ns": 150}},
+            {"task": 2, "by_signal": 0, "by_irq": 1, "unscheduled": 0, "lossy": 1, "latency": none},
+            {"task": 3, "by_signal": 0, "by_irq": 1, "unscheduled": 0, "lossy": 0,
+             "latency": {"count": 1, "min_ns": 300, "mean_ns": 300, "p99_ns": 300, "max_ns": 300}},
+            {"task": 4, "by_signal": 0, "by_irq": 1, "unscheduled": 1, "lossy": 0, "latency": none},
+        ])
+    );
+}

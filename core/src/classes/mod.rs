@@ -13,6 +13,7 @@
 //! ```
 
 pub mod counter;
+pub mod flow;
 pub mod lowlevel;
 pub mod semaphore;
 pub mod system;

@@ -7,7 +7,8 @@ use std::io::Write;
 
 use super::interning::{fixed_annotation, fixed_category, Interner, Prefix, Sequence};
 use super::protobuf::{
-    put_bytes, put_double, put_int, put_message, put_pair, put_prefix, put_uint, put_uint_at,
+    put_bytes, put_double, put_fixed64, put_int, put_message, put_pair, put_prefix, put_uint,
+    put_uint_at,
 };
 use super::schema::{field, COUNTER, INSTANT, SLICE_BEGIN, SLICE_END};
 use super::writer::PerfettoWriter;
@@ -345,6 +346,9 @@ impl<W: Write> PerfettoWriter<W> {
     /// Writes the instant of `e` on `track`.
     pub(super) fn instant(&mut self, e: &Event, track: u64) -> Result<(), Error> {
         let mut p = [0u8; INSTANT_ROOM];
+        if self.flow.is_some() {
+            return self.instant_general(e, track);
+        }
         if let Some(n) = self.packed_instant(&mut p, e, track) {
             return self.append_packed(e.time, &p, n);
         }
@@ -418,6 +422,10 @@ impl<W: Write> PerfettoWriter<W> {
                     put_uint(a, field::UINT_VALUE, value);
                 });
             }
+        }
+        if let Some((f, n)) = self.flow.take() {
+            // A flow record (FORMAT.md 1.3.3): its instance on the instant.
+            put_fixed64(&mut self.event, f, n);
         }
         self.emit(e.time)
     }

@@ -90,6 +90,12 @@ pub(crate) fn put_prefix<const N: usize>(buf: &mut Vec<u8>, bytes: &[u8; N], n: 
     buf.truncate(buf.len() - N + n.min(N));
 }
 
+/// Appends a `fixed64` field (wire type 1: eight bytes, little-endian).
+pub(crate) fn put_fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
+    put_key(buf, field, FIXED64);
+    buf.extend_from_slice(&v.to_le_bytes());
+}
+
 /// Appends a length-delimited field `field` holding two unsigned fields,
 /// `a` = `va` and `b` = `vb` (fields below 16): a debug annotation's name
 /// iid and value, written without a length patched afterwards when both

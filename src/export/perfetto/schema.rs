@@ -59,6 +59,8 @@ pub(super) mod field {
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const COUNTER_VALUE: u32 = 30;
     pub const DOUBLE_COUNTER_VALUE: u32 = 44;
+    pub const FLOW_IDS: u32 = 47;
+    pub const TERMINATING_FLOW_IDS: u32 = 48;
     // DebugAnnotation
     pub const ANNOTATION_NAME_IID: u32 = 1;
     pub const UINT_VALUE: u32 = 3;

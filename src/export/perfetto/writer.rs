@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 
 use super::interning::Sequence;
-use super::schema::SEQUENCE_ID;
+use super::schema::{field, SEQUENCE_ID};
 use super::zipper::{Deflater, Zipper};
 use crate::classes::counters::CounterTable;
+use crate::classes::flows::{FlowTable, FlowTracker};
 use crate::classes::scopes::ScopeTable;
 use crate::classes::{system, tracer, Catalog};
 use crate::export::by_source::BySource;
@@ -16,6 +17,7 @@ use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames};
 use crate::Event;
+use qtrace_core::classes::flow::FlowPhase;
 
 /// Uncompressed bytes of one sequence's packets gathered before they are
 /// written: as one `compressed_packets` packet (see the module
@@ -162,6 +164,11 @@ pub struct PerfettoWriter<W: Write> {
     /// The track of each (source, counter) with a value (`None`: the
     /// sources past `max_tracks`, together).
     pub(super) counter_tracks: BTreeMap<(Option<u32>, usize), u64>,
+    /// Pairs flow records (FORMAT.md 1.3.3) into instances.
+    pub(super) flows: FlowTracker,
+    /// The flow field (`flow_ids` or `terminating_flow_ids`) and instance
+    /// number the next instant carries.
+    pub(super) flow: Option<(u32, u64)>,
     /// The `lost events` counter track, once made.
     pub(super) loss_track: Option<u64>,
     pub(super) next_uuid: u64,
@@ -267,6 +274,8 @@ impl<W: Write> PerfettoWriter<W> {
             scope_tracks: BTreeMap::new(),
             counters: CounterTable::new(catalog),
             counter_tracks: BTreeMap::new(),
+            flows: FlowTable::new(catalog).tracker(),
+            flow: None,
             edges: Vec::with_capacity(8),
             sources: BySource::default(),
             tasks: HashMap::default(),
@@ -399,7 +408,7 @@ impl<W: Write> EventSink for PerfettoWriter<W> {
             self.enter(seq);
             self.edge(edge, None)?;
         }
-        self.stats.unpaired += self.slices.unpaired();
+        self.stats.unpaired += self.slices.unpaired() + self.flows.unpaired();
         self.flush_all(false)?;
         if let Some(z) = &mut self.zipper {
             z.drain(&mut self.out).map_err(io_err)?;
@@ -462,6 +471,15 @@ impl<W: Write> PerfettoWriter<W> {
             // A counter record is its value on its counter track.
             self.counter_value(e, counter, tracked)?;
         } else if !drawn {
+            // A paired flow record carries its instance: a begin or step in
+            // `flow_ids`, an end in `terminating_flow_ids`.
+            self.flow = self.flows.push(e).and_then(|f| {
+                let field = match f.phase {
+                    FlowPhase::End => field::TERMINATING_FLOW_IDS,
+                    _ => field::FLOW_IDS,
+                };
+                f.instance.map(|n| (field, n))
+            });
             let track = self.instant_track(tracked)?;
             self.instant(e, track)?;
         }

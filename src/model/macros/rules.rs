@@ -140,9 +140,12 @@ macro_rules! __qtrace_width {
     (counter) => {
         1u16
     };
+    (flow) => {
+        3u16
+    };
     ($other:ident) => {
         ::core::compile_error!(concat!(
-            "qtrace::classes!: an entry starts with `event`, `scope` or `counter`, not `",
+            "qtrace::classes!: an entry starts with `event`, `scope`, `counter` or `flow`, not `",
             stringify!($other),
             "`"
         ))
@@ -165,6 +168,14 @@ macro_rules! __qtrace_type {
     (counter, $($a:ident)*) => {
         ::core::compile_error!(concat!(
             "qtrace::classes!: a counter is declared (KIND) or (KIND, unit), KIND one of u64, i64, f64: (",
+            stringify!($($a),*),
+            ")"
+        ))
+    };
+    (flow, ) => { $crate::macros::StaticFlow };
+    (flow, $($a:ident)*) => {
+        ::core::compile_error!(concat!(
+            "qtrace::classes!: a flow is declared with no argument names, `()` (its events carry the flow id and origin): (",
             stringify!($($a),*),
             ")"
         ))
@@ -205,6 +216,26 @@ macro_rules! __qtrace_fill {
             concat!($name, ".counter"),
             $desc,
             &[$($arg),*],
+        );
+    };
+    ($t:ident, flow, $at:expr, $id:expr, $name:literal, $desc:literal, [$($arg:expr),*]) => {
+        $t[$at] = $crate::macros::__private::BuiltinEvent::new(
+            $crate::EventId($id),
+            concat!($name, ".flow_begin"),
+            $desc,
+            &$crate::macros::__private::FLOW_ARGS,
+        );
+        $t[$at + 1] = $crate::macros::__private::BuiltinEvent::new(
+            $crate::EventId($id + 1),
+            concat!($name, ".flow_step"),
+            concat!("step: ", $desc),
+            &$crate::macros::__private::FLOW_ARGS,
+        );
+        $t[$at + 2] = $crate::macros::__private::BuiltinEvent::new(
+            $crate::EventId($id + 2),
+            concat!($name, ".flow_end"),
+            concat!("end: ", $desc),
+            &$crate::macros::__private::FLOW_ARGS,
         );
     };
     ($t:ident, $other:ident, $($rest:tt)*) => {};

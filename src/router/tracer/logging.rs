@@ -80,6 +80,67 @@ impl Tracer {
         self.log_event(counter.id(), counter.args(value));
     }
 
+    /// Begins an instance of a flow (FORMAT.md 1.3.3): logs
+    /// `flow.begin()` with `[id, origin]`, where the origin is this thread's
+    /// source ([`crate::model::source::current`]), and returns the instance
+    /// to pass along with what flows, for [`flow_step`](Tracer::flow_step)
+    /// and [`flow_end`](Tracer::flow_end). `id` need only be unique among
+    /// this source's open flows: the origin keeps ids of other sources
+    /// apart. Costs what [`log_event`](Tracer::log_event) costs, plus the
+    /// read of the thread's source.
+    ///
+    /// ```
+    /// use qtrace::classes::ClassSpec;
+    /// use qtrace::queues::Dummy;
+    ///
+    /// let tracer = qtrace::Tracer::new();
+    /// let net = tracer.define_class(ClassSpec::new("net", "the network").flow("packet", "a packet"))?;
+    /// let q = tracer.create_queue::<Dummy>(())?;
+    /// tracer.assign_class(net.id, q)?;
+    /// tracer.activate()?;
+    /// let packet = tracer.catalog().flow("net:packet").unwrap();
+    /// qtrace::source::set_current(4);
+    /// let p = tracer.flow_begin(packet, 99);
+    /// assert_eq!((p.origin, p.id), (4, 99));
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| tracer.flow_end(packet, p)); // another thread: [99, 4]
+    /// });
+    /// assert_eq!(tracer.counters(q)?.accepted, 2);
+    /// # Ok::<(), qtrace::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn flow_begin(
+        &self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        id: u64,
+    ) -> qtrace_core::classes::flow::FlowId {
+        let f = qtrace_core::classes::flow::FlowId::new(crate::model::source::current(), id);
+        self.log_event(flow.begin(), f.args());
+        f
+    }
+
+    /// Records that flow instance `f` passes here (`flow.step()` with
+    /// `[f.id, f.origin]`), from whatever source logs it.
+    #[inline(always)]
+    pub fn flow_step(
+        &self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        f: qtrace_core::classes::flow::FlowId,
+    ) {
+        self.log_event(flow.step(), f.args());
+    }
+
+    /// Records that flow instance `f` ends here (`flow.end()` with
+    /// `[f.id, f.origin]`), from whatever source logs it.
+    #[inline(always)]
+    pub fn flow_end(
+        &self,
+        flow: qtrace_core::classes::flow::StaticFlow,
+        f: qtrace_core::classes::flow::FlowId,
+    ) {
+        self.log_event(flow.end(), f.args());
+    }
+
     /// Records `id` as coming from `source` (a CPU or thread number the caller
     /// knows).
     #[inline(always)]
