@@ -148,7 +148,7 @@ impl Firmware {
         let buffer = u32::from_le_bytes(image[28..32].try_into().unwrap());
         let at = match addr {
             BASE => 0,
-            a if a == buffer => RTT_HEADER_LEN,
+            a if a.wrapping_sub(buffer) < SIZE as u32 => RTT_HEADER_LEN + (a - buffer) as usize,
             _ => return None,
         };
         image.get(at..at + len).map(<[u8]>::to_vec)

@@ -4,9 +4,10 @@
 //! receiver's machinery (the frames go through `--serial`'s decoder).
 //!
 //! Each poll is QMP `pmemsave` commands, in this order: the ring's 64-byte
-//! control block (*committed*), its data (`SizeOfBuffer` bytes at
-//! `pBuffer`), the control block again (*reserved*): the reader's rule of
-//! FORMAT.md 10.7. Polling without pause (`--poll-ms 0`) the block read
+//! control block (*committed*), its data (only the part a take can return:
+//! from the next byte not taken, or *committed* − `SizeOfBuffer` when that
+//! is later, to *committed*; the whole buffer when that part wraps), the
+//! control block again (*reserved*): the reader's rule of FORMAT.md 10.7. Polling without pause (`--poll-ms 0`) the block read
 //! last also serves as the next poll's first: two reads a poll.
 //! `pmemsave` writes into a file of a private temporary folder, which is
 //! read back (QEMU has no command that returns raw memory; `human-monitor-
@@ -327,7 +328,8 @@ pub fn receiver(
     let mut frames = Frames::new(Arc::clone(&counts));
     let mut cursor = RttCursor::new();
     let mut committed = header.committed;
-    let mut data = Vec::with_capacity(header.size as usize);
+    let mut data = vec![0u8; header.size as usize];
+    let mut piece = Vec::with_capacity(header.size as usize);
     let mut over = false;
     let name = format!(
         "the RTT ring at {addr:#010x} ({from}) through QMP {}",
@@ -360,7 +362,28 @@ pub fn receiver(
             same(&before)?;
             committed = before.committed;
         }
-        qmp.read(header.buffer, header.size as usize, &mut data)?;
+        // Only the bytes this poll may take are read: from the oldest the
+        // ring still holds (or the next untaken) to `committed`, in one
+        // read unless they wrap; the rest of `data` is never taken.
+        let size = header.size;
+        let oldest = committed.wrapping_sub(committed.min(size));
+        let lo = match cursor.next() {
+            Some(n) if committed.wrapping_sub(n) <= size => n,
+            Some(_) => committed.wrapping_sub(size),
+            None => oldest,
+        };
+        let (at, len) = (lo & (size - 1), committed.wrapping_sub(lo));
+        if len > size {
+            // `committed` behind the last take: the take refuses it.
+        } else if at + len <= size {
+            if len > 0 {
+                qmp.read(header.buffer.wrapping_add(at), len as usize, &mut piece)?;
+                data[at as usize..(at + len) as usize].copy_from_slice(&piece);
+            }
+        } else {
+            qmp.read(header.buffer, size as usize, &mut piece)?;
+            data.copy_from_slice(&piece);
+        }
         qmp.read(addr, RTT_HEADER_LEN, &mut block)?;
         let now = RttHeader::parse(&block).map_err(invalid)?;
         same(&now)?;
