@@ -131,7 +131,7 @@ impl Firmware {
         while self.logged < until {
             assert!(self.ring.push(&event(self.logged)));
             self.logged += 1;
-            if self.logged % 20 == 0 {
+            if self.logged.is_multiple_of(20) {
                 self.drain.poll(&mut sink);
             }
         }
