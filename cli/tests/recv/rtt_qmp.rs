@@ -36,13 +36,14 @@ fn event(i: u64) -> qtrace_core::Event {
 
 /// Serves QMP on `socket` for one client: the greeting, `qmp_capabilities`,
 /// and `pmemsave` of `memory(addr, len)` (`None`: a QMP error), calling
-/// `step()` before each read of the control block. Returns what `step`
-/// has become once the client leaves.
+/// `step()` before each read of the control block, and hanging up (QEMU
+/// killed) once `gone()`. Returns the state once the client leaves.
 fn serve<S: Send + 'static>(
     socket: &Path,
     mut state: S,
     step: fn(&mut S),
     memory: fn(&S, u32, usize) -> Option<Vec<u8>>,
+    gone: fn(&S) -> bool,
 ) -> JoinHandle<S> {
     let listener = UnixListener::bind(socket).unwrap();
     std::thread::spawn(move || {
@@ -66,6 +67,9 @@ fn serve<S: Send + 'static>(
                     let len = a["size"].as_u64().unwrap() as usize;
                     if addr == BASE {
                         step(&mut state);
+                    }
+                    if gone(&state) {
+                        return state;
                     }
                     match memory(&state, addr, len) {
                         Some(bytes) => {
@@ -182,6 +186,7 @@ fn run(per_step: u64, poll_ms: &str) -> (serde_json::Value, Vec<qtrace::Event>, 
         Firmware::new(per_step),
         Firmware::step,
         Firmware::memory,
+        |_| false,
     );
     let out = dir.path().join("got.qtr");
     let output = qtrace(
@@ -350,7 +355,7 @@ fn a_control_block_of_another_writer_is_refused() {
     }
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("qmp.sock");
-    let server = serve(&socket, (), |_| {}, other);
+    let server = serve(&socket, (), |_| {}, other, |_| false);
     let err = fails(&[
         "--rtt-qmp",
         socket.to_str().unwrap(),
@@ -370,7 +375,7 @@ fn a_control_block_of_another_writer_is_refused() {
 fn a_qmp_error_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("qmp.sock");
-    let server = serve(&socket, (), |_| {}, |_, _, _| None);
+    let server = serve(&socket, (), |_| {}, |_, _, _| None, |_| false);
     let s = socket.to_str().unwrap();
     let err = fails(&["--rtt-qmp", s, "--addr", "0x20000000"]);
     assert_eq!(
@@ -378,4 +383,51 @@ fn a_qmp_error_is_shown() {
         format!("qtrace: --rtt-qmp {s}: pmemsave failed: QEMU answered: Invalid parameter 'val'\n")
     );
     server.join().unwrap();
+}
+
+/// QEMU killed mid-run (the socket hangs up): the receiver ends as at the
+/// end of a file, writes what it received, and marks the stream unclosed.
+#[test]
+fn qemu_gone_mid_run_ends_the_stream_unclosed() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("qmp.sock");
+    let server = serve(
+        &socket,
+        Firmware::new(20),
+        Firmware::step,
+        Firmware::memory,
+        |f| f.logged >= 5_000,
+    );
+    let out = dir.path().join("got.qtr");
+    let output = qtrace(
+        &[
+            "--rtt-qmp",
+            socket.to_str().unwrap(),
+            "--addr",
+            "536870912",
+            "--poll-ms",
+            "0",
+        ],
+        &out,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let firmware = server.join().unwrap();
+    assert!(!firmware.done);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["unclosed_senders"], 1);
+    assert_eq!(json["lost_events"], 0);
+    assert_eq!(json["stream_overwritten_bytes"], 0);
+    // What the drain had sent by the last read the host made.
+    let events = json["events"].as_u64().unwrap();
+    assert!(events > 4_000 && events < 5_000, "{json}");
+    let got = TraceReader::open(&out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.id == system::SCHEDULE)
+        .count();
+    assert_eq!(got as u64, events);
 }

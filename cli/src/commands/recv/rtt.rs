@@ -335,7 +335,7 @@ pub fn receiver(
         "the RTT ring at {addr:#010x} ({from}) through QMP {}",
         socket.display()
     );
-    let feed = move |out: &mut dyn FnMut(&[u8])| -> io::Result<bool> {
+    let mut poll_once = move |out: &mut dyn FnMut(&[u8])| -> io::Result<bool> {
         if over {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
@@ -401,6 +401,22 @@ pub fn receiver(
         c.overwritten = cursor.lost();
         c.reads = qmp.reads;
         Ok(fed)
+    };
+    // QEMU gone (the guest exited, or QEMU was killed) ends the stream
+    // like the end of a file: what was received is written, and a stream
+    // without its end frame is marked unclosed.
+    let feed = move |out: &mut dyn FnMut(&[u8])| match poll_once(out) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof
+                    | io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            Err(io::ErrorKind::UnexpectedEof.into())
+        }
+        r => r,
     };
     let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
     Ok((
