@@ -271,7 +271,7 @@ print(f"rtt: {j['events']} events received ({irqs} from SysTick), {j['lost_event
       f"{j['stream_reads']} QMP reads; {nbytes / logged:.2f} B/event; no bad frame")
 PY
 seconds=$(python3 -c "print(f'{$ended - $started:.2f}')")
-echo "qemu run (dump, then both streams): $seconds s wall"
+echo "qemu run (dump, the two UART streams, the RTT ring): $seconds s wall"
 
 echo "== size of the firmware"
 if command -v nm >/dev/null && command -v size >/dev/null; then
