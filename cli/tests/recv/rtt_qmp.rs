@@ -431,3 +431,78 @@ fn qemu_gone_mid_run_ends_the_stream_unclosed() {
         .count();
     assert_eq!(got as u64, events);
 }
+
+/// A host attaching mid-run, after the first catalog is overwritten: it
+/// starts at the oldest bytes the ring holds, skips to the next delimiter,
+/// names the events from the next catalog, and counts the events before
+/// its first chunk lost: received + lost = logged. Bytes are overwritten
+/// only at the first poll, which copies a full ring: those the writer wrote
+/// (20 events, maybe a catalog) between its reads of the control block.
+#[test]
+fn a_host_attaching_mid_run_decodes_from_the_next_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("qmp.sock");
+    let mut firmware = Firmware::new(5_000);
+    firmware.step();
+    firmware.per_step = 20;
+    let server = serve(&socket, firmware, Firmware::step, Firmware::memory, |_| {
+        false
+    });
+    let out = dir.path().join("got.qtr");
+    let output = qtrace(
+        &[
+            "--rtt-qmp",
+            socket.to_str().unwrap(),
+            "--addr",
+            "0x20000000",
+            "--poll-ms",
+            "0",
+        ],
+        &out,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(server.join().unwrap().done);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let received = json["events"].as_u64().unwrap();
+    let lost = json["lost_events"].as_u64().unwrap();
+    assert_eq!(received + lost, N, "{json}");
+    assert!(lost > 3_000 && lost < 5_000, "{json}");
+    assert!(json["stream_skipped_bytes"].as_u64().unwrap() > 0, "{json}");
+    let overwritten = json["stream_overwritten_bytes"].as_u64().unwrap();
+    assert!(overwritten > 0 && overwritten < 2_048, "{json}");
+    assert_eq!(json["stream_bad_frames"], 0);
+    assert_eq!(json["unclosed_senders"], 0);
+    let dump = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .arg("dump")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(dump.status.success());
+    let dump = String::from_utf8(dump.stdout).unwrap();
+    let mut lines = dump.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .contains(&format!("[LOST {lost} EVENTS]")),
+        "{dump:.300}"
+    );
+    // Every event is named from the catalog, and the last is event N - 1.
+    let events: Vec<&str> = lines.filter(|l| !l.contains('[')).collect();
+    assert_eq!(events.len() as u64, received);
+    assert!(
+        events
+            .iter()
+            .all(|l| l.contains(" system ") && l.contains(" schedule ")),
+        "{dump:.300}"
+    );
+    assert!(
+        events.last().unwrap().ends_with(&format!("{}", N - 1)),
+        "{}",
+        events.last().unwrap()
+    );
+}
