@@ -506,3 +506,31 @@ fn a_host_attaching_mid_run_decodes_from_the_next_catalog() {
         events.last().unwrap()
     );
 }
+
+/// A qtrace control block whose ring is larger than 16 MiB: refused before
+/// anything is allocated for it.
+#[test]
+fn a_ring_beyond_16_mib_is_refused() {
+    fn huge(_: &(), addr: u32, len: usize) -> Option<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        b[..10].copy_from_slice(b"SEGGER RTT");
+        b[16] = 1;
+        b[32..36].copy_from_slice(&(1u32 << 25).to_le_bytes());
+        b[48..52].copy_from_slice(b"QTRR");
+        (addr == BASE).then_some(b)
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("qmp.sock");
+    let server = serve(&socket, (), |_| {}, huge, |_| false);
+    let err = fails(&[
+        "--rtt-qmp",
+        socket.to_str().unwrap(),
+        "--addr",
+        "0x20000000",
+    ]);
+    assert_eq!(
+        err,
+        "qtrace: the RTT control block at 0x20000000 says its ring holds 33554432 bytes; --rtt-qmp reads rings of at most 16777216 bytes (16 MiB): use a smaller RttRing<N>\n"
+    );
+    server.join().unwrap();
+}

@@ -7,8 +7,9 @@
 //! control block (*committed*), its data (only the part a take can return:
 //! from the next byte not taken, or *committed* − `SizeOfBuffer` when that
 //! is later, to *committed*; the whole buffer when that part wraps), the
-//! control block again (*reserved*): the reader's rule of FORMAT.md 10.7. Polling without pause (`--poll-ms 0`) the block read
-//! last also serves as the next poll's first: two reads a poll.
+//! control block again (*reserved*): the reader's rule of FORMAT.md 10.7.
+//! Polling without pause (`--poll-ms 0`) the block read last also serves
+//! as the next poll's first: two reads a poll.
 //! `pmemsave` writes into a file of a private temporary folder, which is
 //! read back (QEMU has no command that returns raw memory; `human-monitor-
 //! command` `xp` prints it as text, and was slower here: BENCHMARKS.md).
@@ -28,6 +29,9 @@ use super::serial::{Frames, StreamCounts};
 /// The ELF symbol of the control block: SEGGER's name, which RTT tools
 /// (probe-rs, J-Link) look for too.
 pub const SYMBOL: &str = "_SEGGER_RTT";
+
+/// The largest ring read (its data are held in memory twice): 16 MiB.
+const MAX_SIZE: u32 = 1 << 24;
 
 /// How long the receiver waits for the firmware to initialise the ring
 /// (its id to appear) before giving up.
@@ -51,6 +55,8 @@ pub enum RttQmpError {
         from: &'static str,
         error: RttError,
     },
+    /// The control block says its ring is larger than `MAX_SIZE`.
+    TooLarge { addr: u32, size: u32 },
     /// `--addr` is not a 32-bit address.
     BadAddr(String),
     /// The temporary folder `pmemsave` writes into.
@@ -82,6 +88,10 @@ impl fmt::Display for RttQmpError {
             RttQmpError::BadBlock { addr, from, error } => write!(
                 f,
                 "the RTT control block at {addr:#010x} ({from}): {error}"
+            ),
+            RttQmpError::TooLarge { addr, size } => write!(
+                f,
+                "the RTT control block at {addr:#010x} says its ring holds {size} bytes; --rtt-qmp reads rings of at most {MAX_SIZE} bytes (16 MiB): use a smaller RttRing<N>"
             ),
             RttQmpError::BadAddr(s) => write!(
                 f,
@@ -323,6 +333,12 @@ pub fn receiver(
             Err(e) => return Err(bad(e)),
         }
     };
+    if header.size > MAX_SIZE {
+        return Err(RttQmpError::TooLarge {
+            addr,
+            size: header.size,
+        });
+    }
     let counts = Arc::new(Mutex::new(StreamCounts::default()));
     let shared = Arc::clone(&counts);
     let mut frames = Frames::new(Arc::clone(&counts));
