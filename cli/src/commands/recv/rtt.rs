@@ -11,8 +11,9 @@
 //! Polling without pause (`--poll-ms 0`) the block read last also serves
 //! as the next poll's first: two reads a poll.
 //! `pmemsave` writes into a file of a private temporary folder, which is
-//! read back (QEMU has no command that returns raw memory; `human-monitor-
-//! command` `xp` prints it as text, and was slower here: BENCHMARKS.md).
+//! read back (QEMU has no command that returns raw memory;
+//! `human-monitor-command` `xp` prints it as text: 2–5 times slower than
+//! `pmemsave` for 4 KiB here, though faster for 64 bytes: BENCHMARKS.md).
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Write};
