@@ -90,14 +90,17 @@ trace="$run/qtrace-firmware.qtr"
 echo "== run on qemu-system-arm -machine mps2-an385"
 status=0
 started=$(date +%s.%N)
-qmp="$run/qmp.sock"
+# The QMP socket in a short temporary folder: a Unix socket's path is at
+# most 107 bytes, which a deep target directory could pass.
+qmp_dir=$(mktemp -d)
+qmp="$qmp_dir/qmp.sock"
 (cd "$run" && exec timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
     -semihosting-config enable=on,target=native \
     -serial "file:$run/uart0.bin" -serial "file:$run/uart1.bin" -monitor none \
     -qmp "unix:$qmp,server,nowait" \
     -kernel "$firmware") >"$run/console.txt" 2>&1 &
 qemu_pid=$!
-trap 'kill "$qemu_pid" 2>/dev/null || true' EXIT
+trap 'kill "$qemu_pid" 2>/dev/null || true; rm -rf "$qmp_dir"' EXIT
 fail() { echo "qemu.sh: $*" >&2; cat "$run/console.txt" >&2; exit 1; }
 # Waits (at most 60 s) for a line of the firmware's console matching $1.
 wait_console() {
@@ -137,6 +140,7 @@ for cmd in ("qmp_capabilities", "quit"):
 PY
 wait "$qemu_pid" || status=$?
 trap - EXIT
+rm -rf "$qmp_dir"
 ended=$(date +%s.%N)
 cat "$run/console.txt"
 if [ "$status" -ne 0 ]; then
