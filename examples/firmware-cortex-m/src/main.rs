@@ -92,7 +92,7 @@ const UART0: usize = 0x4000_4000;
 const UART1: usize = 0x4000_5000;
 
 /// The RTT ring the host reads through QMP (FORMAT.md 10.7): 16 KiB of
-/// stream (about 2,200 events at 7.4 bytes each: 22 ms at 100 k events/s,
+/// stream (about 2,600 events at 6.3 bytes each: 26 ms at 100 k events/s,
 /// what a host may stall without loss), found by its symbol (SEGGER's name, which RTT
 /// tools look for).
 #[no_mangle]
@@ -248,7 +248,7 @@ fn main() -> ! {
     hprintln!("firmware: rtt: started");
     TICK_STREAMS.store(true, Ordering::Relaxed);
     let write = |b: &[u8]| _SEGGER_RTT.write(b);
-    let rtt = stream_with(&write, usize::MAX, 3, 16, RTT_PER_TICK, &|| {
+    let rtt = stream_with(&write, usize::MAX, 3, 64, RTT_PER_TICK, &|| {
         // SysTick stops logging before the close: on one core no handler is
         // half way through once this store is done, so the count is final.
         TICK_STREAMS.store(false, Ordering::Relaxed);
