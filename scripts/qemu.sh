@@ -115,7 +115,7 @@ wait_console() {
 # The RTT phase (after the dump and the UART streams): the host attaches
 # mid-run, 0.3 s after the firmware began to write the ring (the first
 # catalog is overwritten by then), and reads the ring every 50 ms, far too
-# slowly for the ~0.75 MB/s the firmware writes into its 16 KiB (at most
+# slowly for the ~0.63 MB/s the firmware writes into its 16 KiB (at most
 # 20 reads of 16 KiB a second: 0.33 MB/s).
 wait_console "firmware: rtt: started" || fail "the firmware never started its RTT phase"
 sleep 0.3
