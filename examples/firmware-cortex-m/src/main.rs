@@ -98,7 +98,7 @@ const UART1: usize = 0x4000_5000;
 #[no_mangle]
 static _SEGGER_RTT: RttRing<16384> = RttRing::new();
 /// Events the main loop logs per 1 ms tick in the RTT phase (the pace; 0:
-/// as fast as it can, about 800 k events/s here): 100 (100 k events/s,
+/// as fast as it can, about 440 k events/s here): 100 (100 k events/s,
 /// about 0.63 MB/s), or `QTRACE_RTT_PER_TICK` when the firmware is built.
 const RTT_PER_TICK: u32 = match option_env!("QTRACE_RTT_PER_TICK") {
     Some(s) => parse_u32(s),
