@@ -31,7 +31,14 @@
 #    UART1 with one that takes at most 96 bytes a poll. `qtrace recv
 #    --serial` reads both files; checked: UART0 100,000 received, none
 #    lost; UART1 received + dropped = 100,000, dropped > 0, both equal to
-#    the firmware's own counts; no bad frame.
+#    the firmware's own counts; no bad frame. Last, 100,000 events from the
+#    main loop (100 a 1 ms tick) and one a tick from SysTick into an RTT
+#    ring (FORMAT.md 10.7, the symbol _SEGGER_RTT): QEMU runs with -qmp,
+#    and `qtrace recv --rtt-qmp --elf` attaches 0.3 s into it and polls
+#    every 50 ms, too slowly: checked, received + lost = logged (the
+#    firmware's count), bytes overwritten > 0, no bad frame, every received
+#    event the one logged in its place, names from a later catalog; then
+#    QEMU is told to quit through QMP (the firmware waits for it).
 # 6. Prints the firmware's .text size and the part of it in qtrace_core's
 #    own (not inlined) functions, then, on its last line,
 #    `qemu: N events, dump ok`.
@@ -83,19 +90,65 @@ trace="$run/qtrace-firmware.qtr"
 echo "== run on qemu-system-arm -machine mps2-an385"
 status=0
 started=$(date +%s.%N)
-(cd "$run" && timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
+# The QMP socket in a short temporary folder: a Unix socket's path is at
+# most 107 bytes, which a deep target directory could pass.
+qmp_dir=$(mktemp -d)
+qmp="$qmp_dir/qmp.sock"
+(cd "$run" && exec timeout 60 qemu-system-arm -machine mps2-an385 -nographic \
     -semihosting-config enable=on,target=native \
     -serial "file:$run/uart0.bin" -serial "file:$run/uart1.bin" -monitor none \
-    -kernel "$firmware") >"$run/console.txt" 2>&1 || status=$?
+    -qmp "unix:$qmp,server,nowait" \
+    -kernel "$firmware") >"$run/console.txt" 2>&1 &
+qemu_pid=$!
+trap 'kill "$qemu_pid" 2>/dev/null || true; rm -rf "$qmp_dir"' EXIT
+fail() { echo "qemu.sh: $*" >&2; cat "$run/console.txt" >&2; exit 1; }
+# Waits (at most 60 s) for a line of the firmware's console matching $1.
+wait_console() {
+    local i
+    for i in $(seq 600); do
+        grep -q "$1" "$run/console.txt" 2>/dev/null && return 0
+        kill -0 "$qemu_pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+# The RTT phase (after the dump and the UART streams): the host attaches
+# mid-run, 0.3 s after the firmware began to write the ring (the first
+# catalog is overwritten by then), and reads the ring every 50 ms, far too
+# slowly for the ~0.63 MB/s the firmware writes into its 16 KiB (at most
+# 20 reads of 16 KiB a second: 0.33 MB/s).
+wait_console "firmware: rtt: started" || fail "the firmware never started its RTT phase"
+sleep 0.3
+rtt_status=0
+timeout 60 "$qtrace" recv --rtt-qmp "$qmp" --elf "$firmware" --poll-ms 50 --out "$run/rtt.qtr" --json \
+    >"$run/rtt.json" 2>"$run/rtt.txt" || rtt_status=$?
+# The firmware prints its own count after its end frame; then QEMU is told
+# to quit (the firmware waits for that).
+wait_console "firmware: stream rtt:" || fail "the firmware did not finish its RTT phase"
+python3 - "$qmp" <<'PY' || fail "could not quit QEMU through QMP"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+f.readline()
+for cmd in ("qmp_capabilities", "quit"):
+    f.write(json.dumps({"execute": cmd}) + "\n")
+    f.flush()
+    while "return" not in json.loads(f.readline()):
+        pass
+PY
+wait "$qemu_pid" || status=$?
+trap - EXIT
+rm -rf "$qmp_dir"
 ended=$(date +%s.%N)
 cat "$run/console.txt"
 if [ "$status" -ne 0 ]; then
     echo "qemu.sh: the firmware exited with status $status (124: timed out)" >&2
     exit 1
 fi
+[ "$rtt_status" -eq 0 ] || { cat "$run/rtt.txt" >&2; fail "qtrace recv --rtt-qmp exited with status $rtt_status"; }
 [ -s "$trace" ] || { echo "qemu.sh: no trace file $trace" >&2; exit 1; }
-
-fail() { echo "qemu.sh: $*" >&2; exit 1; }
 
 echo "== qtrace dump"
 "$qtrace" dump "$trace" >"$run/dump.txt" || fail "qtrace dump exited with status $? (0 = a complete file)"
@@ -167,8 +220,62 @@ PY
 }
 check_stream uart0 none
 check_stream uart1 loss
+
+echo "== the RTT ring through QMP (FORMAT.md 10.7): qtrace recv --rtt-qmp"
+# Attached mid-run and polling too slowly: received + lost = logged exactly
+# (the firmware's own count), bytes overwritten > 0, no bad frame, and every
+# received event is one the firmware logged, in its place (no torn record);
+# the names come from a catalog sent after the host attached.
+"$qtrace" dump "$run/rtt.qtr" >"$run/rtt-dump.txt" || fail "qtrace dump rtt.qtr exited with status $?"
+python3 - "$run/rtt.json" "$run/console.txt" "$run/rtt-dump.txt" <<'PY' || fail "the RTT stream disagrees"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+m = re.search(r"stream rtt: (\d+) events logged, (\d+) sent, (\d+) dropped \((\d+) chunks\), (\d+) frames, (\d+) bytes; (\d+) of the events from SysTick",
+              open(sys.argv[2]).read())
+logged, sent, dropped, chunks, frames, nbytes, ticks = map(int, m.groups())
+assert logged == 100_000 + ticks and ticks > 0, (logged, ticks)
+assert j["events"] + j["lost_events"] + j["sender_dropped"] == logged, j
+assert j["sender_dropped"] == dropped, (j, dropped)
+assert j["lost_events"] > 0 and j["stream_overwritten_bytes"] > 0, j
+assert (j["stream_bad_frames"], j["stream_corrupt_chunks"], j["unclosed_senders"]) == (0, 0, 0), j
+# Walk the received events: between two LOST marks they follow the
+# firmware's pattern exactly (SysTick's interrupts anywhere among them).
+pattern = ["system +schedule +task=(\d)$", "semaphore +wait +task=(\d) sem=1$", "app +job +task=(\d) tick=(\d+)$",
+           "semaphore +signal +task=(\d) sem=1$", "system +endcycle +task=(\d)$"]
+events = lost = irqs = 0
+prev = None  # (main-loop index) of the last event, None after a LOST mark
+dump = open(sys.argv[3]).read().splitlines()
+# Attached mid-run: the events before the first one received are lost.
+assert "[LOST" in dump[0], dump[0]
+for line in dump:
+    if "[LOST" in line:
+        lost += int(re.search(r"\[LOST (\d+) EVENTS", line).group(1))
+        prev = None
+        continue
+    if "[END" in line or not re.match(r"^ *[0-9.]+ +\d", line):
+        continue
+    events += 1
+    if re.search(r"lowlevel +interrupt +irq=15$", line):
+        irqs += 1
+        continue
+    kinds = [k for k, p in enumerate(pattern) if re.search(p, line)]
+    assert len(kinds) == 1, line
+    k = kinds[0]
+    g = re.search(pattern[k], line).groups()
+    if k == 2:
+        cycle = int(g[1])
+        assert int(g[0]) == cycle % 3 + 1, line
+    if prev is not None:
+        assert k == (prev + 1) % 5, (prev, line)
+    prev = k
+assert events == j["events"] and lost == j["lost_events"], (events, lost, j)
+assert irqs > 0, "no SysTick event received"
+print(f"rtt: {j['events']} events received ({irqs} from SysTick), {j['lost_events']} lost "
+      f"({j['stream_overwritten_bytes']} bytes overwritten), = {logged} logged; "
+      f"{j['stream_reads']} QMP reads; {nbytes / logged:.2f} B/event; no bad frame")
+PY
 seconds=$(python3 -c "print(f'{$ended - $started:.2f}')")
-echo "qemu run (dump, then both streams): $seconds s wall"
+echo "qemu run (dump, the two UART streams, the RTT ring): $seconds s wall"
 
 echo "== size of the firmware"
 if command -v nm >/dev/null && command -v size >/dev/null; then
@@ -179,4 +286,4 @@ print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
           if len(f) == 4 and f[2] in "tT" and "qtrace_core::" in f[3]))')
     echo "firmware .text: $text bytes; in qtrace_core's own functions: $core bytes (log_event and the dump are also inlined into SysTick and main)"
 fi
-echo "qemu: $events events, dump ok; streams: 100000 events over uart0 without loss, uart1's loss counted exactly"
+echo "qemu: $events events, dump ok; streams: 100000 events over uart0 without loss, uart1's and the RTT ring's loss counted exactly"

@@ -150,8 +150,10 @@ fn a_reader_that_falls_behind_counts_exactly_what_it_missed() {
         p
     };
     write(40);
+    assert_eq!(c.next(), None);
     let (b, lost) = poll(&ring, &mut c, 64, || {});
     assert_eq!((b, lost), ((0..40).map(byte).collect(), 0));
+    assert_eq!(c.next(), Some(40));
     // 300 bytes while the reader is away: it takes the last 64 and misses
     // 300 - 64 = 236.
     for _ in 0..10 {
@@ -161,6 +163,7 @@ fn a_reader_that_falls_behind_counts_exactly_what_it_missed() {
     assert_eq!(lost, 236);
     assert_eq!(b, (276..340).map(byte).collect::<Vec<_>>());
     assert_eq!((c.taken(), c.lost()), (104, 236));
+    assert_eq!(c.next(), Some(340));
     assert_eq!(c.taken() + c.lost(), 340);
     // Nothing new: nothing taken, nothing lost.
     assert_eq!(poll(&ring, &mut c, 64, || {}), (vec![], 0));

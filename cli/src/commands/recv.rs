@@ -28,6 +28,7 @@ use crate::spine::watch::{Watch, Watcher};
 use crate::spine::{interrupt, Exit};
 
 pub(crate) mod keys;
+mod rtt;
 mod serial;
 mod store;
 
@@ -59,6 +60,36 @@ pub struct RecvArgs {
         conflicts_with = "key_file"
     )]
     pub serial: Option<String>,
+    /// Read a firmware's RTT ring through QEMU's QMP socket (FORMAT.md 10.7).
+    ///
+    /// Read a firmware's RTT ring (qtrace_core::stream::RttRing, FORMAT.md
+    /// 10.7) from guest RAM through the QMP socket of a QEMU started with
+    /// `-qmp unix:SOCKET,server,nowait`, while the guest runs; the ring is
+    /// found by --elf (its symbol `_SEGGER_RTT`) or --addr. Only bytes the
+    /// firmware has finished are taken; bytes it overwrote before a read
+    /// are counted, and their events counted lost. Stops at the stream's
+    /// end frame, when QEMU exits, or at --count / --duration.
+    #[arg(
+        long,
+        value_name = "SOCKET",
+        conflicts_with_all = ["serial", "key_file"]
+    )]
+    pub rtt_qmp: Option<PathBuf>,
+    /// --rtt-qmp: the firmware's ELF file (the ring is its symbol _SEGGER_RTT).
+    #[arg(
+        long,
+        value_name = "FIRMWARE",
+        requires = "rtt_qmp",
+        conflicts_with = "addr"
+    )]
+    pub elf: Option<PathBuf>,
+    /// --rtt-qmp: the ring's address instead of --elf (0x20000400).
+    #[arg(long, value_name = "ADDR", requires = "rtt_qmp")]
+    pub addr: Option<String>,
+    /// --rtt-qmp: milliseconds between two reads of the ring (0: as fast
+    /// as QEMU answers).
+    #[arg(long, value_name = "MS", default_value_t = 1, requires = "rtt_qmp")]
+    pub poll_ms: u64,
     /// Trace file to write (its directory is created).
     #[arg(
         long,
@@ -140,7 +171,8 @@ pub struct RecvArgs {
     /// `lost_datagrams`, `sender_dropped`, `unsent`, `invalid_datagrams`,
     /// `rejected_datagrams`, `elapsed_s`; with --serial and --out:
     /// `stream_bytes`, `stream_frames`, `stream_bad_frames`,
-    /// `stream_corrupt_chunks`, `stream_skipped_bytes`; with --out: `records_written`,
+    /// `stream_corrupt_chunks`, `stream_skipped_bytes` (and with --rtt-qmp
+    /// `stream_overwritten_bytes`, `stream_reads`); with --out: `records_written`,
     /// `records_lost_with_file`, `files_replaced`, `file_error`; with
     /// --store: `store_events`, `store_lost`, `parts_closed`, `bytes`,
     /// `parts_deleted`, `store_error`.
@@ -195,7 +227,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
-    if args.serial.is_none() {
+    if args.serial.is_none() && args.rtt_qmp.is_none() {
         keys::warn_if_exposed(listen, !keys.is_empty());
     }
     let config = ReceiverConfig {
@@ -233,15 +265,33 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         },
         None => None,
     };
-    let (receiver, stream, source) = match &args.serial {
-        Some(spec) => match serial::receiver(spec, config) {
+    let (receiver, stream, source) = match (&args.serial, &args.rtt_qmp) {
+        (Some(spec), _) => match serial::receiver(spec, config) {
             Ok((r, counts, name)) => (r, Some(counts), format!("reading the byte stream {name}")),
             Err(e) => {
                 eprintln!("qtrace: {e}");
                 return Exit::BadInput;
             }
         },
-        None => match Receiver::bind_with(listen, config) {
+        (None, Some(socket)) => {
+            let at = match (&args.elf, &args.addr) {
+                (Some(elf), _) => rtt::Locate::Elf(elf),
+                (None, Some(addr)) => rtt::Locate::Addr(addr),
+                (None, None) => {
+                    eprintln!("qtrace: --rtt-qmp: give the firmware's ELF file with --elf FIRMWARE (its symbol {}), or the ring's address with --addr ADDR", rtt::SYMBOL);
+                    return Exit::BadInput;
+                }
+            };
+            let poll = Duration::from_millis(args.poll_ms);
+            match rtt::receiver(socket, at, poll, config) {
+                Ok((r, counts, name)) => (r, Some(counts), format!("reading {name}")),
+                Err(e) => {
+                    eprintln!("qtrace: {e}");
+                    return Exit::BadInput;
+                }
+            }
+        }
+        (None, None) => match Receiver::bind_with(listen, config) {
             Ok(r) => {
                 let on = format!("listening on {}", r.local_addr());
                 (r, None, on)
@@ -343,6 +393,11 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
                         .u64("stream_bad_frames", c.decoder.bad)
                         .u64("stream_corrupt_chunks", c.corrupt_chunks)
                         .u64("stream_skipped_bytes", c.decoder.skipped);
+                    if args.rtt_qmp.is_some() {
+                        json = json
+                            .u64("stream_overwritten_bytes", c.overwritten)
+                            .u64("stream_reads", c.reads);
+                    }
                 }
                 let json = json
                     .u64("records_written", summary.records_written)

@@ -145,6 +145,10 @@ const ELSEWHERE: &[(&str, &str)] = &[
     ("cli/src/commands/convert.rs", "--end"),
     // SQL's count(*), in `qtrace recv --store`'s suggested query.
     ("cli/src/commands/recv/store.rs", "count"),
+    // Rust's attribute, in the declaration `recv --elf` asks for.
+    ("cli/src/commands/recv/rtt.rs", "no_mangle"),
+    // QEMU's QMP command, when `recv --rtt-qmp`'s negotiation fails.
+    ("cli/src/commands/recv/rtt.rs", "qmp_capabilities"),
 ];
 
 fn elsewhere(file: &str, name: &str) -> bool {

@@ -16,5 +16,6 @@ mod live_stream;
 mod live_terminal;
 mod outputs;
 mod recv_cli;
+mod rtt_qmp;
 mod serial;
 mod stream_end;

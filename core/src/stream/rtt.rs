@@ -299,6 +299,14 @@ impl RttCursor {
         RttCursor::default()
     }
 
+    /// The number (mod 2^32) of the first stream byte not taken yet;
+    /// `None` before the first take. A reader that copies only the bytes
+    /// a take can return copies from `next` (or `committed − size` when
+    /// that is later) to `committed`.
+    pub fn next(&self) -> Option<u32> {
+        self.next
+    }
+
     /// Bytes taken so far.
     pub fn taken(&self) -> u64 {
         self.taken

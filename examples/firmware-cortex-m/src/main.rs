@@ -19,10 +19,17 @@
 //! second) with one that takes at most 96 bytes a poll, so whole chunks are
 //! dropped and counted. It prints each stream's account over semihosting;
 //! `scripts/qemu.sh` checks it against `qtrace recv --serial`.
+//!
+//! Last, the RTT phase: 100,000 events from the main loop and one a tick
+//! from SysTick, drained from the main loop into an RTT ring in RAM
+//! (`qtrace_core::stream::RttRing`, the symbol `_SEGGER_RTT`) that the
+//! host reads through QEMU's QMP socket (`qtrace recv --rtt-qmp`) while
+//! the firmware runs. The firmware prints its own count, then waits (the
+//! host quits QEMU once it has the stream's end frame).
 #![no_std]
 #![no_main]
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::{SCB, SYST};
@@ -32,7 +39,7 @@ use cortex_m_semihosting::{debug, hprintln, nr, syscall};
 use qtrace_core::classes::{lowlevel, semaphore, system, BuiltinClass, BuiltinEvent, ClassId};
 use qtrace_core::encode::header::HeaderSpec;
 use qtrace_core::ring::CircularRing;
-use qtrace_core::stream::{Drain, DrainStats, Status};
+use qtrace_core::stream::{Drain, DrainStats, RttRing, Status};
 use qtrace_core::{EventId, StaticCatalog, Tracer};
 
 mod panic_exit {
@@ -84,6 +91,41 @@ const POLL_EVERY: u32 = 128;
 const UART0: usize = 0x4000_4000;
 const UART1: usize = 0x4000_5000;
 
+/// The RTT ring the host reads through QMP (FORMAT.md 10.7): 16 KiB of
+/// stream (about 2,600 events at 6.3 bytes each: 26 ms at 100 k events/s,
+/// what a host may stall without loss), found by its symbol (SEGGER's name, which RTT
+/// tools look for).
+#[no_mangle]
+static _SEGGER_RTT: RttRing<16384> = RttRing::new();
+/// Events the main loop logs per 1 ms tick in the RTT phase (the pace; 0:
+/// as fast as it can, about 440 k events/s here): 100 (100 k events/s,
+/// about 0.63 MB/s), or `QTRACE_RTT_PER_TICK` when the firmware is built.
+const RTT_PER_TICK: u32 = match option_env!("QTRACE_RTT_PER_TICK") {
+    Some(s) => parse_u32(s),
+    None => 100,
+};
+
+/// A decimal number (build-time configuration).
+const fn parse_u32(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut n = 0u32;
+    while i < b.len() {
+        assert!(
+            b[i].is_ascii_digit(),
+            "QTRACE_RTT_PER_TICK: a decimal number"
+        );
+        n = n * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    n
+}
+
+/// Whether SysTick logs into the stream tracer (the RTT phase).
+static TICK_STREAMS: AtomicBool = AtomicBool::new(false);
+/// Events SysTick logged into the stream tracer.
+static TICK_STREAMED: AtomicU32 = AtomicU32::new(0);
+
 /// SysTick wraps so far (the interrupt counts them).
 static WRAPS: AtomicU32 = AtomicU32::new(0);
 /// Ticks the interrupt has logged.
@@ -107,6 +149,10 @@ fn now() -> u64 {
 #[exception]
 fn SysTick() {
     WRAPS.fetch_add(1, Ordering::Relaxed);
+    if TICK_STREAMS.load(Ordering::Relaxed) {
+        STREAM.log_event(lowlevel::INTERRUPT, 0, [15, 0]);
+        TICK_STREAMED.fetch_add(1, Ordering::Relaxed);
+    }
     let n = TICKED.load(Ordering::Relaxed);
     if n >= TICKS {
         return;
@@ -191,7 +237,28 @@ fn main() -> ! {
         "firmware: stream uart1: {} events logged, {} sent, {} dropped ({} chunks), {} frames, {} bytes",
         STREAMED, slow.sent, slow.dropped, slow.chunks_dropped, slow.frames, slow.bytes
     );
-    debug::exit(status);
+    if status != debug::EXIT_SUCCESS {
+        debug::exit(status);
+    }
+    // The RTT phase. The ring is made findable first (a host may attach
+    // before the first frame), then the main loop and SysTick log into the
+    // stream tracer, drained into the ring.
+    _SEGGER_RTT.init();
+    STREAM.assign_class(ClassId::LOWLEVEL, 0).unwrap();
+    hprintln!("firmware: rtt: started");
+    TICK_STREAMS.store(true, Ordering::Relaxed);
+    let write = |b: &[u8]| _SEGGER_RTT.write(b);
+    let rtt = stream_with(&write, usize::MAX, 3, 64, RTT_PER_TICK, &|| {
+        // SysTick stops logging before the close: on one core no handler is
+        // half way through once this store is done, so the count is final.
+        TICK_STREAMS.store(false, Ordering::Relaxed);
+    });
+    let ticks = TICK_STREAMED.load(Ordering::Relaxed);
+    hprintln!(
+        "firmware: stream rtt: {} events logged, {} sent, {} dropped ({} chunks), {} frames, {} bytes; {} of the events from SysTick",
+        STREAMED + ticks, rtt.sent, rtt.dropped, rtt.chunks_dropped, rtt.frames, rtt.bytes, ticks
+    );
+    // The host quits QEMU once it has read the end frame.
     loop {
         cortex_m::asm::wfi();
     }
@@ -259,11 +326,11 @@ fn uart_init(base: usize) {
     }
 }
 
-/// Writes what the UART at `base` takes now, at most `max` bytes: until its
-/// transmit buffer is full (STATE bit 0). Never waits.
-fn uart_write(base: usize, bytes: &[u8], max: usize) -> usize {
+/// Writes what the UART at `base` takes now: until its transmit buffer is
+/// full (STATE bit 0). Never waits.
+fn uart_write(base: usize, bytes: &[u8]) -> usize {
     let mut n = 0;
-    for &b in bytes.iter().take(max) {
+    for &b in bytes {
         // SAFETY: STATE (0x04) and DATA (0x00) of a CMSDK APB UART.
         unsafe {
             if core::ptr::read_volatile((base + 0x04) as *const u32) & 1 != 0 {
@@ -282,6 +349,24 @@ fn uart_write(base: usize, bytes: &[u8], max: usize) -> usize {
 /// the stream's sender id.
 fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
     uart_init(base);
+    stream_with(&|b: &[u8]| uart_write(base, b), max, sender, 256, 0, &|| {})
+}
+
+/// Logs `STREAMED` events of the scheduler's pattern into the stream
+/// tracer, polling a drain into `write` (at most `max` bytes a poll) every
+/// `POLL_EVERY` events, then calls `before_close`, closes the stream and
+/// polls until the end frame is sent. The catalog goes first and again
+/// every `catalog_every` chunks; `sender` is the stream's sender id. With
+/// `per_tick` > 0, after every `per_tick` events it waits for the next
+/// SysTick (a paced producer).
+fn stream_with(
+    write: &dyn Fn(&[u8]) -> usize,
+    max: usize,
+    sender: u32,
+    catalog_every: u32,
+    per_tick: u32,
+    before_close: &dyn Fn(),
+) -> DrainStats {
     let spec = HeaderSpec {
         ticks_per_second: 1_000_000_000,
         clock_kind: "systick",
@@ -290,14 +375,14 @@ fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
     };
     let mut buf = [0u8; 1024];
     let mut drain = match Drain::new(&STREAM_RING, &CATALOG, spec, sender, &mut buf) {
-        Ok(d) => d.catalog_every(256),
+        Ok(d) => d.catalog_every(catalog_every),
         Err(_) => return DrainStats::default(),
     };
     // At most `max` bytes a poll.
     let poll = |drain: &mut Drain<'_, StaticCatalog>| {
         let mut budget = max;
         drain.poll(&mut |b: &[u8]| {
-            let n = uart_write(base, b, budget);
+            let n = write(&b[..b.len().min(budget)]);
             budget -= n;
             n
         })
@@ -316,7 +401,14 @@ fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
         if i.is_multiple_of(POLL_EVERY) {
             poll(&mut drain);
         }
+        if per_tick > 0 && i.is_multiple_of(per_tick) {
+            let tick = WRAPS.load(Ordering::Relaxed);
+            while WRAPS.load(Ordering::Relaxed) == tick {
+                cortex_m::asm::wfi();
+            }
+        }
     }
+    before_close();
     drain.close();
     while poll(&mut drain) != Status::Closed {}
     drain.stats()

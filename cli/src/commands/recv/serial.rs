@@ -33,6 +33,12 @@ pub struct StreamCounts {
     pub corrupt_chunks: u64,
     /// Whether the end frame arrived.
     pub ended: bool,
+    /// `--rtt-qmp`: the stream bytes the firmware overwrote before a poll
+    /// could take them (their events are counted lost by the next chunk's
+    /// first event).
+    pub overwritten: u64,
+    /// `--rtt-qmp`: guest memory reads (QMP `pmemsave` commands).
+    pub reads: u64,
 }
 
 impl StreamCounts {
@@ -41,12 +47,20 @@ impl StreamCounts {
         let d = &self.decoder;
         format!(
             "byte stream: {} bytes, {} frames, {} bad frames and {} corrupt chunks skipped, \
-             {} bytes before the first delimiter{}",
+             {} bytes before the first delimiter{}{}",
             d.bytes,
             d.frames,
             d.bad,
             self.corrupt_chunks,
             d.skipped,
+            if self.reads > 0 {
+                format!(
+                    "; {} bytes overwritten in the ring before a read, {} memory reads",
+                    self.overwritten, self.reads
+                )
+            } else {
+                String::new()
+            },
             if self.ended {
                 "; the end frame arrived"
             } else {
@@ -149,14 +163,14 @@ fn reader(mut r: Box<dyn Read + Send>) -> Channel<Piece> {
 }
 
 /// Turns frames into the datagrams they stand for.
-struct Frames {
+pub(super) struct Frames {
     decoder: FrameDecoder<'static>,
     counts: Arc<Mutex<StreamCounts>>,
     datagram: Vec<u8>,
 }
 
 impl Frames {
-    fn new(counts: Arc<Mutex<StreamCounts>>) -> Self {
+    pub(super) fn new(counts: Arc<Mutex<StreamCounts>>) -> Self {
         let buf: &'static mut [u8] = Box::leak(vec![0u8; MAX_FRAME].into_boxed_slice());
         Frames {
             decoder: FrameDecoder::new(buf),
@@ -165,9 +179,15 @@ impl Frames {
         }
     }
 
+    /// Drops the frame being decoded: bytes are missing before the next
+    /// ones fed.
+    pub(super) fn resync(&mut self) {
+        self.decoder.resync();
+    }
+
     /// Feeds `bytes`; every datagram goes to `out`. Returns whether the
     /// end frame arrived.
-    fn feed(&mut self, bytes: &[u8], out: &mut dyn FnMut(&[u8])) -> bool {
+    pub(super) fn feed(&mut self, bytes: &[u8], out: &mut dyn FnMut(&[u8])) -> bool {
         let mut ended = false;
         let mut corrupt = 0;
         let datagram = &mut self.datagram;
