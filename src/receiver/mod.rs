@@ -124,6 +124,7 @@ mod rejection;
 mod run;
 mod sender;
 mod sequence;
+mod sessions;
 mod sink;
 mod socket;
 mod spool;
