@@ -8,6 +8,8 @@ mod common;
 
 #[cfg(feature = "keys")]
 mod keys;
+#[cfg(feature = "keys")]
+mod sessions;
 mod receiver;
 mod stream_end;
 mod udp;
