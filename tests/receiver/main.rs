@@ -8,9 +8,9 @@ mod common;
 
 #[cfg(feature = "keys")]
 mod keys;
+mod receiver;
 #[cfg(feature = "keys")]
 mod sessions;
-mod receiver;
 mod stream_end;
 mod udp;
 mod udp_shutdown_deadline;

@@ -133,7 +133,10 @@ fn a_replay_is_rejected_after_4200_other_ids_and_after_a_restart() {
     assert_eq!(summary.sessions_error, None);
     // 24 bytes of header, 24 per sender id.
     let ids = OTHERS as usize + 2;
-    assert_eq!(std::fs::metadata(&sessions).unwrap().len(), 24 + 24 * ids as u64);
+    assert_eq!(
+        std::fs::metadata(&sessions).unwrap().len(),
+        24 + 24 * ids as u64
+    );
 
     // A new receiver loading the file: the captured stream and one of the
     // others replayed are rejected; sender 77 goes on; a newer session of

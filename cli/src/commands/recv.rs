@@ -120,6 +120,9 @@ pub struct RecvArgs {
     /// `qtrace keygen FILE`); repeat to hold several keys at once (one per
     /// host or group, or the old and the new while senders move over).
     /// Others are rejected and counted per source address in the summary.
+    /// The keyed sessions seen are kept in `OUT.sessions` (--out) or
+    /// `DIR/sessions` (--store), so that a replay is rejected across
+    /// restarts too (FORMAT.md 3.7).
     #[arg(long = "key-file", value_name = "FILE")]
     pub key_file: Vec<PathBuf>,
     /// Show the live view (`qtrace live`) while receiving.
@@ -195,8 +198,9 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
+    let keyed = !keys.is_empty();
     if args.serial.is_none() {
-        keys::warn_if_exposed(listen, !keys.is_empty());
+        keys::warn_if_exposed(listen, keyed);
     }
     let config = ReceiverConfig {
         max_senders: args.max_senders,
@@ -233,7 +237,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         },
         None => None,
     };
-    let (receiver, stream, source) = match &args.serial {
+    let (mut receiver, stream, source) = match &args.serial {
         Some(spec) => match serial::receiver(spec, config) {
             Ok((r, counts, name)) => (r, Some(counts), format!("reading the byte stream {name}")),
             Err(e) => {
@@ -252,6 +256,29 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             }
         },
     };
+    if keyed {
+        // Replays are rejected across restarts: the keyed sessions are
+        // kept beside the output (FORMAT.md 3.7).
+        let path = match (&args.out, &args.store) {
+            (Some(out), _) => {
+                let mut p = out.as_os_str().to_owned();
+                p.push(".sessions");
+                std::path::PathBuf::from(p)
+            }
+            (None, Some(dir)) => dir.join("sessions"),
+            (None, None) => return Exit::BadInput,
+        };
+        match receiver.keep_sessions(&path) {
+            Ok(n) => eprintln!(
+                "qtrace: keyed sessions kept in {} ({n} sender ids from earlier runs)",
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("qtrace: {e}");
+                return Exit::Failed;
+            }
+        }
+    }
     let stream_counts = move || {
         stream
             .as_ref()
@@ -324,7 +351,10 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     };
     match result {
         Ok(summary) => {
-            let status = if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
+            let status = if summary.file_error.is_some()
+                || summary.records_lost_with_file > 0
+                || summary.sessions_error.is_some()
+            {
                 Exit::Cut
             } else {
                 Exit::Ok
@@ -399,5 +429,6 @@ pub(super) fn summary_json(
         .u64("unsent", sum(|x| x.unsent))
         .u64("invalid_datagrams", s.invalid.total())
         .u64("rejected_datagrams", s.invalid.rejected.total())
+        .str("sessions_error", s.sessions_error.as_deref())
         .f64("elapsed_s", s.elapsed.as_secs_f64())
 }
