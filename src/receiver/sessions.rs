@@ -321,7 +321,8 @@ impl SessionFile {
     /// [`SAVE_EVERY`] unless `now`: to a temporary file beside it, synced,
     /// renamed over it (a reader sees the old file or the new one).
     pub(super) fn save(&mut self, changed: bool, now: bool, bytes: impl FnOnce() -> Vec<u8>) {
-        if !changed || !(now || !matches!(self.written, Some(t) if t.elapsed() < SAVE_EVERY)) {
+        let recent = matches!(self.written, Some(t) if t.elapsed() < SAVE_EVERY);
+        if !changed || (recent && !now) {
             return;
         }
         self.written = Some(Instant::now());
