@@ -451,6 +451,24 @@ impl Run {
     pub fn lost(&self) -> u64 {
         self.counts.lost
     }
+
+    /// The `seq` its next row takes.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Numbers its next rows from `seq` on (a run an earlier writer
+    /// began, whose rows up to there are in the folder).
+    pub fn continue_at(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    /// The greatest `time_ns` of its rows since the last streams row, if
+    /// any.
+    pub fn last_ns(&self) -> Option<u64> {
+        let c = &self.counts;
+        (c.last >= c.first).then(|| u64::try_from(c.last).unwrap_or(0))
+    }
 }
 
 /// Whether `e` is an ordinary event: not a hoops record, not part of a

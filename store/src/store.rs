@@ -10,18 +10,20 @@
 //! 64 Ki rows and row groups to the file every 1 Mi rows.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use qtrace::classes::Catalog;
+use qtrace::classes::{tracer::HOOPS, Catalog};
 use qtrace::combine::Names;
 use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
-use qtrace::wire::TraceHeader;
+use qtrace::wire::{unclosed_mark, TraceHeader};
 use qtrace::Event;
 
 use qtrace_core::encode::record::{self, RECORD_LEN};
 
 use crate::align::Align;
+use crate::checkpoint::{self, Entry, Kept};
 use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::{Closing, PartSet};
@@ -112,6 +114,22 @@ struct Stream {
     pending: Option<(i64, Option<u64>)>,
     /// The newest stamp observed (sender Unix ns).
     last_stamp: Option<i64>,
+    /// What the folder holds of it (for `open-streams`).
+    kept: Kept,
+    /// What an earlier receiver, killed while this sender's stream was
+    /// under way, stored of it: taken off this stream's first losses.
+    carry: Option<Carry>,
+}
+
+/// What is left to take off a continued stream's first losses (its gap
+/// before its first datagram, and that datagram's drops).
+#[derive(Clone, Copy, Debug)]
+struct Carry {
+    left: u64,
+    /// A losses record took some: the stream goes on the earlier one.
+    started: bool,
+    /// The first datagram's events came: its drops follow, then no more.
+    events: bool,
 }
 
 impl Stream {
@@ -134,6 +152,18 @@ impl Stream {
 }
 
 impl Stream {
+    /// Its first record is not a loss, or its first datagram is over: it
+    /// does not go on an earlier receiver's stream (it starts afresh), so
+    /// the folder holds nothing of it yet.
+    #[cold]
+    fn drop_carry(&mut self) {
+        if let Some(c) = self.carry.take() {
+            if !c.started {
+                self.kept.stored = self.kept.stored.saturating_sub(c.left);
+            }
+        }
+    }
+
     /// The stream's first datagram: its first record gives the first
     /// estimate of the clocks, so no row is left unaligned.
     #[inline]
@@ -186,6 +216,9 @@ pub struct StoreReport {
     pub lost: u64,
     /// Unfinished parts of an earlier run found and accounted for.
     pub unfinished: Vec<PathBuf>,
+    /// Runs an earlier receiver left under way (killed), marked
+    /// `unclosed` at opening (FORMAT.md 7.1, `open-streams`).
+    pub unclosed: Vec<String>,
     /// Parts deleted by retention.
     pub deleted: u64,
 }
@@ -232,6 +265,11 @@ pub struct Store {
     /// When the rolls were last checked (every 10 ms at most: sizing the
     /// open parts walks their column writers).
     last_check: Instant,
+    /// Streams that ended whose last rows are in sets still closing.
+    ended: Vec<(Entry, Kept)>,
+    /// Per sender (address, id) left under way by a killed receiver: what
+    /// the folder holds of its stream.
+    carry: HashMap<(SocketAddr, u32), u64>,
 }
 
 impl Store {
@@ -263,9 +301,29 @@ impl Store {
             report: StoreReport::default(),
             error: None,
             last_check: Instant::now(),
+            ended: Vec::new(),
+            carry: HashMap::new(),
         };
         let found = scan(root)?;
+        // The part sets whole on disk: parts there, no temp of theirs.
+        let whole: Vec<u64> = found
+            .iter()
+            .filter(|f| !f.temp && !found.iter().any(|t| t.temp && t.number == f.number))
+            .map(|f| f.number)
+            .collect();
         store.report.unfinished = recover_found(root, &found, &mut store.next_part)?;
+        // Streams a killed receiver left under way: marked unclosed; the
+        // same sender going on counts as lost only what is not here.
+        let mut under_way = checkpoint::read(root)?;
+        for e in &mut under_way {
+            e.settle(&whole);
+        }
+        mark_unclosed(root, &under_way, &mut store.next_part)?;
+        for e in under_way {
+            store.carry.insert((e.addr, e.sender), e.stored);
+            store.report.unclosed.push(e.run);
+        }
+        checkpoint::write(root, &[])?;
         for f in scan(root)?.into_iter().filter(|f| !f.temp) {
             match store.closed.iter_mut().find(|c| c.0 == f.number) {
                 Some(c) => {
@@ -282,6 +340,13 @@ impl Store {
     /// The temps of unfinished parts found (and accounted for) at opening.
     pub fn recovered(&self) -> Vec<PathBuf> {
         self.report.unfinished.clone()
+    }
+
+    /// The runs an earlier receiver left under way (it was killed), marked
+    /// `unclosed` at opening: what the folder holds of each is not counted
+    /// lost again when its sender goes on (FORMAT.md 7.1, `open-streams`).
+    pub fn unclosed(&self) -> &[String] {
+        &self.report.unclosed
     }
 
     /// The first write error, if the store stopped on one.
@@ -370,7 +435,8 @@ impl Store {
         Ok(())
     }
 
-    /// Waits for a closing set; accounts for its parts.
+    /// Waits for a closing set; accounts for its parts, and says in
+    /// `open-streams` what the folder now holds of the streams under way.
     fn closed_set(&mut self, c: Closing) -> Result<(), StoreError> {
         let n = c.number;
         let parts = c.wait()?;
@@ -378,7 +444,30 @@ impl Store {
         self.report.parts_closed += 1;
         self.report.bytes += bytes;
         self.closed.push((n, bytes, SystemTime::now()));
-        Ok(())
+        for s in &mut self.streams {
+            s.kept.closed(n);
+        }
+        for (_, k) in &mut self.ended {
+            k.closed(n);
+        }
+        self.ended.retain(|(_, k)| !k.settled());
+        checkpoint::write(&self.root, &self.under_way())
+    }
+
+    /// The streams under way, and those ended whose last rows are not yet
+    /// whole on disk, with what the folder holds of each.
+    fn under_way(&self) -> Vec<Entry> {
+        let held = self.streams.iter().map(|s| (entry(s), &s.kept));
+        let ended = self.ended.iter().map(|(e, k)| (e.clone(), k));
+        held.chain(ended)
+            .map(|(e, k)| Entry {
+                stored: k.stored,
+                seq: k.seq,
+                last_ns: k.last_ns,
+                closing: k.closing(),
+                ..e
+            })
+            .collect()
     }
 
     /// Accounts for the sets that finished closing (all of them with
@@ -558,6 +647,8 @@ impl Store {
             self.close(&p, &|id| facts.get(id).cloned())?;
         }
         self.reap(true)?;
+        // Every stream's last rows are whole on disk: none under way.
+        checkpoint::write(&self.root, &[])?;
         self.retain()?;
         Ok(self.report)
     }
@@ -621,6 +712,11 @@ impl Store {
                 );
             }
         }
+        // Until its last rows are whole on disk, `open-streams` lists it.
+        let kept = std::mem::take(&mut self.streams[i].kept);
+        if !kept.settled() {
+            self.ended.push((entry(&self.streams[i]), kept));
+        }
         // Free its state: the last stream takes its index.
         let id = self.streams[i].id;
         self.index.remove(&id);
@@ -659,6 +755,7 @@ impl Store {
                     queue: None,
                     path: self.root.display().to_string(),
                 };
+                let carry = self.carry.remove(&(id.addr, id.sender));
                 self.streams.push(Stream {
                     id: *id,
                     run: Run::new(info, Catalog::builtin(), Names::new()),
@@ -670,6 +767,12 @@ impl Store {
                     align: Align::default(),
                     pending: None,
                     last_stamp: None,
+                    kept: Kept::holding(carry.unwrap_or(0)),
+                    carry: carry.map(|left| Carry {
+                        left,
+                        started: false,
+                        events: false,
+                    }),
                 });
                 self.index.insert(*id, self.streams.len() - 1);
                 self.streams.len() - 1
@@ -743,7 +846,66 @@ fn write_stream_row(
     }
     report.events += s.run.events();
     report.lost = report.lost.saturating_add(s.run.lost());
+    let amount = s.run.events().saturating_add(s.run.lost());
+    let last = s.run.last_ns();
     s.run.stream_row(set, row);
+    s.kept.written(set.number, amount, s.run.next_seq(), last);
+}
+
+/// Stream `s` as `open-streams` lists it (what the folder holds: filled
+/// in by the caller).
+fn entry(s: &Stream) -> Entry {
+    Entry {
+        stored: 0,
+        seq: 0,
+        last_ns: 0,
+        sender: s.id.sender,
+        addr: s.id.addr,
+        run: s.run.info.name.clone(),
+        closing: Vec::new(),
+    }
+}
+
+/// Marks each stream of `under_way` (what a killed receiver left in
+/// `open-streams`) `unclosed`: in a new part set of its partition, the
+/// unclosed mark of its run (a losses row, `accounted` what the folder
+/// holds of it) and its last streams row (verdict `unclosed`).
+fn mark_unclosed(root: &Path, under_way: &[Entry], next: &mut u64) -> Result<(), StoreError> {
+    let mut hosts: Vec<String> = under_way.iter().map(|e| e.addr.ip().to_string()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let (date, hour) = utc_date_hour(SystemTime::now());
+    for host in hosts {
+        let p = Partition {
+            host: host.clone(),
+            date: date.clone(),
+            hour,
+        };
+        let mut set = PartSet::create(root, &p.path(), *next)?;
+        *next += 1;
+        for e in under_way.iter().filter(|e| e.addr.ip().to_string() == host) {
+            let info = RunInfo {
+                name: e.run.clone(),
+                host: host.clone(),
+                sender: Some(e.sender),
+                queue: None,
+                path: root.display().to_string(),
+            };
+            let mut run = Run::new(info, Catalog::builtin(), Names::new());
+            run.continue_at(e.seq);
+            run.push(&unclosed_mark(e.last_ns, e.sender, e.stored), &mut set);
+            run.finish(&mut set);
+            run.stream_row(
+                &mut set,
+                StreamRow {
+                    verdict: "unclosed".into(),
+                    ..StreamRow::default()
+                },
+            );
+        }
+        set.finish()?;
+    }
+    Ok(())
 }
 
 /// A stream's final facts, from the receiver's summary.
@@ -773,6 +935,13 @@ impl StreamSink for Store {
             _ => self.switch(id, header),
         }
         if let Some(i) = self.current {
+            // Past the first datagram of a continued stream: nothing more
+            // is taken off its losses.
+            if self.streams[i].carry.is_some_and(|c| c.events) {
+                self.streams[i].carry = None;
+            }
+        }
+        if let Some(i) = self.current {
             self.streams[i].pending = Some((unix_now_ns(), None));
         }
     }
@@ -785,6 +954,30 @@ impl StreamSink for Store {
         let s = &mut self.streams[i];
         let Some(open) = self.slots[k].as_mut() else {
             return;
+        };
+        let mut taken;
+        let e = match s.carry.as_mut() {
+            Some(c) if e.id == HOOPS && e.flags == 0 => {
+                // What an earlier receiver stored of this stream is not
+                // lost: taken off its first losses.
+                let take = c.left.min(e.args[0]);
+                c.left -= take;
+                c.started = true;
+                if c.left == 0 {
+                    s.carry = None;
+                }
+                if take == e.args[0] {
+                    return;
+                }
+                taken = *e;
+                taken.args[0] -= take;
+                &taken
+            }
+            Some(_) => {
+                s.drop_carry();
+                e
+            }
+            None => e,
         };
         s.first_estimate(e);
         let time = s.push(e, &mut open.set);
@@ -809,6 +1002,11 @@ impl StreamSink for Store {
         let Some(first) = records.next() else {
             return;
         };
+        match s.carry.as_mut() {
+            Some(c) if c.started && !c.events => c.events = true,
+            Some(_) => s.drop_carry(),
+            None => {}
+        }
         s.first_estimate(&first);
         let mut newest = s.push(&first, &mut open.set);
         if s.ticks_per_second == 1_000_000_000 {

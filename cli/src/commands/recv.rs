@@ -228,6 +228,11 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
                         t.display()
                     );
                 }
+                for run in s.unclosed() {
+                    eprintln!(
+                        "qtrace: stream {run} was under way when an earlier receiver stopped (killed?): marked unclosed; what the store holds of it is not counted lost again"
+                    );
+                }
                 Some(s)
             }
             Err(e) => {
