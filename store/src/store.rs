@@ -430,6 +430,9 @@ impl Store {
             let (_, c) = self.closing.swap_remove(i);
             self.closed_set(c)?;
         }
+        // Before it can reach the disk, `open-streams` lists it (a kill
+        // may come once it is renamed into place, before it is reaped).
+        checkpoint::write(&self.root, &self.under_way())?;
         let closing = open.set.close()?;
         self.closing.push((p.clone(), closing));
         Ok(())

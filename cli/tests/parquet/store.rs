@@ -24,6 +24,18 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
     let mut last = String::new();
     for _ in 0..5 {
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        match recv_store_at(listen, dir, args) {
+            Ok(child) => return (listen, child),
+            Err(stderr) => last = stderr,
+        }
+    }
+    panic!("five ports taken before qtrace recv --store could bind them: {last}");
+}
+
+/// `qtrace recv --listen LISTEN --store DIR ARGS…`, listening; `Err` (its
+/// message) when the port was taken.
+fn recv_store_at(listen: SocketAddr, dir: &Path, args: &[&str]) -> Result<Child, String> {
+    {
         let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
             .args(["recv", "--listen", &listen.to_string(), "--store"])
             .arg(dir)
@@ -39,20 +51,20 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
         loop {
             if child.try_wait().unwrap().is_some() {
                 let out = child.wait_with_output().unwrap();
-                last = String::from_utf8_lossy(&out.stderr).into_owned();
+                let last = String::from_utf8_lossy(&out.stderr).into_owned();
                 assert!(
                     last.contains("address in use"),
                     "qtrace recv --store exited before listening ({}): {last}",
                     out.status
                 );
-                break;
+                return Err(last);
             }
             // As common::recv::wait_listening: a port nobody listens on
             // answers a datagram with a refusal the next send reports.
             let _ = probe.send(b"probe");
             std::thread::sleep(Duration::from_millis(20));
             if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-                return (listen, child);
+                return Ok(child);
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
@@ -60,7 +72,6 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
             );
         }
     }
-    panic!("five ports taken before qtrace recv --store could bind them: {last}");
 }
 
 fn sum(rows: &[serde_json::Map<String, Value>], col: &str) -> u64 {
@@ -286,7 +297,7 @@ fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<Pa
     let before = all_files(store);
     let temps: Vec<&PathBuf> = before
         .iter()
-        .filter(|p| p.extension().is_none_or(|x| x != "parquet"))
+        .filter(|p| p.extension().is_none_or(|x| x != "parquet") && !is_open_streams(p))
         .collect();
     // At most one temp per table (the jobs part's is made by the encoder
     // thread, so a kill may come before it exists).
@@ -307,6 +318,90 @@ fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<Pa
         "one unfinished part set: {temps:?}"
     );
     before
+}
+
+/// The store's `open-streams` file (FORMAT.md 7.1) or its temp.
+fn is_open_streams(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n == "open-streams" || n == ".open-streams.tmp")
+}
+
+#[test]
+fn a_sigkilled_receiver_and_its_restart_lose_only_what_the_store_does_not_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let start = Instant::now();
+    while parquet_files(&store.join("events")).len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(30), "no part closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    child.wait_with_output().unwrap();
+    assert!(store.join("open-streams").exists());
+    // At once on the same address: the sender never stopped, and goes on
+    // into the new receiver.
+    let child = recv_store_at(listen, &store, &["--duration", "4"]).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let logged = sender.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr
+            .contains("was under way when an earlier receiver stopped (killed?): marked unclosed"),
+        "{stderr}"
+    );
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let streams = table_rows(&store, "streams");
+    // Exact across the kill: every event the sender logged is a row or
+    // counted lost, once (the killed receiver's open part set and what
+    // came while no receiver ran are the losses).
+    let lost = sum(&losses, "count");
+    assert_eq!(
+        events.len() as u64 + lost,
+        logged,
+        "{stdout}{stderr}{losses:?}"
+    );
+    let mut values: Vec<u64> = events.iter().map(|r| r["arg0"].as_u64().unwrap()).collect();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), events.len(), "no event twice");
+    // Two runs of the one sender: the killed receiver's ends unclosed (its
+    // mark accounts for what the store holds of it), the restart's closed.
+    let mut runs: Vec<&str> = streams
+        .iter()
+        .map(|r| r["run"].as_str().unwrap())
+        .filter(|r| r.starts_with("127.0.0.1:"))
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let last_verdict = |run: &str| {
+        streams
+            .iter()
+            .filter(|r| r["run"] == run)
+            .max_by_key(|r| r["part"].as_u64().unwrap())
+            .map(|r| r["verdict"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let mut verdicts: Vec<String> = runs.iter().map(|r| last_verdict(r)).collect();
+    verdicts.sort();
+    assert_eq!(verdicts, ["closed", "unclosed"], "{streams:?}");
+    let marks: Vec<_> = losses.iter().filter(|r| r["kind"] == "unclosed").collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    let closed = streams.iter().find(|r| r["verdict"] == "closed").unwrap();
+    assert_eq!(closed["logged"], logged);
+    assert!(!store.join("open-streams").exists());
 }
 
 #[test]
