@@ -255,6 +255,10 @@ mod tests {
             "qtrace open streams 1\n1200\t1203\t99\t4:10:1213:120,5:3:1216:130\t7\t127.0.0.1:40000\t127.0.0.1:40000/7/1795000000000.1\n"
         );
         assert_eq!(decode(&text), Ok(vec![e.clone()]));
+        // FORMAT.md 7.1's example, byte for byte (indented in its list).
+        let format_md = include_str!("../../FORMAT.md");
+        let indented: String = text.lines().map(|l| format!("  {l}\n")).collect();
+        assert!(format_md.contains(&indented), "FORMAT.md 7.1: {indented}");
         // Part set 4 is whole on disk, 5 is not.
         let mut settled = e;
         settled.settle(&[3, 4]);
