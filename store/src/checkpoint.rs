@@ -109,6 +109,11 @@ impl Kept {
         self.closing.clone()
     }
 
+    /// Events and losses written to sets not (yet) whole on disk.
+    pub(crate) fn not_whole(&self) -> u64 {
+        self.closing.iter().fold(0u64, |n, c| n.saturating_add(c.1))
+    }
+
     /// Whether every set it wrote to is whole on disk.
     pub(crate) fn settled(&self) -> bool {
         self.closing.is_empty()

@@ -44,6 +44,9 @@ pub mod kind {
     pub const UNCLOSED: &str = "unclosed";
     /// A store part that was never finished (the receiver was killed).
     pub const UNFINISHED: &str = "unfinished";
+    /// Events and losses a receiver took that its store could not write
+    /// (a full disk, a deleted folder), counted exactly.
+    pub const UNSTORED: &str = "unstored";
     /// Rejected datagrams (their `count`, not events): unkeyed, at a
     /// receiver that holds keys.
     pub const REJECTED_UNKEYED: &str = "rejected_unkeyed";

@@ -119,6 +119,8 @@ struct Stream {
     /// What an earlier receiver, killed while this sender's stream was
     /// under way, stored of it: taken off this stream's first losses.
     carry: Option<Carry>,
+    /// Events and losses handed to the store after it failed.
+    unstored: u64,
 }
 
 /// What is left to take off a continued stream's first losses (its gap
@@ -266,7 +268,8 @@ pub struct Store {
     /// open parts walks their column writers).
     last_check: Instant,
     /// Streams that ended whose last rows are in sets still closing.
-    ended: Vec<(Entry, Kept)>,
+    /// (With their final facts.)
+    ended: Vec<(Entry, Kept, StreamRow)>,
     /// Per sender (address, id) left under way by a killed receiver: what
     /// the folder holds of its stream.
     carry: HashMap<(SocketAddr, u32), u64>,
@@ -450,10 +453,10 @@ impl Store {
         for s in &mut self.streams {
             s.kept.closed(n);
         }
-        for (_, k) in &mut self.ended {
+        for (_, k, _) in &mut self.ended {
             k.closed(n);
         }
-        self.ended.retain(|(_, k)| !k.settled());
+        self.ended.retain(|(_, k, _)| !k.settled());
         checkpoint::write(&self.root, &self.under_way())
     }
 
@@ -461,7 +464,7 @@ impl Store {
     /// whole on disk, with what the folder holds of each.
     fn under_way(&self) -> Vec<Entry> {
         let held = self.streams.iter().map(|s| (entry(s), &s.kept));
-        let ended = self.ended.iter().map(|(e, k)| (e.clone(), k));
+        let ended = self.ended.iter().map(|(e, k, _)| (e.clone(), k));
         held.chain(ended)
             .map(|(e, k)| Entry {
                 stored: k.stored,
@@ -568,10 +571,23 @@ impl Store {
     /// The first write error of the run, or of closing.
     pub fn finish(mut self, summary: &ReceiverSummary) -> Result<StoreReport, StoreError> {
         if let Some(e) = self.error.take() {
-            // The sets closing still end whole.
+            // The sets closing still end whole; what is not in them is
+            // counted, and written as losses if the disk lets it.
             let _ = self.reap(true);
-            return Err(e);
+            return Err(self.unstored(e, summary));
         }
+        match self.finish_sets(summary) {
+            Ok(()) => Ok(self.report),
+            Err(e) => {
+                let _ = self.reap(true);
+                Err(self.unstored(e, summary))
+            }
+        }
+    }
+
+    /// [`Store::finish`]'s work: every stream's final row, every set
+    /// closed, the file of streams under way removed, retention applied.
+    fn finish_sets(&mut self, summary: &ReceiverSummary) -> Result<(), StoreError> {
         // Each stream's summary: the k-th incarnation of (addr, sender) is
         // the k-th entry of that address and sender.
         let mut facts: HashMap<StreamId, StreamRow> = HashMap::new();
@@ -652,8 +668,88 @@ impl Store {
         self.reap(true)?;
         // Every stream's last rows are whole on disk: none under way.
         checkpoint::write(&self.root, &[])?;
-        self.retain()?;
-        Ok(self.report)
+        self.retain()
+    }
+
+    /// After the first write error `cause`: the events and losses taken
+    /// but not in a part set whole on disk, per stream, written as a
+    /// `losses` row of kind `unstored` each (and a last `streams` row) in a
+    /// new part set of its partition — the folder re-created if it was
+    /// deleted — if that can be done.
+    #[cold]
+    fn unstored(&mut self, cause: StoreError, summary: &ReceiverSummary) -> StoreError {
+        let mut lost: Vec<(Entry, u64, StreamRow)> = Vec::new();
+        for s in &self.streams {
+            let n = s
+                .kept
+                .not_whole()
+                .saturating_add(s.run.events())
+                .saturating_add(s.run.lost())
+                .saturating_add(s.unstored);
+            let facts = summary
+                .senders
+                .iter()
+                .filter(|x| (x.addr, x.sender) == (s.id.addr, s.id.sender))
+                .last()
+                .map(final_row);
+            let mut e = entry(s);
+            e.seq = s.run.next_seq();
+            lost.push((e, n, facts.unwrap_or_default()));
+        }
+        for (e, k, row) in &self.ended {
+            lost.push((e.clone(), k.not_whole(), row.clone()));
+        }
+        lost.retain(|(_, n, _)| *n > 0);
+        let count = lost.iter().fold(0u64, |a, (_, n, _)| a.saturating_add(*n));
+        let recorded = count > 0 && self.write_unstored(&lost).is_ok();
+        StoreError::Unstored {
+            cause: Box::new(cause),
+            count,
+            recorded,
+        }
+    }
+
+    fn write_unstored(&mut self, lost: &[(Entry, u64, StreamRow)]) -> Result<(), StoreError> {
+        std::fs::create_dir_all(&self.root).map_err(|e| StoreError::io("create", &self.root, e))?;
+        let mut hosts: Vec<String> = lost
+            .iter()
+            .map(|(e, _, _)| e.addr.ip().to_string())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let (date, hour) = utc_date_hour(SystemTime::now());
+        for host in hosts {
+            let p = Partition {
+                host: host.clone(),
+                date: date.clone(),
+                hour,
+            };
+            let n = self.next_part.max(next_part_number(&self.root)?);
+            self.next_part = n + 1;
+            let mut set = PartSet::create(&self.root, &p.path(), n)?;
+            for (e, count, row) in lost
+                .iter()
+                .filter(|(e, _, _)| e.addr.ip().to_string() == host)
+            {
+                let info = RunInfo {
+                    name: e.run.clone(),
+                    host: host.clone(),
+                    sender: Some(e.sender),
+                    queue: None,
+                    path: self.root.display().to_string(),
+                };
+                let mut run = Run::new(info, Catalog::builtin(), Names::new());
+                run.continue_at(e.seq);
+                run.loss(&mut set, 0, *count, kind::UNSTORED);
+                let mut row = row.clone();
+                if row.verdict.is_empty() {
+                    row.verdict = "unclosed".into();
+                }
+                run.stream_row(&mut set, row);
+            }
+            set.finish()?;
+        }
+        Ok(())
     }
 
     /// Sender streams whose state the store holds now: the receiver's
@@ -718,7 +814,9 @@ impl Store {
         // Until its last rows are whole on disk, `open-streams` lists it.
         let kept = std::mem::take(&mut self.streams[i].kept);
         if !kept.settled() {
-            self.ended.push((entry(&self.streams[i]), kept));
+            let mut e = entry(&self.streams[i]);
+            e.seq = self.streams[i].run.next_seq();
+            self.ended.push((e, kept, row));
         }
         // Free its state: the last stream takes its index.
         let id = self.streams[i].id;
@@ -771,6 +869,7 @@ impl Store {
                     pending: None,
                     last_stamp: None,
                     kept: Kept::holding(carry.unwrap_or(0)),
+                    unstored: 0,
                     carry: carry.map(|left| Carry {
                         left,
                         started: false,
@@ -952,6 +1051,15 @@ impl StreamSink for Store {
     #[inline]
     fn record(&mut self, e: &Event) {
         let Some((i, k)) = self.place() else {
+            if let Some(i) = self.current {
+                let n = if e.id == HOOPS {
+                    e.args[0]
+                } else {
+                    u64::from(e.flags & 0xC000 == 0)
+                };
+                let s = &mut self.streams[i];
+                s.unstored = s.unstored.saturating_add(n);
+            }
             return;
         };
         let s = &mut self.streams[i];
@@ -992,6 +1100,10 @@ impl StreamSink for Store {
     /// A datagram's records: where they go is found once, not per record.
     fn records(&mut self, raw: &[u8]) {
         let Some((i, k)) = self.place() else {
+            if let Some(i) = self.current {
+                let s = &mut self.streams[i];
+                s.unstored = s.unstored.saturating_add((raw.len() / RECORD_LEN) as u64);
+            }
             return;
         };
         let s = &mut self.streams[i];

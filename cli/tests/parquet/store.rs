@@ -608,3 +608,119 @@ fn bad_store_arguments_are_refused_before_listening() {
     assert_eq!(code, Some(2), "{err}");
     assert!(!store.exists() && !out.exists(), "nothing written");
 }
+
+/// The losses rows of `rows` summed per kind.
+fn losses_by_kind(rows: &[serde_json::Map<String, Value>]) -> BTreeMap<String, u64> {
+    let mut by = BTreeMap::new();
+    for r in rows {
+        *by.entry(r["kind"].as_str().unwrap().to_string())
+            .or_insert(0) += r["count"].as_u64().unwrap();
+    }
+    by
+}
+
+#[test]
+fn a_deleted_store_folder_is_made_again_with_what_it_could_not_store_as_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // One part set open for the whole run (the default roll: 60 s).
+    let (listen, child) = recv_store(&store, &["--duration", "3"]);
+    let n = 5_000;
+    let report = send_user3(listen, n);
+    let c = &report.queues[0].counters;
+    let logged = c.accepted + c.dropped;
+    assert_eq!(logged, n);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_dir_all(&store).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Exit status 3, the exact count said and written.
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "; {n} events and losses it took are not in its closed parts (written as losses of kind unstored)"
+        )),
+        "{stderr}"
+    );
+    // The folder is back with the losses: rows + losses = logged.
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let streams = table_rows(&store, "streams");
+    assert_eq!(events.len(), 0);
+    assert_eq!(
+        losses_by_kind(&losses),
+        BTreeMap::from([("unstored".to_string(), n)])
+    );
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!(
+        (
+            &streams[0]["verdict"],
+            &streams[0]["logged"],
+            &streams[0]["lost"]
+        ),
+        (
+            &Value::from("closed"),
+            &Value::from(logged),
+            &Value::from(n)
+        )
+    );
+}
+
+#[test]
+fn on_a_full_disk_the_receiver_says_exactly_what_it_could_not_store() {
+    if !crate::common::tmpfs::is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(_fs) = crate::common::tmpfs::Tmpfs::mount(dir.path(), "600k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB", "--duration", "20"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    // "received N events from 1 sender(s)", "…, L lost in transit …":
+    // the receiver's account of what it took.
+    let number_before = |text: &str, tail: &str| -> u64 {
+        let at = text
+            .find(tail)
+            .unwrap_or_else(|| panic!("{tail:?} in {text}"));
+        let digits: String = text[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    let received = number_before(&stdout, " events from 1 sender(s)");
+    let transit = number_before(&stdout, " lost in transit");
+    let dropped = number_before(&stdout, " dropped by the sender");
+    let unstored = number_before(
+        &stderr,
+        " events and losses it took are not in its closed parts",
+    );
+    // What the closed parts hold plus what it says it could not store is
+    // everything it took, exactly.
+    let events = table_rows(&store, "events").len() as u64;
+    let lost: u64 = losses_by_kind(&table_rows(&store, "losses"))
+        .iter()
+        .filter(|(k, _)| k.as_str() != "unstored")
+        .map(|(_, n)| n)
+        .sum();
+    eprintln!("full disk: {events} rows + {lost} losses + {unstored} not stored; received {received}, {transit} lost in transit, {dropped} dropped");
+    assert!(unstored > 0, "{stderr}");
+    assert_eq!(
+        events + lost + unstored,
+        received + transit + dropped,
+        "{stdout}{stderr}"
+    );
+}

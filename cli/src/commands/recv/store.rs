@@ -148,9 +148,7 @@ pub(super) fn run_store(
             status
         }
         Err(e) => {
-            eprintln!(
-                "qtrace: the store stopped on a write error (its closed parts are whole): {e}"
-            );
+            eprintln!("qtrace: the store stopped on a write error: {e}");
             if json {
                 let error = e.to_string();
                 let o = summary_json("store", dir, Exit::Cut, None, &summary)
