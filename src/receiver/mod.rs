@@ -116,7 +116,8 @@
 //! `socket.rs`) and the datagrams taken from it in batches (`batch.rs`:
 //! `recvmmsg` on Linux), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
-//! `sequence.rs` tracks a sender's datagram numbers.
+//! `sequence.rs` tracks a sender's datagram numbers, `sessions.rs` the
+//! keyed sessions seen and their session file.
 
 mod batch;
 mod config;

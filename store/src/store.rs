@@ -689,8 +689,7 @@ impl Store {
             let facts = summary
                 .senders
                 .iter()
-                .filter(|x| (x.addr, x.sender) == (s.id.addr, s.id.sender))
-                .last()
+                .rfind(|x| (x.addr, x.sender) == (s.id.addr, s.id.sender))
                 .map(final_row);
             let mut e = entry(s);
             e.seq = s.run.next_seq();
