@@ -141,7 +141,8 @@ pub struct RecvArgs {
     /// `path`, `exit_status`, `error` (null or why the receiver failed),
     /// `senders`, `unclosed_senders`, `events`, `lost_events`,
     /// `lost_datagrams`, `sender_dropped`, `unsent`, `invalid_datagrams`,
-    /// `rejected_datagrams`, `elapsed_s`; with --serial and --out:
+    /// `rejected_datagrams`, `sessions_error` (null, or why the session file
+    /// of --key-file could not be written), `elapsed_s`; with --serial and --out:
     /// `stream_bytes`, `stream_frames`, `stream_bad_frames`,
     /// `stream_corrupt_chunks`, `stream_skipped_bytes`; with --out: `records_written`,
     /// `records_lost_with_file`, `files_replaced`, `file_error`; with
