@@ -19,6 +19,10 @@ const FIRST_LINE: &str = "qtrace open streams 1";
 /// One stream under way: what its closed parts hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
+    /// Its last `streams` row (verdict `unclosed`) is written already: the
+    /// receiver stopped normally while the stream was under way (`unclosed`
+    /// in the file; `open`: not, it was killed).
+    pub(crate) marked: bool,
     /// Its `events` rows plus the counts of its `losses` rows, in the part
     /// sets closed (on disk, whole).
     pub(crate) stored: u64,
@@ -137,8 +141,15 @@ pub(crate) fn encode(entries: &[Entry]) -> String {
             closing.join(",")
         };
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-            e.stored, e.seq, e.last_ns, closing, e.sender, e.addr, e.run
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            if e.marked { "unclosed" } else { "open" },
+            e.stored,
+            e.seq,
+            e.last_ns,
+            closing,
+            e.sender,
+            e.addr,
+            e.run
         ));
     }
     out
@@ -153,9 +164,14 @@ pub(crate) fn decode(text: &str) -> Result<Vec<Entry>, String> {
     let mut entries = Vec::new();
     for (i, line) in lines.enumerate() {
         let bad = |what: &str| format!("line {}: {what}", i + 2);
-        let f: Vec<&str> = line.splitn(7, '\t').collect();
-        let [stored, seq, last_ns, closing, sender, addr, run] = f[..] else {
-            return Err(bad("not 7 fields separated by tabs"));
+        let f: Vec<&str> = line.splitn(8, '\t').collect();
+        let [state, stored, seq, last_ns, closing, sender, addr, run] = f[..] else {
+            return Err(bad("not 8 fields separated by tabs"));
+        };
+        let marked = match state {
+            "open" => false,
+            "unclosed" => true,
+            _ => return Err(bad("the state is neither open nor unclosed")),
         };
         let number = |s: &str, what: &str| s.parse::<u64>().map_err(|_| bad(what));
         if run.is_empty() || run.contains(['\t', '\r']) {
@@ -178,6 +194,7 @@ pub(crate) fn decode(text: &str) -> Result<Vec<Entry>, String> {
             }
         }
         entries.push(Entry {
+            marked,
             stored: number(stored, "stored is not a number")?,
             seq: number(seq, "seq is not a number")?,
             last_ns: number(last_ns, "last_ns is not a number")?,
@@ -246,6 +263,7 @@ mod tests {
     #[test]
     fn entries_are_written_and_read_back_and_bad_lines_named() {
         let e = Entry {
+            marked: false,
             stored: 1200,
             seq: 1203,
             last_ns: 99,
@@ -257,7 +275,7 @@ mod tests {
         let text = encode(std::slice::from_ref(&e));
         assert_eq!(
             text,
-            "qtrace open streams 1\n1200\t1203\t99\t4:10:1213:120,5:3:1216:130\t7\t127.0.0.1:40000\t127.0.0.1:40000/7/1795000000000.1\n"
+            "qtrace open streams 1\nopen\t1200\t1203\t99\t4:10:1213:120,5:3:1216:130\t7\t127.0.0.1:40000\t127.0.0.1:40000/7/1795000000000.1\n"
         );
         assert_eq!(decode(&text), Ok(vec![e.clone()]));
         // FORMAT.md 7.1's example, byte for byte (indented in its list).
@@ -276,16 +294,20 @@ mod tests {
             "line 1 is not \"qtrace open streams 1\""
         );
         assert_eq!(
-            decode("qtrace open streams 1\n1\t2\t3\t-\t4\t127.0.0.1:1\n").unwrap_err(),
-            "line 2: not 7 fields separated by tabs"
+            decode("qtrace open streams 1\nopen\t1\t2\t3\t-\t4\t127.0.0.1:1\n").unwrap_err(),
+            "line 2: not 8 fields separated by tabs"
         );
         assert_eq!(
-            decode("qtrace open streams 1\n1\t2\t3\t-\t-4\t127.0.0.1:1\tr\n").unwrap_err(),
+            decode("qtrace open streams 1\nopen\t1\t2\t3\t-\t-4\t127.0.0.1:1\tr\n").unwrap_err(),
             "line 2: the sender id is not a u32"
         );
         assert_eq!(
-            decode("qtrace open streams 1\n1\t2\t3\t4:5\t4\t127.0.0.1:1\tr\n").unwrap_err(),
+            decode("qtrace open streams 1\nopen\t1\t2\t3\t4:5\t4\t127.0.0.1:1\tr\n").unwrap_err(),
             "line 2: a closing set is not N:AMOUNT:SEQ:LAST_NS"
+        );
+        assert_eq!(
+            decode("qtrace open streams 1\nshut\t1\t2\t3\t-\t4\t127.0.0.1:1\tr\n").unwrap_err(),
+            "line 2: the state is neither open nor unclosed"
         );
     }
 }

@@ -273,6 +273,9 @@ pub struct Store {
     /// Per sender (address, id) left under way by a killed receiver: what
     /// the folder holds of its stream.
     carry: HashMap<(SocketAddr, u32), u64>,
+    /// While [`Store::finish`] runs: the streams ended unclosed whose last
+    /// rows became whole on disk meanwhile (listed in `open-streams`).
+    finishing: Option<Vec<Entry>>,
 }
 
 impl Store {
@@ -306,6 +309,7 @@ impl Store {
             last_check: Instant::now(),
             ended: Vec::new(),
             carry: HashMap::new(),
+            finishing: None,
         };
         let found = scan(root)?;
         // The part sets whole on disk: parts there, no temp of theirs.
@@ -321,10 +325,13 @@ impl Store {
         for e in &mut under_way {
             e.settle(&whole);
         }
-        mark_unclosed(root, &under_way, &mut store.next_part)?;
+        let unmarked: Vec<Entry> = under_way.iter().filter(|e| !e.marked).cloned().collect();
+        mark_unclosed(root, &unmarked, &mut store.next_part)?;
         for e in under_way {
             store.carry.insert((e.addr, e.sender), e.stored);
-            store.report.unclosed.push(e.run);
+            if !e.marked {
+                store.report.unclosed.push(e.run);
+            }
         }
         checkpoint::write(root, &[])?;
         for f in scan(root)?.into_iter().filter(|f| !f.temp) {
@@ -456,7 +463,22 @@ impl Store {
         for (_, k, _) in &mut self.ended {
             k.closed(n);
         }
-        self.ended.retain(|(_, k, _)| !k.settled());
+        let finishing = &mut self.finishing;
+        self.ended.retain(|(e, k, row)| {
+            if !k.settled() {
+                return true;
+            }
+            if let (Some(left), false) = (finishing.as_mut(), row.complete) {
+                left.push(Entry {
+                    marked: true,
+                    stored: k.stored,
+                    seq: k.seq,
+                    last_ns: k.last_ns,
+                    ..e.clone()
+                });
+            }
+            false
+        });
         checkpoint::write(&self.root, &self.under_way())
     }
 
@@ -588,6 +610,7 @@ impl Store {
     /// [`Store::finish`]'s work: every stream's final row, every set
     /// closed, the file of streams under way removed, retention applied.
     fn finish_sets(&mut self, summary: &ReceiverSummary) -> Result<(), StoreError> {
+        self.finishing = Some(Vec::new());
         // Each stream's summary: the k-th incarnation of (addr, sender) is
         // the k-th entry of that address and sender.
         let mut facts: HashMap<StreamId, StreamRow> = HashMap::new();
@@ -666,8 +689,24 @@ impl Store {
             self.close(&p, &|id| facts.get(id).cloned())?;
         }
         self.reap(true)?;
-        // Every stream's last rows are whole on disk: none under way.
-        checkpoint::write(&self.root, &[])?;
+        // Every stream's last rows are whole on disk. The streams still
+        // under way (marked unclosed) are listed: a receiver that follows
+        // on the folder takes what it holds of them off their losses when
+        // their senders go on.
+        let mut unclosed = self.finishing.take().unwrap_or_default();
+        unclosed.extend(
+            self.streams
+                .iter()
+                .filter(|s| s.id.ordinal > 0 && facts.get(&s.id).is_some_and(|r| !r.complete))
+                .map(|s| Entry {
+                    marked: true,
+                    stored: s.kept.stored,
+                    seq: s.kept.seq,
+                    last_ns: s.kept.last_ns,
+                    ..entry(s)
+                }),
+        );
+        checkpoint::write(&self.root, &unclosed)?;
         self.retain()
     }
 
@@ -957,6 +996,7 @@ fn write_stream_row(
 /// in by the caller).
 fn entry(s: &Stream) -> Entry {
     Entry {
+        marked: false,
         stored: 0,
         seq: 0,
         last_ns: 0,

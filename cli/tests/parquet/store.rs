@@ -724,3 +724,47 @@ fn on_a_full_disk_the_receiver_says_exactly_what_it_could_not_store() {
         "{stdout}{stderr}"
     );
 }
+
+#[test]
+fn a_receiver_stopped_and_started_again_while_its_sender_streams_loses_only_the_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB", "--duration", "2"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The stream it left under way is listed, already marked unclosed.
+    let listed = std::fs::read_to_string(store.join("open-streams")).unwrap();
+    assert!(
+        listed.starts_with("qtrace open streams 1\nunclosed\t"),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    let child = recv_store_at(listen, &store, &["--duration", "3"]).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let logged = sender.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Marked once, by the receiver that stopped: the next one says nothing.
+    assert!(
+        !stderr.contains("was under way when an earlier receiver stopped"),
+        "{stderr}"
+    );
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let lost = sum(&losses, "count");
+    assert_eq!(events.len() as u64 + lost, logged, "{stderr}{losses:?}");
+    assert_eq!(
+        losses.iter().filter(|r| r["kind"] == "unclosed").count(),
+        1,
+        "{losses:?}"
+    );
+    assert!(!store.join("open-streams").exists());
+}
