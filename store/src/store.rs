@@ -587,10 +587,13 @@ impl Store {
 
     /// Ends the run: the final streams row of every stream (its receiver
     /// facts from `summary`), every open part set closed, retention
-    /// applied.
+    /// applied; `open-streams` then lists the streams left unclosed
+    /// (FORMAT.md 7.1).
     ///
     /// # Errors
-    /// The first write error of the run, or of closing.
+    /// [`StoreError::Unstored`]: the first write error of the run, or of
+    /// closing, with the events and losses taken but not in a part set
+    /// whole on disk (written as `unstored` losses if the disk let it).
     pub fn finish(mut self, summary: &ReceiverSummary) -> Result<StoreReport, StoreError> {
         if let Some(e) = self.error.take() {
             // The sets closing still end whole; what is not in them is
