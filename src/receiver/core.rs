@@ -1,6 +1,6 @@
 //! The receiver's logic without I/O: datagrams in, records out.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use super::progress::Progress;
 use super::rejection::{RejectedSource, RejectionKind};
 use super::sender::{SenderState, CLOSE_COPIES};
 use super::sequence::Span;
+use super::sessions::{Admission, Sessions};
 use super::sink::{Context, EachEvent, Sink, StreamId};
 use super::summary::{InvalidCounts, ReceiverSummary, RefusedSource, SenderSummary};
 use crate::classes::{tracer::HOOPS, Catalog};
@@ -108,11 +109,10 @@ pub struct ReceiverCore {
     invalid: InvalidCounts,
     /// Rejections per source address (at most [`MAX_RETIRED`] addresses).
     rejected: Vec<RejectedSource>,
-    /// Per sender id, the newest session admitted (keyed streams): an
-    /// older one is a replay. At most [`MAX_SESSIONS`] ids, oldest
-    /// forgotten first (`session_order`).
-    sessions: HashMap<u32, u64>,
-    session_order: VecDeque<u32>,
+    /// Per sender id, the newest keyed session admitted and whether its
+    /// stream ended (an older one, or one that ended, is a replay), with
+    /// the floor that covers the ids forgotten (`sessions.rs`).
+    sessions: Sessions,
     /// The version 1 datagram a keyed one carries (reused: no allocation
     /// per datagram).
     scratch: Vec<u8>,
@@ -123,9 +123,6 @@ pub struct ReceiverCore {
 /// their close (a fleet stopping at once: 4,096 senders' closes
 /// interleaved).
 const CLOSED_ENDS: usize = 4 * MAX_RETIRED;
-
-/// Sender ids whose newest keyed session is remembered.
-const MAX_SESSIONS: usize = 4096;
 
 /// Which stream a datagram belongs to, decided before anything changes.
 #[derive(Clone, Copy, Debug)]
@@ -165,8 +162,7 @@ impl ReceiverCore {
             clock: 0,
             invalid: InvalidCounts::default(),
             rejected: Vec::new(),
-            sessions: HashMap::new(),
-            session_order: VecDeque::new(),
+            sessions: Sessions::default(),
             scratch: Vec::new(),
             progress: Arc::default(),
         }
@@ -230,6 +226,9 @@ impl ReceiverCore {
         old.mark_unclosed(&mut cx);
         let account = old.summary();
         cx.out.end(&old.stream_id(), &account);
+        if let Some((_, session)) = old.key {
+            self.sessions.end(old.sender, session, None);
+        }
         if let (Some(seq), Some(_)) = (old.close_seq, old.closed) {
             if self.closed_ends.len() >= CLOSED_ENDS {
                 self.closed_ends.pop_front();
@@ -398,31 +397,15 @@ impl ReceiverCore {
         // Keyed: known by its id and session, from any address; a newer
         // session is a new incarnation, an older one a replay.
         let same = |s: &SenderState| s.sender == id && s.key.is_some_and(|(_, x)| x == session);
-        match self.sessions.get(&id) {
-            Some(&newest) if session < newest => Err(RejectionKind::Replayed),
-            Some(&newest) if session == newest => {
-                if let Some(i) = self.senders.iter().position(same) {
-                    Ok(Target::Table(i))
-                } else if let Some(p) = self.parked.iter().position(same) {
-                    Ok(Target::Parked(p))
-                } else {
-                    // Its stream ended for good.
-                    Err(RejectionKind::Replayed)
-                }
-            }
-            _ => Ok(Target::New),
+        if let Some(i) = self.senders.iter().position(same) {
+            return Ok(Target::Table(i));
         }
-    }
-
-    /// Remembers `session` as the newest of sender `id`.
-    fn note_session(&mut self, id: u32, session: u64) {
-        if self.sessions.insert(id, session).is_none() {
-            self.session_order.push_back(id);
-            if self.session_order.len() > MAX_SESSIONS {
-                if let Some(old) = self.session_order.pop_front() {
-                    self.sessions.remove(&old);
-                }
-            }
+        if let Some(p) = self.parked.iter().position(same) {
+            return Ok(Target::Parked(p));
+        }
+        match self.sessions.admission(id, session, header.sequence) {
+            Admission::Replayed => Err(RejectionKind::Replayed),
+            Admission::New | Admission::Resumed => Ok(Target::New),
         }
     }
 
@@ -463,9 +446,6 @@ impl ReceiverCore {
             Target::Table(i) => return Some(i),
             Target::Parked(p) => self.parked.remove(p),
             Target::New => {
-                if let Some((_, session)) = key {
-                    self.note_session(header.sender, session);
-                }
                 if let Some(i) = self.senders.iter().position(|s| s.sender == header.sender) {
                     // A restarted sender (new port, numbering from 0
                     // again, a newer session): its earlier incarnation
@@ -473,6 +453,9 @@ impl ReceiverCore {
                     let fresh = self.fresh(from, header.sender, key);
                     let old = std::mem::replace(&mut self.senders[i], fresh);
                     self.retire(old, out);
+                    if let Some((_, session)) = key {
+                        self.sessions.admit(header.sender, session);
+                    }
                     return Some(i);
                 }
                 if let Some(p) = self.parked.iter().position(|s| s.sender == header.sender) {
@@ -492,6 +475,9 @@ impl ReceiverCore {
         let end = header.first_event.saturating_add(events);
         match self.admit(state, out) {
             Ok(i) => {
+                if let (Target::New, Some((_, session))) = (target, key) {
+                    self.sessions.admit(header.sender, session);
+                }
                 if new {
                     self.senders[i].ordinal = self.count_stream();
                     claim_refused(
@@ -511,14 +497,9 @@ impl ReceiverCore {
                     // It still sends: not one to push out.
                     state.last_seen = self.clock;
                     self.parked.push(*state);
-                } else if let Some((_, session)) = key {
-                    // A new keyed session that got no slot is not yet its
-                    // sender's newest: its next datagram tries again.
-                    if self.sessions.get(&header.sender) == Some(&session) {
-                        self.sessions.remove(&header.sender);
-                        self.session_order.retain(|&id| id != header.sender);
-                    }
                 }
+                // A new keyed session that got no slot is not yet its
+                // sender's newest: its next datagram tries again.
                 self.refuse(from, header.sender, events, end, !new);
                 None
             }
@@ -719,6 +700,14 @@ impl ReceiverCore {
             cx.out.end(&s.stream_id(), &s.summary());
             time = time.max(s.last_time);
         }
+        // A keyed stream under way may go on at the next receiver that
+        // loads the session file, from the number after its last one.
+        for s in self.senders.iter().chain(self.parked.iter()) {
+            if let Some((_, session)) = s.key {
+                let next = s.closed.is_none().then(|| s.seq.next_expected());
+                self.sessions.end(s.sender, session, next);
+            }
+        }
         // Refused events no stream claimed: their sender never got a slot.
         for (i, (events, _)) in self.refused_unclaimed.iter_mut().enumerate() {
             if *events > 0 {
@@ -776,6 +765,59 @@ impl ReceiverCore {
             keyed: self.keyed_only(),
             ..ReceiverSummary::default()
         }
+    }
+
+    /// The session file (FORMAT.md 3.7): per sender id the newest keyed
+    /// session admitted, whether its stream ended or from which datagram
+    /// number it may go on, and the floor below which a session of an id
+    /// not listed is a replay. A receiver that loads it
+    /// ([`ReceiverCore::load_sessions`]) rejects a replay of every stream
+    /// this one received.
+    ///
+    /// ```
+    /// use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    ///
+    /// let mut core = ReceiverCore::new(ReceiverConfig::default());
+    /// let file = core.session_file();
+    /// assert_eq!(&file[..4], b"QTRS");
+    /// assert_eq!(file.len(), 24); // no keyed session yet
+    /// assert_eq!(core.load_sessions(&file), Ok(0));
+    /// ```
+    pub fn session_file(&mut self) -> Vec<u8> {
+        let live: std::collections::HashMap<(u32, u64), Option<u64>> = self
+            .senders
+            .iter()
+            .chain(self.parked.iter())
+            .filter_map(|s| {
+                let (_, session) = s.key?;
+                let next = s.closed.is_none().then(|| s.seq.next_expected());
+                Some(((s.sender, session), next))
+            })
+            .collect();
+        self.sessions
+            .encode(|id, session| live.get(&(id, session)).copied().flatten())
+    }
+
+    /// Whether the sessions changed since [`ReceiverCore::session_file`]
+    /// last ran.
+    pub(super) fn sessions_changed(&self) -> bool {
+        self.sessions.dirty()
+    }
+
+    /// Loads a session file an earlier receiver wrote
+    /// ([`ReceiverCore::session_file`], FORMAT.md 3.7), before the first
+    /// datagram: from then on, the streams it lists as ended and every
+    /// older session are rejected as replays, and a stream it lists as
+    /// under way goes on (as a new stream here) from the datagram number it
+    /// gives. Returns the sender ids loaded.
+    ///
+    /// # Errors
+    ///
+    /// [`WireError`] when the bytes are not a session file (the field at
+    /// fault and its offset); nothing is loaded then.
+    pub fn load_sessions(&mut self, bytes: &[u8]) -> Result<usize, WireError> {
+        self.sessions = Sessions::decode(bytes, super::sessions::MAX_SESSIONS)?;
+        Ok(self.sessions.len())
     }
 
     /// The header for the received trace: the sender's (its pid, clock,

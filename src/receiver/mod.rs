@@ -21,7 +21,10 @@
 //!   not, counters that go backwards and datagrams after a close — are
 //!   *rejected* before they touch any stream (no slot taken, reset or
 //!   parked, no count changed) and counted per source address
-//!   ([`ReceiverSummary::rejected`], [`RejectionCounts`]).
+//!   ([`ReceiverSummary::rejected`], [`RejectionCounts`]). The keyed
+//!   sessions seen are remembered per sender id (at most 16,384, then a
+//!   floor; `sessions.rs`), and across restarts in the session file of
+//!   [`Receiver::keep_sessions`] (FORMAT.md 3.7).
 //! - **Bounded memory, no lock-out**: at most [`ReceiverConfig::max_senders`]
 //!   senders are tracked at once. A sender is known by its sender id: the
 //!   same id from a new source address (a restarted sender on a new port),
@@ -113,7 +116,8 @@
 //! `socket.rs`) and the datagrams taken from it in batches (`batch.rs`:
 //! `recvmmsg` on Linux), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
-//! `sequence.rs` tracks a sender's datagram numbers.
+//! `sequence.rs` tracks a sender's datagram numbers, `sessions.rs` the
+//! keyed sessions seen and their session file.
 
 mod batch;
 mod config;
@@ -124,6 +128,7 @@ mod rejection;
 mod run;
 mod sender;
 mod sequence;
+mod sessions;
 mod sink;
 mod socket;
 mod spool;

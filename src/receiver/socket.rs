@@ -15,6 +15,7 @@ use super::core::ReceiverCore;
 use super::file::LiveFile;
 use super::progress::Progress;
 use super::run::{RunLimit, Stopper};
+use super::sessions::SessionFile;
 use super::sink::{EachEvent, Sink, StreamSink, Streams};
 use super::spool::FileSink;
 use super::summary::ReceiverSummary;
@@ -67,6 +68,8 @@ pub struct Receiver {
     source: Source,
     core: ReceiverCore,
     stop: Stopper,
+    /// Where the keyed sessions are kept ([`Receiver::keep_sessions`]).
+    sessions: Option<SessionFile>,
 }
 
 /// A feed of datagrams that come from elsewhere than a UDP socket (a
@@ -140,6 +143,7 @@ impl Receiver {
             source: Source::Udp(socket),
             core: ReceiverCore::new(config),
             stop: Stopper::default(),
+            sessions: None,
         })
     }
 
@@ -175,6 +179,7 @@ impl Receiver {
             source: Source::Feed { addr, feed },
             core: ReceiverCore::new(config),
             stop: Stopper::default(),
+            sessions: None,
         }
     }
 
@@ -184,6 +189,55 @@ impl Receiver {
         match &self.source {
             Source::Udp(socket) => socket.local_addr().expect("a bound socket has an address"),
             Source::Feed { addr, .. } => *addr,
+        }
+    }
+
+    /// Keeps the keyed sessions in the session file `path` (FORMAT.md 3.7),
+    /// so that a replayed keyed stream is rejected across restarts: loads
+    /// it if it exists (returns the sender ids it lists), then rewrites it
+    /// while the receiver runs (at most once a second, when something
+    /// changed) and when it stops. `qtrace recv` keeps it beside its output
+    /// when it holds keys. A write that fails is reported in
+    /// [`ReceiverSummary::sessions_error`] and tried again.
+    ///
+    /// ```
+    /// use qtrace::receiver::Receiver;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("qtrace-sessions-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut receiver = Receiver::bind("127.0.0.1:0".parse()?)?;
+    /// assert_eq!(receiver.keep_sessions(dir.join("sessions"))?, 0); // none yet
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`IoError`] when the file exists but cannot be read, or is not a
+    /// session file (its error names the field at fault): move it away to
+    /// start with no memory of earlier sessions.
+    pub fn keep_sessions(&mut self, path: impl AsRef<Path>) -> Result<usize, IoError> {
+        let file = SessionFile::new(path.as_ref());
+        let loaded = match file.read()? {
+            Some(bytes) => self.core.load_sessions(&bytes).map_err(|e| {
+                IoError::new(
+                    "load the session file (move it away to start without it)",
+                    path.as_ref(),
+                    io::Error::new(io::ErrorKind::InvalidData, e),
+                )
+            })?,
+            None => 0,
+        };
+        self.sessions = Some(file);
+        Ok(loaded)
+    }
+
+    /// Writes the session file if it is kept and due (`now`: whenever the
+    /// sessions changed).
+    fn save_sessions(&mut self, now: bool) {
+        if let Some(file) = &mut self.sessions {
+            let core = &mut self.core;
+            file.save(core.sessions_changed(), now, || core.session_file());
         }
     }
 
@@ -288,6 +342,7 @@ impl Receiver {
                     if self.core.progress.summary_wanted() {
                         self.publish_summary(start);
                     }
+                    self.save_sessions(false);
                     continue;
                 }
             };
@@ -333,11 +388,14 @@ impl Receiver {
             if self.core.progress.summary_wanted() {
                 self.publish_summary(start);
             }
+            self.save_sessions(false);
         }
         self.core.finish_into(out);
         out.tick(self.core.header_generation(), &|| self.core.trace_header());
+        self.save_sessions(true);
         let mut summary = self.core.summary();
         summary.elapsed = start.elapsed();
+        summary.sessions_error = self.sessions.as_ref().and_then(|f| f.error.clone());
         self.core.progress.publish(summary.clone());
         Ok(summary)
     }

@@ -275,6 +275,10 @@ pub struct ReceiverSummary {
     /// Why the trace file was not written to the end (a full disk, an I/O
     /// error): the receiver stopped early, the file is valid up to there.
     pub file_error: Option<String>,
+    /// Why the session file ([`Receiver::keep_sessions`](super::Receiver::keep_sessions))
+    /// could not be written when the receiver stopped: a receiver started
+    /// after this one would not know the sessions of this run.
+    pub sessions_error: Option<String>,
     /// How long the receiver ran.
     pub elapsed: Duration,
 }
@@ -423,6 +427,12 @@ impl fmt::Display for ReceiverSummary {
             write!(
                 f,
                 "\n  stopped early: {e}; the file is valid up to there and reads as cut short"
+            )?;
+        }
+        if let Some(e) = &self.sessions_error {
+            write!(
+                f,
+                "\n  {e}: a receiver started later would accept again a replay of this run's keyed streams"
             )?;
         }
         Ok(())

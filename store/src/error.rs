@@ -24,6 +24,19 @@ pub enum StoreError {
     Exists(PathBuf),
     /// The output folder is not usable.
     Target(String),
+    /// The store stopped on `cause`: `count` events and losses it had
+    /// taken are not in its closed parts. `recorded`: they are in a
+    /// `losses` row of kind `unstored` per stream (FORMAT.md 7.4), written
+    /// after the error (the folder re-created if it was deleted); else
+    /// this error is the only place that says so.
+    Unstored {
+        /// The first write error.
+        cause: Box<StoreError>,
+        /// Events rows and losses counts taken but not stored whole.
+        count: u64,
+        /// Whether `unstored` losses rows say so in the store.
+        recorded: bool,
+    },
 }
 
 impl StoreError {
@@ -48,6 +61,19 @@ impl fmt::Display for StoreError {
                 p.display()
             ),
             StoreError::Target(s) => f.write_str(s),
+            StoreError::Unstored {
+                cause,
+                count,
+                recorded,
+            } => write!(
+                f,
+                "{cause}; {count} events and losses it took are not in its closed parts{}",
+                if *recorded {
+                    " (written as losses of kind unstored)"
+                } else {
+                    " (nothing more could be written: this message is their only record)"
+                }
+            ),
         }
     }
 }

@@ -30,6 +30,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod align;
+mod checkpoint;
 mod columns;
 mod convert;
 mod delta;

@@ -44,6 +44,9 @@ pub mod kind {
     pub const UNCLOSED: &str = "unclosed";
     /// A store part that was never finished (the receiver was killed).
     pub const UNFINISHED: &str = "unfinished";
+    /// Events and losses a receiver took that its store could not write
+    /// (a full disk, a deleted folder), counted exactly.
+    pub const UNSTORED: &str = "unstored";
     /// Rejected datagrams (their `count`, not events): unkeyed, at a
     /// receiver that holds keys.
     pub const REJECTED_UNKEYED: &str = "rejected_unkeyed";
@@ -450,6 +453,24 @@ impl Run {
     /// Events lost (losses rows' counts) since the last streams row.
     pub fn lost(&self) -> u64 {
         self.counts.lost
+    }
+
+    /// The `seq` its next row takes.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Numbers its next rows from `seq` on (a run an earlier writer
+    /// began, whose rows up to there are in the folder).
+    pub fn continue_at(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    /// The greatest `time_ns` of its rows since the last streams row, if
+    /// any.
+    pub fn last_ns(&self) -> Option<u64> {
+        let c = &self.counts;
+        (c.last >= c.first).then(|| u64::try_from(c.last).unwrap_or(0))
     }
 }
 

@@ -10,18 +10,20 @@
 //! 64 Ki rows and row groups to the file every 1 Mi rows.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use qtrace::classes::Catalog;
+use qtrace::classes::{tracer::HOOPS, Catalog};
 use qtrace::combine::Names;
 use qtrace::receiver::{ReceiverSummary, SenderSummary, StreamId, StreamSink};
-use qtrace::wire::TraceHeader;
+use qtrace::wire::{unclosed_mark, TraceHeader};
 use qtrace::Event;
 
 use qtrace_core::encode::record::{self, RECORD_LEN};
 
 use crate::align::Align;
+use crate::checkpoint::{self, Entry, Kept};
 use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::{Closing, PartSet};
@@ -112,6 +114,24 @@ struct Stream {
     pending: Option<(i64, Option<u64>)>,
     /// The newest stamp observed (sender Unix ns).
     last_stamp: Option<i64>,
+    /// What the folder holds of it (for `open-streams`).
+    kept: Kept,
+    /// What an earlier receiver, killed while this sender's stream was
+    /// under way, stored of it: taken off this stream's first losses.
+    carry: Option<Carry>,
+    /// Events and losses handed to the store after it failed.
+    unstored: u64,
+}
+
+/// What is left to take off a continued stream's first losses (its gap
+/// before its first datagram, and that datagram's drops).
+#[derive(Clone, Copy, Debug)]
+struct Carry {
+    left: u64,
+    /// A losses record took some: the stream goes on the earlier one.
+    started: bool,
+    /// The first datagram's events came: its drops follow, then no more.
+    events: bool,
 }
 
 impl Stream {
@@ -134,6 +154,18 @@ impl Stream {
 }
 
 impl Stream {
+    /// Its first record is not a loss, or its first datagram is over: it
+    /// does not go on an earlier receiver's stream (it starts afresh), so
+    /// the folder holds nothing of it yet.
+    #[cold]
+    fn drop_carry(&mut self) {
+        if let Some(c) = self.carry.take() {
+            if !c.started {
+                self.kept.stored = self.kept.stored.saturating_sub(c.left);
+            }
+        }
+    }
+
     /// The stream's first datagram: its first record gives the first
     /// estimate of the clocks, so no row is left unaligned.
     #[inline]
@@ -186,6 +218,9 @@ pub struct StoreReport {
     pub lost: u64,
     /// Unfinished parts of an earlier run found and accounted for.
     pub unfinished: Vec<PathBuf>,
+    /// Runs an earlier receiver left under way (killed), marked
+    /// `unclosed` at opening (FORMAT.md 7.1, `open-streams`).
+    pub unclosed: Vec<String>,
     /// Parts deleted by retention.
     pub deleted: u64,
 }
@@ -232,6 +267,15 @@ pub struct Store {
     /// When the rolls were last checked (every 10 ms at most: sizing the
     /// open parts walks their column writers).
     last_check: Instant,
+    /// Streams that ended whose last rows are in sets still closing.
+    /// (With their final facts.)
+    ended: Vec<(Entry, Kept, StreamRow)>,
+    /// Per sender (address, id) left under way by a killed receiver: what
+    /// the folder holds of its stream.
+    carry: HashMap<(SocketAddr, u32), u64>,
+    /// While [`Store::finish`] runs: the streams ended unclosed whose last
+    /// rows became whole on disk meanwhile (listed in `open-streams`).
+    finishing: Option<Vec<Entry>>,
 }
 
 impl Store {
@@ -263,9 +307,33 @@ impl Store {
             report: StoreReport::default(),
             error: None,
             last_check: Instant::now(),
+            ended: Vec::new(),
+            carry: HashMap::new(),
+            finishing: None,
         };
         let found = scan(root)?;
+        // The part sets whole on disk: parts there, no temp of theirs.
+        let whole: Vec<u64> = found
+            .iter()
+            .filter(|f| !f.temp && !found.iter().any(|t| t.temp && t.number == f.number))
+            .map(|f| f.number)
+            .collect();
         store.report.unfinished = recover_found(root, &found, &mut store.next_part)?;
+        // Streams a killed receiver left under way: marked unclosed; the
+        // same sender going on counts as lost only what is not here.
+        let mut under_way = checkpoint::read(root)?;
+        for e in &mut under_way {
+            e.settle(&whole);
+        }
+        let unmarked: Vec<Entry> = under_way.iter().filter(|e| !e.marked).cloned().collect();
+        mark_unclosed(root, &unmarked, &mut store.next_part)?;
+        for e in under_way {
+            store.carry.insert((e.addr, e.sender), e.stored);
+            if !e.marked {
+                store.report.unclosed.push(e.run);
+            }
+        }
+        checkpoint::write(root, &[])?;
         for f in scan(root)?.into_iter().filter(|f| !f.temp) {
             match store.closed.iter_mut().find(|c| c.0 == f.number) {
                 Some(c) => {
@@ -282,6 +350,13 @@ impl Store {
     /// The temps of unfinished parts found (and accounted for) at opening.
     pub fn recovered(&self) -> Vec<PathBuf> {
         self.report.unfinished.clone()
+    }
+
+    /// The runs an earlier receiver left under way (it was killed), marked
+    /// `unclosed` at opening: what the folder holds of each is not counted
+    /// lost again when its sender goes on (FORMAT.md 7.1, `open-streams`).
+    pub fn unclosed(&self) -> &[String] {
+        &self.report.unclosed
     }
 
     /// The first write error, if the store stopped on one.
@@ -365,12 +440,16 @@ impl Store {
             let (_, c) = self.closing.swap_remove(i);
             self.closed_set(c)?;
         }
+        // Before it can reach the disk, `open-streams` lists it (a kill
+        // may come once it is renamed into place, before it is reaped).
+        checkpoint::write(&self.root, &self.under_way())?;
         let closing = open.set.close()?;
         self.closing.push((p.clone(), closing));
         Ok(())
     }
 
-    /// Waits for a closing set; accounts for its parts.
+    /// Waits for a closing set; accounts for its parts, and says in
+    /// `open-streams` what the folder now holds of the streams under way.
     fn closed_set(&mut self, c: Closing) -> Result<(), StoreError> {
         let n = c.number;
         let parts = c.wait()?;
@@ -378,7 +457,45 @@ impl Store {
         self.report.parts_closed += 1;
         self.report.bytes += bytes;
         self.closed.push((n, bytes, SystemTime::now()));
-        Ok(())
+        for s in &mut self.streams {
+            s.kept.closed(n);
+        }
+        for (_, k, _) in &mut self.ended {
+            k.closed(n);
+        }
+        let finishing = &mut self.finishing;
+        self.ended.retain(|(e, k, row)| {
+            if !k.settled() {
+                return true;
+            }
+            if let (Some(left), false) = (finishing.as_mut(), row.complete) {
+                left.push(Entry {
+                    marked: true,
+                    stored: k.stored,
+                    seq: k.seq,
+                    last_ns: k.last_ns,
+                    ..e.clone()
+                });
+            }
+            false
+        });
+        checkpoint::write(&self.root, &self.under_way())
+    }
+
+    /// The streams under way, and those ended whose last rows are not yet
+    /// whole on disk, with what the folder holds of each.
+    fn under_way(&self) -> Vec<Entry> {
+        let held = self.streams.iter().map(|s| (entry(s), &s.kept));
+        let ended = self.ended.iter().map(|(e, k, _)| (e.clone(), k));
+        held.chain(ended)
+            .map(|(e, k)| Entry {
+                stored: k.stored,
+                seq: k.seq,
+                last_ns: k.last_ns,
+                closing: k.closing(),
+                ..e
+            })
+            .collect()
     }
 
     /// Accounts for the sets that finished closing (all of them with
@@ -470,16 +587,33 @@ impl Store {
 
     /// Ends the run: the final streams row of every stream (its receiver
     /// facts from `summary`), every open part set closed, retention
-    /// applied.
+    /// applied; `open-streams` then lists the streams left unclosed
+    /// (FORMAT.md 7.1).
     ///
     /// # Errors
-    /// The first write error of the run, or of closing.
+    /// [`StoreError::Unstored`]: the first write error of the run, or of
+    /// closing, with the events and losses taken but not in a part set
+    /// whole on disk (written as `unstored` losses if the disk let it).
     pub fn finish(mut self, summary: &ReceiverSummary) -> Result<StoreReport, StoreError> {
         if let Some(e) = self.error.take() {
-            // The sets closing still end whole.
+            // The sets closing still end whole; what is not in them is
+            // counted, and written as losses if the disk lets it.
             let _ = self.reap(true);
-            return Err(e);
+            return Err(self.unstored(e, summary));
         }
+        match self.finish_sets(summary) {
+            Ok(()) => Ok(self.report),
+            Err(e) => {
+                let _ = self.reap(true);
+                Err(self.unstored(e, summary))
+            }
+        }
+    }
+
+    /// [`Store::finish`]'s work: every stream's final row, every set
+    /// closed, the file of streams under way removed, retention applied.
+    fn finish_sets(&mut self, summary: &ReceiverSummary) -> Result<(), StoreError> {
+        self.finishing = Some(Vec::new());
         // Each stream's summary: the k-th incarnation of (addr, sender) is
         // the k-th entry of that address and sender.
         let mut facts: HashMap<StreamId, StreamRow> = HashMap::new();
@@ -558,8 +692,105 @@ impl Store {
             self.close(&p, &|id| facts.get(id).cloned())?;
         }
         self.reap(true)?;
-        self.retain()?;
-        Ok(self.report)
+        // Every stream's last rows are whole on disk. The streams still
+        // under way (marked unclosed) are listed: a receiver that follows
+        // on the folder takes what it holds of them off their losses when
+        // their senders go on.
+        let mut unclosed = self.finishing.take().unwrap_or_default();
+        unclosed.extend(
+            self.streams
+                .iter()
+                .filter(|s| s.id.ordinal > 0 && facts.get(&s.id).is_some_and(|r| !r.complete))
+                .map(|s| Entry {
+                    marked: true,
+                    stored: s.kept.stored,
+                    seq: s.kept.seq,
+                    last_ns: s.kept.last_ns,
+                    ..entry(s)
+                }),
+        );
+        checkpoint::write(&self.root, &unclosed)?;
+        self.retain()
+    }
+
+    /// After the first write error `cause`: the events and losses taken
+    /// but not in a part set whole on disk, per stream, written as a
+    /// `losses` row of kind `unstored` each (and a last `streams` row) in a
+    /// new part set of its partition — the folder re-created if it was
+    /// deleted — if that can be done.
+    #[cold]
+    fn unstored(&mut self, cause: StoreError, summary: &ReceiverSummary) -> StoreError {
+        let mut lost: Vec<(Entry, u64, StreamRow)> = Vec::new();
+        for s in &self.streams {
+            let n = s
+                .kept
+                .not_whole()
+                .saturating_add(s.run.events())
+                .saturating_add(s.run.lost())
+                .saturating_add(s.unstored);
+            let facts = summary
+                .senders
+                .iter()
+                .rfind(|x| (x.addr, x.sender) == (s.id.addr, s.id.sender))
+                .map(final_row);
+            let mut e = entry(s);
+            e.seq = s.run.next_seq();
+            lost.push((e, n, facts.unwrap_or_default()));
+        }
+        for (e, k, row) in &self.ended {
+            lost.push((e.clone(), k.not_whole(), row.clone()));
+        }
+        lost.retain(|(_, n, _)| *n > 0);
+        let count = lost.iter().fold(0u64, |a, (_, n, _)| a.saturating_add(*n));
+        let recorded = count > 0 && self.write_unstored(&lost).is_ok();
+        StoreError::Unstored {
+            cause: Box::new(cause),
+            count,
+            recorded,
+        }
+    }
+
+    fn write_unstored(&mut self, lost: &[(Entry, u64, StreamRow)]) -> Result<(), StoreError> {
+        std::fs::create_dir_all(&self.root).map_err(|e| StoreError::io("create", &self.root, e))?;
+        let mut hosts: Vec<String> = lost
+            .iter()
+            .map(|(e, _, _)| e.addr.ip().to_string())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let (date, hour) = utc_date_hour(SystemTime::now());
+        for host in hosts {
+            let p = Partition {
+                host: host.clone(),
+                date: date.clone(),
+                hour,
+            };
+            let n = self.next_part.max(next_part_number(&self.root)?);
+            self.next_part = n + 1;
+            let mut set = PartSet::create(&self.root, &p.path(), n)?;
+            for (e, count, row) in lost
+                .iter()
+                .filter(|(e, _, _)| e.addr.ip().to_string() == host)
+            {
+                let info = RunInfo {
+                    name: e.run.clone(),
+                    host: host.clone(),
+                    sender: Some(e.sender),
+                    queue: None,
+                    path: self.root.display().to_string(),
+                };
+                let mut run = Run::new(info, Catalog::builtin(), Names::new());
+                run.continue_at(e.seq);
+                run.loss(&mut set, 0, *count, kind::UNSTORED);
+                let mut row = row.clone();
+                if row.verdict.is_empty() {
+                    row.verdict = "unclosed".into();
+                }
+                run.stream_row(&mut set, row);
+            }
+            set.finish()?;
+        }
+        Ok(())
     }
 
     /// Sender streams whose state the store holds now: the receiver's
@@ -621,6 +852,13 @@ impl Store {
                 );
             }
         }
+        // Until its last rows are whole on disk, `open-streams` lists it.
+        let kept = std::mem::take(&mut self.streams[i].kept);
+        if !kept.settled() {
+            let mut e = entry(&self.streams[i]);
+            e.seq = self.streams[i].run.next_seq();
+            self.ended.push((e, kept, row));
+        }
         // Free its state: the last stream takes its index.
         let id = self.streams[i].id;
         self.index.remove(&id);
@@ -659,6 +897,7 @@ impl Store {
                     queue: None,
                     path: self.root.display().to_string(),
                 };
+                let carry = self.carry.remove(&(id.addr, id.sender));
                 self.streams.push(Stream {
                     id: *id,
                     run: Run::new(info, Catalog::builtin(), Names::new()),
@@ -670,6 +909,13 @@ impl Store {
                     align: Align::default(),
                     pending: None,
                     last_stamp: None,
+                    kept: Kept::holding(carry.unwrap_or(0)),
+                    unstored: 0,
+                    carry: carry.map(|left| Carry {
+                        left,
+                        started: false,
+                        events: false,
+                    }),
                 });
                 self.index.insert(*id, self.streams.len() - 1);
                 self.streams.len() - 1
@@ -743,7 +989,67 @@ fn write_stream_row(
     }
     report.events += s.run.events();
     report.lost = report.lost.saturating_add(s.run.lost());
+    let amount = s.run.events().saturating_add(s.run.lost());
+    let last = s.run.last_ns();
     s.run.stream_row(set, row);
+    s.kept.written(set.number, amount, s.run.next_seq(), last);
+}
+
+/// Stream `s` as `open-streams` lists it (what the folder holds: filled
+/// in by the caller).
+fn entry(s: &Stream) -> Entry {
+    Entry {
+        marked: false,
+        stored: 0,
+        seq: 0,
+        last_ns: 0,
+        sender: s.id.sender,
+        addr: s.id.addr,
+        run: s.run.info.name.clone(),
+        closing: Vec::new(),
+    }
+}
+
+/// Marks each stream of `under_way` (what a killed receiver left in
+/// `open-streams`) `unclosed`: in a new part set of its partition, the
+/// unclosed mark of its run (a losses row, `accounted` what the folder
+/// holds of it) and its last streams row (verdict `unclosed`).
+fn mark_unclosed(root: &Path, under_way: &[Entry], next: &mut u64) -> Result<(), StoreError> {
+    let mut hosts: Vec<String> = under_way.iter().map(|e| e.addr.ip().to_string()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let (date, hour) = utc_date_hour(SystemTime::now());
+    for host in hosts {
+        let p = Partition {
+            host: host.clone(),
+            date: date.clone(),
+            hour,
+        };
+        let mut set = PartSet::create(root, &p.path(), *next)?;
+        *next += 1;
+        for e in under_way.iter().filter(|e| e.addr.ip().to_string() == host) {
+            let info = RunInfo {
+                name: e.run.clone(),
+                host: host.clone(),
+                sender: Some(e.sender),
+                queue: None,
+                path: root.display().to_string(),
+            };
+            let mut run = Run::new(info, Catalog::builtin(), Names::new());
+            run.continue_at(e.seq);
+            run.push(&unclosed_mark(e.last_ns, e.sender, e.stored), &mut set);
+            run.finish(&mut set);
+            run.stream_row(
+                &mut set,
+                StreamRow {
+                    verdict: "unclosed".into(),
+                    ..StreamRow::default()
+                },
+            );
+        }
+        set.finish()?;
+    }
+    Ok(())
 }
 
 /// A stream's final facts, from the receiver's summary.
@@ -773,6 +1079,13 @@ impl StreamSink for Store {
             _ => self.switch(id, header),
         }
         if let Some(i) = self.current {
+            // Past the first datagram of a continued stream: nothing more
+            // is taken off its losses.
+            if self.streams[i].carry.is_some_and(|c| c.events) {
+                self.streams[i].carry = None;
+            }
+        }
+        if let Some(i) = self.current {
             self.streams[i].pending = Some((unix_now_ns(), None));
         }
     }
@@ -780,6 +1093,15 @@ impl StreamSink for Store {
     #[inline]
     fn record(&mut self, e: &Event) {
         let Some((i, k)) = self.place() else {
+            if let Some(i) = self.current {
+                let n = if e.id == HOOPS {
+                    e.args[0]
+                } else {
+                    u64::from(e.flags & 0xC000 == 0)
+                };
+                let s = &mut self.streams[i];
+                s.unstored = s.unstored.saturating_add(n);
+            }
             return;
         };
         // Room first: the batch (a data page) stays within BATCH_ROWS.
@@ -792,6 +1114,30 @@ impl StreamSink for Store {
         let Some(open) = self.slots[k].as_mut() else {
             return;
         };
+        let mut taken;
+        let e = match s.carry.as_mut() {
+            Some(c) if e.id == HOOPS && e.flags == 0 => {
+                // What an earlier receiver stored of this stream is not
+                // lost: taken off its first losses.
+                let take = c.left.min(e.args[0]);
+                c.left -= take;
+                c.started = true;
+                if c.left == 0 {
+                    s.carry = None;
+                }
+                if take == e.args[0] {
+                    return;
+                }
+                taken = *e;
+                taken.args[0] -= take;
+                &taken
+            }
+            Some(_) => {
+                s.drop_carry();
+                e
+            }
+            None => e,
+        };
         s.first_estimate(e);
         let time = s.push(e, &mut open.set);
         if let Some((_, newest)) = &mut s.pending {
@@ -802,6 +1148,10 @@ impl StreamSink for Store {
     /// A datagram's records: where they go is found once, not per record.
     fn records(&mut self, raw: &[u8]) {
         let Some((i, k)) = self.place() else {
+            if let Some(i) = self.current {
+                let s = &mut self.streams[i];
+                s.unstored = s.unstored.saturating_add((raw.len() / RECORD_LEN) as u64);
+            }
             return;
         };
         // Room first: the batch (a data page) stays within BATCH_ROWS.
@@ -824,6 +1174,11 @@ impl StreamSink for Store {
         let Some(first) = records.next() else {
             return;
         };
+        match s.carry.as_mut() {
+            Some(c) if c.started && !c.events => c.events = true,
+            Some(_) => s.drop_carry(),
+            None => {}
+        }
         s.first_estimate(&first);
         let mut newest = s.push(&first, &mut open.set);
         if s.ticks_per_second == 1_000_000_000 {

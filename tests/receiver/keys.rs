@@ -25,7 +25,7 @@ use tempfile::TempDir;
 use crate::common::loopback::loopback;
 use crate::common::udp_sender::{log_paced, udp_tracer};
 
-fn key(byte: u8) -> DatagramKey {
+pub(crate) fn key(byte: u8) -> DatagramKey {
     DatagramKey::from_bytes([byte; 32])
 }
 
@@ -65,7 +65,7 @@ fn params(to: SocketAddr, sender: u32) -> UdpParams {
 }
 
 /// Streams `user0 [i, 0]` for i in `0..n` from sender `id` keyed with `k`.
-fn stream(to: SocketAddr, id: u32, k: Option<DatagramKey>, n: u64) {
+pub(crate) fn stream(to: SocketAddr, id: u32, k: Option<DatagramKey>, n: u64) {
     let mut p = params(to, id);
     if let Some(k) = k {
         p = p.with_key(k);
@@ -81,7 +81,7 @@ fn assert_exact(events: &[Event], n: u64) {
 }
 
 /// A version 1 events datagram of sender `id` with `n` events `user0`.
-fn plain(id: u32, seq: u64, dropped: u64, first: u64, n: u64) -> Vec<u8> {
+pub(crate) fn plain(id: u32, seq: u64, dropped: u64, first: u64, n: u64) -> Vec<u8> {
     let events: Vec<Event> = (first..first + n)
         .map(|i| Event::new(i, user::USER0, 0, [i, 0]))
         .collect();
@@ -91,7 +91,7 @@ fn plain(id: u32, seq: u64, dropped: u64, first: u64, n: u64) -> Vec<u8> {
 }
 
 /// The same, keyed with `k` and `session`.
-fn sealed(k: &DatagramKey, session: u64, mut bytes: Vec<u8>) -> Vec<u8> {
+pub(crate) fn sealed(k: &DatagramKey, session: u64, mut bytes: Vec<u8>) -> Vec<u8> {
     let len = bytes.len();
     bytes.resize(len + keyed::KEYED_OVERHEAD, 0);
     let len = keyed::seal(k, session, &mut bytes, len).unwrap();
@@ -99,7 +99,7 @@ fn sealed(k: &DatagramKey, session: u64, mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-fn forger() -> UdpSocket {
+pub(crate) fn forger() -> UdpSocket {
     UdpSocket::bind(loopback()).unwrap()
 }
 

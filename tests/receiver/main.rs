@@ -9,6 +9,8 @@ mod common;
 #[cfg(feature = "keys")]
 mod keys;
 mod receiver;
+#[cfg(feature = "keys")]
+mod sessions;
 mod stream_end;
 mod udp;
 mod udp_shutdown_deadline;

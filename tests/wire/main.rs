@@ -13,3 +13,4 @@ mod fuzz_corpus;
 mod fuzz_corpus_receiver;
 mod fuzz_regressions;
 mod reader_blocks;
+mod session_file;

@@ -151,6 +151,9 @@ pub struct RecvArgs {
     /// `qtrace keygen FILE`); repeat to hold several keys at once (one per
     /// host or group, or the old and the new while senders move over).
     /// Others are rejected and counted per source address in the summary.
+    /// The keyed sessions seen are kept in `OUT.sessions` (--out) or
+    /// `DIR/sessions` (--store), so that a replay is rejected across
+    /// restarts too (FORMAT.md 3.7).
     #[arg(long = "key-file", value_name = "FILE")]
     pub key_file: Vec<PathBuf>,
     /// Show the live view (`qtrace live`) while receiving.
@@ -169,7 +172,8 @@ pub struct RecvArgs {
     /// `path`, `exit_status`, `error` (null or why the receiver failed),
     /// `senders`, `unclosed_senders`, `events`, `lost_events`,
     /// `lost_datagrams`, `sender_dropped`, `unsent`, `invalid_datagrams`,
-    /// `rejected_datagrams`, `elapsed_s`; with --serial and --out:
+    /// `rejected_datagrams`, `sessions_error` (null, or why the session file
+    /// of --key-file could not be written), `elapsed_s`; with --serial and --out:
     /// `stream_bytes`, `stream_frames`, `stream_bad_frames`,
     /// `stream_corrupt_chunks`, `stream_skipped_bytes` (and with --rtt-qmp
     /// `stream_overwritten_bytes`, `stream_reads`); with --out: `records_written`,
@@ -227,8 +231,9 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             return Exit::BadInput;
         }
     };
+    let keyed = !keys.is_empty();
     if args.serial.is_none() && args.rtt_qmp.is_none() {
-        keys::warn_if_exposed(listen, !keys.is_empty());
+        keys::warn_if_exposed(listen, keyed);
     }
     let config = ReceiverConfig {
         max_senders: args.max_senders,
@@ -256,6 +261,11 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
                         t.display()
                     );
                 }
+                for run in s.unclosed() {
+                    eprintln!(
+                        "qtrace: stream {run} was under way when an earlier receiver stopped (killed?): marked unclosed; what the store holds of it is not counted lost again"
+                    );
+                }
                 Some(s)
             }
             Err(e) => {
@@ -265,7 +275,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         },
         None => None,
     };
-    let (receiver, stream, source) = match (&args.serial, &args.rtt_qmp) {
+    let (mut receiver, stream, source) = match (&args.serial, &args.rtt_qmp) {
         (Some(spec), _) => match serial::receiver(spec, config) {
             Ok((r, counts, name)) => (r, Some(counts), format!("reading the byte stream {name}")),
             Err(e) => {
@@ -302,6 +312,29 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             }
         },
     };
+    if keyed {
+        // Replays are rejected across restarts: the keyed sessions are
+        // kept beside the output (FORMAT.md 3.7).
+        let path = match (&args.out, &args.store) {
+            (Some(out), _) => {
+                let mut p = out.as_os_str().to_owned();
+                p.push(".sessions");
+                std::path::PathBuf::from(p)
+            }
+            (None, Some(dir)) => dir.join("sessions"),
+            (None, None) => return Exit::BadInput,
+        };
+        match receiver.keep_sessions(&path) {
+            Ok(n) => eprintln!(
+                "qtrace: keyed sessions kept in {} ({n} sender ids from earlier runs)",
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("qtrace: {e}");
+                return Exit::Failed;
+            }
+        }
+    }
     let stream_counts = move || {
         stream
             .as_ref()
@@ -374,7 +407,10 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     };
     match result {
         Ok(summary) => {
-            let status = if summary.file_error.is_some() || summary.records_lost_with_file > 0 {
+            let status = if summary.file_error.is_some()
+                || summary.records_lost_with_file > 0
+                || summary.sessions_error.is_some()
+            {
                 Exit::Cut
             } else {
                 Exit::Ok
@@ -454,5 +490,6 @@ pub(super) fn summary_json(
         .u64("unsent", sum(|x| x.unsent))
         .u64("invalid_datagrams", s.invalid.total())
         .u64("rejected_datagrams", s.invalid.rejected.total())
+        .str("sessions_error", s.sessions_error.as_deref())
         .f64("elapsed_s", s.elapsed.as_secs_f64())
 }

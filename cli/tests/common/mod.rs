@@ -43,5 +43,7 @@ pub fn inflate(z: &[u8]) -> Vec<u8> {
 pub mod read_all;
 #[path = "../../../tests/common/temp_dirs.rs"]
 pub mod temp_dirs;
+#[path = "../../../tests/common/tmpfs.rs"]
+pub mod tmpfs;
 #[path = "../../../tests/common/udp_sender.rs"]
 pub mod udp_sender;

@@ -24,6 +24,18 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
     let mut last = String::new();
     for _ in 0..5 {
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        match recv_store_at(listen, dir, args) {
+            Ok(child) => return (listen, child),
+            Err(stderr) => last = stderr,
+        }
+    }
+    panic!("five ports taken before qtrace recv --store could bind them: {last}");
+}
+
+/// `qtrace recv --listen LISTEN --store DIR ARGS…`, listening; `Err` (its
+/// message) when the port was taken.
+fn recv_store_at(listen: SocketAddr, dir: &Path, args: &[&str]) -> Result<Child, String> {
+    {
         let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
             .args(["recv", "--listen", &listen.to_string(), "--store"])
             .arg(dir)
@@ -39,20 +51,20 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
         loop {
             if child.try_wait().unwrap().is_some() {
                 let out = child.wait_with_output().unwrap();
-                last = String::from_utf8_lossy(&out.stderr).into_owned();
+                let last = String::from_utf8_lossy(&out.stderr).into_owned();
                 assert!(
                     last.contains("address in use"),
                     "qtrace recv --store exited before listening ({}): {last}",
                     out.status
                 );
-                break;
+                return Err(last);
             }
             // As common::recv::wait_listening: a port nobody listens on
             // answers a datagram with a refusal the next send reports.
             let _ = probe.send(b"probe");
             std::thread::sleep(Duration::from_millis(20));
             if probe.send(b"probe").is_ok() && probe.send(b"probe").is_ok() {
-                return (listen, child);
+                return Ok(child);
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
@@ -60,7 +72,6 @@ fn recv_store(dir: &Path, args: &[&str]) -> (SocketAddr, Child) {
             );
         }
     }
-    panic!("five ports taken before qtrace recv --store could bind them: {last}");
 }
 
 fn sum(rows: &[serde_json::Map<String, Value>], col: &str) -> u64 {
@@ -286,7 +297,7 @@ fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<Pa
     let before = all_files(store);
     let temps: Vec<&PathBuf> = before
         .iter()
-        .filter(|p| p.extension().is_none_or(|x| x != "parquet"))
+        .filter(|p| p.extension().is_none_or(|x| x != "parquet") && !is_open_streams(p))
         .collect();
     // At most one temp per table (the jobs part's is made by the encoder
     // thread, so a kill may come before it exists).
@@ -307,6 +318,90 @@ fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<Pa
         "one unfinished part set: {temps:?}"
     );
     before
+}
+
+/// The store's `open-streams` file (FORMAT.md 7.1) or its temp.
+fn is_open_streams(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n == "open-streams" || n == ".open-streams.tmp")
+}
+
+#[test]
+fn a_sigkilled_receiver_and_its_restart_lose_only_what_the_store_does_not_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let start = Instant::now();
+    while parquet_files(&store.join("events")).len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(30), "no part closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    child.wait_with_output().unwrap();
+    assert!(store.join("open-streams").exists());
+    // At once on the same address: the sender never stopped, and goes on
+    // into the new receiver.
+    let child = recv_store_at(listen, &store, &["--duration", "4"]).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let logged = sender.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr
+            .contains("was under way when an earlier receiver stopped (killed?): marked unclosed"),
+        "{stderr}"
+    );
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let streams = table_rows(&store, "streams");
+    // Exact across the kill: every event the sender logged is a row or
+    // counted lost, once (the killed receiver's open part set and what
+    // came while no receiver ran are the losses).
+    let lost = sum(&losses, "count");
+    assert_eq!(
+        events.len() as u64 + lost,
+        logged,
+        "{stdout}{stderr}{losses:?}"
+    );
+    let mut values: Vec<u64> = events.iter().map(|r| r["arg0"].as_u64().unwrap()).collect();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), events.len(), "no event twice");
+    // Two runs of the one sender: the killed receiver's ends unclosed (its
+    // mark accounts for what the store holds of it), the restart's closed.
+    let mut runs: Vec<&str> = streams
+        .iter()
+        .map(|r| r["run"].as_str().unwrap())
+        .filter(|r| r.starts_with("127.0.0.1:"))
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let last_verdict = |run: &str| {
+        streams
+            .iter()
+            .filter(|r| r["run"] == run)
+            .max_by_key(|r| r["part"].as_u64().unwrap())
+            .map(|r| r["verdict"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let mut verdicts: Vec<String> = runs.iter().map(|r| last_verdict(r)).collect();
+    verdicts.sort();
+    assert_eq!(verdicts, ["closed", "unclosed"], "{streams:?}");
+    let marks: Vec<_> = losses.iter().filter(|r| r["kind"] == "unclosed").collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    let closed = streams.iter().find(|r| r["verdict"] == "closed").unwrap();
+    assert_eq!(closed["logged"], logged);
+    assert!(!store.join("open-streams").exists());
 }
 
 #[test]
@@ -512,4 +607,164 @@ fn bad_store_arguments_are_refused_before_listening() {
     let (code, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(!store.exists() && !out.exists(), "nothing written");
+}
+
+/// The losses rows of `rows` summed per kind.
+fn losses_by_kind(rows: &[serde_json::Map<String, Value>]) -> BTreeMap<String, u64> {
+    let mut by = BTreeMap::new();
+    for r in rows {
+        *by.entry(r["kind"].as_str().unwrap().to_string())
+            .or_insert(0) += r["count"].as_u64().unwrap();
+    }
+    by
+}
+
+#[test]
+fn a_deleted_store_folder_is_made_again_with_what_it_could_not_store_as_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // One part set open for the whole run (the default roll: 60 s).
+    let (listen, child) = recv_store(&store, &["--duration", "3"]);
+    let n = 5_000;
+    let report = send_user3(listen, n);
+    let c = &report.queues[0].counters;
+    let logged = c.accepted + c.dropped;
+    assert_eq!(logged, n);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_dir_all(&store).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Exit status 3, the exact count said and written.
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "; {n} events and losses it took are not in its closed parts (written as losses of kind unstored)"
+        )),
+        "{stderr}"
+    );
+    // The folder is back with the losses: rows + losses = logged.
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let streams = table_rows(&store, "streams");
+    assert_eq!(events.len(), 0);
+    assert_eq!(
+        losses_by_kind(&losses),
+        BTreeMap::from([("unstored".to_string(), n)])
+    );
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!(
+        (
+            &streams[0]["verdict"],
+            &streams[0]["logged"],
+            &streams[0]["lost"]
+        ),
+        (
+            &Value::from("closed"),
+            &Value::from(logged),
+            &Value::from(n)
+        )
+    );
+}
+
+#[test]
+fn on_a_full_disk_the_receiver_says_exactly_what_it_could_not_store() {
+    if !crate::common::tmpfs::is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(_fs) = crate::common::tmpfs::Tmpfs::mount(dir.path(), "600k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB", "--duration", "20"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    // "received N events from 1 sender(s)", "…, L lost in transit …":
+    // the receiver's account of what it took.
+    let number_before = |text: &str, tail: &str| -> u64 {
+        let at = text
+            .find(tail)
+            .unwrap_or_else(|| panic!("{tail:?} in {text}"));
+        let digits: String = text[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    let received = number_before(&stdout, " events from 1 sender(s)");
+    let transit = number_before(&stdout, " lost in transit");
+    let dropped = number_before(&stdout, " dropped by the sender");
+    let unstored = number_before(
+        &stderr,
+        " events and losses it took are not in its closed parts",
+    );
+    // What the closed parts hold plus what it says it could not store is
+    // everything it took, exactly.
+    let events = table_rows(&store, "events").len() as u64;
+    let lost: u64 = losses_by_kind(&table_rows(&store, "losses"))
+        .iter()
+        .filter(|(k, _)| k.as_str() != "unstored")
+        .map(|(_, n)| n)
+        .sum();
+    eprintln!("full disk: {events} rows + {lost} losses + {unstored} not stored; received {received}, {transit} lost in transit, {dropped} dropped");
+    assert!(unstored > 0, "{stderr}");
+    assert_eq!(
+        events + lost + unstored,
+        received + transit + dropped,
+        "{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn a_receiver_stopped_and_started_again_while_its_sender_streams_loses_only_the_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (listen, child) = recv_store(&store, &["--roll", "30KiB", "--duration", "2"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The stream it left under way is listed, already marked unclosed.
+    let listed = std::fs::read_to_string(store.join("open-streams")).unwrap();
+    assert!(
+        listed.starts_with("qtrace open streams 1\nunclosed\t"),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    let child = recv_store_at(listen, &store, &["--duration", "3"]).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let logged = sender.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Marked once, by the receiver that stopped: the next one says nothing.
+    assert!(
+        !stderr.contains("was under way when an earlier receiver stopped"),
+        "{stderr}"
+    );
+    let events = table_rows(&store, "events");
+    let losses = table_rows(&store, "losses");
+    let lost = sum(&losses, "count");
+    assert_eq!(events.len() as u64 + lost, logged, "{stderr}{losses:?}");
+    assert_eq!(
+        losses.iter().filter(|r| r["kind"] == "unclosed").count(),
+        1,
+        "{losses:?}"
+    );
+    assert!(!store.join("open-streams").exists());
 }

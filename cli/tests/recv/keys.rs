@@ -175,6 +175,36 @@ fn recv_with_a_key_accepts_the_keyed_stream_and_rejects_an_unkeyed_sender() {
         .map(|e| e.args[0])
         .collect();
     assert_eq!(values, (0..N).collect::<Vec<_>>());
+    // The session file beside the output (FORMAT.md 3.7): one sender id,
+    // its stream ended; the next receiver on that output loads it.
+    let sessions = dir.join("received.qtr.sessions");
+    assert!(
+        stderr.contains(&format!(
+            "qtrace: keyed sessions kept in {} (0 sender ids from earlier runs)",
+            sessions.display()
+        )),
+        "{stderr}"
+    );
+    let bytes = std::fs::read(&sessions).unwrap();
+    assert_eq!(
+        (bytes.len(), &bytes[..4], &bytes[28..32]),
+        (48, &b"QTRS"[..], &[0, 0, 0, 1][..])
+    );
+    let again = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--listen", "127.0.0.1:0", "--key-file"])
+        .arg(&key_path)
+        .arg("--out")
+        .arg(&out)
+        .args(["--duration", "0.2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("(1 sender ids from earlier runs)"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&sessions).unwrap(), bytes);
 }
 
 #[test]

@@ -370,6 +370,7 @@ fn json_summary_is_one_object_with_the_receivers_account() {
         "unsent",
         "invalid_datagrams",
         "rejected_datagrams",
+        "sessions_error",
         "elapsed_s",
         "records_written",
         "records_lost_with_file",
@@ -384,6 +385,7 @@ fn json_summary_is_one_object_with_the_receivers_account() {
     assert_eq!(v["path"], out.display().to_string());
     assert_eq!(v["exit_status"], 0);
     assert!(v["error"].is_null());
+    assert!(v["sessions_error"].is_null());
     assert_eq!(v["senders"], 1);
     assert_eq!(v["unclosed_senders"], 0);
     assert_eq!(v["events"], 100);

@@ -108,8 +108,15 @@ pub(super) fn run_store(
     }
     match store.finish(&summary) {
         Ok(report) => {
+            // The session file not written: a later receiver would accept
+            // a replay of this run's keyed streams.
+            let status = if summary.sessions_error.is_some() {
+                Exit::Cut
+            } else {
+                Exit::Ok
+            };
             if json {
-                let o = summary_json("store", dir, Exit::Ok, None, &summary)
+                let o = summary_json("store", dir, status, None, &summary)
                     .u64("store_events", report.events)
                     .u64("store_lost", report.lost)
                     .u64("parts_closed", report.parts_closed)
@@ -118,7 +125,7 @@ pub(super) fn run_store(
                     .str("store_error", None)
                     .finish();
                 println!("{o}");
-                return Exit::Ok;
+                return status;
             }
             println!(
                 "store: {} events, {} lost, in {} part sets ({} bytes){}",
@@ -138,12 +145,10 @@ pub(super) fn run_store(
                     dir.display()
                 );
             }
-            Exit::Ok
+            status
         }
         Err(e) => {
-            eprintln!(
-                "qtrace: the store stopped on a write error (its closed parts are whole): {e}"
-            );
+            eprintln!("qtrace: the store stopped on a write error: {e}");
             if json {
                 let error = e.to_string();
                 let o = summary_json("store", dir, Exit::Cut, None, &summary)
