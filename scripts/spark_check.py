@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Reads a `qtrace recv --store` tree with Apache Spark (a standalone
-cluster: MASTER is spark://HOST:PORT) and checks that its figures equal
+cluster: MASTER is spark://HOST:PORT; `local[N]` runs it in one process, for
+a look without a cluster) and checks that its figures equal
 `qtrace sql`'s on the same store: row counts of the tables, losses per
 sender and kind, and per sender and task the jobs' response-time quantiles
 (the `jobs` table, FORMAT.md 7.5a). Run by scripts/spark.sh, which starts
@@ -8,7 +9,8 @@ the cluster:
 
     spark_check.py MASTER STORE QTRACE [LOGGED...]
 
-LOGGED: `SENDER=EVENTS` for each sender, the events it logged: then also
+Also runs the SQL blocks of docs/fleet.md marked `<!-- spark -->` in both
+engines. LOGGED: `SENDER=EVENTS` for each sender, the events it logged: then also
 checks, per sender, rows of `events` + `hoops` losses = logged.
 
 Each query is one SQL text run by both engines. The store's UINT64 columns
@@ -68,6 +70,18 @@ QUERIES = [
 ]
 
 
+def doc_queries(path):
+    """The SQL blocks of docs/fleet.md marked `<!-- spark -->`: the recipe
+    the guide shows is run here too."""
+    found = []
+    lines = open(path, encoding="utf-8").read().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "<!-- spark -->" and lines[i + 1].strip() == "```sql":
+            end = lines.index("```", i + 2)
+            found.append((f"docs/fleet.md line {i + 3}", "\n".join(lines[i + 2 : end])))
+    return found
+
+
 def value(v):
     """One cell as a comparable value: integers (DECIMAL(20,0) included)
     as int, other numbers as float, the rest as text."""
@@ -125,7 +139,7 @@ def main():
     # wait for it to register (the status counts the driver too).
     status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
     for _ in range(600):
-        if status().size() > 1:
+        if status().size() > 1 or master.startswith("local"):
             break
         time.sleep(0.1)
     else:
@@ -138,9 +152,12 @@ def main():
             types = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in df.schema.fields)
             print(f"spark_check: losses as Spark reads it: {types}")
     print(f"spark_check: session up in {time.monotonic() - began:.1f} s")
+    docs = doc_queries(os.path.join(os.path.dirname(__file__), "..", "docs", "fleet.md"))
+    if len(docs) < 2:
+        sys.exit(f"spark_check: {len(docs)} Spark blocks in docs/fleet.md, 2 or more expected")
     failed = 0
     in_qtrace = in_spark = 0.0
-    for name, sql in QUERIES:
+    for name, sql in QUERIES + docs:
         t0 = time.monotonic()
         want = qtrace_sql(qtrace, store, sql)
         t1 = time.monotonic()
