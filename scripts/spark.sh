@@ -43,7 +43,7 @@ fail() { echo "spark.sh: $*" >&2; exit 1; }
 mkdir -p "$work/tmp"
 if ! "$pyenv/bin/python" -c 'import pyspark' >/dev/null 2>&1; then
     if python3 -m pip --version >/dev/null 2>&1; then
-        say "installing pyspark into $pyenv (about 320 MB from PyPI, 1 GB while it builds)"
+        say "installing pyspark into $pyenv (a 435 MB download, up to 1.8 GB in target/spark/tmp while it builds, 513 MB kept)"
         export TMPDIR="$work/tmp"
         if [ ! -x "$pyenv/bin/python" ]; then
             if ! python3 -m venv "$pyenv" >/dev/null 2>&1; then
