@@ -150,6 +150,8 @@ fn main() {
     );
     #[cfg(feature = "control")]
     let (circular, flood) = flood::start(circular);
+    #[cfg(not(feature = "control"))]
+    let circular = &circular;
     // The same queue with its rings in a ring file (the default), which
     // survives a crash of the process.
     let circular_file = tracer_with::<Circular>(
@@ -196,7 +198,7 @@ fn main() {
             0 => relaxed_load(black_box(&words)),
             1 => log_loop(black_box(&disabled)),
             2 => floor(black_box(&clock), black_box(&mut array)),
-            3 => log_loop(black_box(&circular)),
+            3 => log_loop(black_box(circular)),
             5 => log_loop(black_box(&circular_file)),
             6 => log_loop(black_box(&online)),
             7 => log_loop(black_box(&udp)),
