@@ -6,7 +6,8 @@
 //! process). [`Staged::commit`] syncs and renames every one over its final
 //! path; an error return drops the [`Staged`], which removes them. A
 //! conversion killed outright leaves only `.NAME.partial-PID` behind, a
-//! name no reader mistakes for the output.
+//! name no reader mistakes for the output; the next run to the same `NAME`
+//! removes those whose process is gone (Linux: no `/proc/PID`) and says so.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,35 @@ pub fn partial_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.partial-{}", std::process::id()))
 }
 
+/// The `.NAME.partial-PID` beside `path` left by processes that are gone.
+/// Only where a process can be looked up (Linux's `/proc`): elsewhere none,
+/// never one of a conversion still running.
+fn stale_partials(path: &Path) -> Vec<PathBuf> {
+    if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
+        return Vec::new();
+    }
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = format!(".{name}.partial-");
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let pid: u32 = file.strip_prefix(&prefix)?.parse().ok()?;
+            let gone = pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists();
+            gone.then(|| e.path())
+        })
+        .collect()
+}
+
 impl Staged {
     /// Nothing staged yet.
     pub fn new() -> Self {
@@ -44,6 +74,13 @@ impl Staged {
         }
         let tmp = partial_path(path);
         remove(&tmp);
+        for stale in stale_partials(path) {
+            remove(&stale);
+            eprintln!(
+                "qtrace: removed {}: the partial output of an earlier run that is gone (killed?)",
+                stale.display()
+            );
+        }
         self.moves.push((tmp.clone(), path.to_path_buf()));
         tmp
     }

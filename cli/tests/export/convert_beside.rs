@@ -1,6 +1,7 @@
 //! `qtrace convert` and `qtrace plot` write beside the output and rename it
 //! there once whole (issue 23, item 6): a conversion killed part way leaves
-//! nothing at the path the user named (only `.NAME.partial-PID` beside it);
+//! nothing at the path the user named (only `.NAME.partial-PID` beside it,
+//! which the next conversion to that name removes);
 //! one that fails removes what it wrote; one that succeeds leaves nothing
 //! else behind.
 
@@ -93,9 +94,30 @@ fn a_killed_conversion_leaves_nothing_at_the_output_path() {
         );
         assert!(!out.exists(), "{to}: a partial output at the final path");
         let left = names(&dir);
+        let stale: Vec<&String> = left
+            .iter()
+            .filter(|n| n.starts_with(&format!(".{name}.partial-")))
+            .collect();
+        assert_eq!(stale.len(), 1, "{to}: {left:?}");
+        // The next conversion to the same name removes the killed run's
+        // partial output and says so; its own output is whole.
+        let again = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(again.status.success(), "{to}: {again:?}");
+        let said = String::from_utf8_lossy(&again.stderr);
         assert!(
-            left.iter()
-                .any(|n| n.starts_with(&format!(".{name}.partial-"))),
+            said.contains(&format!(
+                "removed {}: the partial output of an earlier run that is gone (killed?)",
+                dir.join(stale[0]).display()
+            )),
+            "{to}: {said}"
+        );
+        assert!(out.exists(), "{to}");
+        let left = names(&dir);
+        assert!(
+            !left.iter().any(|n| n.contains(".partial-")),
             "{to}: {left:?}"
         );
     }
