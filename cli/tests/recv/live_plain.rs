@@ -163,3 +163,23 @@ fn recv_live_writes_every_event_while_the_view_prints() {
     assert_eq!(events, c.delivered);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_file_that_is_not_a_trace_ends_the_view_with_status_2() {
+    // Was exit 0 after the note: a view that stopped on an error now says
+    // so in its status, as `dump` does.
+    let dir = created_dir("live", "not-a-trace");
+    let file = dir.join("garbage.qtr");
+    std::fs::write(&file, vec![0x5a; 4096]).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["live", "--every", "0.1", "--duration", "30"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("qtrace: "), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

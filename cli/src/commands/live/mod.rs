@@ -251,6 +251,8 @@ fn show(source: Source, settings: &Settings) -> (Exit, Option<qtrace::receiver::
         plain(&source, &mut model, settings)
     };
     let note = source.feed.note();
+    // An input that stopped on an error sets the status, as in `dump`.
+    let status = status.and(source.feed.failure());
     let summary = source.finish();
     if let Some(n) = note {
         eprintln!("qtrace: {n}");

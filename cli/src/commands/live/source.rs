@@ -17,6 +17,7 @@ use qtrace::receiver::{Progress, Receiver, ReceiverConfig, ReceiverSummary, RunL
 use qtrace::Event;
 
 use crate::spine::follow::{FollowState, Follower, Step};
+use crate::spine::Exit;
 
 /// Events waiting for the view, and what the input says about itself.
 #[derive(Debug, Default)]
@@ -35,6 +36,10 @@ pub struct Feed {
     pub ended: AtomicBool,
     /// Why it ended badly, or what happened to the file (re-created).
     note: Mutex<Option<String>>,
+    /// The exit status an input that stopped on an error gives the view
+    /// (as the other commands: 2 a file that is not a trace or is damaged,
+    /// 1 a receiver that failed); `None` while none did.
+    failure: Mutex<Option<Exit>>,
 }
 
 impl Feed {
@@ -101,6 +106,25 @@ impl Feed {
             *n = Some(s);
         }
     }
+
+    /// The input stopped on an error: `why` is shown, `exit` is the view's
+    /// status.
+    fn fail(&self, exit: Exit, why: String) {
+        self.set_note(why);
+        if let Ok(mut f) = self.failure.lock() {
+            *f = Some(exit);
+        }
+    }
+
+    /// The status of an input that stopped on an error ([`Exit::Ok`] when
+    /// none did).
+    pub fn failure(&self) -> Exit {
+        self.failure
+            .lock()
+            .ok()
+            .and_then(|f| *f)
+            .unwrap_or(Exit::Ok)
+    }
 }
 
 /// A running input.
@@ -139,7 +163,7 @@ impl Source {
             match r {
                 Ok(s) => Some(s),
                 Err(e) => {
-                    f.set_note(e.to_string());
+                    f.fail(Exit::Failed, e.to_string());
                     None
                 }
             }
@@ -219,7 +243,7 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
         Ok(Some(f)) => f,
         Ok(None) => return,
         Err(e) => {
-            feed.set_note(e.to_string());
+            feed.fail(Exit::BadInput, e.to_string());
             return;
         }
     };
@@ -319,7 +343,7 @@ fn follow_into(path: &Path, state: Arc<FollowState>, feed: &Feed) {
             }
             Some(Step::Damaged(e)) => {
                 feed.push_all(&batch);
-                feed.set_note(e.to_string());
+                feed.fail(Exit::BadInput, e.to_string());
                 return;
             }
             Some(Step::End(c)) => {
