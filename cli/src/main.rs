@@ -188,8 +188,9 @@ enum Command {
     /// --every seconds (1 by default) until --duration, Ctrl-C or the file's
     /// close. The view samples: it reads a followed file at most 250 000
     /// events a second, then jumps to the newest events (the header counts
-    /// those it skipped). Exit status 2 for bad arguments or an address it
-    /// cannot bind.
+    /// those it skipped). Exit status 2 for bad arguments, an address it
+    /// cannot bind, or a followed file that is not a trace or is damaged
+    /// (the view stops and says why); 1 when its receiver fails.
     Live(live::LiveArgs),
     /// Control a running tracer through its control endpoint.
     ///
