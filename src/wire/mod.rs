@@ -51,6 +51,7 @@ pub use header_error::HeaderFieldError;
 #[cfg(feature = "keys")]
 pub use key::DatagramKey;
 pub use writer::{create_trace_file, TraceWriter};
+pub(crate) use writer::CHUNK_RECORDS;
 
 /// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).
 pub const DEFAULT_PORT: u16 = qtrace_core::layout::DEFAULT_UDP_PORT;

@@ -84,6 +84,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod chunks;
+mod compact;
 mod drainer;
 mod open;
 mod params;
@@ -170,6 +171,8 @@ pub struct OnlineQueue {
     path: Option<PathBuf>,
     period: Duration,
     rotation: chunks::Rotation,
+    /// The file's records are compact chunks (FORMAT.md 1.11).
+    compact: bool,
     lifecycle: Lifecycle<Target>,
 }
 
@@ -179,6 +182,7 @@ impl fmt::Debug for OnlineQueue {
             .field("path", &self.path)
             .field("period", &self.period)
             .field("rotation", &self.rotation)
+            .field("compact", &self.compact)
             .field("capacity", &self.shared.feed.ring.capacity())
             .field("counters", &self.counters())
             .finish()
