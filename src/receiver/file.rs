@@ -600,7 +600,12 @@ impl LiveFile {
             let mut end = Vec::with_capacity(HEADER_LEN + 3 * MAX_RECORD_LEN);
             if self.compact {
                 let mut scratch = [0u8; HEADER_LEN + 3 * MAX_RECORD_LEN];
-                push_chunk(&mut scratch, self.next, close.to_records().into_iter(), &mut end);
+                push_chunk(
+                    &mut scratch,
+                    self.next,
+                    close.to_records().into_iter(),
+                    &mut end,
+                );
             } else {
                 let mut recs = [0u8; RECORD_LEN * 3];
                 let n = record::emit_all(&close.to_records(), &mut recs);
@@ -748,7 +753,10 @@ mod tests {
         let mut v = Vec::new();
         for i in from..from + n {
             let mut r = [0u8; RECORD_LEN];
-            record::emit(&Event::new(10 * i, crate::classes::user::USER0, 1, [i, 0]), &mut r);
+            record::emit(
+                &Event::new(10 * i, crate::classes::user::USER0, 1, [i, 0]),
+                &mut r,
+            );
             v.extend_from_slice(&r);
         }
         v
@@ -780,10 +788,22 @@ mod tests {
             f.flush();
             assert_eq!(f.records_written(), 3000);
             let (header, events, end) = read(&path);
-            assert_eq!((header.is_compact(), header.version()), (compact, 1 + u16::from(compact)));
+            assert_eq!(
+                (header.is_compact(), header.version()),
+                (compact, 1 + u16::from(compact))
+            );
             assert_eq!(events.len(), 3000);
-            assert!(events.iter().enumerate().all(|(i, e)| e.args[0] == i as u64));
-            assert_eq!(end, Completeness::Cut { records: 3000, lost: 0 });
+            assert!(events
+                .iter()
+                .enumerate()
+                .all(|(i, e)| e.args[0] == i as u64));
+            assert_eq!(
+                end,
+                Completeness::Cut {
+                    records: 3000,
+                    lost: 0
+                }
+            );
             sizes.push(std::fs::metadata(&path).unwrap().len() - 4096);
             std::fs::remove_file(&path).unwrap();
             f.push(&records(3000, 10));

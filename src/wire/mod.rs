@@ -50,8 +50,8 @@ pub use header::TraceHeader;
 pub use header_error::HeaderFieldError;
 #[cfg(feature = "keys")]
 pub use key::DatagramKey;
-pub use writer::{create_trace_file, TraceWriter};
 pub(crate) use writer::CHUNK_RECORDS;
+pub use writer::{create_trace_file, TraceWriter};
 
 /// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).
 pub const DEFAULT_PORT: u16 = qtrace_core::layout::DEFAULT_UDP_PORT;

@@ -38,7 +38,8 @@ fn body_records(header: &TraceHeader, body: &[u8]) -> Vec<Event> {
     let mut events = Vec::new();
     let (mut pos, mut sequence) = (0, 0);
     while pos < body.len() {
-        let chunk = qtrace_core::compact::Chunk::new_checked(&body[pos..]).expect("whole chunks only");
+        let chunk =
+            qtrace_core::compact::Chunk::new_checked(&body[pos..]).expect("whole chunks only");
         let h = chunk.header();
         assert_eq!((h.sequence, h.first_event), (sequence, events.len() as u64));
         events.extend(chunk.records().map(|r| r.unwrap()));

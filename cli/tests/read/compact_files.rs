@@ -139,7 +139,10 @@ fn an_online_queues_compact_file_prints_as_its_32_byte_records() {
         }
     }
     let report = tracer.shutdown().unwrap();
-    assert_eq!(report.queues[0].counters.delivered, report.queues[0].counters.accepted);
+    assert_eq!(
+        report.queues[0].counters.delivered,
+        report.queues[0].counters.accepted
+    );
     let name = "queue0-online.qtr".to_string();
     let path = compact.path().join(&name);
     let reader = TraceReader::open(&path).unwrap();
