@@ -16,8 +16,9 @@
 //!   its own stop flag, never blocks producers, and never logs events itself,
 //!   so it cannot feed the queue it drains.
 //! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
-//!   unless a file (or any writer) is given. Shutdown drains what is left,
-//!   flushes and closes it.
+//!   unless a file (or any writer) is given, in compact chunks (FORMAT.md
+//!   1.11, encoded by the task when it writes; [`OnlineParams::with_compact`])
+//!   or 32-byte records. Shutdown drains what is left, flushes and closes it.
 //! - **Chunks** (off by default; [`OnlineParams::with_rotation`],
 //!   [`OnlineParams::with_retention`]): the file is cut into
 //!   `<stem>.000001.<ext>`, `<stem>.000002.<ext>`, …, each a complete trace
