@@ -195,24 +195,25 @@ impl OnlineParams {
     /// let q = tracer.create_queue::<Online>(
     ///     OnlineParams::default()
     ///         .with_file(dir.path().join("run.qtr"))
-    ///         .with_capacity(4096)
+    ///         .with_capacity(32768)
     ///         .with_rotation(Some(8 * 1024), None) // chunks of at most 8 KiB
     ///         .with_retention(Some(2), None),      // the newest 2 kept
     /// )?;
     /// tracer.assign_class(user::CLASS, q)?;
     /// tracer.activate()?;
-    /// for i in 0..1000 {
+    /// for i in 0..20_000 {
     ///     tracer.log_event(user::USER0, [i, 0]);
     /// }
     /// let report = tracer.shutdown()?;
-    /// // 32 KB of records: 5 chunks or more, the newest 2 kept, oldest first.
+    /// // Compact records of 2 bytes or more (40 KB at least): 5 chunks or
+    /// // more, the newest 2 kept, oldest first.
     /// let files = &report.queues[0].status.files;
     /// let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
     /// assert_eq!(names.len(), 2);
     /// assert!(names[1] > names[0] && names[0] > "run.000003.qtr");
     /// // Every event accepted; those in deleted chunks count as overwritten.
     /// let c = report.queues[0].counters;
-    /// assert_eq!((c.accepted, c.delivered + c.overwritten), (1000, 1000));
+    /// assert_eq!((c.accepted, c.delivered + c.overwritten), (20_000, 20_000));
     /// # Ok::<(), qtrace::Error>(())
     /// ```
     pub fn with_rotation(mut self, max_bytes: Option<u64>, max_age: Option<Duration>) -> Self {
