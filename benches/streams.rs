@@ -27,10 +27,14 @@
 //!   the receiver's CPU per datagram without the system call.
 //! - `streams/online_drain`: 262144 events are logged into a circular-online
 //!   queue before phase 2; the time from activation until the drain task has
-//!   written them all to the file is the drain's speed (32 bytes a record).
-//! - `streams/online_pipeline`: a producer logs 262144 events while the
-//!   drain task writes them (the producer waits when the queue is 3/4 full),
-//!   so nothing is dropped (checked).
+//!   written them all to the file is the drain's speed, in events/s (the
+//!   default compact file, FORMAT.md 1.11; `online_drain_32`: the same with
+//!   `OnlineParams::with_compact(false)`, 32 bytes a record, side by side).
+//! - `streams/online_pipeline` (and `online_pipeline_32`): a producer logs
+//!   262144 events while the drain task writes them (the producer waits when
+//!   the queue is 3/4 full), so nothing is dropped (checked).
+//!
+//! Only the online cases: `cargo bench --bench streams -- online`.
 
 use std::net::SocketAddr;
 use std::thread;
@@ -197,13 +201,14 @@ fn core_once(datagrams: &[Vec<u8>], keyed: bool) -> Duration {
     elapsed
 }
 
-fn drain_once(events: u64) -> Duration {
+fn drain_once(events: u64, compact: bool) -> Duration {
     let tracer = Tracer::with_config(Config::default().with_output_dir(out_dir()));
     let q = tracer
         .create_queue::<Online>(
             OnlineParams::default()
                 .with_capacity(events as usize)
-                .with_period(Duration::from_millis(1)),
+                .with_period(Duration::from_millis(1))
+                .with_compact(compact),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -223,7 +228,7 @@ fn drain_once(events: u64) -> Duration {
     elapsed
 }
 
-fn pipeline_once(events: u64) -> Duration {
+fn pipeline_once(events: u64, compact: bool) -> Duration {
     let tracer = Tracer::with_config(Config::default().with_output_dir(out_dir()));
     let capacity = 1 << 16;
     let q = tracer
@@ -231,7 +236,8 @@ fn pipeline_once(events: u64) -> Duration {
             OnlineParams::default()
                 .with_capacity(capacity)
                 .with_period(Duration::from_millis(1))
-                .with_high_water_percent(25),
+                .with_high_water_percent(25)
+                .with_compact(compact),
         )
         .unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
@@ -306,13 +312,21 @@ fn streams(c: &mut Criterion) {
         });
     }
     g.throughput(Throughput::Elements(UDP_EVENTS));
-    g.throughput(Throughput::Bytes(DRAIN_EVENTS * 32));
-    g.bench_function("online_drain", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| drain_once(DRAIN_EVENTS)).sum())
-    });
-    g.bench_function("online_pipeline", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| pipeline_once(DRAIN_EVENTS)).sum())
-    });
+    g.throughput(Throughput::Elements(DRAIN_EVENTS));
+    for (name, compact) in [("online_drain", true), ("online_drain_32", false)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| drain_once(DRAIN_EVENTS, compact)).sum())
+        });
+    }
+    for (name, compact) in [("online_pipeline", true), ("online_pipeline_32", false)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| pipeline_once(DRAIN_EVENTS, compact))
+                    .sum()
+            })
+        });
+    }
     g.finish();
     let _ = std::fs::remove_dir_all(out_dir());
 }

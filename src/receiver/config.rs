@@ -58,6 +58,11 @@ pub struct ReceiverConfig {
     /// provisional one in place when it fits, otherwise the file is
     /// rewritten (to a temporary file renamed over it).
     pub header_room: usize,
+    /// The file [`Receiver::run`](super::Receiver::run) writes holds compact
+    /// chunks (`true`, the default: trace-file version 2, FORMAT.md 1.11,
+    /// about 4–5 bytes an event) or 32-byte records (`false`: version 1,
+    /// `qtrace recv --out FILE --32`). Every reader of this crate reads both.
+    pub compact_file: bool,
     /// The keys datagrams are checked with (feature `keys`; FORMAT.md 2.6).
     /// Empty (the default): keyed datagrams are rejected (a key this
     /// receiver does not hold) and unkeyed ones accepted. Otherwise only
@@ -83,6 +88,7 @@ impl Default for ReceiverConfig {
             idle_datagrams: 16,
             reorder: ReorderLimits::default(),
             header_room: 64 << 10,
+            compact_file: true,
             #[cfg(feature = "keys")]
             keys: Vec::new(),
         }

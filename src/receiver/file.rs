@@ -10,19 +10,23 @@
 //!   written next to it (`<file>.rewrite`) and renamed over it, so the file
 //!   at the path is always whole (a crash during the copy leaves the
 //!   `.rewrite` file behind, and the file as it was).
-//! - **Records** are written in whole records only (every write is a
-//!   multiple of 32 bytes), at least every 50 ms and whenever 64 KiB are
-//!   waiting. After a crash (even SIGKILL) the file reads as a trace holding
-//!   every record written so far; the records of the last 50 ms may be
-//!   missing, and the file has no close run, so it reads as cut short
-//!   (header flag bit 0 is set from the start).
+//! - **Records** are written at least every 50 ms and whenever 64 KiB of
+//!   32-byte records are waiting: as compact chunks of at most 2,048
+//!   records (FORMAT.md 1.11, file version 2, the default), encoded from
+//!   the waiting records at each write, or as 32-byte records (version 1,
+//!   when the header given to [`LiveFile::create`] is not compact). After a
+//!   crash (even SIGKILL) the file reads as a trace holding every record of
+//!   the whole chunks (or records) written so far; the records of the last
+//!   50 ms may be missing, a chunk cut by the crash reads as cut, and the
+//!   file has no close run, so it reads as cut short (header flag bit 0 is
+//!   set from the start).
 //! - **The end**: when the receiver stops, the close run (FORMAT.md 1.5):
 //!   part 1 `accepted` = events received, `dropped` = events the file's
 //!   hoops records mark lost; part 2 `overwritten` = 0, `delivered` = events
 //!   received (all written); part 3 as the format says. Its time is the
 //!   latest event time written.
 //! - **A full disk** (or any write error) stops the writing: the file is
-//!   cut back to its last whole record, and [`LiveFile::failure`] says why;
+//!   cut back to its last whole record (or chunk), and [`LiveFile::failure`] says why;
 //!   no close run is written, so the file reads as cut short (it ends
 //!   before the streams did).
 //!   On Linux the writer keeps 256 KiB allocated past the end of the file
@@ -56,7 +60,8 @@ use crate::classes::tracer::HOOPS;
 use crate::model::event::{Event, TRACER_SOURCE};
 use crate::model::io_error::IoError;
 use crate::wire::record::{self, RECORD_LEN};
-use crate::wire::{CloseRecord, QueueTotals, TraceHeader};
+use crate::wire::{CloseRecord, QueueTotals, TraceHeader, CHUNK_RECORDS};
+use qtrace_core::compact::{ChunkEncoder, ChunkHeader, HEADER_LEN, MAX_RECORD_LEN};
 
 /// Records waiting in memory before they are written.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -128,6 +133,36 @@ pub(crate) struct LiveFile {
     /// The disk is (nearly) full: receiving stops, the reserved space still
     /// takes the waiting records and the end.
     full: Option<String>,
+    /// Bytes of the file after the header (whole records or chunks).
+    body_len: u64,
+    /// The file's records are compact chunks (FORMAT.md 1.11).
+    compact: bool,
+    /// The header of the next chunk (compact).
+    next: ChunkHeader,
+    /// The chunks of one write (compact), and each one's end in it and
+    /// record count.
+    out: Vec<u8>,
+    ends: Vec<(usize, u64)>,
+    /// Where one chunk is encoded (compact).
+    scratch: Vec<u8>,
+}
+
+/// Encodes `events` (at most [`CHUNK_RECORDS`]) as one chunk numbered
+/// `header` into `scratch` (room for as many records of the largest size),
+/// appended to `out`.
+fn push_chunk(
+    scratch: &mut [u8],
+    header: ChunkHeader,
+    events: impl Iterator<Item = Event>,
+    out: &mut Vec<u8>,
+) {
+    let mut enc = ChunkEncoder::new(scratch, header).expect("room for a chunk header");
+    for e in events {
+        // The buffer has room for CHUNK_RECORDS records of the largest size.
+        enc.push(&e).expect("room for every record");
+    }
+    let n = enc.finish();
+    out.extend_from_slice(&scratch[..n]);
 }
 
 impl LiveFile {
@@ -146,6 +181,7 @@ impl LiveFile {
                 .map_err(|e| IoError::new("create the directory of trace file", path, e))?;
         }
         let mut file = create_new_locked(path)?;
+        let compact = header.is_compact();
         let room = room_for(header, room);
         let bytes = padded_header(header, room)
             .unwrap_or_else(|| header.clone().with_close_run(true).to_bytes());
@@ -171,6 +207,16 @@ impl LiveFile {
             last_flush: Instant::now(),
             failure: None,
             full: None,
+            body_len: 0,
+            compact,
+            next: ChunkHeader::default(),
+            out: Vec::new(),
+            ends: Vec::new(),
+            scratch: if compact {
+                vec![0u8; HEADER_LEN + MAX_RECORD_LEN * CHUNK_RECORDS]
+            } else {
+                Vec::new()
+            },
         };
         f.reserve();
         Ok(f)
@@ -228,7 +274,7 @@ impl LiveFile {
     fn recreate(&mut self) {
         let stated = self.lost - self.buf_lost;
         let lost_events = self.file_events.saturating_add(stated);
-        let opened = (|| -> Result<(File, Vec<u8>), IoError> {
+        let opened = (|| -> Result<(File, Vec<u8>, usize, ChunkHeader), IoError> {
             if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     IoError::new("create the directory of trace file", &self.path, e)
@@ -239,6 +285,7 @@ impl LiveFile {
             let mut bytes = padded_header(&self.header, room)
                 .unwrap_or_else(|| self.header.clone().with_close_run(true).to_bytes());
             let header_len = bytes.len();
+            let mut next = ChunkHeader::default();
             if lost_events > 0 {
                 // Queue 0xffff: the records of every sender went with it.
                 let hoops = Event::new(
@@ -247,19 +294,28 @@ impl LiveFile {
                     TRACER_SOURCE,
                     [lost_events, u64::from(crate::wire::header::NO_QUEUE)],
                 );
-                let mut rec = [0u8; RECORD_LEN];
-                record::emit(&hoops, &mut rec);
-                bytes.extend_from_slice(&rec);
+                if self.compact {
+                    let mut scratch = [0u8; HEADER_LEN + MAX_RECORD_LEN];
+                    push_chunk(&mut scratch, next, std::iter::once(hoops), &mut bytes);
+                    next = next.following(1, 0);
+                } else {
+                    let mut rec = [0u8; RECORD_LEN];
+                    record::emit(&hoops, &mut rec);
+                    bytes.extend_from_slice(&rec);
+                }
             }
             file.write_all(&bytes)
                 .map_err(|e| IoError::new("write the header of trace file", &self.path, e))?;
+            let body = bytes.len() - header_len;
             bytes.truncate(header_len);
-            Ok((file, bytes))
+            Ok((file, bytes, body, next))
         })();
         match opened {
-            Ok((file, header)) => {
+            Ok((file, header, body, next)) => {
                 self.file = file;
                 self.header_len = header.len() as u64;
+                self.body_len = body as u64;
+                self.next = next;
                 self.lost_with_file = self.lost_with_file.saturating_add(self.written);
                 self.events_lost_with_file =
                     self.events_lost_with_file.saturating_add(self.file_events);
@@ -340,13 +396,20 @@ impl LiveFile {
         if self.buf.is_empty() {
             return;
         }
-        match self.file.write_all(&self.buf) {
+        if self.compact {
+            self.encode();
+        }
+        let bytes = if self.compact { &self.out } else { &self.buf };
+        match self.file.write_all(bytes) {
             Ok(()) => {
                 self.written += (self.buf.len() / RECORD_LEN) as u64;
+                self.body_len += bytes.len() as u64;
                 self.file_events += self.buf_events;
                 self.buf_events = 0;
                 self.buf_lost = 0;
                 self.buf.clear();
+                self.out.clear();
+                self.ends.clear();
                 self.reserve();
             }
             Err(e) => self.fail(format!(
@@ -356,18 +419,52 @@ impl LiveFile {
         }
     }
 
-    /// Stops the writing: the file keeps its whole records.
+    /// Encodes the waiting records into `out`: chunks of at most
+    /// [`CHUNK_RECORDS`] records numbered on from `next`.
+    fn encode(&mut self) {
+        self.out.clear();
+        self.ends.clear();
+        for part in self.buf.chunks(CHUNK_RECORDS * RECORD_LEN) {
+            let n = part.len() / RECORD_LEN;
+            let events = part
+                .chunks_exact(RECORD_LEN)
+                .map(|c| record::parse(c.try_into().expect("32-byte chunks")));
+            push_chunk(&mut self.scratch, self.next, events, &mut self.out);
+            self.next = self.next.following(n as u16, 0);
+            let before = self.ends.last().map_or(0, |e| e.1);
+            self.ends.push((self.out.len(), before + n as u64));
+        }
+    }
+
+    /// Stops the writing: the file keeps its whole records (or, compact,
+    /// the whole chunks of a write cut short).
     fn fail(&mut self, why: String) {
         self.buf.clear();
         self.buf_events = 0;
         self.buf_lost = 0;
         let len = self.file.seek(SeekFrom::End(0)).unwrap_or(self.header_len);
-        let whole = len.saturating_sub(self.header_len) / RECORD_LEN as u64;
-        let _ = self
-            .file
-            .set_len(self.header_len + whole * RECORD_LEN as u64);
+        let body = len.saturating_sub(self.header_len);
+        if self.compact {
+            // Of the write cut short, the chunks wholly in the file.
+            let got = body.saturating_sub(self.body_len);
+            let (end, records) = self
+                .ends
+                .iter()
+                .take_while(|e| e.0 as u64 <= got)
+                .last()
+                .copied()
+                .unwrap_or((0, 0));
+            self.body_len += end as u64;
+            self.written += records;
+            self.out.clear();
+            self.ends.clear();
+        } else {
+            let whole = body / RECORD_LEN as u64;
+            self.body_len = whole * RECORD_LEN as u64;
+            self.written = whole;
+        }
+        let _ = self.file.set_len(self.header_len + self.body_len);
         let _ = self.file.seek(SeekFrom::End(0));
-        self.written = whole;
         self.failure = Some(why);
     }
 
@@ -376,7 +473,7 @@ impl LiveFile {
     #[cfg(target_os = "linux")]
     fn reserve(&mut self) {
         use std::os::fd::AsRawFd;
-        let end = self.header_len + self.written * RECORD_LEN as u64;
+        let end = self.header_len + self.body_len;
         if end + RESERVE / 2 < self.reserved_to {
             return;
         }
@@ -427,6 +524,8 @@ impl LiveFile {
         if self.failure.is_some() {
             return;
         }
+        // The file's form stays the one it was created in.
+        let header = &header.clone().with_compact(self.compact);
         self.header = header.clone();
         if let Some(bytes) = padded_header(header, self.header_len as usize) {
             let r = (|| {
@@ -468,7 +567,7 @@ impl LiveFile {
         let copy = (|| {
             out.write_all(&bytes)?;
             self.file.seek(SeekFrom::Start(self.header_len))?;
-            let mut src = (&mut self.file).take(self.written * RECORD_LEN as u64);
+            let mut src = (&mut self.file).take(self.body_len);
             io::copy(&mut src, &mut out)?;
             std::fs::rename(&tmp, &self.path)
         })();
@@ -498,10 +597,25 @@ impl LiveFile {
         self.flush();
         let ok = self.failure().is_none() && {
             let close = CloseRecord::new(time, totals, self.written, self.lost);
-            let mut end = [0u8; RECORD_LEN * 3];
-            let n = record::emit_all(&close.to_records(), &mut end);
-            match self.file.write_all(&end[..n]) {
-                Ok(()) => true,
+            let mut end = Vec::with_capacity(HEADER_LEN + 3 * MAX_RECORD_LEN);
+            if self.compact {
+                let mut scratch = [0u8; HEADER_LEN + 3 * MAX_RECORD_LEN];
+                push_chunk(
+                    &mut scratch,
+                    self.next,
+                    close.to_records().into_iter(),
+                    &mut end,
+                );
+            } else {
+                let mut recs = [0u8; RECORD_LEN * 3];
+                let n = record::emit_all(&close.to_records(), &mut recs);
+                end.extend_from_slice(&recs[..n]);
+            }
+            match self.file.write_all(&end) {
+                Ok(()) => {
+                    self.body_len += end.len() as u64;
+                    true
+                }
                 Err(e) => {
                     self.fail(format!(
                         "cannot write trace file {}: {e}",
@@ -512,11 +626,7 @@ impl LiveFile {
             }
         };
         // The reservation past the end is given back.
-        let mut len = self.header_len + self.written * RECORD_LEN as u64;
-        if ok {
-            len += 3 * RECORD_LEN as u64;
-        }
-        let _ = self.file.set_len(len);
+        let _ = self.file.set_len(self.header_len + self.body_len);
         let _ = self.file.sync_all();
         ok
     }
@@ -637,6 +747,85 @@ mod tests {
     use super::*;
     use crate::classes::Catalog;
     use crate::model::clock::{Clock, ManualClock};
+
+    /// 32-byte records of `user0 [i, 0]` at times `10 i`, for `i` in `from..from + n`.
+    fn records(from: u64, n: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in from..from + n {
+            let mut r = [0u8; RECORD_LEN];
+            record::emit(
+                &Event::new(10 * i, crate::classes::user::USER0, 1, [i, 0]),
+                &mut r,
+            );
+            v.extend_from_slice(&r);
+        }
+        v
+    }
+
+    fn read(path: &Path) -> (TraceHeader, Vec<Event>, crate::reader::Completeness) {
+        let mut r = crate::reader::TraceReader::open(path).unwrap();
+        let header = r.header().clone();
+        let events = r.by_ref().map(Result::unwrap).collect();
+        (header, events, r.completeness().unwrap())
+    }
+
+    /// Both forms: the records written so far read back (cut short, the
+    /// file still open); a file deleted while written is re-created with a
+    /// hoops record for its records; the close run ends it complete. The
+    /// compact file is numbered chunk by chunk (a reader checks it) and
+    /// takes less than a quarter of the 32-byte form's bytes.
+    #[test]
+    fn both_forms_read_back_and_are_re_created_after_deletion() {
+        use crate::reader::Completeness;
+        let mut sizes = Vec::new();
+        for compact in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("r.qtr");
+            let h = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
+                .with_compact(compact);
+            let mut f = LiveFile::create(&path, &h, 4096).unwrap();
+            f.push(&records(0, 3000));
+            f.flush();
+            assert_eq!(f.records_written(), 3000);
+            let (header, events, end) = read(&path);
+            assert_eq!(
+                (header.is_compact(), header.version()),
+                (compact, 1 + u16::from(compact))
+            );
+            assert_eq!(events.len(), 3000);
+            assert!(events
+                .iter()
+                .enumerate()
+                .all(|(i, e)| e.args[0] == i as u64));
+            assert_eq!(
+                end,
+                Completeness::Cut {
+                    records: 3000,
+                    lost: 0
+                }
+            );
+            sizes.push(std::fs::metadata(&path).unwrap().len() - 4096);
+            std::fs::remove_file(&path).unwrap();
+            f.push(&records(3000, 10));
+            f.settle();
+            assert_eq!((f.files_replaced(), f.records_written()), (1, 11));
+            assert!(f.finish(30_100, QueueTotals::default()));
+            let (header, events, end) = read(&path);
+            assert_eq!(header.is_compact(), compact);
+            assert_eq!(events.len(), 11);
+            assert_eq!((events[0].id, events[0].args[0]), (HOOPS, 3000));
+            let values: Vec<u64> = events[1..].iter().map(|e| e.args[0]).collect();
+            assert_eq!(values, (3000..3010).collect::<Vec<_>>());
+            match end {
+                Completeness::Complete(close) => {
+                    assert_eq!((close.records, close.lost), (11, 3000));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(sizes[1], 3000 * 32);
+        assert!(sizes[0] * 4 < sizes[1], "{sizes:?}");
+    }
 
     #[test]
     fn a_padded_header_reads_back_with_its_room() {

@@ -481,7 +481,10 @@ impl Receiver {
         limit: RunLimit,
     ) -> Result<ReceiverSummary, IoError> {
         let path = path.as_ref();
-        let header = self.core.trace_header();
+        let header = self
+            .core
+            .trace_header()
+            .with_compact(self.core.config.compact_file);
         let live = LiveFile::create(path, &header, self.core.config.header_room)?;
         let mut out = FileSink {
             file: live,

@@ -50,6 +50,7 @@ pub use header::TraceHeader;
 pub use header_error::HeaderFieldError;
 #[cfg(feature = "keys")]
 pub use key::DatagramKey;
+pub(crate) use writer::CHUNK_RECORDS;
 pub use writer::{create_trace_file, TraceWriter};
 
 /// The default UDP port of the `udp` queue and the receiver (`qtrace recv`).

@@ -23,14 +23,44 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
+/// The records of a file's body: 32-byte records (version 1), or compact
+/// chunks (version 2, the default) numbered 0, 1, 2, … with each chunk's
+/// first event the records before it (FORMAT.md 1.11). Whole records (or
+/// chunks) only.
+fn body_records(header: &TraceHeader, body: &[u8]) -> Vec<Event> {
+    if !header.is_compact() {
+        assert_eq!(body.len() % 32, 0, "whole records only");
+        return body
+            .chunks_exact(32)
+            .map(|c| record::parse(c.try_into().unwrap()))
+            .collect();
+    }
+    let mut events = Vec::new();
+    let (mut pos, mut sequence) = (0, 0);
+    while pos < body.len() {
+        let chunk =
+            qtrace_core::compact::Chunk::new_checked(&body[pos..]).expect("whole chunks only");
+        let h = chunk.header();
+        assert_eq!((h.sequence, h.first_event), (sequence, events.len() as u64));
+        events.extend(chunk.records().map(|r| r.unwrap()));
+        pos += chunk.len();
+        sequence += 1;
+    }
+    events
+}
+
+/// The bytes of the whole chunks at the start of a compact body.
+fn whole_chunks(body: &[u8]) -> usize {
+    let mut pos = 0;
+    while let Ok(chunk) = qtrace_core::compact::Chunk::new_checked(&body[pos..]) {
+        pos += chunk.len();
+    }
+    pos
+}
+
 fn parse_trace(bytes: &[u8]) -> (TraceHeader, Vec<Event>) {
     let (header, len) = TraceHeader::decode(bytes).expect("valid header");
-    let body = &bytes[len..];
-    assert_eq!(body.len() % 32, 0, "whole records only");
-    let mut events: Vec<Event> = body
-        .chunks_exact(32)
-        .map(|c| record::parse(c.try_into().unwrap()))
-        .collect();
+    let mut events = body_records(&header, &bytes[len..]);
     // A file that ends with its close run: the run is not an event, and its
     // part 3 must agree with the records before it.
     if events.len() >= 3 {
@@ -526,8 +556,8 @@ impl Write for Chaos {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
-    /// Whatever the capacity, the bursts and the writer's failures and
-    /// partial writes: the counters balance, the file holds exactly the
+    /// Whatever the capacity, the bursts, the writer's failures and
+    /// partial writes, and the form (compact chunks or 32-byte records): the counters balance, the file holds exactly the
     /// delivered events in order, and hoops records never come before their
     /// loss and add up to the drops once everything is written.
     #[test]
@@ -535,6 +565,7 @@ proptest::proptest! {
         capacity_log in 1u32..9,
         bursts in proptest::collection::vec((1u64..600, 0u64..3), 1..12),
         script in proptest::collection::vec(0u8..3, 1..8),
+        compact in proptest::bool::ANY,
     ) {
         // The header goes in one piece (a failure there fails phase 2,
         // tested elsewhere); the writer always makes progress eventually.
@@ -546,6 +577,7 @@ proptest::proptest! {
                 OnlineParams::default()
                     .with_capacity(1 << capacity_log)
                     .with_period(Duration::from_millis(1))
+                    .with_compact(compact)
                     .with_writer(Chaos { script, step: 0, data: Arc::clone(&data) }),
             )
             .unwrap();
@@ -579,11 +611,13 @@ proptest::proptest! {
             .as_deref()
             .is_some_and(|e| e.contains("close record"));
         let mut bytes = data.lock().unwrap().clone();
-        let (_, header_len) = TraceHeader::decode(&bytes).unwrap();
+        let (header, header_len) = TraceHeader::decode(&bytes).unwrap();
+        proptest::prop_assert_eq!(header.is_compact(), compact);
         if incomplete || close_failed {
             // The writer was still failing at shutdown: it may hold the start
-            // of a record it never finished.
-            let whole = header_len + (bytes.len() - header_len) / 32 * 32;
+            // of a record (or chunk) it never finished.
+            let body = bytes.len() - header_len;
+            let whole = header_len + if compact { whole_chunks(&bytes[header_len..]) } else { body / 32 * 32 };
             bytes.truncate(whole);
         }
         let (_, events) = parse_trace(&bytes);

@@ -73,6 +73,17 @@ fn tracer_with(dir: &Path, params: OnlineParams) -> Tracer {
 
 #[test]
 fn chunks_together_are_exactly_what_was_logged_each_complete_and_named() {
+    chunks_together(true);
+}
+
+#[test]
+fn chunks_of_32_byte_records_together_are_exactly_what_was_logged() {
+    chunks_together(false);
+}
+
+/// Compact chunks (the default) or 32-byte records: every chunk within its
+/// bound and filled to it, complete, named, the sequence whole.
+fn chunks_together(compact: bool) {
     const N: u64 = 20_000;
     const MAX: u64 = 8 * 1024;
     let dir = tempfile::tempdir().unwrap();
@@ -83,7 +94,8 @@ fn chunks_together_are_exactly_what_was_logged_each_complete_and_named() {
         OnlineParams::default()
             .with_capacity(1 << 15)
             .with_period(Duration::from_millis(1))
-            .with_rotation(Some(MAX), None),
+            .with_rotation(Some(MAX), None)
+            .with_compact(compact),
     );
     tracer.name_source(3, "worker-3").unwrap();
     for i in 0..N {
@@ -97,14 +109,24 @@ fn chunks_together_are_exactly_what_was_logged_each_complete_and_named() {
     assert_eq!(q.status.io_errors, 0, "{:?}", q.status.last_error);
     let files = chunks_in(dir.path());
     assert_eq!(q.status.files, files);
-    // 20 000 records of 32 bytes in chunks of at most 8 KiB: 79 at least.
-    assert!(files.len() >= 79, "{} chunks", files.len());
+    if !compact {
+        // 20 000 records of 32 bytes in chunks of at most 8 KiB: 79 at least.
+        assert!(files.len() >= 79, "{} chunks", files.len());
+    }
     let numbers: Vec<u64> = files.iter().map(|p| number(p)).collect();
     assert_eq!(numbers, (1..=files.len() as u64).collect::<Vec<_>>());
     let mut all = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let len = std::fs::metadata(f).unwrap().len();
         assert!(len <= MAX, "{} is {len} bytes", f.display());
+        // A chunk is closed when the largest records and the close run
+        // might not fit any more: 5 records of 32 bytes, or (compact) 5 of
+        // 39 bytes and 3 chunk headers of 48.
+        if i + 1 < files.len() {
+            assert!(len > MAX - 512, "{} is only {len} bytes", f.display());
+        }
+        let (header, _, _) = read_all(f);
+        assert_eq!(header.is_compact(), compact);
         let (close, records) = closed_chunk(f);
         assert_eq!(close.records, records.len() as u64);
         assert_eq!(close.lost, 0);

@@ -527,16 +527,29 @@ fn udp_defaults_effective_rate() {
 
 #[test]
 fn a_sender_header_larger_than_the_room_rewrites_the_file_whole() {
+    rewrites_whole(true);
+}
+
+#[test]
+fn a_32_byte_file_is_rewritten_whole_for_a_larger_header() {
+    rewrites_whole(false);
+}
+
+/// The file rewritten (a copy renamed over it) when the sender's header
+/// does not fit the room: in compact chunks (the default) or 32-byte
+/// records, its body copied whole.
+fn rewrites_whole(compact: bool) {
     use qtrace::classes::Catalog;
     use qtrace::clock::{Clock, ManualClock};
     use qtrace::wire::datagram::{encode_catalog_fragment, encode_close, CloseCounts};
     use qtrace::wire::TraceHeader;
 
-    let dir = temp_dir("rewrite");
+    let dir = temp_dir(if compact { "rewrite" } else { "rewrite32" });
     let path = dir.join("rewrite.qtr");
     // The smallest room: twice the provisional header.
     let config = ReceiverConfig {
         header_room: 8,
+        compact_file: compact,
         ..ReceiverConfig::default()
     };
     let receiver = Receiver::bind_with(loopback(), config).unwrap();
@@ -622,7 +635,8 @@ fn a_sender_header_larger_than_the_room_rewrites_the_file_whole() {
     assert!(!dir.join("rewrite.qtr.rewrite").exists());
     let (back, events, end) = read_all(&path);
     assert_complete(&events, end);
-    assert_eq!(back, header);
+    // The sender's header, in the file's form.
+    assert_eq!(back, header.clone().with_compact(compact));
     let reader = TraceReader::open(&path).unwrap();
     assert!(reader.header_len() >= 2 * bytes.len() as u64);
     assert_eq!(

@@ -134,11 +134,22 @@ fn a_failing_writer_is_retried_once_per_period_whatever_producers_do() {
 
 #[test]
 fn a_disk_that_stays_full_still_yields_a_complete_file_stating_its_loss() {
+    full_disk(true);
+}
+
+#[test]
+fn a_disk_that_stays_full_still_yields_a_complete_32_byte_file() {
+    full_disk(false);
+}
+
+/// A disk that stays full, with compact chunks (the default: a chunk torn
+/// by the full disk is cut off at shutdown) or 32-byte records.
+fn full_disk(compact: bool) {
     if !is_root() {
         eprintln!("skipped: mounting a small tmpfs needs root");
         return;
     }
-    let d = dir("tmpfs");
+    let d = dir(if compact { "tmpfs" } else { "tmpfs32" });
     let Some(_fs) = Tmpfs::mount(&d, "64k") else {
         eprintln!("skipped: cannot mount a tmpfs here");
         return;
@@ -150,7 +161,8 @@ fn a_disk_that_stays_full_still_yields_a_complete_file_stating_its_loss() {
             OnlineParams::default()
                 .with_file(&path)
                 .with_capacity(1024)
-                .with_period(Duration::from_millis(20)),
+                .with_period(Duration::from_millis(20))
+                .with_compact(compact),
         )
         .unwrap();
     t.assign_class(user::CLASS, q).unwrap();
@@ -183,6 +195,8 @@ fn a_disk_that_stays_full_still_yields_a_complete_file_stating_its_loss() {
     // The file: complete, its events exactly the delivered ones, in order,
     // and its hoops records add up to every event not in it.
     let (events, end) = read(&path);
+    let header = TraceReader::open(&path).unwrap().header().clone();
+    assert_eq!(header.is_compact(), compact);
     let close = match end {
         Completeness::Complete(close) => close,
         other => panic!("{other:?}; status {:?}", entry.status),
@@ -215,7 +229,18 @@ fn a_disk_that_stays_full_still_yields_a_complete_file_stating_its_loss() {
 
 #[test]
 fn a_trace_file_deleted_or_replaced_while_written_is_recreated_with_its_loss() {
-    let d = dir("deleted");
+    recreated(true);
+}
+
+#[test]
+fn a_32_byte_trace_file_deleted_or_replaced_while_written_is_recreated() {
+    recreated(false);
+}
+
+/// A file deleted, then replaced, while written: re-created in the same
+/// form (compact, the default, or 32-byte records).
+fn recreated(compact: bool) {
+    let d = dir(if compact { "deleted" } else { "deleted32" });
     let path = d.join("online.qtr");
     let t = Tracer::with_config(Config::default().with_output_dir(&d));
     let q = t
@@ -223,7 +248,8 @@ fn a_trace_file_deleted_or_replaced_while_written_is_recreated_with_its_loss() {
             OnlineParams::default()
                 .with_file(&path)
                 .with_capacity(1024)
-                .with_period(Duration::from_millis(5)),
+                .with_period(Duration::from_millis(5))
+                .with_compact(compact),
         )
         .unwrap();
     t.assign_class(user::CLASS, q).unwrap();
@@ -279,6 +305,8 @@ fn a_trace_file_deleted_or_replaced_while_written_is_recreated_with_its_loss() {
         m.len()
     );
     let (events, end) = read(&path);
+    let header = TraceReader::open(&path).unwrap().header().clone();
+    assert_eq!(header.is_compact(), compact);
     // The hoops record first (the first file's 100 events and the 30 of the
     // second, all lost with their inodes), then the 10 events.
     assert_eq!(events[0].id, HOOPS);

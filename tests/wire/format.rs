@@ -1129,12 +1129,15 @@ fn stream_example() -> Vec<Vec<u8>> {
     ]
 }
 
-#[test]
-fn receiver_writes_the_stream_example_byte_for_byte() {
+/// The stream example of FORMAT.md 3.5 received by a receiver of `config`:
+/// its summary and its file's bytes.
+fn receive_stream_example(
+    config: qtrace::receiver::ReceiverConfig,
+) -> (qtrace::receiver::ReceiverSummary, Vec<u8>) {
     use qtrace::receiver::{Receiver, RunLimit};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("received.qtr");
-    let receiver = Receiver::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let receiver = Receiver::bind_with("127.0.0.1:0".parse().unwrap(), config).unwrap();
     let to = receiver.local_addr();
     let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let stream = stream_example();
@@ -1155,6 +1158,38 @@ fn receiver_writes_the_stream_example_byte_for_byte() {
     stopper.stop();
     let (summary, path) = run.join().unwrap().unwrap();
     let file = std::fs::read(&path).unwrap();
+    (summary, file)
+}
+
+/// FORMAT.md 3.5 with the default receiver: its file is compact (1.11,
+/// version 2; the chunks fall where its 50 ms writes did) and holds exactly
+/// the records of the 32-byte file below, with the same verdict.
+#[test]
+fn the_default_receiver_writes_the_stream_example_compact() {
+    use qtrace::receiver::ReceiverConfig;
+    let (_, compact) = receive_stream_example(ReceiverConfig::default());
+    let (_, plain) = receive_stream_example(ReceiverConfig {
+        compact_file: false,
+        ..ReceiverConfig::default()
+    });
+    let room = ReceiverConfig::default().header_room;
+    // The header: version 2 (bytes 8-9), else the 32-byte file's.
+    assert_eq!(compact[8..10], [0, 2]);
+    assert_eq!(plain[8..10], [0, 1]);
+    assert_eq!(compact[10..room], plain[10..room]);
+    assert_eq!(compact[..8], plain[..8]);
+    let (a, a_err, a_end) = completeness_of(&compact);
+    let (b, b_err, b_end) = completeness_of(&plain);
+    assert!(a_err.is_none() && b_err.is_none(), "{a_err:?} {b_err:?}");
+    assert_eq!((a.len(), &a, &a_end), (7, &b, &b_end));
+}
+
+#[test]
+fn receiver_writes_the_stream_example_byte_for_byte() {
+    let (summary, file) = receive_stream_example(qtrace::receiver::ReceiverConfig {
+        compact_file: false,
+        ..qtrace::receiver::ReceiverConfig::default()
+    });
     // FORMAT.md 3.5: the sender's header with flag bit 0 set and its length
     // field saying 65,536 (`ReceiverConfig::header_room`), zero bytes up to
     // there, then the records and the close run.

@@ -98,6 +98,14 @@ pub struct RecvArgs {
         conflicts_with = "store"
     )]
     pub out: Option<PathBuf>,
+    /// --out: write 32-byte records (trace-file version 1), not compact chunks.
+    ///
+    /// --out: write the trace file in 32-byte records (trace-file version 1,
+    /// FORMAT.md 1.4) instead of compact chunks (version 2, FORMAT.md 1.11,
+    /// the default: about 4–5 bytes an event instead of 32), for a tool that
+    /// reads records at fixed offsets. Every qtrace command reads both.
+    #[arg(long = "32", requires = "out")]
+    pub records_32: bool,
     /// Write Parquet tables into this folder (FORMAT.md 7).
     ///
     /// Write Parquet tables into this folder instead of a trace file
@@ -239,6 +247,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         max_senders: args.max_senders,
         idle_datagrams: args.idle_datagrams,
         keys,
+        compact_file: !args.records_32,
         ..ReceiverConfig::default()
     };
     let target = match (&args.out, &args.store) {

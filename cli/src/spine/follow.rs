@@ -6,7 +6,7 @@
 //!
 //! [`Follow`] is a `Read` over the file that waits at its end instead of
 //! ending, so the library's [`TraceReader`] reads it unchanged (it waits
-//! for no more than one whole record). [`Follower`] reopens the path when
+//! for no more than one whole record, or one whole chunk in a compact file). [`Follower`] reopens the path when
 //! the writer re-creates the file (the online queue re-creates one that was
 //! deleted or replaced; `qtrace recv` may rewrite its file to a copy renamed
 //! over it, whose records already read are then skipped), and goes on into
@@ -25,6 +25,7 @@ use std::time::Duration;
 use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::CloseRecord;
 use qtrace::Event;
+use qtrace_core::compact;
 use qtrace_core::encode::record::{parse, RECORD_LEN};
 
 use super::interrupt;
@@ -47,6 +48,8 @@ pub struct FollowState {
     header_len: AtomicU64,
     /// Why it ended (GOING until then).
     end: AtomicU8,
+    /// The file's records are compact chunks (version 2, FORMAT.md 1.11).
+    compact: AtomicBool,
 }
 
 /// A trace file read to its current end, then waited on as it grows.
@@ -60,6 +63,11 @@ pub struct Follow {
     id: (u64, u64),
     pos: u64,
     state: Arc<FollowState>,
+    /// In a compact file: where the next chunk not yet walked starts (0:
+    /// at the records' start), and the (start, end) of the last two whole
+    /// chunks walked (a close run may be split between them).
+    walk: u64,
+    last_chunks: [Option<(u64, u64)>; 2],
 }
 
 impl Follow {
@@ -75,6 +83,8 @@ impl Follow {
             id: (m.dev(), m.ino()),
             pos: 0,
             state,
+            walk: 0,
+            last_chunks: [None; 2],
         })
     }
 
@@ -88,7 +98,10 @@ impl Follow {
     }
 
     /// Whether what was read so far ends with a well-formed close run.
-    fn closed(&self) -> bool {
+    fn closed(&mut self) -> bool {
+        if self.state.compact.load(Ordering::Relaxed) {
+            return self.closed_compact();
+        }
         let start = self.state.header_len.load(Ordering::Relaxed);
         let run = 3 * RECORD_LEN as u64;
         if start == 0
@@ -108,6 +121,55 @@ impl Follow {
             }
         }
         CloseRecord::from_records(&recs).is_some()
+    }
+
+    /// [`Self::closed`] for a compact file: what was read so far ends
+    /// exactly after a whole chunk (found by walking the chunks' lengths),
+    /// and the records of the last chunks end with a close run.
+    fn closed_compact(&mut self) -> bool {
+        let start = self.state.header_len.load(Ordering::Relaxed);
+        if start == 0 {
+            return false;
+        }
+        self.walk = self.walk.max(start);
+        let mut head = [0u8; compact::HEADER_LEN];
+        while self.walk + compact::HEADER_LEN as u64 <= self.pos {
+            if self.file.read_exact_at(&mut head, self.walk).is_err() {
+                return false;
+            }
+            let at = compact::field::LENGTH;
+            let len = u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+            let end = self.walk + compact::HEADER_LEN as u64 + u64::from(len);
+            if end > self.pos {
+                break;
+            }
+            self.last_chunks = [self.last_chunks[1], Some((self.walk, end))];
+            self.walk = end;
+        }
+        if self.walk != self.pos {
+            return false;
+        }
+        let mut tail: Vec<Event> = Vec::new();
+        for (from, to) in self.last_chunks.iter().flatten() {
+            let mut bytes = vec![0u8; (to - from) as usize];
+            if self.file.read_exact_at(&mut bytes, *from).is_err() {
+                return false;
+            }
+            let Ok(chunk) = compact::Chunk::new_checked(&bytes) else {
+                return false;
+            };
+            for r in chunk.records() {
+                match r {
+                    Ok(e) => tail.push(e),
+                    Err(_) => return false,
+                }
+            }
+        }
+        match tail.len().checked_sub(3) {
+            Some(i) => <&[Event; 3]>::try_from(&tail[i..])
+                .is_ok_and(|run| CloseRecord::from_records(run).is_some()),
+            None => false,
+        }
     }
 }
 
@@ -311,6 +373,9 @@ impl Follower {
         state
             .header_len
             .store(reader.header_len(), Ordering::Relaxed);
+        state
+            .compact
+            .store(reader.header().is_compact(), Ordering::Relaxed);
         self.reader = Some(reader);
         self.base = 0;
         Ok(true)
@@ -321,11 +386,16 @@ impl Follower {
     /// does. Returns the records skipped (0 when it is near the end). The
     /// file's end is then [`Completeness::Mismatch`] (its close record
     /// counts the records skipped): that it ended with a close run is what
-    /// [`Step::End`] with a completeness says.
+    /// [`Step::End`] with a completeness says. A compact file (FORMAT.md
+    /// 1.11) is never skipped: its chunks are numbered from its start, so a
+    /// reader must read them all.
     pub fn skip_to_end(&mut self) -> u64 {
         let Some(reader) = self.reader.as_ref() else {
             return 0;
         };
+        if reader.header().is_compact() {
+            return 0;
+        }
         let (start, at) = (reader.header_len(), reader.offset() + self.base);
         let rec = RECORD_LEN as u64;
         let Ok(len) = std::fs::metadata(&self.path).map(|m| m.len()) else {
@@ -522,6 +592,47 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    /// A compact file (FORMAT.md 1.11) followed as it grows chunk by chunk
+    /// (each flush writes one), to its close run split between two chunks
+    /// (2,047 records, then the close run's 3): every event, then complete.
+    /// `skip_to_end` never skips in it.
+    #[test]
+    fn a_compact_file_is_followed_chunk_by_chunk_to_its_close_run() {
+        let d = dir("compact");
+        let path = d.join("t.qtr");
+        let mut w = create_trace_file(&path, &header().with_compact(true)).unwrap();
+        w.write_event(&ev(1)).unwrap();
+        w.flush().unwrap();
+        let mut f = Follower::open(&path, Arc::new(FollowState::default()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(event(f.next()), 1);
+        for t in 2..=2047 {
+            w.write_event(&ev(t)).unwrap();
+        }
+        w.flush().unwrap();
+        for t in 2..=2047 {
+            assert_eq!(event(f.next()), t);
+        }
+        assert_eq!(f.skip_to_end(), 0);
+        // 2,046 records pending, then the close run's 3: a chunk of 2,048
+        // (the first 2 close records), then one of 1.
+        for t in 2048..=4093 {
+            w.write_event(&ev(t)).unwrap();
+        }
+        let bytes = w.finish_with_close(5000, QueueTotals::default()).unwrap();
+        drop(bytes);
+        for t in 2048..=4093 {
+            assert_eq!(event(f.next()), t);
+        }
+        match f.next() {
+            Some(Step::End(Some(c))) => assert_eq!(c.is_complete(), Some(true)),
+            other => panic!("{other:?}"),
+        }
+        assert!(f.next().is_none());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

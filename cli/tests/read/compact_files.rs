@@ -17,8 +17,13 @@ use qtrace::{Config, Tracer};
 
 /// `from` rewritten compact at `to`, close run and all.
 fn rewrite_compact(from: &Path, to: &Path) {
+    rewrite(from, to, true);
+}
+
+/// `from` rewritten at `to` in compact chunks or 32-byte records.
+fn rewrite(from: &Path, to: &Path, compact: bool) {
     let mut reader = TraceReader::open(from).unwrap();
-    let header = reader.header().clone().with_compact(true);
+    let header = reader.header().clone().with_compact(compact);
     let events: Vec<_> = reader.by_ref().map(Result::unwrap).collect();
     let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
     w.write_events(&events).unwrap();
@@ -44,7 +49,8 @@ fn write_trace(dir: &Path) -> Vec<String> {
                 .with_file(dir.join("run.qtr"))
                 .with_capacity(4096)
                 .with_period(Duration::from_millis(1))
-                .with_rotation(Some(8192), None),
+                .with_rotation(Some(8192), None)
+                .with_compact(false),
         )
         .unwrap();
     let circular = tracer
@@ -73,6 +79,84 @@ fn write_trace(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Prints of `dump`, `stats` and `analyze` for `files` in `a` and in `b`
+/// are identical but for the format version `stats` names (`a`'s files
+/// version 1, `b`'s version 2).
+fn same_prints(a_dir: &Path, b_dir: &Path, files: &[String]) {
+    for args in [
+        &["dump"][..],
+        &["dump", "--json"],
+        &["stats"],
+        &["stats", "--json"],
+        &["analyze"],
+    ] {
+        let a = qtrace(a_dir, args, files);
+        let b = qtrace(b_dir, args, files);
+        assert!(a.status.success(), "{args:?}: {a:?}");
+        assert_eq!(a.status.code(), b.status.code(), "{args:?}");
+        let (a, b) = (
+            String::from_utf8(a.stdout).unwrap(),
+            String::from_utf8(b.stdout).unwrap(),
+        );
+        let versions = (
+            a.matches("format v1,").count(),
+            b.matches("format v2,").count(),
+        );
+        assert_eq!(versions.0, versions.1, "{args:?}");
+        assert_eq!(a, b.replace("format v2,", "format v1,"), "{args:?}");
+        assert!(a.len() > 100, "{args:?}");
+    }
+}
+
+/// The online queue's own file (compact by default, FORMAT.md 1.11),
+/// written by its drain task, prints exactly as the same records rewritten
+/// in 32-byte records, and takes less than a quarter of their bytes.
+#[test]
+fn an_online_queues_compact_file_prints_as_its_32_byte_records() {
+    let compact = tempfile::tempdir().unwrap();
+    let plain = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(0);
+    let tracer = Tracer::with_config(
+        Config::default()
+            .with_clock(Clock::manual(&clock))
+            .with_output_dir(compact.path()),
+    );
+    let online = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_capacity(256)
+                .with_period(Duration::from_millis(1)),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, online).unwrap();
+    tracer.activate().unwrap();
+    tracer.name_source(0, "main").unwrap();
+    for i in 0..5000u64 {
+        clock.set(7 * (i + 1));
+        tracer.log_event(user::USER0, [i, i * 3]);
+        if i % 500 == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let report = tracer.shutdown().unwrap();
+    assert_eq!(
+        report.queues[0].counters.delivered,
+        report.queues[0].counters.accepted
+    );
+    let name = "queue0-online.qtr".to_string();
+    let path = compact.path().join(&name);
+    let reader = TraceReader::open(&path).unwrap();
+    assert!(reader.header().is_compact());
+    let h = reader.header_len();
+    rewrite(&path, &plain.path().join(&name), false);
+    let (a, b) = (
+        std::fs::metadata(plain.path().join(&name)).unwrap().len() - h,
+        std::fs::metadata(&path).unwrap().len() - h,
+    );
+    assert!(b * 4 < a, "{b} compact bytes, {a} as 32-byte records");
+    same_prints(plain.path(), compact.path(), std::slice::from_ref(&name));
+}
+
 fn qtrace(dir: &Path, args: &[&str], files: &[String]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_qtrace"))
         .current_dir(dir)
@@ -99,30 +183,7 @@ fn every_reader_prints_the_same_for_a_compact_file() {
         );
         assert!(b * 4 < a, "{f}: {b} compact bytes, {a} as 32-byte records");
     }
-    for args in [
-        &["dump"][..],
-        &["dump", "--json"],
-        &["stats"],
-        &["stats", "--json"],
-        &["analyze"],
-    ] {
-        let a = qtrace(plain.path(), args, &files);
-        let b = qtrace(compact.path(), args, &files);
-        assert!(a.status.success(), "{args:?}: {a:?}");
-        assert_eq!(a.status.code(), b.status.code(), "{args:?}");
-        // Only the version `stats` names differs.
-        let (a, b) = (
-            String::from_utf8(a.stdout).unwrap(),
-            String::from_utf8(b.stdout).unwrap(),
-        );
-        let versions = (
-            a.matches("format v1,").count(),
-            b.matches("format v2,").count(),
-        );
-        assert_eq!(versions.0, versions.1, "{args:?}");
-        assert_eq!(a, b.replace("format v2,", "format v1,"), "{args:?}");
-        assert!(a.len() > 100, "{args:?}");
-    }
+    same_prints(plain.path(), compact.path(), &files);
     let dump = String::from_utf8(qtrace(compact.path(), &["dump"], &files).stdout).unwrap();
     assert!(
         dump.contains("[LOST "),

@@ -185,10 +185,12 @@ fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for i in 0..400u64 {
+    // Compact chunks (the default) of about 5 bytes an event: 4,000 events
+    // fill several chunks of 4 KiB.
+    for i in 0..4000u64 {
         clock.set(1000 * (i + 1));
         tracer.log_event(user::USER0, [i, 0]);
-        if i % 50 == 0 {
+        if i % 400 == 0 {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -216,7 +218,7 @@ fn dump_follow_goes_on_into_the_next_chunk_at_each_rotation() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(values, (0..400).collect::<Vec<_>>());
+    assert_eq!(values, (0..4000).collect::<Vec<_>>());
     assert_eq!(
         err.matches("was closed by its rotation: following the next chunk")
             .count(),

@@ -42,10 +42,24 @@ fn spawn_recv(listen: SocketAddr, out: &Path, args: &[&str]) -> std::process::Ch
 #[cfg(unix)]
 #[test]
 fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
-    let dir = temp_dir("kill");
+    sigkill(true);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigkill_of_qtrace_recv_32_leaves_32_byte_records_to_the_last() {
+    sigkill(false);
+}
+
+/// `qtrace recv --out` (compact chunks) or `recv --out --32` (32-byte
+/// records) killed while receiving: every record written reads, the file
+/// ends on a whole chunk (or record) and reads as cut short.
+#[cfg(unix)]
+fn sigkill(compact: bool) {
+    let dir = temp_dir(if compact { "kill" } else { "kill32" });
     let out = dir.join("killed.qtr");
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    let mut child = spawn_recv(listen, &out, &[]);
+    let mut child = spawn_recv(listen, &out, if compact { &[] } else { &["--32"] });
     let tracer = Tracer::new();
     let class = tracer
         .define_class(ClassSpec::new("net", "network").event("rx", "received", &["n", "len"]))
@@ -98,8 +112,22 @@ fn sigkill_of_qtrace_recv_leaves_a_file_that_reads_to_its_last_record() {
     assert_eq!(header.process_id(), std::process::id());
     assert_eq!(header.queue().map(|(h, t)| (h.0, t)), Some((q.0, "udp")));
     assert!(header.catalog().classes().iter().any(|c| c.name == "net"));
+    assert_eq!(header.is_compact(), compact);
     let reader = TraceReader::open(&out).unwrap();
-    assert_eq!(len, reader.header_len() + 32 * events.len() as u64);
+    if compact {
+        // Compact chunks (the default), whole to the file's end, and every
+        // record of them reads.
+        let bytes = std::fs::read(&out).unwrap();
+        let (mut at, mut records) = (reader.header_len() as usize, 0u64);
+        while at < bytes.len() {
+            let chunk = qtrace_core::compact::Chunk::new_checked(&bytes[at..]).unwrap();
+            records += u64::from(chunk.count());
+            at += chunk.len();
+        }
+        assert_eq!((at as u64, records), (len, events.len() as u64));
+    } else {
+        assert_eq!(len, reader.header_len() + 32 * events.len() as u64);
+    }
     assert!(events.len() >= 20_000);
     // In order, from the first event (paced on loopback: nothing lost).
     let values: Vec<u64> = events

@@ -5,6 +5,7 @@
 //! opening the target at phase 2 is `open.rs`.
 
 use super::chunks::{ClosedChunk, Rotation};
+use super::compact::CompactOut;
 use super::Shared;
 use crate::classes::tracer::HOOPS;
 use crate::model::clock::Clock;
@@ -96,6 +97,9 @@ pub(super) struct Drainer {
     /// Records of a combine run held back until its end is drained (see
     /// `hold_open_run`): drained from the ring, not yet in `pending`.
     pub(super) carry: Vec<u8>,
+    /// The file is compact (FORMAT.md 1.11): `pending` is encoded into
+    /// chunks when written, and `written` counts bytes of those chunks.
+    pub(super) compact: Option<Box<CompactOut>>,
 }
 
 enum Round {
@@ -115,9 +119,45 @@ impl Drainer {
         self.pending.extend_from_slice(&buf);
     }
 
+    /// Records of `pending` completely written: whole records, or the
+    /// records of whole chunks in a compact file.
+    fn records_written(&self) -> usize {
+        match &self.compact {
+            Some(c) => c.records_written(self.written),
+            None => self.written / RECORD_LEN,
+        }
+    }
+
+    /// Bytes written past the last whole record (or whole chunk).
+    fn torn(&self) -> usize {
+        match &self.compact {
+            Some(c) => c.torn(self.written),
+            None => self.written % RECORD_LEN,
+        }
+    }
+
+    /// `events` as the file's body takes them: 32-byte records, or compact
+    /// chunks numbered from `next` (updated).
+    pub(super) fn encode_events(
+        &self,
+        next: &mut qtrace_core::compact::ChunkHeader,
+        events: &[Event],
+        dst: &mut Vec<u8>,
+    ) {
+        if self.compact.is_some() {
+            CompactOut::encode_events(next, events, dst);
+            return;
+        }
+        for e in events {
+            let mut rec = [0u8; RECORD_LEN];
+            record::emit(e, &mut rec);
+            dst.extend_from_slice(&rec);
+        }
+    }
+
     /// Counts the events of `pending` whose records are completely written.
     fn credit(&mut self) {
-        let done = ((self.written / RECORD_LEN) as u64).min(self.pending_events);
+        let done = (self.records_written() as u64).min(self.pending_events);
         if done > self.credited {
             self.shared
                 .delivered
@@ -130,11 +170,25 @@ impl Drainer {
     /// Writes `pending`; counts each event delivered once its record is
     /// completely written.
     fn write_pending(&mut self) -> bool {
-        while self.written < self.pending.len() {
-            if !self.reserve_ahead((self.pending.len() - self.written) as u64) {
+        if let Some(c) = self.compact.as_mut() {
+            c.encode(&self.pending);
+        }
+        loop {
+            let len = match &self.compact {
+                Some(c) => c.out.len(),
+                None => self.pending.len(),
+            };
+            if self.written >= len {
+                break;
+            }
+            if !self.reserve_ahead((len - self.written) as u64) {
                 return false;
             }
-            match self.sink.write(&self.pending[self.written..]) {
+            let bytes = match &self.compact {
+                Some(c) => &c.out[self.written..],
+                None => &self.pending[self.written..],
+            };
+            match self.sink.write(bytes) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::WriteZero, "the writer took no bytes");
                     self.shared.io_error(&format!("write {}", self.name), &e);
@@ -159,6 +213,9 @@ impl Drainer {
             self.first_record_at = Some(Instant::now());
         }
         self.pending.clear();
+        if let Some(c) = self.compact.as_mut() {
+            c.clear();
+        }
         self.written = 0;
         self.pending_events = 0;
         self.credited = 0;
@@ -239,22 +296,23 @@ impl Drainer {
         let lost = lost_events.saturating_add(self.lost);
         // The hoops record goes with the header, not through `pending`: a
         // batch written in part must hold events only (see `credit`).
-        let (mut head, prologue) = if self.rotation.on() {
-            self.chunk_head()
+        let mut events = if self.rotation.on() {
+            self.names.records(self.last_time)
         } else {
-            (self.header.clone(), 0)
+            Vec::new()
         };
+        let prologue = events.len() as u64;
         if lost > 0 {
-            let hoops = Event::new(
+            events.push(Event::new(
                 self.last_time,
                 HOOPS,
                 TRACER_SOURCE,
                 [lost, self.handle.0 as u64],
-            );
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(&hoops, &mut rec);
-            head.extend_from_slice(&rec);
+            ));
         }
+        let mut head = self.header.clone();
+        let mut next = Default::default();
+        self.encode_events(&mut next, &events, &mut head);
         let opened = (|| -> io::Result<(File, File)> {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)?;
@@ -295,6 +353,9 @@ impl Drainer {
         };
         self.sink = Box::new(f);
         self.file_len = head.len() as u64;
+        if let Some(c) = self.compact.as_mut() {
+            c.next = next;
+        }
         self.reserved_to = self.file_len + RESERVE_LEN;
         self.shared
             .lost_with_file
@@ -424,7 +485,7 @@ impl Drainer {
     /// records appended. Returns whether they were written (if not, the file
     /// reads as cut short, which is the truth).
     pub(super) fn close(&mut self, unwritten: u64, unmarked: u64) -> bool {
-        if self.file.is_none() && self.written % RECORD_LEN != 0 {
+        if self.file.is_none() && self.torn() != 0 {
             // A writer that took part of a record: what follows would be
             // misaligned. Left without its close run, the trace reads as
             // cut short (with a torn last record), which is the truth.
@@ -448,11 +509,15 @@ impl Drainer {
             self.lost.saturating_add(lost_now),
         );
         tail.extend(close.to_records());
-        let mut bytes = vec![0u8; tail.len() * RECORD_LEN];
-        for (e, chunk) in tail.iter().zip(bytes.chunks_exact_mut(RECORD_LEN)) {
-            let chunk: &mut [u8; RECORD_LEN] = chunk.try_into().expect("32-byte chunks");
-            record::emit(e, chunk);
-        }
+        let mut bytes = Vec::with_capacity(tail.len() * RECORD_LEN);
+        // In a compact file, the close run's chunk follows the last whole
+        // chunk written (a torn one is cut off by `finish`).
+        let mut next = self
+            .compact
+            .as_ref()
+            .map(|c| c.next_at(self.written))
+            .unwrap_or_default();
+        self.encode_events(&mut next, &tail, &mut bytes);
         let result = match &self.file {
             Some(f) => {
                 use std::os::unix::fs::FileExt;
@@ -469,6 +534,9 @@ impl Drainer {
         match result {
             Ok(()) => {
                 self.file_len += bytes.len() as u64;
+                if let Some(c) = self.compact.as_mut() {
+                    c.next = next;
+                }
                 true
             }
             Err(e) => {
@@ -553,7 +621,7 @@ impl Work for Drainer {
         // Writing stopped in the middle of a record: cut the file back to the
         // last whole record, so a reader sees a clean end (a writer that is
         // not a file keeps the partial record; readers report it).
-        let torn = (self.written % RECORD_LEN) as u64;
+        let torn = self.torn() as u64;
         if torn > 0 {
             if let Some(f) = &self.file {
                 if f.set_len(self.file_len - torn).is_ok() {
@@ -567,8 +635,9 @@ impl Work for Drainer {
                 }
             }
         }
-        // The whole records of a partly written batch are in the file.
-        self.records += (self.written / RECORD_LEN) as u64;
+        // The whole records (or chunks) of a partly written batch are in
+        // the file.
+        self.records += self.records_written() as u64;
         // Bytes still pending with no event in them: a hoops record that
         // could not be written. Say so: a loss nobody can see is not allowed.
         let unwritten_hoops = self.dropped_unmarked();

@@ -16,8 +16,9 @@
 //!   its own stop flag, never blocks producers, and never logs events itself,
 //!   so it cannot feed the queue it drains.
 //! - **File**: the FORMAT.md trace format, `<output_dir>/queue<handle>-online.qtr`
-//!   unless a file (or any writer) is given. Shutdown drains what is left,
-//!   flushes and closes it.
+//!   unless a file (or any writer) is given, in compact chunks (FORMAT.md
+//!   1.11, encoded by the task when it writes; [`OnlineParams::with_compact`])
+//!   or 32-byte records. Shutdown drains what is left, flushes and closes it.
 //! - **Chunks** (off by default; [`OnlineParams::with_rotation`],
 //!   [`OnlineParams::with_retention`]): the file is cut into
 //!   `<stem>.000001.<ext>`, `<stem>.000002.<ext>`, …, each a complete trace
@@ -84,6 +85,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod chunks;
+mod compact;
 mod drainer;
 mod open;
 mod params;
@@ -170,6 +172,8 @@ pub struct OnlineQueue {
     path: Option<PathBuf>,
     period: Duration,
     rotation: chunks::Rotation,
+    /// The file's records are compact chunks (FORMAT.md 1.11).
+    compact: bool,
     lifecycle: Lifecycle<Target>,
 }
 
@@ -179,6 +183,7 @@ impl fmt::Debug for OnlineQueue {
             .field("path", &self.path)
             .field("period", &self.period)
             .field("rotation", &self.rotation)
+            .field("compact", &self.compact)
             .field("capacity", &self.shared.feed.ring.capacity())
             .field("counters", &self.counters())
             .finish()

@@ -3,6 +3,7 @@
 //! task its state.
 
 use super::chunks::{chunk_path, first_free};
+use super::compact::CompactOut;
 use super::drainer::{removable_on_failure, Drainer, BATCH};
 use super::params::Target;
 use super::OnlineQueue;
@@ -18,7 +19,9 @@ use std::sync::Arc;
 impl OnlineQueue {
     /// Opens the target and writes the header.
     pub(super) fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
-        let header = TraceHeader::for_queue(ctx).to_bytes();
+        let header = TraceHeader::for_queue(ctx)
+            .with_compact(self.compact)
+            .to_bytes();
         let mut file_handle = None;
         let mut remove_if_header_fails = false;
         let mut chunk = 0;
@@ -119,6 +122,7 @@ impl OnlineQueue {
             names: Arc::clone(&ctx.names),
             rotate_blocked: false,
             carry: Vec::new(),
+            compact: self.compact.then(CompactOut::new),
         })
     }
 }

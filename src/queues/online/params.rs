@@ -82,6 +82,8 @@ pub struct OnlineParams {
     pub(crate) high_water_percent: u8,
     /// Chunk bounds and retention (off by default: one growing file).
     pub(crate) rotation: Rotation,
+    /// The file's records are compact chunks (FORMAT.md 1.11).
+    pub(crate) compact: bool,
 }
 
 impl Default for OnlineParams {
@@ -92,6 +94,7 @@ impl Default for OnlineParams {
             period: Duration::from_millis(500),
             high_water_percent: 80,
             rotation: Rotation::default(),
+            compact: true,
         }
     }
 }
@@ -109,6 +112,7 @@ impl fmt::Debug for OnlineParams {
             .field("period", &self.period)
             .field("high_water_percent", &self.high_water_percent)
             .field("rotation", &self.rotation)
+            .field("compact", &self.compact)
             .finish()
     }
 }
@@ -125,6 +129,29 @@ impl OnlineParams {
     pub fn with_writer(mut self, writer: impl Write + Send + 'static) -> Self {
         self.target = Target::Writer(Box::new(writer));
         self
+    }
+
+    /// Writes compact chunks (`true`, the default: trace-file version 2,
+    /// FORMAT.md 1.11, about 5 bytes an event, encoded by the drain task,
+    /// never by the producers) or 32-byte records (`false`: version 1, for
+    /// tools that read the records at fixed offsets). Every reader of this
+    /// crate and `qtrace` reads both; so do the rotated chunks.
+    ///
+    /// ```
+    /// use qtrace::queues::OnlineParams;
+    ///
+    /// assert!(OnlineParams::default().compact());
+    /// assert!(!OnlineParams::default().with_compact(false).compact());
+    /// ```
+    pub fn with_compact(mut self, compact: bool) -> Self {
+        self.compact = compact;
+        self
+    }
+
+    /// Whether the file's records are compact chunks
+    /// ([`with_compact`](Self::with_compact)).
+    pub fn compact(&self) -> bool {
+        self.compact
     }
 
     /// Holds `capacity` events (a power of two).
@@ -168,24 +195,25 @@ impl OnlineParams {
     /// let q = tracer.create_queue::<Online>(
     ///     OnlineParams::default()
     ///         .with_file(dir.path().join("run.qtr"))
-    ///         .with_capacity(4096)
+    ///         .with_capacity(32768)
     ///         .with_rotation(Some(8 * 1024), None) // chunks of at most 8 KiB
     ///         .with_retention(Some(2), None),      // the newest 2 kept
     /// )?;
     /// tracer.assign_class(user::CLASS, q)?;
     /// tracer.activate()?;
-    /// for i in 0..1000 {
+    /// for i in 0..20_000 {
     ///     tracer.log_event(user::USER0, [i, 0]);
     /// }
     /// let report = tracer.shutdown()?;
-    /// // 32 KB of records: 5 chunks or more, the newest 2 kept, oldest first.
+    /// // Compact records of 2 bytes or more (40 KB at least): 5 chunks or
+    /// // more, the newest 2 kept, oldest first.
     /// let files = &report.queues[0].status.files;
     /// let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
     /// assert_eq!(names.len(), 2);
     /// assert!(names[1] > names[0] && names[0] > "run.000003.qtr");
     /// // Every event accepted; those in deleted chunks count as overwritten.
     /// let c = report.queues[0].counters;
-    /// assert_eq!((c.accepted, c.delivered + c.overwritten), (1000, 1000));
+    /// assert_eq!((c.accepted, c.delivered + c.overwritten), (20_000, 20_000));
     /// # Ok::<(), qtrace::Error>(())
     /// ```
     pub fn with_rotation(mut self, max_bytes: Option<u64>, max_age: Option<Duration>) -> Self {
@@ -279,6 +307,7 @@ impl QueueType for Online {
             path,
             period: params.period,
             rotation: params.rotation,
+            compact: params.compact,
             lifecycle,
         }))
     }

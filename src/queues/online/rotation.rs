@@ -8,7 +8,8 @@ use super::chunks::{chunk_path, ClosedChunk};
 use super::drainer::Drainer;
 use crate::model::combine::{BEGIN, COMBINE, CONTROL, END};
 use crate::storage::reserve::{reserve, RESERVE_LEN};
-use crate::wire::record::{self, RECORD_LEN};
+use crate::wire::record::RECORD_LEN;
+use qtrace_core::compact::{ChunkHeader, HEADER_LEN, MAX_RECORD_LEN};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,15 @@ impl Drainer {
         let Some(max) = self.rotation.max_bytes.filter(|_| self.file.is_some()) else {
             return usize::MAX;
         };
-        let slots = max.saturating_sub(self.file_len) / RECORD_LEN as u64;
+        let left = max.saturating_sub(self.file_len);
+        let slots = if self.compact.is_some() {
+            // Records of the largest size, with a chunk header for the
+            // batch (two: a batch and a held run may make two chunks) and
+            // one for the tail (hoops and close run).
+            left.saturating_sub(3 * HEADER_LEN as u64) / MAX_RECORD_LEN as u64
+        } else {
+            left / RECORD_LEN as u64
+        };
         usize::try_from(slots.saturating_sub(4)).unwrap_or(usize::MAX)
     }
 
@@ -37,16 +46,14 @@ impl Drainer {
 
     /// The header and the names prologue (stamped with the time of the
     /// last record drained, so it precedes what follows) of a chunk after
-    /// the first, and the prologue's record count.
-    pub(super) fn chunk_head(&self) -> (Vec<u8>, u64) {
+    /// the first, the prologue's record count, and (in a compact file) the
+    /// header of the chunk that follows the prologue's.
+    pub(super) fn chunk_head(&self) -> (Vec<u8>, u64, ChunkHeader) {
         let mut head = self.header.clone();
         let names = self.names.records(self.last_time);
-        for e in &names {
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(e, &mut rec);
-            head.extend_from_slice(&rec);
-        }
-        (head, names.len() as u64)
+        let mut next = ChunkHeader::default();
+        self.encode_events(&mut next, &names, &mut head);
+        (head, names.len() as u64, next)
     }
 
     /// Closes the open chunk and continues in the next (called between
@@ -67,7 +74,7 @@ impl Drainer {
         self.rotate_blocked = true;
         let next = self.chunk + 1;
         let path = chunk_path(&base, next);
-        let (head, prologue) = self.chunk_head();
+        let (head, prologue, next_chunk) = self.chunk_head();
         let (handle, file) = match create_chunk(&path, &head) {
             Ok(pair) => pair,
             Err(e) => {
@@ -108,6 +115,9 @@ impl Drainer {
         self.sink = Box::new(file);
         self.name = path.display().to_string();
         self.file_len = head.len() as u64;
+        if let Some(c) = self.compact.as_mut() {
+            c.next = next_chunk;
+        }
         self.reserved_to = self.file_len + RESERVE_LEN;
         self.records = prologue;
         self.prologue = prologue;
