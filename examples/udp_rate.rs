@@ -8,6 +8,8 @@
 //! qtrace recv --listen 127.0.0.1:5510 --out received.qtr --duration 10
 //! cargo run --release --example udp_rate 127.0.0.1:5510 4000000 3
 //! cargo run --release --example udp_rate 127.0.0.1:5510 4000000 3 --32
+//! qtrace keygen k.key && qtrace recv --listen 127.0.0.1:5510 --key-file k.key --out received.qtr --duration 10
+//! cargo run --release --features keys --example udp_rate 127.0.0.1:5510 4000000 3 --key k.key
 //! cargo run --release --example udp_rate --sizes     # bytes an event on the wire
 //! ```
 //!
@@ -38,22 +40,30 @@ struct Sent {
     secs: f64,
 }
 
-/// Logs `rate` events a second for `secs` into a UDP queue to `to`.
+/// Logs `rate` events a second for `secs` into a UDP queue to `to`, its
+/// datagrams keyed with the key in the file `key` if one is given.
 fn send(
     to: SocketAddr,
     rate: u64,
     secs: f64,
     compact: bool,
+    key: Option<&str>,
 ) -> Result<Sent, Box<dyn std::error::Error>> {
     let tracer = Tracer::new();
-    let q = tracer.create_queue::<Udp>(
-        UdpParams::to(to)
-            .with_capacity(1 << 20)
-            .with_period(Duration::from_millis(1))
-            .with_high_water_percent(10)
-            .with_datagrams_per_period(DatagramsPerPeriod::All)
-            .with_compact(compact),
-    )?;
+    let params = UdpParams::to(to)
+        .with_capacity(1 << 20)
+        .with_period(Duration::from_millis(1))
+        .with_high_water_percent(10)
+        .with_datagrams_per_period(DatagramsPerPeriod::All)
+        .with_compact(compact);
+    let params = match key {
+        None => params,
+        #[cfg(feature = "keys")]
+        Some(file) => params.with_key(qtrace::wire::DatagramKey::from_file(file)?),
+        #[cfg(not(feature = "keys"))]
+        Some(_) => return Err("--key needs the example built with --features keys".into()),
+    };
+    let q = tracer.create_queue::<Udp>(params)?;
     tracer.assign_class(user::CLASS, q)?;
     tracer.activate()?;
     let total = (rate as f64 * secs) as u64;
@@ -119,7 +129,7 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
                 }
             })
         };
-        let s = send(to, 1_000_000, 2.0, compact)?;
+        let s = send(to, 1_000_000, 2.0, compact, None)?;
         stop.store(true, Ordering::Relaxed);
         reader.join().map_err(|_| "reader panicked")?;
         let [all, ev_bytes, events, datagrams] =
@@ -141,18 +151,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("--sizes") {
         return sizes();
     }
-    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
+    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] [--key FILE] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
     let (Some(to), Some(rate), Some(secs)) = (args.get(1), args.get(2), args.get(3)) else {
         return Err(usage.into());
     };
     let to: SocketAddr = to.parse().map_err(|e| format!("{usage}: ADDR: {e}"))?;
     let rate: u64 = rate.parse().map_err(|e| format!("{usage}: RATE: {e}"))?;
     let secs: f64 = secs.parse().map_err(|e| format!("{usage}: SECONDS: {e}"))?;
-    let compact = args.get(4).map(String::as_str) != Some("--32");
-    let s = send(to, rate, secs, compact)?;
+    let mut compact = true;
+    let mut key = None;
+    let mut rest = args[4..].iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--32" => compact = false,
+            "--key" => key = Some(rest.next().ok_or(usage)?.as_str()),
+            other => return Err(format!("{usage}: {other}: not an option").into()),
+        }
+    }
+    let s = send(to, rate, secs, compact, key)?;
     println!(
-        "sender ({}): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
+        "sender ({}{}): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
         if compact { "compact" } else { "32-byte" },
+        if key.is_some() { ", keyed" } else { "" },
         s.logged,
         s.secs,
         s.logged as f64 / s.secs / 1e6,

@@ -43,7 +43,10 @@ pub struct ReceiverConfig {
     pub max_senders: usize,
     /// The largest sender header (catalog) accepted, in bytes (1 MiB).
     pub max_catalog_len: usize,
-    /// The socket receive buffer asked for (8 MiB; the kernel may cap it).
+    /// The socket receive buffer asked for (32 MiB; the kernel may cap it,
+    /// see [`Receiver::recv_buffer`](super::Receiver::recv_buffer)): room for
+    /// the datagrams that arrive while the receiver waits for the CPU or the
+    /// disk. Memory is taken only while datagrams wait.
     pub recv_buffer: usize,
     /// The idle limit: when every slot is taken, a new sender replaces the
     /// sender heard least recently if that one has sent nothing during the
@@ -84,7 +87,7 @@ impl Default for ReceiverConfig {
         ReceiverConfig {
             max_senders: 16,
             max_catalog_len: 1 << 20,
-            recv_buffer: 8 << 20,
+            recv_buffer: 32 << 20,
             idle_datagrams: 16,
             reorder: ReorderLimits::default(),
             header_room: 64 << 10,

@@ -116,6 +116,9 @@ pub struct ReceiverCore {
     /// The version 1 datagram a keyed one carries (reused: no allocation
     /// per datagram).
     scratch: Vec<u8>,
+    /// The records of the compact datagram being handled, decoded once
+    /// while it is checked (reused: no allocation per datagram).
+    decoded: Vec<u8>,
     pub(super) progress: Arc<Progress>,
 }
 
@@ -164,6 +167,7 @@ impl ReceiverCore {
             rejected: Vec::new(),
             sessions: Sessions::default(),
             scratch: Vec::new(),
+            decoded: Vec::new(),
             progress: Arc::default(),
         }
     }
@@ -586,7 +590,23 @@ impl ReceiverCore {
         key: Option<(u16, u64)>,
         out: &mut dyn Sink,
     ) {
-        let view = match DatagramView::new_checked(bytes) {
+        let mut decoded = std::mem::take(&mut self.decoded);
+        self.handle_decoded(from, bytes, key, &mut decoded, out);
+        self.decoded = decoded;
+    }
+
+    /// [`ReceiverCore::handle_checked`] with `decoded`, the buffer a compact
+    /// datagram's records are decoded into while it is checked: a datagram
+    /// released at once is written from it, not decoded again.
+    fn handle_decoded(
+        &mut self,
+        from: SocketAddr,
+        bytes: &[u8],
+        key: Option<(u16, u64)>,
+        decoded: &mut Vec<u8>,
+        out: &mut dyn Sink,
+    ) {
+        let view = match DatagramView::new_checked_into(bytes, decoded) {
             Ok(v) => v,
             Err(e) => return self.count_invalid(&e),
         };
@@ -667,7 +687,7 @@ impl ReceiverCore {
         self.progress.datagrams.fetch_add(1, Ordering::Relaxed);
         let mut cx = context!(self, out);
         if let Some(gap) = now {
-            s.release(gap, bytes, &mut cx);
+            s.release(gap, &view, decoded, &mut cx);
         }
         s.release_held(false, &mut cx);
     }

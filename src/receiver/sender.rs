@@ -12,7 +12,7 @@ use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::wire::close::unclosed_mark;
 use crate::wire::datagram::{
-    CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView, HEADER_LEN,
+    CatalogAssembler, CloseCounts, DatagramHeader, DatagramKind, DatagramView,
 };
 use crate::wire::header::NO_QUEUE;
 use crate::wire::record::RECORD_LEN;
@@ -179,8 +179,16 @@ impl SenderState {
 
     /// Writes one datagram released in sequence order: the hoops record for
     /// the events lost just before it, its events or catalog fragment, then
-    /// a hoops record for drops it reports.
-    pub(super) fn release(&mut self, gap: Gap, bytes: &[u8], cx: &mut Context<'_>) {
+    /// a hoops record for drops it reports. `decoded`: a compact datagram's
+    /// records as 32-byte records, decoded when `view` was checked
+    /// ([`DatagramView::new_checked_into`]).
+    pub(super) fn release(
+        &mut self,
+        gap: Gap,
+        view: &DatagramView<&[u8]>,
+        decoded: &[u8],
+        cx: &mut Context<'_>,
+    ) {
         self.announce(cx);
         if gap.events > 0 {
             cx.progress
@@ -188,24 +196,18 @@ impl SenderState {
                 .fetch_add(gap.events, Ordering::Relaxed);
             cx.out.event(&self.hoops(gap.events));
         }
-        // Held datagrams were checked when they arrived.
-        let Ok(view) = DatagramView::new_checked(bytes) else {
-            return;
-        };
         let header = view.header();
         match header.kind {
             DatagramKind::Events => {
                 let n = view.record_count() as u64;
                 // The view checked the length: exactly `n` records follow
                 // the header. They go on as they are (big-endian records);
-                // a compact chunk's are decoded into 32-byte records first.
-                let mut decoded = std::mem::take(&mut self.decoded);
+                // a compact chunk's were decoded into 32-byte records when
+                // it was checked.
                 let raw = if view.is_compact() {
-                    decoded.clear();
-                    view.records_into(&mut decoded);
-                    &decoded[..]
+                    decoded
                 } else {
-                    bytes.get(HEADER_LEN..).unwrap_or_default()
+                    view.payload()
                 };
                 for c in raw.chunks_exact(RECORD_LEN) {
                     let mut t = [0u8; 8];
@@ -213,7 +215,6 @@ impl SenderState {
                     self.last_time = self.last_time.max(u64::from_be_bytes(t));
                 }
                 cx.out.records(raw);
-                self.decoded = decoded;
                 self.events += n;
                 cx.progress.events.fetch_add(n, Ordering::Relaxed);
             }
@@ -280,9 +281,16 @@ impl SenderState {
 
     /// Releases the held datagrams that can go (all of them if `flush`).
     pub(super) fn release_held(&mut self, flush: bool, cx: &mut Context<'_>) {
+        let mut decoded = std::mem::take(&mut self.decoded);
         while let Some((gap, bytes)) = self.seq.pop(flush) {
-            self.release(gap, &bytes, cx);
+            // Held datagrams were checked when they arrived; their records
+            // are decoded (again) now, so that a held datagram keeps its
+            // compact bytes, not 8 times as many.
+            if let Ok(view) = DatagramView::new_checked_into(&bytes[..], &mut decoded) {
+                self.release(gap, &view, &decoded, cx);
+            }
         }
+        self.decoded = decoded;
     }
 
     /// At the end of the stream: the events of datagrams refused while it

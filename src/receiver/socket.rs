@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::batch::Batch;
 use super::config::ReceiverConfig;
@@ -132,6 +132,16 @@ impl Receiver {
             let _ = socket.set_only_v6(true);
         }
         let _ = socket.set_recv_buffer_size(config.recv_buffer);
+        #[cfg(target_os = "linux")]
+        if granted_buffer(SockRef::from(&socket)).is_some_and(|g| g < config.recv_buffer) {
+            // Capped by net.core.rmem_max: beyond it with CAP_NET_ADMIN
+            // (root) only. Best effort: without it the cap stays, and
+            // `recv_buffer` says so.
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size_force(
+                &socket,
+                config.recv_buffer,
+            );
+        }
         socket
             .bind(&SockAddr::from(addr))
             .map_err(|e| io_err("bind the receiver to", e))?;
@@ -238,6 +248,31 @@ impl Receiver {
         if let Some(file) = &mut self.sessions {
             let core = &mut self.core;
             file.save(core.sessions_changed(), now, || core.session_file());
+        }
+    }
+
+    /// The socket's receive buffer as the kernel granted it, in bytes:
+    /// datagrams that arrive while it is full are dropped by the kernel
+    /// (counted lost in transit). [`ReceiverConfig::recv_buffer`] is asked
+    /// for; on Linux `net.core.rmem_max` caps it unless the receiver has
+    /// `CAP_NET_ADMIN` (root), then it is asked past the cap
+    /// (`SO_RCVBUFFORCE`). On Linux this is half of what `SO_RCVBUF` reads
+    /// back (the kernel doubles the size for its bookkeeping). `None` for a
+    /// feed ([`Receiver::from_feed`]) or when the system does not say.
+    ///
+    /// ```
+    /// use qtrace::receiver::{Receiver, ReceiverConfig};
+    ///
+    /// let config = ReceiverConfig { recv_buffer: 64 << 10, ..ReceiverConfig::default() };
+    /// let receiver = Receiver::bind_with("127.0.0.1:0".parse()?, config)?;
+    /// # #[cfg(target_os = "linux")]
+    /// assert_eq!(receiver.recv_buffer(), Some(64 << 10)); // below any cap
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_buffer(&self) -> Option<usize> {
+        match &self.source {
+            Source::Udp(socket) => granted_buffer(SockRef::from(socket)),
+            Source::Feed { .. } => None,
         }
     }
 
@@ -511,6 +546,13 @@ impl Receiver {
         summary.file = Some(path.to_path_buf());
         Ok(summary)
     }
+}
+
+/// The receive buffer the kernel granted `socket` (on Linux half of what
+/// `SO_RCVBUF` reads back: the kernel doubles the size asked for).
+fn granted_buffer(socket: SockRef<'_>) -> Option<usize> {
+    let n = socket.recv_buffer_size().ok()?;
+    Some(if cfg!(target_os = "linux") { n / 2 } else { n })
 }
 
 /// What to do about a failed bind, by error: placed after the address and

@@ -250,6 +250,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         compact_file: !args.records_32,
         ..ReceiverConfig::default()
     };
+    let asked_buffer = config.recv_buffer;
     let target = match (&args.out, &args.store) {
         (Some(out), _) => out.display().to_string(),
         (None, Some(dir)) => format!("Parquet tables under {}", dir.display()),
@@ -312,7 +313,18 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
         }
         (None, None) => match Receiver::bind_with(listen, config) {
             Ok(r) => {
-                let on = format!("listening on {}", r.local_addr());
+                let granted = r.recv_buffer();
+                if let Some(w) = granted.and_then(|g| buffer_warning(asked_buffer, g)) {
+                    eprintln!("{w}");
+                }
+                let on = match granted {
+                    Some(g) => format!(
+                        "listening on {} (socket buffer {:.1} MiB)",
+                        r.local_addr(),
+                        g as f64 / f64::from(1 << 20)
+                    ),
+                    None => format!("listening on {}", r.local_addr()),
+                };
                 (r, None, on)
             }
             Err(e) => {
@@ -501,4 +513,45 @@ pub(super) fn summary_json(
         .u64("rejected_datagrams", s.invalid.rejected.total())
         .str("sessions_error", s.sessions_error.as_deref())
         .f64("elapsed_s", s.elapsed.as_secs_f64())
+}
+
+/// The warning for a socket receive buffer smaller than asked: the kernel's
+/// cap (`net.core.rmem_max` on Linux), what it costs and how to lift it.
+fn buffer_warning(asked: usize, granted: usize) -> Option<String> {
+    if granted >= asked {
+        return None;
+    }
+    let cap = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()
+        .map(|c| format!(" (net.core.rmem_max is {})", c.trim()))
+        .unwrap_or_default();
+    Some(format!(
+        "qtrace: warning: the socket receive buffer is {granted} bytes, not the {asked} asked: \
+         the system caps it{cap}. Datagrams that arrive while it is full are lost in transit \
+         (a fast sender while the receiver waits for the CPU or the disk). Raise the cap \
+         (`sysctl -w net.core.rmem_max={asked}`) or run the receiver with CAP_NET_ADMIN, \
+         which asks past it."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::buffer_warning;
+
+    /// A buffer granted whole says nothing; a capped one says both sizes
+    /// and how to lift the cap.
+    #[test]
+    fn a_capped_socket_buffer_is_warned_about() {
+        assert_eq!(buffer_warning(8 << 20, 8 << 20), None);
+        assert_eq!(buffer_warning(8 << 20, 16 << 20), None);
+        let w = buffer_warning(8 << 20, 4 << 20).unwrap();
+        assert!(
+            w.starts_with(
+                "qtrace: warning: the socket receive buffer is 4194304 bytes, not the 8388608 asked: the system caps it"
+            ),
+            "{w}"
+        );
+        assert!(w.contains("`sysctl -w net.core.rmem_max=8388608`"), "{w}");
+        assert!(w.contains("CAP_NET_ADMIN"), "{w}");
+    }
 }

@@ -17,6 +17,21 @@ pub struct DatagramView<T: AsRef<[u8]>> {
 impl<T: AsRef<[u8]>> DatagramView<T> {
     /// Checks `buffer` (exactly one datagram: trailing bytes are an error).
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        Self::check(buffer, None)
+    }
+
+    /// Checks `buffer` as [`DatagramView::new_checked`] does and, in the
+    /// same pass, decodes a compact events datagram's records into `records`
+    /// as 32-byte records (FORMAT.md 1.4): the receiver decodes each compact
+    /// datagram once. `records` is cleared first and stays empty for every
+    /// other datagram (a version 1 datagram's records are its own bytes
+    /// after the header); after an error it holds nothing to use.
+    pub(crate) fn new_checked_into(buffer: T, records: &mut Vec<u8>) -> Result<Self, WireError> {
+        records.clear();
+        Self::check(buffer, Some(records))
+    }
+
+    fn check(buffer: T, records: Option<&mut Vec<u8>>) -> Result<Self, WireError> {
         let b = buffer.as_ref();
         let len = b.len();
         if len < MAGIC.len() || b[..4] != MAGIC {
@@ -74,7 +89,7 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 })
             }
             Some(DatagramKind::Events) if version == COMPACT_VERSION => {
-                HEADER_LEN + check_chunk(b, count)?
+                HEADER_LEN + check_chunk(b, count, records)?
             }
             Some(DatagramKind::Events) => HEADER_LEN + count * RECORD_LEN,
             Some(DatagramKind::Catalog) => {
@@ -194,6 +209,13 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
         self.version() == COMPACT_VERSION
     }
 
+    /// The bytes after the header: a version 1 events datagram's records
+    /// as they are (32 bytes each), a compact one's chunk, a catalog's
+    /// fragment (prefix included), a close's counts.
+    pub(crate) fn payload(&self) -> &[u8] {
+        &self.b()[HEADER_LEN..]
+    }
+
     /// The event records, in order (none for a catalog datagram).
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         let n = self.record_count();
@@ -268,8 +290,9 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
 
 /// Checks the compact chunk of the version 3 events datagram `b` whose
 /// count is `count` (FORMAT.md 4.3 step 8 for version 3): returns the
-/// chunk's length.
-fn check_chunk(b: &[u8], count: usize) -> Result<usize, WireError> {
+/// chunk's length. Every record is decoded to check it; with `out`, each is
+/// appended to it as a 32-byte record.
+fn check_chunk(b: &[u8], count: usize, out: Option<&mut Vec<u8>>) -> Result<usize, WireError> {
     use qtrace_core::compact::{self, field as cf, Chunk, DecodeError};
     let at = |offset: usize, reason: &str| WireError::Invalid {
         offset: (HEADER_LEN + offset) as u64,
@@ -330,12 +353,27 @@ fn check_chunk(b: &[u8], count: usize) -> Result<usize, WireError> {
             &format!("its {name} differs from the datagram header's"),
         ));
     }
-    for r in chunk.records() {
-        if let Err(e) = r {
-            return Err(match e {
-                DecodeError::Corrupt { offset, what } => at(offset, what),
-                _ => at(0, "does not decode"),
-            });
+    let corrupt = |e: DecodeError| match e {
+        DecodeError::Corrupt { offset, what } => at(offset, what),
+        _ => at(0, "does not decode"),
+    };
+    match out {
+        None => {
+            for r in chunk.records() {
+                r.map_err(corrupt)?;
+            }
+        }
+        Some(out) => {
+            // The records' room at once, then each written in place.
+            let start = out.len();
+            out.resize(start + count * RECORD_LEN, 0);
+            let slots = out[start..].chunks_exact_mut(RECORD_LEN);
+            for (r, slot) in chunk.records().zip(slots) {
+                let e = r.map_err(corrupt)?;
+                if let Ok(slot) = <&mut [u8; RECORD_LEN]>::try_from(slot) {
+                    record::emit(&e, slot);
+                }
+            }
         }
     }
     Ok(chunk.len())
@@ -352,4 +390,80 @@ pub struct CloseCounts {
     /// Events the queue accepted but never put in a datagram (still queued
     /// when its shutdown gave up).
     pub unsent: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::datagram::{encode_events, CompactEventsEncoder};
+    use crate::EventId;
+
+    fn events() -> Vec<Event> {
+        (0..50u64)
+            .map(|i| {
+                Event::new(
+                    1_000 + i * 37,
+                    EventId(0x04 + (i % 3) as u16),
+                    0,
+                    [i, u64::MAX - i],
+                )
+            })
+            .collect()
+    }
+
+    /// The records `new_checked_into` decodes while checking are the ones
+    /// `records_into` decodes from the checked view, byte for byte; a
+    /// version 1 datagram leaves them empty (its records are its payload).
+    #[test]
+    fn checking_a_compact_datagram_decodes_its_records_once() {
+        let mut buf = [0u8; 1472];
+        let mut enc = CompactEventsEncoder::new(&mut buf, 7, 3, 1, 20).unwrap();
+        for e in &events() {
+            assert!(enc.push(e));
+        }
+        let len = enc.finish();
+        let mut decoded = vec![0xAA; 5]; // cleared first
+        let view = DatagramView::new_checked_into(&buf[..len], &mut decoded).unwrap();
+        let mut again = Vec::new();
+        assert_eq!(view.records_into(&mut again), 50);
+        assert_eq!(decoded.len(), 50 * RECORD_LEN);
+        assert_eq!(decoded, again);
+        let back: Vec<Event> = decoded
+            .chunks_exact(RECORD_LEN)
+            .map(|c| record::parse(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(back, events());
+
+        let mut v1 = [0u8; 1472];
+        let (n, sent) = encode_events(&mut v1, 7, 4, 1, 70, &events()[..10]).unwrap();
+        assert_eq!(sent, 10);
+        let view = DatagramView::new_checked_into(&v1[..n], &mut decoded).unwrap();
+        assert!(decoded.is_empty());
+        assert_eq!(view.payload(), &v1[HEADER_LEN..n]);
+    }
+
+    /// A compact datagram whose records do not decode is refused with the
+    /// same error by both checks.
+    #[test]
+    fn a_corrupt_chunk_fails_both_checks_alike() {
+        let mut buf = [0u8; 1472];
+        let mut enc = CompactEventsEncoder::new(&mut buf, 7, 0, 0, 0).unwrap();
+        for e in &events() {
+            assert!(enc.push(e));
+        }
+        let len = enc.finish();
+        let mut seen = 0;
+        // Every byte of the records' payload set to 0xFF in turn: some
+        // still decode (other values), the others fail alike.
+        for at in HEADER_LEN + 48..len {
+            let mut bad = buf[..len].to_vec();
+            bad[at] = 0xFF;
+            let mut decoded = Vec::new();
+            let one = DatagramView::new_checked(&bad[..]).map(|_| ());
+            let two = DatagramView::new_checked_into(&bad[..], &mut decoded).map(|_| ());
+            assert_eq!(one, two, "byte {at}");
+            seen += usize::from(one.is_err());
+        }
+        assert!(seen > 0);
+    }
 }
