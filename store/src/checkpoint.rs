@@ -214,6 +214,9 @@ pub(crate) fn decode(text: &str) -> Result<Vec<Entry>, String> {
 /// # Errors
 /// [`StoreError`] when it cannot be read or is not such a file.
 pub(crate) fn read(root: &Path) -> Result<Vec<Entry>, StoreError> {
+    // A receiver killed while writing the file leaves its temp: the file
+    // itself is the old one or the new one, whole; the temp goes.
+    let _ = std::fs::remove_file(root.join(format!(".{NAME}.tmp")));
     let path = root.join(NAME);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

@@ -110,6 +110,14 @@ fn finish_all(writers: Vec<PartWriter>) -> Closed {
     });
     let (parts, errors): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
     let mut errors: Vec<StoreError> = errors.into_iter().filter_map(Result::err).collect();
+    if !errors.is_empty() {
+        // The set is lost whole (its rows are counted where it failed):
+        // its parts that did reach their place go, or their rows would be
+        // both rows and not stored (FORMAT.md 7.1).
+        for (path, _) in parts.iter().filter_map(|r| r.as_ref().ok()) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
     match errors.len() {
         0 => Ok(parts.into_iter().filter_map(Result::ok).collect()),
         1 => Err(errors.remove(0)),
@@ -484,7 +492,8 @@ mod tests {
     }
 
     /// The parts are closed together (`finish_all`): one that fails does
-    /// not stop the others, and every failure is reported.
+    /// not stop the others, every failure is reported, and the set is lost
+    /// whole (the parts that reached their place are removed).
     #[test]
     fn closing_a_set_closes_every_part_and_reports_every_failure() {
         let dir = tempfile::tempdir().unwrap();
@@ -497,7 +506,7 @@ mod tests {
         }
         let e = set.finish().unwrap_err().to_string();
         assert!(e.contains("losses") && e.contains("payloads"), "{e}");
-        assert_eq!(files(root, 1, part_name), [true, false, false, true, true]);
+        assert_eq!(files(root, 1, part_name), [false; 5]);
     }
 
     /// A receiver's set (two encoding threads, `create_receiving`) writes

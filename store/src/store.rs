@@ -1251,19 +1251,21 @@ fn remove_empty_parents(root: &Path, file: &Path) {
 /// Accounts for the unfinished temps among `found`: for each part number,
 /// a new part set of its partition holds a losses row of kind `unfinished`
 /// (count 0: a part without its footer cannot be read, so its rows are
-/// lost uncounted) and a streams row; the temps are then removed. Returns
-/// the temps' paths.
+/// lost uncounted) and a streams row; the temps, and the parts of the same
+/// set already renamed into place, are then removed. Returns their paths.
 fn recover_found(root: &Path, found: &[Found], next: &mut u64) -> Result<Vec<PathBuf>, StoreError> {
-    let mut by_part: Vec<(u64, PathBuf)> = Vec::new();
-    for f in found.iter().filter(|f| f.temp) {
-        // The partition: the folder under the table's folder.
+    // The partition of a file: the folder under its table's folder.
+    let sub_of = |f: &Found| {
         let table_dir = root.join(f.table.name());
-        let sub = f
-            .path
+        f.path
             .parent()
             .and_then(|d| d.strip_prefix(&table_dir).ok())
             .map(Path::to_path_buf)
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let mut by_part: Vec<(u64, PathBuf)> = Vec::new();
+    for f in found.iter().filter(|f| f.temp) {
+        let sub = sub_of(f);
         if !by_part.iter().any(|(n, s)| *n == f.number && *s == sub) {
             by_part.push((f.number, sub));
         }
@@ -1294,10 +1296,20 @@ fn recover_found(root: &Path, found: &[Found], next: &mut u64) -> Result<Vec<Pat
         );
         set.finish()?;
     }
+    // The set goes whole: its temps, and the parts of it already renamed
+    // into place (a kill while its parts were being closed one by one),
+    // whose rows the unfinished mark says are lost — kept, they would be
+    // rows and losses at once.
     let mut removed = Vec::new();
-    for f in found.iter().filter(|f| f.temp) {
-        std::fs::remove_file(&f.path).map_err(|e| StoreError::io("remove", &f.path, e))?;
-        removed.push(f.path.clone());
+    for f in found {
+        let in_unfinished = f.temp
+            || by_part
+                .iter()
+                .any(|(n, s)| *n == f.number && *s == sub_of(f));
+        if in_unfinished {
+            std::fs::remove_file(&f.path).map_err(|e| StoreError::io("remove", &f.path, e))?;
+            removed.push(f.path.clone());
+        }
     }
     Ok(removed)
 }
