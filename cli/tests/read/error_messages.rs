@@ -149,6 +149,8 @@ const ELSEWHERE: &[(&str, &str)] = &[
     ("cli/src/commands/recv/rtt.rs", "no_mangle"),
     // QEMU's QMP command, when `recv --rtt-qmp`'s negotiation fails.
     ("cli/src/commands/recv/rtt.rs", "qmp_capabilities"),
+    // Linux's sysctl net.core.rmem_max, in `qtrace recv`'s socket-buffer warning.
+    ("cli/src/commands/recv.rs", "rmem_max"),
 ];
 
 fn elsewhere(file: &str, name: &str) -> bool {
