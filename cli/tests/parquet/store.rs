@@ -273,14 +273,9 @@ fn parts_roll_by_size_and_retention_deletes_whole_old_ones() {
     assert!(total <= 400 * 1024, "{total} bytes kept");
 }
 
-/// Streams into the receiver `child` listening on `listen` until a few part
-/// sets of `store` are closed, SIGKILLs it, and checks what it left: whole
-/// parts and at most one unfinished part set (its temps, one per table, all
-/// of one number). Returns every file left.
-fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<PathBuf> {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sender = stream_until(listen, stop.clone());
-    // Mid-stream: once a few part sets are closed.
+/// Mid-stream, once a few part sets are closed: SIGKILLs the receiver
+/// `child` and reaps it.
+fn kill_once_parts_closed(store: &Path, child: &mut Child) {
     let start = Instant::now();
     while parquet_files(&store.join("events")).len() < 3 {
         assert!(start.elapsed() < Duration::from_secs(30), "no part closed");
@@ -292,6 +287,16 @@ fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<Pa
         0
     );
     child.wait().unwrap();
+}
+
+/// Streams into the receiver `child` listening on `listen` until a few part
+/// sets of `store` are closed, SIGKILLs it, and checks what it left: whole
+/// parts and at most one unfinished part set (its temps, one per table, all
+/// of one number). Returns every file left.
+fn kill_mid_stream(store: &Path, listen: SocketAddr, mut child: Child) -> Vec<PathBuf> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sender = stream_until(listen, stop.clone());
+    kill_once_parts_closed(store, &mut child);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     sender.join().unwrap();
     let before = all_files(store);
@@ -330,20 +335,10 @@ fn is_open_streams(p: &Path) -> bool {
 fn a_sigkilled_receiver_and_its_restart_lose_only_what_the_store_does_not_hold() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let (listen, child) = recv_store(&store, &["--roll", "30KiB"]);
+    let (listen, mut child) = recv_store(&store, &["--roll", "30KiB"]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sender = stream_until(listen, stop.clone());
-    let start = Instant::now();
-    while parquet_files(&store.join("events")).len() < 3 {
-        assert!(start.elapsed() < Duration::from_secs(30), "no part closed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    child.wait_with_output().unwrap();
+    kill_once_parts_closed(&store, &mut child);
     assert!(store.join("open-streams").exists());
     // At once on the same address: the sender never stopped, and goes on
     // into the new receiver.
