@@ -39,7 +39,11 @@
 #    firmware's count), bytes overwritten > 0, no bad frame, every received
 #    event the one logged in its place, names from a later catalog; then
 #    QEMU is told to quit through QMP (the firmware waits for it).
-# 6. Prints the firmware's .text size and the part of it in qtrace_core's
+# 6. Runs scripts/firmware-cost.sh (the example's second binary, `cost`,
+#    under -icount shift=0: instructions per log_event, with and without
+#    streaming, and the drain's per event) and prints its figures, without
+#    checking them (a failure there is printed, not fatal).
+# 7. Prints the firmware's .text size and the part of it in qtrace_core's
 #    own (not inlined) functions, then, on its last line,
 #    `qemu: N events, dump ok`.
 set -euo pipefail
@@ -67,7 +71,7 @@ target_dir_of() {
 }
 
 echo "== build the firmware (thumbv7m-none-eabi) and the qtrace command"
-(cd examples/firmware-cortex-m && cargo build --release --quiet)
+(cd examples/firmware-cortex-m && cargo build --release --quiet --bin qtrace-firmware-cortex-m)
 firmware="$(target_dir_of examples/firmware-cortex-m)/thumbv7m-none-eabi/release/qtrace-firmware-cortex-m"
 target="$(target_dir_of "$root")"
 if [ -n "${QTRACE_BIN:-}" ]; then
@@ -276,6 +280,9 @@ print(f"rtt: {j['events']} events received ({irqs} from SysTick), {j['lost_event
 PY
 seconds=$(python3 -c "print(f'{$ended - $started:.2f}')")
 echo "qemu run (dump, the two UART streams, the RTT ring): $seconds s wall"
+
+echo "== instructions per event on the MCU (scripts/firmware-cost.sh: -icount shift=0; printed, not checked)"
+scripts/firmware-cost.sh || echo "qemu.sh: scripts/firmware-cost.sh failed (not checked here)"
 
 echo "== size of the firmware"
 if command -v nm >/dev/null && command -v size >/dev/null; then
