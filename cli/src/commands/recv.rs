@@ -13,6 +13,7 @@
 //! records marked): the
 //! summary is printed.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -384,9 +385,10 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
             std::thread::sleep(Duration::from_millis(20));
         });
     }
-    if limit == RunLimit::default() && !args.live {
-        // No limit: Enter on a terminal stops cleanly too. A closed stdin
-        // does not stop it.
+    if limit == RunLimit::default() && !args.live && std::io::stdin().is_terminal() {
+        // No limit: Enter on a terminal stops cleanly too. Only on a
+        // terminal: a pipe may be the stream itself (`--serial /dev/stdin`),
+        // whose bytes this thread would take.
         let stop = receiver.stopper();
         eprintln!("qtrace: press Enter or Ctrl-C to stop");
         std::thread::spawn(move || {

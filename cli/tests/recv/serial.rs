@@ -192,3 +192,58 @@ fn a_stream_attached_late_decodes_from_the_next_frame() {
         "the header is the firmware's"
     );
 }
+
+/// The stream piped into stdin, `--serial /dev/stdin`, without `--count`
+/// or `--duration`: every byte reaches the decoder (no thread waiting for
+/// Enter takes them: stdin is not a terminal), all `N` events received.
+#[cfg(unix)]
+#[test]
+fn a_stream_piped_into_stdin_arrives_whole() {
+    let (wire, stats) = stream(usize::MAX, 8);
+    assert_eq!((stats.sent, stats.dropped), (N, 0));
+    assert!(
+        wire.len() > 8192,
+        "more than one stdin buffer: {}",
+        wire.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stdin.qtr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--serial", "/dev/stdin", "--json", "--out"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&wire).unwrap();
+    drop(stdin);
+    // Bounded: the end frame (or the end of the pipe) ends it.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("qtrace recv --serial /dev/stdin did not end in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["events"], N);
+    assert_eq!(json["lost_events"], 0);
+    assert_eq!(json["stream_bad_frames"], 0);
+    assert_eq!(json["stream_bytes"], wire.len() as u64);
+    assert_eq!(json["unclosed_senders"], 0);
+    let (events, lost) = read(&out);
+    assert_eq!((events.len() as u64, lost), (N, 0));
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.args[0] == i as u64));
+}
