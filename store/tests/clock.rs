@@ -59,7 +59,7 @@ impl StreamSink for Stalling {
     }
     fn tick(&mut self) -> bool {
         self.ticks += 1;
-        if self.ticks % 40 == 0 {
+        if self.ticks.is_multiple_of(40) {
             std::thread::sleep(Duration::from_millis(150));
         }
         self.store.tick()
