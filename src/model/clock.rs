@@ -266,6 +266,25 @@ impl Clock {
         self.origin_unix_ns
     }
 
+    /// This clock with its origin moved by `shift_ns` (Unix ns; positive:
+    /// later): what a machine whose wall clock is that far ahead writes in
+    /// its header, its timestamps unchanged. A receiver's store aligns such
+    /// a sender with the others (FORMAT.md 7.7); this is how to try it on
+    /// one machine.
+    ///
+    /// ```
+    /// use qtrace::clock::Clock;
+    /// let clock = Clock::monotonic();
+    /// let origin = clock.origin_unix_ns();
+    /// let ahead = clock.shifted(3_000_000_000);
+    /// assert_eq!(ahead.origin_unix_ns(), origin + 3_000_000_000);
+    /// assert_eq!(ahead.clone().shifted(-3_000_000_000).origin_unix_ns(), origin);
+    /// ```
+    pub fn shifted(mut self, shift_ns: i64) -> Clock {
+        self.origin_unix_ns = self.origin_unix_ns.saturating_add_signed(shift_ns);
+        self
+    }
+
     /// The measured TSC rate, when this clock reads the TSC.
     pub fn tsc_ticks_per_second(&self) -> Option<u64> {
         match self.source {

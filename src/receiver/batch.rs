@@ -1,8 +1,11 @@
 //! Receiving datagrams in batches: on Linux one `recvmmsg` call takes up to
 //! [`BATCH`] datagrams that wait in the socket, instead of one `recvfrom`
 //! each (the system call's fixed cost was a large share of the receiving
-//! thread at 200 k datagrams/s). Elsewhere, and under Miri (which cannot
-//! call into the system), one `recv_from` a call.
+//! thread at 200 k datagrams/s), each with the kernel's time of its
+//! arrival (`SO_TIMESTAMPNS`: the clock alignment of the store measures
+//! delays from it, not from when the receiver got round to the datagram,
+//! FORMAT.md 7.7). Elsewhere, and under Miri (which cannot call into the
+//! system), one `recv_from` a call, without that time.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -16,15 +19,25 @@ pub(super) const BATCH: usize = 32;
 /// oversized one is seen as such (and refused), never cut to fit.
 const SLOT: usize = MAX_DATAGRAM_LEN + 1;
 
+/// Control-message room per datagram: one `SCM_TIMESTAMPNS` (a
+/// `timespec`, 16 bytes, behind a 16-byte header) with room to spare.
+#[cfg(all(target_os = "linux", not(miri)))]
+const CONTROL: usize = 64;
+
 /// Buffers for up to [`BATCH`] datagrams and their source addresses.
 pub(super) struct Batch {
     /// [`BATCH`] slots of [`SLOT`] bytes (allocated zeroed: only the pages
     /// datagrams were written to become resident).
     bufs: Vec<u8>,
-    /// Each taken datagram's length and source.
-    got: Vec<(usize, SocketAddr)>,
+    /// Each taken datagram's length, source and arrival (Unix ns, the
+    /// kernel's receive time, when it gave one).
+    got: Vec<(usize, SocketAddr, Option<i64>)>,
     #[cfg(all(target_os = "linux", not(miri)))]
     addrs: Vec<libc::sockaddr_storage>,
+    /// [`BATCH`] control buffers of [`CONTROL`] bytes (u64s: aligned for
+    /// `cmsghdr`).
+    #[cfg(all(target_os = "linux", not(miri)))]
+    control: Vec<u64>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -42,15 +55,18 @@ impl Batch {
             // SAFETY: sockaddr_storage is plain old data: all zeros is a
             // valid value (family AF_UNSPEC).
             addrs: vec![unsafe { std::mem::zeroed() }; BATCH],
+            #[cfg(all(target_os = "linux", not(miri)))]
+            control: vec![0u64; BATCH * CONTROL / 8],
         }
     }
 
-    /// The datagrams taken by the last [`Batch::recv`], in arrival order.
-    pub(super) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> + '_ {
+    /// The datagrams taken by the last [`Batch::recv`], in arrival order,
+    /// each with its arrival (Unix ns) when the kernel gave it.
+    pub(super) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<i64>)> + '_ {
         self.got
             .iter()
             .enumerate()
-            .map(|(i, &(n, from))| (from, &self.bufs[i * SLOT..i * SLOT + n]))
+            .map(|(i, &(n, from, at))| (from, &self.bufs[i * SLOT..i * SLOT + n], at))
     }
 
     /// Waits for a datagram (up to the socket's read timeout) and takes it
@@ -69,7 +85,7 @@ impl Batch {
     fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.got.clear();
         let (n, from) = socket.recv_from(&mut self.bufs[..SLOT])?;
-        self.got.push((n, from));
+        self.got.push((n, from, None));
         Ok(1)
     }
 
@@ -89,6 +105,7 @@ impl Batch {
             iov_len: SLOT,
         });
         let addrs = self.addrs.as_mut_ptr();
+        let control = self.control.as_mut_ptr();
         let mut msgs: [libc::mmsghdr; BATCH] = std::array::from_fn(|i| {
             // SAFETY: mmsghdr is plain old data (pointers, lengths, flags):
             // all zeros is valid; the fields used are set below.
@@ -99,11 +116,14 @@ impl Batch {
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             m.msg_hdr.msg_iov = &mut iovecs[i];
             m.msg_hdr.msg_iovlen = 1;
+            // SAFETY: i * CONTROL / 8 < control's length: in bounds.
+            m.msg_hdr.msg_control = unsafe { control.add(i * CONTROL / 8) }.cast();
+            m.msg_hdr.msg_controllen = CONTROL as _;
             m
         });
         // SAFETY: `msgs` holds BATCH valid headers, each naming one
-        // writable iovec of SLOT bytes inside `bufs` and one
-        // sockaddr_storage of `addrs`; all outlive the call. MSG_WAITFORONE:
+        // writable iovec of SLOT bytes inside `bufs`, one sockaddr_storage
+        // of `addrs` and CONTROL bytes of `control`; all outlive the call. MSG_WAITFORONE:
         // block (up to SO_RCVTIMEO) for the first datagram only.
         let n = unsafe {
             libc::recvmmsg(
@@ -122,11 +142,50 @@ impl Batch {
             // A source that is neither IPv4 nor IPv6 cannot happen on a UDP
             // socket; such a datagram would be skipped.
             if let Some(from) = socket_addr(addr) {
-                self.got.push((m.msg_len as usize, from));
+                self.got
+                    .push((m.msg_len as usize, from, arrival(&m.msg_hdr)));
             }
         }
         Ok(self.got.len())
     }
+}
+
+/// Asks the kernel to stamp every datagram `socket` receives with its
+/// arrival time (`SO_TIMESTAMPNS`, CLOCK_REALTIME), which [`Batch::recv`]
+/// then gives. Best effort: without it, datagrams carry no arrival time.
+#[cfg(all(target_os = "linux", not(miri)))]
+pub(super) fn stamp_arrivals(socket: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket, and an int option passed with its size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// The kernel's receive time (Unix ns) in `h`'s control messages, if any.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn arrival(h: &libc::msghdr) -> Option<i64> {
+    // SAFETY: `h` is a header recvmmsg filled: its control pointer and
+    // length describe the control messages the kernel wrote (length 0 or
+    // a null first header when none), walked with the libc macros.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                return Some((ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
 }
 
 /// The IPv4 or IPv6 address in `a`.
@@ -164,7 +223,8 @@ mod tests {
 
     /// Datagrams waiting in the socket are taken, each whole, in order,
     /// with its source address (IPv4 and IPv6), by the batched call and by
-    /// the one-a-call path alike.
+    /// the one-a-call path alike; the batched call with the kernel's
+    /// arrival time.
     #[test]
     fn a_batch_takes_the_waiting_datagrams_whole_with_their_sources() {
         for (local, one) in [
@@ -177,6 +237,9 @@ mod tests {
                 continue; // no IPv6 on this machine
             };
             rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            #[cfg(all(target_os = "linux", not(miri)))]
+            stamp_arrivals(&rx);
+            let sent = unix_ns();
             let tx = UdpSocket::bind(local).unwrap();
             let sizes = [1usize, 1472, 40, MAX_DATAGRAM_LEN];
             for (i, &n) in sizes.iter().enumerate() {
@@ -192,8 +255,16 @@ mod tests {
                     batch.recv(&rx).unwrap()
                 };
                 assert!(n >= 1);
-                for (from, bytes) in batch.datagrams() {
+                for (from, bytes, at) in batch.datagrams() {
                     assert_eq!(from, tx.local_addr().unwrap());
+                    // The batched call gives the kernel's arrival time:
+                    // before now, after the sending began.
+                    if !one && cfg!(all(target_os = "linux", not(miri))) {
+                        let at = at.expect("an arrival time");
+                        assert!((sent..=unix_ns()).contains(&at), "{sent} {at}");
+                    } else {
+                        assert_eq!(at, None);
+                    }
                     seen.push(bytes.to_vec());
                 }
             }
@@ -203,6 +274,13 @@ mod tests {
                 assert!(d.iter().all(|&b| b == i as u8 + 1));
             }
         }
+    }
+
+    fn unix_ns() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64
     }
 
     /// With nothing waiting, the call returns the socket's timeout.

@@ -16,6 +16,8 @@ pub(super) trait Sink {
     /// released and before each mark, so a sink that does not care pays
     /// one empty call per datagram.
     fn stream(&mut self, _stream: &StreamId, _header: Option<&TraceHeader>) {}
+    /// The datagram handled next arrived at `unix_ns` (the kernel's time).
+    fn arrival(&mut self, _unix_ns: i64) {}
     fn event(&mut self, e: &Event);
     fn records(&mut self, raw: &[u8]);
     /// `stream` ended for good (after its last record): `account` is
@@ -113,6 +115,18 @@ pub trait StreamSink {
     /// sender's trace header (clock, host, queue, class table) once its
     /// catalog arrived.
     fn stream(&mut self, stream: &StreamId, header: Option<&TraceHeader>);
+    /// The datagram the receiver handles next (and so the
+    /// [`stream`](StreamSink::stream) calls it releases) arrived at
+    /// `unix_ns`: the kernel's receive time in Unix ns (Linux
+    /// `SO_TIMESTAMPNS`), however long it then waited in the socket for the
+    /// receiver. Not called where the kernel gives no such time (other
+    /// systems, [`Receiver::from_feed`](super::Receiver::from_feed)). A
+    /// datagram held for reordering is released under the arrival of the
+    /// one that fills its gap: later than its own, never earlier. By
+    /// default nothing.
+    fn arrival(&mut self, unix_ns: i64) {
+        let _ = unix_ns;
+    }
     /// One record, in the stream's order.
     fn record(&mut self, e: &Event);
     /// The records of one datagram, in the stream's order: whole records
@@ -150,6 +164,9 @@ pub(super) struct Streams<'a, S: StreamSink + ?Sized>(pub(super) &'a mut S);
 impl<S: StreamSink + ?Sized> Sink for Streams<'_, S> {
     fn stream(&mut self, stream: &StreamId, header: Option<&TraceHeader>) {
         self.0.stream(stream, header)
+    }
+    fn arrival(&mut self, unix_ns: i64) {
+        self.0.arrival(unix_ns)
     }
     fn event(&mut self, e: &Event) {
         self.0.record(e)

@@ -149,6 +149,8 @@ impl Receiver {
         socket
             .set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|e| io_err("configure the receiver socket", e))?;
+        #[cfg(all(target_os = "linux", not(miri)))]
+        super::batch::stamp_arrivals(&socket);
         Ok(Receiver {
             source: Source::Udp(socket),
             core: ReceiverCore::new(config),
@@ -407,7 +409,10 @@ impl Receiver {
             // sink cannot take more, the rest of the batch is not handled:
             // never counted, as datagrams left unread in the socket.
             let mut more = true;
-            for (from, bytes) in batch.datagrams() {
+            for (from, bytes, at) in batch.datagrams() {
+                if let Some(at) = at {
+                    out.arrival(at);
+                }
                 self.core.handle_into(from, bytes, out);
                 more = out.tick(self.core.header_generation(), &|| self.core.trace_header());
                 if !more {

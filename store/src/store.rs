@@ -267,6 +267,9 @@ pub struct Store {
     /// When the rolls were last checked (every 10 ms at most: sizing the
     /// open parts walks their column writers).
     last_check: Instant,
+    /// The kernel's arrival time of the datagram being handled (Unix ns,
+    /// `StreamSink::arrival`); the receiver's clock when none came.
+    arrival: Option<i64>,
     /// Streams that ended whose last rows are in sets still closing.
     /// (With their final facts.)
     ended: Vec<(Entry, Kept, StreamRow)>,
@@ -307,6 +310,7 @@ impl Store {
             report: StoreReport::default(),
             error: None,
             last_check: Instant::now(),
+            arrival: None,
             ended: Vec::new(),
             carry: HashMap::new(),
             finishing: None,
@@ -1086,8 +1090,13 @@ impl StreamSink for Store {
             }
         }
         if let Some(i) = self.current {
-            self.streams[i].pending = Some((unix_now_ns(), None));
+            let arrival = self.arrival.unwrap_or_else(unix_now_ns);
+            self.streams[i].pending = Some((arrival, None));
         }
+    }
+
+    fn arrival(&mut self, unix_ns: i64) {
+        self.arrival = Some(unix_ns);
     }
 
     #[inline]
