@@ -458,7 +458,10 @@ impl Queue for CircularQueue {
         // `dropped` before `attempts`: a drop is always counted after its
         // ticket, so `accepted` never goes negative.
         let dropped = self.mp.dropped();
-        let (mut attempts, mut held) = (self.mp.attempts(), self.mp.queued());
+        let attempts = self.mp.attempts();
+        // A shared ring nobody logged into holds nothing: not scanned.
+        let held = if attempts == 0 { 0 } else { self.mp.queued() };
+        let (mut attempts, mut held) = (attempts, held);
         for ring in self.shards_in_use() {
             attempts += ring.attempts();
             held += ring.queued();
