@@ -530,9 +530,7 @@ fn child_connects_and_prints_the_reply() {
 
 #[test]
 fn another_user_is_refused() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: another_user_is_refused needs root (to run a child as nobody)");
+    if !root_or_skip("another_user_is_refused", "to run a child as nobody") {
         return;
     }
     let _serial = serial();
@@ -541,43 +539,12 @@ fn another_user_is_refused() {
     let e = Endpoint::bind(Arc::clone(&t), "stranger").unwrap();
     // Open the file modes up, so that only SO_PEERCRED stands between
     // nobody and the tracer (the 0700 directory would stop it first).
-    let set =
-        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
-    set(runtime(), 0o711);
-    set(&Endpoint::dir(), 0o711);
-    set(e.path(), 0o666);
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_connects_and_prints_the_reply",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("QTRACE_CTL_TEST_CHILD", e.path())
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .unwrap();
-    set(e.path(), 0o600);
-    set(&Endpoint::dir(), 0o700);
-    set(runtime(), 0o700);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let hex = stdout
-        .lines()
-        .find_map(|l| {
-            l.split_once("REPLY ")
-                .map(|(_, hex)| hex.split_whitespace().next().unwrap_or(""))
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "child said: {stdout} {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-    let bytes: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
-    match Reply::parse(&bytes[4..]).unwrap() {
+    let reply = {
+        let dir = Endpoint::dir();
+        let _open = OpenModes::set(&[(runtime(), 0o711), (&dir, 0o711), (e.path(), 0o666)]);
+        connect_as_nobody(e.path(), 65534, &[])
+    };
+    match reply.unwrap() {
         Reply::Error(ErrorCode::PermissionDenied, m) => assert!(m.contains("SO_PEERCRED"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -731,9 +698,10 @@ fn config_with_control_that_cannot_bind_is_an_error() {
 /// 0660 socket (run as root, which may give any group).
 #[test]
 fn config_with_control_group_binds_the_group_socket() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: config_with_control_group_binds_the_group_socket needs root (to give a group it is not in)");
+    if !root_or_skip(
+        "config_with_control_group_binds_the_group_socket",
+        "to give a group it is not in",
+    ) {
         return;
     }
     let gid = 61_000 + std::process::id() % 1000;
@@ -765,21 +733,35 @@ fn config_with_control_group_binds_the_group_socket() {
 use std::os::unix::process::CommandExt;
 
 /// Runs `child_connects_and_prints_the_reply` as user `nobody` with group
-/// `gid` (no supplementary groups: `Command::uid` as root clears them):
-/// the reply's frame, or what stopped the connection.
-fn connect_as_nobody(path: &Path, gid: u32) -> Result<Reply, String> {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
+/// `gid` and exactly the supplementary `groups` (set in the child before
+/// it becomes nobody, as `Command::uid` does for none): the reply's frame,
+/// or what stopped the connection.
+fn connect_as_nobody(path: &Path, gid: u32, groups: &[u32]) -> Result<Reply, String> {
+    let groups: Vec<libc::gid_t> = groups.to_vec();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
         .args([
             "--exact",
             "child_connects_and_prints_the_reply",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env("QTRACE_CTL_TEST_CHILD", path)
-        .uid(65534)
-        .gid(gid)
-        .output()
-        .unwrap();
+        .env("QTRACE_CTL_TEST_CHILD", path);
+    // SAFETY: between fork and exec the closure only makes three system
+    // calls (async-signal-safe), on memory allocated before the fork.
+    unsafe {
+        child.pre_exec(move || {
+            let ok = libc::setgroups(groups.len(), groups.as_ptr()) == 0
+                && libc::setgid(gid) == 0
+                && libc::setuid(65534) == 0;
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let out = child.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     if let Some(kind) = stdout
         .lines()
@@ -805,15 +787,110 @@ fn connect_as_nobody(path: &Path, gid: u32) -> Result<Reply, String> {
     Ok(Reply::parse(&bytes[4..]).unwrap())
 }
 
+/// Opens the modes of `paths` (mode, path) for a test, and puts the old
+/// ones back when dropped (also when the test fails).
+struct OpenModes(Vec<(PathBuf, u32)>);
+
+impl OpenModes {
+    fn set(paths: &[(&Path, u32)]) -> OpenModes {
+        let old = paths
+            .iter()
+            .map(|&(p, m)| {
+                let was = std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+                (p.to_path_buf(), was)
+            })
+            .collect();
+        OpenModes(old)
+    }
+}
+
+impl Drop for OpenModes {
+    fn drop(&mut self) {
+        for (p, m) in self.0.iter().rev() {
+            let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(*m));
+        }
+    }
+}
+
+/// Whether this test runs as root; if not, says that `test` is skipped.
+fn root_or_skip(test: &str, why: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: {test} needs root ({why})");
+    }
+    root
+}
+
+/// The refusal of a group endpoint (group `gid`).
+fn group_refusal(gid: u32) -> String {
+    format!("this endpoint serves its own user and the members of group {gid} only (SO_PEERCRED, SO_PEERGROUPS): run qtrace ctl as the traced program's user, or as a member of that group")
+}
+
+/// A peer whose allowed group is a supplementary one (`SO_PEERGROUPS`) is
+/// served; one without it, the modes opened so that only the credentials
+/// stand in its way, is refused and counted.
+#[test]
+fn a_supplementary_group_is_served_and_one_without_it_refused() {
+    if !root_or_skip(
+        "a_supplementary_group_is_served_and_one_without_it_refused",
+        "to run children as nobody with chosen supplementary groups",
+    ) {
+        return;
+    }
+    let _serial = serial();
+    let gid = 62_000 + std::process::id() % 1000;
+    let dir = Endpoint::group_dir(gid);
+    let _ = std::fs::remove_dir_all(&dir);
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = fixed(&t, 8);
+    t.activate().unwrap();
+    let e = Endpoint::bind_with_group(Arc::clone(&t), "supplementary", gid).unwrap();
+    t.log_event(user::USER0, [1, 0]);
+
+    // nobody, its own group 65534 and `gid` among two supplementary ones.
+    match connect_as_nobody(e.path(), 65534, &[gid + 1, gid]).unwrap() {
+        Reply::Status(json) => {
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(v["name"], "supplementary");
+            assert_eq!(v["queues"][0]["accepted"], 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((e.connections(), e.refused(), e.requests()), (1, 0, 1));
+    assert_eq!(kept(&t, q), vec![(user::USER0.0, 1)]);
+
+    // Without it (another supplementary group only): the socket's mode
+    // stops it, and with the modes opened the credentials do.
+    assert_eq!(
+        connect_as_nobody(e.path(), 65534, &[gid + 1]),
+        Err("PermissionDenied".to_string())
+    );
+    let refused = {
+        let _open = OpenModes::set(&[(&dir, 0o711), (e.path(), 0o666)]);
+        connect_as_nobody(e.path(), 65534, &[gid + 1])
+    };
+    match refused.unwrap() {
+        Reply::Error(ErrorCode::PermissionDenied, m) => assert_eq!(m, group_refusal(gid)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((e.connections(), e.refused(), e.requests()), (1, 1, 1));
+    drop(e);
+    std::fs::remove_dir(&dir).unwrap();
+}
+
 /// `Endpoint::bind_with_group`: the 0710 group directory and the 0660
 /// socket of that group; a child of another user in the group is served,
 /// one in another group is stopped by the socket's mode and, with the
 /// modes opened, refused by `SO_PEERCRED` and counted.
 #[test]
 fn an_allowed_group_is_served_and_another_refused() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: an_allowed_group_is_served_and_another_refused needs root (to run children as nobody with chosen groups)");
+    if !root_or_skip(
+        "an_allowed_group_is_served_and_another_refused",
+        "to run children as nobody with chosen groups",
+    ) {
         return;
     }
     let _serial = serial();
@@ -841,7 +918,7 @@ fn an_allowed_group_is_served_and_another_refused() {
     t.log_event(user::USER0, [1, 0]);
 
     // Served: nobody, in the group.
-    match connect_as_nobody(e.path(), gid).unwrap() {
+    match connect_as_nobody(e.path(), gid, &[]).unwrap() {
         Reply::Status(json) => {
             let v: serde_json::Value = serde_json::from_str(&json).unwrap();
             assert_eq!(v["name"], "group");
@@ -854,24 +931,20 @@ fn an_allowed_group_is_served_and_another_refused() {
 
     // nobody in its own group: the socket's mode stops it first.
     assert_eq!(
-        connect_as_nobody(e.path(), 65534),
+        connect_as_nobody(e.path(), 65534, &[]),
         Err("PermissionDenied".to_string())
     );
     assert_eq!((e.connections(), e.refused()), (1, 0));
 
     // With the modes opened, SO_PEERCRED refuses it, and counts it.
+    let refused = {
+        let _open = OpenModes::set(&[(&dir, 0o711), (e.path(), 0o666)]);
+        connect_as_nobody(e.path(), 65534, &[])
+    };
     let set =
         |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
-    set(&dir, 0o711);
-    set(e.path(), 0o666);
-    let refused = connect_as_nobody(e.path(), 65534);
-    set(e.path(), 0o660);
-    set(&dir, 0o710);
     match refused.unwrap() {
-        Reply::Error(ErrorCode::PermissionDenied, m) => assert_eq!(
-            m,
-            format!("this endpoint serves its own user and effective group {gid} only (SO_PEERCRED): run qtrace ctl as the traced program's user, or with that group (sg GROUP -c 'qtrace ctl …')")
-        ),
+        Reply::Error(ErrorCode::PermissionDenied, m) => assert_eq!(m, group_refusal(gid)),
         other => panic!("{other:?}"),
     }
     assert_eq!((e.connections(), e.refused(), e.requests()), (1, 1, 1));

@@ -199,6 +199,11 @@ enum Command {
     /// system`; `qtrace ctl server stop 0`. Exit status 0 when done, 1 when
     /// the endpoint refused or failed, 2 for bad arguments or no such
     /// endpoint.
+    ///
+    /// Who is served: the traced program's own user; and, when the program
+    /// allows a group (Config::with_control_group), that group's members,
+    /// by their effective or a supplementary group, who give the socket's
+    /// path: `qtrace ctl /tmp/qtrace-UID-gGID/PID.NAME.sock status`.
     Ctl(ctl::CtlArgs),
     /// Query traces and stores with SQL (DuckDB).
     ///

@@ -18,7 +18,8 @@
 //!   any kind: remote use goes through ssh (`docs/control.md`).
 //!   [`Endpoint::bind_with_group`] lets one group in as well: its
 //!   directory and socket are that group's (0710, 0660), and a peer whose
-//!   effective group id is that group's is served.
+//!   effective group id or one of whose supplementary groups is that group
+//!   is served (`SO_PEERGROUPS`).
 //! - **How**: one thread serves one connection at a time, frame by frame
 //!   (FORMAT.md §9: length-prefixed [`Request`]s and [`Reply`]s); a
 //!   connection idle for 5 s is closed. Every change goes through the
@@ -142,9 +143,11 @@ impl Endpoint {
     /// [`Endpoint::group_dir`] (mode 0710, group `gid`: its members can
     /// reach a socket whose name they know, not list the directory), with
     /// mode 0660 and group `gid`; a peer is served when its user id is this
-    /// process's, or when its **effective** group id is `gid`
-    /// (`SO_PEERCRED` gives only that one: a member whose group `gid` is
-    /// supplementary runs `sg GROUP -c 'qtrace ctl …'`). Anyone else is
+    /// process's, or when it is a member of `gid` as the kernel recorded it
+    /// when it connected: its effective group id (`SO_PEERCRED`) or one of
+    /// its supplementary groups (`SO_PEERGROUPS`, Linux 4.13 and later; on
+    /// an older kernel a member by a supplementary group is refused and runs
+    /// `sg GROUP -c 'qtrace ctl …'`). Anyone else is
     /// refused and counted, as with `bind`. Members reach it by its path
     /// (`qtrace ctl /tmp/qtrace-<uid>-g<gid>/<pid>.<name>.sock status`).
     ///

@@ -38,7 +38,7 @@ pub(super) fn serve(
                 ErrorCode::PermissionDenied,
                 match group {
                     None => "this endpoint serves its own user only (SO_PEERCRED): run qtrace ctl as the traced program's user".into(),
-                    Some(gid) => format!("this endpoint serves its own user and effective group {gid} only (SO_PEERCRED): run qtrace ctl as the traced program's user, or with that group (sg GROUP -c 'qtrace ctl …')"),
+                    Some(gid) => format!("this endpoint serves its own user and the members of group {gid} only (SO_PEERCRED, SO_PEERGROUPS): run qtrace ctl as the traced program's user, or as a member of that group"),
                 },
             );
             let _ = (&stream).write_all(&reply.frame());
@@ -55,11 +55,60 @@ pub(super) fn serve(
     }
 }
 
-/// The peer's user id is this process's, or its effective group id is
-/// `group`.
+/// The peer's user id is this process's, or `group` is its effective group
+/// id or one of its supplementary groups, all as they were when it
+/// connected (`SO_PEERCRED`, `SO_PEERGROUPS`). Credentials that cannot be
+/// read refuse the peer.
 fn peer_allowed(stream: &UnixStream, group: Option<u32>) -> bool {
-    rustix::net::sockopt::socket_peercred(stream)
-        .is_ok_and(|c| c.uid.as_raw() == super::uid() || group.is_some_and(|g| c.gid.as_raw() == g))
+    let Ok(c) = rustix::net::sockopt::socket_peercred(stream) else {
+        return false;
+    };
+    c.uid.as_raw() == super::uid()
+        || group.is_some_and(|g| {
+            c.gid.as_raw() == g || peer_groups(stream).is_some_and(|gs| gs.contains(&g))
+        })
+}
+
+/// The most supplementary groups a Linux process has (`NGROUPS_MAX`).
+const MAX_GROUPS: usize = 65_536;
+
+/// The peer's supplementary groups when it connected (`SO_PEERGROUPS`,
+/// Linux 4.13 and later), or `None` when they cannot be read (an older
+/// kernel: a member by a supplementary group only is then refused, never
+/// let in on a guess).
+fn peer_groups(stream: &UnixStream) -> Option<Vec<libc::gid_t>> {
+    use std::os::fd::AsRawFd;
+    const GID: usize = std::mem::size_of::<libc::gid_t>();
+    let mut groups: Vec<libc::gid_t> = vec![0; 32];
+    loop {
+        let mut len = (groups.len() * GID) as libc::socklen_t;
+        // SAFETY: the descriptor is `stream`'s, open for the whole call;
+        // the kernel writes at most `len` bytes into `groups`, which has
+        // that many, and the length it wrote (or needs) into `len`. No safe
+        // wrapper has this option (rustix 1.1 has none).
+        let r = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let len = len as usize;
+        if r == 0 {
+            groups.truncate(len / GID);
+            return Some(groups);
+        }
+        // Too small: the kernel said how much it needs.
+        let more = std::io::Error::last_os_error().raw_os_error() == Some(libc::ERANGE)
+            && len > groups.len() * GID
+            && len <= MAX_GROUPS * GID;
+        if !more {
+            return None;
+        }
+        groups.resize(len.div_ceil(GID), 0);
+    }
 }
 
 struct Ctx<'a> {

@@ -163,20 +163,48 @@ pub(crate) fn write_trace(
     events: &[Event],
     totals: QueueTotals,
 ) -> Result<(), ConfigError> {
+    write_trace_from(path, ctx, events.iter().copied(), totals).map(drop)
+}
+
+/// Events handed to the writer at once by [`write_trace_from`] (32 KiB).
+const BATCH: usize = 1024;
+
+/// [`write_trace`] of the events an iterator gives (a merged snapshot,
+/// written as it is merged rather than gathered first). Returns the number
+/// of events written (hoops records included, the prologue and the close
+/// run not).
+pub(crate) fn write_trace_from(
+    path: &Path,
+    ctx: &QueueContext,
+    events: impl Iterator<Item = Event>,
+    totals: QueueTotals,
+) -> Result<u64, ConfigError> {
+    let mut events = events.peekable();
     let file = create_locked(path)?;
+    // 1 MiB: a 1 M-event snapshot (32 MiB) in 32 writes.
     let mut w = TraceWriter::new(
-        BufWriter::with_capacity(64 * 1024, file),
+        BufWriter::with_capacity(1 << 20, file),
         &TraceHeader::for_queue(ctx),
     )
     .map_err(|e| ConfigError::io("write the header of trace file", path, e))?;
-    let first = events.first().map_or_else(|| ctx.clock.now(), |e| e.time);
+    let first = events.peek().map_or_else(|| ctx.clock.now(), |e| e.time);
     w.write_events(&ctx.names.records(first))
         .map_err(|e| ConfigError::io("write trace file", path, e))?;
-    w.write_events(events)
-        .map_err(|e| ConfigError::io("write trace file", path, e))?;
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut written = 0u64;
+    loop {
+        batch.clear();
+        batch.extend(events.by_ref().take(BATCH));
+        if batch.is_empty() {
+            break;
+        }
+        w.write_events(&batch)
+            .map_err(|e| ConfigError::io("write trace file", path, e))?;
+        written += batch.len() as u64;
+    }
     w.finish_with_close(ctx.clock.now(), totals)
         .map_err(|e| ConfigError::io("close trace file", path, e))?;
-    Ok(())
+    Ok(written)
 }
 
 /// Creates a memory queue's trace file at phase 2 (its directory, then the

@@ -25,8 +25,10 @@ fn ctl(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-#[test]
-fn status_as_text_and_json_and_stop_through_the_command() {
+/// An active tracer on a manual clock at 0 (its output in a temporary
+/// directory, kept alive by the first value) with the user class routed to
+/// a fixed in-memory queue of `capacity` events.
+fn active_tracer(capacity: usize) -> (tempfile::TempDir, Arc<Tracer>) {
     let out = tempfile::tempdir().unwrap();
     let time = ManualClock::new(0);
     let t = Arc::new(Tracer::with_config(
@@ -37,12 +39,18 @@ fn status_as_text_and_json_and_stop_through_the_command() {
     let q = t
         .create_queue::<Fixed>(
             FixedParams::default()
-                .with_capacity(4)
+                .with_capacity(capacity)
                 .with_ring(RingStorage::Memory),
         )
         .unwrap();
     t.assign_class(user::CLASS, q).unwrap();
     t.activate().unwrap();
+    (out, t)
+}
+
+#[test]
+fn status_as_text_and_json_and_stop_through_the_command() {
+    let (_out, t) = active_tracer(4);
     let e = Endpoint::bind(Arc::clone(&t), "ctl-cli").unwrap();
     let path = e.path().to_str().unwrap().to_string();
     for i in 0..6 {
@@ -117,22 +125,7 @@ fn live_ctl_prints_a_status_per_refresh_until_the_endpoint_goes() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
 
-    let out = tempfile::tempdir().unwrap();
-    let time = ManualClock::new(0);
-    let t = Arc::new(Tracer::with_config(
-        Config::default()
-            .with_clock(Clock::manual(&time))
-            .with_output_dir(out.path()),
-    ));
-    let q = t
-        .create_queue::<Fixed>(
-            FixedParams::default()
-                .with_capacity(100)
-                .with_ring(RingStorage::Memory),
-        )
-        .unwrap();
-    t.assign_class(user::CLASS, q).unwrap();
-    t.activate().unwrap();
+    let (_out, t) = active_tracer(100);
     let e = Endpoint::bind(Arc::clone(&t), "live-cli").unwrap();
     for i in 0..6 {
         t.log_event(user::USER0, [i, 0]);

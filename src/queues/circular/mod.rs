@@ -36,7 +36,6 @@ use std::path::{Path, PathBuf};
 
 use super::{AnyQueue, QueueType};
 use crate::model::event::Event;
-use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::ring::backing::{Backing, Placed, Region};
@@ -44,7 +43,7 @@ use crate::ring::shard::{Record, ShardRing};
 use crate::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
 use crate::storage::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
 use crate::storage::save::{
-    create_at_activate, default_path, hoops, write_trace, FileContext, StatusCell,
+    create_at_activate, default_path, write_trace_from, FileContext, StatusCell,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
@@ -59,7 +58,10 @@ const NEVER: u64 = u64::MAX;
 const RING_BITS: u32 = 9;
 const RING_MASK: u64 = (1 << RING_BITS) - 1;
 
+mod merge;
 mod params;
+
+use merge::{merge, Merged};
 
 pub use params::{Circular, CircularParams};
 
@@ -318,12 +320,23 @@ impl CircularQueue {
     /// missing (see [`CircularQueue`]), without stopping producers. Events
     /// being written at this instant are left out.
     pub fn snapshot_events(&self) -> Vec<Event> {
-        let rings: Vec<(Vec<Ticketed>, Option<u64>)> = std::iter::once(self.mp.read())
+        self.merged_now().collect()
+    }
+
+    /// The current contents as [`merge`] gives them (for a snapshot).
+    fn merged_now(&self) -> Merged {
+        // A shared ring nobody logged into is empty: not scanned.
+        let shared = if self.mp.attempts() == 0 {
+            Vec::new()
+        } else {
+            self.mp.read()
+        };
+        let rings: Vec<(Vec<Ticketed>, Option<u64>)> = std::iter::once(shared)
             .chain(self.shards_in_use().map(|r| r.read()))
             .map(|r| (r, None))
             .collect();
         let ctx = self.ctx.get();
-        merge(rings, self.capacity, ctx.handle, || ctx.clock.now()).0
+        merge(rings, self.capacity, ctx.handle, || ctx.clock.now())
     }
 
     /// Writes [`CircularQueue::snapshot_events`] to `path` as a trace file
@@ -337,86 +350,13 @@ impl CircularQueue {
     /// [`Queue::status`]).
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();
-        let events = self.snapshot_events();
+        let events = self.merged_now();
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
-        let result =
-            write_trace(path, &self.ctx.get(), &events, totals).map(|()| events.len() as u64);
+        // Written as merged: the events are not copied again.
+        let result = write_trace_from(path, &self.ctx.get(), events, totals);
         self.status.record(path, result)
     }
-}
-
-/// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
-/// record (before the event it precedes) and 1 for an event.
-type Key = (u64, u64, usize, u8);
-
-/// Merges the rings' records (each sorted by ticket, with the ticket a
-/// trailing hoops record runs to: `Some(attempts)` when saving, `None` for a
-/// snapshot, which ends at each ring's newest record) into one trace sorted by
-/// time then ticket. Keeps the newest `capacity` records overall; the rest
-/// count as lost. Hoops records go before each ring's first kept record (for
-/// its tickets before it), at each gap in its tickets, and after its last up
-/// to its end. Returns the trace and the number of events kept.
-fn merge(
-    mut rings: Vec<(Vec<Ticketed>, Option<u64>)>,
-    capacity: usize,
-    queue: QueueHandle,
-    now: impl FnOnce() -> u64,
-) -> (Vec<Event>, u64) {
-    let total: usize = rings.iter().map(|(r, _)| r.len()).sum();
-    // For each ring: the end a trailing hoops record runs to, and the time
-    // of its newest record (kept or not).
-    let ends: Vec<(u64, Option<u64>)> = rings
-        .iter()
-        .map(|(r, end)| {
-            let last = r.last();
-            (
-                end.unwrap_or_else(|| last.map_or(0, |l| l.ticket + 1)),
-                last.map(|l| l.event.time),
-            )
-        })
-        .collect();
-    if total > capacity {
-        // The oldest `total - capacity` records (by time, ticket, ring) go.
-        let mut keys: Vec<Key> = rings
-            .iter()
-            .enumerate()
-            .flat_map(|(i, (r, _))| r.iter().map(move |t| (t.event.time, t.ticket, i, 1)))
-            .collect();
-        let cut = total - capacity;
-        let (_, &mut first_kept, _) = keys.select_nth_unstable(cut);
-        for (i, (r, _)) in rings.iter_mut().enumerate() {
-            r.retain(|t| (t.event.time, t.ticket, i, 1) >= first_kept);
-        }
-    }
-    let mut now = Some(now);
-    let mut now_time = None;
-    let mut out: Vec<(Key, Event)> = Vec::with_capacity(total.min(capacity) + 2 * rings.len());
-    for (i, ((records, _), (end, newest))) in rings.iter().zip(ends).enumerate() {
-        let mut next = 0u64;
-        let mut last_time = None;
-        for r in records {
-            let t = r.event.time;
-            if r.ticket > next {
-                out.push(((t, r.ticket, i, 0), hoops(t, r.ticket - next, queue)));
-            }
-            out.push(((t, r.ticket, i, 1), r.event));
-            next = r.ticket + 1;
-            last_time = Some(t);
-        }
-        if end > next {
-            let t = match last_time.or(newest) {
-                Some(t) => t,
-                None => *now_time.get_or_insert_with(|| (now.take().expect("called once"))()),
-            };
-            out.push(((t, u64::MAX, i, 0), hoops(t, end - next, queue)));
-        }
-    }
-    let kept = total.min(capacity) as u64;
-    // Stable, and each ring's part is already in order: a single ring (the
-    // common case) comes out exactly as it went in.
-    out.sort_by_key(|(k, _)| *k);
-    (out.into_iter().map(|(_, e)| e).collect(), kept)
 }
 
 impl Queue for CircularQueue {
@@ -480,7 +420,8 @@ impl Queue for CircularQueue {
             taken.push((records, Some(ring.attempts())));
             moved.push((ring, m));
         }
-        let (events, kept) = merge(taken, self.capacity, ctx.handle, || ctx.clock.now());
+        let events = merge(taken, self.capacity, ctx.handle, || ctx.clock.now());
+        let kept = events.kept;
         // The counters as they are once this save succeeds: the kept events
         // delivered, every other accepted one overwritten.
         let c = self.counters();
@@ -491,7 +432,7 @@ impl Queue for CircularQueue {
             overwritten: c.accepted.saturating_sub(delivered),
             delivered,
         };
-        let result = write_trace(&self.file, ctx, &events, totals);
+        let result = write_trace_from(&self.file, ctx, events, totals).map(drop);
         if result.is_err() {
             self.mp.restore(&mp);
             for (ring, m) in moved {
@@ -517,7 +458,10 @@ impl Queue for CircularQueue {
         // `dropped` before `attempts`: a drop is always counted after its
         // ticket, so `accepted` never goes negative.
         let dropped = self.mp.dropped();
-        let (mut attempts, mut held) = (self.mp.attempts(), self.mp.queued());
+        let attempts = self.mp.attempts();
+        // A shared ring nobody logged into holds nothing: not scanned.
+        let held = if attempts == 0 { 0 } else { self.mp.queued() };
+        let (mut attempts, mut held) = (attempts, held);
         for ring in self.shards_in_use() {
             attempts += ring.attempts();
             held += ring.queued();
@@ -548,7 +492,7 @@ mod tests {
 
     fn queue(shards: usize) -> CircularQueue {
         let ctx = QueueContext {
-            handle: QueueHandle(0),
+            handle: crate::model::handle::QueueHandle(0),
             type_name: "circular",
             output_dir: std::env::temp_dir(),
             catalog: Arc::new(Catalog::builtin()),

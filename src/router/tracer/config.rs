@@ -159,7 +159,8 @@ impl Config {
     /// [`Endpoint::bind_with_group`](crate::control::Endpoint::bind_with_group)
     /// (a 0710 directory and a 0660 socket of that group, in
     /// [`Endpoint::group_dir`](crate::control::Endpoint::group_dir), and a
-    /// peer served when its effective group is `gid`). Without
+    /// peer served when its effective group or one of its supplementary
+    /// groups is `gid`). Without
     /// `with_control` it opens nothing.
     #[cfg(all(feature = "control", target_os = "linux"))]
     pub fn with_control_group(mut self, gid: u32) -> Self {

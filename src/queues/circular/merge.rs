@@ -1,0 +1,382 @@
+//! Merging a circular queue's rings into one trace: sorted by time, then
+//! ticket, the newest `capacity` records kept, hoops records where tickets
+//! are missing. Made on the fly (an iterator), so that a snapshot of a 1
+//! M-event ring copies its events once, out of the rings, and writes them as
+//! they are merged (issue 36).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::model::event::Event;
+use crate::model::handle::QueueHandle;
+use crate::ring::Ticketed;
+use crate::storage::save::hoops;
+
+/// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
+/// record (before the event it precedes) and 1 for an event.
+type Key = (u64, u64, usize, u8);
+
+/// One ring's part of a merged trace, in key order: its records with a hoops
+/// record before each gap in their tickets, and one after the last for the
+/// tickets up to the ring's end (see [`merge`]).
+enum Part {
+    /// Made on the fly from the records (their times do not go back).
+    Lazy {
+        records: std::vec::IntoIter<Ticketed>,
+        ring: usize,
+        next: u64,
+        /// The trailing hoops record, when the ring ends past its records.
+        tail: Option<(Key, Event)>,
+        /// The event a hoops record just went before.
+        pending: Option<(Key, Event)>,
+        queue: QueueHandle,
+    },
+    /// Made and sorted beforehand (a ring whose times go back somewhere).
+    Sorted(std::vec::IntoIter<(Key, Event)>),
+}
+
+impl Iterator for Part {
+    type Item = (Key, Event);
+
+    fn next(&mut self) -> Option<(Key, Event)> {
+        match self {
+            Part::Sorted(it) => it.next(),
+            Part::Lazy {
+                records,
+                ring,
+                next,
+                tail,
+                pending,
+                queue,
+            } => {
+                if let Some(p) = pending.take() {
+                    return Some(p);
+                }
+                let Some(r) = records.next() else {
+                    return tail.take();
+                };
+                let t = r.event.time;
+                let event = ((t, r.ticket, *ring, 1), r.event);
+                let gap = r.ticket.saturating_sub(*next);
+                *next = r.ticket + 1;
+                if gap > 0 {
+                    *pending = Some(event);
+                    return Some(((t, r.ticket, *ring, 0), hoops(t, gap, *queue)));
+                }
+                Some(event)
+            }
+        }
+    }
+}
+
+/// The merged trace of [`merge`]: its records in order (an iterator, so
+/// that a snapshot writes them without a second copy) and the number of
+/// events kept.
+pub(super) struct Merged {
+    parts: Vec<Part>,
+    /// The part whose head comes next, and that head's key.
+    current: Option<(Key, usize)>,
+    /// The heads of the other parts still going, smallest key on top.
+    heads: BinaryHeap<Reverse<(Key, usize)>>,
+    /// Each part's head record.
+    events: Vec<Option<Event>>,
+    /// Records still to come (events and hoops).
+    len: usize,
+    pub(super) kept: u64,
+}
+
+impl Iterator for Merged {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        let (_, p) = self.current.take()?;
+        let event = self.events[p].take()?;
+        self.current = match self.parts[p].next() {
+            Some((key, e)) => {
+                self.events[p] = Some(e);
+                match self.heads.peek_mut() {
+                    // Another part's head is older: it comes next, this one
+                    // waits in its place (one sift, no push and pop).
+                    Some(mut top) if top.0 < (key, p) => {
+                        Some(std::mem::replace(&mut *top, Reverse((key, p))).0)
+                    }
+                    // A run of one part: the heap is not touched.
+                    _ => Some((key, p)),
+                }
+            }
+            None => self.heads.pop().map(|r| r.0),
+        };
+        self.len -= 1;
+        Some(event)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl ExactSizeIterator for Merged {}
+
+/// Merges the rings' records (each sorted by ticket, with the ticket a
+/// trailing hoops record runs to: `Some(attempts)` when saving, `None` for a
+/// snapshot, which ends at each ring's newest record) into one trace sorted by
+/// time then ticket. Keeps the newest `capacity` records overall; the rest
+/// count as lost. Hoops records go before each ring's first kept record (for
+/// its tickets before it), at each gap in its tickets, and after its last up
+/// to its end. The trace comes out as an iterator: each ring's part is made
+/// on the fly and the parts merged (a ring's records whose times go back are
+/// sorted first), so a snapshot of a 1 M-event ring copies the events once.
+pub(super) fn merge(
+    mut rings: Vec<(Vec<Ticketed>, Option<u64>)>,
+    capacity: usize,
+    queue: QueueHandle,
+    now: impl FnOnce() -> u64,
+) -> Merged {
+    let total: usize = rings.iter().map(|(r, _)| r.len()).sum();
+    // For each ring: the end a trailing hoops record runs to, and the time
+    // of its newest record (kept or not).
+    let ends: Vec<(u64, Option<u64>)> = rings
+        .iter()
+        .map(|(r, end)| {
+            let last = r.last();
+            (
+                end.unwrap_or_else(|| last.map_or(0, |l| l.ticket + 1)),
+                last.map(|l| l.event.time),
+            )
+        })
+        .collect();
+    // Whether each ring's times never go back: its ticket order is then its
+    // key order (the usual case: a shard has one producer).
+    let in_order: Vec<bool> = rings
+        .iter()
+        .map(|(r, _)| r.windows(2).all(|w| w[0].event.time <= w[1].event.time))
+        .collect();
+    // Records each ring loses at its start to the cut.
+    let mut skip = vec![0usize; rings.len()];
+    if total > capacity {
+        // The oldest `total - capacity` records (by time, ticket, ring) go.
+        let cut = total - capacity;
+        if in_order.iter().all(|&o| o) {
+            skip = cut_sorted(&rings, cut);
+        } else {
+            let mut keys: Vec<Key> = rings
+                .iter()
+                .enumerate()
+                .flat_map(|(i, (r, _))| r.iter().map(move |t| key_of(i, t)))
+                .collect();
+            let (_, &mut first_kept, _) = keys.select_nth_unstable(cut);
+            for (i, (r, _)) in rings.iter_mut().enumerate() {
+                r.retain(|t| key_of(i, t) >= first_kept);
+            }
+        }
+    }
+    let mut now = Some(now);
+    let mut now_time = None;
+    let mut parts = Vec::with_capacity(rings.len());
+    let mut len = 0;
+    for (i, (((records, _), (end, newest)), skip)) in
+        rings.into_iter().zip(ends).zip(skip).enumerate()
+    {
+        // The gaps (a hoops record each) in what is kept.
+        let (mut next, mut gaps) = (0u64, 0usize);
+        let mut last_time: Option<u64> = None;
+        for r in &records[skip..] {
+            gaps += usize::from(r.ticket > next);
+            next = r.ticket + 1;
+            last_time = Some(r.event.time);
+        }
+        let tail = (end > next).then(|| {
+            let t = match last_time.or(newest) {
+                Some(t) => t,
+                None => *now_time.get_or_insert_with(|| (now.take().expect("called once"))()),
+            };
+            ((t, u64::MAX, i, 0), hoops(t, end - next, queue))
+        });
+        let n = records.len() - skip + gaps + usize::from(tail.is_some());
+        if n == 0 {
+            continue;
+        }
+        len += n;
+        let mut kept = records.into_iter();
+        if skip > 0 {
+            // O(1): the records are `Copy`, nothing is dropped.
+            kept.nth(skip - 1);
+        }
+        let lazy = Part::Lazy {
+            records: kept,
+            ring: i,
+            next: 0,
+            tail,
+            pending: None,
+            queue,
+        };
+        parts.push(if in_order[i] {
+            lazy
+        } else {
+            // Stable, as every key is distinct.
+            let mut sorted: Vec<(Key, Event)> = lazy.collect();
+            sorted.sort_by_key(|(k, _)| *k);
+            Part::Sorted(sorted.into_iter())
+        });
+    }
+    let mut events = Vec::with_capacity(parts.len());
+    let mut heads = BinaryHeap::with_capacity(parts.len());
+    for (p, part) in parts.iter_mut().enumerate() {
+        let head = part.next();
+        events.push(head.map(|(_, e)| e));
+        if let Some((key, _)) = head {
+            heads.push(Reverse((key, p)));
+        }
+    }
+    Merged {
+        parts,
+        current: heads.pop().map(|r| r.0),
+        heads,
+        events,
+        len,
+        kept: total.min(capacity) as u64,
+    }
+}
+
+/// The sort key of record `t` of ring `i`.
+fn key_of(i: usize, t: &Ticketed) -> Key {
+    (t.event.time, t.ticket, i, 1)
+}
+
+/// For rings each in key order ([`key_of`]): how many records each loses at
+/// its start when the `cut` oldest of all go. Binary searches, no copy: the
+/// first record kept is the one with exactly `cut` records older than it.
+fn cut_sorted(rings: &[(Vec<Ticketed>, Option<u64>)], cut: usize) -> Vec<usize> {
+    let older = |key: Key| -> Vec<usize> {
+        rings
+            .iter()
+            .enumerate()
+            .map(|(i, (r, _))| r.partition_point(|t| key_of(i, t) < key))
+            .collect()
+    };
+    for (i, (r, _)) in rings.iter().enumerate() {
+        let rank = |t: &Ticketed| older(key_of(i, t)).iter().sum::<usize>();
+        let j = r.partition_point(|t| rank(t) < cut);
+        if j < r.len() && rank(&r[j]) == cut {
+            return older(key_of(i, &r[j]));
+        }
+    }
+    // `cut` is every record.
+    rings.iter().map(|(r, _)| r.len()).collect()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::EventId;
+
+    /// What `merge` gave before it was an iterator: every record and hoops
+    /// record keyed, one stable sort.
+    fn reference(
+        mut rings: Vec<(Vec<Ticketed>, Option<u64>)>,
+        capacity: usize,
+        queue: QueueHandle,
+        now: u64,
+    ) -> Vec<Event> {
+        let total: usize = rings.iter().map(|(r, _)| r.len()).sum();
+        let ends: Vec<(u64, Option<u64>)> = rings
+            .iter()
+            .map(|(r, end)| {
+                let last = r.last();
+                (
+                    end.unwrap_or_else(|| last.map_or(0, |l| l.ticket + 1)),
+                    last.map(|l| l.event.time),
+                )
+            })
+            .collect();
+        if total > capacity {
+            let mut keys: Vec<Key> = rings
+                .iter()
+                .enumerate()
+                .flat_map(|(i, (r, _))| r.iter().map(move |t| key_of(i, t)))
+                .collect();
+            let (_, &mut first_kept, _) = keys.select_nth_unstable(total - capacity);
+            for (i, (r, _)) in rings.iter_mut().enumerate() {
+                r.retain(|t| key_of(i, t) >= first_kept);
+            }
+        }
+        let mut out: Vec<(Key, Event)> = Vec::new();
+        for (i, ((records, _), (end, newest))) in rings.iter().zip(ends).enumerate() {
+            let (mut next, mut last_time) = (0u64, None);
+            for r in records {
+                let t = r.event.time;
+                if r.ticket > next {
+                    out.push(((t, r.ticket, i, 0), hoops(t, r.ticket - next, queue)));
+                }
+                out.push(((t, r.ticket, i, 1), r.event));
+                next = r.ticket + 1;
+                last_time = Some(t);
+            }
+            if end > next {
+                let t = last_time.or(newest).unwrap_or(now);
+                out.push(((t, u64::MAX, i, 0), hoops(t, end - next, queue)));
+            }
+        }
+        out.sort_by_key(|(k, _)| *k);
+        out.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Rings of tickets with gaps; times increase in most, go back in some
+    /// (`back`), and repeat across rings (ties broken by ticket and ring).
+    fn rings(rng: &mut Rng, back: bool) -> Vec<(Vec<Ticketed>, Option<u64>)> {
+        (0..1 + rng.next(4))
+            .map(|i| {
+                let (mut ticket, mut time) = (rng.next(3), rng.next(5));
+                let n = rng.next(40);
+                let records: Vec<Ticketed> = (0..n)
+                    .map(|_| {
+                        let t = Ticketed {
+                            ticket,
+                            event: Event::new(time, EventId(0x0b), i as u32, [ticket, i]),
+                        };
+                        ticket += 1 + u64::from(rng.next(6) == 0) * rng.next(4);
+                        time = if back && rng.next(5) == 0 {
+                            time.saturating_sub(rng.next(4))
+                        } else {
+                            time + rng.next(3)
+                        };
+                        t
+                    })
+                    .collect();
+                let end = (rng.next(2) == 0).then(|| ticket + rng.next(3));
+                (records, end)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_on_the_fly_is_the_full_sort() {
+        let q = QueueHandle(2);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut cuts = 0;
+        for case in 0..2000 {
+            let rs = rings(&mut rng, case % 3 == 0);
+            let total: usize = rs.iter().map(|(r, _)| r.len()).sum();
+            let capacity = 1 + rng.next(total as u64 + 8) as usize;
+            cuts += usize::from(total > capacity);
+            let want = reference(rs.clone(), capacity, q, 777);
+            let merged = merge(rs, capacity, q, || 777);
+            assert_eq!(merged.len(), want.len(), "case {case}");
+            assert_eq!(merged.kept, total.min(capacity) as u64, "case {case}");
+            assert_eq!(merged.collect::<Vec<_>>(), want, "case {case}");
+        }
+        // The cut (binary searches, or the sort when times go back) ran.
+        assert!(cuts > 500, "{cuts} cases cut");
+    }
+}
