@@ -60,7 +60,7 @@ pub(crate) fn with_queue_counters(
         .map_err(|e| ConfigError::InvalidParameter {
             queue_type,
             reason: format!(
-                "the queue counters need the class name `{CLASS_NAME}` (reserved for them), which the catalog cannot take ({e}): rename that class, or turn the counters off (with_queue_counters(false))"
+                "the queue counters need the class name `{CLASS_NAME}` (reserved for them), which the catalog cannot take ({e}): rename that class, or turn the counters off (UdpParams::with_queue_counters(false))"
             ),
         })?;
     let (Some(fill), Some(lost)) = (
