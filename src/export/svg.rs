@@ -21,12 +21,22 @@
 //!   with the number of events lost (records within one pixel share a line
 //!   and their sum; labels closer than 56 pixels share the first one's
 //!   label, with their sum, so they never print over each other).
+//! - **Counter lanes** (with [`SvgTimeline::with_counters`]): a lane per
+//!   counter (FORMAT.md 1.3.2) and source that logged it, under the task
+//!   rows, labelled with the counter's name (`class:S`; the source is the
+//!   label's tooltip): its value as a step line (it holds until the next
+//!   record, and from the range's start when one came before), scaled from
+//!   the smallest value drawn (bottom) to the largest (top; a flat line
+//!   mid-lane when they are equal), with `min A, max B (unit)` written in
+//!   the lane. Records within one pixel share a vertical stroke through
+//!   their smallest and largest values; NaN values are not drawn.
 //! - **Legend**: the colours and marks, under the axis.
 //! - **Axis**: ticks at 1, 2 or 5 × 10^k ns, labelled in ns, µs, ms or s since
 //!   the trace's time zero.
 //!
 //! Each drawn element has a `class` (`run`, `irq`, `blocked`, `activate`,
-//! `loss`, `loss-label`, `row`, `tick`, `legend`) and a `<title>` (a tooltip in browsers) for the
+//! `loss`, `loss-label`, `row`, `tick`, `legend`, `counter`, `step`,
+//! `counter-range`) and a `<title>` (a tooltip in browsers) for the
 //! spans, so that tests and tools can read the picture back.
 //!
 //! # Memory and size
@@ -65,11 +75,13 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::{ConvertStats, EventSink};
-use crate::classes::{lowlevel, semaphore, system, tracer};
+use crate::classes::counters::CounterTable;
+use crate::classes::{lowlevel, semaphore, system, tracer, Catalog};
 use crate::export::ExportError;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::io_error::IoError;
 use crate::Event;
+use qtrace_core::classes::counter::CounterKind;
 
 /// The narrowest time area drawn, in pixels.
 pub(crate) const MIN_WIDTH_PX: u32 = 100;
@@ -169,6 +181,50 @@ const LINES_NAMED: usize = 3;
 /// label adds its count to it (its line is still drawn).
 const LOSS_LABEL_GAP: f64 = 56.0;
 
+/// The records of one counter within one pixel: the first, smallest,
+/// largest and last value.
+#[derive(Clone, Copy, Debug)]
+struct Column {
+    x: f64,
+    first: f64,
+    lo: f64,
+    hi: f64,
+    last: f64,
+}
+
+/// One counter's lane (of one source).
+#[derive(Debug, Default)]
+struct Lane {
+    /// The last value before the range (raw), where the line starts.
+    before: Option<u64>,
+    /// The records in the range, a column per pixel at most.
+    columns: Vec<Column>,
+    /// The smallest and largest raw value drawn.
+    lo: Option<u64>,
+    hi: Option<u64>,
+    /// Records drawn.
+    records: u64,
+}
+
+/// Whether raw value `a` is below `b`, read as `kind`.
+fn below(kind: CounterKind, a: u64, b: u64) -> bool {
+    match kind {
+        CounterKind::U64 => a < b,
+        CounterKind::I64 => (a as i64) < (b as i64),
+        CounterKind::F64 => f64::from_bits(a) < f64::from_bits(b),
+    }
+}
+
+/// A raw value as text: an integer whole, an `f64` as Rust prints it
+/// (the shortest text that reads back the same).
+fn value_text(kind: CounterKind, raw: u64) -> String {
+    match kind {
+        CounterKind::U64 => raw.to_string(),
+        CounterKind::I64 => (raw as i64).to_string(),
+        CounterKind::F64 => f64::from_bits(raw).to_string(),
+    }
+}
+
 #[derive(Debug, Default)]
 struct TaskState {
     on: Option<u32>,
@@ -206,6 +262,10 @@ pub struct SvgTimeline<W: Write> {
     sources: BTreeMap<u32, SourceState>,
     tasks: BTreeMap<u64, TaskState>,
     losses: Vec<(f64, u64, u64)>,
+    /// The counters drawn (none without [`SvgTimeline::with_counters`]),
+    /// and their lanes by (counter, source).
+    counters: CounterTable,
+    lanes: BTreeMap<(usize, u32), Lane>,
     end: u64,
     stats: ConvertStats,
     finished: bool,
@@ -263,9 +323,85 @@ impl<W: Write> SvgTimeline<W> {
             sources: BTreeMap::new(),
             tasks: BTreeMap::new(),
             losses: Vec::new(),
+            counters: CounterTable::default(),
+            lanes: BTreeMap::new(),
             end: 0,
             stats: ConvertStats::default(),
             finished: false,
+        }
+    }
+
+    /// Draws a lane per counter of `catalog` (FORMAT.md 1.3.2) and source
+    /// that logged it (see the [module documentation](self)); name the
+    /// events with the catalog of the trace drawn.
+    ///
+    /// ```
+    /// use qtrace::classes::{Catalog, ClassSpec};
+    /// use qtrace::export::{self, svg::{SvgOptions, SvgTimeline}};
+    /// use qtrace::macros::CounterKind;
+    /// use qtrace::Event;
+    ///
+    /// let mut catalog = Catalog::builtin();
+    /// let sched = catalog.define(
+    ///     ClassSpec::new("sched", "the scheduler").counter("ready", "tasks ready", CounterKind::U64, "tasks"),
+    /// )?;
+    /// let ready = sched.event("ready.counter").unwrap();
+    /// let mut svg = Vec::new();
+    /// let timeline = SvgTimeline::new(&mut svg, (0, 1_000), SvgOptions::default()).with_counters(&catalog);
+    /// export::convert(timeline, [Event::new(0, ready, 0, [2, 0]), Event::new(500, ready, 0, [5, 0])])?;
+    /// let text = String::from_utf8(svg).unwrap();
+    /// assert!(text.contains(">sched:ready<") && text.contains("min 2, max 5 (tasks)"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_counters(mut self, catalog: &Catalog) -> Self {
+        self.counters = CounterTable::new(catalog);
+        self
+    }
+
+    /// Adds counter `i`'s value `raw`, logged by `source` at `t`.
+    fn sample(&mut self, i: usize, source: u32, t: u64, raw: u64) {
+        let Some(kind) = self.counters.get(i).map(|c| c.kind) else {
+            return;
+        };
+        if t > self.range.1 || (kind == CounterKind::F64 && f64::from_bits(raw).is_nan()) {
+            return;
+        }
+        if !self.lanes.contains_key(&(i, source)) {
+            if self.rows.len() + self.lanes.len() >= self.options.max_rows {
+                self.stats.unpaired += 1;
+                return;
+            }
+            self.lanes.insert((i, source), Lane::default());
+        }
+        let x = self.x(t);
+        let Some(lane) = self.lanes.get_mut(&(i, source)) else {
+            return;
+        };
+        if t < self.range.0 {
+            lane.before = Some(raw);
+            return;
+        }
+        lane.records += 1;
+        if lane.lo.map_or(true, |lo| below(kind, raw, lo)) {
+            lane.lo = Some(raw);
+        }
+        if lane.hi.map_or(true, |hi| below(kind, hi, raw)) {
+            lane.hi = Some(raw);
+        }
+        let v = kind.value(raw);
+        match lane.columns.last_mut() {
+            Some(c) if x - c.x < 1.0 => {
+                c.lo = c.lo.min(v);
+                c.hi = c.hi.max(v);
+                c.last = v;
+            }
+            _ => lane.columns.push(Column {
+                x,
+                first: v,
+                lo: v,
+                hi: v,
+                last: v,
+            }),
         }
     }
 
@@ -278,7 +414,7 @@ impl<W: Write> SvgTimeline<W> {
     /// The row of `key`, made if there is room.
     fn row(&mut self, key: RowKey) -> Option<&mut Row> {
         if !self.rows.contains_key(&key) {
-            if self.rows.len() >= self.options.max_rows {
+            if self.rows.len() + self.lanes.len() >= self.options.max_rows {
                 self.stats.unpaired += 1;
                 return None;
             }
@@ -397,7 +533,7 @@ impl<W: Write> SvgTimeline<W> {
     /// The colour legend, one line at `y`.
     fn legend(&self, s: &mut String, y: f64) {
         let irq = format!("interrupt (up to {} ns)", self.options.interrupt_max_ns);
-        let items: [(&str, &str, &str); 6] = [
+        let mut items: Vec<(&str, &str, &str)> = vec![
             (
                 "run",
                 "hsl(137,55%,55%)",
@@ -409,6 +545,9 @@ impl<W: Write> SvgTimeline<W> {
             ("activate", "#333", "activation"),
             ("loss", "red", "events lost"),
         ];
+        if !self.lanes.is_empty() {
+            items.push(("counter", "steelblue", "a counter's value"));
+        }
         let _ = write!(s, "<g class=\"legend\">");
         let mut x = 90.0;
         for (kind, fill, what) in items {
@@ -424,6 +563,10 @@ impl<W: Write> SvgTimeline<W> {
                     y - 9.0,
                     x + 5.0,
                     y + 2.0
+                ),
+                "counter" => format!(
+                    "<path d=\"M{x:.1} {:.1} h4 v-6 h6\" fill=\"none\" stroke=\"{fill}\"/>",
+                    y - 1.0
                 ),
                 _ => format!(
                     "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{fill}\"/>",
@@ -442,13 +585,98 @@ impl<W: Write> SvgTimeline<W> {
         let _ = writeln!(s, "</g>");
     }
 
+    /// The counter lanes, from `top`, each `lane_h` high.
+    fn render_lanes(&self, s: &mut String, top: f64, left: f64, lane_h: f64) {
+        let width = f64::from(self.options.width_px);
+        let end = self.x(self.end.min(self.range.1).max(self.range.0));
+        for (n, (&(i, source), lane)) in self.lanes.iter().enumerate() {
+            let Some(info) = self.counters.get(i) else {
+                continue;
+            };
+            let kind = info.kind;
+            let y0 = top + lane_h * n as f64;
+            // The values drawn: those in the range and the one it starts with.
+            let mut lo = lane.lo;
+            let mut hi = lane.hi;
+            if let Some(b) = lane.before {
+                if lo.map_or(true, |lo| below(kind, b, lo)) {
+                    lo = Some(b);
+                }
+                if hi.map_or(true, |hi| below(kind, hi, b)) {
+                    hi = Some(b);
+                }
+            }
+            let (flo, fhi) = (
+                lo.map_or(0.0, |v| kind.value(v)),
+                hi.map_or(0.0, |v| kind.value(v)),
+            );
+            let y = |v: f64| {
+                if fhi > flo {
+                    y0 + 4.0 + (fhi - v) / (fhi - flo) * (lane_h - 12.0)
+                } else {
+                    y0 + (lane_h - 2.0) / 2.0
+                }
+            };
+            let mut d = String::new();
+            if let Some(b) = lane.before {
+                let _ = write!(d, "M{left:.1} {:.1}", y(kind.value(b)));
+            }
+            for c in &lane.columns {
+                let x = left + c.x;
+                if d.is_empty() {
+                    let _ = write!(d, "M{x:.1} {:.1}", y(c.first));
+                } else {
+                    let _ = write!(d, " H{x:.1} V{:.1}", y(c.first));
+                }
+                if c.hi > c.lo {
+                    let _ = write!(d, " V{:.1} V{:.1} V{:.1}", y(c.lo), y(c.hi), y(c.last));
+                }
+            }
+            if !d.is_empty() {
+                let _ = write!(d, " H{:.1}", left + end);
+            }
+            let range = match (lo, hi) {
+                (Some(lo), Some(hi)) => {
+                    let unit = if info.unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", info.unit)
+                    };
+                    format!(
+                        "min {}, max {}{unit}",
+                        value_text(kind, lo),
+                        value_text(kind, hi)
+                    )
+                }
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "<g class=\"counter\"><rect x=\"{left}\" y=\"{y0}\" width=\"{width}\" height=\"{}\" fill=\"#f6faf6\"/><text x=\"4\" y=\"{:.1}\">{}<title>source {source}</title></text>\n\
+                 <path class=\"step\" d=\"{d}\" fill=\"none\" stroke=\"steelblue\"><title>{} on source {source}: {} record{}</title></path><text class=\"counter-range\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\" font-size=\"9\" text-anchor=\"end\">{}</text></g>",
+                lane_h - 2.0,
+                y0 + lane_h * 0.55,
+                esc(&info.name),
+                esc(&info.name),
+                lane.records,
+                if lane.records == 1 { "" } else { "s" },
+                left + width - 4.0,
+                y0 + 10.0,
+                esc(&range)
+            );
+        }
+    }
+
     fn render(&mut self) -> std::io::Result<()> {
         const LEFT: f64 = 90.0;
         const ROW_H: f64 = 22.0;
         const TOP: f64 = 30.0;
         let width = f64::from(self.options.width_px);
+        const LANE_H: f64 = 34.0;
         let rows: Vec<(RowKey, Row)> = std::mem::take(&mut self.rows).into_iter().collect();
-        let height = TOP + ROW_H * rows.len() as f64 + 60.0;
+        let lanes_top = TOP + ROW_H * rows.len() as f64;
+        let axis_y = lanes_top + LANE_H * self.lanes.len() as f64;
+        let height = axis_y + 60.0;
         let mut s = String::with_capacity(64 * 1024);
         let _ = write!(
             s,
@@ -470,7 +698,6 @@ impl<W: Write> SvgTimeline<W> {
                 break;
             }
         }
-        let axis_y = TOP + ROW_H * rows.len() as f64;
         let mut t = a.div_ceil(step).saturating_mul(step);
         while t <= b {
             let x = LEFT + self.x(t);
@@ -574,6 +801,7 @@ impl<W: Write> SvgTimeline<W> {
             self.out.write_all(s.as_bytes())?;
             s.clear();
         }
+        self.render_lanes(&mut s, lanes_top, LEFT, LANE_H);
         // One label per group of losses closer than LOSS_LABEL_GAP pixels
         // (the sum of the group, at its first line): labels never overlap.
         let mut labels: Vec<(f64, u64)> = Vec::new();
@@ -636,6 +864,9 @@ impl<W: Write> EventSink for SvgTimeline<W> {
                 }
             }
             return Ok(());
+        }
+        if let Some(i) = self.counters.lookup(e.id) {
+            self.sample(i, e.source, t, e.args[0]);
         }
         let st = self.sources.entry(e.source).or_default();
         if inside {
@@ -820,5 +1051,81 @@ mod tests {
                 .unwrap();
             assert!(w <= f64::from(MAX_WIDTH_PX) + 200.0, "{w}");
         }
+    }
+
+    #[test]
+    fn counter_lanes_are_step_lines_with_name_unit_and_range() {
+        use crate::classes::ClassSpec;
+        let mut catalog = Catalog::builtin();
+        let sched = catalog
+            .define(ClassSpec::new("sched", "the scheduler").counter(
+                "ready",
+                "tasks ready",
+                CounterKind::U64,
+                "tasks",
+            ))
+            .unwrap();
+        let cpu = catalog
+            .define(ClassSpec::new("cpu", "the CPUs").counter("load", "load", CounterKind::F64, ""))
+            .unwrap();
+        let ready = sched.event("ready.counter").unwrap();
+        let load = cpu.event("load.counter").unwrap();
+        let f = |v: f64| v.to_bits();
+        let mut out = Vec::new();
+        // 100 px over 1000 ns: 10 ns a pixel; the lanes start at x = 90.
+        let mut t = SvgTimeline::new(
+            &mut out,
+            (1_000, 2_000),
+            SvgOptions {
+                width_px: 100,
+                ..SvgOptions::default()
+            },
+        )
+        .with_counters(&catalog);
+        for e in [
+            Event::new(500, ready, 0, [3, 0]), // before: where the line starts
+            Event::new(1_000, system::SCHEDULE, 0, [1, 0]),
+            Event::new(1_100, load, 1, [f(1.5), 0]),
+            Event::new(1_200, ready, 0, [5, 0]),
+            Event::new(1_203, ready, 0, [1, 0]), // the same pixel
+            Event::new(1_500, ready, 0, [4, 0]),
+            Event::new(1_600, load, 1, [f(f64::NAN), 0]), // not drawn
+            Event::new(1_700, load, 1, [f(-0.25), 0]),
+            Event::new(1_800, ready, 1, [7, 0]),
+            Event::new(2_500, ready, 0, [9, 0]), // after the range
+        ] {
+            t.push(&e).unwrap();
+        }
+        t.finish().unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        let lanes: Vec<&str> = svg
+            .split("<g class=\"counter\">")
+            .skip(1)
+            .map(|l| &l[..l.find("</g>").unwrap()])
+            .collect();
+        // Two rows (CPU 0, task 1) of 22 px from y = 30: lanes from 74, 34 px
+        // each; values from 4 px under the lane's top to 8 px above its
+        // bottom (22 px of scale); a flat line at 16 px.
+        assert_eq!(
+            lanes,
+            [
+                "<rect x=\"90\" y=\"74\" width=\"100\" height=\"32\" fill=\"#f6faf6\"/><text x=\"4\" y=\"92.7\">sched:ready<title>source 0</title></text>\n\
+                 <path class=\"step\" d=\"M90.0 89.0 H110.0 V78.0 V100.0 V78.0 V100.0 H140.0 V83.5 H190.0\" fill=\"none\" stroke=\"steelblue\"><title>sched:ready on source 0: 3 records</title></path><text class=\"counter-range\" x=\"186.0\" y=\"84.0\" fill=\"#555\" font-size=\"9\" text-anchor=\"end\">min 1, max 5 (tasks)</text>",
+                "<rect x=\"90\" y=\"108\" width=\"100\" height=\"32\" fill=\"#f6faf6\"/><text x=\"4\" y=\"126.7\">sched:ready<title>source 1</title></text>\n\
+                 <path class=\"step\" d=\"M170.0 124.0 H190.0\" fill=\"none\" stroke=\"steelblue\"><title>sched:ready on source 1: 1 record</title></path><text class=\"counter-range\" x=\"186.0\" y=\"118.0\" fill=\"#555\" font-size=\"9\" text-anchor=\"end\">min 7, max 7 (tasks)</text>",
+                "<rect x=\"90\" y=\"142\" width=\"100\" height=\"32\" fill=\"#f6faf6\"/><text x=\"4\" y=\"160.7\">cpu:load<title>source 1</title></text>\n\
+                 <path class=\"step\" d=\"M100.0 146.0 H160.0 V168.0 H190.0\" fill=\"none\" stroke=\"steelblue\"><title>cpu:load on source 1: 2 records</title></path><text class=\"counter-range\" x=\"186.0\" y=\"152.0\" fill=\"#555\" font-size=\"9\" text-anchor=\"end\">min -0.25, max 1.5</text>",
+            ]
+        );
+        // The axis under the lanes; the legend says what the line is.
+        assert!(svg.contains("<line class=\"tick\" x1=\"90.0\" y1=\"30\" x2=\"90.0\" y2=\"180.0\""));
+        assert!(svg.contains("data-kind=\"counter\""));
+        // Without `with_counters`, counter records draw nothing.
+        let mut out = Vec::new();
+        let mut t = SvgTimeline::new(&mut out, (1_000, 2_000), SvgOptions::default());
+        t.push(&Event::new(1_200, ready, 0, [5, 0])).unwrap();
+        t.finish().unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(!svg.contains("class=\"counter\"") && !svg.contains("data-kind=\"counter\""));
     }
 }

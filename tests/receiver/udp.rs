@@ -612,3 +612,121 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
     expected.push((true, 36));
     assert_eq!(stream, expected);
 }
+
+/// The queue's own counters (FORMAT.md 1.3.4): 40 events logged into a
+/// queue of 16 before its task starts, so 24 dropped; the task's first
+/// sample says 16 queued and 24 lost, every later one 0 queued and 24
+/// lost; the samples come after the events that were queued, and they are
+/// not the queue's events (its counters hold).
+#[test]
+fn queue_counters_sample_fill_and_exact_losses() {
+    queue_counters(true);
+}
+
+/// The same in 32-byte-record datagrams.
+#[test]
+fn queue_counters_in_32_byte_records() {
+    queue_counters(false);
+}
+
+fn queue_counters(compact: bool) {
+    use qtrace::macros::CounterKind;
+    let path = out_file(&format!("queue-counters-{compact}"));
+    let (addr, _progress, stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::duration(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(addr)
+                .with_capacity(16)
+                .with_period(Duration::from_millis(20))
+                .with_datagrams_per_period(DatagramsPerPeriod::All)
+                .with_compact(compact)
+                .with_queue_counters(true),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..40 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    tracer.activate().unwrap();
+    let report = tracer.shutdown().unwrap();
+    let c = report.queues[0].counters;
+    assert_eq!((c.accepted, c.dropped, c.delivered), (16, 24, 16));
+    stop.stop();
+    let summary = rx.join().unwrap();
+    let (header, events, marks) = read_trace(&path);
+    assert_eq!(marks, [], "the stream closed");
+    let catalog = header.catalog();
+    let fill = catalog.counter::<u64>("qtrace:queue.fill").unwrap().id();
+    let lost = catalog.counter::<u64>("qtrace:queue.lost").unwrap().id();
+    assert_eq!(catalog.counter_of(fill), Some((CounterKind::U64, "events")));
+    assert_eq!(catalog.counter_of(lost), Some((CounterKind::U64, "events")));
+    let series = |id| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|e| e.id == id)
+            .map(|e| {
+                assert_eq!(e.source, qtrace::TRACER_SOURCE);
+                e.args[0]
+            })
+            .collect()
+    };
+    let (fills, losses) = (series(fill), series(lost));
+    // A sample per round: at least the two of its shutdown (it stops once
+    // two rounds found nothing), and one per round before if it ran any.
+    assert!(fills.len() >= 2, "{fills:?}");
+    assert_eq!(fills[0], 16);
+    assert!(fills[1..].iter().all(|&f| f == 0), "{fills:?}");
+    assert_eq!(losses, vec![24; fills.len()]);
+    assert_eq!(*losses.last().unwrap(), c.dropped);
+    // The first sample follows the 16 events queued when it was taken.
+    let first = events.iter().position(|e| e.id == fill).unwrap();
+    let kept: Vec<u64> = events[..first]
+        .iter()
+        .filter(|e| e.id == user::USER0)
+        .map(|e| e.args[0])
+        .collect();
+    assert_eq!(kept, (0..16).collect::<Vec<_>>());
+    assert_eq!(events[first + 1].id, lost);
+    // The receiver counts the samples as the sender's records, and its
+    // account closes: 40 logged + the samples = received + dropped.
+    let s = &summary.senders[0];
+    let samples = 2 * fills.len() as u64;
+    assert_eq!(s.events, 16 + samples);
+    assert_eq!(s.sender_dropped, 24);
+    assert_eq!(s.logged, Some(40 + samples));
+    assert!(s.closed);
+    let hoops: u64 = events
+        .iter()
+        .filter(|e| e.id == HOOPS)
+        .map(|e| e.args[0])
+        .sum();
+    assert_eq!(hoops, 24);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+/// Without `with_queue_counters` the stream has no `qtrace` class; a
+/// catalog that already has one makes activation fail, saying why.
+#[test]
+fn queue_counters_are_opt_in_and_their_class_name_is_reserved() {
+    let receiver = std::net::UdpSocket::bind(loopback()).unwrap();
+    let tracer = Tracer::new();
+    tracer
+        .define_class(ClassSpec::new("qtrace", "mine").event("x", "x", &[]))
+        .unwrap();
+    tracer
+        .create_queue::<Udp>(
+            UdpParams::to(receiver.local_addr().unwrap()).with_queue_counters(true),
+        )
+        .unwrap();
+    let err = tracer.activate().unwrap_err().to_string();
+    assert!(
+        err.contains("the queue counters need the class name `qtrace`"),
+        "{err}"
+    );
+    assert!(!UdpParams::default().queue_counters());
+}

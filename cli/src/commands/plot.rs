@@ -118,6 +118,15 @@ fn plot(args: &PlotArgs) -> Result<(qtrace::export::ConvertStats, ReadEnds), Fai
         ..SvgOptions::default()
     };
     let mut timeline = SvgTimeline::new(BufWriter::new(file), range, options);
+    // Counter lanes when the files name their events alike (one tracer's).
+    {
+        let mut catalogs = merged.readers().map(|r| r.catalog());
+        if let Some(first) = catalogs.next() {
+            if catalogs.all(|c| c == first) {
+                timeline = timeline.with_counters(first);
+            }
+        }
+    }
     let mut failure = None;
     let clean = read_merged(&mut merged, |_, e| {
         if e.time > range.1 && failure.is_none() {

@@ -463,10 +463,9 @@ fn every_analyze_json_field_is_documented_and_none_is_null() {
     assert!(missing.is_empty(), "undocumented: {missing:?}");
 }
 
-/// Counters (FORMAT.md 1.3.2): min, mean and max per counter, every source
-/// together, in the text table and in `--json`.
-#[test]
-fn analyze_reports_min_mean_max_per_counter() {
+/// A trace of two counters: `sched:ready` (u64, tasks) on sources 0 and 1,
+/// `sched:load` (f64) with a NaN.
+fn counter_file(dir: &std::path::Path) -> std::path::PathBuf {
     use qtrace::classes::ClassSpec;
     use qtrace::clock::{Clock, ManualClock};
     use qtrace::macros::CounterKind;
@@ -490,13 +489,20 @@ fn analyze_reports_min_mean_max_per_counter() {
         qtrace::Event::new(400, ready, 0, [1, 0]),
         qtrace::Event::new(500, load, 0, [f64::NAN.to_bits(), 0]),
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.qtr");
+    let path = dir.join("c.qtr");
     let header = TraceHeader::new(catalog, &Clock::manual(&ManualClock::new(0)));
     let mut w = create_trace_file(&path, &header).unwrap();
     w.write_events(&events).unwrap();
     w.finish().unwrap();
+    path
+}
 
+/// Counters (FORMAT.md 1.3.2): min, mean and max per counter, every source
+/// together, in the text table and in `--json`.
+#[test]
+fn analyze_reports_min_mean_max_per_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = counter_file(dir.path());
     let text = run(&[], &path);
     let table = &text[text.find("\ncounters\n").expect("a counters table")..];
     assert_eq!(
@@ -515,6 +521,44 @@ fn analyze_reports_min_mean_max_per_counter() {
             {"name": "sched:ready", "count": 3, "nan": 0, "min": 1.0, "mean": 8.0 / 3.0, "max": 5.0},
         ])
     );
+}
+
+/// `qtrace plot` draws a lane per counter and source, with its range.
+#[test]
+fn plot_draws_a_lane_per_counter_and_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = counter_file(dir.path());
+    let svg_path = dir.path().join("c.svg");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["plot", "--width", "400", "--out"])
+        .arg(&svg_path)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let lanes: Vec<(String, String)> = svg
+        .split("<g class=\"counter\">")
+        .skip(1)
+        .map(|l| {
+            let name = l.split("\">").nth(1).unwrap().split('<').next().unwrap();
+            let range = l.split("text-anchor=\"end\">").nth(1).unwrap();
+            (
+                name.to_string(),
+                range.split('<').next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let lane = |n: &str, r: &str| (n.to_string(), r.to_string());
+    assert_eq!(
+        lanes,
+        [
+            lane("sched:ready", "min 1, max 2 (tasks)"),
+            lane("sched:ready", "min 5, max 5 (tasks)"),
+            lane("sched:load", "min 0.5, max 0.5"),
+        ]
+    );
+    assert_eq!(svg.matches("<title>source 1</title>").count(), 1);
 }
 
 #[test]

@@ -105,6 +105,9 @@ pub struct UdpParams {
     /// keyed: FORMAT.md 2.7), about 5 bytes an event; `false`: 32-byte
     /// records (version 1, or 2 keyed). On by default.
     pub(crate) compact: bool,
+    /// Whether the task samples the queue's fill level and losses into the
+    /// stream (FORMAT.md 1.3.4). Off by default.
+    pub(crate) queue_counters: bool,
     /// The key every datagram is keyed with (feature `keys`); `None`:
     /// unkeyed datagrams. Boxed: the queue's size is fixed (a power of
     /// two, for the tracer's table of queues).
@@ -138,6 +141,7 @@ impl UdpParams {
             sender_id: None,
             segmentation_offload: true,
             compact: true,
+            queue_counters: false,
             #[cfg(feature = "keys")]
             key: None,
         }
@@ -191,6 +195,23 @@ impl UdpParams {
     /// ```
     pub fn with_compact(mut self, on: bool) -> Self {
         self.compact = on;
+        self
+    }
+    /// Has the task sample, at the start of each round, the queue's fill
+    /// level and its losses so far into the stream as the counters
+    /// `qtrace:queue.fill` and `qtrace:queue.lost` (FORMAT.md 1.3.4: the
+    /// class `qtrace` is added to the stream's catalog; its records come
+    /// from source `TRACER_SOURCE`). Off by default; producers pay nothing
+    /// either way. Activation fails if the catalog already has a class
+    /// named `qtrace`.
+    ///
+    /// ```
+    /// let params = qtrace::queues::UdpParams::default();
+    /// assert!(!params.queue_counters());
+    /// assert!(params.with_queue_counters(true).queue_counters());
+    /// ```
+    pub fn with_queue_counters(mut self, on: bool) -> Self {
+        self.queue_counters = on;
         self
     }
     /// Sends the catalog again every `interval` (10 s by default).
@@ -300,6 +321,11 @@ impl UdpParams {
     /// ([`with_compact`](Self::with_compact)).
     pub fn compact(&self) -> bool {
         self.compact
+    }
+    /// Whether the task samples the queue's own counters
+    /// ([`with_queue_counters`](Self::with_queue_counters)).
+    pub fn queue_counters(&self) -> bool {
+        self.queue_counters
     }
 }
 

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use super::{DatagramsPerPeriod, Shared, UdpQueue};
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
+use crate::queues::drained::samples::{
+    drain_sampled, with_queue_counters, QueueCounterIds, Sample, SAMPLE_RECORDS,
+};
 use crate::queues::drained::sender::{SendOutcome, UdpSender};
 use crate::queues::drained::task::Work;
 use crate::wire::datagram::keyed::KEYED_OVERHEAD;
@@ -37,6 +40,14 @@ impl UdpQueue {
 
     pub(super) fn streamer(&self, ctx: &QueueContext) -> Result<Streamer, ConfigError> {
         let local = self.params.local.expect("filled in at create");
+        // The queue's own counters: their class in this stream's catalog.
+        let (ctx, counters) = if self.params.queue_counters {
+            let (ctx, ids) = with_queue_counters(ctx, "udp")?;
+            (ctx, Some(ids))
+        } else {
+            (ctx.clone(), None)
+        };
+        let ctx = &ctx;
         let socket = UdpSender::open(local, self.params.remote)?;
         // A full events datagram: every datagram is at most this long, all
         // but the last of a batch exactly this long.
@@ -85,6 +96,10 @@ impl UdpQueue {
             per_round: self.params.datagrams_per_period,
             catalog_interval: self.params.catalog_interval,
             catalog_due: None,
+            counters,
+            sample: None,
+            sample_at: None,
+            samples_built: 0,
         })
     }
 }
@@ -144,6 +159,16 @@ pub(super) struct Streamer {
     per_round: DatagramsPerPeriod,
     catalog_interval: Duration,
     catalog_due: Option<Instant>,
+    /// The queue's own counters, when sampled (FORMAT.md 1.3.4).
+    counters: Option<QueueCounterIds>,
+    /// The sample taken and not yet in a datagram.
+    sample: Option<Sample>,
+    /// Where in `buf` the datagram holding the last sample starts, until
+    /// it is sent: its sample records are not the queue's events.
+    sample_at: Option<usize>,
+    /// Sample records put in datagrams: the close datagram's `logged`
+    /// counts them (they are in `first_event`).
+    samples_built: u64,
 }
 
 impl Streamer {
@@ -230,6 +255,10 @@ impl Streamer {
                     // The count field of each events datagram we built.
                     let count = &self.buf[at + 12..at + 14];
                     events += u16::from_be_bytes([count[0], count[1]]) as u64;
+                    if self.sample_at == Some(at) {
+                        events -= SAMPLE_RECORDS as u64;
+                        self.sample_at = None;
+                    }
                     datagrams += 1;
                     at += self.seg;
                 }
@@ -300,6 +329,9 @@ impl Streamer {
         }
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
+        if self.sample.is_none() {
+            self.sample = self.counters.as_ref().map(|c| c.sample(ring));
+        }
         let seg = self.seg;
         let room = self.room;
         let records = crate::wire::datagram::records_per_datagram(room);
@@ -349,13 +381,17 @@ impl Streamer {
                 Ok(enc) => enc,
                 Err(_) => return true, // seg is checked at create: cannot happen
             };
-            let capacity = enc.capacity().min(ring.len());
-            let n = ring.drain(capacity, |e| {
-                enc.push(e);
-            });
+            let (n, samples) =
+                drain_sampled(ring, &mut self.sample, enc.capacity(), ring.len(), |e| {
+                    enc.push(e)
+                });
             self.snapshot_left = self.snapshot_left.saturating_sub(n);
-            if n == 0 && dropped == self.sent_dropped {
+            if n == 0 && samples == 0 && dropped == self.sent_dropped {
                 break; // nothing new to say
+            }
+            if samples > 0 {
+                self.sample_at = Some(at);
+                self.samples_built += samples as u64;
             }
             let count = enc.len() as u64;
             let len = enc.finish();
@@ -395,7 +431,10 @@ impl Streamer {
                 // of full. Drops counted with a snapshot came after its events: they
                 // are reported by the datagram that carries the last of them.
         let mut dropped = self.sent_dropped;
+        let mut samples = 0;
         loop {
+            // A sample due before any event goes in first.
+            samples += drain_sampled(ring, &mut self.sample, enc.room_for(), 0, |e| enc.push(e)).1;
             if self.snapshot_left == 0 {
                 // Every event of the snapshot is carried (by this datagram
                 // or an earlier one): its drops go with this datagram.
@@ -411,13 +450,22 @@ impl Streamer {
             if take == 0 {
                 break;
             }
-            let n = ring.drain(take, |e| {
-                enc.push(e);
-            });
+            let (n, s) = drain_sampled(
+                ring,
+                &mut self.sample,
+                enc.room_for(),
+                self.snapshot_left,
+                |e| enc.push(e),
+            );
+            samples += s;
             self.snapshot_left -= n;
-            if n < take {
+            if n + s < take {
                 break; // a producer is still writing the oldest record
             }
+        }
+        if samples > 0 {
+            self.sample_at = Some(at);
+            self.samples_built += samples as u64;
         }
         if enc.is_empty() && dropped == self.sent_dropped {
             return None;
@@ -457,6 +505,9 @@ impl Streamer {
         let mut at = p.start;
         while at + 14 <= p.end {
             events += u16::from_be_bytes([self.buf[at + 12], self.buf[at + 13]]) as u64;
+            if self.sample_at == Some(at) {
+                events -= SAMPLE_RECORDS as u64;
+            }
             at += self.seg;
         }
         events
@@ -550,7 +601,8 @@ impl Streamer {
         let accepted = ring.accepted();
         let dropped = ring.dropped();
         let counts = CloseCounts {
-            logged: accepted + dropped,
+            // The samples are in `first_event`: logged counts them too.
+            logged: accepted + dropped + self.samples_built,
             unsent: accepted.saturating_sub(popped),
         };
         let mut buf = [0u8; 56 + KEYED_OVERHEAD];

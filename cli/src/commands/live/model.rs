@@ -17,12 +17,16 @@ use std::time::Duration;
 
 use qtrace::analysis::{AnalysisOptions, Analyzer};
 use qtrace::classes::{system, tracer, Catalog};
+use qtrace::macros::CounterKind;
 use qtrace::receiver::{ReceiverSummary, RejectionCounts};
 use qtrace::wire::{close_part, unclosed_stream};
 use qtrace::{ClassId, Event};
 
 /// Recent events kept per class.
 pub const RECENT: usize = 64;
+
+/// Values kept per counter and source: its sparkline's length.
+pub const SPARK: usize = 16;
 
 /// A sender stream not closed and silent this long is shown `unclosed`.
 pub const SILENT: Duration = Duration::from_secs(2);
@@ -150,6 +154,22 @@ pub struct SenderRow {
     pub health: Health,
 }
 
+/// One counter (FORMAT.md 1.3.2) of one source: its recent values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterRow {
+    /// The counter, `class:S`.
+    pub name: String,
+    /// Its unit (`""` for none).
+    pub unit: String,
+    /// The kind of its values.
+    pub kind: CounterKind,
+    /// The source that logged them.
+    pub source: u32,
+    /// Its last [`SPARK`] values as logged (`arg0`), oldest first: the
+    /// last is the current value.
+    pub values: Vec<u64>,
+}
+
 /// Datagrams rejected from one source address, by reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RejectedRow {
@@ -185,6 +205,8 @@ pub struct Snapshot {
     pub class: String,
     /// See `class`.
     pub recent: Vec<String>,
+    /// Counters, in event order, then by source.
+    pub counters: Vec<CounterRow>,
     /// Events the view could not keep up with (never the receiver's: it
     /// writes every event).
     pub skipped: u64,
@@ -212,6 +234,10 @@ pub struct Model {
     running: HashMap<u32, u64>,
     left_at: Option<u64>,
     recent: HashMap<u16, VecDeque<Event>>,
+    /// Per event number: whether it is a counter (of `catalog`).
+    is_counter: Vec<bool>,
+    /// Per counter event and source: its last [`SPARK`] values.
+    series: HashMap<(u16, u32), VecDeque<u64>>,
     /// The chosen class for recent events, and the task filter.
     pub class: ClassId,
     /// Only this task's row, when set.
@@ -240,6 +266,8 @@ impl Model {
     /// naming events with `catalog`.
     pub fn new(catalog: Catalog, window: Duration, max_events: usize) -> Model {
         Model {
+            is_counter: counter_events(&catalog),
+            series: HashMap::new(),
             catalog,
             window_ns: u64::try_from(window.as_nanos()).unwrap_or(u64::MAX),
             max_events: max_events.max(1),
@@ -265,6 +293,7 @@ impl Model {
 
     /// Names events with `catalog` from now on (a file's own table).
     pub fn set_catalog(&mut self, catalog: Catalog) {
+        self.is_counter = counter_events(&catalog);
         self.catalog = catalog;
     }
 
@@ -286,6 +315,13 @@ impl Model {
                 ring.pop_front();
             }
             ring.push_back(*e);
+        }
+        if self.is_counter.get(usize::from(e.id.0)) == Some(&true) {
+            let values = self.series.entry((e.id.0, e.source)).or_default();
+            if values.len() == SPARK {
+                values.pop_front();
+            }
+            values.push_back(e.args[0]);
         }
         self.window.push_back(*e);
         let last = self.window.back().map_or(0, |e| e.time);
@@ -528,7 +564,30 @@ impl Model {
             .get(&self.class.0)
             .map(|ring| ring.iter().map(|e| self.line(e)).collect())
             .unwrap_or_default();
+        let mut series: Vec<(&(u16, u32), &VecDeque<u64>)> = self.series.iter().collect();
+        series.sort_by_key(|(k, _)| **k);
+        let counters = series
+            .into_iter()
+            .filter_map(|(&(id, source), values)| {
+                let id = qtrace::EventId(id);
+                let (kind, unit) = self.catalog.counter_of(id)?;
+                let event = self.catalog.event_name(id)?;
+                let stem = event.strip_suffix(".counter")?;
+                let class = self
+                    .catalog
+                    .class_of(id)
+                    .and_then(|c| self.catalog.class(c));
+                Some(CounterRow {
+                    name: format!("{}:{stem}", class.map_or("", |c| c.name.as_str())),
+                    unit: unit.to_string(),
+                    kind,
+                    source,
+                    values: values.iter().copied().collect(),
+                })
+            })
+            .collect();
         Snapshot {
+            counters,
             span_ns: span,
             // Without the replayed schedules.
             events: report.events - self.running.len() as u64,
@@ -594,6 +653,19 @@ impl Model {
             Some(t) => ids.iter().copied().find(|&x| x > t),
         };
     }
+}
+
+/// Per event number of `catalog`: whether it is a counter.
+fn counter_events(catalog: &Catalog) -> Vec<bool> {
+    let mut is = vec![false; catalog.event_count()];
+    for e in catalog.events() {
+        if catalog.counter_of(e.id).is_some() {
+            if let Some(b) = is.get_mut(usize::from(e.id.0)) {
+                *b = true;
+            }
+        }
+    }
+    is
 }
 
 impl SenderSeen {

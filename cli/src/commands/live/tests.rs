@@ -683,3 +683,178 @@ fn with_recv_live_the_senders_rows_wait_for_the_file() {
     m.settle(false);
     assert_eq!(shown(&m), Some(7000));
 }
+
+/// A catalog with counters of each kind: `sched:ready` (u64, tasks),
+/// `sched:slack` (i64, ns) and `cpu:load` (f64, no unit).
+fn counter_catalog() -> (Catalog, [qtrace::EventId; 3]) {
+    use qtrace::classes::ClassSpec;
+    use qtrace::macros::CounterKind;
+    let mut catalog = Catalog::builtin();
+    let sched = catalog
+        .define(
+            ClassSpec::new("sched", "the scheduler")
+                .counter("ready", "tasks ready", CounterKind::U64, "tasks")
+                .counter("slack", "budget left", CounterKind::I64, "ns"),
+        )
+        .unwrap();
+    let cpu = catalog
+        .define(ClassSpec::new("cpu", "the CPUs").counter("load", "load", CounterKind::F64, ""))
+        .unwrap();
+    let ids = [
+        sched.event("ready.counter").unwrap(),
+        sched.event("slack.counter").unwrap(),
+        cpu.event("load.counter").unwrap(),
+    ];
+    (catalog, ids)
+}
+
+/// Counter records: `ready` on sources 0 (20 values: 0..20 with a dip)
+/// and 1, `slack` going negative, `load` as floats; and a schedule.
+fn counter_events(ids: [qtrace::EventId; 3]) -> Vec<Event> {
+    let [ready, slack, load] = ids;
+    let mut events = vec![ev(0, system::SCHEDULE, 0, 1)];
+    for i in 0..20u64 {
+        let v = if i == 10 { 2 } else { i };
+        events.push(Event::new(10 + i, ready, 0, [v, 0]));
+    }
+    events.push(Event::new(40, ready, 1, [7, 0]));
+    for (i, v) in [500i64, -250, 125].into_iter().enumerate() {
+        events.push(Event::new(50 + i as u64, slack, 1, [v as u64, 0]));
+    }
+    for (i, v) in [0.5f64, 1.25, 0.0].into_iter().enumerate() {
+        events.push(Event::new(60 + i as u64, load, 0, [v.to_bits(), 0]));
+    }
+    events
+}
+
+#[test]
+fn counters_keep_their_last_values_per_source() {
+    use super::model::{CounterRow, SPARK};
+    use qtrace::macros::CounterKind;
+    let (catalog, ids) = counter_catalog();
+    let mut m = Model::new(catalog, S, 1_000_000);
+    for e in counter_events(ids) {
+        m.push(&e);
+    }
+    let s = m.snapshot();
+    let row = |name: &str, unit: &str, kind, source, values: Vec<u64>| CounterRow {
+        name: name.into(),
+        unit: unit.into(),
+        kind,
+        source,
+        values,
+    };
+    // Source 0's `ready` logged 20 values: the last 16 are kept.
+    assert_eq!(SPARK, 16);
+    let mut ready0: Vec<u64> = (4..20).collect();
+    ready0[6] = 2;
+    assert_eq!(
+        s.counters,
+        [
+            row("sched:ready", "tasks", CounterKind::U64, 0, ready0),
+            row("sched:ready", "tasks", CounterKind::U64, 1, vec![7]),
+            row(
+                "sched:slack",
+                "ns",
+                CounterKind::I64,
+                1,
+                vec![500, -250i64 as u64, 125]
+            ),
+            row(
+                "cpu:load",
+                "",
+                CounterKind::F64,
+                0,
+                vec![0.5f64.to_bits(), 1.25f64.to_bits(), 0]
+            ),
+        ]
+    );
+    // Without counters in the catalog, none.
+    assert!(model_of(&schedule()).snapshot().counters.is_empty());
+}
+
+#[test]
+fn counters_are_drawn_with_value_sparkline_and_range() {
+    let (catalog, ids) = counter_catalog();
+    let mut m = Model::new(catalog, S, 1_000_000);
+    for e in counter_events(ids) {
+        m.push(&e);
+    }
+    let snap = m.snapshot();
+    let text = view::plain(&snap, &status());
+    let counters: Vec<&str> = text.lines().filter(|l| l.starts_with("counter ")).collect();
+    // Source 0's `ready`: 4..=19 with a dip to 2, scaled from 2 (▁) to 19.
+    assert_eq!(
+        counters,
+        [
+            "counter sched:ready  source 0  value 19 tasks  recent ▂▂▃▃▃▄▁▅▅▆▆▆▇▇██  min 2 max 19",
+            "counter sched:ready  source 1  value 7 tasks  recent ▁  min 7 max 7",
+            "counter sched:slack  source 1  value 125 ns  recent █▁▅  min -250 max 500",
+            "counter cpu:load  source 0  value 0  recent ▄█▁  min 0 max 1.25",
+        ]
+    );
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    let lines = screen(&t);
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("┌Counters"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(
+        lines[at..at + 7],
+        [
+            "┌Counters──────────────────────────────────────────────────────────────────────┐",
+            "│counter       src   value   unit    recent             min    max             │",
+            "│sched:ready   0     19      tasks   ▂▂▃▃▃▄▁▅▅▆▆▆▇▇██   2      19              │",
+            "│sched:ready   1     7       tasks   ▁                  7      7               │",
+            "│sched:slack   1     125     ns      █▁▅                -250   500             │",
+            "│cpu:load      0     0               ▄█▁                0      1.25            │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+        ]
+    );
+    // Short: the rows that fit, said so; the columns closed up.
+    let mut t = Terminal::new(TestBackend::new(60, 18)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    let lines = screen(&t);
+    assert_eq!(
+        lines[12..17],
+        [
+            "┌Counters (2 of 4 shown)───────────────────────────────────┐",
+            "│counter      src  value  unit   recent            min  max│",
+            "│sched:ready  0    19     tasks  ▂▂▃▃▃▄▁▅▅▆▆▆▇▇██  2    19 │",
+            "│sched:ready  1    7      tasks  ▁                 7    7  │",
+            "└──────────────────────────────────────────────────────────┘",
+        ],
+        "{lines:#?}"
+    );
+    // Below four spare lines the box is not drawn.
+    let mut t = Terminal::new(TestBackend::new(60, 16)).unwrap();
+    t.draw(|f| view::draw(f, &snap, &status())).unwrap();
+    assert!(!screen(&t).join("\n").contains("Counters"));
+}
+
+#[test]
+fn counter_values_and_sparklines_of_odd_values() {
+    use qtrace::macros::CounterKind;
+    use view::{counter_value, sparkline};
+    let f = |v: f64| v.to_bits();
+    assert_eq!(counter_value(CounterKind::F64, f(0.1 + 0.2)), "0.3");
+    assert_eq!(counter_value(CounterKind::F64, f(-0.0001)), "0");
+    assert_eq!(counter_value(CounterKind::F64, f(-2.5)), "-2.5");
+    assert_eq!(counter_value(CounterKind::F64, f(f64::NAN)), "NaN");
+    assert_eq!(counter_value(CounterKind::F64, f(f64::INFINITY)), "inf");
+    assert_eq!(counter_value(CounterKind::I64, -7i64 as u64), "-7");
+    assert_eq!(
+        counter_value(CounterKind::U64, u64::MAX),
+        "18446744073709551615"
+    );
+    // Flat: all lowest; NaN: a space, the rest scaled without it.
+    assert_eq!(sparkline(CounterKind::U64, &[5, 5, 5]), "▁▁▁");
+    assert_eq!(
+        sparkline(CounterKind::F64, &[f(1.0), f(f64::NAN), f(8.0), f(4.5)]),
+        "▁ █▅"
+    );
+    // Signed: -1 is below 0.
+    assert_eq!(sparkline(CounterKind::I64, &[0, -1i64 as u64, 1]), "▅▁█");
+    assert_eq!(sparkline(CounterKind::U64, &[]), "");
+}

@@ -12,7 +12,8 @@ use ratatui::Frame;
 use qtrace::receiver::RejectionCounts;
 
 use super::fit::{self, Cell, Column};
-use super::model::{Health, RejectedRow, SenderRow, Snapshot, TaskRow};
+use super::model::{CounterRow, Health, RejectedRow, SenderRow, Snapshot, TaskRow};
+use qtrace::macros::CounterKind;
 
 /// What the header line says besides the snapshot.
 #[derive(Clone, Debug, Default)]
@@ -176,6 +177,106 @@ fn sender_cells(r: &SenderRow) -> Vec<Cell> {
     ]
 }
 
+/// A counter's value as text: an integer whole, an `f64` with at most
+/// three decimals (trailing zeros dropped: `1.5`, `2`, `NaN`).
+pub fn counter_value(kind: CounterKind, raw: u64) -> String {
+    match kind {
+        CounterKind::U64 => raw.to_string(),
+        CounterKind::I64 => (raw as i64).to_string(),
+        CounterKind::F64 => {
+            let v = f64::from_bits(raw);
+            if !v.is_finite() {
+                return v.to_string();
+            }
+            let s = format!("{v:.3}");
+            let s = s.trim_end_matches('0').trim_end_matches('.');
+            if s == "-0" {
+                "0".to_string()
+            } else {
+                s.to_string()
+            }
+        }
+    }
+}
+
+/// The levels of a sparkline, lowest first.
+const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// `values` (raw, of `kind`) as a sparkline, one character each, scaled
+/// from their smallest (`▁`) to their largest (`█`); all equal: all `▁`;
+/// a value that is not a finite number (NaN, ±inf): a space.
+pub fn sparkline(kind: CounterKind, values: &[u64]) -> String {
+    let nums: Vec<f64> = values.iter().map(|&v| kind.value(v)).collect();
+    let finite = nums.iter().copied().filter(|v| v.is_finite());
+    let lo = finite.clone().fold(f64::INFINITY, f64::min);
+    let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+    nums.iter()
+        .map(|&v| {
+            if !v.is_finite() {
+                ' '
+            } else if hi > lo {
+                LEVELS[(((v - lo) / (hi - lo)) * 7.0).round() as usize]
+            } else {
+                LEVELS[0]
+            }
+        })
+        .collect()
+}
+
+/// The smallest and largest of `values` (raw, of `kind`; NaN skipped), as
+/// text; `-` when there is none.
+fn counter_range(kind: CounterKind, values: &[u64]) -> (String, String) {
+    let nan = |v: u64| kind == CounterKind::F64 && f64::from_bits(v).is_nan();
+    let mut kept = values.iter().filter(|&&v| !nan(v));
+    let Some(first) = kept.next() else {
+        return ("-".into(), "-".into());
+    };
+    let less = |a: u64, b: u64| match kind {
+        CounterKind::U64 => a < b,
+        CounterKind::I64 => (a as i64) < (b as i64),
+        CounterKind::F64 => f64::from_bits(a) < f64::from_bits(b),
+    };
+    let (mut lo, mut hi) = (*first, *first);
+    for &v in kept {
+        if less(v, lo) {
+            lo = v;
+        }
+        if less(hi, v) {
+            hi = v;
+        }
+    }
+    (counter_value(kind, lo), counter_value(kind, hi))
+}
+
+/// The counters table's columns, in the order they are dropped: min, max,
+/// unit, the sparkline (counter, source and value stay).
+const COUNTER_COLUMNS: [Column; 7] = [
+    column("counter", 0, Some(12)),
+    column("src", 0, Some(3)),
+    column("value", 0, None),
+    column("unit", 3, None),
+    column("recent", 4, None),
+    column("min", 1, None),
+    column("max", 2, None),
+];
+
+fn counter_cells(c: &CounterRow) -> Vec<Cell> {
+    let value = c
+        .values
+        .last()
+        .map_or("-".to_string(), |&v| counter_value(c.kind, v));
+    let (lo, hi) = counter_range(c.kind, &c.values);
+    vec![
+        Cell::Name(c.name.clone()),
+        Cell::Count(u64::from(c.source)),
+        Cell::Text(value),
+        Cell::Text(c.unit.clone()),
+        Cell::Text(sparkline(c.kind, &c.values)),
+        Cell::Text(lo),
+        Cell::Text(hi),
+    ]
+}
+
 /// Why datagrams from one source were rejected: `N reason` per reason.
 pub fn reasons(c: &RejectionCounts, keyed: bool) -> String {
     let unknown_key = if keyed {
@@ -240,16 +341,18 @@ struct Heights {
     tasks: u16,
     cpus: u16,
     senders: u16,
+    counters: u16,
     recent: u16,
 }
 
 /// Shares `height` lines (the header and keys lines taken) between the
 /// boxes: the tasks (at least one row), the senders (all their rows if
 /// they fit, else as many as fit, at least one), the CPUs (as many lines
-/// as fit beside those; dropped when not one does), more task rows, then
-/// the recent events with what is left (dropped below three lines; else
-/// to the tasks).
-fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
+/// as fit beside those; dropped when not one does), the counters (all
+/// their rows if they fit, else as many as fit; dropped when not one
+/// does), more task rows, then the recent events with what is left
+/// (dropped below three lines; else to the tasks).
+fn heights(height: u16, tasks: usize, cpus: usize, senders: usize, counters: usize) -> Heights {
     let room = height.saturating_sub(2);
     let tasks_want = 3 + tasks.max(1) as u16;
     let cpus_want = if cpus == 0 { 0 } else { 2 + cpus as u16 };
@@ -257,9 +360,10 @@ fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
         tasks: 4,
         cpus: cpus_want,
         senders: 3 + senders.max(1) as u16,
+        counters: 0,
         recent: 0,
     };
-    let used = |h: &Heights| h.tasks + h.cpus + h.senders + h.recent;
+    let used = |h: &Heights| h.tasks + h.cpus + h.senders + h.counters + h.recent;
     if used(&h) > room {
         // As many lines of CPUs as fit beside one task row and the
         // senders (at least one line: else none).
@@ -268,6 +372,14 @@ fn heights(height: u16, tasks: usize, cpus: usize, senders: usize) -> Heights {
     }
     while used(&h) > room && h.senders > 4 {
         h.senders -= 1;
+    }
+    if counters > 0 {
+        let spare = room.saturating_sub(used(&h));
+        h.counters = if spare >= 4 {
+            spare.min(3 + counters as u16)
+        } else {
+            0
+        };
     }
     let spare = room.saturating_sub(used(&h));
     let more = spare.min(tasks_want - h.tasks);
@@ -311,12 +423,14 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, st: &Status) {
         s.tasks.len(),
         cpu_lines.len(),
         s.senders.len() + extra,
+        s.counters.len(),
     );
-    let [top, tasks, cpus, senders, recent, keys] = Layout::vertical([
+    let [top, tasks, cpus, senders, counters, recent, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(h.tasks),
         Constraint::Length(h.cpus),
         Constraint::Length(h.senders),
+        Constraint::Length(h.counters),
         Constraint::Length(h.recent),
         Constraint::Length(1),
     ])
@@ -337,6 +451,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, st: &Status) {
         );
     }
     draw_senders(frame, s, senders);
+    if h.counters > 0 {
+        draw_counters(frame, s, counters);
+    }
     if h.recent > 0 {
         draw_recent(frame, s, recent);
     }
@@ -399,6 +516,21 @@ fn draw_tasks(frame: &mut Frame, s: &Snapshot, area: Rect) {
     }
 }
 
+fn draw_counters(frame: &mut Frame, s: &Snapshot, area: Rect) {
+    let room = area.height.saturating_sub(3) as usize;
+    let shown = &s.counters[..s.counters.len().min(room)];
+    let rows: Vec<Vec<Cell>> = shown.iter().map(counter_cells).collect();
+    let inner = area.width.saturating_sub(2) as usize;
+    if let Some(f) = fit::fit_columns(&COUNTER_COLUMNS, &rows, inner) {
+        let t = table(
+            &f,
+            title("Counters", shown.len(), s.counters.len()),
+            |_, _| Style::default(),
+        );
+        frame.render_widget(t, area);
+    }
+}
+
 fn draw_senders(frame: &mut Frame, s: &Snapshot, area: Rect) {
     let alarm = Style::default()
         .fg(ratatui::style::Color::Red)
@@ -457,8 +589,8 @@ fn draw_recent(frame: &mut Frame, s: &Snapshot, area: Rect) {
 }
 
 /// `s` as plain text (a standard output that is not a terminal): the
-/// header line, then tasks, CPUs, senders and rejected datagrams, each a
-/// line, and a blank line. No recent events: a pipe gets `qtrace dump
+/// header line, then tasks, CPUs, senders, rejected datagrams and
+/// counters, each a line, and a blank line. No recent events: a pipe gets `qtrace dump
 /// --follow` for those.
 pub fn plain(s: &Snapshot, st: &Status) -> String {
     let mut out = head(s, st);
@@ -487,6 +619,19 @@ pub fn plain(s: &Snapshot, st: &Status) -> String {
     }
     for r in &s.rejected {
         let _ = writeln!(out, "{}", rejected_line(r, s.keyed));
+    }
+    for c in &s.counters {
+        let cells: Vec<String> = counter_cells(c).iter().map(|c| c.whole()).collect();
+        let unit = if c.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", c.unit)
+        };
+        let _ = writeln!(
+            out,
+            "counter {}  source {}  value {}{unit}  recent {}  min {} max {}",
+            cells[0], cells[1], cells[2], cells[4], cells[5], cells[6]
+        );
     }
     out.push('\n');
     out
