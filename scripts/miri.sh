@@ -36,6 +36,8 @@
 #   - not src/receiver/batch.rs (`unsafe` recvmmsg on Linux): Miri cannot
 #     call into the system; under cfg(miri) it takes the plain recv_from path,
 #     which has no unsafe code.
+#   - not src/control/server.rs (`unsafe` getsockopt SO_PEERGROUPS): a system
+#     call Miri cannot make; tests/control.rs runs it for real (as root).
 #   - tests/model/filters.rs and tests/model/triggers.rs, the tests whose queues forward
 #     through pointers into the tracer's queue table (`FilterQueue`, its
 #     re-pointing at a gate, `GateQueue`, `TriggerQueue`, the snapshot's
