@@ -65,7 +65,29 @@ fn decode(bytes: &[u8]) -> (ChunkHeader, u16, Vec<Event>) {
     assert_eq!(chunk.len(), bytes.len());
     let events: Vec<Event> = chunk.records().map(|r| r.unwrap()).collect();
     assert_eq!(events.len(), chunk.count() as usize);
+    // The batch decoder, in batches of 7 and all at once, yields the same.
+    for batch in [7, events.len() + 1] {
+        assert_eq!(by_fill(&chunk, batch), chunk.records().collect::<Vec<_>>());
+    }
     (chunk.header(), chunk.count(), events)
+}
+
+/// A chunk's records through `Records::fill`, `batch` at a time, then the
+/// `next` that says why the last batch stopped short: what `records()`
+/// yields, as a list.
+fn by_fill(chunk: &Chunk, batch: usize) -> Vec<Result<Event, DecodeError>> {
+    let mut records = chunk.records();
+    let mut out = Vec::new();
+    let mut buf = vec![Event::default(); batch];
+    loop {
+        let n = records.fill(&mut buf);
+        assert!(n <= batch);
+        out.extend(buf[..n].iter().copied().map(Ok));
+        if n < batch {
+            out.extend(records.by_ref());
+            return out;
+        }
+    }
 }
 
 /// A combine run of `n` records (FORMAT.md 1.8's flags) with random words.
@@ -235,6 +257,10 @@ proptest! {
         }
         match Chunk::new_checked(&bytes) {
             Ok(chunk) => {
+                let all: Vec<_> = chunk.records().collect();
+                for batch in [1, 3, 64] {
+                    prop_assert_eq!(&by_fill(&chunk, batch), &all, "batches of {}", batch);
+                }
                 let mut n = 0;
                 for r in chunk.records() {
                     match r {
@@ -426,6 +452,7 @@ fn every_byte_changed_is_records_or_a_typed_error() {
                 b[at] = v;
                 if let Ok(chunk) = Chunk::new_checked(&b) {
                     let results: Vec<_> = chunk.records().collect();
+                    assert_eq!(by_fill(&chunk, 2), results);
                     assert!(results.len() <= chunk.count() as usize + 1);
                     for r in results {
                         if let Err(e) = r {

@@ -1,7 +1,8 @@
 //! Arbitrary bytes as a stream of compact chunks (FORMAT.md 8): never a
 //! panic; a truncated chunk is reported only when bytes are missing; and
 //! every chunk whose records all decode re-encodes to a chunk that decodes
-//! to the same header and records.
+//! to the same header and records; the batch decoder (`Records::fill`)
+//! yields what the iterator does, the error included.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -33,6 +34,18 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         assert!(events.len() <= chunk.count() as usize);
+        let mut records = chunk.records();
+        let mut batch = vec![Event::default(); 5];
+        let mut filled = Vec::new();
+        loop {
+            let n = records.fill(&mut batch);
+            filled.extend_from_slice(&batch[..n]);
+            if n < batch.len() {
+                break;
+            }
+        }
+        assert_eq!(filled, events);
+        assert_eq!(records.next().is_some(), !whole);
         if whole {
             assert_eq!(events.len(), chunk.count() as usize);
             let mut buf = vec![0u8; HEADER_LEN + MAX_RECORD_LEN * events.len()];

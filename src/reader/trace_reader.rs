@@ -74,11 +74,15 @@ pub struct TraceReader<R = BufReader<File>> {
     names: Names,
     name_runs: Assembler,
     /// A compact file (version 2, FORMAT.md 1.11): its chunks are decoded
-    /// into `block` as 32-byte records, one chunk at a time.
+    /// into `decoded`, one chunk at a time (`block` is not used).
     compact: Option<Box<CompactBody>>,
-    /// Bytes `offset` moves by per record: 32, or 0 in a compact file (where
-    /// it names the chunk the records come from).
-    step: u64,
+    /// A compact file's records decoded from its current chunk;
+    /// `decoded[dpos..]` are the next ones.
+    decoded: Vec<Event>,
+    dpos: usize,
+    /// A compact file (`compact` is set): `offset` names the chunk the
+    /// records come from and does not move by record.
+    compact_file: bool,
 }
 
 /// The reading state of a compact file's chunks.
@@ -210,6 +214,8 @@ impl<R: Read> TraceReader<R> {
             eof: false,
             names: Names::new(),
             name_runs: Assembler::new(),
+            decoded: Vec::new(),
+            dpos: 0,
             compact: header.is_compact().then(|| {
                 Box::new(CompactBody {
                     next_at: len as u64,
@@ -217,11 +223,7 @@ impl<R: Read> TraceReader<R> {
                     raw: Vec::new(),
                 })
             }),
-            step: if header.is_compact() {
-                0
-            } else {
-                RECORD_LEN as u64
-            },
+            compact_file: header.is_compact(),
             header,
         })
     }
@@ -315,7 +317,7 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    /// Reads and decodes the next chunk of a compact file into `block`
+    /// Reads and decodes the next chunk of a compact file into `decoded`
     /// (skipping chunks of no record), or notes the end of the file or the
     /// error that stops it; the records decoded before an error are yielded
     /// first.
@@ -323,9 +325,9 @@ impl<R: Read> TraceReader<R> {
         let Some(mut c) = self.compact.take() else {
             return;
         };
-        self.pos = 0;
-        self.end = 0;
-        while self.end == 0 && !self.eof && self.read_error.is_none() {
+        self.decoded.clear();
+        self.dpos = 0;
+        while self.decoded.is_empty() && !self.eof && self.read_error.is_none() {
             self.offset = c.next_at;
             if let Err(e) = self.read_chunk(&mut c) {
                 self.read_error = Some(e);
@@ -335,7 +337,7 @@ impl<R: Read> TraceReader<R> {
     }
 
     /// One chunk of a compact file: read, checked (FORMAT.md 8.5, then its
-    /// place in the file: 1.11), decoded into `block`.
+    /// place in the file: 1.11), decoded into `decoded` in one batch.
     fn read_chunk(&mut self, c: &mut CompactBody) -> Result<(), ReadError> {
         let at = c.next_at;
         let mut head = [0u8; compact::HEADER_LEN];
@@ -409,30 +411,37 @@ impl<R: Read> TraceReader<R> {
             }
             .into());
         }
-        let need = chunk.count() as usize * RECORD_LEN;
-        if self.block.len() < need {
-            self.block = vec![0u8; need].into_boxed_slice();
-        }
         c.next_at = at + c.raw.len() as u64;
         c.expect = h.following(chunk.count(), 0);
-        for r in chunk.records() {
-            let e = r.map_err(chunk_error)?;
-            let slot = self.block.get_mut(self.end..self.end + RECORD_LEN);
-            if let Some(out) = slot.and_then(|s| <&mut [u8; RECORD_LEN]>::try_from(s).ok()) {
-                record::emit(&e, out);
-                self.end += RECORD_LEN;
-            }
+        self.decoded
+            .resize(chunk.count() as usize, Event::default());
+        let mut records = chunk.records();
+        let n = records.fill(&mut self.decoded);
+        self.decoded.truncate(n);
+        // `fill` stopped short of its room only at the chunk's end or an
+        // impossible record; `next` says which.
+        match records.next() {
+            Some(Err(e)) => Err(chunk_error(e)),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
-        if self.end - self.pos < RECORD_LEN {
-            if self.compact.is_some() {
+        if self.compact_file {
+            if self.dpos == self.decoded.len() {
                 self.refill_compact();
-            } else {
-                self.refill();
             }
+            if let Some(&e) = self.decoded.get(self.dpos) {
+                self.dpos += 1;
+                return Ok(Some(e));
+            }
+            return match self.read_error.take() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            };
+        }
+        if self.end - self.pos < RECORD_LEN {
+            self.refill();
         }
         let available = self.end - self.pos;
         if available < RECORD_LEN {
@@ -459,7 +468,7 @@ impl<R: Read> TraceReader<R> {
         let mut bytes = [0u8; RECORD_LEN];
         bytes.copy_from_slice(&self.block[self.pos..self.pos + RECORD_LEN]);
         self.pos += RECORD_LEN;
-        self.offset += self.step;
+        self.offset += RECORD_LEN as u64;
         record::parse(&bytes)
     }
 }
@@ -601,18 +610,25 @@ impl<R: Read> TraceReader<R> {
     /// ```
     #[inline]
     pub fn next_buffered(&mut self) -> Option<Event> {
-        if self.end - self.pos < RECORD_LEN || !self.release.is_empty() || !self.held.is_empty() {
+        if !self.release.is_empty() || !self.held.is_empty() {
             return None;
         }
-        let at = self.pos;
-        let mut bytes = [0u8; RECORD_LEN];
-        bytes.copy_from_slice(&self.block[at..at + RECORD_LEN]);
-        let e = record::parse(&bytes);
+        let e = if self.compact_file {
+            *self.decoded.get(self.dpos)?
+        } else {
+            let at = self.pos;
+            let bytes = self.block.get(at..self.end)?.first_chunk::<RECORD_LEN>()?;
+            record::parse(bytes)
+        };
         if self.header.closes() && close_part(&e).is_some() {
             return None;
         }
-        self.pos += RECORD_LEN;
-        self.offset += self.step;
+        if self.compact_file {
+            self.dpos += 1;
+        } else {
+            self.pos += RECORD_LEN;
+            self.offset += RECORD_LEN as u64;
+        }
         self.records += 1;
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);

@@ -1,0 +1,336 @@
+//! Reading compact trace files (FORMAT.md 1.11, 8) against 32-byte ones, side
+//! by side in one run (issues 32 and 33: "the readers must not get slower on
+//! compact files"; decoding ≥ 100 M events/s on one core; `analyze` ≥ 100 M).
+//!
+//! The trace is stamped with the **monotonic clock** as it is generated here
+//! (a scheduler-like stream: 4 tasks on 2 CPUs, timer interrupts, semaphore
+//! waits and signals, each job a short loop of real work, so the deltas are
+//! those of a real program, not of a manual clock), written in memory by
+//! `TraceWriter` once as 32-byte records (file version 1) and once compact
+//! (version 2, the default of online and received files). Files named in
+//! `QTRACE_DECODE_FILES` (space-separated; e.g. the main job's online file
+//! `qtrace-out/queue2-online.qtr` of `cargo run --release --example
+//! standard_init`) are read and rewritten both ways too.
+//!
+//! Each round runs every case once over the whole trace, in a rotating
+//! order, timed by the thread's CPU time:
+//!
+//! - `chunks`: qtrace-core's decoder alone, every chunk of the compact file
+//!   through `Chunk::new_checked` and its `records()` iterator;
+//! - `chunks_batch`: the same through `Records::fill` (each chunk's
+//!   records decoded into a caller's slice in one call);
+//! - `reader_v1`, `reader_v2`: `TraceReader` over the 32-byte and the
+//!   compact file (`next_buffered`, falling back to `next`, as the commands
+//!   read);
+//! - `analyze_v1`, `analyze_v2`: the same readers feeding
+//!   `qtrace::analysis::Analyzer` (what `qtrace analyze` does per event).
+//!
+//! The report gives each case's median M events/s over the rounds and the
+//! median of the per-round ratios compact / 32-byte.
+//!
+//! ```text
+//! cargo bench -p qtrace-benches --features analysis --bench decode
+//! ```
+//!
+//! `QTRACE_DECODE_EVENTS` sets the generated trace's events (default
+//! 1,000,000), `QTRACE_DECODE_ROUNDS` the rounds (default 30), and
+//! `QTRACE_DECODE_WRITE=DIR` also writes the generated trace to
+//! `DIR/realclock-32.qtr` and `DIR/realclock-compact.qtr` (for timing the
+//! `qtrace` command on the same events).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use qtrace::analysis::{AnalysisOptions, Analyzer};
+use qtrace::classes::{lowlevel, semaphore, system, Catalog};
+use qtrace::clock::Clock;
+use qtrace::reader::TraceReader;
+use qtrace::wire::{TraceHeader, TraceWriter};
+use qtrace::Event;
+use qtrace_core::compact::Chunk;
+
+mod common;
+use common::thread_cpu_time;
+
+/// A scheduler-like stream stamped with the monotonic clock as it runs: 4
+/// tasks on 2 CPUs, a timer interrupt every ~20 events, semaphore waits and
+/// signals, each task's job a short loop of real work.
+fn real_clock_workload(clock: &Clock, n: usize) -> Vec<Event> {
+    let mut out = Vec::with_capacity(n);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut task = 0u64;
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let work = 50 + (x % 400);
+        let mut acc = 0u64;
+        for i in 0..work {
+            acc = acc.wrapping_mul(31).wrapping_add(i);
+        }
+        black_box(acc);
+        let cpu = (task % 2) as u32;
+        let t = clock.now();
+        match x % 20 {
+            0 => out.push(Event::new(t, lowlevel::INTERRUPT, cpu, [15, 0])),
+            1 | 2 => out.push(Event::new(t, semaphore::WAIT, cpu, [task, 1 + x % 3])),
+            3 | 4 => out.push(Event::new(t, semaphore::SIGNAL, cpu, [task, 1 + x % 3])),
+            5 => out.push(Event::new(t, system::ACTIVATE, cpu, [(task + 1) % 4, 0])),
+            _ => {
+                out.push(Event::new(t, system::ENDCYCLE, cpu, [task, 0]));
+                task = (task + 1 + x % 3) % 4;
+                let cpu = (task % 2) as u32;
+                out.push(Event::new(clock.now(), system::SCHEDULE, cpu, [task, 0]));
+            }
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+/// One trace, in both file forms.
+struct Trace {
+    name: String,
+    events: usize,
+    v1: Vec<u8>,
+    v2: Vec<u8>,
+    /// Where the compact file's chunks start.
+    v2_records_at: usize,
+    /// The records its chunks hold (the events, and a close run if any).
+    chunk_records: usize,
+}
+
+impl Trace {
+    fn new(name: String, header: &TraceHeader, events: &[Event]) -> Trace {
+        let write = |compact: bool| {
+            let mut w = TraceWriter::new(Vec::new(), &header.clone().with_compact(compact))
+                .expect("a writer in memory");
+            w.write_events(events).expect("write to memory");
+            w.finish().expect("finish in memory")
+        };
+        let (v1, v2) = (write(false), write(true));
+        let reader = TraceReader::new(&v2[..]).expect("the compact file reads");
+        let v2_records_at = reader.header_len() as usize;
+        let trace = Trace {
+            name,
+            events: events.len(),
+            v1,
+            v2,
+            v2_records_at,
+            chunk_records: 0,
+        };
+        // Every case must see the same events.
+        assert_eq!(trace.read(&trace.v1), events.len());
+        assert_eq!(trace.read(&trace.v2), events.len());
+        let chunk_records = trace.chunks();
+        assert!(chunk_records >= events.len());
+        Trace {
+            chunk_records,
+            ..trace
+        }
+    }
+
+    /// Every record of the compact file through qtrace-core's iterator.
+    fn chunks(&self) -> usize {
+        let mut at = self.v2_records_at;
+        let mut n = 0;
+        let mut acc = 0u64;
+        while at < self.v2.len() {
+            let chunk = Chunk::new_checked(&self.v2[at..]).expect("a whole chunk");
+            for r in chunk.records() {
+                let e = r.expect("a record");
+                acc = acc.wrapping_add(e.time ^ e.args[0]);
+                n += 1;
+            }
+            at += chunk.len();
+        }
+        black_box(acc);
+        n
+    }
+
+    /// Every record of the compact file through `Records::fill`.
+    fn chunks_batch(&self, buf: &mut [Event]) -> usize {
+        let mut at = self.v2_records_at;
+        let mut n = 0;
+        let mut acc = 0u64;
+        while at < self.v2.len() {
+            let chunk = Chunk::new_checked(&self.v2[at..]).expect("a whole chunk");
+            let mut records = chunk.records();
+            loop {
+                let k = records.fill(buf);
+                for e in &buf[..k] {
+                    acc = acc.wrapping_add(e.time ^ e.args[0]);
+                }
+                n += k;
+                if k < buf.len() {
+                    break;
+                }
+            }
+            assert!(records.next().is_none(), "a whole chunk");
+            at += chunk.len();
+        }
+        black_box(acc);
+        n
+    }
+
+    /// Every event of `file` through `TraceReader`, as the commands read.
+    fn read(&self, file: &[u8]) -> usize {
+        let mut reader = TraceReader::new(file).expect("the file reads");
+        let mut n = 0;
+        let mut acc = 0u64;
+        loop {
+            let e = match reader.next_buffered() {
+                Some(e) => e,
+                None => match reader.next() {
+                    Some(e) => e.expect("a record"),
+                    None => break,
+                },
+            };
+            acc = acc.wrapping_add(e.time ^ e.args[0]);
+            n += 1;
+        }
+        black_box(acc);
+        n
+    }
+
+    /// `read` feeding the analysis.
+    fn analyze(&self, file: &[u8], catalog: &Catalog) -> usize {
+        let mut reader = TraceReader::new(file).expect("the file reads");
+        let mut a = Analyzer::new(catalog, AnalysisOptions::default());
+        let mut n = 0;
+        loop {
+            let e = match reader.next_buffered() {
+                Some(e) => e,
+                None => match reader.next() {
+                    Some(e) => e.expect("a record"),
+                    None => break,
+                },
+            };
+            a.push(&e);
+            n += 1;
+        }
+        black_box(a.finish());
+        n
+    }
+}
+
+const CASES: [&str; 6] = [
+    "reader_v1",
+    "reader_v2",
+    "analyze_v1",
+    "analyze_v2",
+    "chunks",
+    "chunks_batch",
+];
+
+fn run_case(trace: &Trace, case: &str, catalog: &Catalog) -> Duration {
+    let t = thread_cpu_time();
+    let (n, want) = match case {
+        "chunks" => (trace.chunks(), trace.chunk_records),
+        "chunks_batch" => (
+            trace.chunks_batch(&mut vec![Event::default(); 2048]),
+            trace.chunk_records,
+        ),
+        "reader_v1" => (trace.read(&trace.v1), trace.events),
+        "reader_v2" => (trace.read(&trace.v2), trace.events),
+        "analyze_v1" => (trace.analyze(&trace.v1, catalog), trace.events),
+        "analyze_v2" => (trace.analyze(&trace.v2, catalog), trace.events),
+        _ => unreachable!("a case of CASES"),
+    };
+    let d = thread_cpu_time() - t;
+    assert_eq!(n, want);
+    d
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let n = env("QTRACE_DECODE_EVENTS", 1_000_000);
+    let rounds = env("QTRACE_DECODE_ROUNDS", 30);
+
+    let clock = Clock::monotonic();
+    let header = TraceHeader::new(Catalog::builtin(), &clock);
+    let events = real_clock_workload(&clock, n);
+    let mut traces = vec![Trace::new(
+        format!("real-clock workload ({n} events)"),
+        &header,
+        &events,
+    )];
+    if let Ok(dir) = std::env::var("QTRACE_DECODE_WRITE") {
+        let dir = std::path::Path::new(&dir);
+        std::fs::create_dir_all(dir).expect("the output folder");
+        std::fs::write(dir.join("realclock-32.qtr"), &traces[0].v1).expect("write");
+        std::fs::write(dir.join("realclock-compact.qtr"), &traces[0].v2).expect("write");
+        println!("wrote {}/realclock-{{32,compact}}.qtr", dir.display());
+    }
+    drop(events);
+    for path in std::env::var("QTRACE_DECODE_FILES")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        let bytes = std::fs::read(path).expect("a trace file named in QTRACE_DECODE_FILES");
+        let reader = TraceReader::new(&bytes[..]).expect("a trace file");
+        let header = reader.header().clone();
+        let events: Vec<Event> = reader.map_while(Result::ok).collect();
+        traces.push(Trace::new(path.to_string(), &header, &events));
+    }
+
+    let catalog = Catalog::builtin();
+    for trace in &traces {
+        println!(
+            "{}: {} events; 32-byte file {} B, compact {} B ({:.2} B/event)",
+            trace.name,
+            trace.events,
+            trace.v1.len(),
+            trace.v2.len(),
+            (trace.v2.len() - trace.v2_records_at) as f64 / trace.events as f64
+        );
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
+        let mut ratio_reader = Vec::new();
+        let mut ratio_analyze = Vec::new();
+        // Small files: repeat each case so a timing spans at least ~1 M events.
+        let repeat = (1_000_000 / trace.events.max(1)).max(1);
+        for round in 0..rounds {
+            let mut secs = [0f64; CASES.len()];
+            for k in 0..CASES.len() {
+                let i = (round + k) % CASES.len();
+                let mut d = Duration::ZERO;
+                for _ in 0..repeat {
+                    d += run_case(trace, CASES[i], &catalog);
+                }
+                secs[i] = d.as_secs_f64() / repeat as f64;
+            }
+            for (i, s) in secs.iter().enumerate() {
+                rates[i].push(trace.events as f64 / s / 1e6);
+            }
+            ratio_reader.push(secs[0] / secs[1]);
+            ratio_analyze.push(secs[2] / secs[3]);
+        }
+        for (case, r) in CASES.iter().zip(rates.iter_mut()) {
+            let lo = r.iter().copied().fold(f64::MAX, f64::min);
+            let hi = r.iter().copied().fold(0.0, f64::max);
+            println!(
+                "  {case:<12} median {:7.1} M events/s (least {lo:.1}, most {hi:.1})",
+                median(r)
+            );
+        }
+        println!(
+            "  compact / 32-byte rate, median of {rounds} rounds: reader {:.3}, analyze {:.3}",
+            median(&mut ratio_reader),
+            median(&mut ratio_analyze)
+        );
+    }
+}
