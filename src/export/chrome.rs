@@ -27,6 +27,13 @@
 //!   instance's number (from 1, in the order instances begin: an instance
 //!   is the record's (origin, id), so ids of different origins never
 //!   meet). A step or end of no open instance has no flow event.
+//! - A derived wake-up flow (the analysis's, FORMAT.md 1.3.3: a
+//!   `semaphore:signal` or the `system:activate` of an interrupt's handler
+//!   to the woken task's next `system:schedule`) is a flow event named and
+//!   of category `wake` after each of the two instants: `"ph":"s"` at the
+//!   signal or activate, `"f"` with `"bp":"e"` at the schedule (binding to
+//!   the `task N` slice it begins), `"id"` 2^52 + k (k from 1 in the order
+//!   of the wakes: never a declared flow's instance number).
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
 //! - Duration events nest on every thread:
