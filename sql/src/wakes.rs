@@ -91,6 +91,5 @@ pub(crate) fn fill(conn: &Connection, irq_max_ns: u64) -> duckdb::Result<()> {
     if let Some((k, done)) = current.take() {
         flush(k, done)?;
     }
-    drop(flush);
     appender.flush()
 }
