@@ -17,7 +17,15 @@
 //! - queue 2, circular-online: the application's own class `app` (declared
 //!   once with `qtrace::classes!`, logged with `qtrace::event!` and a
 //!   `qtrace::scope!` around each job) — every application event, drained
-//!   to disk while the system runs.
+//!   to disk while the system runs. Among its events, the counter `app:ready`:
+//!   the ready queue's length, logged each time a job enters or leaves it
+//!   (a counter track per source in Perfetto).
+//!
+//! The scheduler and interrupt events are enough for `qtrace analyze` (and
+//! the Perfetto and Chrome exports) to derive *wake-up flows*: the network
+//! interrupt's handler activates the server, the timer's the periodic
+//! tasks, and each flow runs from that activate to the task's next
+//! schedule (its wake-up latency). The summary says where to see both.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -57,6 +65,8 @@ qtrace::classes! {
         event PACKET = "packet": "a network packet arrived" (bytes, packet);
         /// A job on a CPU, from its dispatch to its end; code 1: deadline missed.
         scope JOB = "job": "one job on a CPU" (task, job);
+        /// The ready queue's length, after a job entered or left it.
+        counter READY = "ready": "jobs in the ready queue" (u64, jobs);
     }
 }
 
@@ -159,8 +169,18 @@ impl Kernel {
     }
 
     fn release(&self, job: Job) {
-        self.ready.lock().unwrap().push_back(job);
+        let mut ready = self.ready.lock().unwrap();
+        ready.push_back(job);
+        self.ready_length(ready.len());
+        drop(ready);
         self.wake.notify_one();
+    }
+
+    /// Logs the ready queue's length (under its lock, so values come in
+    /// the order they were).
+    fn ready_length(&self, n: usize) {
+        let (id, args) = (app::READY.id(), app::READY.args(n as u64));
+        self.log(app::CLASS, id, args);
     }
 }
 
@@ -234,6 +254,7 @@ fn cpu(k: &Kernel, cpu: u32) {
             let mut ready = k.ready.lock().unwrap();
             loop {
                 if let Some(j) = ready.pop_front() {
+                    k.ready_length(ready.len());
                     break Some(j);
                 }
                 if k.stop.load(Ordering::Acquire) {
@@ -445,6 +466,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dir.join("schedule.svg").display(),
         files.join(" ")
     );
+    println!("\nin Perfetto: the counter track app:ready (the ready queue's length) under each");
+    println!("source's track, and arrows (flows) from each interrupt handler's activate to the");
+    println!("woken task's `task N` slice; `analyze` prints their wake-up latencies, and");
+    println!("`qtrace sql` has them as the table wake_flows.");
     if !report.is_clean() {
         return Err("a queue reported a problem (see above)".into());
     }

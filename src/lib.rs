@@ -126,7 +126,7 @@
 //! | feature | turns on | compiles in addition |
 //! |---|---|---|
 //! | `tracing` | `bridge`: a `tracing_subscriber::Layer` that records into qtrace queues | `tracing-core`, `tracing-subscriber` (`std`, `registry`), `arrayvec` |
-//! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split | `zlib-rs` (pure Rust) |
+//! | `export` | `export`: the converters (CTF, Chrome JSON, Perfetto, SVG), time merge and split; turns on `analysis` (the exports draw its wake-up flows) | `zlib-rs` (pure Rust) |
 //! | `analysis` | `analysis`: what the scheduler did (per task, CPU, interrupt; latencies) | nothing (it does not need `export`) |
 //! | `keys` | keyed datagrams: `wire::DatagramKey`, `UdpParams::with_key`, `ReceiverConfig::keys` | `hmac`, `sha2` |
 //! | `control` | `control`: a local, owner-only endpoint that `qtrace ctl` controls a running tracer through (Linux) | nothing (`libc`, already there on Linux) |

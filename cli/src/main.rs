@@ -218,7 +218,9 @@ enum Command {
     /// trace, merged in time order): `slices` (task runs, interrupt handlers,
     /// semaphore holds, as the Perfetto export draws them), `response_times`
     /// (one row per job; `lossy` when a loss falls inside), `preemptions`,
-    /// `cpu_busy`. Example:
+    /// `cpu_busy`, `counters`, `flows`; and the table `wake_flows` (the
+    /// wake-up flows analyze derives, with their latency; FORMAT.md 7.5b).
+    /// Example:
     ///
     ///   qtrace sql store "SELECT task, count(*), quantile_disc(response_ns, 0.99)
     ///   FROM response_times WHERE NOT lossy GROUP BY task ORDER BY task"

@@ -13,6 +13,7 @@ use qtrace::reader::{Completeness, TraceReader};
 use crate::cache::{self, Cache};
 use crate::output::Printer;
 use crate::views;
+use crate::wakes;
 use crate::Error;
 
 /// How the engine runs.
@@ -76,6 +77,10 @@ pub struct Engine {
     _scratch: Option<tempfile::TempDir>,
     notes: Vec<String>,
     end: InputsEnd,
+    /// `qtrace_irq_max_ns`, and whether `wake_flows` is filled (at the
+    /// first query naming it, [`Engine::fill_wake_flows`]).
+    irq_max_ns: u64,
+    wakes_filled: std::sync::atomic::AtomicBool,
 }
 
 /// How the `.qtr` inputs of an [`Engine`] ended (FORMAT.md 1.5), the worst
@@ -142,6 +147,8 @@ impl Engine {
             _scratch: None,
             notes: Vec::new(),
             end: InputsEnd::Whole,
+            irq_max_ns: options.irq_max_ns,
+            wakes_filled: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -414,6 +421,9 @@ impl Engine {
             )?;
         }
         views::create(&self.conn)?;
+        self.conn.execute_batch(wakes::CREATE)?;
+        self.wakes_filled
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         // Every stream of a store has streams rows (FORMAT.md 7.5): when all
         // are paired, response_times is the stored jobs alone.
         let all: bool = streams
@@ -425,6 +435,28 @@ impl Engine {
             )?;
         if all {
             self.conn.execute_batch(views::ALL_PAIRED)?;
+        }
+        Ok(())
+    }
+
+    /// Fills the `wake_flows` table (FORMAT.md 7.5b) with the wake-up flows
+    /// `qtrace analyze` derives from each stream, once: [`Engine::run`]
+    /// does it before a query that names `wake_flows`; call it before
+    /// querying the table through [`Engine::connection`].
+    ///
+    /// # Errors
+    ///
+    /// DuckDB's, when the scheduler rows cannot be read or the table
+    /// written.
+    pub fn fill_wake_flows(&self) -> Result<(), Error> {
+        use std::sync::atomic::Ordering;
+        if !self.wakes_filled.swap(true, Ordering::AcqRel) {
+            if let Err(e) = wakes::fill(&self.conn, self.irq_max_ns) {
+                // No half-filled table: the next query tries again.
+                self.wakes_filled.store(false, Ordering::Release);
+                let _ = self.conn.execute_batch("DELETE FROM wake_flows;");
+                return Err(e.into());
+            }
         }
         Ok(())
     }
@@ -445,6 +477,9 @@ impl Engine {
     /// table, a failed cast); [`Error::Output`] when the output cannot be
     /// written.
     pub fn run(&self, sql: &str, mut printer: Printer<'_>) -> Result<u64, Error> {
+        if sql.to_ascii_lowercase().contains("wake_flows") {
+            self.fill_wake_flows()?;
+        }
         let mut stmt = self.conn.prepare(sql)?;
         // Executes (streaming); the rows are fetched below, where a failure
         // is an error rather than the iterator's panic.

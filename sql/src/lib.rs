@@ -10,6 +10,8 @@
 //! | `response_times` | job: activate to endcycle, `lossy` when a loss falls inside |
 //! | `preemptions` | preemption of a task by another on its source |
 //! | `cpu_busy` | source: dispatches, busy, idle and lossy time, utilisation |
+//! | `counters`, `flows` | counter record, flow record (FORMAT.md 1.3.2, 1.3.3) |
+//! | `wake_flows` | derived wake-up flow: a signal or interrupt to the schedule of the task it woke, with its latency |
 //!
 //! The views are plain SQL (`views.sql`, in this crate) over `events` and
 //! `losses`, per stream (column `stream`): a received stream is one trace
@@ -17,6 +19,9 @@
 //! are one (`stream` = ''), merged in time order as `qtrace analyze` merges
 //! the files it is given, and their figures equal analyze's (tests/views.rs
 //! checks it on the main job's trace and on generated schedules).
+//! `wake_flows` alone is not SQL: a table that the library's analysis fills
+//! at the first query naming it (`src/wakes.rs`: which waiter a signal
+//! releases depends on every earlier release, a state machine).
 //!
 //! Results print as an aligned table, CSV or JSON lines ([`Format`],
 //! [`Printer`]); [`prompt`] reads statements line by line.
@@ -37,6 +42,7 @@ mod error;
 mod output;
 mod prompt;
 mod views;
+mod wakes;
 
 pub use cache::Cache;
 pub use engine::{Engine, InputsEnd, Options, Progress};

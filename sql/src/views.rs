@@ -25,6 +25,7 @@ pub const READY: &[(&str, &str)] = &[
     ("cpu_busy", "per source: dispatches, busy, idle and lossy time, utilisation"),
     ("counters", "one row per counter record (FORMAT.md 1.3.2): name, source, value as u64, i64 and f64"),
     ("flows", "one row per flow record (FORMAT.md 1.3.3): name, phase, origin, flow_id, instance"),
+    ("wake_flows", "one row per derived wake-up flow (a signal or interrupt to the woken task's schedule): task, cause, from/to, latency_ns, lossy; analyze's"),
 ];
 
 /// The columns of `events` and `losses` (schema version 1, FORMAT.md 7), for

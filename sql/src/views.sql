@@ -381,3 +381,7 @@ WITH f AS (
 SELECT host, stream, run, seq, time_ns, aligned_ns, source, name, phase, origin, flow_id,
     CASE WHEN k > 0 AND ends_before = 0 THEN begun END AS instance
 FROM g;
+
+-- `wake_flows` (FORMAT.md 7.5b) is no view of this file: a table that the
+-- library's analysis fills at the first query naming it (src/wakes.rs),
+-- since which waiter a signal releases depends on every earlier release.

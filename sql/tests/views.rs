@@ -610,3 +610,202 @@ fn flows_view_pairs_as_the_chrome_export() {
     );
     assert_eq!(sql, chrome);
 }
+
+/// `wake_flows`'s rows, in analyze's order: (task, cause, sem, by, irq,
+/// from_ns, from_source, to_ns, to_source, latency_ns, lossy).
+type WakeRow = (
+    u64,
+    String,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    i64,
+    u32,
+    i64,
+    u32,
+    u64,
+    bool,
+);
+
+fn wake_rows(engine: &Engine) -> Vec<WakeRow> {
+    // Through `run`, as `qtrace sql` queries it: that fills the table.
+    let mut out = Vec::new();
+    engine
+        .run(
+            "SELECT count(*) FROM wake_flows",
+            qtrace_sql::Printer::new(qtrace_sql::Format::Csv, &mut out),
+        )
+        .unwrap();
+    engine
+        .connection()
+        .prepare(
+            "SELECT task, cause, sem, by_task, irq, from_ns, from_source, to_ns, to_source, \
+             latency_ns, lossy FROM wake_flows ORDER BY host, stream, number",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// analyze's wake-up flows as `wake_flows` rows.
+fn analyze_wakes(report: &Report) -> Vec<WakeRow> {
+    use qtrace::analysis::WakeCause;
+    report
+        .wake_flows
+        .iter()
+        .map(|f| {
+            let (cause, sem, by, irq) = match f.cause {
+                WakeCause::Signal { sem, by } => ("signal", Some(sem), Some(by), None),
+                WakeCause::Interrupt { irq } => ("interrupt", None, None, Some(irq)),
+            };
+            (
+                f.task,
+                cause.to_string(),
+                sem,
+                by,
+                irq,
+                f.from_ns as i64,
+                f.from_source,
+                f.to_ns as i64,
+                f.to_source,
+                f.latency_ns(),
+                f.lossy,
+            )
+        })
+        .collect()
+}
+
+/// Two CPUs: a signal releases a blocked task, interrupts activate tasks
+/// (one scheduled, one never, one with a loss between) — the trace of the
+/// library's `tests/export/flows.rs` — through `qtrace sql`'s own path (a
+/// `.qtr` converted by the store writer).
+#[test]
+fn wake_flows_hold_the_derived_flows_and_their_latency() {
+    let events = vec![
+        Event::new(0, system::SCHEDULE, 0, [1, 0]),
+        Event::new(100, semaphore::WAIT, 0, [1, 7]),
+        Event::new(150, system::SCHEDULE, 0, [2, 0]),
+        Event::new(200, system::SCHEDULE, 1, [3, 0]),
+        Event::new(300, semaphore::SIGNAL, 1, [3, 7]),
+        Event::new(450, system::SCHEDULE, 0, [1, 0]),
+        Event::new(500, system::ENDCYCLE, 1, [3, 0]),
+        Event::new(1_000, lowlevel::INTERRUPT, 1, [9, 0]),
+        Event::new(1_050, system::ACTIVATE, 1, [3, 0]),
+        Event::new(1_300, system::SCHEDULE, 1, [3, 0]),
+        Event::new(1_400, semaphore::WAIT, 0, [1, 8]),
+        Event::new(1_500, semaphore::SIGNAL, 1, [3, 8]),
+        Event::new(1_600, semaphore::SIGNAL, 0, [1, 8]),
+        Event::new(1_700, lowlevel::INTERRUPT, 0, [9, 0]),
+        Event::new(1_750, system::ACTIVATE, 0, [4, 0]),
+        Event::new(1_800, lowlevel::INTERRUPT, 1, [5, 0]),
+        Event::new(1_810, system::ACTIVATE, 1, [2, 0]),
+        Event::new(1_850, tracer::HOOPS, 1, [2, 0]),
+        Event::new(1_900, system::SCHEDULE, 1, [2, 0]),
+    ];
+    let (engine, _dir) = stored_engine(&events);
+    let s = |v: &str| v.to_string();
+    let want: Vec<WakeRow> = vec![
+        (
+            1,
+            s("signal"),
+            Some(7),
+            Some(3),
+            None,
+            300,
+            1,
+            450,
+            0,
+            150,
+            false,
+        ),
+        (
+            3,
+            s("interrupt"),
+            None,
+            None,
+            Some(9),
+            1_000,
+            1,
+            1_300,
+            1,
+            300,
+            false,
+        ),
+        (
+            2,
+            s("interrupt"),
+            None,
+            None,
+            Some(5),
+            1_800,
+            1,
+            1_900,
+            1,
+            100,
+            true,
+        ),
+    ];
+    assert_eq!(wake_rows(&engine), want);
+    assert_eq!(analyze_wakes(&analyze(&events)), want);
+    // A second query reads the same rows (filled once).
+    assert_eq!(wake_rows(&engine).len(), 3);
+}
+
+/// On generated schedules (signals, interrupts, losses, migrations), the
+/// table is analyze's list exactly, and its latencies are analyze's
+/// per-task wake-up figures.
+#[test]
+fn wake_flows_equal_the_analysis_on_generated_schedules() {
+    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+    let (mut signals, mut irqs, mut lossy) = (0, 0, 0);
+    for n in [0, 1, 20, 200, 400, 800] {
+        for _ in 0..6 {
+            let events = schedule(&mut rng, n);
+            let report = analyze(&events);
+            let want = analyze_wakes(&report);
+            let got = wake_rows(&engine(&events));
+            assert_eq!(got, want, "{events:?}");
+            for r in &got {
+                signals += (r.1 == "signal") as u64;
+                irqs += (r.1 == "interrupt") as u64;
+                lossy += r.10 as u64;
+            }
+            // Per task: count and largest latency of the wakes no loss touched.
+            let mut per_task: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+            for r in got.iter().filter(|r| !r.10) {
+                let e = per_task.entry(r.0).or_default();
+                *e = (e.0 + 1, e.1.max(r.9));
+            }
+            let figures: BTreeMap<u64, (u64, u64)> = report
+                .tasks
+                .iter()
+                .filter(|(_, t)| !t.wakeups.is_empty())
+                .map(|(&id, t)| {
+                    let s = t.wakeups.summary();
+                    (id, (s.count, s.max))
+                })
+                .collect();
+            assert_eq!(per_task, figures);
+        }
+    }
+    assert!(
+        signals > 0 && irqs > 0 && lossy > 0,
+        "{signals} {irqs} {lossy}"
+    );
+}

@@ -90,6 +90,14 @@ pub struct Analyzer {
     /// Per semaphore, the tasks that waited on it, oldest first: (task,
     /// time of its wait).
     sem_waiters: HashMap<u64, VecDeque<(u64, u64)>, BuildIdHasher>,
+    /// Whether samples and wake-up flows are kept (`false` for the
+    /// exports, which only follow the wakes: bounded memory).
+    keep: bool,
+    /// The task the last event pushed woke, and the wake-up flow the last
+    /// schedule closed, for [`Analyzer::take_wake`] and
+    /// [`Analyzer::take_flow`].
+    last_wake: Option<u64>,
+    last_flow: Option<WakeFlow>,
 }
 
 impl Analyzer {
@@ -146,7 +154,40 @@ impl Analyzer {
             counter_stats: vec![CounterStats::default(); counters.counters().len()],
             counters,
             sem_waiters: HashMap::default(),
+            keep: true,
+            last_wake: None,
+            last_flow: None,
         }
+    }
+
+    /// An analysis that only derives the wake-up flows as they happen
+    /// ([`take_wake`](Self::take_wake), [`take_flow`](Self::take_flow)):
+    /// it keeps no sample and no list of flows, so its memory is its state
+    /// per task, source, semaphore and interrupt line (the exports draw the
+    /// flows with it, `src/export/wakes.rs`).
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn for_wakes(interrupt_max_ns: u64) -> Self {
+        let options = AnalysisOptions {
+            interrupt_max_ns,
+            ..AnalysisOptions::default()
+        };
+        Analyzer {
+            keep: false,
+            ..Analyzer::new(&Catalog::builtin(), options)
+        }
+    }
+
+    /// The task that the last event pushed woke (a derived wake-up flow
+    /// begins at it), once.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn take_wake(&mut self) -> Option<u64> {
+        self.last_wake.take()
+    }
+
+    /// The wake-up flow that the last `system:schedule` pushed ended, once.
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
+    pub(crate) fn take_flow(&mut self) -> Option<WakeFlow> {
+        self.last_flow.take()
     }
 
     /// Records that `task` was woken by `cause` at `t` (logged by
@@ -162,6 +203,7 @@ impl Analyzer {
             WakeCause::Signal { .. } => st.report.woken_by_signal += 1,
             WakeCause::Interrupt { .. } => st.report.woken_by_irq += 1,
         }
+        self.last_wake = Some(task);
     }
 
     /// The task a signal of `by` on `sem` releases: the oldest waiter still
@@ -281,7 +323,7 @@ impl Analyzer {
     #[inline(never)]
     fn close_irq(&mut self, source: u32, t: u64) {
         let listed = &self.irq_sources[..self.irq_listed];
-        let cap = self.options.interrupt_max_ns;
+        let (cap, keep) = (self.options.interrupt_max_ns, self.keep);
         if let Some(cpu) = self.cpus.get_mut(&source) {
             if let Some((irq, start)) = cpu.irq.take() {
                 self.pending_irqs -= 1;
@@ -290,11 +332,13 @@ impl Analyzer {
                     self.irq_sources[i] = self.irq_sources[self.irq_listed];
                 }
                 let end = t.min(start.saturating_add(cap));
-                self.interrupts
-                    .entry(irq)
-                    .or_default()
-                    .handler
-                    .push(end.saturating_sub(start));
+                if keep {
+                    self.interrupts
+                        .entry(irq)
+                        .or_default()
+                        .handler
+                        .push(end.saturating_sub(start));
+                }
             }
         }
     }
@@ -373,7 +417,7 @@ impl Analyzer {
                 if let Some(cpu) = self.cpus.get_mut(&e.source) {
                     cpu.report.dispatches += 1;
                 }
-                let losses = self.losses;
+                let (losses, keep) = (self.losses, self.keep);
                 let st = self.task(task);
                 st.report.dispatches += 1;
                 if let Some(old) = st.on.replace(e.source) {
@@ -391,7 +435,7 @@ impl Analyzer {
                     let lossy = at != losses;
                     if lossy {
                         st.report.wakeups_lossy += 1;
-                    } else {
+                    } else if keep {
                         st.report.wakeups.push(t - from.min(t));
                     }
                     let flow = WakeFlow {
@@ -403,7 +447,9 @@ impl Analyzer {
                         to_source: e.source,
                         lossy,
                     };
-                    if self.report.wake_flows.len() < MAX_WAKE_FLOWS {
+                    if !keep {
+                        self.last_flow = Some(flow);
+                    } else if self.report.wake_flows.len() < MAX_WAKE_FLOWS {
                         self.report.wake_flows.push(flow);
                     } else {
                         self.report.wake_flows_over += 1;
@@ -443,10 +489,13 @@ impl Analyzer {
             | system::DESTROY => {
                 let losses = self.losses;
                 if e.id == system::ENDCYCLE {
+                    let keep = self.keep;
                     let st = self.task(task);
                     match st.pending.pop_front() {
                         Some((start, at)) if at == losses => {
-                            st.report.response.push(t - start.min(t))
+                            if keep {
+                                st.report.response.push(t - start.min(t))
+                            }
                         }
                         Some(_) => st.report.response_lossy += 1,
                         None => st.report.unmatched += 1,

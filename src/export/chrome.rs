@@ -27,6 +27,13 @@
 //!   instance's number (from 1, in the order instances begin: an instance
 //!   is the record's (origin, id), so ids of different origins never
 //!   meet). A step or end of no open instance has no flow event.
+//! - A derived wake-up flow (the analysis's, FORMAT.md 1.3.3: a
+//!   `semaphore:signal` or the `system:activate` of an interrupt's handler
+//!   to the woken task's next `system:schedule`) is a flow event named and
+//!   of category `wake` after each of the two instants: `"ph":"s"` at the
+//!   signal or activate, `"f"` with `"bp":"e"` at the schedule (binding to
+//!   the `task N` slice it begins), `"id"` 2^52 + k (k from 1 in the order
+//!   of the wakes: never a declared flow's instance number).
 //! - Hoops records are global instant markers (`"s":"g"`) named
 //!   `hoops (N lost)`, with `lost` and `queue` in `args`.
 //! - Duration events nest on every thread:
@@ -82,6 +89,7 @@ use std::io::{BufWriter, Write};
 
 use super::args::UNNAMED;
 use super::slices::{Edge, SliceOptions, Slices, Source};
+use super::wakes::{WakeStep, Wakes};
 use super::ExportError as Error;
 use super::{ConvertStats, EventSink};
 use crate::classes::counters::CounterTable;
@@ -201,6 +209,8 @@ pub struct ChromeWriter<W: Write> {
     counter_keys: Vec<String>,
     /// Pairs flow records (FORMAT.md 1.3.3) into instances.
     flows: FlowTracker,
+    /// The derived wake-up flows (`src/export/wakes.rs`).
+    wakes: Wakes,
 }
 
 /// `s` as the inside of a JSON string: qtrace-core's one escaper.
@@ -341,6 +351,7 @@ impl<W: Write> ChromeWriter<W> {
                 .collect(),
             counters,
             flows: FlowTable::new(catalog).tracker(),
+            wakes: Wakes::new(options.interrupt_max_ns),
         };
         write!(
             w.out,
@@ -518,6 +529,24 @@ impl<W: Write> ChromeWriter<W> {
             self.out,
             ",\n{{\"ph\":\"{ph}\",\"name\":\"{}\",\"cat\":\"flow\",\"id\":{n},\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{}{bp}}}",
             esc(name),
+            Ts(e.time),
+            e.source,
+        )
+        .map_err(io_err)
+    }
+
+    /// After the instant of an event that begins or ends a derived wake-up
+    /// flow (`src/export/wakes.rs`), its flow event: `s` at the signal or
+    /// activate, `f` (`"bp":"e"`, binding to the task slice the schedule
+    /// begins) at the schedule, named and of category `wake`, `id` 2^52 + k.
+    fn wake_flow(&mut self, e: &Event, step: WakeStep) -> Result<(), Error> {
+        let (ph, bp, id) = match step {
+            WakeStep::Begin(id) => ("s", "", id),
+            WakeStep::End(id) => ("f", ",\"bp\":\"e\"", id),
+        };
+        write!(
+            self.out,
+            ",\n{{\"ph\":\"{ph}\",\"name\":\"wake\",\"cat\":\"wake\",\"id\":{id},\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{}{bp}}}",
             Ts(e.time),
             e.source,
         )
@@ -807,6 +836,7 @@ impl<W: Write> EventSink for ChromeWriter<W> {
             return self.write_ready();
         }
         let tracked = self.source_state(e.source)?;
+        let wake = self.wakes.push(e);
         let mut edges = std::mem::take(&mut self.edges);
         self.slices.push(e, &mut edges);
         self.edges = edges;
@@ -837,7 +867,11 @@ impl<W: Write> EventSink for ChromeWriter<W> {
                 }
             }
         }
-        self.instant(e)
+        self.instant(e)?;
+        match wake {
+            Some(step) => self.wake_flow(e, step),
+            None => Ok(()),
+        }
     }
 
     fn finish(&mut self) -> Result<ConvertStats, Error> {

@@ -53,6 +53,7 @@ pub mod perfetto;
 mod slices;
 pub mod split;
 pub mod svg;
+pub(crate) mod wakes;
 
 use crate::Event;
 pub use error::ExportError;

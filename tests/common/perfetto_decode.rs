@@ -87,6 +87,11 @@ pub mod mini {
                     out.push((field, wt, 0, &b[at..at + n]));
                     at += n;
                 }
+                // fixed64 (flow ids)
+                1 => {
+                    out.push((field, wt, 0, &b[at..at + 8]));
+                    at += 8;
+                }
                 _ => panic!("unexpected wire type {wt}"),
             }
         }

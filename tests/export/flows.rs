@@ -330,3 +330,173 @@ fn ctf_shows_flow_and_counter_records_as_plain_fields() {
         "{text}"
     );
 }
+
+/// The wake-up flows of [`wake_trace`] as the exports number them: 2^52 + k,
+/// k in the order of the wakes (the signal at 300, the activates at 1 050,
+/// 1 750 and 1 810).
+const WAKE: u64 = 1 << 52;
+
+#[test]
+fn perfetto_draws_the_derived_wake_flows_in_the_flow_table() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let w = PerfettoWriter::new(
+        &qtrace::classes::Catalog::builtin(),
+        0,
+        file.reopen().unwrap(),
+    )
+    .unwrap();
+    let stats = export::convert(w, wake_trace()).unwrap();
+    assert_eq!(stats.events, 18);
+    let path = file.into_temp_path();
+    let Some(got) = decode(&path, false) else {
+        return;
+    };
+    // [flow id, out time, out track, out name, in time, in track, in name]:
+    // from the signal's instant, or the activate its handler logged, to the
+    // woken task's `task N` slice on the source it was scheduled on. Task 4
+    // (flow 3) is never scheduled: its flow has one event, so no link. The
+    // lossy wake of task 2 is drawn too (analyze leaves only its latency
+    // out).
+    assert_eq!(
+        got["flows"],
+        json!([
+            [
+                WAKE + 1,
+                300,
+                "source 1",
+                "signal",
+                450,
+                "source 0",
+                "task 1"
+            ],
+            [
+                WAKE + 2,
+                1050,
+                "source 1",
+                "activate",
+                1300,
+                "source 1",
+                "task 3"
+            ],
+            [
+                WAKE + 4,
+                1810,
+                "source 1",
+                "activate",
+                1900,
+                "source 1",
+                "task 2"
+            ],
+        ])
+    );
+    // No event is written twice for it: every record is still an instant or
+    // the slice edge it was (18 events and the hoops record).
+    assert_eq!(got["event_total"], 19);
+}
+
+/// A signal that closes the signaller's own `sem S` slice is that slice's
+/// end on the `task T sem S` track: the flow starts there.
+#[test]
+fn perfetto_starts_a_wake_flow_on_the_signal_that_ends_a_held_slice() {
+    use qtrace::classes::{semaphore, system};
+    let events = vec![
+        Event::new(0, system::SCHEDULE, 0, [1, 0]),
+        Event::new(10, semaphore::WAIT, 0, [1, 7]), // task 1 holds sem 7
+        Event::new(20, system::SCHEDULE, 1, [2, 0]),
+        Event::new(30, semaphore::WAIT, 1, [2, 7]), // task 2 waits...
+        Event::new(40, system::SCHEDULE, 1, [3, 0]), // ...and blocks
+        Event::new(50, semaphore::SIGNAL, 0, [1, 7]), // task 1 releases it
+        Event::new(90, system::SCHEDULE, 1, [2, 0]),
+    ];
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let w = PerfettoWriter::new(
+        &qtrace::classes::Catalog::builtin(),
+        0,
+        file.reopen().unwrap(),
+    )
+    .unwrap();
+    export::convert(w, events).unwrap();
+    let path = file.into_temp_path();
+    let Some(got) = decode(&path, false) else {
+        return;
+    };
+    // A slice end has no name of its own.
+    assert_eq!(
+        got["flows"],
+        json!([[WAKE + 1, 50, "task 1 sem 7", "", 90, "source 1", "task 2"]])
+    );
+}
+
+#[test]
+fn chrome_writes_wake_flow_events_after_the_instants() {
+    let mut out = Vec::new();
+    let w = ChromeWriter::new(&qtrace::classes::Catalog::builtin(), 0, &mut out).unwrap();
+    export::convert(w, wake_trace()).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"wake\""))
+        .map(|l| l.trim_end_matches(',').to_string())
+        .collect();
+    let ev = |ph: &str, k: u64, ts: &str, tid: u32| {
+        let bp = if ph == "f" { ",\"bp\":\"e\"" } else { "" };
+        format!(
+            r#"{{"ph":"{ph}","name":"wake","cat":"wake","id":{},"ts":{ts},"pid":1,"tid":{tid}{bp}}}"#,
+            WAKE + k
+        )
+    };
+    assert_eq!(
+        lines,
+        [
+            ev("s", 1, "0.300", 1),
+            ev("f", 1, "0.450", 0),
+            ev("s", 2, "1.050", 1),
+            ev("f", 2, "1.300", 1),
+            ev("s", 3, "1.750", 0),
+            ev("s", 4, "1.810", 1),
+            ev("f", 4, "1.900", 1),
+        ]
+    );
+    // Each flow event follows its event's instant, and the document parses.
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let i = events.iter().position(|e| e["cat"] == "wake").unwrap();
+    assert_eq!(
+        (events[i - 1]["name"].as_str(), events[i - 1]["ts"].as_f64()),
+        (Some("signal"), Some(0.3))
+    );
+}
+
+/// The flows the exports draw are `analyze`'s: same begins and ends.
+#[test]
+fn exported_wake_flows_are_the_analysis_flows() {
+    use qtrace::analysis::{AnalysisOptions, Analyzer};
+    let mut a = Analyzer::new(
+        &qtrace::classes::Catalog::builtin(),
+        AnalysisOptions::default(),
+    );
+    for e in wake_trace() {
+        a.push(&e);
+    }
+    let ends: Vec<(u64, u32)> = a
+        .finish()
+        .wake_flows
+        .iter()
+        .map(|f| (f.to_ns, f.to_source))
+        .collect();
+    let mut out = Vec::new();
+    let w = ChromeWriter::new(&qtrace::classes::Catalog::builtin(), 0, &mut out).unwrap();
+    export::convert(w, wake_trace()).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let got: Vec<(u64, u32)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "wake" && e["ph"] == "f")
+        .map(|e| {
+            let ns = (e["ts"].as_f64().unwrap() * 1000.0).round() as u64;
+            (ns, e["tid"].as_u64().unwrap() as u32)
+        })
+        .collect();
+    assert_eq!(got, ends);
+}

@@ -102,7 +102,7 @@ fn statements_from_a_pipe_run_one_by_one_and_a_failure_sets_the_status() {
     );
     assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));
     let views = text(&out.stdout).to_owned();
-    assert_eq!(views.lines().count(), 11, "{views}");
+    assert_eq!(views.lines().count(), 12, "{views}");
     // .views as the query argument: the same list.
     let out = qtrace(&["sql", &s, ".views"], "");
     assert_eq!((text(&out.stderr), out.status.code()), ("", Some(0)));

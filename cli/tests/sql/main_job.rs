@@ -152,6 +152,35 @@ fn check(inputs: &[PathBuf], analysis: &Value) {
     assert_eq!(irqs.len(), 2, "the timer and network interrupt lines");
     assert_eq!(irqs, want, "interrupt handlers");
 
+    // wake_flows: per task woken, its wake-up latencies as analyze sums
+    // them up, and one row per wake followed by a schedule.
+    let wakes = rows(
+        inputs,
+        &format!("SELECT task, {SUMMARY}, count(*) AS flows FROM (SELECT task, latency_ns AS d, lossy FROM wake_flows) GROUP BY task"),
+    );
+    let woken = analysis["wakeups"]
+        .as_array()
+        .expect("the interrupts wake tasks");
+    for w in woken {
+        let id = w["task"].as_u64().unwrap();
+        let mut want = summary(&w["latency"], &w["lossy"]);
+        let n = |k: &str| w[k].as_u64().unwrap();
+        let scheduled = n("by_signal") + n("by_irq") - n("unscheduled");
+        want.push(scheduled.to_string());
+        let got = wakes
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| vec!["0".to_string(); 7]);
+        assert_eq!(got, want, "task {id} wake-ups");
+    }
+    // No task in the table that analyze did not find woken.
+    assert!(
+        wakes
+            .keys()
+            .all(|&id| woken.iter().any(|w| w["task"].as_u64() == Some(id))),
+        "{wakes:?}"
+    );
+
     // The events and losses tables hold what analyze counted (no loss in a
     // run: no losses row, a sum of 0, not NULL).
     let totals = rows(

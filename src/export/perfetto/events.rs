@@ -78,7 +78,12 @@ impl<W: Write> PerfettoWriter<W> {
         self.stats.slices += 1;
         let iid = self.slice_name(name);
         let cat_iid = self.category(cat);
-        if let Some(iid) = iid.filter(|_| !of.is_some_and(|ev| self.shows_args(ev, 1))) {
+        // A begin that stands for an event ending a derived wake-up flow
+        // carries the flow's id (`src/export/wakes.rs`).
+        let flow = of.and(self.derived.take());
+        if let Some(iid) =
+            iid.filter(|_| flow.is_none() && !of.is_some_and(|ev| self.shows_args(ev, 1)))
+        {
             let names = Some((iid, cat_iid));
             let mut p = [0u8; EDGE_ROOM];
             if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_BEGIN, names, None) {
@@ -87,6 +92,9 @@ impl<W: Write> PerfettoWriter<W> {
             }
         }
         self.begin_encoded(track, iid, cat_iid, of);
+        if let Some((f, n)) = flow {
+            put_fixed64(&mut self.event, f, n);
+        }
         self.ordered(track, t)?;
         self.emit(t)
     }
@@ -161,13 +169,20 @@ impl<W: Write> PerfettoWriter<W> {
             return self.end_slice(t, track);
         };
         let ann = (self.annotation_name(ann), u64::from(source));
+        // A signal's end that begins a derived wake-up flow carries its id.
+        let flow = self.derived.take();
         let mut p = [0u8; ANNOTATED_EDGE_ROOM];
-        if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_END, None, Some(ann)) {
-            self.ordered(track, t)?;
-            return self.append_packed(t, &p, n);
+        if flow.is_none() {
+            if let Some(n) = self.packed_edge(&mut p, t, track, SLICE_END, None, Some(ann)) {
+                self.ordered(track, t)?;
+                return self.append_packed(t, &p, n);
+            }
         }
         self.end_encoded(track);
         self.uint_annotation(ann);
+        if let Some((f, n)) = flow {
+            put_fixed64(&mut self.event, f, n);
+        }
         self.ordered(track, t)?;
         self.emit(t)
     }

@@ -96,6 +96,14 @@
 //!   track `scopes` on which its `S.begin`/`S.end` pairs are nested slices
 //!   named `class:S`; the scope records keep their instants (the begin's
 //!   arguments, the end's code).
+//! - **Wake-up flows** the analysis derives (FORMAT.md 1.3.3: a
+//!   `semaphore:signal`, or the `system:activate` an interrupt's handler
+//!   logged, to the woken task's next `system:schedule`): the signal's or
+//!   activate's packet (its instant, or the `sem S` slice end a signal is)
+//!   carries the flow's id in `flow_ids`, and the schedule's `task N`
+//!   begin in `terminating_flow_ids`, so the trace processor's `flow` table
+//!   links them. Ids are 2^52 + k, k from 1 in the order of the wakes,
+//!   apart from the declared flows' instance numbers (from 1).
 //! - **Slices**, as the [Chrome](super::chrome) export draws them (one
 //!   derivation for both, `src/export/slices.rs`):
 //!   - `task N` (category `task`) on the source's track from a

@@ -13,6 +13,7 @@ use crate::classes::scopes::ScopeTable;
 use crate::classes::{system, tracer, Catalog};
 use crate::export::by_source::BySource;
 use crate::export::slices::{Edge, SliceOptions, Slices};
+use crate::export::wakes::{WakeStep, Wakes};
 use crate::export::ExportError as Error;
 use crate::export::{ConvertStats, EventSink};
 use crate::model::combine::{self, Assembler, Item, Names as RunNames};
@@ -169,6 +170,11 @@ pub struct PerfettoWriter<W: Write> {
     /// The flow field (`flow_ids` or `terminating_flow_ids`) and instance
     /// number the next instant carries.
     pub(super) flow: Option<(u32, u64)>,
+    /// The derived wake-up flows (`src/export/wakes.rs`), and the flow
+    /// field and id the current event's packet carries (taken by the slice
+    /// edge that stands for the event, else by its instant).
+    pub(super) wakes: Wakes,
+    pub(super) derived: Option<(u32, u64)>,
     /// The `lost events` counter track, once made.
     pub(super) loss_track: Option<u64>,
     pub(super) next_uuid: u64,
@@ -276,6 +282,8 @@ impl<W: Write> PerfettoWriter<W> {
             counter_tracks: BTreeMap::new(),
             flows: FlowTable::new(catalog).tracker(),
             flow: None,
+            wakes: Wakes::new(options.interrupt_max_ns),
+            derived: None,
             edges: Vec::with_capacity(8),
             sources: BySource::default(),
             tasks: HashMap::default(),
@@ -441,6 +449,10 @@ impl<W: Write> PerfettoWriter<W> {
     /// and an instant unless an edge stands for it.
     fn record(&mut self, e: &Event) -> Result<(), Error> {
         let tracked = self.source_track(e.source)?;
+        self.derived = self.wakes.push(e).map(|w| match w {
+            WakeStep::Begin(id) => (field::FLOW_IDS, id),
+            WakeStep::End(id) => (field::TERMINATING_FLOW_IDS, id),
+        });
         let mut edges = std::mem::take(&mut self.edges);
         self.slices.push(e, &mut edges);
         // Whether the event is drawn as a slice's begin or end (else it is
@@ -459,6 +471,8 @@ impl<W: Write> PerfettoWriter<W> {
         edges.clear();
         self.edges = edges;
         result?;
+        // A derived flow no edge took goes on the event's instant.
+        let derived = self.derived.take();
         // Every system event names a task: give it its track.
         // (A schedule's task track is made, or counted, above.)
         if e.id != system::SCHEDULE
@@ -480,6 +494,7 @@ impl<W: Write> PerfettoWriter<W> {
                 };
                 f.instance.map(|n| (field, n))
             });
+            self.flow = self.flow.or(derived);
             let track = self.instant_track(tracked)?;
             self.instant(e, track)?;
         }
