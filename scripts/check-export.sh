@@ -4,7 +4,8 @@
 #   - babeltrace2 (sink.utils.counter) counts exactly the events `qtrace stats`
 #     counts, and its "Tracer discarded N events" warnings add up to qtrace's
 #     lost count (babeltrace2 can exit 0 after an error, so its output is read);
-#   - the Chrome JSON parses (python3's json) and has one instant per event.
+#   - the Chrome JSON parses (python3's json) and has one instant per event
+#     (a counter record's is a counter event, "ph":"C", instead).
 # Needs babeltrace2 and python3 (Debian: apt-get install babeltrace2 python3).
 #
 #   scripts/check-export.sh [TRACE_DIR]   # default: run the example into a temporary directory
@@ -76,6 +77,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 evs = doc["traceEvents"]
 instants = sum(1 for e in evs if e["ph"] == "i" and e.get("cat") != "tracer")
+counters = sum(1 for e in evs if e["ph"] == "C")
 markers = sum(1 for e in evs if e["ph"] == "i" and e.get("cat") == "tracer")
 stacks = {}
 for e in evs:
@@ -87,9 +89,10 @@ for e in evs:
             name, ts = s.pop()
             assert name == e["name"] and e["ts"] >= ts, e
 assert all(not s for s in stacks.values()), "open slices left"
-assert instants == int(sys.argv[2]), (instants, sys.argv[2])
+assert instants + counters == int(sys.argv[2]), (instants, counters, sys.argv[2])
 assert markers == int(sys.argv[3]), (markers, sys.argv[3])
-print(f"check-export: chrome JSON: {instants} events, {markers} loss markers, B/E nested")
+print(f"check-export: chrome JSON: {instants} instants and {counters} counter values "
+      f"for {sys.argv[2]} events, {markers} loss markers, B/E nested")
 PY
 # Perfetto protobuf, decoded with Perfetto's own schema (scripts/check-perfetto.py).
 if python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
@@ -100,11 +103,14 @@ import json, os, sys
 d = json.load(open(sys.argv[1]))
 events, hoops = int(sys.argv[3]), int(sys.argv[4])
 markers = d["instants"].get("tracer:hoops", 0)
-# Every event is an instant or (a schedule or interrupt) its slice's begin.
-assert d["event_total"] - markers == events, (d["event_total"], d["drawn"], events)
+# A counter record is a value on its counter's track; the `lost events`
+# track's values are the tracer's own (one a hoops record).
+values = sum(1 for _, label, _ in d["counters"] if label != "lost events")
+# Every other event is an instant or (a schedule or interrupt) its slice's begin.
+assert d["event_total"] - markers + values == events, (d["event_total"], values, d["drawn"], events)
 assert markers == hoops, (markers, hoops)
 size = os.path.getsize(sys.argv[2])
-print(f"check-export: perfetto: {events} events, {markers} loss markers, slices nested, "
+print(f"check-export: perfetto: {events} events ({values} counter values), {markers} loss markers, slices nested, "
       f"{size} bytes ({size / max(1, events + hoops):.1f} bytes an event)")
 PY
 else
