@@ -123,6 +123,8 @@ mod batch;
 mod config;
 mod core;
 mod file;
+#[cfg(test)]
+mod memory;
 mod progress;
 mod rejection;
 mod run;

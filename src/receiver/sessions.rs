@@ -32,7 +32,7 @@ const ENDED: u32 = 1;
 
 /// What is known of a sender id's newest session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+pub(super) enum State {
     /// A stream of this receiver holds it (tracked or parked).
     Live,
     /// Its stream ended: every datagram of it is a replay.

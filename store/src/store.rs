@@ -1361,3 +1361,24 @@ fn lock(root: &Path) -> Result<std::fs::File, StoreError> {
         Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", &path, e)),
     }
 }
+
+#[cfg(test)]
+mod memory {
+    use std::mem::size_of;
+
+    use super::{Open, Stream, StreamId};
+
+    /// The fixed byte costs RELIABILITY.md ("Memory", the store's rows)
+    /// states: a struct that grows changes this test and the document
+    /// together. The heap a stream's header and event ids add is measured
+    /// in tests/memory_costs.rs.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_stores_items_take_the_documented_bytes() {
+        // A stream's state, and its entry in the index by stream id.
+        assert_eq!(size_of::<Stream>(), 864);
+        assert_eq!(size_of::<(StreamId, usize)>(), 56);
+        // An open part set, before its rows and writers.
+        assert_eq!(size_of::<Open>(), 2_288);
+    }
+}
