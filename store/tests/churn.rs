@@ -7,7 +7,7 @@
 //! states than the receiver tracks and parks.
 
 mod common;
-use common::batches;
+use common::{batches, datagrams};
 
 use std::collections::HashMap;
 use std::net::UdpSocket;
@@ -16,11 +16,9 @@ use std::time::{Duration, Instant};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::Array;
-use qtrace::classes::user;
 use qtrace::receiver::{
     Receiver, ReceiverConfig, RunLimit, SenderSummary, StreamId, StreamSink, MAX_RETIRED,
 };
-use qtrace::wire::datagram::{encode_close, encode_events, CloseCounts, DEFAULT_MAX_DATAGRAM_LEN};
 use qtrace::wire::TraceHeader;
 use qtrace::Event;
 use qtrace_store::{Store, StoreConfig};
@@ -59,26 +57,11 @@ impl StreamSink for Watch {
 }
 
 fn events(k: u32, round: u64) -> Vec<u8> {
-    let first = round * PER;
-    let evs: Vec<Event> = (first..first + PER)
-        .map(|i| Event::new(1_000 + i, user::USER0, 0, [k as u64, i]))
-        .collect();
-    let mut buf = vec![0u8; DEFAULT_MAX_DATAGRAM_LEN];
-    let (len, n) = encode_events(&mut buf, FIRST + k, round, 0, first, &evs).unwrap();
-    assert_eq!(n as u64, PER);
-    buf.truncate(len);
-    buf
+    datagrams::events(FIRST + k, round, round * PER, PER, k as u64)
 }
 
 fn close(k: u32) -> Vec<u8> {
-    let mut buf = [0u8; 56];
-    let sent = ROUNDS * PER;
-    let counts = CloseCounts {
-        logged: sent,
-        unsent: 0,
-    };
-    let len = encode_close(&mut buf, FIRST + k, ROUNDS, 0, sent, counts).unwrap();
-    buf[..len].to_vec()
+    datagrams::close(FIRST + k, ROUNDS, ROUNDS * PER)
 }
 
 #[test]

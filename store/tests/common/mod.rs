@@ -1,6 +1,8 @@
 //! Reading a store back in tests: the `parquet` crate's arrow reader (not
 //! qtrace's code) over the parts the store's own `scan` finds.
 
+pub mod datagrams;
+
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -8,6 +10,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// Every row of `table` under the store `root`, as the batches of its
 /// finished parts (temps of unfinished parts left out), in part order.
+#[allow(dead_code)] // not every test reads a store back
 pub fn batches(root: &Path, table: &str) -> Vec<RecordBatch> {
     qtrace_store::scan(root)
         .unwrap()
