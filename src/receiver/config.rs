@@ -41,7 +41,10 @@ pub struct ReceiverConfig {
     /// sender beyond it takes the slot of a closed or idle one, or is
     /// refused (counted per source address, [`ReceiverSummary::refused`](super::ReceiverSummary::refused)).
     pub max_senders: usize,
-    /// The largest sender header (catalog) accepted, in bytes (1 MiB).
+    /// The largest sender header (catalog) accepted, in bytes (1 MiB); a
+    /// larger one is counted invalid. Each tracked and parked sender may
+    /// hold one, decoded (about 5 bytes a header byte): lower it to lower
+    /// the receiver's memory bound (RELIABILITY.md, "Receiver memory").
     pub max_catalog_len: usize,
     /// The socket receive buffer asked for (32 MiB; the kernel may cap it,
     /// see [`Receiver::recv_buffer`](super::Receiver::recv_buffer)): room for

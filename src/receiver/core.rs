@@ -286,7 +286,7 @@ impl ReceiverCore {
         old.assembler = CatalogAssembler::new();
         // Its buffer of decoded records (up to 2 MiB after a reordered
         // compact datagram) is made again if it resumes: a parked sender
-        // keeps its fixed state and header only (RELIABILITY.md, "Memory").
+        // keeps its fixed state and header only (RELIABILITY.md, "Receiver memory").
         old.decoded = Vec::new();
         if self.parked.len() >= MAX_RETIRED {
             if let Some(p) = self.oldest_parked() {

@@ -1,5 +1,5 @@
 //! The fixed byte costs of the receiver's state per item, as
-//! RELIABILITY.md ("Memory", the receiver's table) states them: a struct
+//! RELIABILITY.md ("Receiver memory", the receiver's table) states them: a struct
 //! that grows changes this test and the document together. The heap that
 //! scales with what senders send (their headers) is measured in
 //! store/tests/memory_costs.rs.

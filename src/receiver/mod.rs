@@ -46,9 +46,10 @@
 //!   sender has a fixed-size sequence window, at most
 //!   [`ReceiverConfig::reorder`] held datagrams and a catalog of at most
 //!   [`ReceiverConfig::max_catalog_len`] bytes; a parked sender keeps its
-//!   sequence bits (128 bytes), counts and header (so at worst
-//!   [`MAX_RETIRED`] × `max_catalog_len` bytes of headers); received records
-//!   go straight to disk.
+//!   sequence bits (128 bytes), counts and header (decoded: up to about 5
+//!   bytes a header byte, so at worst [`MAX_RETIRED`] × 5 ×
+//!   `max_catalog_len` bytes of headers; RELIABILITY.md, "Receiver memory",
+//!   gives the bound item by item); received records go straight to disk.
 //! - **Streams end honestly**: a sender's close datagram (sent 3 times, 2 ms
 //!   apart) carries its final counts. It is released after every datagram
 //!   numbered before it; when a second copy arrives, datagrams still missing

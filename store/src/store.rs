@@ -1368,7 +1368,7 @@ mod memory {
 
     use super::{Open, Stream, StreamId};
 
-    /// The fixed byte costs RELIABILITY.md ("Memory", the store's rows)
+    /// The fixed byte costs RELIABILITY.md ("Receiver memory", the store's rows)
     /// states: a struct that grows changes this test and the document
     /// together. The heap a stream's header and event ids add is measured
     /// in tests/memory_costs.rs.

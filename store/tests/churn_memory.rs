@@ -75,7 +75,7 @@ struct Sent {
     records: u64,
 }
 
-/// RELIABILITY.md's receiver memory formula ("Memory", its table of
+/// RELIABILITY.md's receiver memory formula ("Receiver memory", its table of
 /// per-item costs) for `config`, a store at the default roll and what the
 /// senders send: above the process as it stood before the first datagram
 /// (code, libraries, the socket's batch buffers, the store opened).

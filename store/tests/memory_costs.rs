@@ -1,5 +1,5 @@
 //! The heap a parked sender takes in the receiver and a sender stream in
-//! the store (RELIABILITY.md, "Memory", the terms that scale with what the
+//! the store (RELIABILITY.md, "Receiver memory", the terms that scale with what the
 //! senders send), measured with a counting allocator: 400 of them held at
 //! once, with sender headers of 1.3 to 17 KiB (the built-in classes and
 //! 0 to 256 events of the sender's own). Each takes at most the

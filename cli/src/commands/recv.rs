@@ -28,6 +28,7 @@ use crate::spine::listen::listen_addr;
 use crate::spine::watch::{Watch, Watcher};
 use crate::spine::{interrupt, Exit};
 
+mod catalog;
 pub(crate) mod keys;
 mod rtt;
 mod serial;
@@ -154,6 +155,21 @@ pub struct RecvArgs {
     /// one when it has sent nothing during this many datagrams.
     #[arg(long, value_name = "N", default_value_t = ReceiverConfig::default().idle_datagrams)]
     pub idle_datagrams: u64,
+    /// The largest sender header (catalog) taken, in bytes (1MiB).
+    ///
+    /// The largest sender header (the catalog of event names a sender sends
+    /// first) taken, in bytes, KiB or MiB (4096, 64KiB; default 1MiB, at
+    /// most 4MiB); a larger one is counted invalid and its sender's events
+    /// are stored without its names. The receiver's memory grows with it:
+    /// each tracked and each parked sender (1,024 at most) may hold one
+    /// (RELIABILITY.md, "Receiver memory"), so lower it to lower the bound.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value = "1MiB",
+        value_parser = catalog::parse_catalog_cap
+    )]
+    pub max_catalog_bytes: usize,
     /// Accept only datagrams keyed with a key in FILE.
     ///
     /// Accept only datagrams keyed with the key in FILE (32 bytes, mode 600:
@@ -247,6 +263,7 @@ pub fn run(args: RecvArgs, live: Watcher) -> Exit {
     let config = ReceiverConfig {
         max_senders: args.max_senders,
         idle_datagrams: args.idle_datagrams,
+        max_catalog_len: args.max_catalog_bytes,
         keys,
         compact_file: !args.records_32,
         ..ReceiverConfig::default()

@@ -422,3 +422,67 @@ fn read_it_with_is_suggested_only_when_records_were_written() {
     );
     assert!(!stdout.contains("read it with"), "{stdout}");
 }
+
+/// `--max-catalog-bytes`: a sender header up to the cap is taken (the
+/// received file carries it: the sender's process id), a larger one is
+/// refused (the file keeps the receiver's provisional header) while the
+/// sender's events are all received; a bad value is a usage error (exit 2)
+/// that says what to give.
+#[test]
+fn recv_takes_sender_headers_up_to_max_catalog_bytes() {
+    let dir = temp_dirs::fresh_dir("recv-catalog-cap", "cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The built-in classes' header alone is above 1 KiB.
+    for (cap, taken) in [("64KiB", true), ("1024", false)] {
+        let out = dir.join(format!("cap-{cap}.qtr"));
+        let args = [
+            "--count",
+            "100",
+            "--duration",
+            "20",
+            "--max-catalog-bytes",
+            cap,
+        ];
+        let (listen, child) = recv_listening(&out, &args);
+        send_user3(listen, 100);
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{cap}: {stdout}");
+        assert!(
+            stdout.starts_with("received 100 events from 1 sender(s)"),
+            "{cap}: {stdout}"
+        );
+        let reader = TraceReader::open(&out).unwrap();
+        let pid = reader.header().process_id();
+        assert_eq!(pid == std::process::id(), taken, "{cap}: pid {pid}");
+        let events = reader
+            .map(Result::unwrap)
+            .filter(|e| e.id == user::USER3)
+            .count();
+        assert_eq!(events, 100, "{cap}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (bad, says) in [
+        ("0", "0 bytes: give at least 1 and at most 4194304"),
+        ("5MiB", "5242880 bytes: give at least 1 and at most 4194304"),
+        (
+            "1GB",
+            "is not a size: give bytes (65536) or a whole number of KiB or MiB",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(["recv", "--out", "x.qtr", "--duration", "1"])
+            .args(["--max-catalog-bytes", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{bad}' for '--max-catalog-bytes <BYTES>'"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
