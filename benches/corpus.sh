@@ -3,7 +3,7 @@
 # corpus"): generates it in a temporary folder and measures on it what the
 # README and BENCHMARKS.md claim about sizes and rates.
 #
-#   benches/corpus.sh [RECORDS] [ROUNDS]      # defaults 1000000 and 5
+#   benches/corpus.sh [RECORDS] [ROUNDS]      # defaults 1000000 and 7
 #
 # Sizes, in bytes a record (the files after their header; the exports
 # whole, a folder summed): the compact file (version 2) and the 32-byte one
@@ -11,14 +11,15 @@
 # and `qtrace convert` of the compact file to Perfetto (compressed, the
 # default), Parquet (the folder), Chrome JSON and CTF (the folder). Rates:
 # `stats`, `analyze`, `convert --to perfetto` and `--to parquet` of both
-# files, ROUNDS rounds with the cases alternating in each, timed by
-# `/usr/bin/time -f '%e %U %S'`; the medians of wall and CPU (user + system)
-# seconds and the records a second they give. Writes nothing but the
+# files, ROUNDS rounds with the cases alternating in each (the order
+# rotating, the two files one after the other), timed by bash's `time`
+# (wall, user and system seconds to the millisecond); the medians of wall
+# and CPU (user + system) seconds and the records a second they give. Writes nothing but the
 # release build (target/) and its temporary folder, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=${1:-1000000}
-rounds=${2:-5}
+rounds=${2:-7}
 cargo build --release -p qtrace-cli --quiet
 cargo build --release --example corpus --quiet
 q=$PWD/target/release/qtrace
@@ -46,8 +47,10 @@ for f in "$v2" "$v1"; do
     echo "| $(basename "$f") (after the header) | $b | $(per "$b") |"
 done
 if command -v zstd >/dev/null; then
-    b=$(zstd -19 -q -c "$v2" | wc -c)
-    echo "| corpus-compact.qtr, zstd -19 (whole file) | $b | $(per "$b") |"
+    for f in "$v2" "$v1"; do
+        b=$(zstd -19 -q -c "$f" | wc -c)
+        echo "| $(basename "$f"), zstd -19 (whole file) | $b | $(per "$b") |"
+    done
 else
     echo "| corpus-compact.qtr, zstd -19 | zstd is not installed | — |"
 fi
@@ -75,6 +78,7 @@ fi
 rm -f "$work/p1.pftrace" "$work/p2.pftrace"
 
 cases=(stats analyze perfetto parquet)
+TIMEFORMAT='%3R %3U %3S'
 for ((r = 0; r < rounds; r++)); do
     for k in "${!cases[@]}"; do
         # Rotate the order each round, and alternate the two files.
@@ -89,7 +93,9 @@ for ((r = 0; r < rounds; r++)); do
                 perfetto) cmd=("$q" convert --to perfetto "$f" --out "$work/out.pftrace") ;;
                 parquet) cmd=("$q" convert --to parquet "$f" --out "$work/out") ;;
             esac
-            /usr/bin/time -o "$work/time" -f '%e %U %S' "${cmd[@]}" >/dev/null 2>&1
+            # Bash's `time`, as `/usr/bin/time -f '%e %U %S'` but to the
+            # millisecond (GNU time prints hundredths: too coarse here).
+            { time "${cmd[@]}" >/dev/null 2>&1; } 2>"$work/time"
             read -r wall user sys <"$work/time"
             echo "$wall" >>"$work/wall-$c-$form"
             awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }' >>"$work/cpu-$c-$form"
