@@ -7,15 +7,16 @@
 #
 # Sizes, in bytes a record (the files after their header; the exports
 # whole, a folder summed): the compact file (version 2) and the 32-byte one
-# (version 1), the compact file after `zstd -19` (when zstd is installed),
-# and `qtrace convert` of the compact file to Perfetto (compressed, the
-# default), Parquet (the folder), Chrome JSON and CTF (the folder). Rates:
-# `stats`, `analyze`, `convert --to perfetto` and `--to parquet` of both
-# files, ROUNDS rounds with the cases alternating in each (the order
-# rotating, the two files one after the other), timed by bash's `time`
-# (wall, user and system seconds to the millisecond); the medians of wall
-# and CPU (user + system) seconds and the records a second they give. Writes nothing but the
-# release build (target/) and its temporary folder, removed at the end.
+# (version 1), both after `zstd -19` (when zstd is installed), and
+# `qtrace convert` of the compact file to Perfetto (compressed, the default,
+# and `--uncompressed`), Parquet (the folder), Chrome JSON and CTF (the
+# folder). Rates: `stats`, `analyze`, `convert --to perfetto` and
+# `--to parquet` of both files, ROUNDS rounds with the cases alternating in
+# each (the order rotating, the two files one after the other), timed by
+# bash's `time` (wall, user and system seconds to the millisecond); the
+# medians of wall and CPU (user + system) seconds and the records a second
+# they give. Writes nothing but the release build (target/) and its
+# temporary folder, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=${1:-1000000}
@@ -57,6 +58,10 @@ fi
 "$q" convert --to perfetto "$v2" --out "$work/p.pftrace" >/dev/null 2>&1
 b=$(stat -c %s "$work/p.pftrace")
 echo "| convert --to perfetto (compressed) | $b | $(per "$b") |"
+"$q" convert --to perfetto --uncompressed "$v2" --out "$work/pu.pftrace" >/dev/null 2>&1
+b=$(stat -c %s "$work/pu.pftrace")
+echo "| convert --to perfetto --uncompressed | $b | $(per "$b") |"
+rm -f "$work/pu.pftrace"
 "$q" convert --to parquet "$v2" --out "$work/pq" >/dev/null 2>&1
 b=$(du -sb "$work/pq" | cut -f1)
 echo "| convert --to parquet (the folder) | $b | $(per "$b") |"
