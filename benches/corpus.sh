@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The reference corpus (examples/corpus, BENCHMARKS.md "The reference
-# corpus"): generates it in a temporary folder and measures on it what the
+# The reference corpus (examples/corpus, BENCHMARKS.md "Sizes on
+# disk"): generates it in a temporary folder and measures on it what the
 # README and BENCHMARKS.md claim about sizes and rates.
 #
 #   benches/corpus.sh [RECORDS] [ROUNDS]      # defaults 1000000 and 7

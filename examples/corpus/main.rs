@@ -1,4 +1,4 @@
-//! Writes the **reference corpus** (BENCHMARKS.md, "The reference corpus"),
+//! Writes the **reference corpus** (BENCHMARKS.md, "Sizes on disk"),
 //! on which the README's and BENCHMARKS.md's sizes and rates are measured:
 //! EVENTS records (default 1,000,000) of a real-clock workload, written to
 //! DIR twice, `corpus-compact.qtr` (file version 2, the default of online and

@@ -1,4 +1,4 @@
-//! The reference corpus's workload (BENCHMARKS.md, "The reference corpus"):
+//! The reference corpus's workload (BENCHMARKS.md, "Sizes on disk"):
 //! one generator that `examples/corpus` writes to disk and
 //! `benches/decode.rs` reads from memory (it includes this file by path).
 //!

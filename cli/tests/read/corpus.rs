@@ -1,5 +1,5 @@
-//! The reference corpus's generator (`examples/corpus`, BENCHMARKS.md "The
-//! reference corpus") end to end: it writes the records asked for, the same
+//! The reference corpus's generator (`examples/corpus`, BENCHMARKS.md
+//! "Sizes on disk") end to end: it writes the records asked for, the same
 //! in its compact and its 32-byte file, each complete; the same shape (ids,
 //! sources, arguments) on every run, only the clock's times differ; and
 //! `qtrace stats` counts in both files the events the example printed.
