@@ -2,10 +2,11 @@
 //! by side in one run (issues 32 and 33: "the readers must not get slower on
 //! compact files"; decoding ≥ 100 M events/s on one core; `analyze` ≥ 100 M).
 //!
-//! The trace is stamped with the **monotonic clock** as it is generated here
-//! (a scheduler-like stream: 4 tasks on 2 CPUs, timer interrupts, semaphore
-//! waits and signals, each job a short loop of real work, so the deltas are
-//! those of a real program, not of a manual clock), written in memory by
+//! The trace is the reference corpus's workload (`examples/corpus/workload.rs`,
+//! included here by path: task switches over 4 CPUs, interrupts, semaphores,
+//! messages, a counter and strings), stamped with the **monotonic clock** as
+//! it is generated, each step a short loop of real work, so the deltas are
+//! those of a real program, not of a manual clock; written in memory by
 //! `TraceWriter` once as 32-byte records (file version 1) and once compact
 //! (version 2, the default of online and received files). Files named in
 //! `QTRACE_DECODE_FILES` (space-separated; e.g. the main job's online file
@@ -32,17 +33,18 @@
 //! cargo bench -p qtrace-benches --features analysis --bench decode
 //! ```
 //!
-//! `QTRACE_DECODE_EVENTS` sets the generated trace's events (default
+//! `QTRACE_DECODE_EVENTS` sets the generated trace's records (default
 //! 1,000,000), `QTRACE_DECODE_ROUNDS` the rounds (default 30), and
 //! `QTRACE_DECODE_WRITE=DIR` also writes the generated trace to
 //! `DIR/realclock-32.qtr` and `DIR/realclock-compact.qtr` (for timing the
-//! `qtrace` command on the same events).
+//! `qtrace` command on the same events; `benches/corpus.sh` does that on
+//! the corpus written by `examples/corpus`).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use qtrace::analysis::{AnalysisOptions, Analyzer};
-use qtrace::classes::{lowlevel, semaphore, system, Catalog};
+use qtrace::classes::Catalog;
 use qtrace::clock::Clock;
 use qtrace::reader::TraceReader;
 use qtrace::wire::{TraceHeader, TraceWriter};
@@ -52,41 +54,9 @@ use qtrace_core::compact::Chunk;
 mod common;
 use common::thread_cpu_time;
 
-/// A scheduler-like stream stamped with the monotonic clock as it runs: 4
-/// tasks on 2 CPUs, a timer interrupt every ~20 events, semaphore waits and
-/// signals, each task's job a short loop of real work.
-fn real_clock_workload(clock: &Clock, n: usize) -> Vec<Event> {
-    let mut out = Vec::with_capacity(n);
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut task = 0u64;
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let work = 50 + (x % 400);
-        let mut acc = 0u64;
-        for i in 0..work {
-            acc = acc.wrapping_mul(31).wrapping_add(i);
-        }
-        black_box(acc);
-        let cpu = (task % 2) as u32;
-        let t = clock.now();
-        match x % 20 {
-            0 => out.push(Event::new(t, lowlevel::INTERRUPT, cpu, [15, 0])),
-            1 | 2 => out.push(Event::new(t, semaphore::WAIT, cpu, [task, 1 + x % 3])),
-            3 | 4 => out.push(Event::new(t, semaphore::SIGNAL, cpu, [task, 1 + x % 3])),
-            5 => out.push(Event::new(t, system::ACTIVATE, cpu, [(task + 1) % 4, 0])),
-            _ => {
-                out.push(Event::new(t, system::ENDCYCLE, cpu, [task, 0]));
-                task = (task + 1 + x % 3) % 4;
-                let cpu = (task % 2) as u32;
-                out.push(Event::new(clock.now(), system::SCHEDULE, cpu, [task, 0]));
-            }
-        }
-    }
-    out.truncate(n);
-    out
-}
+// The reference corpus's generator, shared with `examples/corpus`.
+#[path = "../examples/corpus/workload.rs"]
+mod workload;
 
 /// One trace, in both file forms.
 struct Trace {
@@ -262,10 +232,10 @@ fn main() {
     let rounds = env("QTRACE_DECODE_ROUNDS", 30);
 
     let clock = Clock::monotonic();
-    let header = TraceHeader::new(Catalog::builtin(), &clock);
-    let events = real_clock_workload(&clock, n);
+    let header = TraceHeader::new(workload::catalog(), &clock);
+    let events = workload::generate(&clock, n);
     let mut traces = vec![Trace::new(
-        format!("real-clock workload ({n} events)"),
+        format!("the corpus's workload ({n} records)"),
         &header,
         &events,
     )];
@@ -288,7 +258,7 @@ fn main() {
         traces.push(Trace::new(path.to_string(), &header, &events));
     }
 
-    let catalog = Catalog::builtin();
+    let catalog = workload::catalog();
     for trace in &traces {
         println!(
             "{}: {} events; 32-byte file {} B, compact {} B ({:.2} B/event)",

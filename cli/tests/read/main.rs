@@ -1,5 +1,5 @@
 //! `qtrace dump`, `stats`, `recover` and the command's messages, run as the
-//! binary; the standard_init example end to end.
+//! binary; the standard_init and corpus examples end to end.
 //!
 //! One test binary, one module per file (tests/README.md is the map).
 
@@ -11,6 +11,7 @@ mod cli;
 mod compact_files;
 mod completeness;
 mod conventions;
+mod corpus;
 mod ctl;
 mod edges;
 mod error_messages;
