@@ -131,9 +131,9 @@ impl Drainer {
 
     /// Puts the sample into `pending` once it is due — every event queued
     /// when it was taken drained — and no combine run is held back (a
-    /// sample never splits a run). Called only after a batch's events and
-    /// its hoops record, and followed by a write, so `pending` keeps its
-    /// events first (see `credit`).
+    /// sample never splits a run). Called only where `pending` is empty or
+    /// ends with a batch's events and its hoops record, and followed by a
+    /// write, so `pending` keeps its events first (see `credit`).
     fn place_sample(&mut self) {
         if !self.carry.is_empty() || !self.sample.as_ref().is_some_and(Sample::due) {
             return;
@@ -442,12 +442,6 @@ impl Drainer {
         // one still waits for the events queued when it was taken.
         if let (Some(counters), None) = (&self.counters, &self.sample) {
             self.sample = Some(counters.sample(ring));
-            // Nothing was queued: it goes first, alone, before any event
-            // logged after it.
-            self.place_sample();
-            if !self.write_pending() {
-                return Round::Failed;
-            }
         }
         loop {
             let mut left = ring.len();
@@ -457,6 +451,16 @@ impl Drainer {
                 let carried = self.carry.len() / RECORD_LEN;
                 if self.room() <= carried && self.records > self.prologue {
                     self.rotate();
+                }
+                // A sample due already (what was queued when it was taken
+                // is drained: it was taken with nothing queued, or a batch
+                // ended there) goes alone before the events logged after
+                // it. Its drops are marked: the ring took events since.
+                if self.pending.is_empty() && self.sample.as_ref().is_some_and(Sample::due) {
+                    self.place_sample();
+                    if !self.write_pending() {
+                        return Round::Failed;
+                    }
                 }
                 let mut take = if self.rotate_blocked {
                     left.min(BATCH)
@@ -696,11 +700,29 @@ impl Work for Drainer {
         }
         // The whole records (or chunks) of a partly written batch are in
         // the file.
+        // Sample records not written (they end `pending`): no loss of
+        // events, but the status says so, as the file may end torn.
+        let unwritten_samples = ((self.pending.len() / RECORD_LEN)
+            .saturating_sub(self.records_written()) as u64)
+            .min(self.pending_samples);
         self.records += self.records_written() as u64;
         // Bytes still pending with no event in them: a hoops record that
         // could not be written. Say so: a loss nobody can see is not allowed.
         let unwritten_hoops = self.dropped_unmarked();
         let closed = self.close(unwritten, unwritten_hoops);
+        if unwritten == 0 && unwritten_hoops == 0 && unwritten_samples > 0 {
+            let mut io = self.shared.io.lock();
+            let why = io.last_error.clone().unwrap_or_default();
+            let end = if closed {
+                "the file ends with its close record"
+            } else {
+                "the file reads as cut short"
+            };
+            io.last_error = Some(format!(
+                "{unwritten_samples} records of the queue counters' samples (no event) could not be written to {} at shutdown; {end}; last error: {why}",
+                self.name
+            ));
+        }
         if unwritten > 0 || unwritten_hoops > 0 {
             let mut io = self.shared.io.lock();
             let why = io.last_error.clone().unwrap_or_default();
