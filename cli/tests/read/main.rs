@@ -14,6 +14,7 @@ mod conventions;
 mod ctl;
 mod edges;
 mod error_messages;
+mod queue_counters;
 mod recover_cli;
 mod rough_edges;
 mod standard_init;
