@@ -1,11 +1,15 @@
 //! A drained queue's own counters (FORMAT.md 1.3.4): its fill level and
 //! its losses so far, sampled by its task at the start of each round and
-//! sent as counter records of the reserved class `qtrace`. Never the
-//! producers': `log_event` and the queue's get/post are unchanged.
+//! sent (UDP) or written (online) as counter records of the reserved class
+//! `qtrace`. Never the producers': `log_event` and the queue's get/post are
+//! unchanged.
 //!
-//! A sample goes into the stream right after the events that were in the
-//! ring when it was taken (they were logged before it), so the records
-//! stay in time order.
+//! A sample goes into the stream or file right after the events that were
+//! in the ring when it was taken (they were logged before it), so the
+//! records stay in time order. The UDP task places it with
+//! `drain_sampled`; the online drainer with `Sample::due` and
+//! `Sample::drained`, as it places hoops records and holds combine runs
+//! whole.
 
 use std::sync::Arc;
 

@@ -698,13 +698,13 @@ impl Work for Drainer {
                 }
             }
         }
-        // The whole records (or chunks) of a partly written batch are in
-        // the file.
         // Sample records not written (they end `pending`): no loss of
         // events, but the status says so, as the file may end torn.
         let unwritten_samples = ((self.pending.len() / RECORD_LEN)
             .saturating_sub(self.records_written()) as u64)
             .min(self.pending_samples);
+        // The whole records (or chunks) of a partly written batch are in
+        // the file.
         self.records += self.records_written() as u64;
         // Bytes still pending with no event in them: a hoops record that
         // could not be written. Say so: a loss nobody can see is not allowed.

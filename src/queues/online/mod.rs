@@ -37,6 +37,10 @@
 //!   target keeps 4 KiB allocated past its end (`fallocate` with
 //!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
 //!   made), so a disk that stays full still takes them.
+//! - **Queue counters** (off by default;
+//!   [`OnlineParams::with_queue_counters`]): the task samples the queue's
+//!   fill level and losses so far into the file as counter records of the
+//!   class `qtrace`, as the UDP queue does (FORMAT.md 1.3.4).
 //! - **A failed activation** (the file cannot be created, or is locked by
 //!   another process): [`Queue::status`] counts the I/O error and holds its
 //!   message, and the queue latches shut: events logged afterwards are

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 impl Drainer {
     /// Records that still fit in the open chunk, keeping room for a hoops
-    /// record and the close run (`usize::MAX` without a size bound).
+    /// record, a queue counters' sample (if sampled) and the close run
+    /// (`usize::MAX` without a size bound).
     pub(super) fn room(&self) -> usize {
         let Some(max) = self.rotation.max_bytes.filter(|_| self.file.is_some()) else {
             return usize::MAX;
