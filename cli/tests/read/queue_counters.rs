@@ -67,13 +67,22 @@ fn dump_and_stats_count_the_samples_as_records_not_losses() {
     let file = counters_file(dir.path());
     let (code, out, _) = qtrace(&["dump"], &file);
     assert_eq!(code, Some(0), "{out}");
-    // The lines without their times (the first column).
+    // The lines without their times (the first column), a logged event's
+    // source (the thread that logged it) as `S`.
     let lines: Vec<String> = out
         .lines()
-        .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().skip(1).collect();
+            let source = words[0].parse::<u32>().map_or(words[0], |_| "S");
+            [source]
+                .into_iter()
+                .chain(words[1..].iter().copied())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     let mut expected: Vec<String> = (0..16)
-        .map(|i| format!("0 user user0 value={i} arg1=0"))
+        .map(|i| format!("S user user0 value={i} arg1=0"))
         .collect();
     expected.push("[LOST 24 EVENTS] (queue 0)".into());
     for (fill, lost) in [(16, 24), (0, 24), (0, 24)] {
