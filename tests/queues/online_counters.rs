@@ -319,3 +319,62 @@ fn queue_counters_class_name_is_reserved() {
     );
     assert!(!dir.exists(), "nothing is created");
 }
+
+/// A chunk that holds nothing but samples (and its names prologue) is not
+/// closed for its age: 5 events, a second idle (a sample every 5 ms round),
+/// 5 more events, an age bound of 200 ms: two chunks, as without the
+/// counters (`an_age_bound_closes_a_chunk_that_holds_records`), the second
+/// starting with the idle rounds' samples, every one of them 0 lost.
+#[test]
+fn samples_alone_never_close_a_chunk_for_its_age() {
+    let dir = fresh_dir("online-counters", "age");
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Online>(
+            OnlineParams::default()
+                .with_file(dir.join("run.qtr"))
+                .with_period(Duration::from_millis(5))
+                .with_rotation(None, Some(Duration::from_millis(200)))
+                .with_queue_counters(true),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    tracer.activate().unwrap();
+    for i in 0..5 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    for i in 5..10 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    let report = tracer.shutdown().unwrap();
+    let files = &report.queues[0].status.files;
+    assert_eq!(files.len(), 2, "{files:?}");
+    let values = |records: &[Event]| -> Vec<u64> {
+        records
+            .iter()
+            .filter(|e| e.id == user::USER0)
+            .map(|e| e.args[0])
+            .collect()
+    };
+    let (header, _, first) = complete(&files[0]);
+    let (_, _, second) = complete(&files[1]);
+    let (fill, lost) = counter_ids(&header);
+    assert_eq!(values(&first), [0, 1, 2, 3, 4]);
+    assert_eq!(values(&second), [5, 6, 7, 8, 9]);
+    // The second chunk's idle samples come before its first event.
+    let first_event = second.iter().position(|e| e.id == user::USER0).unwrap();
+    let idle = second[..first_event]
+        .iter()
+        .filter(|e| e.id == fill)
+        .count();
+    assert!(idle >= 2, "{idle} samples before the first event");
+    for e in first.iter().chain(&second) {
+        if e.id == lost {
+            assert_eq!(e.args[0], 0);
+        } else if e.id == fill {
+            assert!(e.args[0] <= 5);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
