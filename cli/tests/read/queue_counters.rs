@@ -175,4 +175,22 @@ fn analyze_and_exports_carry_the_samples() {
         err.contains("22 events (24 lost, in 1 losses rows)"),
         "{err}"
     );
+    let streams = crate::common::parquet_rows::table_rows(&tables, "streams");
+    let row = &streams[0];
+    let got: Vec<&serde_json::Value> = [
+        "records",
+        "events",
+        "lost",
+        "accepted",
+        "dropped",
+        "delivered",
+        "verdict",
+    ]
+    .iter()
+    .map(|k| &row[*k])
+    .collect();
+    let expected = serde_json::json!([23, 22, 24, 16, 24, 16, "complete"]);
+    assert_eq!(got, expected.as_array().unwrap().iter().collect::<Vec<_>>());
+    let events = crate::common::parquet_rows::table_rows(&tables, "events");
+    assert_eq!(events.len(), 22);
 }
