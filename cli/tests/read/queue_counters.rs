@@ -3,7 +3,7 @@
 //! losses reads complete in `dump` and `stats`, which count the samples as
 //! records, never as losses; `analyze` summarises both counters; the Chrome
 //! JSON export draws their values; the Parquet store holds them as `events`
-//! rows and the losses once.
+//! rows and the losses once; `live` shows each counter's current value.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -193,4 +193,30 @@ fn analyze_and_exports_carry_the_samples() {
     assert_eq!(got, expected.as_array().unwrap().iter().collect::<Vec<_>>());
     let events = crate::common::parquet_rows::table_rows(&tables, "events");
     assert_eq!(events.len(), 22);
+}
+
+/// `qtrace live` following the closed file (plain text: not a terminal)
+/// shows each counter's current value, its three samples and their range,
+/// the 22 events and the 24 lost once, then ends at the file's close.
+#[test]
+fn live_shows_the_current_value_of_each_queue_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = counters_file(dir.path());
+    let (code, out, err) = qtrace(&["live", "--duration", "30"], &file);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("22 events, 24 lost"), "{out}");
+    let counters: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("counter "))
+        .collect();
+    assert_eq!(
+        counters,
+        [
+            "counter qtrace:queue.fill  source 4294967295  value 0 events  recent █▁▁  min 0 max 16",
+            "counter qtrace:queue.lost  source 4294967295  value 24 events  recent ▁▁▁  min 24 max 24",
+        ],
+        "{out}"
+    );
 }
