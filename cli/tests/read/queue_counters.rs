@@ -5,45 +5,10 @@
 //! JSON export draws their values; the Parquet store holds them as `events`
 //! rows and the losses once; `live` shows each counter's current value.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use qtrace::classes::user;
-use qtrace::queues::{Online, OnlineParams};
-use qtrace::Tracer;
-
-/// 40 events logged into an online queue of 16 before its task starts (24
-/// dropped), with its counters: the file holds the 16 events, the hoops
-/// record of 24 and the samples (16, 24), (0, 24), (0, 24).
-fn counters_file(dir: &Path) -> PathBuf {
-    let path = dir.join("online.qtr");
-    let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Online>(
-            OnlineParams::default()
-                .with_file(&path)
-                .with_capacity(16)
-                .with_period(Duration::from_secs(3600))
-                .with_queue_counters(true),
-        )
-        .unwrap();
-    tracer.assign_class(user::CLASS, q).unwrap();
-    for i in 0..40 {
-        tracer.log_event(user::USER0, [i, 0]);
-    }
-    tracer.activate().unwrap();
-    // The first round (at activation) has written its events and sample.
-    let t = std::time::Instant::now();
-    while tracer.counters(q).unwrap().delivered < 16 {
-        assert!(t.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let report = tracer.shutdown().unwrap();
-    let c = report.queues[0].counters;
-    assert_eq!((c.accepted, c.dropped, c.delivered), (16, 24, 16));
-    path
-}
+use crate::common::queue_counters_file::counters_file;
 
 fn qtrace(args: &[&str], file: &Path) -> (Option<i32>, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
