@@ -12,6 +12,7 @@ mod circular_cache;
 mod hot_path_nonblocking;
 mod online;
 mod online_chunks;
+mod online_counters;
 mod queues_files;
 mod queues_model;
 mod queues_shards;

@@ -566,6 +566,7 @@ proptest::proptest! {
         bursts in proptest::collection::vec((1u64..600, 0u64..3), 1..12),
         script in proptest::collection::vec(0u8..3, 1..8),
         compact in proptest::bool::ANY,
+        counters in proptest::bool::ANY,
     ) {
         // The header goes in one piece (a failure there fails phase 2,
         // tested elsewhere); the writer always makes progress eventually.
@@ -578,6 +579,7 @@ proptest::proptest! {
                     .with_capacity(1 << capacity_log)
                     .with_period(Duration::from_millis(1))
                     .with_compact(compact)
+                    .with_queue_counters(counters)
                     .with_writer(Chaos { script, step: 0, data: Arc::clone(&data) }),
             )
             .unwrap();
@@ -621,6 +623,33 @@ proptest::proptest! {
             bytes.truncate(whole);
         }
         let (_, events) = parse_trace(&bytes);
+        // The queue's own counters (FORMAT.md 1.3.4), when sampled: records
+        // of the file, never its events; each sample's losses, never
+        // fewer than before, are those marked before it (one producer), and
+        // its fill level is at most the capacity.
+        let catalog = header.catalog();
+        let ids = ["qtrace:queue.fill", "qtrace:queue.lost"]
+            .map(|n| catalog.counter::<u64>(n).map(|c| c.id()));
+        proptest::prop_assert_eq!(ids.map(|i| i.is_some()), [counters; 2]);
+        let (mut marked, mut last_lost, mut samples) = (0u64, 0u64, 0u64);
+        for e in &events {
+            if e.id == HOOPS {
+                marked += e.args[0];
+            } else if Some(e.id) == ids[0] {
+                proptest::prop_assert!(e.args[0] <= 1 << capacity_log);
+                samples += 1;
+            } else if Some(e.id) == ids[1] {
+                proptest::prop_assert!(last_lost <= e.args[0] && e.args[0] <= marked);
+                last_lost = e.args[0];
+            }
+        }
+        // At least the two rounds of shutdown, unless a write failed.
+        let failed = report.queues[0].status.io_errors > 0;
+        proptest::prop_assert!(!counters || failed || samples >= 2);
+        let events: Vec<Event> = events
+            .into_iter()
+            .filter(|e| !ids.contains(&Some(e.id)))
+            .collect();
         let (values, lost) = split(&events, 0);
         proptest::prop_assert_eq!(values.len() as u64, c.delivered);
         proptest::prop_assert!(values.windows(2).all(|w| w[0] < w[1]));

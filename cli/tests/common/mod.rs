@@ -9,6 +9,7 @@ pub mod args_trace;
 pub mod main_job;
 pub mod online_writer;
 pub mod parquet_rows;
+pub mod queue_counters_file;
 pub mod recv;
 pub mod success;
 

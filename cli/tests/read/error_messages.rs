@@ -54,6 +54,7 @@ fn api_names() -> BTreeSet<&'static str> {
         "sender_id" => |p: &qtrace::queues::UdpParams| p.sender_id(),
         "UdpParams::with_key" => qtrace::queues::UdpParams::with_key,
         "UdpParams::with_queue_counters" => qtrace::queues::UdpParams::with_queue_counters,
+        "OnlineParams::with_queue_counters" => qtrace::queues::OnlineParams::with_queue_counters,
         "OnlineParams::with_rotation" => qtrace::queues::OnlineParams::with_rotation,
         "OnlineParams::with_retention" => qtrace::queues::OnlineParams::with_retention,
         "OnlineParams::with_file" => |p: qtrace::queues::OnlineParams| p.with_file("f"),

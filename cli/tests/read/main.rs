@@ -15,6 +15,7 @@ mod corpus;
 mod ctl;
 mod edges;
 mod error_messages;
+mod queue_counters;
 mod recover_cli;
 mod rough_edges;
 mod standard_init;

@@ -11,4 +11,5 @@ mod common;
 mod command;
 mod install;
 mod main_job;
+mod queue_counters;
 mod rejections;

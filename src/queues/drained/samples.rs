@@ -1,11 +1,15 @@
 //! A drained queue's own counters (FORMAT.md 1.3.4): its fill level and
 //! its losses so far, sampled by its task at the start of each round and
-//! sent as counter records of the reserved class `qtrace`. Never the
-//! producers': `log_event` and the queue's get/post are unchanged.
+//! sent (UDP) or written (online) as counter records of the reserved class
+//! `qtrace`. Never the producers': `log_event` and the queue's get/post are
+//! unchanged.
 //!
-//! A sample goes into the stream right after the events that were in the
-//! ring when it was taken (they were logged before it), so the records
-//! stay in time order.
+//! A sample goes into the stream or file right after the events that were
+//! in the ring when it was taken (they were logged before it), so the
+//! records stay in time order. The UDP task places it with
+//! `drain_sampled`; the online drainer with `Sample::due` and
+//! `Sample::drained`, as it places hoops records and holds combine runs
+//! whole.
 
 use std::sync::Arc;
 
@@ -35,10 +39,12 @@ pub(crate) struct QueueCounterIds {
 
 /// `ctx` with the queue counters' class added to its catalog (after every
 /// event the tracer defined: the tracer never logs these ids), and their
-/// ids. A class named `qtrace` already defined is an error.
+/// ids. A class named `qtrace` already defined is an error, which names
+/// `off`, the call that turns the counters off.
 pub(crate) fn with_queue_counters(
     ctx: &QueueContext,
     queue_type: &'static str,
+    off: &'static str,
 ) -> Result<(QueueContext, QueueCounterIds), ConfigError> {
     let mut catalog: Catalog = (*ctx.catalog).clone();
     let class = catalog
@@ -60,7 +66,7 @@ pub(crate) fn with_queue_counters(
         .map_err(|e| ConfigError::InvalidParameter {
             queue_type,
             reason: format!(
-                "the queue counters need the class name `{CLASS_NAME}` (reserved for them), which the catalog cannot take ({e}): rename that class, or turn the counters off (UdpParams::with_queue_counters(false))"
+                "the queue counters need the class name `{CLASS_NAME}` (reserved for them), which the catalog cannot take ({e}): rename that class, or turn the counters off ({off})"
             ),
         })?;
     let (Some(fill), Some(lost)) = (
@@ -87,6 +93,29 @@ pub(crate) struct Sample {
     /// Events still to drain before it (those in the ring when taken).
     after: usize,
     records: [Event; SAMPLE_RECORDS],
+}
+
+impl Sample {
+    /// Whether every event queued when it was taken is drained: it goes
+    /// in next.
+    pub(crate) fn due(&self) -> bool {
+        self.after == 0
+    }
+
+    /// Events still to drain before it.
+    pub(crate) fn after(&self) -> usize {
+        self.after
+    }
+
+    /// `n` more events drained.
+    pub(crate) fn drained(&mut self, n: usize) {
+        self.after = self.after.saturating_sub(n);
+    }
+
+    /// Its records: fill, then losses.
+    pub(crate) fn records(&self) -> &[Event; SAMPLE_RECORDS] {
+        &self.records
+    }
 }
 
 impl QueueCounterIds {

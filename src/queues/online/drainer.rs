@@ -13,6 +13,7 @@ use crate::model::combine::RecordedNames;
 use crate::model::event::Event;
 use crate::model::event::TRACER_SOURCE;
 use crate::model::handle::QueueHandle;
+use crate::queues::drained::samples::{QueueCounterIds, Sample, SAMPLE_RECORDS};
 use crate::queues::drained::task::Work;
 use crate::storage::reserve::{release, reserve, Reserved, RESERVE_LEN};
 use crate::wire::record::{self, RECORD_LEN};
@@ -100,6 +101,15 @@ pub(super) struct Drainer {
     /// The file is compact (FORMAT.md 1.11): `pending` is encoded into
     /// chunks when written, and `written` counts bytes of those chunks.
     pub(super) compact: Option<Box<CompactOut>>,
+    /// The queue's own counters, when sampled (FORMAT.md 1.3.4).
+    pub(super) counters: Option<QueueCounterIds>,
+    /// The sample taken and not yet in `pending`.
+    pub(super) sample: Option<Sample>,
+    /// Sample records in `pending` (after its events: not the queue's).
+    pub(super) pending_samples: u64,
+    /// Sample records completely written to the open file (or chunk): a
+    /// chunk holding nothing else is not closed for its age.
+    pub(super) samples: u64,
 }
 
 enum Round {
@@ -117,6 +127,27 @@ impl Drainer {
         let mut buf = [0u8; RECORD_LEN];
         record::emit(event, &mut buf);
         self.pending.extend_from_slice(&buf);
+    }
+
+    /// Puts the sample into `pending` once it is due — every event queued
+    /// when it was taken drained — and no combine run is held back (a
+    /// sample never splits a run). Called only where `pending` is empty or
+    /// ends with a batch's events and its hoops record, and followed by a
+    /// write, so `pending` keeps its events first (see `credit`).
+    fn place_sample(&mut self) {
+        if !self.carry.is_empty() || !self.sample.as_ref().is_some_and(Sample::due) {
+            return;
+        }
+        let Some(sample) = self.sample.take() else {
+            return;
+        };
+        for r in sample.records() {
+            self.push_record(r);
+            // Later records (hoops, names prologues) are never stamped
+            // before it.
+            self.last_time = self.last_time.max(r.time);
+        }
+        self.pending_samples += SAMPLE_RECORDS as u64;
     }
 
     /// Records of `pending` completely written: whole records, or the
@@ -209,7 +240,8 @@ impl Drainer {
         self.credit();
         self.records += (self.pending.len() / RECORD_LEN) as u64;
         self.lost = self.lost.saturating_add(self.pending_hoops);
-        if self.first_record_at.is_none() && self.records > self.prologue {
+        self.samples += std::mem::take(&mut self.pending_samples);
+        if self.first_record_at.is_none() && self.records > self.prologue + self.samples {
             self.first_record_at = Some(Instant::now());
         }
         self.pending.clear();
@@ -362,6 +394,7 @@ impl Drainer {
             .fetch_add(lost_events, Ordering::Relaxed);
         self.in_file = 0;
         self.records = prologue + u64::from(lost > 0);
+        self.samples = 0;
         self.prologue = prologue;
         self.lost = lost;
         let mut io = self.shared.io.lock();
@@ -405,6 +438,11 @@ impl Drainer {
         }
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
+        // The queue's own counters: one sample a round, unless the last
+        // one still waits for the events queued when it was taken.
+        if let (Some(counters), None) = (&self.counters, &self.sample) {
+            self.sample = Some(counters.sample(ring));
+        }
         loop {
             let mut left = ring.len();
             while left > 0 {
@@ -414,12 +452,28 @@ impl Drainer {
                 if self.room() <= carried && self.records > self.prologue {
                     self.rotate();
                 }
-                let take = if self.rotate_blocked {
+                // A sample due already (what was queued when it was taken
+                // is drained: it was taken with nothing queued, or a batch
+                // ended there) goes alone before the events logged after
+                // it. Its drops are marked: the ring took events since.
+                if self.pending.is_empty() && self.sample.as_ref().is_some_and(Sample::due) {
+                    self.place_sample();
+                    if !self.write_pending() {
+                        return Round::Failed;
+                    }
+                }
+                let mut take = if self.rotate_blocked {
                     left.min(BATCH)
                 } else {
                     left.min(BATCH)
                         .min(self.room().saturating_sub(carried).max(1))
                 };
+                // A batch ends where a sample waiting for its events is due.
+                if let Some(after) = self.sample.as_ref().map(Sample::after) {
+                    if after > 0 {
+                        take = take.min(after);
+                    }
+                }
                 let mut last_time = self.last_time;
                 let mut buf = std::mem::take(&mut self.pending);
                 buf.extend_from_slice(&self.carry);
@@ -435,12 +489,18 @@ impl Drainer {
                 self.last_time = last_time;
                 self.pending_events += n as u64;
                 left -= n;
+                if let Some(s) = self.sample.as_mut() {
+                    s.drained(n);
+                }
                 self.hold_open_run();
                 if n < take {
                     break;
                 }
-                if left > 0 && !self.write_pending() {
-                    return Round::Failed;
+                if left > 0 {
+                    self.place_sample();
+                    if !self.write_pending() {
+                        return Round::Failed;
+                    }
                 }
             }
             // The ring latches when full (S.Ha.R.K.'s policy: drop until the
@@ -462,6 +522,9 @@ impl Drainer {
                     }
                 }
             }
+            // After the batch's events and its hoops record: the sample's
+            // losses are then those the file has marked.
+            self.place_sample();
             if !self.write_pending() {
                 return Round::Failed;
             }
@@ -635,6 +698,11 @@ impl Work for Drainer {
                 }
             }
         }
+        // Sample records not written (they end `pending`): no loss of
+        // events, but the status says so, as the file may end torn.
+        let unwritten_samples = ((self.pending.len() / RECORD_LEN)
+            .saturating_sub(self.records_written()) as u64)
+            .min(self.pending_samples);
         // The whole records (or chunks) of a partly written batch are in
         // the file.
         self.records += self.records_written() as u64;
@@ -642,6 +710,19 @@ impl Work for Drainer {
         // could not be written. Say so: a loss nobody can see is not allowed.
         let unwritten_hoops = self.dropped_unmarked();
         let closed = self.close(unwritten, unwritten_hoops);
+        if unwritten == 0 && unwritten_hoops == 0 && unwritten_samples > 0 {
+            let mut io = self.shared.io.lock();
+            let why = io.last_error.clone().unwrap_or_default();
+            let end = if closed {
+                "the file ends with its close record"
+            } else {
+                "the file reads as cut short"
+            };
+            io.last_error = Some(format!(
+                "{unwritten_samples} records of the queue counters' samples (no event) could not be written to {} at shutdown; {end}; last error: {why}",
+                self.name
+            ));
+        }
         if unwritten > 0 || unwritten_hoops > 0 {
             let mut io = self.shared.io.lock();
             let why = io.last_error.clone().unwrap_or_default();

@@ -37,6 +37,10 @@
 //!   target keeps 4 KiB allocated past its end (`fallocate` with
 //!   `FALLOC_FL_KEEP_SIZE` on Linux; a write that would eat into it is not
 //!   made), so a disk that stays full still takes them.
+//! - **Queue counters** (off by default;
+//!   [`OnlineParams::with_queue_counters`]): the task samples the queue's
+//!   fill level and losses so far into the file as counter records of the
+//!   class `qtrace`, as the UDP queue does (FORMAT.md 1.3.4).
 //! - **A failed activation** (the file cannot be created, or is locked by
 //!   another process): [`Queue::status`] counts the I/O error and holds its
 //!   message, and the queue latches shut: events logged afterwards are
@@ -76,6 +80,7 @@ use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::{Queue, QueueContext, QueueCounters, QueueStatus, Reservation};
 use crate::queues::drained::feed::Feed;
 use crate::queues::drained::lifecycle::Lifecycle;
+use crate::queues::drained::samples::{with_queue_counters, QueueCounterIds};
 use parking_lot::Mutex;
 use std::fmt;
 use std::io;
@@ -174,6 +179,8 @@ pub struct OnlineQueue {
     rotation: chunks::Rotation,
     /// The file's records are compact chunks (FORMAT.md 1.11).
     compact: bool,
+    /// The task samples the queue's own counters (FORMAT.md 1.3.4).
+    queue_counters: bool,
     lifecycle: Lifecycle<Target>,
 }
 
@@ -184,6 +191,7 @@ impl fmt::Debug for OnlineQueue {
             .field("period", &self.period)
             .field("rotation", &self.rotation)
             .field("compact", &self.compact)
+            .field("queue_counters", &self.queue_counters)
             .field("capacity", &self.shared.feed.ring.capacity())
             .field("counters", &self.counters())
             .finish()
@@ -224,6 +232,22 @@ impl OnlineQueue {
     }
 }
 
+impl OnlineQueue {
+    /// The context the file is written in: with the queue counters' class
+    /// in its catalog, and their ids, when the task samples them.
+    fn counters_ctx(
+        &self,
+        ctx: &QueueContext,
+    ) -> Result<(QueueContext, Option<QueueCounterIds>), ConfigError> {
+        if !self.queue_counters {
+            return Ok((ctx.clone(), None));
+        }
+        let (ctx, ids) =
+            with_queue_counters(ctx, "online", "OnlineParams::with_queue_counters(false)")?;
+        Ok((ctx, Some(ids)))
+    }
+}
+
 impl Queue for OnlineQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {
@@ -242,6 +266,10 @@ impl Queue for OnlineQueue {
     }
 
     fn activate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
+        // A class named `qtrace` refuses the counters before anything is
+        // opened (a configuration error: the queue is not latched).
+        let (ctx, counters) = self.counters_ctx(ctx)?;
+        let ctx = &ctx;
         self.lifecycle.activate(ctx.handle, |target| {
             // If opening fails, a later phase 2 may try again (a file target
             // is kept; a writer that failed is gone).
@@ -250,7 +278,7 @@ impl Queue for OnlineQueue {
                 Target::File(p) => Some(Target::File(p.clone())),
                 Target::Writer(_) => None,
             };
-            self.open(target, ctx)
+            self.open(target, ctx, counters)
                 .map_err(crate::storage::save::with_hint)
                 .map_err(|e| {
                     // The status says so (the shutdown report is not clean),
@@ -272,8 +300,10 @@ impl Queue for OnlineQueue {
 
     fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
         // Never activated: what was logged since phase 1 is written now.
-        self.lifecycle
-            .terminate(self.path.clone(), |target| self.open(target, ctx))
+        self.lifecycle.terminate(self.path.clone(), |target| {
+            let (ctx, counters) = self.counters_ctx(ctx)?;
+            self.open(target, &ctx, counters)
+        })
     }
 
     /// Events written to a trace file that was then deleted or replaced

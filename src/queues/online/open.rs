@@ -9,6 +9,7 @@ use super::params::Target;
 use super::OnlineQueue;
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
+use crate::queues::drained::samples::QueueCounterIds;
 use crate::storage::reserve::{reserve, RESERVE_LEN};
 use crate::wire::record::RECORD_LEN;
 use crate::wire::TraceHeader;
@@ -18,7 +19,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 impl OnlineQueue {
     /// Opens the target and writes the header.
-    pub(super) fn open(&self, target: Target, ctx: &QueueContext) -> Result<Drainer, ConfigError> {
+    /// `ctx` is the file's (with the queue counters' class when `counters`
+    /// are sampled).
+    pub(super) fn open(
+        &self,
+        target: Target,
+        ctx: &QueueContext,
+        counters: Option<QueueCounterIds>,
+    ) -> Result<Drainer, ConfigError> {
         let header = TraceHeader::for_queue(ctx)
             .with_compact(self.compact)
             .to_bytes();
@@ -123,6 +131,10 @@ impl OnlineQueue {
             rotate_blocked: false,
             carry: Vec::new(),
             compact: self.compact.then(CompactOut::new),
+            counters,
+            sample: None,
+            pending_samples: 0,
+            samples: 0,
         })
     }
 }

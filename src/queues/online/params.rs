@@ -84,6 +84,9 @@ pub struct OnlineParams {
     pub(crate) rotation: Rotation,
     /// The file's records are compact chunks (FORMAT.md 1.11).
     pub(crate) compact: bool,
+    /// The task samples the queue's fill level and losses into the file
+    /// (FORMAT.md 1.3.4).
+    pub(crate) queue_counters: bool,
 }
 
 impl Default for OnlineParams {
@@ -95,6 +98,7 @@ impl Default for OnlineParams {
             high_water_percent: 80,
             rotation: Rotation::default(),
             compact: true,
+            queue_counters: false,
         }
     }
 }
@@ -113,6 +117,7 @@ impl fmt::Debug for OnlineParams {
             .field("high_water_percent", &self.high_water_percent)
             .field("rotation", &self.rotation)
             .field("compact", &self.compact)
+            .field("queue_counters", &self.queue_counters)
             .finish()
     }
 }
@@ -152,6 +157,67 @@ impl OnlineParams {
     /// ([`with_compact`](Self::with_compact)).
     pub fn compact(&self) -> bool {
         self.compact
+    }
+
+    /// Has the drain task sample, at the start of each round, the queue's
+    /// fill level and its losses so far into the file as the counters
+    /// `qtrace:queue.fill` and `qtrace:queue.lost`, as
+    /// [`UdpParams::with_queue_counters`](crate::queues::UdpParams::with_queue_counters)
+    /// does for a stream (FORMAT.md 1.3.4: the class `qtrace` is added to
+    /// the catalog of the file's header, and of every chunk's; its records
+    /// come from source `TRACER_SOURCE`, each sample right after the
+    /// events that were queued when it was taken). They are records of the
+    /// file (the close run's record count holds them), never the queue's
+    /// events (its counters and the close run's `delivered` leave them
+    /// out). Off by default; producers pay nothing either way. Activation
+    /// fails if the catalog already has a class named `qtrace`.
+    ///
+    /// ```
+    /// use qtrace::classes::user;
+    /// use qtrace::queues::{Online, OnlineParams};
+    /// use qtrace::reader::TraceReader;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.qtr");
+    /// let tracer = qtrace::Tracer::new();
+    /// let q = tracer.create_queue::<Online>(
+    ///     OnlineParams::default()
+    ///         .with_file(&path)
+    ///         .with_capacity(16)
+    ///         .with_queue_counters(true),
+    /// )?;
+    /// tracer.assign_class(user::CLASS, q)?;
+    /// for i in 0..40 {
+    ///     tracer.log_event(user::USER0, [i, 0]); // 16 queued, 24 dropped
+    /// }
+    /// tracer.activate()?;
+    /// let report = tracer.shutdown()?;
+    /// let c = report.queues[0].counters;
+    /// assert_eq!((c.accepted, c.dropped, c.delivered), (16, 24, 16));
+    ///
+    /// let mut reader = TraceReader::open(&path)?;
+    /// let fill = reader.catalog().counter::<u64>("qtrace:queue.fill").unwrap().id();
+    /// let lost = reader.catalog().counter::<u64>("qtrace:queue.lost").unwrap().id();
+    /// let mut samples = Vec::new();
+    /// for e in &mut reader {
+    ///     let e = e?;
+    ///     if e.id == fill || e.id == lost {
+    ///         samples.push(e.args[0]);
+    ///     }
+    /// }
+    /// // The first sample: 16 queued, 24 lost; then 0 queued, 24 lost.
+    /// assert_eq!(samples[..4], [16, 24, 0, 24]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_queue_counters(mut self, on: bool) -> Self {
+        self.queue_counters = on;
+        self
+    }
+
+    /// Whether the task samples the queue's own counters into the file
+    /// ([`with_queue_counters`](Self::with_queue_counters)).
+    pub fn queue_counters(&self) -> bool {
+        self.queue_counters
     }
 
     /// Holds `capacity` events (a power of two).
@@ -308,6 +374,7 @@ impl QueueType for Online {
             period: params.period,
             rotation: params.rotation,
             compact: params.compact,
+            queue_counters: params.queue_counters,
             lifecycle,
         }))
     }

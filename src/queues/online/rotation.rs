@@ -7,6 +7,7 @@
 use super::chunks::{chunk_path, ClosedChunk};
 use super::drainer::Drainer;
 use crate::model::combine::{BEGIN, COMBINE, CONTROL, END};
+use crate::queues::drained::samples::SAMPLE_RECORDS;
 use crate::storage::reserve::{reserve, RESERVE_LEN};
 use crate::wire::record::RECORD_LEN;
 use qtrace_core::compact::{ChunkHeader, HEADER_LEN, MAX_RECORD_LEN};
@@ -16,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 impl Drainer {
     /// Records that still fit in the open chunk, keeping room for a hoops
-    /// record and the close run (`usize::MAX` without a size bound).
+    /// record, a queue counters' sample (if sampled) and the close run
+    /// (`usize::MAX` without a size bound).
     pub(super) fn room(&self) -> usize {
         let Some(max) = self.rotation.max_bytes.filter(|_| self.file.is_some()) else {
             return usize::MAX;
@@ -30,7 +32,22 @@ impl Drainer {
         } else {
             left / RECORD_LEN as u64
         };
-        usize::try_from(slots.saturating_sub(4)).unwrap_or(usize::MAX)
+        // The queue counters' sample (two records, and in a compact file
+        // its own chunk when it goes first in a round) comes on top.
+        let (samples, sample_chunk) = if self.counters.is_some() {
+            (
+                SAMPLE_RECORDS as u64,
+                (HEADER_LEN / MAX_RECORD_LEN + 1) as u64,
+            )
+        } else {
+            (0, 0)
+        };
+        let slots = if self.compact.is_some() {
+            slots.saturating_sub(sample_chunk)
+        } else {
+            slots
+        };
+        usize::try_from(slots.saturating_sub(4 + samples)).unwrap_or(usize::MAX)
     }
 
     /// Whether the open chunk's first record is older than the age bound
@@ -121,6 +138,7 @@ impl Drainer {
         self.reserved_to = self.file_len + RESERVE_LEN;
         self.records = prologue;
         self.prologue = prologue;
+        self.samples = 0;
         self.lost = 0;
         self.in_file = 0;
         self.chunk = next;

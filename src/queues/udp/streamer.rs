@@ -42,7 +42,8 @@ impl UdpQueue {
         let local = self.params.local.expect("filled in at create");
         // The queue's own counters: their class in this stream's catalog.
         let (ctx, counters) = if self.params.queue_counters {
-            let (ctx, ids) = with_queue_counters(ctx, "udp")?;
+            let (ctx, ids) =
+                with_queue_counters(ctx, "udp", "UdpParams::with_queue_counters(false)")?;
             (ctx, Some(ids))
         } else {
             (ctx.clone(), None)
