@@ -122,10 +122,19 @@ pub(crate) fn create_locked(path: &Path) -> Result<File, ConfigError> {
             f
         }
     };
-    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
-        file.set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)).map(drop))
-            .map_err(|e| ConfigError::io("empty trace file", path, e))?;
+    if let Ok(m) = file.metadata().map(|m| (m.file_type().is_file(), m.len())) {
+        // An empty file is not truncated: on ext4 a truncation to 0 makes
+        // the close start writing the file back (its `auto_da_alloc`),
+        // which a snapshot of a 1 M-event ring paid for on every new file.
+        let (regular, len) = m;
+        if regular && len > 0 {
+            file.set_len(0)
+                .map_err(|e| ConfigError::io("empty trace file", path, e))?;
+        }
+        if regular {
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| ConfigError::io("empty trace file", path, e))?;
+        }
     }
     Ok(file)
 }
@@ -179,7 +188,8 @@ pub(crate) fn write_trace_from(
     events: impl Iterator<Item = Event>,
     totals: QueueTotals,
 ) -> Result<u64, ConfigError> {
-    let mut events = events.peekable();
+    let mut events = events;
+    let head = events.next();
     let file = create_locked(path)?;
     // 1 MiB: a 1 M-event snapshot (32 MiB) in 32 writes.
     let mut w = TraceWriter::new(
@@ -187,20 +197,27 @@ pub(crate) fn write_trace_from(
         &TraceHeader::for_queue(ctx),
     )
     .map_err(|e| ConfigError::io("write the header of trace file", path, e))?;
-    let first = events.peek().map_or_else(|| ctx.clock.now(), |e| e.time);
+    let first = head.map_or_else(|| ctx.clock.now(), |e| e.time);
     w.write_events(&ctx.names.records(first))
         .map_err(|e| ConfigError::io("write trace file", path, e))?;
     let mut batch = Vec::with_capacity(BATCH);
+    batch.extend(head);
     let mut written = 0u64;
     loop {
-        batch.clear();
-        batch.extend(events.by_ref().take(BATCH));
+        // A plain loop: no adapter between the iterator and the batch.
+        while batch.len() < BATCH {
+            match events.next() {
+                Some(e) => batch.push(e),
+                None => break,
+            }
+        }
         if batch.is_empty() {
             break;
         }
         w.write_events(&batch)
             .map_err(|e| ConfigError::io("write trace file", path, e))?;
         written += batch.len() as u64;
+        batch.clear();
     }
     w.finish_with_close(ctx.clock.now(), totals)
         .map_err(|e| ConfigError::io("close trace file", path, e))?;
