@@ -148,6 +148,45 @@ impl Iterator for Merged {
 impl ExactSizeIterator for Merged {}
 
 impl Merged {
+    /// Appends the next records to `out` until it holds `max` (or the trace
+    /// ends): what [`Iterator::next`] gives, a run of one ring at a time
+    /// copied in one go (no per-record branch; issue 36's snapshot).
+    pub(super) fn fill(&mut self, out: &mut Vec<Event>, max: usize) {
+        while out.len() < max {
+            let room = max - out.len();
+            let Some((_, p)) = self.current else {
+                return;
+            };
+            let k = self.run.min(room - 1);
+            if k == 0 || !matches!(self.parts[p], Part::Lazy { .. }) {
+                // One record the general way.
+                out.extend(self.next());
+                continue;
+            }
+            let Part::Lazy {
+                records,
+                at,
+                next,
+                ring,
+                ..
+            } = &mut self.parts[p]
+            else {
+                unreachable!("matched above")
+            };
+            // The head, then the run's first `k - 1` records; its `k`th
+            // becomes the head.
+            out.push(self.events[p].take().expect("the current part has a head"));
+            out.extend(records[*at..*at + k - 1].iter().map(|r| r.event));
+            let r = records[*at + k - 1];
+            *at += k;
+            *next = r.ticket + 1;
+            self.run -= k;
+            self.len -= k;
+            self.events[p] = Some(r.event);
+            self.current = Some(((r.event.time, r.ticket, *ring, 1), p));
+        }
+    }
+
     /// The rings' buffers, for the next snapshot to copy into (a 1 M-event
     /// ring's copy is 40 MiB: allocated afresh, its page faults and unmap
     /// cost as much as the merge and the write together; issue 36).
@@ -485,10 +524,24 @@ mod tests {
             let capacity = 1 + rng.next(total as u64 + 8) as usize;
             cuts += usize::from(total > capacity);
             let want = reference(rs.clone(), capacity, q, 777);
-            let merged = merge(rs, capacity, q, || 777);
+            let merged = merge(rs.clone(), capacity, q, || 777);
             assert_eq!(merged.len(), want.len(), "case {case}");
             assert_eq!(merged.kept, total.min(capacity) as u64, "case {case}");
             assert_eq!(merged.collect::<Vec<_>>(), want, "case {case}");
+            // In batches (runs copied whole), of sizes 1 to 8.
+            let mut merged = merge(rs, capacity, q, || 777);
+            let (mut got, mut batch) = (Vec::new(), Vec::new());
+            loop {
+                let max = 1 + rng.next(8) as usize;
+                merged.fill(&mut batch, max);
+                assert!(batch.len() <= max, "case {case}");
+                if batch.is_empty() {
+                    break;
+                }
+                got.append(&mut batch);
+            }
+            assert_eq!(got, want, "case {case}");
+            assert_eq!(merged.len(), 0, "case {case}");
         }
         // The cut (binary searches, or the sort when times go back) ran.
         assert!(cuts > 500, "{cuts} cases cut");

@@ -43,7 +43,7 @@ use crate::ring::shard::{Record, ShardRing};
 use crate::ring::{check_capacity, OverwriteRing, Padded, Slot, Ticketed};
 use crate::storage::ring_file::{RingLayout, RingStorage, RECORD_BYTES};
 use crate::storage::save::{
-    create_at_activate, default_path, write_trace_from, FileContext, StatusCell,
+    create_at_activate, default_path, write_trace_from, FileContext, StatusCell, BATCH,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{QueueTotals, TraceHeader};
@@ -380,7 +380,8 @@ impl CircularQueue {
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
         // Written as merged: the events are not copied again.
-        let result = write_trace_from(path, &self.ctx.get(), &mut events, totals);
+        let fill = |b: &mut Vec<Event>| events.fill(b, BATCH);
+        let result = write_trace_from(path, &self.ctx.get(), fill, totals);
         self.keep_buffers(events);
         self.status.record(path, result)
     }
@@ -459,7 +460,9 @@ impl Queue for CircularQueue {
             overwritten: c.accepted.saturating_sub(delivered),
             delivered,
         };
-        let result = write_trace_from(&self.file, ctx, events, totals).map(drop);
+        let mut events = events;
+        let fill = |b: &mut Vec<Event>| events.fill(b, BATCH);
+        let result = write_trace_from(&self.file, ctx, fill, totals).map(drop);
         if result.is_err() {
             self.mp.restore(&mp);
             for (ring, m) in moved {
