@@ -122,19 +122,17 @@ pub(crate) fn create_locked(path: &Path) -> Result<File, ConfigError> {
             f
         }
     };
-    if let Ok(m) = file.metadata().map(|m| (m.file_type().is_file(), m.len())) {
+    let regular = file.metadata().ok().filter(|m| m.file_type().is_file());
+    if let Some(len) = regular.map(|m| m.len()) {
         // An empty file is not truncated: on ext4 a truncation to 0 makes
         // the close start writing the file back (its `auto_da_alloc`),
         // which a snapshot of a 1 M-event ring paid for on every new file.
-        let (regular, len) = m;
-        if regular && len > 0 {
+        if len > 0 {
             file.set_len(0)
                 .map_err(|e| ConfigError::io("empty trace file", path, e))?;
         }
-        if regular {
-            file.seek(SeekFrom::Start(0))
-                .map_err(|e| ConfigError::io("empty trace file", path, e))?;
-        }
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| ConfigError::io("empty trace file", path, e))?;
     }
     Ok(file)
 }

@@ -631,8 +631,13 @@ mod tests {
         let n = q.snapshot(&a).unwrap();
         assert!(!q.scratch.lock().is_empty(), "the buffers are kept");
         assert_eq!(q.snapshot(&b).unwrap(), n);
+        // Over a longer file: emptied first.
+        let c = dir.path().join("c.qtr");
+        std::fs::write(&c, vec![0xa5; 100_000]).unwrap();
+        assert_eq!(q.snapshot(&c).unwrap(), n);
         let (a, b) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
         assert_eq!(a, b);
+        assert_eq!(std::fs::read(c).unwrap(), a);
         q.terminate(&ctx).unwrap();
         let saved = std::fs::read(q.file()).unwrap();
         let close = crate::wire::close::CLOSE_RUN_LEN * crate::wire::record::RECORD_LEN;
