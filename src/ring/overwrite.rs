@@ -228,22 +228,31 @@ impl OverwriteRing {
     }
 
     fn collect(&self, consume: bool) -> Vec<Ticketed> {
-        let mut out: Vec<Ticketed> = self
-            .slots
-            .iter()
-            .filter_map(|s| self.read_slot(s, consume))
-            .collect();
+        let mut out = Vec::new();
+        self.collect_into(consume, &mut out);
+        out
+    }
+
+    /// [`OverwriteRing::collect`] into `out` (emptied first; its room reused).
+    fn collect_into(&self, consume: bool, out: &mut Vec<Ticketed>) {
+        out.clear();
+        out.extend(self.slots.iter().filter_map(|s| self.read_slot(s, consume)));
         out.sort_unstable_by_key(|r| r.ticket);
         if consume {
             self.delivered
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
         }
-        out
+    }
+
+    /// [`OverwriteRing::read`] into `out` (emptied first; its room reused).
+    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) {
+        self.collect_into(false, out);
     }
 
     /// The records in the ring, oldest (lowest ticket) first, while producers
     /// keep writing. A record being written, or overwritten while it was
     /// copied, is left out (its ticket is missing from the result).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests use it
     pub fn read(&self) -> Vec<Ticketed> {
         self.collect(false)
     }

@@ -178,34 +178,53 @@ impl ShardRing {
     /// The valid records from `from` up to `committed`, oldest first, and
     /// the `committed` they were read at.
     fn copy(&self, from: u64) -> (Vec<Ticketed>, u64) {
+        let mut out = Vec::new();
+        let committed = self.copy_into(from, &mut out);
+        (out, committed)
+    }
+
+    /// [`ShardRing::copy`] into `out` (emptied first; its room reused).
+    fn copy_into(&self, from: u64, out: &mut Vec<Ticketed>) -> u64 {
+        out.clear();
         let committed = self.idx.committed.load(Ordering::Acquire);
         let cap = self.records.len() as u64;
         let lo = committed.saturating_sub(cap).max(from);
-        let mut out: Vec<Ticketed> = (lo..committed.max(lo))
-            .map(|ticket| {
-                let r = self.record(ticket);
-                let event = Event::from_words([
-                    r.0[0].load(Ordering::Relaxed),
-                    r.0[1].load(Ordering::Relaxed),
-                    r.0[2].load(Ordering::Relaxed),
-                    r.0[3].load(Ordering::Relaxed),
-                ]);
-                Ticketed { ticket, event }
-            })
-            .collect();
+        out.extend((lo..committed.max(lo)).map(|ticket| {
+            let r = self.record(ticket);
+            let event = Event::from_words([
+                r.0[0].load(Ordering::Relaxed),
+                r.0[1].load(Ordering::Relaxed),
+                r.0[2].load(Ordering::Relaxed),
+                r.0[3].load(Ordering::Relaxed),
+            ]);
+            Ticketed { ticket, event }
+        }));
         // Seqlock reader: the copies above happen before this load.
         fence(Ordering::Acquire);
         let claimed = self.idx.claimed.load(Ordering::Relaxed);
         // Tickets below `claimed - cap` may have been overwritten meanwhile.
         let oldest_valid = claimed.saturating_sub(cap);
-        out.retain(|r| r.ticket >= oldest_valid);
-        (out, committed)
+        // The tickets rise from `lo`: the overwritten ones are a prefix
+        // (none when the producer did not wrap meanwhile, so no pass).
+        let stale = oldest_valid.saturating_sub(lo).min(out.len() as u64) as usize;
+        if stale > 0 {
+            out.drain(..stale);
+        }
+        committed
     }
 
     /// The records not yet consumed, oldest first, while the producer keeps
     /// writing (one being written is left out).
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests use it
     pub(crate) fn read(&self) -> Vec<Ticketed> {
-        self.copy(self.consumed.load(Ordering::Acquire)).0
+        let mut out = Vec::new();
+        self.read_into(&mut out);
+        out
+    }
+
+    /// [`ShardRing::read`] into `out` (emptied first; its room reused).
+    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) {
+        self.copy_into(self.consumed.load(Ordering::Acquire), out);
     }
 
     /// Like [`ShardRing::read`], and marks everything read (and everything

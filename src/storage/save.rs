@@ -122,9 +122,16 @@ pub(crate) fn create_locked(path: &Path) -> Result<File, ConfigError> {
             f
         }
     };
-    if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
-        file.set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)).map(drop))
+    let regular = file.metadata().ok().filter(|m| m.file_type().is_file());
+    if let Some(len) = regular.map(|m| m.len()) {
+        // An empty file is not truncated: on ext4 a truncation to 0 makes
+        // the close start writing the file back (its `auto_da_alloc`),
+        // which a snapshot of a 1 M-event ring paid for on every new file.
+        if len > 0 {
+            file.set_len(0)
+                .map_err(|e| ConfigError::io("empty trace file", path, e))?;
+        }
+        file.seek(SeekFrom::Start(0))
             .map_err(|e| ConfigError::io("empty trace file", path, e))?;
     }
     Ok(file)
@@ -163,23 +170,26 @@ pub(crate) fn write_trace(
     events: &[Event],
     totals: QueueTotals,
 ) -> Result<(), ConfigError> {
-    write_trace_from(path, ctx, events.iter().copied(), totals).map(drop)
+    let mut events = events.iter();
+    write_trace_from(path, ctx, |b| b.extend(events.by_ref().take(BATCH)), totals).map(drop)
 }
 
 /// Events handed to the writer at once by [`write_trace_from`] (32 KiB).
-const BATCH: usize = 1024;
+pub(crate) const BATCH: usize = 1024;
 
-/// [`write_trace`] of the events an iterator gives (a merged snapshot,
-/// written as it is merged rather than gathered first). Returns the number
-/// of events written (hoops records included, the prologue and the close
-/// run not).
+/// [`write_trace`] of the events `fill` gives, a batch at a time (a
+/// merged snapshot, written as it is merged rather than gathered first):
+/// each call appends to the empty batch it gets at most [`BATCH`] events,
+/// none once they are all given. Returns the number of events written
+/// (hoops records included, the prologue and the close run not).
 pub(crate) fn write_trace_from(
     path: &Path,
     ctx: &QueueContext,
-    events: impl Iterator<Item = Event>,
+    mut fill: impl FnMut(&mut Vec<Event>),
     totals: QueueTotals,
 ) -> Result<u64, ConfigError> {
-    let mut events = events.peekable();
+    let mut batch = Vec::with_capacity(BATCH);
+    fill(&mut batch);
     let file = create_locked(path)?;
     // 1 MiB: a 1 M-event snapshot (32 MiB) in 32 writes.
     let mut w = TraceWriter::new(
@@ -187,20 +197,16 @@ pub(crate) fn write_trace_from(
         &TraceHeader::for_queue(ctx),
     )
     .map_err(|e| ConfigError::io("write the header of trace file", path, e))?;
-    let first = events.peek().map_or_else(|| ctx.clock.now(), |e| e.time);
+    let first = batch.first().map_or_else(|| ctx.clock.now(), |e| e.time);
     w.write_events(&ctx.names.records(first))
         .map_err(|e| ConfigError::io("write trace file", path, e))?;
-    let mut batch = Vec::with_capacity(BATCH);
     let mut written = 0u64;
-    loop {
-        batch.clear();
-        batch.extend(events.by_ref().take(BATCH));
-        if batch.is_empty() {
-            break;
-        }
+    while !batch.is_empty() {
         w.write_events(&batch)
             .map_err(|e| ConfigError::io("write trace file", path, e))?;
         written += batch.len() as u64;
+        batch.clear();
+        fill(&mut batch);
     }
     w.finish_with_close(ctx.clock.now(), totals)
         .map_err(|e| ConfigError::io("close trace file", path, e))?;

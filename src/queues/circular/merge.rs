@@ -22,7 +22,10 @@ type Key = (u64, u64, usize, u8);
 enum Part {
     /// Made on the fly from the records (their times do not go back).
     Lazy {
-        records: std::vec::IntoIter<Ticketed>,
+        /// The ring's records (a buffer [`Merged::into_buffers`] hands back),
+        /// those from `at` still to come.
+        records: Vec<Ticketed>,
+        at: usize,
         ring: usize,
         next: u64,
         /// The trailing hoops record, when the ring ends past its records.
@@ -43,6 +46,7 @@ impl Iterator for Part {
             Part::Sorted(it) => it.next(),
             Part::Lazy {
                 records,
+                at,
                 ring,
                 next,
                 tail,
@@ -52,9 +56,10 @@ impl Iterator for Part {
                 if let Some(p) = pending.take() {
                     return Some(p);
                 }
-                let Some(r) = records.next() else {
+                let Some(&r) = records.get(*at) else {
                     return tail.take();
                 };
+                *at += 1;
                 let t = r.event.time;
                 let event = ((t, r.ticket, *ring, 1), r.event);
                 let gap = r.ticket.saturating_sub(*next);
@@ -82,6 +87,12 @@ pub(super) struct Merged {
     events: Vec<Option<Event>>,
     /// Records still to come (events and hoops).
     len: usize,
+    /// Records of the current part, after its head, known to come next
+    /// (before every other part's head, with no hoops record between):
+    /// taken straight from its records, without comparing keys.
+    run: usize,
+    /// Buffers of rings with no part, or sorted into a new one.
+    spare: Vec<Vec<Ticketed>>,
     pub(super) kept: u64,
 }
 
@@ -91,6 +102,25 @@ impl Iterator for Merged {
     fn next(&mut self) -> Option<Event> {
         let (_, p) = self.current.take()?;
         let event = self.events[p].take()?;
+        self.len -= 1;
+        if self.run > 0 {
+            if let Part::Lazy {
+                records,
+                at,
+                next,
+                ring,
+                ..
+            } = &mut self.parts[p]
+            {
+                let r = records[*at];
+                *at += 1;
+                *next = r.ticket + 1;
+                self.run -= 1;
+                self.events[p] = Some(r.event);
+                self.current = Some(((r.event.time, r.ticket, *ring, 1), p));
+                return Some(event);
+            }
+        }
         self.current = match self.parts[p].next() {
             Some((key, e)) => {
                 self.events[p] = Some(e);
@@ -106,7 +136,7 @@ impl Iterator for Merged {
             }
             None => self.heads.pop().map(|r| r.0),
         };
-        self.len -= 1;
+        self.run = self.run_after_head();
         Some(event)
     }
 
@@ -116,6 +146,112 @@ impl Iterator for Merged {
 }
 
 impl ExactSizeIterator for Merged {}
+
+impl Merged {
+    /// Appends the next records to `out` until it holds `max` (or the trace
+    /// ends): what [`Iterator::next`] gives, a run of one ring at a time
+    /// copied in one go (no per-record branch; issue 36's snapshot).
+    pub(super) fn fill(&mut self, out: &mut Vec<Event>, max: usize) {
+        while out.len() < max {
+            let room = max - out.len();
+            let Some((_, p)) = self.current else {
+                return;
+            };
+            let k = self.run.min(room - 1);
+            if k == 0 || !matches!(self.parts[p], Part::Lazy { .. }) {
+                // One record the general way.
+                out.extend(self.next());
+                continue;
+            }
+            let Part::Lazy {
+                records,
+                at,
+                next,
+                ring,
+                ..
+            } = &mut self.parts[p]
+            else {
+                unreachable!("matched above")
+            };
+            // The head, then the run's first `k - 1` records; its `k`th
+            // becomes the head.
+            out.push(self.events[p].take().expect("the current part has a head"));
+            out.extend(records[*at..*at + k - 1].iter().map(|r| r.event));
+            let r = records[*at + k - 1];
+            *at += k;
+            *next = r.ticket + 1;
+            self.run -= k;
+            self.len -= k;
+            self.events[p] = Some(r.event);
+            self.current = Some(((r.event.time, r.ticket, *ring, 1), p));
+        }
+    }
+
+    /// The rings' buffers, for the next snapshot to copy into (a 1 M-event
+    /// ring's copy is 40 MiB: allocated afresh, its page faults and unmap
+    /// cost as much as the merge and the write together; issue 36).
+    pub(super) fn into_buffers(self) -> Vec<Vec<Ticketed>> {
+        let mut out = self.spare;
+        out.extend(self.parts.into_iter().filter_map(|p| match p {
+            Part::Lazy { records, .. } => Some(records),
+            Part::Sorted(_) => None,
+        }));
+        out
+    }
+
+    /// How many of the current part's records after its head come next in
+    /// a row (see `run`): those with no ticket gap before them and a key
+    /// below every other part's head. Exponential then binary search, so a
+    /// long run costs O(log run) comparisons once, a short one a few.
+    fn run_after_head(&self) -> usize {
+        let Some((_, p)) = self.current else {
+            return 0;
+        };
+        let Part::Lazy {
+            records,
+            at,
+            ring,
+            next,
+            pending: None,
+            ..
+        } = &self.parts[p]
+        else {
+            return 0;
+        };
+        let rest = &records[*at..];
+        let bound = self.heads.peek().map(|r| r.0);
+        // Holds for a prefix of `rest`: tickets rise by at least one per
+        // record, so once one is past `next + i` all later ones are; keys
+        // rise (the part is in order).
+        let ok = |i: usize| {
+            let r = &rest[i];
+            r.ticket == *next + i as u64
+                && bound.map_or(true, |b| ((r.event.time, r.ticket, *ring, 1), p) < b)
+        };
+        let (mut lo, mut step) = (0usize, 1usize);
+        // `ok` holds below `lo`; find an index where it fails.
+        let mut hi = loop {
+            let i = lo + step - 1;
+            if i >= rest.len() {
+                break rest.len();
+            }
+            if !ok(i) {
+                break i;
+            }
+            lo = i + 1;
+            step *= 2;
+        };
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if ok(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
 
 /// Merges the rings' records (each sorted by ticket, with the ticket a
 /// trailing hoops record runs to: `Some(attempts)` when saving, `None` for a
@@ -173,6 +309,7 @@ pub(super) fn merge(
     let mut now = Some(now);
     let mut now_time = None;
     let mut parts = Vec::with_capacity(rings.len());
+    let mut spare = Vec::new();
     let mut len = 0;
     for (i, (((records, _), (end, newest)), skip)) in
         rings.into_iter().zip(ends).zip(skip).enumerate()
@@ -180,10 +317,22 @@ pub(super) fn merge(
         // The gaps (a hoops record each) in what is kept.
         let (mut next, mut gaps) = (0u64, 0usize);
         let mut last_time: Option<u64> = None;
-        for r in &records[skip..] {
-            gaps += usize::from(r.ticket > next);
-            next = r.ticket + 1;
-            last_time = Some(r.event.time);
+        let kept = &records[skip..];
+        match (kept.first(), kept.last()) {
+            // Consecutive tickets (a shard's are): no pass over the records,
+            // only a gap before the first.
+            (Some(f), Some(l)) if l.ticket - f.ticket == kept.len() as u64 - 1 => {
+                gaps = usize::from(f.ticket > 0);
+                next = l.ticket + 1;
+                last_time = Some(l.event.time);
+            }
+            _ => {
+                for r in kept {
+                    gaps += usize::from(r.ticket > next);
+                    next = r.ticket + 1;
+                    last_time = Some(r.event.time);
+                }
+            }
         }
         let tail = (end > next).then(|| {
             let t = match last_time.or(newest) {
@@ -194,16 +343,13 @@ pub(super) fn merge(
         });
         let n = records.len() - skip + gaps + usize::from(tail.is_some());
         if n == 0 {
+            spare.push(records);
             continue;
         }
         len += n;
-        let mut kept = records.into_iter();
-        if skip > 0 {
-            // O(1): the records are `Copy`, nothing is dropped.
-            kept.nth(skip - 1);
-        }
-        let lazy = Part::Lazy {
-            records: kept,
+        let mut lazy = Part::Lazy {
+            records,
+            at: skip,
             ring: i,
             next: 0,
             tail,
@@ -214,8 +360,11 @@ pub(super) fn merge(
             lazy
         } else {
             // Stable, as every key is distinct.
-            let mut sorted: Vec<(Key, Event)> = lazy.collect();
+            let mut sorted: Vec<(Key, Event)> = lazy.by_ref().collect();
             sorted.sort_by_key(|(k, _)| *k);
+            if let Part::Lazy { records, .. } = lazy {
+                spare.push(records);
+            }
             Part::Sorted(sorted.into_iter())
         });
     }
@@ -228,14 +377,18 @@ pub(super) fn merge(
             heads.push(Reverse((key, p)));
         }
     }
-    Merged {
+    let mut merged = Merged {
         parts,
         current: heads.pop().map(|r| r.0),
         heads,
         events,
         len,
+        run: 0,
+        spare,
         kept: total.min(capacity) as u64,
-    }
+    };
+    merged.run = merged.run_after_head();
+    merged
 }
 
 /// The sort key of record `t` of ring `i`.
@@ -371,10 +524,24 @@ mod tests {
             let capacity = 1 + rng.next(total as u64 + 8) as usize;
             cuts += usize::from(total > capacity);
             let want = reference(rs.clone(), capacity, q, 777);
-            let merged = merge(rs, capacity, q, || 777);
+            let merged = merge(rs.clone(), capacity, q, || 777);
             assert_eq!(merged.len(), want.len(), "case {case}");
             assert_eq!(merged.kept, total.min(capacity) as u64, "case {case}");
             assert_eq!(merged.collect::<Vec<_>>(), want, "case {case}");
+            // In batches (runs copied whole), of sizes 1 to 8.
+            let mut merged = merge(rs, capacity, q, || 777);
+            let (mut got, mut batch) = (Vec::new(), Vec::new());
+            loop {
+                let max = 1 + rng.next(8) as usize;
+                merged.fill(&mut batch, max);
+                assert!(batch.len() <= max, "case {case}");
+                if batch.is_empty() {
+                    break;
+                }
+                got.append(&mut batch);
+            }
+            assert_eq!(got, want, "case {case}");
+            assert_eq!(merged.len(), 0, "case {case}");
         }
         // The cut (binary searches, or the sort when times go back) ran.
         assert!(cuts > 500, "{cuts} cases cut");
