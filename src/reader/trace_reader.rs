@@ -3,8 +3,8 @@
 
 use super::error::read_full;
 use super::*;
-use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
 use crate::classes::tracer::HOOPS;
+use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
 use crate::wire::close::CLOSE_ID;
 use qtrace_core::compact::{self, Chunk, ChunkHeader, DecodeError};
 
@@ -628,7 +628,7 @@ impl<R: Read> TraceReader<R> {
     /// assert_eq!(times, [0, 1, 2]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn next_buffered(&mut self) -> Option<Event> {
         if self.dpos < self.plain_end {
             let e = self.decoded[self.dpos];
@@ -636,41 +636,52 @@ impl<R: Read> TraceReader<R> {
             self.records += 1;
             return Some(e);
         }
-        self.next_buffered_checked()
-    }
-
-    /// [`TraceReader::next_buffered`] past the stretch of plain records:
-    /// looks for the next stretch, or takes the record at hand with its care.
-    #[inline]
-    fn next_buffered_checked(&mut self) -> Option<Event> {
+        if self.compact_file {
+            return self.next_buffered_compact();
+        }
         if !self.release.is_empty() || !self.held.is_empty() {
             return None;
         }
-        let e = if self.compact_file {
-            let ahead = &self.decoded[self.dpos..self.dend];
-            let plain = ahead.iter().position(needs_care).unwrap_or(ahead.len());
-            if plain > 0 {
-                self.plain_end = self.dpos + plain;
-                let e = ahead[0];
-                self.dpos += 1;
-                self.records += 1;
-                return Some(e);
-            }
-            *ahead.first()?
-        } else {
-            let at = self.pos;
-            let bytes = self.block.get(at..self.end)?.first_chunk::<RECORD_LEN>()?;
-            record::parse(bytes)
-        };
+        let at = self.pos;
+        let bytes = self.block.get(at..self.end)?.first_chunk::<RECORD_LEN>()?;
+        let e = record::parse(bytes);
         if self.header.closes() && close_part(&e).is_some() {
             return None;
         }
-        if self.compact_file {
-            self.dpos += 1;
-        } else {
-            self.pos += RECORD_LEN;
-            self.offset += RECORD_LEN as u64;
+        self.pos += RECORD_LEN;
+        self.offset += RECORD_LEN as u64;
+        self.counted(e)
+    }
+
+    /// [`TraceReader::next_buffered`] on a compact file past its stretch of
+    /// plain records: finds the next stretch, or takes the record at hand
+    /// with its care. Once a stretch (or a record that needs care), so out
+    /// of line: the per-record path stays small enough to inline.
+    #[inline(never)]
+    fn next_buffered_compact(&mut self) -> Option<Event> {
+        if !self.release.is_empty() || !self.held.is_empty() {
+            return None;
         }
+        let ahead = &self.decoded[self.dpos..self.dend];
+        let plain = ahead.iter().position(needs_care).unwrap_or(ahead.len());
+        let e = *ahead.first()?;
+        if plain > 0 {
+            self.plain_end = self.dpos + plain;
+            self.dpos += 1;
+            self.records += 1;
+            return Some(e);
+        }
+        if self.header.closes() && close_part(&e).is_some() {
+            return None;
+        }
+        self.dpos += 1;
+        self.counted(e)
+    }
+
+    /// Counts a record being yielded (a hoops record's loss, a name
+    /// record's name) and yields it.
+    #[inline(always)]
+    fn counted(&mut self, e: Event) -> Option<Event> {
         self.records += 1;
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);

@@ -202,58 +202,8 @@ impl Records<'_> {
         n
     }
 
-    /// The next record: the fast path when it applies, else the full one.
     #[inline(always)]
     fn record(&mut self) -> Result<Event, &'static str> {
-        match self.record_fast() {
-            Some(e) => Ok(e),
-            None => self.record_full(),
-        }
-    }
-
-    /// The common record, without a branch on its fields' lengths: not
-    /// extended, an interned code, varints that end within 8 bytes, a time
-    /// that fits, and [`FAST_SLACK`] bytes left (so every field is one
-    /// 8-byte load). `None` leaves the state as it was, for
-    /// [`record_full`](Records::record_full) to decode the record (or
-    /// refuse it) as it always does: both paths yield the same records.
-    #[inline(always)]
-    fn record_fast(&mut self) -> Option<Event> {
-        let w = self.payload.get(self.pos..)?.first_chunk::<FAST_SLACK>()?;
-        let h = w[0];
-        let code = h >> 3;
-        if h & EXTENDED != 0 || code >= self.table_len {
-            return None;
-        }
-        let key = self.table[code as usize];
-        let word = |at: usize| u64::from_le_bytes(*w[at..].first_chunk::<8>().expect("in slack"));
-        let (delta, n) = varint::in_word(word(1))?;
-        let time = self.prev_time.checked_add(delta)?;
-        let mut at = 1 + n;
-        // An absent argument takes no byte and is 0; the word is read
-        // anyway (bytes of the next record), for a select, not a branch.
-        let (v0, n0) = varint::in_word(word(at))?;
-        let present0 = h & ARG0_PRESENT != 0;
-        let a0 = if present0 { v0 } else { 0 };
-        at += if present0 { n0 } else { 0 };
-        let (v1, n1) = varint::in_word(word(at))?;
-        let present1 = h & ARG1_PRESENT != 0;
-        let a1 = if present1 { v1 } else { 0 };
-        at += if present1 { n1 } else { 0 };
-        self.pos += at;
-        self.prev_time = time;
-        Some(Event {
-            time,
-            id: EventId(key as u16),
-            flags: 0,
-            source: (key >> 16) as u32,
-            args: [a0, a1],
-        })
-    }
-
-    /// Any record, field by field, with every check (FORMAT.md 8.3).
-    #[inline(always)]
-    fn record_full(&mut self) -> Result<Event, &'static str> {
         let p = self.payload;
         let mut pos = self.pos;
         let h = *p.get(pos).ok_or(RUNS_PAST)?;
@@ -335,10 +285,6 @@ impl Records<'_> {
     }
 }
 
-/// Payload bytes the fast path needs from a record's start: the header
-/// byte and three fields of up to 8 bytes each, each read as one word.
-const FAST_SLACK: usize = 1 + 3 * 8;
-
 const RUNS_PAST: &str = "the record runs past the chunk's payload";
 const BAD_VARINT: &str = "a varint runs past the payload or does not fit 64 bits";
 
@@ -396,58 +342,6 @@ impl Iterator for Records<'_> {
             (0, Some(0))
         } else {
             (0, Some(self.left as usize + 1))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// Bytes that are often a whole record: small varints, plain headers.
-    fn payload() -> impl Strategy<Value = std::vec::Vec<u8>> {
-        proptest::collection::vec(
-            prop_oneof![4 => 0u8..0x80, 2 => 0x80u8..=0xff, 1 => any::<u8>()],
-            0..120,
-        )
-    }
-
-    extern crate std;
-
-    proptest! {
-        /// `record` (fast path first) against `record_full` alone on any
-        /// bytes, table and time: the same records, errors, bytes taken
-        /// and state, record by record.
-        #[test]
-        fn fast_path_decodes_as_the_full_one(
-            bytes in payload(),
-            table in proptest::array::uniform31(prop_oneof![any::<u64>(), 0u64..8]),
-            table_len in 0u8..=31,
-            prev_time in prop_oneof![any::<u64>(), Just(u64::MAX - 3), 0u64..1000],
-        ) {
-            let mut fast = Records {
-                payload: &bytes,
-                pos: 0,
-                left: u16::MAX,
-                prev_time,
-                table,
-                table_len,
-                next_slot: table_len % TABLE_LEN as u8,
-                done: false,
-            };
-            let mut full = fast.clone();
-            loop {
-                let (a, b) = (fast.record(), full.record_full());
-                prop_assert_eq!(a, b);
-                prop_assert_eq!(
-                    (fast.pos, fast.prev_time, fast.table, fast.table_len, fast.next_slot),
-                    (full.pos, full.prev_time, full.table, full.table_len, full.next_slot)
-                );
-                if a.is_err() {
-                    break;
-                }
-            }
         }
     }
 }

@@ -68,36 +68,21 @@ pub(crate) fn read_fast(buf: &[u8], pos: &mut usize) -> Option<u64> {
         }
     }
     if let Some(w) = buf.get(*pos..).and_then(<[u8]>::first_chunk::<8>) {
-        if let Some((v, len)) = in_word(u64::from_le_bytes(*w)) {
-            *pos += len;
-            return Some(v);
+        let x = u64::from_le_bytes(*w);
+        // Bit 7 of each byte clear: the bytes a varint can end at.
+        let stops = !x & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            // The lowest stop bit is bit 8k + 7 of the k-th byte: k + 1 bytes.
+            *pos += (stops.trailing_zeros() as usize + 1) / 8;
+            // The bytes up to the last one, then their 7-bit groups
+            // gathered pairwise: 14 bits in each 16, 28 in each 32, 56.
+            let x = x & (stops ^ (stops - 1));
+            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+            return Some((x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4));
         }
     }
     read(buf, pos)
-}
-
-/// The varint at the start of the little-endian word `x` (8 bytes of a
-/// buffer): its value and length, as [`read`] takes them, when it ends
-/// within the 8 bytes (every value below 2⁵⁶); else `None`. No branch on
-/// the length: the decoder's fast path reads every field this way.
-#[inline(always)]
-pub(crate) fn in_word(x: u64) -> Option<(u64, usize)> {
-    // Bit 7 of each byte clear: the bytes a varint can end at.
-    let stops = !x & 0x8080_8080_8080_8080;
-    if stops == 0 {
-        return None;
-    }
-    // The lowest stop bit is bit 8k + 7 of the k-th byte: k + 1 bytes.
-    let len = (stops.trailing_zeros() as usize + 1) / 8;
-    // The bytes up to the last one, then their 7-bit groups gathered
-    // pairwise: 14 bits in each 16, 28 in each 32, 56.
-    let x = x & (stops ^ (stops - 1));
-    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-    Some((
-        (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4),
-        len,
-    ))
 }
 
 #[cfg(test)]
@@ -197,26 +182,6 @@ mod tests {
             prop_assert_eq!(fast, slow);
             if slow.is_some() {
                 prop_assert_eq!(a, b);
-            }
-        }
-
-        #[test]
-        fn in_word_reads_as_read_does(x: u64, cont in 0usize..=8) {
-            // Words of every varint length: the first `cont` bytes continued.
-            let mut bytes = x.to_le_bytes();
-            for b in &mut bytes[..cont] {
-                *b |= 0x80;
-            }
-            let x = u64::from_le_bytes(bytes);
-            let mut at = 0;
-            let slow = read(&bytes, &mut at);
-            match in_word(x) {
-                Some((v, len)) => {
-                    prop_assert_eq!(slow, Some(v));
-                    prop_assert_eq!(len, at);
-                }
-                // Only a varint longer than the word.
-                None => prop_assert!(bytes.iter().all(|b| b & 0x80 != 0)),
             }
         }
 
