@@ -630,13 +630,13 @@ impl<R: Read> TraceReader<R> {
     /// ```
     #[inline(always)]
     pub fn next_buffered(&mut self) -> Option<Event> {
-        if self.dpos < self.plain_end {
-            let e = self.decoded[self.dpos];
-            self.dpos += 1;
-            self.records += 1;
-            return Some(e);
-        }
         if self.compact_file {
+            if self.dpos < self.plain_end {
+                let e = self.decoded[self.dpos];
+                self.dpos += 1;
+                self.records += 1;
+                return Some(e);
+            }
             return self.next_buffered_compact();
         }
         if !self.release.is_empty() || !self.held.is_empty() {
