@@ -3,7 +3,9 @@
 
 use super::error::read_full;
 use super::*;
+use crate::classes::tracer::HOOPS;
 use crate::model::combine::{is_combine, Assembler, Item, Names, NAME_EVENT};
+use crate::wire::close::CLOSE_ID;
 use qtrace_core::compact::{self, Chunk, ChunkHeader, DecodeError};
 
 /// A trace file being read: its header, then its events as an iterator.
@@ -76,10 +78,17 @@ pub struct TraceReader<R = BufReader<File>> {
     /// A compact file (version 2, FORMAT.md 1.11): its chunks are decoded
     /// into `decoded`, one chunk at a time (`block` is not used).
     compact: Option<Box<CompactBody>>,
-    /// A compact file's records decoded from its current chunk;
-    /// `decoded[dpos..]` are the next ones.
+    /// A compact file's records decoded from its current chunk:
+    /// `decoded[dpos..dend]` are the next ones (the slots past `dend` are
+    /// kept from larger chunks, so a chunk is decoded with no fill first).
     decoded: Vec<Event>,
     dpos: usize,
+    dend: usize,
+    /// `decoded[dpos..plain_end]` need no care of their own (no close-run,
+    /// hoops or name record, nothing held back): [`TraceReader::next_buffered`]
+    /// yields them with one comparison. Found by one scan a stretch, so
+    /// every record is looked at once; `plain_end <= dpos` otherwise.
+    plain_end: usize,
     /// A compact file (`compact` is set): `offset` names the chunk the
     /// records come from and does not move by record.
     compact_file: bool,
@@ -216,6 +225,8 @@ impl<R: Read> TraceReader<R> {
             name_runs: Assembler::new(),
             decoded: Vec::new(),
             dpos: 0,
+            dend: 0,
+            plain_end: 0,
             compact: header.is_compact().then(|| {
                 Box::new(CompactBody {
                     next_at: len as u64,
@@ -325,9 +336,10 @@ impl<R: Read> TraceReader<R> {
         let Some(mut c) = self.compact.take() else {
             return;
         };
-        self.decoded.clear();
+        self.dend = 0;
         self.dpos = 0;
-        while self.decoded.is_empty() && !self.eof && self.read_error.is_none() {
+        self.plain_end = 0;
+        while self.dend == 0 && !self.eof && self.read_error.is_none() {
             self.offset = c.next_at;
             if let Err(e) = self.read_chunk(&mut c) {
                 self.read_error = Some(e);
@@ -413,11 +425,12 @@ impl<R: Read> TraceReader<R> {
         }
         c.next_at = at + c.raw.len() as u64;
         c.expect = h.following(chunk.count(), 0);
-        self.decoded
-            .resize(chunk.count() as usize, Event::default());
+        let count = chunk.count() as usize;
+        if self.decoded.len() < count {
+            self.decoded.resize(count, Event::default());
+        }
         let mut records = chunk.records();
-        let n = records.fill(&mut self.decoded);
-        self.decoded.truncate(n);
+        self.dend = records.fill(&mut self.decoded[..count]);
         // `fill` stopped short of its room only at the chunk's end or an
         // impossible record; `next` says which.
         match records.next() {
@@ -428,10 +441,10 @@ impl<R: Read> TraceReader<R> {
 
     fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
         if self.compact_file {
-            if self.dpos == self.decoded.len() {
+            if self.dpos == self.dend {
                 self.refill_compact();
             }
-            if let Some(&e) = self.decoded.get(self.dpos) {
+            if let Some(&e) = self.decoded[..self.dend].get(self.dpos) {
                 self.dpos += 1;
                 return Ok(Some(e));
             }
@@ -471,6 +484,13 @@ impl<R: Read> TraceReader<R> {
         self.offset += RECORD_LEN as u64;
         record::parse(&bytes)
     }
+}
+
+/// Whether a record may need more than counting when yielded: a close-run
+/// part, a hoops record, a name record (a superset: the exact tests follow).
+#[inline]
+fn needs_care(e: &Event) -> bool {
+    e.id == CLOSE_ID || e.id == HOOPS || e.id == NAME_EVENT
 }
 
 /// Whether `held` can begin a close run: parts 1, 2, … in order, exact
@@ -608,27 +628,60 @@ impl<R: Read> TraceReader<R> {
     /// assert_eq!(times, [0, 1, 2]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn next_buffered(&mut self) -> Option<Event> {
+        if self.compact_file {
+            if self.dpos < self.plain_end {
+                let e = self.decoded[self.dpos];
+                self.dpos += 1;
+                self.records += 1;
+                return Some(e);
+            }
+            return self.next_buffered_compact();
+        }
         if !self.release.is_empty() || !self.held.is_empty() {
             return None;
         }
-        let e = if self.compact_file {
-            *self.decoded.get(self.dpos)?
-        } else {
-            let at = self.pos;
-            let bytes = self.block.get(at..self.end)?.first_chunk::<RECORD_LEN>()?;
-            record::parse(bytes)
-        };
+        let at = self.pos;
+        let bytes = self.block.get(at..self.end)?.first_chunk::<RECORD_LEN>()?;
+        let e = record::parse(bytes);
         if self.header.closes() && close_part(&e).is_some() {
             return None;
         }
-        if self.compact_file {
-            self.dpos += 1;
-        } else {
-            self.pos += RECORD_LEN;
-            self.offset += RECORD_LEN as u64;
+        self.pos += RECORD_LEN;
+        self.offset += RECORD_LEN as u64;
+        self.counted(e)
+    }
+
+    /// [`TraceReader::next_buffered`] on a compact file past its stretch of
+    /// plain records: finds the next stretch, or takes the record at hand
+    /// with its care. Once a stretch (or a record that needs care), so out
+    /// of line: the per-record path stays small enough to inline.
+    #[inline(never)]
+    fn next_buffered_compact(&mut self) -> Option<Event> {
+        if !self.release.is_empty() || !self.held.is_empty() {
+            return None;
         }
+        let ahead = &self.decoded[self.dpos..self.dend];
+        let plain = ahead.iter().position(needs_care).unwrap_or(ahead.len());
+        let e = *ahead.first()?;
+        if plain > 0 {
+            self.plain_end = self.dpos + plain;
+            self.dpos += 1;
+            self.records += 1;
+            return Some(e);
+        }
+        if self.header.closes() && close_part(&e).is_some() {
+            return None;
+        }
+        self.dpos += 1;
+        self.counted(e)
+    }
+
+    /// Counts a record being yielded (a hoops record's loss, a name
+    /// record's name) and yields it.
+    #[inline(always)]
+    fn counted(&mut self, e: Event) -> Option<Event> {
         self.records += 1;
         if let Some(n) = hoops_lost(&e) {
             self.lost = self.lost.saturating_add(n);

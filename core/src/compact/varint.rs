@@ -55,9 +55,9 @@ pub(crate) fn read(buf: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// Reads a varint as [`read`] does (the same value, bytes taken and
-/// refusals), in one 8-byte load and a few shifts, without a loop, when 8
-/// bytes are there and the varint ends within them (every value below 2⁵⁶);
-/// else byte by byte.
+/// refusals): a varint of one or two bytes directly; else in one 8-byte
+/// load and a few shifts, without a loop, when 8 bytes are there and the
+/// varint ends within them (every value below 2⁵⁶); else byte by byte.
 #[inline(always)]
 pub(crate) fn read_fast(buf: &[u8], pos: &mut usize) -> Option<u64> {
     // One byte, the most common (small arguments, short deltas): no load of 8.
@@ -65,6 +65,14 @@ pub(crate) fn read_fast(buf: &[u8], pos: &mut usize) -> Option<u64> {
         if b < 0x80 {
             *pos += 1;
             return Some(b as u64);
+        }
+        // Two bytes, the next most common (a real clock's deltas of
+        // 128 ns to 16 µs): fewer steps than gathering a word's groups.
+        if let Some(&c) = buf.get(*pos + 1) {
+            if c < 0x80 {
+                *pos += 2;
+                return Some((b & 0x7f) as u64 | (c as u64) << 7);
+            }
         }
     }
     if let Some(w) = buf.get(*pos..).and_then(<[u8]>::first_chunk::<8>) {
