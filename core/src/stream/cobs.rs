@@ -7,26 +7,6 @@ pub const fn max_encoded_len(n: usize) -> usize {
     n + n / 254 + 1
 }
 
-/// The index of the first zero of `bytes`, or its length: four bytes a
-/// step (a word with a zero byte has that byte's bit 7 set in
-/// `(w - 0x01010101) & !w & 0x80808080`), then byte by byte.
-#[inline]
-fn zero_at(bytes: &[u8]) -> usize {
-    let mut words = bytes.chunks_exact(4);
-    let mut at = 0;
-    for w in &mut words {
-        let x = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-        if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 != 0 {
-            break;
-        }
-        at += 4;
-    }
-    at + bytes[at..]
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(bytes.len() - at)
-}
-
 /// A COBS encoder writing into a caller's buffer, fed in pieces.
 #[derive(Debug)]
 pub(crate) struct Encoder<'a> {
@@ -49,11 +29,11 @@ impl<'a> Encoder<'a> {
     }
 
     /// Appends `bytes`. Every byte lands where a byte-at-a-time encoder
-    /// puts it, a zero's place taking the next block's code: so a span is
-    /// copied whole, then each zero in it closes the block before it (its
-    /// code the distance to the zero). A block holds at most 254 non-zero
-    /// bytes: a span never runs past that, and a full block is closed with
-    /// 0xff.
+    /// puts it, a zero's place taking the next block's code: so the bytes
+    /// are copied a word at a time, and each zero among them (a word with
+    /// one is looked at byte by byte) closes the block before it, its code
+    /// the distance to the zero. A block holds at most 254 non-zero bytes:
+    /// a span never runs past that, and a full block is closed with 0xff.
     #[inline]
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
@@ -61,16 +41,30 @@ impl<'a> Encoder<'a> {
             // Bytes the block takes before it must be closed (1 to 254).
             let room = 0xff - (self.pos - self.code_at);
             let (span, after) = rest.split_at(rest.len().min(room));
-            self.out[self.pos..self.pos + span.len()].copy_from_slice(span);
-            let mut j = zero_at(span);
-            while j < span.len() {
-                let zero = self.pos + j;
-                self.out[self.code_at] = (zero - self.code_at) as u8;
-                self.code_at = zero;
-                j += 1;
-                j += zero_at(&span[j..]);
+            let words = span.chunks_exact(4);
+            let tail = words.remainder();
+            let mut at = self.pos;
+            for w in words {
+                let w = [w[0], w[1], w[2], w[3]];
+                self.out[at..at + 4].copy_from_slice(&w);
+                let x = u32::from_le_bytes(w);
+                if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 != 0 {
+                    for (k, &b) in w.iter().enumerate() {
+                        if b == 0 {
+                            self.close_at(at + k);
+                        }
+                    }
+                }
+                at += 4;
             }
-            self.pos += span.len();
+            for &b in tail {
+                self.out[at] = b;
+                if b == 0 {
+                    self.close_at(at);
+                }
+                at += 1;
+            }
+            self.pos = at;
             rest = after;
             if self.pos - self.code_at == 0xff {
                 self.out[self.code_at] = 0xff;
@@ -78,6 +72,13 @@ impl<'a> Encoder<'a> {
                 self.pos += 1;
             }
         }
+    }
+
+    /// The zero at `zero` closes the block: its code is the distance.
+    #[inline(always)]
+    fn close_at(&mut self, zero: usize) {
+        self.out[self.code_at] = (zero - self.code_at) as u8;
+        self.code_at = zero;
     }
 
     /// Ends the frame with its delimiter; returns the bytes written from
