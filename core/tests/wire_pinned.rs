@@ -295,3 +295,42 @@ fn the_firmware_pattern_is_the_pinned_bytes() {
         (564_242, 3_907_954_625_609_345_577)
     );
 }
+
+/// `push_all` in batches of every size writes the chunks one `push` each
+/// writes: the same bytes, the same records taken before `Full`.
+#[test]
+fn push_all_writes_what_push_writes() {
+    let all = events(21, 2_000);
+    for len in [HEADER_LEN + 39, 300, 507] {
+        let expected = chunks(&all, len);
+        for batch in [1usize, 3, 8, 64] {
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; len];
+            let mut header = ChunkHeader {
+                sender: 7,
+                sequence: 0,
+                first_event: 0,
+                dropped: 3,
+                base_time: 5,
+            };
+            let mut enc = ChunkEncoder::new(&mut buf, header).unwrap();
+            for group in all.chunks(batch) {
+                let mut at = 0;
+                while at < group.len() {
+                    let n = enc.push_all(&group[at..]);
+                    at += n;
+                    if at < group.len() {
+                        let count = enc.count();
+                        let n = enc.finish();
+                        out.extend_from_slice(&buf[..n]);
+                        header = header.following(count, header.dropped + 1);
+                        enc = ChunkEncoder::new(&mut buf, header).unwrap();
+                    }
+                }
+            }
+            let n = enc.finish();
+            out.extend_from_slice(&buf[..n]);
+            assert_eq!(out, expected, "chunks of {len}, batches of {batch}");
+        }
+    }
+}

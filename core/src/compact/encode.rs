@@ -131,6 +131,21 @@ impl<'a> ChunkEncoder<'a> {
         encode(&mut self.s, self.buf, event)
     }
 
+    /// Appends records from the front of `events` while they fit; returns
+    /// how many went in (all of them, or fewer when the chunk is
+    /// [`Full`]). The same bytes as one [`push`](ChunkEncoder::push) each,
+    /// in one loop (a sender moving batches from a ring).
+    pub fn push_all(&mut self, events: &[Event]) -> usize {
+        let mut n = 0;
+        for e in events {
+            if encode(&mut self.s, self.buf, e).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
     /// Appends every record of `events` (a combine run, FORMAT.md 1.8, or
     /// any batch that must not be split), returning the bytes they took.
     ///

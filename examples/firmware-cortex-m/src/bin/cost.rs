@@ -297,9 +297,9 @@ fn case_pieces(level: Level, write: &dyn Fn(&[u8]) -> usize, n: u32) -> Parts {
                 let mut i = 0;
                 while i < taken.events {
                     let Some(e) = enc.as_mut() else { break };
-                    if usize::from(e.count()) < MAX_CHUNK_EVENTS && e.push(&batch[i]).is_ok() {
-                        i += 1;
-                    } else {
+                    let room = MAX_CHUNK_EVENTS.saturating_sub(usize::from(e.count()));
+                    i += e.push_all(&batch[i..taken.events.min(i + room)]);
+                    if i < taken.events {
                         frame(&mut enc, &mut wire);
                     }
                 }
