@@ -442,3 +442,29 @@ proptest! {
         }
     }
 }
+
+/// Writes of every length up to the size (and past it: clamped) at every
+/// offset leave stream byte `p` at data offset `p mod N`, wrapping.
+#[test]
+fn every_write_lands_at_its_offset_mod_the_size() {
+    let ring: RttRing<16> = RttRing::new();
+    let mut model = [0u8; 16];
+    let mut p = 0u64;
+    for len in (0..=20usize).chain((0..40).map(|i| i * 7 % 19)) {
+        let bytes: Vec<u8> = (p..p + len as u64).map(byte).collect();
+        let took = ring.write(&bytes);
+        assert_eq!(took, len.min(16));
+        for (k, &b) in bytes[..took].iter().enumerate() {
+            model[((p + k as u64) % 16) as usize] = b;
+        }
+        p += took as u64;
+        let mut image = [0u8; RTT_HEADER_LEN + 16];
+        ring.read_at(0, &mut image);
+        assert_eq!(image[RTT_HEADER_LEN..], model, "after {p} bytes");
+        let h = RttHeader::parse(&image).unwrap();
+        assert_eq!(
+            (h.committed, h.reserved, h.wr_off),
+            (p as u32, p as u32, (p % 16) as u32)
+        );
+    }
+}

@@ -131,6 +131,21 @@ impl<'a> ChunkEncoder<'a> {
         encode(&mut self.s, self.buf, event)
     }
 
+    /// Appends records from the front of `events` while they fit; returns
+    /// how many went in (all of them, or fewer when the chunk is
+    /// [`Full`]). The same bytes as one [`push`](ChunkEncoder::push) each,
+    /// in one loop (a sender moving batches from a ring).
+    pub fn push_all(&mut self, events: &[Event]) -> usize {
+        let mut n = 0;
+        for e in events {
+            if encode(&mut self.s, self.buf, e).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
     /// Appends every record of `events` (a combine run, FORMAT.md 1.8, or
     /// any batch that must not be split), returning the bytes they took.
     ///
@@ -182,7 +197,9 @@ impl<'a> ChunkEncoder<'a> {
 }
 
 /// Encodes `e` at `s.pos` of `buf` and advances `s`; on [`Full`], `s` is
-/// unchanged (the bytes of `buf` past `s.pos` may not be).
+/// unchanged (the bytes of `buf` past `s.pos` may not be). The record is
+/// written in place when [`MAX_RECORD_LEN`] bytes are left, else into a
+/// scratch copied in if it fits; the table changes only once it is in.
 #[inline(always)]
 fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     if s.count == u16::MAX {
@@ -191,87 +208,24 @@ fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     // The first record's delta counts from itself: the base time.
     let prev = if s.count == 0 { e.time } else { s.prev_time };
     let start = s.pos;
-    let room = buf.len() - start;
-    let n = if let Some(out) = buf
-        .get_mut(start..start + MAX_RECORD_LEN)
-        .and_then(|b| <&mut [u8; MAX_RECORD_LEN]>::try_from(b).ok())
-    {
-        write_record(s, out, e, prev)
-    } else {
-        let mut scratch = [0u8; MAX_RECORD_LEN];
-        let mut t = *s;
-        let n = write_record(&mut t, &mut scratch, e, prev);
-        if n > room {
-            return Err(Full);
-        }
-        buf[start..start + n].copy_from_slice(&scratch[..n]);
-        *s = t;
-        n
-    };
-    if s.count == 0 {
-        s.base_time = e.time;
-    }
-    s.pos = start + n;
-    s.count += 1;
-    s.prev_time = e.time;
-    Ok(n)
-}
-
-/// Writes one record into `out` and updates the table; returns its length.
-#[inline(always)]
-fn write_record(s: &mut State, out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64) -> usize {
     let k = key(e);
-    let code = if s.table[s.last as usize] == k {
-        s.last
-    } else {
-        match s.table[..s.table_len as usize].iter().position(|&t| t == k) {
-            Some(i) => {
-                s.last = i as u8;
-                i as u8
-            }
-            None => LITERAL,
+    let code = lookup(s, k);
+    let n = match buf
+        .get_mut(start..)
+        .and_then(<[u8]>::first_chunk_mut::<MAX_RECORD_LEN>)
+    {
+        Some(out) => write_record(out, e, prev, code),
+        None => {
+            let mut scratch = [0u8; MAX_RECORD_LEN];
+            let n = write_record(&mut scratch, e, prev, code);
+            let out = buf.get_mut(start..start + n).ok_or(Full)?;
+            out.copy_from_slice(&scratch[..n]);
+            n
         }
     };
-    let (delta, backwards) = if e.time >= prev {
-        (e.time - prev, false)
-    } else {
-        (prev - e.time, true)
-    };
-    let [a0, a1] = e.args;
-    let raw0 = a0 >= 1 << 56;
-    let raw1 = a1 >= 1 << 56;
-    let mut ext = 0u8;
-    if backwards {
-        ext |= EXT_BACKWARDS;
-    }
-    if e.flags != 0 {
-        ext |= EXT_FLAGS;
-    }
-    if raw0 {
-        ext |= EXT_ARG0_RAW;
-    }
-    if raw1 {
-        ext |= EXT_ARG1_RAW;
-    }
-    let mut h = code << 3;
-    if a0 != 0 {
-        h |= ARG0_PRESENT;
-    }
-    if a1 != 0 {
-        h |= ARG1_PRESENT;
-    }
-    let mut pos = 1;
-    if ext != 0 {
-        h |= EXTENDED;
-        out[1] = ext;
-        pos = 2;
-    }
-    out[0] = h;
     if code == LITERAL {
-        varint::write(out, &mut pos, e.id.0 as u64);
-        varint::write(out, &mut pos, e.source as u64);
         let slot = s.next_slot;
-        s.table[slot as usize] = k;
+        s.table[slot as usize % TABLE_LEN] = k;
         s.last = slot;
         s.next_slot = if slot as usize + 1 == TABLE_LEN {
             0
@@ -281,6 +235,124 @@ fn write_record(s: &mut State, out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: 
         if (s.table_len as usize) < TABLE_LEN {
             s.table_len += 1;
         }
+    } else {
+        s.last = code;
+    }
+    if s.count == 0 {
+        s.base_time = e.time;
+    }
+    s.pos = start + n;
+    s.count += 1;
+    s.prev_time = e.time;
+    Ok(n)
+}
+
+/// The table slot holding `k`, or [`LITERAL`]. The slot of the last hit
+/// and the one after it are tried first (a repeating pattern of events
+/// hits them), then the rest; every key is in one slot at most, so the
+/// order of the search changes no byte.
+#[inline(always)]
+fn lookup(s: &State, k: u64) -> u8 {
+    let last = s.last as usize;
+    if s.table[last] == k {
+        return last as u8;
+    }
+    let len = (s.table_len as usize).min(TABLE_LEN);
+    let next = if last + 1 < len { last + 1 } else { 0 };
+    if s.table[next] == k {
+        return next as u8;
+    }
+    match s.table[..len].iter().position(|&t| t == k) {
+        Some(i) => i as u8,
+        None => LITERAL,
+    }
+}
+
+/// Writes the record of `e`, table code `code` (a slot or [`LITERAL`]),
+/// time delta from `prev`, into `out`; returns its length.
+#[inline(always)]
+fn write_record(out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64, code: u8) -> usize {
+    let [a0, a1] = e.args;
+    if code != LITERAL && e.flags == 0 && e.time >= prev {
+        if let (Ok(d), Ok(x0), Ok(x1)) = (
+            u32::try_from(e.time - prev),
+            u32::try_from(a0),
+            u32::try_from(a1),
+        ) {
+            return write_short(out, code, d, x0, x1);
+        }
+    }
+    write_any(out, e, prev, code)
+}
+
+/// The common record in 32-bit arithmetic (two registers fewer a value
+/// on a 32-bit MCU): a table hit, no extension byte (time forward, flags
+/// 0, small arguments), every field below 2^32. The same bytes as
+/// [`write_any`].
+#[inline(always)]
+fn write_short(out: &mut [u8; MAX_RECORD_LEN], code: u8, d: u32, a0: u32, a1: u32) -> usize {
+    let mut h = code << 3;
+    if a0 != 0 {
+        h |= ARG0_PRESENT;
+    }
+    if a1 != 0 {
+        h |= ARG1_PRESENT;
+    }
+    out[0] = h;
+    // At most 1 + 3 × 5 bytes: in the first 16.
+    let (_, rest) = out.split_at_mut(1);
+    let mut pos = varint::put_u32(rest, d);
+    if a0 != 0 {
+        pos += varint::put_u32(&mut rest[pos..], a0);
+    }
+    if a1 != 0 {
+        pos += varint::put_u32(&mut rest[pos..], a1);
+    }
+    1 + pos
+}
+
+/// Any record (the table's literal, an extension byte, 64-bit fields).
+#[inline]
+fn write_any(out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64, code: u8) -> usize {
+    let (delta, backwards) = if e.time >= prev {
+        (e.time - prev, false)
+    } else {
+        (prev - e.time, true)
+    };
+    let [a0, a1] = e.args;
+    let mut h = code << 3;
+    if a0 != 0 {
+        h |= ARG0_PRESENT;
+    }
+    if a1 != 0 {
+        h |= ARG1_PRESENT;
+    }
+    let raw0 = a0 >= 1 << 56;
+    let raw1 = a1 >= 1 << 56;
+    let mut pos = 1;
+    // The common record has no extension byte: one test for it.
+    if backwards || e.flags != 0 || (a0 | a1) >= 1 << 56 {
+        let mut ext = 0u8;
+        if backwards {
+            ext |= EXT_BACKWARDS;
+        }
+        if e.flags != 0 {
+            ext |= EXT_FLAGS;
+        }
+        if raw0 {
+            ext |= EXT_ARG0_RAW;
+        }
+        if raw1 {
+            ext |= EXT_ARG1_RAW;
+        }
+        h |= EXTENDED;
+        out[1] = ext;
+        pos = 2;
+    }
+    out[0] = h;
+    if code == LITERAL {
+        varint::write(out, &mut pos, e.id.0 as u64);
+        varint::write(out, &mut pos, e.source as u64);
     }
     varint::write(out, &mut pos, delta);
     if e.flags != 0 {

@@ -13,7 +13,49 @@ pub(crate) const fn len(v: u64) -> usize {
 /// Writes `v` at `out[*pos..]`, advancing `pos`. The caller has checked
 /// that `len(v)` bytes are there.
 #[inline(always)]
-pub(crate) fn write(out: &mut [u8], pos: &mut usize, mut v: u64) {
+pub(crate) fn write(out: &mut [u8], pos: &mut usize, v: u64) {
+    if v < 0x80 {
+        out[*pos] = v as u8;
+        *pos += 1;
+    } else if let Ok(v) = u32::try_from(v) {
+        // 32-bit shifts: one register on a 32-bit MCU, not two.
+        write_u32(out, pos, v);
+    } else {
+        write_u64(out, pos, v);
+    }
+}
+
+/// Writes `v` at the start of `out` (5 bytes at most); returns the bytes
+/// written, as [`write`] does for the same value.
+#[inline(always)]
+pub(crate) fn put_u32(out: &mut [u8], v: u32) -> usize {
+    if v < 1 << 7 {
+        out[0] = v as u8;
+        1
+    } else if v < 1 << 14 {
+        out[0] = v as u8 | 0x80;
+        out[1] = (v >> 7) as u8;
+        2
+    } else {
+        let mut pos = 0;
+        write_u32(out, &mut pos, v);
+        pos
+    }
+}
+
+#[inline]
+fn write_u32(out: &mut [u8], pos: &mut usize, mut v: u32) {
+    while v >= 0x80 {
+        out[*pos] = (v as u8) | 0x80;
+        *pos += 1;
+        v >>= 7;
+    }
+    out[*pos] = v as u8;
+    *pos += 1;
+}
+
+#[inline]
+fn write_u64(out: &mut [u8], pos: &mut usize, mut v: u64) {
     while v >= 0x80 {
         out[*pos] = (v as u8) | 0x80;
         *pos += 1;
@@ -189,6 +231,18 @@ mod tests {
             let slow = read(&bytes, &mut b);
             prop_assert_eq!(fast, slow);
             if slow.is_some() {
+                prop_assert_eq!(a, b);
+            }
+        }
+
+        #[test]
+        fn put_u32_writes_what_write_writes(v: u32, shift in 0u32..32) {
+            for v in [v, v >> shift] {
+                let (mut a, mut b) = ([0u8; 10], [0u8; 10]);
+                let n = put_u32(&mut a, v);
+                let mut pos = 0;
+                write(&mut b, &mut pos, v as u64);
+                prop_assert_eq!(n, pos);
                 prop_assert_eq!(a, b);
             }
         }

@@ -100,18 +100,22 @@ impl<const N: usize> State<N> {
     }
 
     pub(super) fn take(&mut self, out: &mut [Event]) -> Taken {
+        // The queued tickets that fit, the tail and count moved once.
+        let queued = self.head - self.tail;
+        let want = (out.len() as u64).min(queued) as usize;
         let mut n = 0;
-        while n < out.len() && self.tail < self.head {
-            let i = (self.tail % N as u64) as usize;
-            if self.posted[i] != self.tail + 1 {
+        for slot in &mut out[..want] {
+            let t = self.tail + n as u64;
+            let i = (t % N as u64) as usize;
+            if self.posted[i] != t + 1 {
                 break;
             }
-            out[n] = self.slots[i];
+            *slot = self.slots[i];
             self.posted[i] = 0;
-            self.tail += 1;
-            self.delivered += 1;
             n += 1;
         }
+        self.tail += n as u64;
+        self.delivered += n as u64;
         let taken = Taken {
             events: n,
             overwritten: self.overwritten - self.overwritten_taken,

@@ -318,10 +318,12 @@ impl<'a, C: CatalogSource + ?Sized> Drain<'a, C> {
                     .enc
                     .as_mut()
                     .expect("the encoder is only out while replaced");
-                if usize::from(enc.count()) < MAX_CHUNK_EVENTS && enc.push(&batch[i]).is_ok() {
-                    i += 1;
-                    continue;
+                let room = MAX_CHUNK_EVENTS.saturating_sub(usize::from(enc.count()));
+                i += enc.push_all(&batch[i..taken.events.min(i + room)]);
+                if i == taken.events {
+                    break;
                 }
+                // The chunk is full (bytes or MAX_CHUNK_EVENTS).
                 if frame && self.wire_free() && !framed {
                     self.frame_chunk();
                     framed = true;

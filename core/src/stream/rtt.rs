@@ -134,11 +134,16 @@ impl<const N: usize> RttRing<N> {
         // The reservation is visible before any byte it covers.
         fence(Ordering::Release);
         let mask = N as u32 - 1;
-        for (i, &b) in bytes.iter().enumerate() {
-            let at = (start.wrapping_add(i as u32) & mask) as usize;
-            if let Some(slot) = self.data.get(at) {
-                slot.store(b, Ordering::Relaxed);
-            }
+        // Two spans of the data (to its end, then from its start): no
+        // index to mask or check a byte.
+        let at = (start & mask) as usize;
+        let (tail, head) = self.data.split_at(at);
+        let (first, second) = bytes.split_at(bytes.len().min(head.len()));
+        for (slot, &b) in head.iter().zip(first) {
+            slot.store(b, Ordering::Relaxed);
+        }
+        for (slot, &b) in tail.iter().zip(second) {
+            slot.store(b, Ordering::Relaxed);
         }
         fence(Ordering::Release);
         self.words[W_COMMITTED].store(end, Ordering::Relaxed);

@@ -16,6 +16,12 @@
 //! over semihosting, one `cost:` line a figure; then the firmware exits
 //! with status 0. Without `-icount shift=0` the figures are nanoseconds of
 //! QEMU's virtual clock, which follows the host's: meaningless.
+//!
+//! Last, where the drain's instructions go: `case_pieces` redoes its work
+//! from the same public pieces, one more at each level (the ring's `take`,
+//! the compact encoding, the CRC-32, COBS, the copy into the sink), so each
+//! piece is the difference of two levels and the drain's rest what its
+//! polls cost beyond all five.
 #![no_std]
 #![no_main]
 
@@ -28,10 +34,14 @@ use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::{debug, hprintln};
 
 use qtrace_core::classes::{semaphore, system, BuiltinClass, BuiltinEvent, ClassId};
+use qtrace_core::compact::{ChunkEncoder, ChunkHeader};
 use qtrace_core::encode::header::HeaderSpec;
-use qtrace_core::ring::CircularRing;
-use qtrace_core::stream::{Drain, RttRing, Status};
-use qtrace_core::{EventId, StaticCatalog, Tracer};
+use qtrace_core::ring::{CircularRing, Ring};
+use qtrace_core::stream::{
+    encode_frame, max_encoded_len, Crc32, Drain, FrameKind, RttRing, Status, CRC_LEN,
+    MAX_CHUNK_EVENTS,
+};
+use qtrace_core::{Event, EventId, StaticCatalog, Tracer};
 
 mod panic_exit {
     use core::panic::PanicInfo;
@@ -212,6 +222,97 @@ fn case_stream(write: &dyn Fn(&[u8]) -> usize, time_polls: bool, n: u32) -> Part
     Parts { total, polls }
 }
 
+/// How far a piecewise drain goes (each level does the ones before).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    /// `Ring::take`, 8 events a call (the drain's batch), discarded.
+    Take,
+    /// And `ChunkEncoder::push` into a chunk of the drain's size, finished
+    /// and started again when full (the compact encoding, the header).
+    Encode,
+    /// And the CRC-32 of each full chunk (its kind byte and bytes).
+    Crc,
+    /// And `encode_frame` (the CRC and COBS) in place of the CRC alone.
+    Cobs,
+    /// And the frame written into the sink.
+    Write,
+}
+
+/// The chunk area of the drain's 1,024-byte buffer (`Drain::new`'s rule):
+/// the largest chunk whose COBS frame, two delimiters, fits in the rest.
+const fn chunk_len(total: usize) -> usize {
+    let mut c = total / 2;
+    while c + max_encoded_len(c + 1 + CRC_LEN) + 2 > total {
+        c -= 1;
+    }
+    c
+}
+const BUF_LEN: usize = 1024;
+const CHUNK_LEN: usize = chunk_len(BUF_LEN);
+
+/// The drain's work up to `level`, done by hand from the same public
+/// pieces, polled as `case_stream` polls; the polls are timed. Chunks
+/// fill as the drain's do (no catalog, no sequence numbers).
+#[inline(never)]
+fn case_pieces(level: Level, write: &dyn Fn(&[u8]) -> usize, n: u32) -> Parts {
+    let mut chunk = [0u8; CHUNK_LEN];
+    let mut wire = [0u8; BUF_LEN - CHUNK_LEN];
+    let mut batch = [Event::ZERO; 8];
+    let mut enc = ChunkEncoder::new(&mut chunk, ChunkHeader::default()).ok();
+    let frame = |enc: &mut Option<ChunkEncoder<'_>>, wire: &mut [u8]| {
+        let Some(e) = enc.take() else { return };
+        let (len, buf) = e.finish_into_buffer();
+        if level >= Level::Cobs {
+            if let Some(w) = encode_frame(FrameKind::Chunk, &buf[..len], wire) {
+                if level >= Level::Write {
+                    let mut at = 0;
+                    while at < w {
+                        at += write(&wire[at..w]);
+                    }
+                }
+            }
+        } else if level >= Level::Crc {
+            let mut crc = Crc32::new();
+            crc.update(&[FrameKind::Chunk as u8]);
+            crc.update(&buf[..len]);
+            black_box(crc.value());
+        }
+        *enc = ChunkEncoder::new(buf, ChunkHeader::default()).ok();
+    };
+    let mut polls = 0;
+    let t0 = now();
+    for c in 0..n / 5 {
+        cycle(c, &mut |id, args| STREAM.log_event(id, 0, args));
+        if (5 * c + 5) % POLL_EVERY < 5 {
+            let p0 = now();
+            loop {
+                let taken = STREAM_RING.take(&mut batch);
+                if taken.events == 0 {
+                    break;
+                }
+                if level == Level::Take {
+                    black_box(&batch);
+                    continue;
+                }
+                let mut i = 0;
+                while i < taken.events {
+                    let Some(e) = enc.as_mut() else { break };
+                    let room = MAX_CHUNK_EVENTS.saturating_sub(usize::from(e.count()));
+                    i += e.push_all(&batch[i..taken.events.min(i + room)]);
+                    if i < taken.events {
+                        frame(&mut enc, &mut wire);
+                    }
+                }
+            }
+            polls += now() - p0;
+        }
+    }
+    let total = now() - t0;
+    // Leave the ring empty for the next case.
+    while STREAM_RING.take(&mut batch).events != 0 {}
+    Parts { total, polls }
+}
+
 /// Per-event cost of a case, in hundredths of an instruction: the warm-up
 /// run, then N1 and N2 events.
 fn measure(case: &dyn Fn(u32) -> Parts) -> (u64, u64) {
@@ -289,6 +390,17 @@ fn main() -> ! {
     let (_, rtt_polls) = measure(&|n| case_stream(&rtt_write, true, n));
     let (uart, _) = measure(&|n| case_stream(&uart_write, false, n));
     let (_, uart_polls) = measure(&|n| case_stream(&uart_write, true, n));
+    let mut pieces = [0u64; 5];
+    for (slot, level) in pieces.iter_mut().zip([
+        Level::Take,
+        Level::Encode,
+        Level::Crc,
+        Level::Cobs,
+        Level::Write,
+    ]) {
+        *slot = measure(&|n| case_pieces(level, &rtt_write, n)).1;
+    }
+    let (_, uart_pieces) = measure(&|n| case_pieces(Level::Write, &uart_write, n));
     let net = |x: u64| Hundredths(x.saturating_sub(base));
     hprintln!(
         "cost: check: asm::delay {} instructions a turn (2.00 expected: 1 ns of virtual time = 1 instruction)",
@@ -316,6 +428,23 @@ fn main() -> ! {
             Hundredths(polls)
         );
     }
+    let step =
+        |i: usize| Hundredths(pieces[i].saturating_sub(if i == 0 { 0 } else { pieces[i - 1] }));
+    hprintln!(
+        "cost: the drain's pieces, an event (polls timed, cumulative {} {} {} {} {}): ring take {}, compact encoding {}, CRC-32 {}, COBS {}, copy into the RttRing {} (into UART0 {}), the drain's own rest {}",
+        Hundredths(pieces[0]),
+        Hundredths(pieces[1]),
+        Hundredths(pieces[2]),
+        Hundredths(pieces[3]),
+        Hundredths(pieces[4]),
+        step(0),
+        step(1),
+        step(2),
+        step(3),
+        step(4),
+        Hundredths(uart_pieces.saturating_sub(pieces[3])),
+        Hundredths(rtt_polls.saturating_sub(pieces[4])),
+    );
     debug::exit(debug::EXIT_SUCCESS);
     loop {
         cortex_m::asm::wfi();
