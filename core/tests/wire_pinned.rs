@@ -82,17 +82,22 @@ fn events(seed: u64, n: usize) -> Vec<Event> {
         .collect()
 }
 
-/// Chunks of `events` in buffers of `len` bytes, concatenated.
-fn chunks(events: &[Event], len: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; len];
-    let mut header = ChunkHeader {
+/// The header of a stream's first chunk, as every case here starts it.
+fn first_header() -> ChunkHeader {
+    ChunkHeader {
         sender: 7,
         sequence: 0,
         first_event: 0,
         dropped: 3,
         base_time: 5,
-    };
+    }
+}
+
+/// Chunks of `events` in buffers of `len` bytes, concatenated.
+fn chunks(events: &[Event], len: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; len];
+    let mut header = first_header();
     let mut enc = ChunkEncoder::new(&mut buf, header).unwrap();
     for e in events {
         if enc.push(e) == Err(Full) {
@@ -306,13 +311,7 @@ fn push_all_writes_what_push_writes() {
         for batch in [1usize, 3, 8, 64] {
             let mut out = Vec::new();
             let mut buf = vec![0u8; len];
-            let mut header = ChunkHeader {
-                sender: 7,
-                sequence: 0,
-                first_event: 0,
-                dropped: 3,
-                base_time: 5,
-            };
+            let mut header = first_header();
             let mut enc = ChunkEncoder::new(&mut buf, header).unwrap();
             for group in all.chunks(batch) {
                 let mut at = 0;
