@@ -20,9 +20,26 @@
 //! takes every valid record below `committed` and moves the watermark there.
 
 use super::{Padded, Ticketed};
+use crate::classes::tracer::HOOPS;
 use crate::model::event::Event;
 use crate::ring::backing::Region;
 use crate::sync::{fence, AtomicU64, Ordering};
+use crate::wire::record::{emit, RECORD_LEN};
+
+/// What [`ShardRing::read_encoded`] copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EncodedRead {
+    /// The first valid record's index in the copy (those before it may have
+    /// been overwritten while they were copied).
+    pub(crate) start: usize,
+    /// Its ticket (the next ones follow one by one).
+    pub(crate) first: u64,
+    /// Whether the valid records' times never go back.
+    pub(crate) in_order: bool,
+    /// Whether a valid record is a hoops record (its loss counts in a file's
+    /// close run).
+    pub(crate) hoops: bool,
+}
 
 /// One record's four words, never straddling a cache line.
 #[derive(Debug)]
@@ -211,6 +228,58 @@ impl ShardRing {
             out.drain(..stale);
         }
         committed
+    }
+
+    /// [`ShardRing::read_into`] in the trace file's encoding (32 big-endian
+    /// bytes a record, FORMAT.md 1.3) into `out` (emptied first; its room
+    /// reused): the records valid are `out[read.start..]`, on consecutive
+    /// tickets from `read.first`. One pass over the ring, which also tells
+    /// whether their times go back and whether one is a hoops record (a
+    /// snapshot then takes the general merge). The stale prefix is left in
+    /// `out` rather than moved out (a memmove of up to the whole copy).
+    pub(crate) fn read_encoded(&self, out: &mut Vec<[u8; RECORD_LEN]>) -> EncodedRead {
+        out.clear();
+        let from = self.consumed.load(Ordering::Acquire);
+        let committed = self.idx.committed.load(Ordering::Acquire);
+        let cap = self.records.len() as u64;
+        let lo = committed.saturating_sub(cap).max(from);
+        // The last index whose time is below its predecessor's, and the
+        // last index holding a hoops record (`usize::MAX`: none).
+        let (mut prev, mut back, mut hoops) = (0u64, usize::MAX, usize::MAX);
+        let mut i = 0usize;
+        out.extend((lo..committed.max(lo)).map(|ticket| {
+            let r = self.record(ticket);
+            let event = Event::from_words([
+                r.0[0].load(Ordering::Relaxed),
+                r.0[1].load(Ordering::Relaxed),
+                r.0[2].load(Ordering::Relaxed),
+                r.0[3].load(Ordering::Relaxed),
+            ]);
+            if event.time < prev {
+                back = i;
+            }
+            if event.id == HOOPS {
+                hoops = i;
+            }
+            prev = event.time;
+            i += 1;
+            let mut bytes = [0u8; RECORD_LEN];
+            emit(&event, &mut bytes);
+            bytes
+        }));
+        // Seqlock reader, as in `copy_into`: the copies happen before this
+        // load; tickets below `claimed - cap` may have been overwritten.
+        fence(Ordering::Acquire);
+        let claimed = self.idx.claimed.load(Ordering::Relaxed);
+        let oldest_valid = claimed.saturating_sub(cap);
+        let start = oldest_valid.saturating_sub(lo).min(out.len() as u64) as usize;
+        EncodedRead {
+            start,
+            first: lo + start as u64,
+            // A time going back at `start` compares with a stale record.
+            in_order: back == usize::MAX || back <= start,
+            hoops: hoops != usize::MAX && hoops >= start,
+        }
     }
 
     /// The records not yet consumed, oldest first, while the producer keeps

@@ -166,6 +166,23 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Appends `count` records already encoded ([`record::emit`]) in
+    /// `bytes`, whose hoops records state `lost` events lost (the caller
+    /// knows both: a circular queue's snapshot writes its rings' copies
+    /// straight from where it copied them, issue 36).
+    pub(crate) fn write_encoded(&mut self, bytes: &[u8], count: u64, lost: u64) -> io::Result<()> {
+        debug_assert_eq!(bytes.len() as u64, count * RECORD_LEN as u64);
+        if self.compact.is_some() {
+            return bytes.chunks_exact(RECORD_LEN).try_for_each(|r| {
+                self.write_event(&record::parse(r.try_into().expect("32 bytes")))
+            });
+        }
+        self.sink.write_all(bytes)?;
+        self.events += count;
+        self.lost = self.lost.saturating_add(lost);
+        Ok(())
+    }
+
     fn count_lost(&mut self, event: &Event) {
         if let Some(n) = hoops_lost(event) {
             self.lost = self.lost.saturating_add(n);

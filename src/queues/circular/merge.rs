@@ -14,7 +14,7 @@ use crate::storage::save::hoops;
 
 /// Sort key of a merged record: time, ticket, ring, then 0 for a hoops
 /// record (before the event it precedes) and 1 for an event.
-type Key = (u64, u64, usize, u8);
+pub(super) type Key = (u64, u64, usize, u8);
 
 /// One ring's part of a merged trace, in key order: its records with a hoops
 /// record before each gap in their tickets, and one after the last for the
@@ -400,22 +400,39 @@ fn key_of(i: usize, t: &Ticketed) -> Key {
 /// its start when the `cut` oldest of all go. Binary searches, no copy: the
 /// first record kept is the one with exactly `cut` records older than it.
 fn cut_sorted(rings: &[(Vec<Ticketed>, Option<u64>)], cut: usize) -> Vec<usize> {
-    let older = |key: Key| -> Vec<usize> {
-        rings
-            .iter()
-            .enumerate()
-            .map(|(i, (r, _))| r.partition_point(|t| key_of(i, t) < key))
+    let lens: Vec<usize> = rings.iter().map(|(r, _)| r.len()).collect();
+    cut_by(&lens, |i, j| key_of(i, &rings[i].0[j]), cut)
+}
+
+/// [`cut_sorted`] of rings given by their lengths and the key of record `j`
+/// of ring `i` (rising in `j`; keys of different rings never equal).
+pub(super) fn cut_by(lens: &[usize], key: impl Fn(usize, usize) -> Key, cut: usize) -> Vec<usize> {
+    let partition = |i: usize, below: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, lens[i]);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let older = |k: Key| -> Vec<usize> {
+        (0..lens.len())
+            .map(|i| partition(i, &|j| key(i, j) < k))
             .collect()
     };
-    for (i, (r, _)) in rings.iter().enumerate() {
-        let rank = |t: &Ticketed| older(key_of(i, t)).iter().sum::<usize>();
-        let j = r.partition_point(|t| rank(t) < cut);
-        if j < r.len() && rank(&r[j]) == cut {
-            return older(key_of(i, &r[j]));
+    for i in 0..lens.len() {
+        let rank = |j: usize| older(key(i, j)).iter().sum::<usize>();
+        let j = partition(i, &|j| rank(j) < cut);
+        if j < lens[i] && rank(j) == cut {
+            return older(key(i, j));
         }
     }
     // `cut` is every record.
-    rings.iter().map(|(r, _)| r.len()).collect()
+    lens.to_vec()
 }
 
 #[cfg(all(test, not(loom)))]

@@ -46,6 +46,7 @@ use crate::storage::save::{
     create_at_activate, default_path, write_trace_from, FileContext, StatusCell, BATCH,
 };
 use crate::sync::{AtomicU64, Ordering};
+use crate::wire::record::RECORD_LEN;
 use crate::wire::{QueueTotals, TraceHeader};
 
 /// A shard's owner word: no owner yet.
@@ -60,6 +61,7 @@ const RING_MASK: u64 = (1 << RING_BITS) - 1;
 
 mod merge;
 mod params;
+mod runs;
 
 use merge::{merge, Merged};
 
@@ -91,6 +93,20 @@ impl Shard {
     fn in_use(&self) -> bool {
         !matches!(self.owner.load(Ordering::Acquire), FREE | NEVER)
     }
+}
+
+/// The buffers a snapshot copied the rings into, kept for the next one: a
+/// 1 M-event ring's copy allocated afresh cost half the snapshot's CPU time
+/// in page faults and its unmap (issue 36). A snapshot keeps those of the
+/// way it was written, at most one per ring, and drops the others.
+#[derive(Debug, Default)]
+struct Kept {
+    /// For [`merge`]: the records with their tickets (40 bytes ×
+    /// `capacity` each at most).
+    merge: Vec<Vec<Ticketed>>,
+    /// For [`runs`]: the shards' copies in the file's encoding (32 bytes ×
+    /// `capacity` each at most).
+    runs: Vec<Vec<[u8; RECORD_LEN]>>,
 }
 
 /// A queue that keeps the most recent `capacity` events.
@@ -178,10 +194,9 @@ pub struct CircularQueue {
     /// overwrite it with the (empty) rest.
     saved: std::sync::atomic::AtomicBool,
     /// The buffers the last snapshot copied the rings into, kept for the
-    /// next one (at most one per ring: up to 40 bytes × `capacity` each).
-    /// A 1 M-event ring's copy allocated afresh cost half the snapshot's
-    /// CPU time in page faults and its unmap (issue 36).
-    scratch: parking_lot::Mutex<Vec<Vec<Ticketed>>>,
+    /// next one (see [`Kept`]; boxed: the queue's size is part of the
+    /// tracer's queue table stride).
+    scratch: parking_lot::Mutex<Box<Kept>>,
     /// The memory `shards` and `mp` are placed in: a ring file or the heap.
     mem: Backing,
 }
@@ -334,16 +349,29 @@ impl CircularQueue {
     /// The current contents as [`merge`] gives them (for a snapshot),
     /// copied into the buffers of the last snapshot.
     fn merged_now(&self) -> Merged {
-        let mut spare = std::mem::take(&mut *self.scratch.lock());
-        let mut buffer = || spare.pop().unwrap_or_default();
-        let mut shared = buffer();
+        let (shared, spare) = self.read_shared();
+        self.merged_with(shared, spare)
+    }
+
+    /// The shared ring's records, read into a kept buffer, and the other
+    /// kept buffers.
+    fn read_shared(&self) -> (Vec<Ticketed>, Vec<Vec<Ticketed>>) {
+        let mut spare = std::mem::take(&mut self.scratch.lock().merge);
+        let mut shared = spare.pop().unwrap_or_default();
+        shared.clear();
         // A shared ring nobody logged into is empty: not scanned.
         if self.mp.attempts() != 0 {
             self.mp.read_into(&mut shared);
         }
+        (shared, spare)
+    }
+
+    /// [`merge`] of the shared ring's records `shared` and the shards',
+    /// read now into the buffers `spare` (then fresh ones).
+    fn merged_with(&self, shared: Vec<Ticketed>, mut spare: Vec<Vec<Ticketed>>) -> Merged {
         let mut rings: Vec<(Vec<Ticketed>, Option<u64>)> = vec![(shared, None)];
         for ring in self.shards_in_use() {
-            let mut records = buffer();
+            let mut records = spare.pop().unwrap_or_default();
             ring.read_into(&mut records);
             rings.push((records, None));
         }
@@ -352,15 +380,75 @@ impl CircularQueue {
     }
 
     /// Keeps the buffers of a merged snapshot for the next one: as many as
-    /// the rings in use, the largest.
+    /// the rings in use, the largest (and drops those of runs).
     fn keep_buffers(&self, merged: Merged) {
         let mut buffers = merged.into_buffers();
         buffers.sort_by_key(|b| std::cmp::Reverse(b.capacity()));
         buffers.truncate(1 + self.shards_in_use().count());
-        let mut scratch = self.scratch.lock();
-        if scratch.is_empty() {
-            *scratch = buffers;
+        let mut kept = self.scratch.lock();
+        if kept.merge.is_empty() {
+            kept.merge = buffers;
+            kept.runs.clear();
         }
+    }
+
+    /// The snapshot written as runs ([`runs`]) when the shared ring holds
+    /// nothing and every shard's records are in time order without a hoops
+    /// record (the usual case: a shard has one producer); else `Err` with
+    /// the rings merged ([`merge`]), for [`CircularQueue::write_merged`].
+    /// The rings are read once either way: a shard's copy that cannot be
+    /// written as runs is decoded for the merge.
+    fn snapshot_runs(&self, path: &Path) -> Result<Result<u64, ConfigError>, Merged> {
+        let (shared, mut spare) = self.read_shared();
+        if !shared.is_empty() {
+            return Err(self.merged_with(shared, spare));
+        }
+        let mut pool = std::mem::take(&mut self.scratch.lock().runs);
+        let copies: Vec<_> = self
+            .shards_in_use()
+            .map(|ring| {
+                let mut buffer = pool.pop().unwrap_or_default();
+                let read = ring.read_encoded(&mut buffer);
+                (buffer, read)
+            })
+            .collect();
+        if !copies.iter().all(|(_, r)| r.in_order && !r.hoops) {
+            // Decoded into the kept buffers of the merge; those of runs go.
+            let mut rings: Vec<(Vec<Ticketed>, Option<u64>)> = vec![(shared, None)];
+            for (buffer, read) in &copies {
+                let mut records = spare.pop().unwrap_or_default();
+                records.clear();
+                records.extend(buffer[read.start..].iter().zip(read.first..).map(
+                    |(bytes, ticket)| Ticketed {
+                        ticket,
+                        event: crate::wire::record::parse(bytes),
+                    },
+                ));
+                rings.push((records, None));
+            }
+            let ctx = self.ctx.get();
+            return Err(merge(rings, self.capacity, ctx.handle, || ctx.clock.now()));
+        }
+        // The close run carries the counters at the moment of the snapshot.
+        let totals = self.counters().into();
+        let rings: Vec<runs::Copied<'_>> = copies
+            .iter()
+            .enumerate()
+            .map(|(k, (buffer, read))| runs::Copied {
+                records: &buffer[read.start..],
+                first: read.first,
+                ring: k + 1,
+            })
+            .collect();
+        let result = runs::write_runs(path, &self.ctx.get(), &rings, self.capacity, totals);
+        // Kept: the shards' copies and the shared ring's buffer (the room
+        // it had), no other of the merge's.
+        let mut kept = self.scratch.lock();
+        if kept.runs.is_empty() {
+            kept.runs = copies.into_iter().map(|(b, _)| b).collect();
+            kept.merge = vec![shared];
+        }
+        Ok(result)
     }
 
     /// Writes [`CircularQueue::snapshot_events`] to `path` as a trace file
@@ -376,14 +464,22 @@ impl CircularQueue {
     /// [`Queue::status`]).
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<u64, ConfigError> {
         let path = path.as_ref();
-        let mut events = self.merged_now();
+        let result = match self.snapshot_runs(path) {
+            Ok(written) => written,
+            Err(merged) => self.write_merged(path, merged),
+        };
+        self.status.record(path, result)
+    }
+
+    /// Writes a merged snapshot to `path` (and keeps its buffers).
+    fn write_merged(&self, path: &Path, mut events: Merged) -> Result<u64, ConfigError> {
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
         // Written as merged: the events are not copied again.
         let fill = |b: &mut Vec<Event>| events.fill(b, BATCH);
         let result = write_trace_from(path, &self.ctx.get(), fill, totals);
         self.keep_buffers(events);
-        self.status.record(path, result)
+        result
     }
 }
 
@@ -629,7 +725,7 @@ mod tests {
         }
         let (a, b) = (dir.path().join("a.qtr"), dir.path().join("b.qtr"));
         let n = q.snapshot(&a).unwrap();
-        assert!(!q.scratch.lock().is_empty(), "the buffers are kept");
+        assert!(!q.scratch.lock().merge.is_empty(), "the buffers are kept");
         assert_eq!(q.snapshot(&b).unwrap(), n);
         // Over a longer file: emptied first.
         let c = dir.path().join("c.qtr");

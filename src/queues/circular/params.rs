@@ -198,7 +198,7 @@ impl QueueType for Circular {
             ctx: FileContext::new(ctx),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
-            scratch: parking_lot::Mutex::new(Vec::new()),
+            scratch: parking_lot::Mutex::new(Box::default()),
             mem,
         }))
     }

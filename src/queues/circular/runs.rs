@@ -1,0 +1,276 @@
+//! A snapshot's usual case, written as runs: when the shared ring holds
+//! nothing, every ring is a shard, whose records sit on consecutive tickets
+//! with times that do not go back. The shards are copied once, already in
+//! the file's encoding ([`ShardRing::read_encoded`]), and the merge by time
+//! is a sequence of runs, each written straight from its copy (no second
+//! copy, no encoding pass, and a run of 1 MiB or more bypasses the file's
+//! buffer). The file is byte for byte what [`super::merge`] and
+//! `write_trace_from` write for the same records (issue 36; the tests
+//! compare the two).
+//!
+//! [`ShardRing::read_encoded`]: crate::ring::shard::ShardRing::read_encoded
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::BufWriter;
+use std::path::Path;
+
+use super::merge::{cut_by, Key};
+use crate::queue::config_error::ConfigError;
+use crate::queue::queue_trait::QueueContext;
+use crate::storage::save::{create_locked, hoops};
+use crate::wire::record::RECORD_LEN;
+use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
+
+/// One shard's records as copied: in the file's encoding, on consecutive
+/// tickets from `first`, times not going back.
+pub(super) struct Copied<'a> {
+    pub(super) records: &'a [[u8; RECORD_LEN]],
+    pub(super) first: u64,
+    /// The ring's number in the merge's order (0 is the shared ring, `k` the
+    /// `k`th shard in use): it breaks ties of time and ticket.
+    pub(super) ring: usize,
+}
+
+impl Copied<'_> {
+    fn time(&self, j: usize) -> u64 {
+        let r = &self.records[j];
+        u64::from_be_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]])
+    }
+
+    /// The merge's sort key of record `j` (as [`super::merge`]'s).
+    fn key(&self, j: usize) -> Key {
+        (self.time(j), self.first + j as u64, self.ring, 1)
+    }
+}
+
+/// Writes the trace of `rings` merged by time (then ticket, then ring), the
+/// newest `capacity` records kept, a hoops record before each ring's first
+/// kept record for the tickets before it (or, when none is kept, one after
+/// its newest for them all): the header, the names prologue,
+/// the records, the close run with `totals`. Returns the records written
+/// (hoops included), as `write_trace_from` does.
+pub(super) fn write_runs(
+    path: &Path,
+    ctx: &QueueContext,
+    rings: &[Copied<'_>],
+    capacity: usize,
+    totals: QueueTotals,
+) -> Result<u64, ConfigError> {
+    let lens: Vec<usize> = rings.iter().map(|c| c.records.len()).collect();
+    let total: usize = lens.iter().sum();
+    let skip = if total > capacity {
+        cut_by(&lens, |i, j| rings[i].key(j), total - capacity)
+    } else {
+        vec![0; rings.len()]
+    };
+    // Each ring's head: its first kept record, or for a ring whose records
+    // are all cut, the hoops record for them all, stamped with the newest's
+    // time and after every record of that time (the merge's trailing hoops
+    // record).
+    let mut heads: BinaryHeap<Reverse<(Key, usize)>> = (0..rings.len())
+        .filter(|&i| lens[i] > 0)
+        .map(|i| match skip[i] < lens[i] {
+            true => Reverse((rings[i].key(skip[i]), i)),
+            false => Reverse(((rings[i].time(lens[i] - 1), u64::MAX, rings[i].ring, 0), i)),
+        })
+        .collect();
+    let first = heads
+        .peek()
+        .map_or_else(|| ctx.clock.now(), |Reverse((k, _))| k.0);
+    let file = create_locked(path)?;
+    let io = |what: &'static str| move |e| ConfigError::io(what, path, e);
+    // 1 MiB: small runs gathered into writes of 1 MiB, longer ones written
+    // as they are.
+    let mut w = TraceWriter::new(
+        BufWriter::with_capacity(1 << 20, file),
+        &TraceHeader::for_queue(ctx),
+    )
+    .map_err(io("write the header of trace file"))?;
+    w.write_events(&ctx.names.records(first))
+        .map_err(io("write trace file"))?;
+    let mut at = skip.clone();
+    let mut written = 0u64;
+    while let Some(Reverse((key, i))) = heads.pop() {
+        let (c, a) = (&rings[i], at[i]);
+        let ticket = c.first + a as u64;
+        if a == lens[i] {
+            w.write_events(&[hoops(key.0, ticket, ctx.handle)])
+                .map_err(io("write trace file"))?;
+            written += 1;
+            continue;
+        }
+        if a == skip[i] && ticket > 0 {
+            w.write_events(&[hoops(key.0, ticket, ctx.handle)])
+                .map_err(io("write trace file"))?;
+            written += 1;
+        }
+        // The run: this ring's records up to the next head of another.
+        let end = match heads.peek() {
+            None => lens[i],
+            Some(&Reverse(bound)) => run_end(a, lens[i], |j| (c.key(j), i) < bound),
+        };
+        let n = end - a;
+        w.write_encoded(c.records[a..end].as_flattened(), n as u64, 0)
+            .map_err(io("write trace file"))?;
+        written += n as u64;
+        at[i] = end;
+        if end < lens[i] {
+            heads.push(Reverse((c.key(end), i)));
+        }
+    }
+    w.finish_with_close(ctx.clock.now(), totals)
+        .map_err(io("close trace file"))?;
+    Ok(written)
+}
+
+/// The first `j` in `a + 1..len` where `below(j)` fails (`len` if none),
+/// `below` holding on a prefix: exponential then binary search, so a long
+/// run costs O(log run) comparisons, a short one a few.
+fn run_end(a: usize, len: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut step) = (a + 1, 1usize);
+    // `below` holds from `a + 1` up to `lo`; find an index where it fails.
+    let mut hi = loop {
+        let j = lo + step - 1;
+        if j >= len {
+            break len;
+        }
+        if !below(j) {
+            break j;
+        }
+        lo = j + 1;
+        step *= 2;
+    };
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::classes::{user, Catalog};
+    use crate::model::clock::{Clock, ManualClock};
+    use crate::model::event::Event;
+    use crate::model::handle::QueueHandle;
+    use crate::queues::circular::merge::merge;
+    use crate::ring::Ticketed;
+    use crate::storage::save::{write_trace_from, BATCH};
+    use crate::wire::record::emit;
+    use std::sync::Arc;
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Shard-like rings: consecutive tickets from a random first one, times
+    /// that do not go back and repeat within and across rings.
+    fn shards(rng: &mut Rng) -> Vec<Vec<Ticketed>> {
+        (0..1 + rng.next(4))
+            .map(|i| {
+                let (first, mut time) = (rng.next(4) * rng.next(3), rng.next(6));
+                (0..rng.next(50))
+                    .map(|k| {
+                        time += rng.next(3);
+                        let ticket = first + k;
+                        let event = Event::new(time, user::USER0, i as u32, [ticket, i]);
+                        Ticketed { ticket, event }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Runs write byte for byte the file the merge writes (through
+    /// `write_trace_from`, as a snapshot did before runs), cut or not, and
+    /// say the same number of records.
+    #[test]
+    fn runs_write_the_bytes_of_the_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = QueueContext {
+            handle: QueueHandle(3),
+            type_name: "circular",
+            output_dir: dir.path().to_path_buf(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(4242)),
+            names: Default::default(),
+        };
+        let (a, b) = (dir.path().join("runs.qtr"), dir.path().join("merge.qtr"));
+        let totals = QueueTotals {
+            accepted: 9,
+            dropped: 1,
+            overwritten: 2,
+            delivered: 3,
+        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let (mut cuts, mut hoops) = (0, 0);
+        for case in 0..600 {
+            let rings = shards(&mut rng);
+            let total: usize = rings.iter().map(Vec::len).sum();
+            let capacity = 1 + rng.next(total as u64 + 6) as usize;
+            cuts += usize::from(total > capacity);
+            let encoded: Vec<Vec<[u8; RECORD_LEN]>> = rings
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|t| {
+                            let mut bytes = [0u8; RECORD_LEN];
+                            emit(&t.event, &mut bytes);
+                            bytes
+                        })
+                        .collect()
+                })
+                .collect();
+            let copied: Vec<Copied<'_>> = encoded
+                .iter()
+                .zip(&rings)
+                .enumerate()
+                .map(|(k, (e, r))| Copied {
+                    records: e,
+                    first: r.first().map_or(0, |t| t.ticket),
+                    ring: k + 1,
+                })
+                .collect();
+            let n = write_runs(&a, &ctx, &copied, capacity, totals).unwrap();
+            // The merge's input: the (empty) shared ring, then the shards.
+            let mut input = vec![(Vec::new(), None)];
+            input.extend(rings.into_iter().map(|r| (r, None)));
+            let mut merged = merge(input, capacity, ctx.handle, || ctx.clock.now());
+            let fill = |batch: &mut Vec<Event>| merged.fill(batch, BATCH);
+            let m = write_trace_from(&b, &ctx, fill, totals).unwrap();
+            assert_eq!(n, m, "case {case}");
+            let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+            assert_eq!(a, b, "case {case}");
+            let reader = crate::reader::TraceReader::new(&a[..]).unwrap();
+            hoops += reader
+                .filter(|e| e.as_ref().unwrap().id == crate::classes::tracer::HOOPS)
+                .count();
+        }
+        // Cut cases and hoops records were written.
+        assert!(cuts > 150 && hoops > 300, "{cuts} cut, {hoops} hoops");
+    }
+
+    #[test]
+    fn a_run_ends_where_its_test_fails() {
+        for len in 1..40 {
+            for a in 0..len {
+                for end in a + 1..=len {
+                    assert_eq!(run_end(a, len, |j| j < end), end, "{a} {len} {end}");
+                }
+            }
+        }
+    }
+}
