@@ -372,6 +372,56 @@ mod tests {
         assert!(ring.read().is_empty());
     }
 
+    /// The encoded copy holds what `read` gives, encoded, after a stale
+    /// prefix; a time going back or a hoops record counts only where valid.
+    #[test]
+    fn an_encoded_read_is_the_read_encoded() {
+        let encoded = |ring: &ShardRing| {
+            let mut out = Vec::new();
+            let read = ring.read_encoded(&mut out);
+            let want: Vec<[u8; RECORD_LEN]> = ring
+                .read()
+                .iter()
+                .map(|r| {
+                    let mut b = [0u8; RECORD_LEN];
+                    emit(&r.event, &mut b);
+                    b
+                })
+                .collect();
+            assert_eq!(out[read.start..], want[..]);
+            assert_eq!(Some(read.first), ring.read().first().map(|r| r.ticket));
+            read
+        };
+        let (ring, _mem) = ring(4);
+        for i in 0..6 {
+            push(&ring, &ev(i));
+        }
+        let read = encoded(&ring);
+        assert_eq!((read.start, read.first), (0, 2));
+        assert!(read.in_order && !read.hoops);
+        // Two claims past the committed ones: tickets 2 and 3 may be being
+        // overwritten (copied, but not valid).
+        let (r6, t6) = ring.claim();
+        let (r7, t7) = ring.claim();
+        let read = encoded(&ring);
+        assert_eq!((read.start, read.first), (2, 4));
+        ring.commit(r6, t6, &Event::new(1, HOOPS, 0, [1, 0])); // time back
+        ring.commit(r7, t7, &ev(7));
+        // Slots of 6 and 7 now valid: the time going back and the hoops
+        // record count.
+        let read = encoded(&ring);
+        assert_eq!((read.start, read.first), (0, 4));
+        assert!(!read.in_order && read.hoops);
+        // Both in the stale prefix: not counted.
+        let (r, t) = ring.claim();
+        ring.commit(r, t, &ev(8));
+        let _ = ring.claim();
+        let _ = ring.claim();
+        let read = encoded(&ring);
+        assert_eq!((read.start, read.first), (2, 7));
+        assert!(read.in_order && !read.hoops);
+    }
+
     #[test]
     fn a_record_being_written_is_left_out_and_its_slot_too() {
         let (ring, _mem) = ring(2);

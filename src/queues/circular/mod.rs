@@ -747,6 +747,115 @@ mod tests {
         assert_eq!(events, 64);
     }
 
+    /// Logs `event` as the thread with `token` would (its shard, else the
+    /// shared ring).
+    fn log_as(q: &CircularQueue, token: u64, event: Event) {
+        let r = q.reserve_as(token).expect("room");
+        q.commit(r, &event);
+    }
+
+    /// The snapshot of `q` as written, and as the merge writes it (the
+    /// way every snapshot was written before runs): byte for byte the same
+    /// file and count. Returns whether the snapshot was written as runs.
+    fn same_as_merged(q: &CircularQueue, dir: &Path) -> bool {
+        let (a, b) = (dir.join("snapshot.qtr"), dir.join("merged.qtr"));
+        let n = q.snapshot(&a).unwrap();
+        let runs = !q.scratch.lock().runs.is_empty();
+        assert_eq!(q.write_merged(&b, q.merged_now()).unwrap(), n);
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        // And again, into the buffers kept.
+        assert_eq!(q.snapshot(&a).unwrap(), n);
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        runs
+    }
+
+    fn queue_in(dir: &Path, capacity: usize, shards: usize) -> CircularQueue {
+        let ctx = QueueContext {
+            handle: crate::model::handle::QueueHandle(2),
+            type_name: "circular",
+            output_dir: dir.to_path_buf(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(777)),
+            names: Default::default(),
+        };
+        let params = CircularParams::default()
+            .with_capacity(capacity)
+            .with_shards(shards)
+            .with_ring(RingStorage::Memory);
+        match Circular.create(params, &ctx).unwrap() {
+            AnyQueue::CircularQueue(q) => q,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Shards only, their times interleaved and tied, wrapped and cut: the
+    /// snapshot is written as runs, with the merge's bytes; so is a queue
+    /// with one shard in use, and one with none.
+    #[test]
+    fn a_snapshot_of_shards_only_is_written_as_runs_with_the_merges_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = queue_in(dir.path(), 64, 4);
+        // Nothing logged: no shard in use, so no buffer tells the way.
+        same_as_merged(&q, dir.path());
+        for i in 0..50u64 {
+            log_as(&q, 1, Event::new(2 * i, user::USER0, 1, [i, 1]));
+        }
+        assert!(same_as_merged(&q, dir.path()), "one shard");
+        for i in 0..100u64 {
+            for token in [2, 3] {
+                let e = Event::new(100 + i - i % 2, user::USER1, token as u32, [i, token]);
+                log_as(&q, token, e);
+            }
+        }
+        assert!(same_as_merged(&q, dir.path()), "three shards, cut");
+        assert_eq!(q.mp.attempts(), 0);
+        // Shard 1's 50 records are all cut: one hoops record for them,
+        // stamped with the newest's time, before the 64 records kept.
+        let events: Vec<Event> = crate::reader::TraceReader::open(dir.path().join("snapshot.qtr"))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let hoops = |e: &Event| e.id == crate::classes::tracer::HOOPS;
+        assert!(hoops(&events[0]));
+        assert_eq!((events[0].time, events[0].args), (98, [50, 2]));
+        assert_eq!(events.iter().filter(|e| e.id == user::USER1).count(), 64);
+        assert_eq!(events.iter().filter(|e| hoops(e)).count(), 3);
+    }
+
+    /// A shard whose times go back, a hoops record in a shard, records in
+    /// the shared ring: the merge writes the snapshot (its buffers kept,
+    /// those of runs dropped), the same bytes.
+    #[test]
+    fn a_snapshot_runs_cannot_write_is_merged() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = queue_in(dir.path(), 64, 4);
+        for i in 0..10u64 {
+            log_as(&q, 1, Event::new(10 + i, user::USER0, 1, [i, 1]));
+        }
+        assert!(same_as_merged(&q, dir.path()));
+        log_as(&q, 1, Event::new(5, user::USER0, 1, [0, 0]));
+        assert!(!same_as_merged(&q, dir.path()), "a time going back");
+        let q = queue_in(dir.path(), 64, 4);
+        log_as(
+            &q,
+            1,
+            Event::new(3, crate::classes::tracer::HOOPS, 0, [7, 2]),
+        );
+        log_as(&q, 2, Event::new(4, user::USER0, 2, [0, 0]));
+        assert!(!same_as_merged(&q, dir.path()), "a hoops record");
+        let q = queue_in(dir.path(), 64, 4);
+        log_as(&q, 1, Event::new(3, user::USER0, 1, [0, 0]));
+        assert!(same_as_merged(&q, dir.path()));
+        log_as(
+            &q,
+            crate::ring::thread_token::EXITED_TOKEN,
+            Event::new(4, user::USER0, 0, [0, 0]),
+        );
+        assert_eq!(q.mp.attempts(), 1);
+        assert!(!same_as_merged(&q, dir.path()), "the shared ring");
+        assert!(q.scratch.lock().runs.is_empty(), "dropped");
+    }
+
     #[test]
     fn reservations_name_their_ring() {
         let q = queue(16);
