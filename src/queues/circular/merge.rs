@@ -424,10 +424,10 @@ pub(super) fn cut_by(lens: &[usize], key: impl Fn(usize, usize) -> Key, cut: usi
             .map(|i| partition(i, &|j| key(i, j) < k))
             .collect()
     };
-    for i in 0..lens.len() {
+    for (i, &len) in lens.iter().enumerate() {
         let rank = |j: usize| older(key(i, j)).iter().sum::<usize>();
         let j = partition(i, &|j| rank(j) < cut);
-        if j < lens[i] && rank(j) == cut {
+        if j < len && rank(j) == cut {
             return older(key(i, j));
         }
     }

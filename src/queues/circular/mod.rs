@@ -398,10 +398,10 @@ impl CircularQueue {
     /// the rings merged ([`merge`]), for [`CircularQueue::write_merged`].
     /// The rings are read once either way: a shard's copy that cannot be
     /// written as runs is decoded for the merge.
-    fn snapshot_runs(&self, path: &Path) -> Result<Result<u64, ConfigError>, Merged> {
+    fn snapshot_runs(&self, path: &Path) -> Result<Result<u64, ConfigError>, Box<Merged>> {
         let (shared, mut spare) = self.read_shared();
         if !shared.is_empty() {
-            return Err(self.merged_with(shared, spare));
+            return Err(Box::new(self.merged_with(shared, spare)));
         }
         let mut pool = std::mem::take(&mut self.scratch.lock().runs);
         let copies: Vec<_> = self
@@ -427,7 +427,9 @@ impl CircularQueue {
                 rings.push((records, None));
             }
             let ctx = self.ctx.get();
-            return Err(merge(rings, self.capacity, ctx.handle, || ctx.clock.now()));
+            return Err(Box::new(merge(rings, self.capacity, ctx.handle, || {
+                ctx.clock.now()
+            })));
         }
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
@@ -466,7 +468,7 @@ impl CircularQueue {
         let path = path.as_ref();
         let result = match self.snapshot_runs(path) {
             Ok(written) => written,
-            Err(merged) => self.write_merged(path, merged),
+            Err(merged) => self.write_merged(path, *merged),
         };
         self.status.record(path, result)
     }
