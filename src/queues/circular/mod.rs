@@ -456,9 +456,13 @@ impl CircularQueue {
     /// Writes [`CircularQueue::snapshot_events`] to `path` as a trace file
     /// while producers keep logging (flight-recorder use). Returns the number
     /// of records written (events and hoops). The queue's counters do not
-    /// change: the events stay in the queue. The rings are copied out first
-    /// (40 bytes per event held); the queue keeps that copy's buffers for
-    /// the next snapshot, so only the first one allocates them.
+    /// change: the events stay in the queue. The rings are copied out first:
+    /// in the usual case (the shared ring holds nothing, each shard's times
+    /// do not go back) in the file's encoding, 32 bytes per event held,
+    /// and written from that copy in runs; else with their tickets, 40
+    /// bytes per event held, and merged as [`CircularQueue::snapshot_events`]
+    /// merges (the same file either way). The queue keeps that copy's
+    /// buffers for the next snapshot, so only the first one allocates them.
     ///
     /// # Errors
     ///
