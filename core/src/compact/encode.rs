@@ -26,6 +26,16 @@ impl fmt::Display for Full {
 /// above 48).
 const EMPTY: u64 = u64::MAX;
 
+/// Slots of the encoder's table: [`TABLE_LEN`] in use and one more, always
+/// [`EMPTY`], so that a slot number masked with `SLOTS - 1` indexes it
+/// without a bounds check (and never matches a key).
+const SLOTS: usize = 32;
+const _: () = assert!(SLOTS.is_power_of_two() && SLOTS > TABLE_LEN);
+
+/// The longest record [`encode_short`] writes: a header byte and three
+/// 32-bit varints of at most 5 bytes.
+const SHORT_LEN: usize = 16;
+
 /// The interning key of a record.
 #[inline(always)]
 const fn key(e: &Event) -> u64 {
@@ -40,8 +50,8 @@ struct State {
     count: u16,
     prev_time: u64,
     base_time: u64,
-    /// `(id, source)` keys by table slot.
-    table: [u64; TABLE_LEN],
+    /// `(id, source)` keys by table slot (the last slot stays [`EMPTY`]).
+    table: [u64; SLOTS],
     /// Slots in use (at most [`TABLE_LEN`]).
     table_len: u8,
     /// The slot the next literal takes.
@@ -95,7 +105,7 @@ impl<'a> ChunkEncoder<'a> {
                 count: 0,
                 prev_time: header.base_time,
                 base_time: header.base_time,
-                table: [EMPTY; TABLE_LEN],
+                table: [EMPTY; SLOTS],
                 table_len: 0,
                 next_slot: 0,
                 last: 0,
@@ -128,7 +138,10 @@ impl<'a> ChunkEncoder<'a> {
     /// holds 65,535 records; the chunk is unchanged.
     #[inline]
     pub fn push(&mut self, event: &Event) -> Result<usize, Full> {
-        encode(&mut self.s, self.buf, event)
+        match encode_short(&mut self.s, self.buf, event) {
+            Some(n) => Ok(n),
+            None => encode(&mut self.s, self.buf, event),
+        }
     }
 
     /// Appends records from the front of `events` while they fit; returns
@@ -138,7 +151,9 @@ impl<'a> ChunkEncoder<'a> {
     pub fn push_all(&mut self, events: &[Event]) -> usize {
         let mut n = 0;
         for e in events {
-            if encode(&mut self.s, self.buf, e).is_err() {
+            if encode_short(&mut self.s, self.buf, e).is_none()
+                && encode(&mut self.s, self.buf, e).is_err()
+            {
                 break;
             }
             n += 1;
@@ -156,6 +171,9 @@ impl<'a> ChunkEncoder<'a> {
     pub fn push_run(&mut self, events: &[Event]) -> Result<usize, Full> {
         let saved = self.s;
         for e in events {
+            if encode_short(&mut self.s, self.buf, e).is_some() {
+                continue;
+            }
             if let Err(full) = encode(&mut self.s, self.buf, e) {
                 self.s = saved;
                 return Err(full);
@@ -196,11 +214,67 @@ impl<'a> ChunkEncoder<'a> {
     }
 }
 
+/// The common record, written straight in 32-bit arithmetic (a register
+/// a value on a 32-bit MCU, not two): not the chunk's first, a table hit,
+/// no extension byte (time forward by less than 2^32, flags 0, arguments
+/// below 2^32), and [`SHORT_LEN`] bytes left in `buf`. Returns its length
+/// after advancing `s`, or `None` with nothing changed: then [`encode`]
+/// writes it (any record, the same bytes for this one).
+#[inline(always)]
+fn encode_short(s: &mut State, buf: &mut [u8], e: &Event) -> Option<usize> {
+    // Count 0 (the first record sets the base time) or 65,535 (full).
+    if s.count.wrapping_sub(1) >= u16::MAX - 1 || e.flags != 0 {
+        return None;
+    }
+    // Forward by less than 2^32: no borrow, no high half (one subtraction).
+    let (d, back) = e.time.overflowing_sub(s.prev_time);
+    if back || d >> 32 != 0 {
+        return None;
+    }
+    let [a0, a1] = e.args;
+    // Both arguments below 2^32: one test of their high halves.
+    if (a0 | a1) >> 32 != 0 {
+        return None;
+    }
+    let code = hit(s, key(e))?;
+    let out = buf.get_mut(s.pos..)?.first_chunk_mut::<SHORT_LEN>()?;
+    let n = write_short(out, code, d as u32, a0 as u32, a1 as u32)?;
+    s.last = code;
+    s.pos += n;
+    s.count += 1;
+    s.prev_time = e.time;
+    Some(n)
+}
+
+/// The slot holding `k` if it is the last hit's or the one after it (a
+/// repeating pattern of events hits them); else `None`, and [`lookup`]
+/// searches the whole table. Which slot is found first changes no byte:
+/// every key is in one slot at most.
+#[inline(always)]
+fn hit(s: &State, k: u64) -> Option<u8> {
+    let last = s.last as usize & (SLOTS - 1);
+    let next = if last + 1 < s.table_len as usize {
+        last + 1
+    } else {
+        0
+    };
+    if s.table[next & (SLOTS - 1)] == k {
+        return Some(next as u8);
+    }
+    if s.table[last] == k {
+        return Some(last as u8);
+    }
+    None
+}
+
 /// Encodes `e` at `s.pos` of `buf` and advances `s`; on [`Full`], `s` is
 /// unchanged (the bytes of `buf` past `s.pos` may not be). The record is
 /// written in place when [`MAX_RECORD_LEN`] bytes are left, else into a
 /// scratch copied in if it fits; the table changes only once it is in.
-#[inline(always)]
+// Not inlined: the loops around [`encode_short`] keep their registers for
+// it (inlined, this path's spills cost the common record ~15 instructions
+// on thumbv7m).
+#[inline(never)]
 fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     if s.count == u16::MAX {
         return Err(Full);
@@ -279,7 +353,12 @@ fn write_record(out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64, code: u8) 
             u32::try_from(a0),
             u32::try_from(a1),
         ) {
-            return write_short(out, code, d, x0, x1);
+            if let Some(n) = out
+                .first_chunk_mut::<SHORT_LEN>()
+                .and_then(|out| write_short(out, code, d, x0, x1))
+            {
+                return n;
+            }
         }
     }
     write_any(out, e, prev, code)
@@ -288,9 +367,10 @@ fn write_record(out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64, code: u8) 
 /// The common record in 32-bit arithmetic (two registers fewer a value
 /// on a 32-bit MCU): a table hit, no extension byte (time forward, flags
 /// 0, small arguments), every field below 2^32. The same bytes as
-/// [`write_any`].
+/// [`write_any`]; `None` never happens (each field's 5-byte window is in
+/// the 16 bytes), it only spares a panic path.
 #[inline(always)]
-fn write_short(out: &mut [u8; MAX_RECORD_LEN], code: u8, d: u32, a0: u32, a1: u32) -> usize {
+fn write_short(out: &mut [u8; SHORT_LEN], code: u8, d: u32, a0: u32, a1: u32) -> Option<usize> {
     let mut h = code << 3;
     if a0 != 0 {
         h |= ARG0_PRESENT;
@@ -299,16 +379,20 @@ fn write_short(out: &mut [u8; MAX_RECORD_LEN], code: u8, d: u32, a0: u32, a1: u3
         h |= ARG1_PRESENT;
     }
     out[0] = h;
-    // At most 1 + 3 × 5 bytes: in the first 16.
-    let (_, rest) = out.split_at_mut(1);
-    let mut pos = varint::put_u32(rest, d);
+    let mut pos = 1 + varint::put_u32(window(out, 1)?, d);
     if a0 != 0 {
-        pos += varint::put_u32(&mut rest[pos..], a0);
+        pos += varint::put_u32(window(out, pos)?, a0);
     }
     if a1 != 0 {
-        pos += varint::put_u32(&mut rest[pos..], a1);
+        pos += varint::put_u32(window(out, pos)?, a1);
     }
-    1 + pos
+    Some(pos)
+}
+
+/// The 5 bytes of `out` from `at` (a 32-bit varint's room).
+#[inline(always)]
+fn window(out: &mut [u8; SHORT_LEN], at: usize) -> Option<&mut [u8; 5]> {
+    out.get_mut(at..)?.first_chunk_mut::<5>()
 }
 
 /// Any record (the table's literal, an extension byte, 64-bit fields).
