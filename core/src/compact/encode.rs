@@ -460,3 +460,154 @@ fn write_any(out: &mut [u8; MAX_RECORD_LEN], e: &Event, prev: u64, code: u8) -> 
     }
     pos
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::EventId;
+
+    /// The encoder as FORMAT.md 8 states it, slowly: every record by
+    /// [`write_any`], the table a list searched in full, the oldest entry
+    /// replaced after 31. Returns the chunks' bytes and each push's length.
+    fn reference(events: &[Event], buf_len: usize) -> (Vec<Vec<u8>>, Vec<usize>) {
+        let (mut chunks, mut lens) = (Vec::new(), Vec::new());
+        let mut buf = std::vec![0u8; buf_len];
+        let (mut table, mut next, mut pos, mut count) = (Vec::<u64>::new(), 0, HEADER_LEN, 0u16);
+        let (mut prev, mut base) = (0u64, 0u64);
+        let mut i = 0;
+        while i < events.len() {
+            let e = &events[i];
+            let k = key(e);
+            let code = table
+                .iter()
+                .position(|&t| t == k)
+                .map_or(LITERAL, |c| c as u8);
+            let p = if count == 0 { e.time } else { prev };
+            let mut rec = [0u8; MAX_RECORD_LEN];
+            let n = write_any(&mut rec, e, p, code);
+            if pos + n > buf_len {
+                // Full: the chunk's header, then a new chunk.
+                assert!(count > 0, "a record that fits no chunk");
+                let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+                enc.s.pos = pos;
+                enc.s.count = count;
+                enc.s.base_time = base;
+                let len = enc.finish();
+                chunks.push(buf[..len].to_vec());
+                (table, next, pos, count) = (Vec::new(), 0, HEADER_LEN, 0);
+                continue;
+            }
+            buf[pos..pos + n].copy_from_slice(&rec[..n]);
+            if code == LITERAL {
+                if table.len() < TABLE_LEN {
+                    table.push(k);
+                } else {
+                    table[next] = k;
+                }
+                next = (next + 1) % TABLE_LEN;
+            }
+            if count == 0 {
+                base = e.time;
+            }
+            (pos, count, prev) = (pos + n, count + 1, e.time);
+            lens.push(n);
+            i += 1;
+        }
+        let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+        (enc.s.pos, enc.s.count, enc.s.base_time) = (pos, count, base);
+        let len = enc.finish();
+        chunks.push(buf[..len].to_vec());
+        (chunks, lens)
+    }
+
+    /// The encoder under test, by `push` (or `push_all` in batches of
+    /// `batch`), finishing a chunk when it is full.
+    fn encoded(events: &[Event], buf_len: usize, batch: usize) -> (Vec<Vec<u8>>, Vec<usize>) {
+        let (mut chunks, mut lens) = (Vec::new(), Vec::new());
+        let mut buf = std::vec![0u8; buf_len];
+        let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+        let mut i = 0;
+        while i < events.len() {
+            let before = enc.len();
+            let took = if batch == 1 {
+                usize::from(enc.push(&events[i]).is_ok())
+            } else {
+                enc.push_all(&events[i..events.len().min(i + batch)])
+            };
+            if took == 1 {
+                lens.push(enc.len() - before);
+            } else if took > 1 {
+                // Lengths of a batch: not seen one by one; compared as bytes.
+                lens.extend(core::iter::repeat_n(0, took));
+            }
+            i += took;
+            if took < batch.min(events.len() - (i - took)) {
+                let (len, b) = enc.finish_into_buffer();
+                chunks.push(b[..len].to_vec());
+                enc = ChunkEncoder::new(b, ChunkHeader::default()).unwrap();
+            }
+        }
+        let len = enc.finish();
+        chunks.push(buf[..len].to_vec());
+        (chunks, lens)
+    }
+
+    /// Events mostly of the short path's shape (small steps, hits, small
+    /// arguments) and every other: big and backward steps, flags, raw and
+    /// 2^32-crossing arguments, more keys than the table holds.
+    fn any_events() -> impl Strategy<Value = Vec<Event>> {
+        let arg = prop_oneof![
+            4 => 0u64..128,
+            2 => 0u64..1 << 21,
+            1 => (1u64 << 28)..(1 << 33),
+            1 => any::<u64>(),
+        ];
+        let step = prop_oneof![
+            6 => 0i64..20_000,
+            1 => (1i64 << 31)..(1 << 33),
+            1 => -5_000i64..0,
+        ];
+        let ev = (
+            step,
+            prop_oneof![6 => 2u16..8, 1 => any::<u16>()],
+            prop_oneof![6 => Just(0u32), 1 => any::<u32>()],
+            prop_oneof![8 => Just(0u16), 1 => any::<u16>()],
+            arg.clone(),
+            arg,
+        );
+        prop::collection::vec(ev, 1..300).prop_map(|v| {
+            let mut t = 1u64 << 40;
+            v.into_iter()
+                .map(|(step, id, source, flags, a0, a1)| {
+                    t = t.wrapping_add_signed(step);
+                    let mut e = Event::new(t, EventId(id), source, [a0, a1]);
+                    e.flags = flags;
+                    e
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+        /// The short path and the general one write the reference's bytes,
+        /// chunk for chunk (small buffers: every chunk end is met), by
+        /// `push` and by `push_all`.
+        #[test]
+        fn writes_the_reference_bytes(events in any_events(), room in 0usize..400, batch in 1usize..12) {
+            let buf_len = HEADER_LEN + MAX_RECORD_LEN + room;
+            let (want, want_lens) = reference(&events, buf_len);
+            let (got, got_lens) = encoded(&events, buf_len, 1);
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(got_lens, want_lens);
+            let (got, _) = encoded(&events, buf_len, batch);
+            prop_assert_eq!(got, want);
+        }
+    }
+}
