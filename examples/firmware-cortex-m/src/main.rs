@@ -328,6 +328,13 @@ fn uart_init(base: usize) {
 
 /// Writes what the UART at `base` takes now: until its transmit buffer is
 /// full (STATE bit 0). Never waits.
+///
+/// STATE is read before every byte: the CMSDK APB UART (on silicon and in
+/// QEMU's model, hw/char/cmsdk-apb-uart.c) has no FIFO, one holding byte,
+/// and a write while TXFULL is set is an overrun that replaces the byte
+/// still waiting. QEMU clears TXFULL before the write returns only when its
+/// chardev takes the byte at once (a file, `-serial null`); a pty or a
+/// socket that blocks keeps it set, so skipping the read would lose bytes.
 fn uart_write(base: usize, bytes: &[u8]) -> usize {
     let mut n = 0;
     for &b in bytes {

@@ -332,7 +332,8 @@ impl core::fmt::Display for Hundredths {
     }
 }
 
-/// Writes what UART0 takes now (`main.rs`'s sink): never waits.
+/// Writes what UART0 takes now (`main.rs`'s sink, whose comment says why
+/// STATE is read before each byte: no FIFO, one holding byte): never waits.
 fn uart_write(bytes: &[u8]) -> usize {
     let mut n = 0;
     for &b in bytes {
