@@ -413,24 +413,27 @@ impl Analyzer {
         let task = e.args[0];
         match e.id {
             system::SCHEDULE => {
-                self.switch(e.source, t, Some(task));
-                if let Some(cpu) = self.cpus.get_mut(&e.source) {
+                let source = e.source;
+                self.switch(source, t, Some(task));
+                // One lookup each for the source and the task: a schedule
+                // is the commonest measured event.
+                if let Some(cpu) = self.cpus.get_mut(&source) {
                     cpu.report.dispatches += 1;
-                }
-                let (losses, keep) = (self.losses, self.keep);
-                let st = self.task(task);
-                st.report.dispatches += 1;
-                if let Some(old) = st.on.replace(e.source) {
-                    // Still running elsewhere by the events: that span ends here.
-                    if old != e.source {
-                        self.switch(old, t, None);
-                        self.tasks.entry(task).or_default().on = Some(e.source);
-                    }
-                }
-                if let Some(cpu) = self.cpus.get_mut(&e.source) {
                     cpu.last_irq = None;
                 }
-                let st = self.task(task);
+                let (losses, keep) = (self.losses, self.keep);
+                let st = self.tasks.entry(task).or_default();
+                st.report.dispatches += 1;
+                let st = match st.on.replace(source) {
+                    // Still running elsewhere by the events: that span ends here.
+                    Some(old) if old != source => {
+                        self.switch(old, t, None);
+                        let st = self.tasks.entry(task).or_default();
+                        st.on = Some(source);
+                        st
+                    }
+                    _ => st,
+                };
                 if let Some((cause, from, from_source, at)) = st.woken.take() {
                     let lossy = at != losses;
                     if lossy {
@@ -444,7 +447,7 @@ impl Analyzer {
                         from_ns: from,
                         from_source,
                         to_ns: t,
-                        to_source: e.source,
+                        to_source: source,
                         lossy,
                     };
                     if !keep {
@@ -455,7 +458,6 @@ impl Analyzer {
                         self.report.wake_flows_over += 1;
                     }
                 }
-                let st = self.task(task);
                 if let Some((since, at, lost_cpu)) = st.waiting.take() {
                     if lost_cpu {
                         st.report.blocked_waits += 1;

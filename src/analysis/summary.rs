@@ -82,20 +82,34 @@ impl Samples {
         if self.values.is_empty() {
             return Summary::default();
         }
+        // Two selections, not a sort: O(n) (a report summarises every
+        // measure, some of them with one sample per event).
         let mut v = self.values.clone();
-        v.sort_unstable();
         let n = v.len();
-        let total: u128 = v.iter().map(|&x| u128::from(x)).sum();
+        let (mut min, mut max, mut total) = (u64::MAX, 0, 0u128);
+        for &x in &v {
+            min = min.min(x);
+            max = max.max(x);
+            total += u128::from(x);
+        }
         // Nearest rank: ceil(0.99 n), 1-based.
         let rank = (n * 99).div_ceil(100).max(1);
         let median = n.div_ceil(2).max(1);
+        let (below, &mut p99, _) = v.select_nth_unstable(rank - 1);
+        // What precedes rank is not above it, so the median (never past
+        // rank) is among them, or is p99 itself.
+        let p50 = if median < rank {
+            *below.select_nth_unstable(median - 1).1
+        } else {
+            p99
+        };
         Summary {
             count: n as u64,
-            min: v[0],
+            min,
             mean: (total / n as u128) as u64,
-            p50: v[median - 1],
-            p99: v[rank - 1],
-            max: v[n - 1],
+            p50,
+            p99,
+            max,
             total,
         }
     }
