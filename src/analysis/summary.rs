@@ -149,3 +149,34 @@ impl Samples {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The selections give the nearest ranks of the sorted samples, for
+    /// every count from 1 to 300 (duplicates included).
+    #[test]
+    fn summary_ranks_match_the_sorted_samples() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for n in 1..=300usize {
+            let mut s = Samples::default();
+            let mut all = Vec::new();
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let v = x % 97;
+                s.push(v);
+                all.push(v);
+            }
+            all.sort_unstable();
+            let sum = s.summary();
+            let total: u128 = all.iter().map(|&v| u128::from(v)).sum();
+            assert_eq!(sum.count, n as u64);
+            assert_eq!((sum.min, sum.max, sum.total), (all[0], all[n - 1], total));
+            assert_eq!(sum.p50, all[n.div_ceil(2) - 1], "n = {n}");
+            assert_eq!(sum.p99, all[(n * 99).div_ceil(100) - 1], "n = {n}");
+        }
+    }
+}
