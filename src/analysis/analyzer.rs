@@ -1,6 +1,7 @@
 //! The [`Analyzer`]: a state machine fed one event at a time, in time
 //! order, in bounded memory.
 
+use super::id_map::IdMap;
 use super::*;
 use crate::classes::counters::CounterTable;
 use qtrace_core::classes::counter::CounterStats;
@@ -59,9 +60,9 @@ struct CpuState {
 pub struct Analyzer {
     options: AnalysisOptions,
     report: Report,
-    tasks: HashMap<u64, TaskState, BuildIdHasher>,
-    cpus: HashMap<u32, CpuState, BuildIdHasher>,
-    interrupts: HashMap<u64, IrqReport, BuildIdHasher>,
+    tasks: IdMap<u64, TaskState>,
+    cpus: IdMap<u32, CpuState>,
+    interrupts: IdMap<u64, IrqReport>,
     /// Hoops records seen so far: an interval touched by a loss is one whose
     /// start saw fewer than its end.
     losses: u64,
@@ -137,9 +138,9 @@ impl Analyzer {
                 latency,
                 ..Report::default()
             },
-            tasks: HashMap::default(),
-            cpus: HashMap::default(),
-            interrupts: HashMap::default(),
+            tasks: IdMap::default(),
+            cpus: IdMap::default(),
+            interrupts: IdMap::default(),
             losses: 0,
             pending_irqs: 0,
             irq_sources: [0; IRQ_LIST],
@@ -275,7 +276,7 @@ impl Analyzer {
     }
 
     fn task(&mut self, id: u64) -> &mut TaskState {
-        self.tasks.entry(id).or_default()
+        self.tasks.get_or_default(id)
     }
 
     /// Ends the running span of `source` at `t` (busy or idle) and starts the
@@ -283,7 +284,7 @@ impl Analyzer {
     fn switch(&mut self, source: u32, t: u64, next: Option<u64>) {
         let losses = self.losses;
         let first = self.report.first_ns;
-        let cpu = self.cpus.entry(source).or_insert_with(|| CpuState {
+        let cpu = self.cpus.get_or_insert_with(source, || CpuState {
             since: first,
             ..CpuState::default()
         });
@@ -334,8 +335,7 @@ impl Analyzer {
                 let end = t.min(start.saturating_add(cap));
                 if keep {
                     self.interrupts
-                        .entry(irq)
-                        .or_default()
+                        .get_or_default(irq)
                         .handler
                         .push(end.saturating_sub(start));
                 }
@@ -413,24 +413,27 @@ impl Analyzer {
         let task = e.args[0];
         match e.id {
             system::SCHEDULE => {
-                self.switch(e.source, t, Some(task));
-                if let Some(cpu) = self.cpus.get_mut(&e.source) {
+                let source = e.source;
+                self.switch(source, t, Some(task));
+                // One lookup each for the source and the task: a schedule
+                // is the commonest measured event.
+                if let Some(cpu) = self.cpus.get_mut(&source) {
                     cpu.report.dispatches += 1;
-                }
-                let (losses, keep) = (self.losses, self.keep);
-                let st = self.task(task);
-                st.report.dispatches += 1;
-                if let Some(old) = st.on.replace(e.source) {
-                    // Still running elsewhere by the events: that span ends here.
-                    if old != e.source {
-                        self.switch(old, t, None);
-                        self.tasks.entry(task).or_default().on = Some(e.source);
-                    }
-                }
-                if let Some(cpu) = self.cpus.get_mut(&e.source) {
                     cpu.last_irq = None;
                 }
-                let st = self.task(task);
+                let (losses, keep) = (self.losses, self.keep);
+                let st = self.tasks.get_or_default(task);
+                st.report.dispatches += 1;
+                let st = match st.on.replace(source) {
+                    // Still running elsewhere by the events: that span ends here.
+                    Some(old) if old != source => {
+                        self.switch(old, t, None);
+                        let st = self.tasks.get_or_default(task);
+                        st.on = Some(source);
+                        st
+                    }
+                    _ => st,
+                };
                 if let Some((cause, from, from_source, at)) = st.woken.take() {
                     let lossy = at != losses;
                     if lossy {
@@ -444,7 +447,7 @@ impl Analyzer {
                         from_ns: from,
                         from_source,
                         to_ns: t,
-                        to_source: e.source,
+                        to_source: source,
                         lossy,
                     };
                     if !keep {
@@ -455,7 +458,6 @@ impl Analyzer {
                         self.report.wake_flows_over += 1;
                     }
                 }
-                let st = self.task(task);
                 if let Some((since, at, lost_cpu)) = st.waiting.take() {
                     if lost_cpu {
                         st.report.blocked_waits += 1;
@@ -535,7 +537,7 @@ impl Analyzer {
             }
             lowlevel::INTERRUPT => {
                 let first = self.report.first_ns;
-                let cpu = self.cpus.entry(e.source).or_insert_with(|| CpuState {
+                let cpu = self.cpus.get_or_insert_with(e.source, || CpuState {
                     since: first,
                     ..CpuState::default()
                 });
@@ -547,7 +549,7 @@ impl Analyzer {
                     }
                     self.pending_irqs += 1;
                 }
-                self.interrupts.entry(task).or_default().count += 1;
+                self.interrupts.get_or_default(task).count += 1;
             }
             _ => {}
         }
@@ -600,7 +602,7 @@ impl Analyzer {
     /// ```
     pub fn finish(mut self) -> Report {
         let end = self.report.last_ns;
-        let mut sources: Vec<u32> = self.cpus.keys().copied().collect();
+        let mut sources: Vec<u32> = self.cpus.keys().collect();
         sources.sort_unstable();
         for s in sources {
             self.close_irq(s, end);

@@ -71,6 +71,7 @@
 //! summaries (`summary.rs`).
 
 mod analyzer;
+mod id_map;
 mod options;
 mod report;
 mod summary;
