@@ -35,6 +35,7 @@ mod columns;
 mod convert;
 mod delta;
 mod error;
+mod idkeys;
 mod jobs;
 mod names;
 mod numbers;

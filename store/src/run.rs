@@ -12,6 +12,7 @@ use qtrace::wire::unclosed_stream;
 use qtrace::{Event, EventId};
 
 use crate::columns::{At, EventRow, KeyedRow, LossRow, PayloadRow, RunKeys, Segment, StreamRow};
+use crate::idkeys::IdKeys;
 use crate::jobs::Jobs;
 use crate::partset::PartSet;
 
@@ -96,13 +97,10 @@ struct Keys {
     run: RunKeys,
     /// `run` and the run's queue, as its events rows hold them.
     segment: Segment,
-    /// Per event id: its class and event keys as the events rows hold
-    /// them (-1: none), `UNSEEN` until looked up.
-    ids: Vec<[i32; 2]>,
+    /// Per event id looked up: its class and event keys as the events
+    /// rows hold them (-1: none).
+    ids: IdKeys,
 }
-
-/// An id's name keys not looked up yet (a key is -1 or more).
-const UNSEEN: [i32; 2] = [i32::MIN; 2];
 
 /// One run being written.
 #[derive(Debug)]
@@ -171,7 +169,7 @@ impl Run {
                 generation: set.generation,
                 run,
                 segment: Segment::of(&run, self.info.queue),
-                ids: Vec::new(),
+                ids: IdKeys::default(),
             });
         }
         self.keys.as_mut().expect("set above")
@@ -191,12 +189,11 @@ impl Run {
     /// them (-1: none).
     #[inline(never)]
     fn id_names(&mut self, set: &mut PartSet, id: EventId) -> (RunKeys, [i32; 2]) {
-        let i = id.0 as usize;
         let cached = {
             let k = self.keys(set);
-            (k.run, k.ids.get(i).copied().unwrap_or(UNSEEN))
+            k.ids.get(id.0).map(|n| (k.run, n))
         };
-        if cached.1 != UNSEEN {
+        if let Some(cached) = cached {
             return cached;
         }
         let class = self
@@ -211,10 +208,7 @@ impl Run {
             .map(|n| set.dict.key(n));
         let names = [class.unwrap_or(-1), event.unwrap_or(-1)];
         let k = self.keys.as_mut().expect("made above");
-        if k.ids.len() <= i {
-            k.ids.resize(i + 1, UNSEEN);
-        }
-        k.ids[i] = names;
+        k.ids.insert(id.0, names);
         (k.run, names)
     }
 
@@ -243,11 +237,9 @@ impl Run {
         // (-1: none) from the cache to the row held, no `Option` a row.
         // The run's keys and queue travel as one `Segment`.
         let cached = match &self.keys {
-            Some(keys) if keys.generation == set.generation => keys
-                .ids
-                .get(e.id.0 as usize)
-                .filter(|n| **n != UNSEEN)
-                .map(|n| (keys.segment, *n)),
+            Some(keys) if keys.generation == set.generation => {
+                keys.ids.get(e.id.0).map(|n| (keys.segment, n))
+            }
             _ => None,
         };
         let (segment, names) = match cached {

@@ -1376,7 +1376,7 @@ mod memory {
     #[cfg(target_pointer_width = "64")]
     fn the_stores_items_take_the_documented_bytes() {
         // A stream's state, and its entry in the index by stream id.
-        assert_eq!(size_of::<Stream>(), 864);
+        assert_eq!(size_of::<Stream>(), 896);
         assert_eq!(size_of::<(StreamId, usize)>(), 56);
         // An open part set, before its rows and writers.
         assert_eq!(size_of::<Open>(), 2_288);

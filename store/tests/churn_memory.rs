@@ -69,7 +69,8 @@ fn status_bytes(pid: &str, field: &str) -> u64 {
 struct Sent {
     /// Their header's bytes (at most the catalog cap).
     header_len: u64,
-    /// The largest event id they log.
+    /// The largest event id they log (below 0x100: the name keys of ids
+    /// above, in blocks, are not in this formula).
     max_event_id: u64,
     /// Records in their largest datagram.
     records: u64,
@@ -104,7 +105,9 @@ fn formula(config: &ReceiverConfig, sent: &Sent) -> u64 {
         + 32 * sent.records
         + 65_507;
     // A store stream (tracked and parked): 3 KiB + 3 bytes a header byte,
-    // 8 bytes an event id up to the largest, its index entry.
+    // its name keys (8 bytes an id below 0x100 up to the largest; these
+    // senders log none above), its index entry.
+    assert!(sent.max_event_id < 0x100);
     let stream = 3_072 + 3 * header + 8 * (sent.max_event_id + 1) + 2 * 56;
     // The open part set of the one partition (one host, one hour), with the
     // one closing before it: 64 MiB at the default roll.

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod churn_memory_out;
 #[cfg(feature = "keys")]
 mod keys;
 mod receiver;
