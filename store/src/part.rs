@@ -836,7 +836,11 @@ mod tests {
         assert!(arg0.compressed_size() > 160_000 + 13 + 2 * 3);
         // `arg1` (0, 1, 2 repeating): deltas of 2 bits, both pages.
         assert_eq!(pages("arg1"), [(Encoding::DELTA_BINARY_PACKED, 2)]);
-        // `source` is not a 64-bit column: PLAIN.
-        assert_eq!(pages("source"), [(Encoding::PLAIN, 2)]);
+        // `source` is not a 64-bit column: dictionary-encoded, its
+        // dictionary page (PLAIN) before both data pages.
+        assert_eq!(
+            pages("source"),
+            [(Encoding::PLAIN, 1), (Encoding::RLE_DICTIONARY, 2)]
+        );
     }
 }
