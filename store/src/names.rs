@@ -295,7 +295,7 @@ fn local_key(remap: &mut [u32], local: &mut Vec<i32>, g: i32) -> u32 {
 }
 
 /// Bits a key of a dictionary of `n` strings takes (at least 1).
-fn key_width(n: usize) -> u8 {
+pub(crate) fn key_width(n: usize) -> u8 {
     let max = n.saturating_sub(1) as u32;
     (32 - max.leading_zeros()).max(1) as u8
 }
@@ -347,7 +347,7 @@ pub(crate) fn hybrid(values: &[u32], width: u8, out: &mut Vec<u8>) {
 }
 
 /// An RLE run: its length, then the value in whole bytes.
-fn rle(v: u32, run: usize, width: u8, out: &mut Vec<u8>) {
+pub(crate) fn rle(v: u32, run: usize, width: u8, out: &mut Vec<u8>) {
     varint((run as u64) << 1, out);
     let bytes = usize::from(width).div_ceil(8);
     out.extend(&v.to_le_bytes()[..bytes]);

@@ -73,6 +73,9 @@ pub(crate) struct NumberChunk {
     delta: bool,
     /// PLAIN or DELTA_BINARY_PACKED, per page, whichever is smaller.
     adaptive: bool,
+    /// A required 32-bit column dictionary-encoded (RLE_DICTIONARY pages);
+    /// its pages PLAIN from the first that does not fit it on.
+    dict: Option<Dict>,
     statistics: bool,
     codec: Compression,
     compressor: Zstd,
@@ -111,6 +114,10 @@ impl NumberChunk {
             && descr.physical_type() == Physical::INT64
             && props.encoding(path) == Some(Encoding::DELTA_BINARY_PACKED);
         let adaptive = !nullable && !delta && descr.physical_type() == Physical::INT64;
+        let dict = (!nullable
+            && descr.physical_type() == Physical::INT32
+            && props.dictionary_enabled(path))
+        .then(Dict::default);
         let statistics = props.statistics_enabled(path) != EnabledStatistics::None;
         let codec = props.compression(path);
         let compressor = Zstd::new(level)?;
@@ -119,6 +126,7 @@ impl NumberChunk {
             nullable,
             delta,
             adaptive,
+            dict,
             statistics,
             codec,
             compressor,
@@ -158,11 +166,19 @@ impl NumberChunk {
         match (physical, array.data_type()) {
             (Physical::INT32, DataType::UInt16) => {
                 let v = array.as_primitive::<UInt16Type>().values();
-                self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 4);
+                if self.keys(v) {
+                    encoding = Encoding::RLE_DICTIONARY;
+                } else {
+                    self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 4);
+                }
             }
             (Physical::INT32, DataType::UInt32) => {
                 let v = array.as_primitive::<UInt32Type>().values();
-                self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 4);
+                if self.keys(v) {
+                    encoding = Encoding::RLE_DICTIONARY;
+                } else {
+                    self.unsigned(v, v.inner().as_slice(), nulls.as_ref(), 4);
+                }
             }
             (Physical::INT64, DataType::UInt64) => {
                 let v = array.as_primitive::<UInt64Type>().values();
@@ -201,6 +217,57 @@ impl NumberChunk {
         self.rows += rows as u64;
         self.nulls += nulls.map_or(0, |n| n.null_count() as u64);
         Ok(())
+    }
+
+    /// A dictionary-encoded column's page of `values` (required: `buf`
+    /// empty, no levels) as their keys, the bit width then the RLE /
+    /// bit-packing hybrid, their min and max kept; false (nothing written)
+    /// when the column is not, or no longer, dictionary-encoded, or a value
+    /// does not fit its dictionary: a value of [`DICT_SPAN`] or more, or
+    /// more than [`DICT_VALUES`] values in all. The dictionary then stops
+    /// taking values: this page and the next are PLAIN (a column chunk
+    /// may hold both, after its dictionary page).
+    fn keys<T: Copy + Ord + Into<u32>>(&mut self, values: &[T]) -> bool {
+        let Some(d) = self.dict.as_mut().filter(|d| d.open) else {
+            return false;
+        };
+        let (lo, hi) = min_max(values);
+        let (lo, hi) = (lo.into(), hi.into());
+        if hi as usize >= DICT_SPAN {
+            d.open = false;
+            return false;
+        }
+        if d.remap.len() <= hi as usize {
+            d.remap.resize(hi as usize + 1, 0);
+        }
+        let (remap, local) = (&mut d.remap, &mut d.local);
+        let one = (lo == hi && values.len() >= 8).then(|| d_key(remap, local, lo));
+        if one.is_none() {
+            d.keys.clear();
+            // Runs of one value (a source's burst, a repeated event) are
+            // looked up once.
+            let (mut last, mut key) = (u32::MAX, 0);
+            d.keys.extend(values.iter().map(|&v| {
+                let v: u32 = v.into();
+                if v != last {
+                    key = d_key(remap, local, v);
+                    last = v;
+                }
+                key
+            }));
+        }
+        if local.len() > DICT_VALUES {
+            d.open = false;
+            return false;
+        }
+        self.range = self.range.unsigned(u64::from(lo), u64::from(hi));
+        let width = crate::names::key_width(local.len());
+        self.buf.push(width);
+        match one {
+            Some(k) => crate::names::rle(k, values.len(), width, &mut self.buf),
+            None => crate::names::hybrid(&d.keys, width, &mut self.buf),
+        }
+        true
     }
 
     /// A required column's page (`buf` empty: no levels) DELTA_BINARY_PACKED
@@ -333,11 +400,37 @@ impl NumberChunk {
                 }),
             }
         }
+        let keyed = used.iter().any(|s| s.encoding == Encoding::RLE_DICTIONARY);
+        if keyed {
+            used.insert(
+                0,
+                PageEncodingStats {
+                    page_type: PageType::DICTIONARY_PAGE,
+                    encoding: Encoding::PLAIN,
+                    count: 1,
+                },
+            );
+        }
         let mut sink = TrackedWrite::new(Vec::new());
         let mut index = OffsetIndexBuilder::new();
         let mut uncompressed = 0u64;
+        let mut data_offset = None;
         {
             let mut pages = SerializedPageWriter::new(&mut sink);
+            if let Some(d) = self.dict.as_ref().filter(|_| keyed) {
+                // The values in key order, PLAIN (INT32: their bits).
+                let plain: Vec<u8> = d.local.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let spec = pages.write_page(CompressedPage::new(
+                    Page::DictionaryPage {
+                        buf: self.compressor.compress(&plain)?,
+                        num_values: d.local.len() as u32,
+                        encoding: Encoding::PLAIN,
+                        is_sorted: false,
+                    },
+                    plain.len(),
+                ))?;
+                uncompressed += spec.uncompressed_size as u64;
+            }
             for (buf, size, rows, encoding) in std::mem::take(&mut self.pages) {
                 let spec = pages.write_page(CompressedPage::new(
                     Page::DataPage {
@@ -351,23 +444,30 @@ impl NumberChunk {
                     size,
                 ))?;
                 uncompressed += spec.uncompressed_size as u64;
+                data_offset.get_or_insert(spec.offset as i64);
                 index.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
                 index.append_row_count(i64::from(rows));
             }
             pages.close()?;
         }
         let data = sink.into_inner()?;
+        // The encodings used (the dictionary page's PLAIN first), and RLE
+        // (the levels') after the first, as the crate's writer lists them.
+        let mut encodings: Vec<Encoding> = Vec::new();
+        for s in &used {
+            if !encodings.contains(&s.encoding) {
+                encodings.push(s.encoding);
+            }
+        }
+        encodings.insert(usize::from(keyed), Encoding::RLE);
         let mut metadata = ColumnChunkMetaData::builder(Arc::clone(&self.descr))
             .set_compression(self.codec)
-            .set_encodings(
-                std::iter::once(Encoding::RLE)
-                    .chain(used.iter().map(|s| s.encoding))
-                    .collect(),
-            )
+            .set_encodings(encodings)
             .set_num_values(self.rows as i64)
             .set_total_compressed_size(data.len() as i64)
             .set_total_uncompressed_size(uncompressed as i64)
-            .set_data_page_offset(0)
+            .set_dictionary_page_offset(keyed.then_some(0))
+            .set_data_page_offset(data_offset.unwrap_or(0))
             .set_page_encoding_stats(used);
         if self.statistics {
             metadata = metadata.set_statistics(self.statistics());
@@ -410,6 +510,51 @@ impl NumberChunk {
             }
         }
     }
+}
+
+/// Values a dictionary-encoded column's dictionary holds at most (keys of
+/// 12 bits): a column of more distinct values is written PLAIN from there
+/// on, its dictionary page as it was.
+const DICT_VALUES: usize = 1 << 12;
+
+/// Values of a dictionary-encoded column are below this (its keys are
+/// found in an array this long, no hash); a greater one ends the
+/// dictionary (a source id that is a hash, not a number).
+const DICT_SPAN: usize = 1 << 16;
+
+/// The dictionary of a column chunk of integers: its values in the order
+/// first seen (their keys), and each value's key + 1 (0: not seen).
+#[derive(Debug)]
+struct Dict {
+    remap: Vec<u32>,
+    local: Vec<u32>,
+    /// A page's keys.
+    keys: Vec<u32>,
+    /// Still taking pages.
+    open: bool,
+}
+
+impl Default for Dict {
+    fn default() -> Self {
+        Dict {
+            remap: Vec::new(),
+            local: Vec::new(),
+            keys: Vec::new(),
+            open: true,
+        }
+    }
+}
+
+/// The key of `v` in the dictionary `local` (added if new), `remap`
+/// (value → key + 1) holding `v`'s slot.
+#[inline]
+fn d_key(remap: &mut [u32], local: &mut Vec<u32>, v: u32) -> u32 {
+    let slot = &mut remap[v as usize];
+    if *slot == 0 {
+        local.push(v);
+        *slot = local.len() as u32;
+    }
+    *slot - 1
 }
 
 /// Min and max of a non-empty slice, in `T`'s order.

@@ -836,7 +836,89 @@ mod tests {
         assert!(arg0.compressed_size() > 160_000 + 13 + 2 * 3);
         // `arg1` (0, 1, 2 repeating): deltas of 2 bits, both pages.
         assert_eq!(pages("arg1"), [(Encoding::DELTA_BINARY_PACKED, 2)]);
-        // `source` is not a 64-bit column: PLAIN.
-        assert_eq!(pages("source"), [(Encoding::PLAIN, 2)]);
+        // `source` is not a 64-bit column: dictionary-encoded, its
+        // dictionary page (PLAIN) before both data pages.
+        assert_eq!(
+            pages("source"),
+            [(Encoding::PLAIN, 1), (Encoding::RLE_DICTIONARY, 2)]
+        );
+    }
+
+    /// A dictionary-encoded integer column turns PLAIN from the page that
+    /// does not fit its dictionary on (`source`: a value of 2^16 or more;
+    /// `event_id`: more than 4,096 values), the rows read back as written.
+    #[test]
+    fn integer_dictionaries_fall_back_to_plain_pages() {
+        use crate::columns::{EventCols, EventRow};
+        use parquet::basic::Encoding;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = tempfile::tempdir().unwrap();
+        let mut dict = Interner::default();
+        let mut cols = EventCols::default();
+        let k = RunKeys {
+            run: dict.key("run-1"),
+            host: dict.key("host-a"),
+            sender: None,
+        };
+        let page = 5_000u64;
+        for i in 0..3 * page {
+            let at = At {
+                seq: i,
+                time_ns: i as i64,
+                aligned_ns: i as i64,
+            };
+            let second = (page..2 * page).contains(&i);
+            let row = EventRow {
+                source: if second && i % 100 == 7 {
+                    70_000
+                } else {
+                    (i % 4) as u32
+                },
+                event_id: if second { i as u16 } else { (i % 5) as u16 },
+                class: None,
+                event: None,
+                args: [i, 0],
+                flags: 0,
+                queue: None,
+            };
+            cols.push(&k, &at, &row);
+        }
+        let batch = cols.batch(&dict).unwrap();
+        let mut w = PartWriter::create(dir.path(), Table::Events, 0, false).unwrap();
+        for p in 0..3 {
+            w.write(&batch.slice((p * page) as usize, page as usize))
+                .unwrap();
+        }
+        let (path, _) = w.finish().unwrap();
+        assert_eq!(read_back(&path, &batch), 3 * page as usize);
+        let file = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let group = file.metadata().row_group(0);
+        let reader = file.get_row_group(0).unwrap();
+        let pages = |name: &str| {
+            let i = (0..group.num_columns())
+                .find(|&i| group.column(i).column_path().string() == name)
+                .unwrap();
+            let mut got: Vec<(Encoding, usize)> = Vec::new();
+            for page in reader.get_column_page_reader(i).unwrap() {
+                let e = page.unwrap().encoding();
+                match got.last_mut() {
+                    Some((last, n)) if *last == e => *n += 1,
+                    _ => got.push((e, 1)),
+                }
+            }
+            got
+        };
+        let want = [
+            (Encoding::PLAIN, 1), // the dictionary page
+            (Encoding::RLE_DICTIONARY, 1),
+            (Encoding::PLAIN, 2),
+        ];
+        assert_eq!(pages("source"), want);
+        assert_eq!(pages("event_id"), want);
+        // `flags`, one value throughout: dictionary pages only.
+        assert_eq!(
+            pages("flags"),
+            [(Encoding::PLAIN, 1), (Encoding::RLE_DICTIONARY, 3)]
+        );
     }
 }
