@@ -200,6 +200,19 @@ impl ShardRing {
         (out, committed)
     }
 
+    /// The record at `ticket`, read word by word (a reader's copy: a torn
+    /// one is caught by the seqlock check after the copies).
+    #[inline]
+    fn load(&self, ticket: u64) -> Event {
+        let r = self.record(ticket);
+        Event::from_words([
+            r.0[0].load(Ordering::Relaxed),
+            r.0[1].load(Ordering::Relaxed),
+            r.0[2].load(Ordering::Relaxed),
+            r.0[3].load(Ordering::Relaxed),
+        ])
+    }
+
     /// [`ShardRing::copy`] into `out` (emptied first; its room reused).
     fn copy_into(&self, from: u64, out: &mut Vec<Ticketed>) -> u64 {
         out.clear();
@@ -207,13 +220,7 @@ impl ShardRing {
         let cap = self.records.len() as u64;
         let lo = committed.saturating_sub(cap).max(from);
         out.extend((lo..committed.max(lo)).map(|ticket| {
-            let r = self.record(ticket);
-            let event = Event::from_words([
-                r.0[0].load(Ordering::Relaxed),
-                r.0[1].load(Ordering::Relaxed),
-                r.0[2].load(Ordering::Relaxed),
-                r.0[3].load(Ordering::Relaxed),
-            ]);
+            let event = self.load(ticket);
             Ticketed { ticket, event }
         }));
         // Seqlock reader: the copies above happen before this load.
@@ -248,13 +255,7 @@ impl ShardRing {
         let (mut prev, mut back, mut hoops) = (0u64, usize::MAX, usize::MAX);
         let mut i = 0usize;
         out.extend((lo..committed.max(lo)).map(|ticket| {
-            let r = self.record(ticket);
-            let event = Event::from_words([
-                r.0[0].load(Ordering::Relaxed),
-                r.0[1].load(Ordering::Relaxed),
-                r.0[2].load(Ordering::Relaxed),
-                r.0[3].load(Ordering::Relaxed),
-            ]);
+            let event = self.load(ticket);
             if event.time < prev {
                 back = i;
             }

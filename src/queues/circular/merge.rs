@@ -228,29 +228,36 @@ impl Merged {
             r.ticket == *next + i as u64
                 && bound.map_or(true, |b| ((r.event.time, r.ticket, *ring, 1), p) < b)
         };
-        let (mut lo, mut step) = (0usize, 1usize);
-        // `ok` holds below `lo`; find an index where it fails.
-        let mut hi = loop {
-            let i = lo + step - 1;
-            if i >= rest.len() {
-                break rest.len();
-            }
-            if !ok(i) {
-                break i;
-            }
-            lo = i + 1;
-            step *= 2;
-        };
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if ok(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        first_failing(0, rest.len(), ok)
     }
+}
+
+/// The first `j` in `from..len` where `holds(j)` fails (`len` if none),
+/// `holds` true on a prefix: exponential then binary search, so a long run
+/// costs O(log run) comparisons, a short one a few.
+pub(super) fn first_failing(from: usize, len: usize, holds: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut step) = (from, 1usize);
+    // `holds` is true below `lo`; find an index where it fails.
+    let mut hi = loop {
+        let j = lo + step - 1;
+        if j >= len {
+            break len;
+        }
+        if !holds(j) {
+            break j;
+        }
+        lo = j + 1;
+        step *= 2;
+    };
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Merges the rings' records (each sorted by ticket, with the ticket a

@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 use std::io::BufWriter;
 use std::path::Path;
 
-use super::merge::{cut_by, Key};
+use super::merge::{cut_by, first_failing, Key};
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
 use crate::storage::save::{create_locked, hoops};
@@ -132,31 +132,9 @@ pub(super) fn write_runs(
 }
 
 /// The first `j` in `a + 1..len` where `below(j)` fails (`len` if none),
-/// `below` holding on a prefix: exponential then binary search, so a long
-/// run costs O(log run) comparisons, a short one a few.
+/// `below` holding on a prefix ([`first_failing`] from `a + 1`).
 fn run_end(a: usize, len: usize, below: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut step) = (a + 1, 1usize);
-    // `below` holds from `a + 1` up to `lo`; find an index where it fails.
-    let mut hi = loop {
-        let j = lo + step - 1;
-        if j >= len {
-            break len;
-        }
-        if !below(j) {
-            break j;
-        }
-        lo = j + 1;
-        step *= 2;
-    };
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    first_failing(a + 1, len, below)
 }
 
 #[cfg(all(test, not(loom)))]
