@@ -183,6 +183,7 @@ impl DropRing {
     }
 
     /// Takes the oldest record, if it is committed.
+    #[cfg_attr(not(test), allow(dead_code))] // the rings' tests and loom models use it
     pub fn pop(&self) -> Option<Event> {
         let mut pos = self.head.load(Ordering::Relaxed);
         loop {
@@ -221,16 +222,53 @@ impl DropRing {
     /// Pops up to `max` records, handing each to `f` in order; returns how
     /// many. Stops early when the ring is empty or the oldest record is still
     /// being written.
+    ///
+    /// The committed records at the head are taken with one
+    /// compare-and-swap of the head for all of them, not one each (a locked
+    /// instruction per record was a fifth of the UDP task's drain): a
+    /// consumer that moved the head from `p` to `p + k` owns slots `p` to
+    /// `p + k − 1`, which no one else can take or refill until it frees
+    /// them, one by one as before.
     pub fn drain(&self, max: usize, mut f: impl FnMut(&Event)) -> usize {
         let mut n = 0;
+        let mut pos = self.head.load(Ordering::Relaxed);
         while n < max {
-            match self.pop() {
-                Some(e) => {
-                    f(&e);
-                    n += 1;
+            // The committed records from `pos`, at most `max - n` of them.
+            let mut k = 0u64;
+            while n + (k as usize) < max {
+                let p = pos.wrapping_add(k);
+                if self.slot(p).seq.load(Ordering::Acquire) != p.wrapping_add(1) {
+                    break;
                 }
-                None => break,
+                k += 1;
             }
+            if k == 0 {
+                // Empty, or the oldest record is still being written; or
+                // another consumer took it: the head moved on.
+                let now = self.head.load(Ordering::Relaxed);
+                if now == pos {
+                    break;
+                }
+                pos = now;
+                continue;
+            }
+            if let Err(now) =
+                self.head
+                    .compare_exchange(pos, pos + k, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                pos = now;
+                continue;
+            }
+            for i in 0..k {
+                let p = pos + i;
+                let slot = self.slot(p);
+                let event = slot.read();
+                slot.seq
+                    .store(p.wrapping_add(self.mask + 1), Ordering::Release);
+                f(&event);
+            }
+            n += k as usize;
+            pos += k;
         }
         n
     }

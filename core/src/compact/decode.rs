@@ -124,7 +124,7 @@ impl<'a> Chunk<'a> {
         Records {
             payload: &self.bytes[HEADER_LEN..],
             pos: 0,
-            left: self.count(),
+            left: self.count().into(),
             prev_time: BigEndian::read_u64(&self.bytes[field::BASE_TIME..]),
             table: [0; TABLE_LEN],
             table_len: 0,
@@ -142,7 +142,10 @@ impl<'a> Chunk<'a> {
 pub struct Records<'a> {
     payload: &'a [u8],
     pos: usize,
-    left: u16,
+    /// Records not yet decoded. A `u32`, not the count's `u16`: its update
+    /// and the next record's read are one width, so the load is forwarded
+    /// from the store (the encoder's `State::count` says why).
+    left: u32,
     prev_time: u64,
     table: [u64; TABLE_LEN],
     table_len: u8,
@@ -153,7 +156,7 @@ pub struct Records<'a> {
 impl Records<'_> {
     /// Records not yet decoded.
     pub fn remaining(&self) -> u16 {
-        self.left
+        self.left as u16
     }
 
     /// Decodes the next records into `out`, as many as it holds and the
@@ -198,7 +201,7 @@ impl Records<'_> {
             n += 1;
         }
         // `n <= left`: at most `want` records were written.
-        self.left -= n as u16;
+        self.left -= n as u32;
         n
     }
 
