@@ -367,12 +367,19 @@ fn check_chunk(b: &[u8], count: usize, out: Option<&mut Vec<u8>>) -> Result<usiz
             // The records' room at once, then each written in place.
             let start = out.len();
             out.resize(start + count * RECORD_LEN, 0);
-            let slots = out[start..].chunks_exact_mut(RECORD_LEN);
-            for (r, slot) in chunk.records().zip(slots) {
+            let mut records = chunk.records();
+            for slot in out[start..].chunks_exact_mut(RECORD_LEN) {
+                let Some(r) = records.next() else { break };
                 let e = r.map_err(corrupt)?;
                 if let Ok(slot) = <&mut [u8; RECORD_LEN]>::try_from(slot) {
                     record::emit(&e, slot);
                 }
+            }
+            // Past the count's records the iterator says whether bytes are
+            // left over (FORMAT.md 8.5 step 7): a `zip` with the slots would
+            // drop that answer and accept the datagram.
+            if let Some(r) = records.next() {
+                r.map_err(corrupt)?;
             }
         }
     }
@@ -465,5 +472,32 @@ mod tests {
             seen += usize::from(one.is_err());
         }
         assert!(seen > 0);
+    }
+
+    /// A byte after the last record the count announces (the chunk's
+    /// length grown by one to hold it) is refused by both checks, at that
+    /// byte.
+    #[test]
+    fn a_byte_after_the_last_record_fails_both_checks() {
+        use qtrace_core::compact::field as cf;
+        let mut buf = [0u8; 1472];
+        let mut enc = CompactEventsEncoder::new(&mut buf, 7, 0, 0, 0).unwrap();
+        for e in &events() {
+            assert!(enc.push(e));
+        }
+        let len = enc.finish();
+        let mut bad = buf[..len].to_vec();
+        bad.push(0x00);
+        let at = HEADER_LEN + cf::LENGTH;
+        let length = u32::from_be_bytes(bad[at..at + 4].try_into().unwrap());
+        bad[at..at + 4].copy_from_slice(&(length + 1).to_be_bytes());
+        let one = DatagramView::new_checked(&bad[..]).map(|_| ());
+        let mut decoded = Vec::new();
+        let two = DatagramView::new_checked_into(&bad[..], &mut decoded).map(|_| ());
+        let Err(WireError::Invalid { reason, .. }) = &one else {
+            panic!("accepted or refused otherwise: {one:?}");
+        };
+        assert!(reason.contains("after the last record"), "{reason}");
+        assert_eq!(one, two);
     }
 }
