@@ -313,6 +313,12 @@ fn a_stream_into_a_store_has_the_same_account() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The summary says what the header said: it arrived, naming no queue.
+    let summary = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        summary.contains("  sender 0x00000007 at 0.0.0.0:0, no queue in its header: "),
+        "{summary}"
+    );
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         (
