@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo run --release --example control --features control [seconds]`
 //! (default 60), then, as the same user, `qtrace ctl list`, `qtrace ctl
-//! control-demo status`, `qtrace ctl control-demo disable event 0x0301`,
+//! control-demo status`, `qtrace ctl control-demo disable event user1`,
 //! `qtrace ctl control-demo snapshot /tmp/now.qtr` (docs/control.md shows
 //! the session).
 //!

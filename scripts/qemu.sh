@@ -30,7 +30,7 @@
 #    first -serial, a file) with a sink that takes every byte, and over
 #    UART1 with one that takes at most 96 bytes a poll. `qtrace recv
 #    --serial` reads both files; checked: UART0 100,000 received, none
-#    lost; UART1 received + dropped = 100,000, dropped > 0, both equal to
+#    lost, each the event the firmware logged in its place; UART1 received + dropped = 100,000, dropped > 0, both equal to
 #    the firmware's own counts; no bad frame. Last, 100,000 events from the
 #    main loop (100 a 1 ms tick) and one a tick from SysTick into an RTT
 #    ring (FORMAT.md 10.7, the symbol _SEGGER_RTT): QEMU runs with -qmp,
@@ -223,6 +223,28 @@ assert (f["events"], f["lost"]) == (j["events"], j["sender_dropped"]), (f, j)
 PY
 }
 check_stream uart0 none
+# UART0 lost nothing: its events are exactly the ones the firmware logged,
+# one for one (the main loop's pattern, event i of task i/5 % 3 + 1, the
+# job's tick i/5), in order, times never going back.
+"$qtrace" dump "$run/uart0.qtr" >"$run/uart0-dump.txt" || fail "qtrace dump uart0.qtr exited with status $?"
+python3 - "$run/uart0-dump.txt" <<'PY' || fail "the uart0 stream is not event for event what the firmware logged"
+import re, sys
+pattern = ["system +schedule +task=(\d)$", "semaphore +wait +task=(\d) sem=1$", "app +job +task=(\d) tick=(\d+)$",
+           "semaphore +signal +task=(\d) sem=1$", "system +endcycle +task=(\d)$"]
+i, prev = 0, -1.0
+for line in open(sys.argv[1]).read().splitlines():
+    assert "[LOST" not in line, line
+    if "[END" in line or not re.match(r"^ *[0-9.]+ +\d", line):
+        continue
+    m = re.search(pattern[i % 5], line)
+    assert m and int(m.group(1)) == i // 5 % 3 + 1, (i, line)
+    assert i % 5 != 2 or int(m.group(2)) == i // 5, (i, line)
+    t = float(line.split()[0])
+    assert t >= prev, (i, line)
+    prev, i = t, i + 1
+assert i == 100_000, i
+print(f"uart0: the {i} events received are the firmware's, one for one, in order")
+PY
 check_stream uart1 loss
 
 echo "== the RTT ring through QMP (FORMAT.md 10.7): qtrace recv --rtt-qmp"

@@ -204,6 +204,14 @@ enum Command {
     /// allows a group (Config::with_control_group), that group's members,
     /// by their effective or a supplementary group, who give the socket's
     /// path: `qtrace ctl /tmp/qtrace-UID-gGID/PID.NAME.sock status`.
+    ///
+    /// A program serves an endpoint when it asks for one: library feature
+    /// `control` (Linux), then Config::with_control(NAME) before
+    /// qtrace::global::install, or qtrace::control::Endpoint::bind. Its
+    /// socket is $XDG_RUNTIME_DIR/qtrace/PID.NAME.sock (else
+    /// /tmp/qtrace-UID/), and nothing listens on a network: from another
+    /// machine, ssh (docs/control.md; `cargo run --example control
+    /// --features control` is a program to try it on).
     Ctl(ctl::CtlArgs),
     /// Query traces and stores with SQL (DuckDB).
     ///

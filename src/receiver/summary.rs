@@ -341,6 +341,8 @@ impl fmt::Display for ReceiverSummary {
         for s in &self.senders {
             let queue = match &s.queue {
                 Some((h, t)) => format!("queue {h} ({t})"),
+                // A firmware's header names no queue (HeaderSpec's default).
+                None if s.has_catalog => "no queue in its header".to_string(),
                 None => "queue unknown (no header yet)".to_string(),
             };
             let queue = match s.key_id {

@@ -18,9 +18,12 @@ pub struct CtlArgs {
     /// `list`, or the endpoint: a process id, a name, or a socket path.
     #[arg(value_name = "PID|NAME|list")]
     pub target: String,
-    /// The request: status, snapshot PATH, start [QUEUE], stop [QUEUE],
-    /// suspend, resume, enable class|event NAME, disable class|event NAME,
-    /// rotate QUEUE.
+    /// The request: status, snapshot PATH [QUEUE], start [QUEUE], stop
+    /// [QUEUE], suspend, resume, enable class|event NAME, disable
+    /// class|event NAME, rotate QUEUE. QUEUE is a queue's number as status
+    /// shows it: start and stop without one switch every queue, snapshot
+    /// without one saves the first circular queue; PATH is written by the
+    /// traced process (made absolute here).
     #[arg(value_name = "REQUEST")]
     pub request: Vec<String>,
     /// Print the status as the endpoint's JSON object (FORMAT.md 9), not as text.
@@ -126,27 +129,26 @@ pub fn run(args: CtlArgs) -> Exit {
         }
     };
     let words: Vec<&str> = args.request.iter().map(String::as_str).collect();
-    let queue = |w: Option<&&str>| w.and_then(|q| q.parse::<u16>().ok());
+    // A queue handle, or no request at all: `stop banana` must not stop
+    // every queue.
+    let queue = |q: &str| q.parse::<u16>().ok();
     let request = match words.as_slice() {
         [] | ["status"] => Request::Status,
-        ["snapshot", p] => {
-            let p = std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
-            Request::Snapshot {
-                queue: None,
-                path: p.to_string_lossy().into_owned(),
-            }
-        }
-        ["start", rest @ ..] => Request::Start(queue(rest.first())),
-        ["stop", rest @ ..] => Request::Stop(queue(rest.first())),
+        ["snapshot", p] => snapshot(p, None),
+        ["snapshot", p, q] if queue(q).is_some() => snapshot(p, queue(q)),
+        ["start"] => Request::Start(None),
+        ["stop"] => Request::Stop(None),
+        ["start", q] if queue(q).is_some() => Request::Start(queue(q)),
+        ["stop", q] if queue(q).is_some() => Request::Stop(queue(q)),
         ["suspend"] => Request::Suspend,
         ["resume"] => Request::Resume,
         ["enable", "class", n] => Request::EnableClass(n.to_string()),
         ["disable", "class", n] => Request::DisableClass(n.to_string()),
         ["enable", "event", n] => Request::EnableEvent(n.to_string()),
         ["disable", "event", n] => Request::DisableEvent(n.to_string()),
-        ["rotate", q] if q.parse::<u16>().is_ok() => Request::Rotate(q.parse().unwrap_or_default()),
+        ["rotate", q] if queue(q).is_some() => Request::Rotate(queue(q).unwrap_or_default()),
         other => {
-            eprintln!("qtrace: unknown request {other:?}: see qtrace ctl --help");
+            eprintln!("qtrace: unknown request {other:?} (a QUEUE is a number, as status shows it): see qtrace ctl --help");
             return Exit::BadInput;
         }
     };
@@ -175,6 +177,16 @@ pub fn run(args: CtlArgs) -> Exit {
             eprintln!("qtrace: {}: {e}", path.display());
             Exit::Failed
         }
+    }
+}
+
+/// A snapshot request: `path` made absolute here (the traced process would
+/// resolve a relative one against its own working directory).
+fn snapshot(path: &str, queue: Option<u16>) -> Request {
+    let p = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+    Request::Snapshot {
+        queue,
+        path: p.to_string_lossy().into_owned(),
     }
 }
 

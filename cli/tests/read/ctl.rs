@@ -116,6 +116,125 @@ fn status_as_text_and_json_and_stop_through_the_command() {
     drop(e);
 }
 
+/// Every request word of `qtrace ctl` through the command, against a
+/// circular queue: each changes what the snapshot (taken through the
+/// command too, by a relative path) shows, exactly from that point; a
+/// queue that is not a number is exit 2 and changes nothing.
+#[test]
+fn every_request_through_the_command_changes_what_the_trace_shows() {
+    use qtrace::queues::{Circular, CircularParams};
+    let out = tempfile::tempdir().unwrap();
+    let t = Arc::new(Tracer::with_config(
+        Config::default().with_output_dir(out.path()),
+    ));
+    let q = t
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(64)
+                .with_shards(0)
+                .with_ring(RingStorage::Memory),
+        )
+        .unwrap();
+    t.assign_class(user::CLASS, q).unwrap();
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "ctl-words").unwrap();
+    let path = e.path().to_str().unwrap().to_string();
+    let log = |a: u64| {
+        t.log_event(user::USER0, [a, 0]);
+        t.log_event(user::USER1, [a, 0]);
+    };
+    let ok = |words: &[&str]| {
+        let mut args = vec![path.as_str()];
+        args.extend_from_slice(words);
+        let (code, text, err) = ctl(&args);
+        assert_eq!((code, err.as_str()), (0, ""), "{words:?}");
+        text
+    };
+    log(0);
+    ok(&["disable", "event", "user1"]);
+    log(1);
+    ok(&["enable", "event", "user:user1"]);
+    log(2);
+    ok(&["disable", "class", "user"]);
+    log(3);
+    ok(&["enable", "class", "user"]);
+    log(4);
+    ok(&["suspend"]);
+    log(5);
+    ok(&["resume"]);
+    log(6);
+    ok(&["stop", "0"]);
+    log(7);
+    // Not a queue: refused before anything is sent (it once meant every
+    // queue), and so is a word too many.
+    for bad in [
+        &["start", "first"][..],
+        &["start", "0", "1"],
+        &["snapshot", "a.qtr", "x"],
+    ] {
+        let mut args = vec![path.as_str()];
+        args.extend_from_slice(bad);
+        let (code, _, err) = ctl(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(err.contains("a QUEUE is a number"), "{err}");
+    }
+    log(8);
+    ok(&["start", "0"]);
+    log(9);
+    ok(&["stop"]);
+    log(10);
+    ok(&["start"]);
+    log(11);
+    // The snapshot by a relative path: the command makes it absolute
+    // against its own working directory.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |words: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .arg("ctl")
+            .arg(&path)
+            .args(words)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let snap = run(&["snapshot", "now.qtr", &q.0.to_string()]);
+    assert!(snap.status.success(), "{snap:?}");
+    let (u0, u1) = (user::USER0, user::USER1);
+    let want = [
+        (u0, 0),
+        (u1, 0),
+        (u0, 1),
+        (u0, 2),
+        (u1, 2),
+        (u0, 4),
+        (u1, 4),
+        (u0, 6),
+        (u1, 6),
+        (u0, 9),
+        (u1, 9),
+        (u0, 11),
+        (u1, 11),
+    ];
+    assert_eq!(
+        String::from_utf8(snap.stdout).unwrap(),
+        format!("snapshot written: {} records\n", want.len())
+    );
+    let kept: Vec<_> = qtrace::reader::TraceReader::open(dir.path().join("now.qtr"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.id, e.args[0]))
+        .collect();
+    assert_eq!(kept, want);
+    // A queue that is not there: the endpoint's refusal, exit 1.
+    let none = run(&["snapshot", "none.qtr", "9"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).starts_with("qtrace: no_such_queue: no queue 9"),
+        "{none:?}"
+    );
+    drop(e);
+}
+
 /// `qtrace live --ctl PATH` with standard output a pipe: a frame of text
 /// per `--every`, each from a status of its own (the endpoint's counters
 /// count them exactly), the figures changing with what the program logs,

@@ -534,3 +534,61 @@ fn a_ring_beyond_16_mib_is_refused() {
     );
     server.join().unwrap();
 }
+
+/// The firmware's memory, with the control block's counters set back to 0
+/// once 2,000 events are logged (the firmware restarted and initialised
+/// its ring again).
+fn restarted(f: &Firmware, addr: u32, len: usize) -> Option<Vec<u8>> {
+    use qtrace_core::stream::rtt_offset::{COMMITTED, RESERVED};
+    let mut bytes = f.memory(addr, len)?;
+    if addr == BASE && f.logged >= 2_000 {
+        bytes[RESERVED..RESERVED + 4].copy_from_slice(&0u32.to_le_bytes());
+        bytes[COMMITTED..COMMITTED + 4].copy_from_slice(&0u32.to_le_bytes());
+    }
+    Some(bytes)
+}
+
+/// A control block whose counters turn impossible mid-run (`committed`
+/// goes back): the run ends with the error, naming the block and what to
+/// do, never a panic; the trace received so far is written and reads back
+/// with what the summary counted.
+#[test]
+fn counters_that_go_back_mid_run_end_it_with_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("qmp.sock");
+    let server = serve(&socket, Firmware::new(20), Firmware::step, restarted, |f| {
+        f.logged >= 10_000
+    });
+    let out = dir.path().join("got.qtr");
+    let output = qtrace(
+        &[
+            "--rtt-qmp",
+            socket.to_str().unwrap(),
+            "--addr",
+            "536870912",
+            "--poll-ms",
+            "0",
+        ],
+        &out,
+    );
+    let firmware = server.join().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    // (`committed` is the one the host had taken up to: more than 0.)
+    assert!(
+        err.contains("qtrace: cannot read the byte stream: the RTT control block at 0x20000000: impossible RTT counters: committed ")
+            && err.contains(", reserved 0 (the firmware restarted? run qtrace recv again)")
+            && !err.contains("committed 0,"),
+        "{err}"
+    );
+    assert!(
+        firmware.logged < 10_000,
+        "the host stopped reading at the error"
+    );
+    let got = TraceReader::open(&out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.id == system::SCHEDULE)
+        .count() as u64;
+    assert!(got > 1_000 && got < 2_000, "{got}");
+}

@@ -1,6 +1,7 @@
 //! `qtrace recv --serial`: a firmware's byte stream (FORMAT.md 10), made by
-//! the core's drain here, read from a file and a TCP socket: a slow sink's
-//! whole dropped chunks counted exactly, and a host attaching late.
+//! the core's drain here, read from a file, a TCP socket, a Unix socket and
+//! a pipe: a slow sink's whole dropped chunks counted exactly, and a host
+//! attaching late.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -246,4 +247,102 @@ fn a_stream_piped_into_stdin_arrives_whole() {
         .iter()
         .enumerate()
         .all(|(i, e)| e.args[0] == i as u64));
+}
+
+/// `--serial unix:PATH` (QEMU's `-serial unix:PATH,server`): a listener on a
+/// Unix socket in a temporary folder writes the whole stream and closes;
+/// every event arrives, equal to the one logged, none lost, the stream
+/// closed by its end frame.
+#[cfg(unix)]
+#[test]
+fn a_stream_over_a_unix_socket_arrives_whole() {
+    let (wire, stats) = stream(usize::MAX, 8);
+    assert_eq!((stats.sent, stats.dropped), (N, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("uart.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let bytes = wire.clone();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&bytes).unwrap();
+    });
+    let out = dir.path().join("unix.qtr");
+    let json = recv(&format!("unix:{}", socket.display()), &out);
+    server.join().unwrap();
+    assert_eq!(json["events"], N);
+    assert_eq!(
+        (&json["lost_events"], &json["sender_dropped"]),
+        (&0.into(), &0.into())
+    );
+    assert_eq!(json["stream_bytes"], wire.len() as u64);
+    assert_eq!(json["stream_frames"], stats.frames);
+    assert_eq!(
+        (&json["stream_bad_frames"], &json["unclosed_senders"]),
+        (&0.into(), &0.into())
+    );
+    let (events, lost) = read(&out);
+    assert_eq!(lost, 0);
+    let want: Vec<_> = (0..N).map(event).map(|e| (e.time, e.id, e.args)).collect();
+    let got: Vec<_> = events.iter().map(|e| (e.time, e.id, e.args)).collect();
+    assert_eq!(got, want);
+}
+
+/// `--serial` into a store (`--store DIR`), as docs/firmware.md says a
+/// stream works "as for UDP": the slow sink's stream gives exactly one
+/// `events` row per event received, in order, and `losses` rows of kind
+/// `hoops` adding up to the chunks the drain dropped.
+#[test]
+fn a_stream_into_a_store_has_the_same_account() {
+    use crate::common::parquet_rows::table_rows;
+    let (wire, stats) = stream(8, 16);
+    assert!(stats.dropped > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("stream.bin");
+    std::fs::write(&input, &wire).unwrap();
+    let store = dir.path().join("store");
+    let output = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args(["recv", "--serial"])
+        .arg(&input)
+        .args(["--json", "--duration", "60", "--store"])
+        .arg(&store)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The summary says what the header said: it arrived, naming no queue.
+    let summary = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        summary.contains("  sender 0x00000007 at 0.0.0.0:0, no queue in its header: "),
+        "{summary}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (
+            &json["events"],
+            &json["sender_dropped"],
+            &json["lost_events"]
+        ),
+        (&stats.sent.into(), &stats.dropped.into(), &0.into())
+    );
+    let mut events = table_rows(&store, "events");
+    events.sort_by_key(|r| r["seq"].as_u64().unwrap());
+    let got: Vec<u64> = events.iter().map(|r| r["arg0"].as_u64().unwrap()).collect();
+    // The events received: those of the chunks the drain sent, in order.
+    let (sent, _) = {
+        let out = dir.path().join("same.qtr");
+        let _ = recv(input.to_str().unwrap(), &out);
+        read(&out)
+    };
+    assert_eq!(got, sent.iter().map(|e| e.args[0]).collect::<Vec<_>>());
+    assert_eq!(got.len() as u64, stats.sent);
+    let hoops: u64 = table_rows(&store, "losses")
+        .iter()
+        .filter(|r| r["kind"] == "hoops")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hoops, stats.dropped);
 }
