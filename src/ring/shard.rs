@@ -26,6 +26,11 @@ use crate::ring::backing::Region;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wire::record::{emit, RECORD_LEN};
 
+/// Copies a reader takes again when its producer overwrote every record it
+/// copied meanwhile (a flat-out producer laps a small shard during the copy),
+/// before it gives up and counts the shard's events as lost.
+const LAPPED_RETRIES: usize = 3;
+
 /// What [`ShardRing::read_encoded`] copied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EncodedRead {
@@ -245,6 +250,18 @@ impl ShardRing {
     /// snapshot then takes the general merge). The stale prefix is left in
     /// `out` rather than moved out (a memmove of up to the whole copy).
     pub(crate) fn read_encoded(&self, out: &mut Vec<[u8; RECORD_LEN]>) -> EncodedRead {
+        let mut read = self.read_encoded_once(out);
+        for _ in 0..LAPPED_RETRIES {
+            if read.start < out.len() || out.is_empty() {
+                break;
+            }
+            read = self.read_encoded_once(out);
+        }
+        read
+    }
+
+    /// One attempt of [`ShardRing::read_encoded`].
+    fn read_encoded_once(&self, out: &mut Vec<[u8; RECORD_LEN]>) -> EncodedRead {
         out.clear();
         let from = self.consumed.load(Ordering::Acquire);
         let committed = self.idx.committed.load(Ordering::Acquire);
@@ -293,8 +310,18 @@ impl ShardRing {
     }
 
     /// [`ShardRing::read`] into `out` (emptied first; its room reused).
-    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) {
-        self.copy_into(self.consumed.load(Ordering::Acquire), out);
+    /// Returns the ticket after the newest record copied, valid or not: when
+    /// `out` is empty, the tickets below it are the ring's events that are
+    /// not in the copy (a reader must count them as lost).
+    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) -> u64 {
+        let mut committed = self.copy_into(self.consumed.load(Ordering::Acquire), out);
+        for _ in 0..LAPPED_RETRIES {
+            if !out.is_empty() || committed <= self.consumed.load(Ordering::Acquire) {
+                break;
+            }
+            committed = self.copy_into(self.consumed.load(Ordering::Acquire), out);
+        }
+        committed
     }
 
     /// Like [`ShardRing::read`], and marks everything read (and everything

@@ -372,8 +372,11 @@ impl CircularQueue {
         let mut rings: Vec<(Vec<Ticketed>, Option<u64>)> = vec![(shared, None)];
         for ring in self.shards_in_use() {
             let mut records = spare.pop().unwrap_or_default();
-            ring.read_into(&mut records);
-            rings.push((records, None));
+            let end = ring.read_into(&mut records);
+            // A copy its producer lapped whole: its events are lost to the
+            // snapshot, a trailing hoops record says so.
+            let end = records.is_empty().then_some(end);
+            rings.push((records, end));
         }
         let ctx = self.ctx.get();
         merge(rings, self.capacity, ctx.handle, || ctx.clock.now())
@@ -424,7 +427,8 @@ impl CircularQueue {
                         event: crate::wire::record::parse(bytes),
                     },
                 ));
-                rings.push((records, None));
+                let end = records.is_empty().then_some(read.first);
+                rings.push((records, end));
             }
             let ctx = self.ctx.get();
             return Err(Box::new(merge(rings, self.capacity, ctx.handle, || {

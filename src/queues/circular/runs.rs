@@ -53,7 +53,9 @@ impl Copied<'_> {
 /// Writes the trace of `rings` merged by time (then ticket, then ring), the
 /// newest `capacity` records kept, a hoops record before each ring's first
 /// kept record for the tickets before it (or, when none is kept, one after
-/// its newest for them all): the header, the names prologue,
+/// its newest for them all; when none was copied, one stamped now, as
+/// the merge's trailing hoops record of an empty ring): the header, the
+/// names prologue,
 /// the records, the close run with `totals`. Returns the records written
 /// (hoops included), as `write_trace_from` does.
 pub(super) fn write_runs(
@@ -74,11 +76,18 @@ pub(super) fn write_runs(
     // are all cut, the hoops record for them all, stamped with the newest's
     // time and after every record of that time (the merge's trailing hoops
     // record).
+    // A ring with no record copied but tickets before `first` (its producer
+    // lapped the copy) has the hoops record for them all too, stamped now.
+    let mut now = None;
     let mut heads: BinaryHeap<Reverse<(Key, usize)>> = (0..rings.len())
-        .filter(|&i| lens[i] > 0)
-        .map(|i| match skip[i] < lens[i] {
-            true => Reverse((rings[i].key(skip[i]), i)),
-            false => Reverse(((rings[i].time(lens[i] - 1), u64::MAX, rings[i].ring, 0), i)),
+        .filter(|&i| lens[i] > 0 || rings[i].first > 0)
+        .map(|i| match (lens[i], skip[i] < lens[i]) {
+            (0, _) => {
+                let t = *now.get_or_insert_with(|| ctx.clock.now());
+                Reverse(((t, u64::MAX, rings[i].ring, 0), i))
+            }
+            (_, true) => Reverse((rings[i].key(skip[i]), i)),
+            (_, false) => Reverse(((rings[i].time(lens[i] - 1), u64::MAX, rings[i].ring, 0), i)),
         })
         .collect();
     let first = heads
@@ -246,6 +255,85 @@ mod tests {
         }
         // Cut cases and hoops records were written.
         assert!(cuts > 150 && hoops > 300, "{cuts} cut, {hoops} hoops");
+    }
+
+    /// A shard whose copy its producer lapped whole (no record copied,
+    /// tickets before `first`) is one hoops record for all its events,
+    /// stamped now, in the runs as in the merge, byte for byte.
+    #[test]
+    fn a_lapped_shard_is_one_hoops_record_in_runs_and_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = QueueContext {
+            handle: QueueHandle(3),
+            type_name: "circular",
+            output_dir: dir.path().to_path_buf(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(4242)),
+            names: Default::default(),
+        };
+        let (a, b) = (dir.path().join("runs.qtr"), dir.path().join("merge.qtr"));
+        let totals = QueueTotals::default();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..100 {
+            let rings = shards(&mut rng);
+            let lapped = 1 + rng.next(5000);
+            let encoded: Vec<Vec<[u8; RECORD_LEN]>> = rings
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|t| {
+                            let mut bytes = [0u8; RECORD_LEN];
+                            emit(&t.event, &mut bytes);
+                            bytes
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut copied: Vec<Copied<'_>> = encoded
+                .iter()
+                .zip(&rings)
+                .enumerate()
+                .map(|(k, (e, r))| Copied {
+                    records: e,
+                    first: r.first().map_or(0, |t| t.ticket),
+                    ring: k + 1,
+                })
+                .collect();
+            // The lapped shard among the others.
+            let at = rng.next(copied.len() as u64 + 1) as usize;
+            copied.insert(
+                at,
+                Copied {
+                    records: &[],
+                    first: lapped,
+                    ring: at + 1,
+                },
+            );
+            for (k, c) in copied.iter_mut().enumerate() {
+                c.ring = k + 1;
+            }
+            let total: usize = rings.iter().map(Vec::len).sum();
+            let capacity = total + 1;
+            let n = write_runs(&a, &ctx, &copied, capacity, totals).unwrap();
+            let mut input = vec![(Vec::new(), None)];
+            let mut rest: Vec<(Vec<Ticketed>, Option<u64>)> =
+                rings.into_iter().map(|r| (r, None)).collect();
+            rest.insert(at, (Vec::new(), Some(lapped)));
+            input.extend(rest);
+            let mut merged = merge(input, capacity, ctx.handle, || ctx.clock.now());
+            let fill = |batch: &mut Vec<Event>| merged.fill(batch, BATCH);
+            let m = write_trace_from(&b, &ctx, fill, totals).unwrap();
+            assert_eq!(n, m, "case {case}");
+            let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+            assert_eq!(a, b, "case {case}");
+            let lost: Vec<Event> = crate::reader::TraceReader::new(&a[..])
+                .unwrap()
+                .map(Result::unwrap)
+                .filter(|e| e.id == crate::classes::tracer::HOOPS && e.time == 4242)
+                .filter(|e| e.args == [lapped, 3])
+                .collect();
+            assert_eq!(lost.len(), 1, "case {case}");
+        }
     }
 
     #[test]
