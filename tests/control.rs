@@ -143,6 +143,42 @@ fn status_counts_exactly() {
     );
 }
 
+/// A filter's and a trigger's rows say what they did, exactly.
+#[test]
+fn status_has_the_filters_and_triggers_figures() {
+    use qtrace::filters::{Filter, Scope, Trigger};
+    let _serial = serial();
+    let time = ManualClock::new(0);
+    let (_out, t) = tracer(&time);
+    let q = fixed(&t, 64);
+    let f = t.filter_event(user::USER0, Filter::arg(0, 0..=4)).unwrap();
+    let g = t
+        .add_trigger(user::USER1, Trigger::stop(Scope::Queue(q)).after(3))
+        .unwrap();
+    t.activate().unwrap();
+    let e = Endpoint::bind(Arc::clone(&t), "figures").unwrap();
+    for i in 0..10 {
+        t.log_event(user::USER0, [i, 0]);
+    }
+    for i in 0..4 {
+        t.log_event(user::USER1, [i, 0]);
+    }
+    let s = status(&e);
+    let row = |h: qtrace::QueueHandle| &s["queues"][h.0 as usize];
+    assert_eq!(row(f)["type"], "filter");
+    assert_eq!(
+        row(f)["filter"],
+        serde_json::json!({"passed": 5, "rejected": 5, "panicked": 0})
+    );
+    assert_eq!(row(g)["type"], "trigger");
+    assert_eq!(
+        row(g)["trigger"],
+        serde_json::json!({"seen": 4, "fired": 2, "written": 0, "suppressed": 0,
+            "failed": 0, "pending": false})
+    );
+    assert!(row(q).get("filter").is_none() && row(q).get("trigger").is_none());
+}
+
 #[test]
 fn classes_and_events_switch_exactly_from_the_request_on() {
     let _serial = serial();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::protocol::{ErrorCode, Reply, Request};
 use super::Counters;
-use crate::filters::Scope;
+use crate::filters::{FilterQueue, Scope, TriggerQueue};
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queue::Queue;
@@ -326,7 +326,28 @@ impl Ctx<'_> {
                 }
                 json_string(&mut s, &f.to_string_lossy());
             }
-            s.push_str("]}");
+            s.push(']');
+            // What a filter or trigger did, beside the counters every
+            // queue has (FORMAT.md 9.4).
+            if let Some(f) = q.as_custom::<FilterQueue>() {
+                s.push_str(&format!(
+                    ",\"filter\":{{\"passed\":{},\"rejected\":{},\"panicked\":{}}}",
+                    f.passed(),
+                    f.rejected(),
+                    f.panicked()
+                ));
+            } else if let Some(g) = q.as_custom::<TriggerQueue>() {
+                s.push_str(&format!(
+                    ",\"trigger\":{{\"seen\":{},\"fired\":{},\"written\":{},\"suppressed\":{},\"failed\":{},\"pending\":{}}}",
+                    g.seen(),
+                    g.fired(),
+                    g.written(),
+                    g.suppressed(),
+                    g.failed(),
+                    g.is_pending()
+                ));
+            }
+            s.push('}');
         }
         s.push_str("]}");
         s

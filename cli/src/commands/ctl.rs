@@ -325,6 +325,27 @@ pub(crate) fn status_text(v: &Value, rates: Rates<'_>) -> String {
             }
         }
         out.push('\n');
+        if let Some(f) = q.get("filter") {
+            let _ = writeln!(
+                out,
+                "       filter: {} passed, {} rejected ({} by a panic)",
+                n(f, "passed"),
+                n(f, "rejected"),
+                n(f, "panicked")
+            );
+        }
+        if let Some(t) = q.get("trigger") {
+            let _ = writeln!(
+                out,
+                "       trigger: {} seen, {} fired, {} snapshots written, {} suppressed, {} failed{}",
+                n(t, "seen"),
+                n(t, "fired"),
+                n(t, "written"),
+                n(t, "suppressed"),
+                n(t, "failed"),
+                if t["pending"] == true { ", one pending" } else { "" }
+            );
+        }
         for f in q["files"].as_array().map(Vec::as_slice).unwrap_or_default() {
             let _ = writeln!(out, "       file: {}", f.as_str().unwrap_or("?"));
         }
@@ -333,4 +354,40 @@ pub(crate) fn status_text(v: &Value, rates: Rates<'_>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A filter's and a trigger's figures get a line each under their row.
+    #[test]
+    fn filter_and_trigger_figures_are_lines_of_their_own() {
+        let v: Value = serde_json::json!({
+            "protocol": 1, "pid": 7, "name": "app", "phase": "active",
+            "suspended": false, "recording": true, "uptime_ns": 5,
+            "endpoint": {"connections": 1, "refused": 0, "requests": 1, "errors": 0},
+            "queues": [
+                {"queue": 0, "type": "filter", "recording": true, "accepted": 10,
+                 "dropped": 0, "overwritten": 0, "delivered": 10, "queued": 0,
+                 "io_errors": 0, "last_error": null, "files": [],
+                 "filter": {"passed": 5, "rejected": 5, "panicked": 1}},
+                {"queue": 1, "type": "trigger", "recording": true, "accepted": 4,
+                 "dropped": 0, "overwritten": 0, "delivered": 4, "queued": 0,
+                 "io_errors": 0, "last_error": null, "files": ["/t/s.qtr"],
+                 "trigger": {"seen": 4, "fired": 2, "written": 1, "suppressed": 1,
+                             "failed": 0, "pending": true}}
+            ]
+        });
+        let text = status_text(&v, Rates::Off);
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("       ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "       filter: 5 passed, 5 rejected (1 by a panic)",
+                "       trigger: 4 seen, 2 fired, 1 snapshots written, 1 suppressed, 0 failed, one pending",
+                "       file: /t/s.qtr",
+            ]
+        );
+    }
 }
