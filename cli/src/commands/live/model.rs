@@ -241,7 +241,7 @@ pub struct Model {
     /// then whether a queue counter (a series per queue too).
     is_counter: Vec<Option<bool>>,
     /// Per counter event, source and queue: its last [`SPARK`] values.
-    series: HashMap<(u16, u32, Option<u64>), VecDeque<u64>>,
+    series: HashMap<SeriesKey, VecDeque<u64>>,
     /// The chosen class for recent events, and the task filter.
     pub class: ClassId,
     /// Only this task's row, when set.
@@ -569,8 +569,7 @@ impl Model {
             .get(&self.class.0)
             .map(|ring| ring.iter().map(|e| self.line(e)).collect())
             .unwrap_or_default();
-        let mut series: Vec<(&(u16, u32, Option<u64>), &VecDeque<u64>)> =
-            self.series.iter().collect();
+        let mut series: Vec<(&SeriesKey, &VecDeque<u64>)> = self.series.iter().collect();
         series.sort_by_key(|(k, _)| **k);
         let counters = series
             .into_iter()
@@ -665,6 +664,10 @@ impl Model {
         };
     }
 }
+
+/// A counter's series: its event, source and queue (a queue counter's,
+/// FORMAT.md 1.3.4; else `None`).
+type SeriesKey = (u16, u32, Option<u64>);
 
 /// The reserved class of the queue counters (FORMAT.md 1.3.4), whose
 /// records' `arg1` is the sampling queue's handle.
