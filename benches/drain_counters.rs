@@ -89,6 +89,9 @@ fn pipeline_once(counters: bool) -> Duration {
     finish(tracer, q, start)
 }
 
+/// One run of a case: counters on or off, its time.
+type Once = fn(bool) -> Duration;
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -109,8 +112,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(15);
-    let cases: [(&str, fn(bool) -> Duration); 2] =
-        [("drain", drain_once), ("pipeline", pipeline_once)];
+    let cases: [(&str, Once); 2] = [("drain", drain_once), ("pipeline", pipeline_once)];
     for (name, once) in cases {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
