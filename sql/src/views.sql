@@ -320,20 +320,25 @@ FROM holds h JOIN qtrace_bounds b ON b.host = h.host AND b.stream = h.stream
 WHERE h.signal_ns IS NOT NULL OR h.blocking;
 
 -- Counter records (FORMAT.md 1.3.2 and 7.5b): the events named `S.counter`,
--- one row each, `name` the counter `class:S`. The tables keep no argument
+-- one row each, `name` the counter `class:S`; a queue counter's (class
+-- `qtrace`, FORMAT.md 1.3.4) `class:S (queue N)`, `queue` N (its arg1, the
+-- sampling queue's handle; NULL for other counters). The tables keep no argument
 -- names, so not the counter's kind: `value_u64` is arg0 as it is,
 -- `value_i64` arg0 as two's complement, `value_f64` arg0 as IEEE 754 bits
 -- (NaN and infinities included); read the one of the counter's kind.
 CREATE OR REPLACE VIEW counters AS
 WITH c AS (
     SELECT host, stream, run, seq, time_ns, aligned_ns, source,
-        class || ':' || left(event, length(event) - 8) AS name, arg0,
+        class || ':' || left(event, length(event) - 8) AS stem,
+        CASE WHEN class = 'qtrace' THEN arg1 END AS queue, arg0,
         (arg0 >> 63)::INTEGER AS sign, ((arg0 >> 52) & 2047)::INTEGER AS e,
         arg0 & 4503599627370495 AS m
     FROM qtrace_events
     WHERE event LIKE '_%.counter' AND class IS NOT NULL
 )
-SELECT host, stream, run, seq, time_ns, aligned_ns, source, name,
+SELECT host, stream, run, seq, time_ns, aligned_ns, source,
+    CASE WHEN queue IS NULL THEN stem
+         ELSE stem || ' (queue ' || queue || ')' END AS name,
     arg0 AS value_u64,
     CASE WHEN arg0 >= 9223372036854775808
         THEN (arg0 - 9223372036854775808)::BIGINT - 9223372036854775807 - 1
@@ -343,7 +348,8 @@ SELECT host, stream, run, seq, time_ns, aligned_ns, source, name,
              WHEN e = 2047 THEN 'inf'::DOUBLE
              WHEN e = 0 THEN m::DOUBLE * pow(2.0, -1074)
              ELSE (1 + m::DOUBLE / 4503599627370496) * pow(2.0, e - 1023) END
-    END AS value_f64
+    END AS value_f64,
+    queue
 FROM c;
 
 -- Flow records (FORMAT.md 1.3.3 and 7.5b): the events named

@@ -88,6 +88,9 @@ pub struct Analyzer {
     counters: CounterTable,
     counter_range: (u16, u16),
     counter_stats: Vec<CounterStats>,
+    /// The queue counters' (FORMAT.md 1.3.4) summaries, per (counter,
+    /// queue): one per queue, apart from `counter_stats`.
+    queue_counter_stats: BTreeMap<(usize, u64), CounterStats>,
     /// Per semaphore, the tasks that waited on it, oldest first: (task,
     /// time of its wait).
     sem_waiters: HashMap<u64, VecDeque<(u64, u64)>, BuildIdHasher>,
@@ -153,6 +156,7 @@ impl Analyzer {
             scope_losses: HashMap::default(),
             counter_range,
             counter_stats: vec![CounterStats::default(); counters.counters().len()],
+            queue_counter_stats: BTreeMap::new(),
             counters,
             sem_waiters: HashMap::default(),
             keep: true,
@@ -399,11 +403,18 @@ impl Analyzer {
     /// Adds a counter record's value to its counter's summary.
     #[inline(never)]
     fn counter(&mut self, e: &Event) {
-        if let Some(i) = self.counters.lookup(e.id) {
-            if let (Some(info), Some(stats)) = (self.counters.get(i), self.counter_stats.get_mut(i))
-            {
-                stats.push(info.kind.value(e.args[0]));
-            }
+        let Some(i) = self.counters.lookup(e.id) else {
+            return;
+        };
+        let Some(info) = self.counters.get(i) else {
+            return;
+        };
+        let stats = match info.queue(e) {
+            Some(q) => Some(self.queue_counter_stats.entry((i, q)).or_default()),
+            None => self.counter_stats.get_mut(i),
+        };
+        if let Some(stats) = stats {
+            stats.push(info.kind.value(e.args[0]));
         }
     }
 
@@ -633,6 +644,13 @@ impl Analyzer {
         for (info, stats) in self.counters.counters().iter().zip(&self.counter_stats) {
             if stats.count + stats.nan > 0 {
                 self.report.counters.insert(info.name.clone(), *stats);
+            }
+        }
+        for (&(i, q), stats) in &self.queue_counter_stats {
+            if let Some(info) = self.counters.get(i) {
+                self.report
+                    .counters
+                    .insert(info.series_name(Some(q)), *stats);
             }
         }
         self.report

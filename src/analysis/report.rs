@@ -259,7 +259,8 @@ pub struct Report {
     pub scope_unpaired: u64,
     /// Per counter name (`class:S`, FORMAT.md 1.3.2), the values of the
     /// counters seen in the trace, every source together (the no_std core's
-    /// [`CounterStats`](qtrace_core::classes::counter::CounterStats)).
+    /// [`CounterStats`](qtrace_core::classes::counter::CounterStats)); a
+    /// queue counter (FORMAT.md 1.3.4) per queue, named `class:S (queue N)`.
     pub counters: BTreeMap<String, qtrace_core::classes::counter::CounterStats>,
     /// The wake-up flows derived (a signal or an interrupt to the schedule
     /// of the task it woke), in the order the schedules came, the first

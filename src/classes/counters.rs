@@ -7,14 +7,39 @@
 use qtrace_core::classes::counter::{CounterKind, COUNTER_SUFFIX};
 
 use super::Catalog;
-use crate::EventId;
+use crate::{Event, EventId};
 
-/// One counter: its name (`class:S`), kind and unit (`""` for none).
+/// One counter: its name (`class:S`), kind and unit (`""` for none), and
+/// whether it is a queue counter (FORMAT.md 1.3.4: the reserved class
+/// `qtrace`), whose records' `arg1` is the sampling queue's handle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CounterInfo {
     pub name: String,
     pub kind: CounterKind,
     pub unit: String,
+    pub per_queue: bool,
+}
+
+/// The reserved class of the queue counters (FORMAT.md 1.3.4).
+pub(crate) const QUEUE_COUNTERS_CLASS: &str = "qtrace";
+
+impl CounterInfo {
+    /// The queue whose series record `e` (of this counter) is in: its
+    /// `arg1` for a queue counter (one series per queue), else `None`
+    /// (`arg1` is ignored).
+    #[inline]
+    pub fn queue(&self, e: &Event) -> Option<u64> {
+        self.per_queue.then_some(e.args[1])
+    }
+
+    /// The name of the series of `queue` (as [`CounterInfo::queue`] says):
+    /// `class:S`, and ` (queue N)` after it for a queue counter's.
+    pub fn series_name(&self, queue: Option<u64>) -> String {
+        match queue {
+            Some(q) => format!("{} (queue {q})", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// The counters of a catalog, in event order.
@@ -43,6 +68,7 @@ impl CounterTable {
                 name: format!("{class}:{stem}"),
                 kind,
                 unit: unit.to_string(),
+                per_queue: class == QUEUE_COUNTERS_CLASS,
             });
         }
         table
@@ -101,7 +127,8 @@ mod tests {
             Some(&CounterInfo {
                 name: "sched:ready".into(),
                 kind: CounterKind::U64,
-                unit: "tasks".into()
+                unit: "tasks".into(),
+                per_queue: false,
             })
         );
         assert_eq!(t.get(1).unwrap().name, "sched:load");
@@ -112,5 +139,31 @@ mod tests {
         assert_eq!(t.lookup(c.event(".counter").unwrap()), None);
         assert_eq!(t.lookup(c.event("tick").unwrap()), None);
         assert!(CounterTable::new(&Catalog::builtin()).is_empty());
+        // The reserved class's counters have one series per queue (arg1).
+        let q = catalog
+            .define(ClassSpec::new(QUEUE_COUNTERS_CLASS, "queues").counter(
+                "queue.fill",
+                "fill",
+                CounterKind::U64,
+                "events",
+            ))
+            .unwrap();
+        let t = CounterTable::new(&catalog);
+        let i = t.lookup(q.event("queue.fill.counter").unwrap()).unwrap();
+        let info = t.get(i).unwrap();
+        let e = Event::new(
+            5,
+            q.event("queue.fill.counter").unwrap(),
+            0xffff_ffff,
+            [7, 3],
+        );
+        assert_eq!(info.queue(&e), Some(3));
+        assert_eq!(
+            info.series_name(info.queue(&e)),
+            "qtrace:queue.fill (queue 3)"
+        );
+        let e = Event::new(5, c.event("ready.counter").unwrap(), 1, [7, 3]);
+        assert_eq!(t.get(0).unwrap().queue(&e), None);
+        assert_eq!(t.get(0).unwrap().series_name(None), "sched:ready");
     }
 }

@@ -265,6 +265,19 @@ impl std::fmt::Display for CounterNum {
     }
 }
 
+/// ` (queue N)` after a queue counter's name (FORMAT.md 1.3.4), else
+/// nothing.
+struct QueueSuffix(Option<u64>);
+
+impl std::fmt::Display for QueueSuffix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(q) => write!(f, " (queue {q})"),
+            None => Ok(()),
+        }
+    }
+}
+
 fn io_err(e: std::io::Error) -> Error {
     Error::Io(IoError::without_path("write the Chrome trace JSON", e))
 }
@@ -432,7 +445,8 @@ impl<W: Write> ChromeWriter<W> {
 
     /// A counter record (FORMAT.md 1.3.2) as a `C` event of process 1
     /// named `class:S`, with `id` its source (so each source has its own
-    /// series) and the value under its unit's name (or `value`).
+    /// series) and the value under its unit's name (or `value`). A queue
+    /// counter's (1.3.4) is named `class:S (queue N)`: a series per queue.
     fn counter(&mut self, e: &Event, counter: usize) -> Result<(), Error> {
         let (Some(info), Some(key)) = (self.counters.get(counter), self.counter_keys.get(counter))
         else {
@@ -441,9 +455,10 @@ impl<W: Write> ChromeWriter<W> {
         let sep = if self.first { "\n" } else { ",\n" };
         self.first = false;
         let value = CounterNum(info.kind, e.args[0]);
+        let queue = QueueSuffix(info.queue(e));
         write!(
             self.out,
-            "{sep}{{\"ph\":\"C\",\"name\":\"{}\",\"cat\":\"counter\",\"id\":\"{}\",\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{},\"args\":{{\"{key}\":{value}}}}}",
+            "{sep}{{\"ph\":\"C\",\"name\":\"{}{queue}\",\"cat\":\"counter\",\"id\":\"{}\",\"ts\":{},\"pid\":{SOURCES_PID},\"tid\":{},\"args\":{{\"{key}\":{value}}}}}",
             esc(&info.name),
             e.source,
             Ts(e.time),

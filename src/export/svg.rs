@@ -263,9 +263,10 @@ pub struct SvgTimeline<W: Write> {
     tasks: BTreeMap<u64, TaskState>,
     losses: Vec<(f64, u64, u64)>,
     /// The counters drawn (none without [`SvgTimeline::with_counters`]),
-    /// and their lanes by (counter, source).
+    /// and their lanes by (counter, source, queue: a queue counter's,
+    /// FORMAT.md 1.3.4, has one per queue).
     counters: CounterTable,
-    lanes: BTreeMap<(usize, u32), Lane>,
+    lanes: BTreeMap<(usize, u32, Option<u64>), Lane>,
     end: u64,
     stats: ConvertStats,
     finished: bool,
@@ -358,23 +359,27 @@ impl<W: Write> SvgTimeline<W> {
         self
     }
 
-    /// Adds counter `i`'s value `raw`, logged by `source` at `t`.
-    fn sample(&mut self, i: usize, source: u32, t: u64, raw: u64) {
+    /// Adds counter `i`'s value `raw`, logged by `source` at `t` (into the
+    /// series of `queue`, as [`CounterInfo::queue`] says).
+    ///
+    /// [`CounterInfo::queue`]: crate::classes::counters::CounterInfo::queue
+    fn sample(&mut self, i: usize, source: u32, queue: Option<u64>, t: u64, raw: u64) {
         let Some(kind) = self.counters.get(i).map(|c| c.kind) else {
             return;
         };
         if t > self.range.1 || (kind == CounterKind::F64 && f64::from_bits(raw).is_nan()) {
             return;
         }
-        if !self.lanes.contains_key(&(i, source)) {
+        let key = (i, source, queue);
+        if !self.lanes.contains_key(&key) {
             if self.rows.len() + self.lanes.len() >= self.options.max_rows {
                 self.stats.unpaired += 1;
                 return;
             }
-            self.lanes.insert((i, source), Lane::default());
+            self.lanes.insert(key, Lane::default());
         }
         let x = self.x(t);
-        let Some(lane) = self.lanes.get_mut(&(i, source)) else {
+        let Some(lane) = self.lanes.get_mut(&key) else {
             return;
         };
         if t < self.range.0 {
@@ -589,10 +594,11 @@ impl<W: Write> SvgTimeline<W> {
     fn render_lanes(&self, s: &mut String, top: f64, left: f64, lane_h: f64) {
         let width = f64::from(self.options.width_px);
         let end = self.x(self.end.min(self.range.1).max(self.range.0));
-        for (n, (&(i, source), lane)) in self.lanes.iter().enumerate() {
+        for (n, (&(i, source, queue), lane)) in self.lanes.iter().enumerate() {
             let Some(info) = self.counters.get(i) else {
                 continue;
             };
+            let name = esc(&info.series_name(queue));
             let kind = info.kind;
             let y0 = top + lane_h * n as f64;
             // The values drawn: those in the range and the one it starts with.
@@ -656,8 +662,8 @@ impl<W: Write> SvgTimeline<W> {
                  <path class=\"step\" d=\"{d}\" fill=\"none\" stroke=\"steelblue\"><title>{} on source {source}: {} record{}</title></path><text class=\"counter-range\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\" font-size=\"9\" text-anchor=\"end\">{}</text></g>",
                 lane_h - 2.0,
                 y0 + lane_h * 0.55,
-                esc(&info.name),
-                esc(&info.name),
+                name,
+                name,
                 lane.records,
                 if lane.records == 1 { "" } else { "s" },
                 left + width - 4.0,
@@ -866,7 +872,8 @@ impl<W: Write> EventSink for SvgTimeline<W> {
             return Ok(());
         }
         if let Some(i) = self.counters.lookup(e.id) {
-            self.sample(i, e.source, t, e.args[0]);
+            let queue = self.counters.get(i).and_then(|c| c.queue(e));
+            self.sample(i, e.source, queue, t, e.args[0]);
         }
         let st = self.sources.entry(e.source).or_default();
         if inside {

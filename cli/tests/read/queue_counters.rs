@@ -99,8 +99,8 @@ fn analyze_and_exports_carry_the_samples() {
     assert_eq!(
         v["counters"],
         serde_json::json!([
-            {"name": "qtrace:queue.fill", "count": 3, "nan": 0, "min": 0.0, "mean": 16.0 / 3.0, "max": 16.0},
-            {"name": "qtrace:queue.lost", "count": 3, "nan": 0, "min": 24.0, "mean": 24.0, "max": 24.0},
+            {"name": "qtrace:queue.fill (queue 0)", "count": 3, "nan": 0, "min": 0.0, "mean": 16.0 / 3.0, "max": 16.0},
+            {"name": "qtrace:queue.lost (queue 0)", "count": 3, "nan": 0, "min": 24.0, "mean": 24.0, "max": 24.0},
         ])
     );
 
@@ -119,7 +119,7 @@ fn analyze_and_exports_carry_the_samples() {
             (name, e["args"]["events"].as_u64().unwrap())
         })
         .collect();
-    let c = |n: &str, v| (format!("qtrace:queue.{n}"), v);
+    let c = |n: &str, v| (format!("qtrace:queue.{n} (queue 0)"), v);
     assert_eq!(
         counters,
         [
@@ -179,9 +179,141 @@ fn live_shows_the_current_value_of_each_queue_counter() {
     assert_eq!(
         counters,
         [
-            "counter qtrace:queue.fill  source 4294967295  value 0 events  recent █▁▁  min 0 max 16",
-            "counter qtrace:queue.lost  source 4294967295  value 24 events  recent ▁▁▁  min 24 max 24",
+            "counter qtrace:queue.fill (queue 0)  source 4294967295  value 0 events  recent █▁▁  min 0 max 16",
+            "counter qtrace:queue.lost (queue 0)  source 4294967295  value 24 events  recent ▁▁▁  min 24 max 24",
         ],
         "{out}"
+    );
+}
+
+/// Two online queues' files read together (FORMAT.md 1.3.4, *One series
+/// per queue*): queue 0 sampled (16, 24), (0, 24), (0, 24) and queue 1
+/// (5, 0), (0, 0), (0, 0), all from the tracer's source. Each queue's
+/// samples are a series of their own, `qtrace:S (queue N)`: four rows in
+/// `analyze`, four Chrome `C` series, four Perfetto counter tracks (read
+/// back with Perfetto's protos), four `plot` lanes. (`live` follows one
+/// file: its rows per queue are `counters_of_two_queues_are_two_rows` in
+/// `cli/src/commands/live/tests.rs`.)
+#[test]
+fn queue_counters_of_two_queues_are_two_series() {
+    use crate::common::perfetto_decode::decode;
+    use crate::common::queue_counters_file::two_queues_files;
+
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b] = two_queues_files(dir.path());
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+            .args(args)
+            .arg(&a)
+            .arg(&b)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let series = [
+        ("fill (queue 0)", [16, 0, 0]),
+        ("fill (queue 1)", [5, 0, 0]),
+        ("lost (queue 0)", [24, 24, 24]),
+        ("lost (queue 1)", [0, 0, 0]),
+    ];
+
+    let v: serde_json::Value = serde_json::from_str(&run(&["analyze", "--json"])).unwrap();
+    assert_eq!(
+        (&v["events"], &v["lost"]),
+        (&serde_json::json!(16 + 5 + 12), &serde_json::json!(24))
+    );
+    assert_eq!(
+        v["counters"],
+        serde_json::json!([
+            {"name": "qtrace:queue.fill (queue 0)", "count": 3, "nan": 0, "min": 0.0, "mean": 16.0 / 3.0, "max": 16.0},
+            {"name": "qtrace:queue.fill (queue 1)", "count": 3, "nan": 0, "min": 0.0, "mean": 5.0 / 3.0, "max": 5.0},
+            {"name": "qtrace:queue.lost (queue 0)", "count": 3, "nan": 0, "min": 24.0, "mean": 24.0, "max": 24.0},
+            {"name": "qtrace:queue.lost (queue 1)", "count": 3, "nan": 0, "min": 0.0, "mean": 0.0, "max": 0.0},
+        ])
+    );
+
+    // Chrome: the `C` lines of each series, in order, their times left out
+    // (the two queues' tasks sample at times of their own).
+    let json = dir.path().join("c.json");
+    run(&["convert", "--to", "chrome", "--out", json.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("\"ph\":\"C\""))
+        .map(|l| {
+            let l = l.trim_end_matches(',');
+            let ts = l.find("\"ts\":").unwrap();
+            let end = ts + l[ts..].find(',').unwrap();
+            format!("{}\"ts\":T{}", &l[..ts], &l[end..])
+        })
+        .collect();
+    for (name, values) in series {
+        let got: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains(&format!("\"qtrace:queue.{name}\"")))
+            .collect();
+        let want: Vec<String> = values
+            .iter()
+            .map(|v| format!("{{\"ph\":\"C\",\"name\":\"qtrace:queue.{name}\",\"cat\":\"counter\",\"id\":\"4294967295\",\"ts\":T,\"pid\":1,\"tid\":4294967295,\"args\":{{\"events\":{v}}}}}"))
+            .collect();
+        assert_eq!(got, want.iter().collect::<Vec<_>>(), "{text}");
+    }
+    assert_eq!(lines.len(), 12, "{text}");
+
+    // Perfetto: four counter tracks under the tracer's track, three values
+    // each.
+    let pftrace = dir.path().join("t.pftrace");
+    run(&[
+        "convert",
+        "--to",
+        "perfetto",
+        "--out",
+        pftrace.to_str().unwrap(),
+    ]);
+    if let Some(got) = decode(&pftrace, false) {
+        let counters = got["counters"].as_array().unwrap();
+        let labels: std::collections::BTreeSet<&str> = counters
+            .iter()
+            .map(|c| c[1].as_str().unwrap())
+            .filter(|l| l.contains("qtrace:"))
+            .collect();
+        assert_eq!(
+            labels.into_iter().collect::<Vec<_>>(),
+            series
+                .iter()
+                .map(|(n, _)| format!("tracer/qtrace:queue.{n}"))
+                .collect::<Vec<_>>(),
+            "{got}"
+        );
+        for (name, values) in series {
+            let label = format!("tracer/qtrace:queue.{name}");
+            let track: Vec<i64> = counters
+                .iter()
+                .filter(|c| c[1] == label.as_str())
+                .map(|c| c[2].as_i64().unwrap())
+                .collect();
+            assert_eq!(track, values, "{label}");
+            assert_eq!(got["counter_units"][&label], "events", "{label}");
+        }
+    }
+
+    // plot: a lane per series, labelled with its name, three records each.
+    let svg = dir.path().join("t.svg");
+    run(&["plot", "--out", svg.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let lanes: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.starts_with(" <path class=\"step\"") || l.contains("class=\"step\""))
+        .filter_map(|l| l.split("<title>").nth(1)?.split("</title>").next())
+        .collect();
+    assert_eq!(
+        lanes,
+        series
+            .iter()
+            .map(|(n, _)| format!("qtrace:queue.{n} on source 4294967295: 3 records"))
+            .collect::<Vec<_>>(),
+        "{svg}"
     );
 }

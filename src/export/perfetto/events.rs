@@ -599,7 +599,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// Writes a counter record (FORMAT.md 1.3.2) as a value on the track of
     /// its source and counter: a child `class:S` of the source's track
     /// (`tracked`), made at the counter's first value there; for a source
-    /// past `max_tracks`, one shared track `other sources class:S`.
+    /// past `max_tracks`, one shared track `other sources class:S`. A queue
+    /// counter (1.3.4) has a track per queue too, `class:S (queue N)`.
     /// Integer kinds are `counter_value` (a `u64` past `i64::MAX` is
     /// `i64::MAX`), `f64` is `double_counter_value`.
     pub(super) fn counter_value(
@@ -608,15 +609,16 @@ impl<W: Write> PerfettoWriter<W> {
         counter: usize,
         tracked: Option<u64>,
     ) -> Result<(), Error> {
-        let key = (tracked.map(|_| e.source), counter);
         let Some(info) = self.counters.get(counter) else {
             return Ok(());
         };
+        let queue = info.queue(e);
+        let key = (tracked.map(|_| e.source), counter, queue);
         let kind = info.kind;
         let uuid = match self.counter_tracks.get(&key) {
             Some(&u) => u,
             None => {
-                let (name, unit) = (info.name.clone(), info.unit.clone());
+                let (name, unit) = (info.series_name(queue), info.unit.clone());
                 let u = match tracked {
                     Some(parent) => {
                         self.new_track(Some(parent), format_args!("{name}"), Some(&unit))?

@@ -162,9 +162,10 @@ pub struct PerfettoWriter<W: Write> {
     pub(super) overflow_track: Option<u64>,
     /// The counters of the catalog (FORMAT.md 1.3.2).
     pub(super) counters: CounterTable,
-    /// The track of each (source, counter) with a value (`None`: the
-    /// sources past `max_tracks`, together).
-    pub(super) counter_tracks: BTreeMap<(Option<u32>, usize), u64>,
+    /// The track of each (source, counter, queue) with a value (`None`:
+    /// the sources past `max_tracks`, together; the queue of a queue
+    /// counter's series, FORMAT.md 1.3.4, else `None`).
+    pub(super) counter_tracks: BTreeMap<(Option<u32>, usize, Option<u64>), u64>,
     /// Pairs flow records (FORMAT.md 1.3.3) into instances.
     pub(super) flows: FlowTracker,
     /// The flow field (`flow_ids` or `terminating_flow_ids`) and instance

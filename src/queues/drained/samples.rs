@@ -35,6 +35,9 @@ pub(crate) struct QueueCounterIds {
     fill: EventId,
     lost: EventId,
     clock: Clock,
+    /// The sampling queue's handle: every sample's `arg1`, so readers keep
+    /// the series of several queues apart (FORMAT.md 1.3.4).
+    queue: u64,
 }
 
 /// `ctx` with the queue counters' class added to its catalog (after every
@@ -79,6 +82,7 @@ pub(crate) fn with_queue_counters(
         fill,
         lost,
         clock: ctx.clock.clone(),
+        queue: u64::from(ctx.handle.0),
     };
     let ctx = QueueContext {
         catalog: Arc::new(catalog),
@@ -127,8 +131,8 @@ impl QueueCounterIds {
         Sample {
             after: fill,
             records: [
-                Event::new(t, self.fill, TRACER_SOURCE, [fill as u64, 0]),
-                Event::new(t, self.lost, TRACER_SOURCE, [lost, 0]),
+                Event::new(t, self.fill, TRACER_SOURCE, [fill as u64, self.queue]),
+                Event::new(t, self.lost, TRACER_SOURCE, [lost, self.queue]),
             ],
         }
     }

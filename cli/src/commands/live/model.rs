@@ -165,6 +165,9 @@ pub struct CounterRow {
     pub kind: CounterKind,
     /// The source that logged them.
     pub source: u32,
+    /// The queue whose series it is, for a queue counter (FORMAT.md
+    /// 1.3.4: the record's `arg1`), which `name` ends with (` (queue N)`).
+    pub queue: Option<u64>,
     /// Its last [`SPARK`] values as logged (`arg0`), oldest first: the
     /// last is the current value.
     pub values: Vec<u64>,
@@ -234,10 +237,11 @@ pub struct Model {
     running: HashMap<u32, u64>,
     left_at: Option<u64>,
     recent: HashMap<u16, VecDeque<Event>>,
-    /// Per event number: whether it is a counter (of `catalog`).
-    is_counter: Vec<bool>,
-    /// Per counter event and source: its last [`SPARK`] values.
-    series: HashMap<(u16, u32), VecDeque<u64>>,
+    /// Per event number: whether it is a counter (of `catalog`), and
+    /// then whether a queue counter (a series per queue too).
+    is_counter: Vec<Option<bool>>,
+    /// Per counter event, source and queue: its last [`SPARK`] values.
+    series: HashMap<SeriesKey, VecDeque<u64>>,
     /// The chosen class for recent events, and the task filter.
     pub class: ClassId,
     /// Only this task's row, when set.
@@ -316,8 +320,9 @@ impl Model {
             }
             ring.push_back(*e);
         }
-        if self.is_counter.get(usize::from(e.id.0)) == Some(&true) {
-            let values = self.series.entry((e.id.0, e.source)).or_default();
+        if let Some(&Some(per_queue)) = self.is_counter.get(usize::from(e.id.0)) {
+            let queue = per_queue.then_some(e.args[1]);
+            let values = self.series.entry((e.id.0, e.source, queue)).or_default();
             if values.len() == SPARK {
                 values.pop_front();
             }
@@ -564,11 +569,11 @@ impl Model {
             .get(&self.class.0)
             .map(|ring| ring.iter().map(|e| self.line(e)).collect())
             .unwrap_or_default();
-        let mut series: Vec<(&(u16, u32), &VecDeque<u64>)> = self.series.iter().collect();
+        let mut series: Vec<(&SeriesKey, &VecDeque<u64>)> = self.series.iter().collect();
         series.sort_by_key(|(k, _)| **k);
         let counters = series
             .into_iter()
-            .filter_map(|(&(id, source), values)| {
+            .filter_map(|(&(id, source, queue), values)| {
                 let id = qtrace::EventId(id);
                 let (kind, unit) = self.catalog.counter_of(id)?;
                 let event = self.catalog.event_name(id)?;
@@ -577,11 +582,16 @@ impl Model {
                     .catalog
                     .class_of(id)
                     .and_then(|c| self.catalog.class(c));
+                let mut name = format!("{}:{stem}", class.map_or("", |c| c.name.as_str()));
+                if let Some(q) = queue {
+                    name.push_str(&format!(" (queue {q})"));
+                }
                 Some(CounterRow {
-                    name: format!("{}:{stem}", class.map_or("", |c| c.name.as_str())),
+                    name,
                     unit: unit.to_string(),
                     kind,
                     source,
+                    queue,
                     values: values.iter().copied().collect(),
                 })
             })
@@ -655,13 +665,25 @@ impl Model {
     }
 }
 
-/// Per event number of `catalog`: whether it is a counter.
-fn counter_events(catalog: &Catalog) -> Vec<bool> {
-    let mut is = vec![false; catalog.event_count()];
+/// A counter's series: its event, source and queue (a queue counter's,
+/// FORMAT.md 1.3.4; else `None`).
+type SeriesKey = (u16, u32, Option<u64>);
+
+/// The reserved class of the queue counters (FORMAT.md 1.3.4), whose
+/// records' `arg1` is the sampling queue's handle.
+const QUEUE_COUNTERS_CLASS: &str = "qtrace";
+
+/// Per event number of `catalog`: whether it is a counter, and then
+/// whether a queue counter.
+fn counter_events(catalog: &Catalog) -> Vec<Option<bool>> {
+    let mut is = vec![None; catalog.event_count()];
     for e in catalog.events() {
         if catalog.counter_of(e.id).is_some() {
+            let per_queue = catalog
+                .class(e.class)
+                .is_some_and(|c| c.name == QUEUE_COUNTERS_CLASS);
             if let Some(b) = is.get_mut(usize::from(e.id.0)) {
-                *b = true;
+                *b = Some(per_queue);
             }
         }
     }

@@ -742,6 +742,7 @@ fn counters_keep_their_last_values_per_source() {
         unit: unit.into(),
         kind,
         source,
+        queue: None,
         values,
     };
     // Source 0's `ready` logged 20 values: the last 16 are kept.
@@ -857,4 +858,69 @@ fn counter_values_and_sparklines_of_odd_values() {
     // Signed: -1 is below 0.
     assert_eq!(sparkline(CounterKind::I64, &[0, -1i64 as u64, 1]), "▅▁█");
     assert_eq!(sparkline(CounterKind::U64, &[]), "");
+}
+
+/// The queue counters (FORMAT.md 1.3.4) of two queues, both from the
+/// tracer's source: a row per queue (`arg1`), named for it; another
+/// class's counter ignores `arg1`.
+#[test]
+fn counters_of_two_queues_are_two_rows() {
+    use super::model::CounterRow;
+    use qtrace::classes::ClassSpec;
+    use qtrace::macros::CounterKind;
+    let mut catalog = Catalog::builtin();
+    let q = catalog
+        .define(
+            ClassSpec::new("qtrace", "the tracer's own counters").counter(
+                "queue.fill",
+                "fill",
+                CounterKind::U64,
+                "events",
+            ),
+        )
+        .unwrap();
+    let sched = catalog
+        .define(ClassSpec::new("sched", "the scheduler").counter(
+            "ready",
+            "ready",
+            CounterKind::U64,
+            "tasks",
+        ))
+        .unwrap();
+    let fill = q.event("queue.fill.counter").unwrap();
+    let ready = sched.event("ready.counter").unwrap();
+    let mut m = Model::new(catalog, S, 1_000_000);
+    for (t, v, queue) in [(10, 16, 0), (11, 5, 2), (20, 0, 0), (21, 3, 2)] {
+        m.push(&Event::new(t, fill, u32::MAX, [v, queue]));
+    }
+    m.push(&Event::new(30, ready, 0, [4, 1]));
+    m.push(&Event::new(31, ready, 0, [6, 9]));
+    let row = |name: &str, unit: &str, source, queue, values: Vec<u64>| CounterRow {
+        name: name.into(),
+        unit: unit.into(),
+        kind: CounterKind::U64,
+        source,
+        queue,
+        values,
+    };
+    assert_eq!(
+        m.snapshot().counters,
+        [
+            row(
+                "qtrace:queue.fill (queue 0)",
+                "events",
+                u32::MAX,
+                Some(0),
+                vec![16, 0]
+            ),
+            row(
+                "qtrace:queue.fill (queue 2)",
+                "events",
+                u32::MAX,
+                Some(2),
+                vec![5, 3]
+            ),
+            row("sched:ready", "tasks", 0, None, vec![4, 6]),
+        ]
+    );
 }
