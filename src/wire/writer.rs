@@ -169,13 +169,22 @@ impl<W: Write> TraceWriter<W> {
     /// Appends `count` records already encoded ([`record::emit`]) in
     /// `bytes`, whose hoops records state `lost` events lost (the caller
     /// knows both: a circular queue's snapshot writes its rings' copies
-    /// straight from where it copied them, issue 36).
+    /// straight from where it copied them, issue 36). A compact writer
+    /// encodes them into its chunks.
     pub(crate) fn write_encoded(&mut self, bytes: &[u8], count: u64, lost: u64) -> io::Result<()> {
         debug_assert_eq!(bytes.len() as u64, count * RECORD_LEN as u64);
-        if self.compact.is_some() {
-            return bytes.chunks_exact(RECORD_LEN).try_for_each(|r| {
-                self.write_event(&record::parse(r.try_into().expect("32 bytes")))
-            });
+        if let Some(c) = self.compact.as_mut() {
+            // Decoded straight into the chunk being filled (the caller
+            // states the loss: no record is looked at for hoops).
+            for r in bytes.chunks_exact(RECORD_LEN) {
+                c.push(
+                    &record::parse(r.try_into().expect("32 bytes")),
+                    &mut self.sink,
+                )?;
+            }
+            self.events += count;
+            self.lost = self.lost.saturating_add(lost);
+            return Ok(());
         }
         self.sink.write_all(bytes)?;
         self.events += count;
