@@ -124,7 +124,7 @@ fn fixed_and_circular_saves_are_compact_by_default_with_the_records_of_32_bytes(
         });
     }
     let want = |i: u64| format!("text {i} {}", "x".repeat(300));
-    assert_eq!(texts, [want(2030), want(2999)]);
+    assert_eq!(texts, [want(2040), want(2999)]);
 
     let (circular, _, close, _, _) = read(&small.join("queue1-circular.qtr"));
     // The newest 1024 of 3000, after a hoops record for the 1976 before.
