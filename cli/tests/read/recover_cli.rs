@@ -291,7 +291,7 @@ fn recover_writes_compact_traces_and_32_byte_ones_with_32() {
     t.activate().unwrap();
     for i in 0..10 {
         clock.advance(10);
-        t.log_event(user::USER0, [i, u64::from(i) * 1000]);
+        t.log_event(user::USER0, [i, i * 1000]);
     }
     std::mem::forget(t); // as after SIGKILL
     let dead = dir.path().join("dead");
