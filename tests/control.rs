@@ -443,6 +443,79 @@ fn a_snapshot_under_load_reads_complete_every_gap_counted() {
     }
 }
 
+/// A ctl snapshot of a queue whose events are in one shard (written as
+/// runs straight from the shard's copy) is in the queue's form: compact
+/// chunks by default, 32-byte records with `with_compact(false)` (the
+/// bytes pinned); the same records, close-run counts and hoops loss.
+#[test]
+fn a_snapshot_of_shards_is_written_in_the_queues_form() {
+    let _serial = serial();
+    for compact in [true, false] {
+        let time = ManualClock::new(0);
+        let (_out, t) = tracer(&time);
+        let q = t
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(512)
+                    .with_shards(4)
+                    .with_ring(RingStorage::Memory)
+                    .with_compact(compact),
+            )
+            .unwrap();
+        t.assign_class(user::CLASS, q).unwrap();
+        t.activate().unwrap();
+        let e = Endpoint::bind(Arc::clone(&t), "snap-shards").unwrap();
+        for i in 0..2000u64 {
+            time.set(5_000 + 3 * i);
+            t.log_event(user::USER2, [i, u64::MAX - i]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("now.qtr");
+        let reply = ask(
+            &e,
+            &Request::Snapshot {
+                queue: Some(q.0),
+                path: path.to_str().unwrap().into(),
+            },
+        );
+        // 512 events and one hoops record for the 1488 overwritten.
+        assert_eq!(reply, Reply::Snapshot(513));
+        let mut reader = qtrace::reader::TraceReader::open(&path).unwrap();
+        assert_eq!(reader.header().is_compact(), compact);
+        let events: Vec<qtrace::Event> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+        let hoops = qtrace::Event::new(
+            5_000 + 3 * 1488,
+            qtrace::classes::tracer::HOOPS,
+            u32::MAX,
+            [1488, q.0 as u64],
+        );
+        assert_eq!(events[0], hoops);
+        for (k, ev) in events[1..].iter().enumerate() {
+            let i = 1488 + k as u64;
+            assert_eq!(
+                (ev.time, ev.id, ev.args),
+                (5_000 + 3 * i, user::USER2, [i, u64::MAX - i])
+            );
+        }
+        assert_eq!(events.len(), 513);
+        let Some(qtrace::reader::Completeness::Complete(close)) = reader.completeness() else {
+            panic!("{:?}", reader.completeness());
+        };
+        assert_eq!((close.records, close.lost), (513, 1488));
+        assert_eq!((close.totals.accepted, close.totals.delivered), (2000, 0));
+        let len = std::fs::metadata(&path).unwrap().len();
+        let body = len - reader.header_len();
+        if compact {
+            // `u64::MAX - i`: a 10-byte varint each; still under half.
+            assert!(body < 513 * 16, "{body} bytes");
+        } else {
+            assert_eq!(body, (513 + 3) * 32);
+        }
+        drop(e);
+        t.shutdown().unwrap();
+    }
+}
+
 #[test]
 fn rotate_closes_the_open_chunk() {
     let _serial = serial();

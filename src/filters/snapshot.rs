@@ -170,10 +170,10 @@ impl Snapper {
             let events = window(queue.snapshot_events(), until, self.last);
             let path = self.path(written + 1);
             let totals = queue.counters().into();
-            match self
-                .status
-                .record(&path, write_trace(&path, &self.ctx, &events, totals))
-            {
+            match self.status.record(
+                &path,
+                write_trace(&path, &self.ctx, &events, totals, queue.compact()),
+            ) {
                 Ok(()) => {
                     self.written.fetch_add(1, Ordering::Relaxed);
                     if self.max_files.is_some_and(|max| written + 1 >= max) {

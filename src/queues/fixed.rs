@@ -92,6 +92,7 @@ pub struct FixedParams {
     capacity: usize,
     file: Option<PathBuf>,
     ring: RingStorage,
+    compact: bool,
 }
 
 impl FixedParams {
@@ -116,6 +117,24 @@ impl FixedParams {
         self
     }
 
+    /// Saves and snapshots in compact chunks (`true`, the default:
+    /// trace-file version 2, FORMAT.md 1.11, about 5 bytes an event,
+    /// encoded when the file is written, never by the producers) or in
+    /// 32-byte records (`false`: version 1, for tools that read the records
+    /// at fixed offsets). Every reader of this crate and `qtrace` reads
+    /// both. The ring (and its ring file) keeps 32-byte slots either way.
+    ///
+    /// ```
+    /// use qtrace::queues::FixedParams;
+    ///
+    /// assert!(FixedParams::default().compact());
+    /// assert!(!FixedParams::default().with_compact(false).compact());
+    /// ```
+    pub fn with_compact(mut self, compact: bool) -> Self {
+        self.compact = compact;
+        self
+    }
+
     /// Events kept.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -131,6 +150,12 @@ impl FixedParams {
     pub fn ring(&self) -> &RingStorage {
         &self.ring
     }
+
+    /// Whether saves and snapshots are compact chunks
+    /// ([`with_compact`](Self::with_compact)).
+    pub fn compact(&self) -> bool {
+        self.compact
+    }
 }
 
 impl Default for FixedParams {
@@ -139,6 +164,7 @@ impl Default for FixedParams {
             capacity: 8192,
             file: None,
             ring: RingStorage::File,
+            compact: true,
         }
     }
 }
@@ -182,6 +208,7 @@ impl QueueType for Fixed {
             ctx: FileContext::new(ctx),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
+            compact: params.compact,
             mem,
         }))
     }
@@ -244,6 +271,8 @@ pub struct FixedQueue {
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
     saved: std::sync::atomic::AtomicBool,
+    /// Files are written in compact chunks ([`FixedParams::with_compact`]).
+    compact: bool,
     /// The memory `ctl` and `slots` are placed in: a ring file or the heap.
     mem: Backing,
 }
@@ -275,6 +304,12 @@ impl FixedQueue {
     /// The file `terminate` saves to.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// Whether saves and snapshots are compact chunks
+    /// ([`FixedParams::with_compact`]).
+    pub fn compact(&self) -> bool {
+        self.compact
     }
 
     /// The committed records not yet saved, by ticket; and the number of
@@ -318,8 +353,8 @@ impl FixedQueue {
         let events = self.snapshot_events();
         // The close run carries the counters at the moment of the snapshot.
         let totals = self.counters().into();
-        let result =
-            write_trace(path, &self.ctx.get(), &events, totals).map(|()| events.len() as u64);
+        let result = write_trace(path, &self.ctx.get(), &events, totals, self.compact)
+            .map(|()| events.len() as u64);
         self.status.record(path, result)
     }
 }
@@ -372,7 +407,7 @@ impl Queue for FixedQueue {
         });
         // From now on snapshots list every class defined in phase 1.
         self.ctx.update(ctx);
-        create_at_activate(&self.file, ctx)
+        create_at_activate(&self.file, ctx, self.compact)
     }
 
     fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
@@ -385,7 +420,13 @@ impl Queue for FixedQueue {
         let events = with_hoops(&records, end, ctx.handle, || ctx.clock.now());
         // The counters as they are once this save succeeds (delivered is
         // already counted above).
-        let result = write_trace(&self.file, ctx, &events, self.counters().into());
+        let result = write_trace(
+            &self.file,
+            ctx,
+            &events,
+            self.counters().into(),
+            self.compact,
+        );
         if result.is_err() {
             for r in &records {
                 self.slots[r.ticket as usize]

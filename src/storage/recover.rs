@@ -144,7 +144,10 @@ impl RecoveryCounts {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Recovered {
-    /// The queue's trace header (catalog, clock, queue).
+    /// The queue's trace header (catalog, clock, queue), the one
+    /// [`write_trace`] writes: compact chunks (trace-file version 2,
+    /// FORMAT.md 1.11), as the queue's own save by default; set
+    /// `header = header.with_compact(false)` for 32-byte records (version 1).
     pub header: TraceHeader,
     /// The queue handle that wrote the ring file.
     pub queue: QueueHandle,
@@ -329,7 +332,10 @@ pub fn recover_bytes(bytes: &[u8]) -> Result<Recovered, RingFileError> {
         events.push(mark);
     }
     Ok(Recovered {
-        header: image.trace_header,
+        // Written as the queue's save is by default: compact chunks (the
+        // ring file does not say whether the queue was made with
+        // `with_compact(false)`; its slots are 32-byte records either way).
+        header: image.trace_header.with_compact(true),
         queue,
         process_id: image.process_id,
         events,

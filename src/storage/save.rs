@@ -161,17 +161,26 @@ fn lock(file: &File) -> io::Result<()> {
 /// Writes a trace file: the queue's header, the names prologue (every name
 /// the tracer recorded, FORMAT.md 1.8, stamped with the first event's time),
 /// then `events`, then the close run (FORMAT.md 1.5) carrying `totals`,
-/// stamped with the clock's time. The file is opened with
-/// [`create_locked`]: a trace another process is writing there is never
-/// overwritten.
+/// stamped with the clock's time; in compact chunks (trace-file version 2,
+/// FORMAT.md 1.11) when `compact`, else in 32-byte records. The file is
+/// opened with [`create_locked`]: a trace another process is writing there
+/// is never overwritten.
 pub(crate) fn write_trace(
     path: &Path,
     ctx: &QueueContext,
     events: &[Event],
     totals: QueueTotals,
+    compact: bool,
 ) -> Result<(), ConfigError> {
     let mut events = events.iter();
-    write_trace_from(path, ctx, |b| b.extend(events.by_ref().take(BATCH)), totals).map(drop)
+    let fill = |b: &mut Vec<Event>| b.extend(events.by_ref().take(BATCH));
+    write_trace_from(path, ctx, fill, totals, compact).map(drop)
+}
+
+/// The header of a memory queue's trace file: the queue's, in compact
+/// chunks or 32-byte records.
+pub(crate) fn save_header(ctx: &QueueContext, compact: bool) -> TraceHeader {
+    TraceHeader::for_queue(ctx).with_compact(compact)
 }
 
 /// Events handed to the writer at once by [`write_trace_from`] (32 KiB).
@@ -187,14 +196,15 @@ pub(crate) fn write_trace_from(
     ctx: &QueueContext,
     mut fill: impl FnMut(&mut Vec<Event>),
     totals: QueueTotals,
+    compact: bool,
 ) -> Result<u64, ConfigError> {
     let mut batch = Vec::with_capacity(BATCH);
     fill(&mut batch);
     let file = create_locked(path)?;
-    // 1 MiB: a 1 M-event snapshot (32 MiB) in 32 writes.
+    // 1 MiB: a 1 M-event snapshot (32 MiB of 32-byte records) in 32 writes.
     let mut w = TraceWriter::new(
         BufWriter::with_capacity(1 << 20, file),
-        &TraceHeader::for_queue(ctx),
+        &save_header(ctx, compact),
     )
     .map_err(|e| ConfigError::io("write the header of trace file", path, e))?;
     let first = batch.first().map_or_else(|| ctx.clock.now(), |e| e.time);
@@ -224,12 +234,16 @@ pub(crate) fn write_trace_from(
 ///
 /// # Errors
 /// [`ConfigError::Io`] naming the path and saying what to do.
-pub(crate) fn create_at_activate(path: &Path, ctx: &QueueContext) -> Result<(), ConfigError> {
+pub(crate) fn create_at_activate(
+    path: &Path,
+    ctx: &QueueContext,
+    compact: bool,
+) -> Result<(), ConfigError> {
     let file = create_locked(path).map_err(with_hint)?;
     let keep = file
         .try_clone()
         .map_err(|e| with_hint(ConfigError::io("open trace file", path, e)))?;
-    let w = TraceWriter::new(BufWriter::new(file), &TraceHeader::for_queue(ctx))
+    let w = TraceWriter::new(BufWriter::new(file), &save_header(ctx, compact))
         .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;
     w.finish()
         .map_err(|e| with_hint(ConfigError::io("write the header of trace file", path, e)))?;

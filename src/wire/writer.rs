@@ -55,6 +55,40 @@ impl CompactBody {
         Ok(())
     }
 
+    /// Appends 32-byte records ([`record::emit`]), in the chunks that
+    /// [`CompactBody::push`] of each would write: the pending chunk topped
+    /// up first, then whole chunks encoded straight from `bytes` (each
+    /// record decoded into the encoder, never copied into `pending`: a
+    /// circular queue's snapshot of a 1 M-event shard), the rest pending.
+    fn push_encoded<W: Write>(&mut self, mut bytes: &[u8], sink: &mut W) -> io::Result<()> {
+        let full = || io::Error::other("compact chunk buffer too small");
+        while !self.pending.is_empty() {
+            let Some((r, rest)) = bytes.split_first_chunk::<RECORD_LEN>() else {
+                return Ok(());
+            };
+            self.push(&record::parse(r), sink)?;
+            bytes = rest;
+        }
+        while bytes.len() >= RECORD_LEN * CHUNK_RECORDS {
+            let (chunk, rest) = bytes.split_at(RECORD_LEN * CHUNK_RECORDS);
+            let mut enc = ChunkEncoder::new(&mut self.buf, self.next).map_err(|_| full())?;
+            for r in chunk.chunks_exact(RECORD_LEN) {
+                // The buffer holds CHUNK_RECORDS records of the largest size.
+                enc.push(&record::parse(r.try_into().expect("32 bytes")))
+                    .map_err(|_| full())?;
+            }
+            let n = enc.finish();
+            sink.write_all(&self.buf[..n])?;
+            self.next = self.next.following(CHUNK_RECORDS as u16, 0);
+            bytes = rest;
+        }
+        for r in bytes.chunks_exact(RECORD_LEN) {
+            self.pending
+                .push(record::parse(r.try_into().expect("32 bytes")));
+        }
+        Ok(())
+    }
+
     fn push<W: Write>(&mut self, e: &Event, sink: &mut W) -> io::Result<()> {
         self.pending.push(*e);
         if self.pending.len() == CHUNK_RECORDS {
@@ -169,13 +203,17 @@ impl<W: Write> TraceWriter<W> {
     /// Appends `count` records already encoded ([`record::emit`]) in
     /// `bytes`, whose hoops records state `lost` events lost (the caller
     /// knows both: a circular queue's snapshot writes its rings' copies
-    /// straight from where it copied them, issue 36).
+    /// straight from where it copied them, issue 36). A compact writer
+    /// encodes them into its chunks.
     pub(crate) fn write_encoded(&mut self, bytes: &[u8], count: u64, lost: u64) -> io::Result<()> {
         debug_assert_eq!(bytes.len() as u64, count * RECORD_LEN as u64);
-        if self.compact.is_some() {
-            return bytes.chunks_exact(RECORD_LEN).try_for_each(|r| {
-                self.write_event(&record::parse(r.try_into().expect("32 bytes")))
-            });
+        if let Some(c) = self.compact.as_mut() {
+            // Decoded straight into the chunks (the caller states the
+            // loss: no record is looked at for hoops).
+            c.push_encoded(bytes, &mut self.sink)?;
+            self.events += count;
+            self.lost = self.lost.saturating_add(lost);
+            return Ok(());
         }
         self.sink.write_all(bytes)?;
         self.events += count;
@@ -372,6 +410,55 @@ mod tests {
             let at = len + 32 * (i + 1);
             let rec: &[u8; 32] = bytes[at..at + 32].try_into().unwrap();
             assert_eq!(&record::parse(rec), e);
+        }
+    }
+
+    /// Pre-encoded records written to a compact writer give the bytes of
+    /// the same records written as events: a pending chunk topped up,
+    /// whole chunks straight from the bytes, the rest pending; records of
+    /// many sizes among them (no hoops record: the caller states the loss).
+    #[test]
+    fn compact_write_encoded_has_the_bytes_of_write_events() {
+        let h = header().with_compact(true).with_close_run(true);
+        let events: Vec<Event> = (0..3 * CHUNK_RECORDS as u64 + 77)
+            .map(|i| {
+                let big = if i % 97 == 0 { u64::MAX - i } else { i };
+                Event::new(
+                    i * 5 + (i % 3),
+                    EventId(0x0b + (i % 40) as u16),
+                    1,
+                    [big, i / 7],
+                )
+            })
+            .collect();
+        let mut encoded = vec![0u8; events.len() * RECORD_LEN];
+        for (e, out) in events.iter().zip(encoded.chunks_exact_mut(RECORD_LEN)) {
+            record::emit(e, out.try_into().unwrap());
+        }
+        for split in [0, 5, CHUNK_RECORDS, CHUNK_RECORDS + 1] {
+            let mut a = TraceWriter::new(Vec::new(), &h).unwrap();
+            let mut b = TraceWriter::new(Vec::new(), &h).unwrap();
+            a.write_events(&events[..split]).unwrap();
+            b.write_events(&events[..split]).unwrap();
+            a.write_events(&events[split..]).unwrap();
+            let rest = &encoded[split * RECORD_LEN..];
+            b.write_encoded(rest, (events.len() - split) as u64, 0)
+                .unwrap();
+            assert_eq!(b.events_written(), events.len() as u64);
+            let close = QueueTotals::default();
+            let (a, b) = (
+                a.finish_with_close(9, close).unwrap(),
+                b.finish_with_close(9, close).unwrap(),
+            );
+            assert_eq!(a, b, "split {split}");
+            let back: Vec<Event> = crate::reader::TraceReader::new(&b[..])
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(back.len(), events.len());
+            if let Some(k) = (0..back.len()).find(|&k| back[k] != events[k]) {
+                panic!("record {k}: {:?} != {:?}", back[k], events[k]);
+            }
         }
     }
 

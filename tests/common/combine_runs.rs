@@ -18,10 +18,13 @@ pub fn payload(len: usize) -> Vec<u8> {
 /// A tracer saving to `d` with a fixed queue of `capacity` records taking
 /// `user1`, activated.
 pub fn fixed_tracer(d: &Path, capacity: usize) -> Tracer {
+    fixed_tracer_in(d, FixedParams::default().with_capacity(capacity))
+}
+
+/// [`fixed_tracer`] with the queue's parameters `params`.
+pub fn fixed_tracer_in(d: &Path, params: FixedParams) -> Tracer {
     let tracer = Tracer::with_config(Config::default().with_output_dir(d));
-    let q = tracer
-        .create_queue::<Fixed>(FixedParams::default().with_capacity(capacity))
-        .unwrap();
+    let q = tracer.create_queue::<Fixed>(params).unwrap();
     tracer.assign_event(user::USER1, q).unwrap();
     tracer.activate().unwrap();
     tracer
@@ -54,9 +57,13 @@ pub fn two_queues_with_names(d: &Path) -> (Tracer, QueueHandle) {
 /// The file of a fixed queue (64 records, in `d`) holding two runs, `user1`
 /// "whole" (arg 1) and 64 bytes of "y" (arg 2, 5 records), cut as by a crash
 /// while it was written: it ends 2 records into the second run (4 records
-/// kept, no close run).
+/// kept, no close run). In 32-byte records (`with_compact(false)`), cut
+/// at a record's end.
 pub fn file_cut_inside_a_run(d: &Path) -> PathBuf {
-    let tracer = fixed_tracer(d, 64);
+    let tracer = fixed_tracer_in(
+        d,
+        FixedParams::default().with_capacity(64).with_compact(false),
+    );
     tracer.log_event_str(user::USER1, 1, "whole");
     tracer.log_event_str(user::USER1, 2, &"y".repeat(64)); // 5 records
     let report = tracer.shutdown().unwrap();

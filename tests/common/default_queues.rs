@@ -12,6 +12,17 @@ pub fn fixed_queue(t: &Tracer, capacity: usize) -> QueueHandle {
         .unwrap()
 }
 
+/// A fixed queue of `capacity` records saving 32-byte records
+/// (`with_compact(false)`), for tests that cut its file at record offsets.
+pub fn fixed_queue_32(t: &Tracer, capacity: usize) -> QueueHandle {
+    t.create_queue::<Fixed>(
+        FixedParams::default()
+            .with_capacity(capacity)
+            .with_compact(false),
+    )
+    .unwrap()
+}
+
 /// A circular queue of `capacity` records.
 pub fn circular_queue(t: &Tracer, capacity: usize) -> QueueHandle {
     t.create_queue::<Circular>(CircularParams::default().with_capacity(capacity))

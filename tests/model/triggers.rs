@@ -558,3 +558,65 @@ fn a_trigger_without_room_changes_nothing() {
     tracer.log_event(user::USER0, [1, 0]);
     assert_eq!(events(&tracer, q), [(user::USER0, 1)]);
 }
+
+/// A snapshot trigger writes in the queue's form: compact chunks (version
+/// 2, the default) or 32-byte records (`with_compact(false)`: the bytes
+/// pinned), the same records either way: the hoops record for the events
+/// overwritten before the window, the window up to the trigger event, and
+/// a close run that counts them and their loss.
+#[test]
+fn a_snapshot_trigger_writes_in_the_queues_form() {
+    for compact in [true, false] {
+        let clock = ManualClock::new(1_000);
+        let (tracer, dir) = tracer_with(Config::default().with_clock(Clock::manual(&clock)));
+        let q = tracer
+            .create_queue::<Circular>(
+                CircularParams::default()
+                    .with_capacity(8)
+                    .with_shards(0)
+                    .with_ring(RingStorage::Memory)
+                    .with_compact(compact),
+            )
+            .unwrap();
+        tracer.assign_class(user::CLASS, q).unwrap();
+        let t = tracer
+            .add_trigger(user::USER7, Trigger::snapshot(Snapshot::new(q, 8)))
+            .unwrap();
+        tracer.activate().unwrap();
+        for i in 0..12u64 {
+            clock.set(1_000 + 10 * i);
+            tracer.log_event_from(5, user::USER0, [i, u64::MAX - i]);
+        }
+        clock.set(2_000);
+        tracer.log_event_from(5, user::USER7, [99, 0]);
+        wait_idle(trigger_queue(&tracer, t));
+        let files = snapshot_files(dir.path());
+        assert_eq!(files.len(), 1, "compact {compact}");
+        let mut r = TraceReader::open(&files[0]).unwrap();
+        assert_eq!(r.header().is_compact(), compact);
+        assert_eq!(r.header().version(), if compact { 2 } else { 1 });
+        let got: Vec<qtrace::Event> = r.by_ref().map(Result::unwrap).collect();
+        // 13 logged, 8 kept: a hoops record for the 5 before them.
+        let mut want = vec![qtrace::Event::new(1_050, HOOPS, u32::MAX, [5, q.0 as u64])];
+        want.extend(
+            (5..12u64)
+                .map(|i| qtrace::Event::new(1_000 + 10 * i, user::USER0, 5, [i, u64::MAX - i])),
+        );
+        want.push(qtrace::Event::new(2_000, user::USER7, 5, [99, 0]));
+        assert_eq!(got, want, "compact {compact}");
+        let Some(Completeness::Complete(close)) = r.completeness() else {
+            panic!("{:?}", r.completeness());
+        };
+        assert_eq!((close.records, close.lost), (9, 5));
+        assert_eq!((close.totals.accepted, close.totals.delivered), (13, 0));
+        let len = std::fs::metadata(&files[0]).unwrap().len();
+        let header = r.header_len();
+        if compact {
+            // Under half the 32-byte form (`u64::MAX - i`: 10 bytes each).
+            assert!(len < header + (9 + 3) * 16, "{len} bytes");
+        } else {
+            assert_eq!(len, header + (9 + 3) * 32);
+        }
+        tracer.shutdown().unwrap();
+    }
+}

@@ -9,6 +9,7 @@ mod common;
 mod queues_support;
 
 mod circular_cache;
+mod compact_saves;
 mod hot_path_nonblocking;
 mod online;
 mod online_chunks;

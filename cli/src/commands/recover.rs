@@ -46,6 +46,15 @@ pub struct RecoverArgs {
     /// run and reads as cut).
     #[arg(long)]
     pub force: bool,
+    /// Write 32-byte records (trace-file version 1), not compact chunks.
+    ///
+    /// Write the recovered traces in 32-byte records (trace-file version 1,
+    /// FORMAT.md 1.4) instead of compact chunks (version 2, FORMAT.md 1.11,
+    /// the default, as the queues' own saves: about 5 bytes an event instead
+    /// of 32), for a tool that reads records at fixed offsets. Every qtrace
+    /// command reads both. The ring files themselves are slot-based either way.
+    #[arg(long = "32")]
+    pub records_32: bool,
     /// Print a JSON summary on stdout (the text goes to stderr).
     ///
     /// At the end, one JSON object on one line of standard output (the
@@ -185,6 +194,9 @@ fn recover_all(args: &RecoverArgs, out: &mut dyn Write, report: &mut Report) -> 
             }
         };
         rec.snapshot = live.is_some();
+        if args.records_32 {
+            rec.header = rec.header.with_compact(false);
+        }
         let target = out_dir.join(output_name(file));
         if let Err(e) = write_new(&rec, out_dir, &target) {
             eprintln!("qtrace: {e}");

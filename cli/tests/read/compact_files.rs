@@ -54,7 +54,11 @@ fn write_trace(dir: &Path) -> Vec<String> {
         )
         .unwrap();
     let circular = tracer
-        .create_queue::<Circular>(CircularParams::default().with_capacity(64))
+        .create_queue::<Circular>(
+            CircularParams::default()
+                .with_capacity(64)
+                .with_compact(false),
+        )
         .unwrap();
     tracer.assign_class(user::CLASS, online).unwrap();
     tracer.assign_class(system::CLASS, circular).unwrap();

@@ -12,7 +12,7 @@ use qtrace::clock::ManualClock;
 use crate::common::default_queues;
 use crate::common::manual_tracer;
 use crate::common::temp_dirs;
-use default_queues::fixed_queue;
+use default_queues::fixed_queue_32;
 use manual_tracer::manual_tracer as tracer;
 
 fn dir(name: &str) -> PathBuf {
@@ -31,7 +31,7 @@ fn the_cli_tells_complete_cut_and_unknown_files_apart() {
     let d = dir("cli");
     let clock = ManualClock::new(0);
     let t = tracer(&d, &clock);
-    let q = fixed_queue(&t, 3);
+    let q = fixed_queue_32(&t, 3);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..5 {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use qtrace::classes::user;
 use qtrace::clock::ManualClock;
 
-use crate::common::default_queues::fixed_queue;
+use crate::common::default_queues::fixed_queue_32;
 use crate::common::manual_tracer::manual_tracer as tracer;
 use crate::common::temp_dirs;
 
@@ -26,7 +26,7 @@ fn qtrace(args: &[&str]) -> Output {
 fn five_events(d: &Path) -> PathBuf {
     let clock = ManualClock::new(0);
     let t = tracer(d, &clock);
-    let q = fixed_queue(&t, 8);
+    let q = fixed_queue_32(&t, 8);
     t.assign_event(user::USER0, q).unwrap();
     t.activate().unwrap();
     for i in 0..5 {

@@ -277,3 +277,56 @@ fn json_summary_lists_each_trace_and_what_was_not_recovered() {
         })
     );
 }
+
+/// `qtrace recover` writes compact traces (version 2, as the queues' saves)
+/// and `--32` writes 32-byte records (version 1, the bytes pinned): the
+/// same records, hoops records and close-run counts either way.
+#[test]
+fn recover_writes_compact_traces_and_32_byte_ones_with_32() {
+    use qtrace::reader::{Completeness, TraceReader};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(100);
+    let t = manual_tracer(dir.path(), &clock);
+    circular_and_fixed(&t, 4, 3);
+    t.activate().unwrap();
+    for i in 0..10 {
+        clock.advance(10);
+        t.log_event(user::USER0, [i, i * 1000]);
+    }
+    std::mem::forget(t); // as after SIGKILL
+    let dead = dir.path().join("dead");
+    std::fs::create_dir(&dead).unwrap();
+    let ring = dead.join("queue0-circular.ring");
+    std::fs::copy(dir.path().join("queue0-circular.ring"), &ring).unwrap();
+    let mut read = Vec::new();
+    for (flag, version) in [(None, 2), (Some("--32"), 1)] {
+        let out_dir = dir.path().join(format!("out-{version}"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_qtrace"));
+        cmd.arg("recover").arg(&ring).arg("--out").arg(&out_dir);
+        cmd.args(flag);
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let path = out_dir.join("queue0-circular.qtr");
+        let mut r = TraceReader::open(&path).unwrap();
+        assert_eq!(r.header().version(), version);
+        let events: Vec<qtrace::Event> = r.by_ref().map(Result::unwrap).collect();
+        let Some(Completeness::Complete(close)) = r.completeness() else {
+            panic!("{:?}", r.completeness());
+        };
+        // The newest 4 of 10 after a hoops record for the 6 overwritten.
+        assert_eq!(events.len(), 5);
+        assert_eq!(events[0].id, qtrace::classes::tracer::HOOPS);
+        assert_eq!(events[0].args, [6, 0]);
+        let kept: Vec<[u64; 2]> = events[1..].iter().map(|e| e.args).collect();
+        assert_eq!(kept, (6..10u64).map(|i| [i, i * 1000]).collect::<Vec<_>>());
+        assert_eq!((close.records, close.lost), (5, 6));
+        let body = std::fs::metadata(&path).unwrap().len() - r.header_len();
+        if version == 1 {
+            assert_eq!(body, 32 * (5 + 3));
+        } else {
+            assert!(body < 32 * (5 + 3) / 2, "{body} bytes");
+        }
+        read.push(events);
+    }
+    assert_eq!(read[0], read[1]);
+}

@@ -193,6 +193,9 @@ pub struct CircularQueue {
     /// Set once `terminate` has written the file: a later call must not
     /// overwrite it with the (empty) rest.
     saved: std::sync::atomic::AtomicBool,
+    /// Files are written in compact chunks
+    /// ([`CircularParams::with_compact`]).
+    compact: bool,
     /// The buffers the last snapshot copied the rings into, kept for the
     /// next one (see [`Kept`]; boxed: the queue's size is part of the
     /// tracer's queue table stride).
@@ -238,6 +241,12 @@ impl CircularQueue {
     /// The file `terminate` saves to.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// Whether saves and snapshots are compact chunks
+    /// ([`CircularParams::with_compact`]).
+    pub fn compact(&self) -> bool {
+        self.compact
     }
 
     #[inline(always)]
@@ -446,7 +455,14 @@ impl CircularQueue {
                 ring: k + 1,
             })
             .collect();
-        let result = runs::write_runs(path, &self.ctx.get(), &rings, self.capacity, totals);
+        let result = runs::write_runs(
+            path,
+            &self.ctx.get(),
+            &rings,
+            self.capacity,
+            totals,
+            self.compact,
+        );
         // Kept: the shards' copies and the shared ring's buffer (the room
         // it had), no other of the merge's.
         let mut kept = self.scratch.lock();
@@ -462,10 +478,11 @@ impl CircularQueue {
     /// of records written (events and hoops). The queue's counters do not
     /// change: the events stay in the queue. The rings are copied out first:
     /// in the usual case (the shared ring holds nothing, each shard's times
-    /// do not go back) in the file's encoding, 32 bytes per event held,
+    /// do not go back) as 32-byte records, 32 bytes per event held,
     /// and written from that copy in runs; else with their tickets, 40
     /// bytes per event held, and merged as [`CircularQueue::snapshot_events`]
-    /// merges (the same file either way). The queue keeps that copy's
+    /// merges (the same file either way). The file is compact chunks or
+    /// 32-byte records as [`CircularParams::with_compact`] says. The queue keeps that copy's
     /// buffers for the next snapshot, so only the first one allocates them.
     ///
     /// # Errors
@@ -487,7 +504,7 @@ impl CircularQueue {
         let totals = self.counters().into();
         // Written as merged: the events are not copied again.
         let fill = |b: &mut Vec<Event>| events.fill(b, BATCH);
-        let result = write_trace_from(path, &self.ctx.get(), fill, totals);
+        let result = write_trace_from(path, &self.ctx.get(), fill, totals, self.compact);
         self.keep_buffers(events);
         result
     }
@@ -538,7 +555,7 @@ impl Queue for CircularQueue {
         }
         // From now on snapshots list every class defined in phase 1.
         self.ctx.update(ctx);
-        create_at_activate(&self.file, ctx)
+        create_at_activate(&self.file, ctx, self.compact)
     }
 
     fn terminate(&self, ctx: &QueueContext) -> Result<(), ConfigError> {
@@ -568,7 +585,7 @@ impl Queue for CircularQueue {
         };
         let mut events = events;
         let fill = |b: &mut Vec<Event>| events.fill(b, BATCH);
-        let result = write_trace_from(&self.file, ctx, fill, totals).map(drop);
+        let result = write_trace_from(&self.file, ctx, fill, totals, self.compact).map(drop);
         if result.is_err() {
             self.mp.restore(&mp);
             for (ring, m) in moved {
@@ -701,9 +718,19 @@ mod tests {
 
     /// A snapshot writes byte for byte what the save at shutdown writes for
     /// the same rings (all but the close run, whose counters differ), and a
-    /// second snapshot, into the buffers the first one kept, the same file.
+    /// second snapshot, into the buffers the first one kept, the same file:
+    /// in 32-byte records (`with_compact(false)`, the bytes) and in compact
+    /// chunks (the header's bytes, then the same records and close-run
+    /// counts of records and losses; the chunk with the close run differs).
     #[test]
     fn a_snapshot_has_the_bytes_of_the_save() {
+        for compact in [false, true] {
+            snapshot_has_the_bytes_of_the_save(compact);
+        }
+    }
+
+    fn snapshot_has_the_bytes_of_the_save(compact: bool) {
+        use crate::reader::{Completeness, TraceReader};
         let dir = tempfile::tempdir().unwrap();
         let ctx = QueueContext {
             handle: crate::model::handle::QueueHandle(1),
@@ -716,11 +743,13 @@ mod tests {
         let params = CircularParams::default()
             .with_capacity(64)
             .with_shards(2)
-            .with_ring(RingStorage::Memory);
+            .with_ring(RingStorage::Memory)
+            .with_compact(compact);
         let q = match Circular.create(params, &ctx).unwrap() {
             AnyQueue::CircularQueue(q) => q,
             _ => unreachable!(),
         };
+        assert_eq!(q.compact(), compact);
         // Three threads one after the other, their times interleaved (so
         // the merge alternates rings), each wrapping the rings; one of them
         // at least shares the shared ring or a shard with another.
@@ -746,15 +775,56 @@ mod tests {
         assert_eq!(std::fs::read(c).unwrap(), a);
         q.terminate(&ctx).unwrap();
         let saved = std::fs::read(q.file()).unwrap();
-        let close = crate::wire::close::CLOSE_RUN_LEN * crate::wire::record::RECORD_LEN;
-        assert_eq!(saved.len(), a.len());
-        assert_eq!(saved[..saved.len() - close], a[..a.len() - close]);
-        // 64 events kept and the hoops records before them.
-        let events = crate::reader::TraceReader::open(q.file())
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().id == user::USER0)
-            .count();
-        assert_eq!(events, 64);
+        let read = |bytes: &[u8]| {
+            let mut r = TraceReader::new(bytes).unwrap();
+            assert_eq!(r.header().is_compact(), compact);
+            let events: Vec<Event> = r.by_ref().map(Result::unwrap).collect();
+            let Some(Completeness::Complete(close)) = r.completeness() else {
+                panic!("not complete: {:?}", r.completeness());
+            };
+            (r.header_len() as usize, events, close)
+        };
+        let (len, snap_events, snap_close) = read(&a);
+        let (_, save_events, save_close) = read(&saved);
+        if compact {
+            assert_eq!(saved[..len], a[..len], "the header");
+            assert!(a.len() < len + snap_events.len() * 16, "{} bytes", a.len());
+        } else {
+            let close = crate::wire::close::CLOSE_RUN_LEN * crate::wire::record::RECORD_LEN;
+            assert_eq!(saved.len(), a.len());
+            assert_eq!(saved[..saved.len() - close], a[..a.len() - close]);
+            assert_eq!(a.len(), len + (snap_events.len() + 3) * 32);
+        }
+        assert_eq!(snap_events, save_events);
+        assert_eq!((snap_close.records, snap_close.lost), (n, 300 - 64));
+        assert_eq!((save_close.records, save_close.lost), (n, 300 - 64));
+        // The snapshot's counters: all queued; the save's: 64 delivered.
+        assert_eq!(snap_close.totals.accepted, 300);
+        assert_eq!(snap_close.totals.delivered, 0);
+        assert_eq!(save_close.totals.delivered, 64);
+        assert_eq!(save_close.totals.overwritten, 300 - 64);
+        // 64 events kept, oldest first, each as logged, and the hoops
+        // records for the rest.
+        let kept: Vec<Event> = save_events
+            .iter()
+            .copied()
+            .filter(|e| e.id == user::USER0)
+            .collect();
+        assert_eq!(kept.len(), 64);
+        // (Which 64: the newest the rings held; a thread that takes an
+        // exited one's token continues its shard.)
+        assert!(kept.windows(2).all(|w| w[0].time < w[1].time));
+        assert_eq!(kept.last().map(|e| e.time), Some(299));
+        for e in &kept {
+            assert_eq!(e.args, [e.time / 3, e.time % 3]);
+            assert_eq!(e.source, (e.time % 3) as u32);
+        }
+        let lost: u64 = save_events
+            .iter()
+            .filter(|e| e.id == crate::classes::tracer::HOOPS)
+            .map(|e| e.args[0])
+            .sum();
+        assert_eq!(lost, 300 - 64);
     }
 
     /// Logs `event` as the thread with `token` would (its shard, else the
@@ -779,7 +849,7 @@ mod tests {
         runs
     }
 
-    fn queue_in(dir: &Path, capacity: usize, shards: usize) -> CircularQueue {
+    fn queue_in(dir: &Path, capacity: usize, shards: usize, compact: bool) -> CircularQueue {
         let ctx = QueueContext {
             handle: crate::model::handle::QueueHandle(2),
             type_name: "circular",
@@ -791,7 +861,8 @@ mod tests {
         let params = CircularParams::default()
             .with_capacity(capacity)
             .with_shards(shards)
-            .with_ring(RingStorage::Memory);
+            .with_ring(RingStorage::Memory)
+            .with_compact(compact);
         match Circular.create(params, &ctx).unwrap() {
             AnyQueue::CircularQueue(q) => q,
             _ => unreachable!(),
@@ -800,11 +871,17 @@ mod tests {
 
     /// Shards only, their times interleaved and tied, wrapped and cut: the
     /// snapshot is written as runs, with the merge's bytes; so is a queue
-    /// with one shard in use, and one with none.
+    /// with one shard in use, and one with none. In both forms.
     #[test]
     fn a_snapshot_of_shards_only_is_written_as_runs_with_the_merges_bytes() {
+        for compact in [false, true] {
+            shards_only_written_as_runs(compact);
+        }
+    }
+
+    fn shards_only_written_as_runs(compact: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let q = queue_in(dir.path(), 64, 4);
+        let q = queue_in(dir.path(), 64, 4, compact);
         // Nothing logged: no shard in use, so no buffer tells the way.
         same_as_merged(&q, dir.path());
         for i in 0..50u64 {
@@ -821,10 +898,15 @@ mod tests {
         assert_eq!(q.mp.attempts(), 0);
         // Shard 1's 50 records are all cut: one hoops record for them,
         // stamped with the newest's time, before the 64 records kept.
-        let events: Vec<Event> = crate::reader::TraceReader::open(dir.path().join("snapshot.qtr"))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let mut r = crate::reader::TraceReader::open(dir.path().join("snapshot.qtr")).unwrap();
+        assert_eq!(r.header().is_compact(), compact);
+        let events: Vec<Event> = r.by_ref().map(Result::unwrap).collect();
+        let Some(crate::reader::Completeness::Complete(close)) = r.completeness() else {
+            panic!("not complete: {:?}", r.completeness());
+        };
+        // 50 + 2 x 100 logged, 64 kept: the rest stated lost.
+        assert_eq!((close.records, close.lost), (67, 250 - 64));
+        assert_eq!(events.len(), 67);
         let hoops = |e: &Event| e.id == crate::classes::tracer::HOOPS;
         assert!(hoops(&events[0]));
         assert_eq!((events[0].time, events[0].args), (98, [50, 2]));
@@ -834,18 +916,24 @@ mod tests {
 
     /// A shard whose times go back, a hoops record in a shard, records in
     /// the shared ring: the merge writes the snapshot (its buffers kept,
-    /// those of runs dropped), the same bytes.
+    /// those of runs dropped), the same bytes. In both forms.
     #[test]
     fn a_snapshot_runs_cannot_write_is_merged() {
+        for compact in [false, true] {
+            runs_cannot_write_is_merged(compact);
+        }
+    }
+
+    fn runs_cannot_write_is_merged(compact: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let q = queue_in(dir.path(), 64, 4);
+        let q = queue_in(dir.path(), 64, 4, compact);
         for i in 0..10u64 {
             log_as(&q, 1, Event::new(10 + i, user::USER0, 1, [i, 1]));
         }
         assert!(same_as_merged(&q, dir.path()));
         log_as(&q, 1, Event::new(5, user::USER0, 1, [0, 0]));
         assert!(!same_as_merged(&q, dir.path()), "a time going back");
-        let q = queue_in(dir.path(), 64, 4);
+        let q = queue_in(dir.path(), 64, 4, compact);
         log_as(
             &q,
             1,
@@ -853,7 +941,7 @@ mod tests {
         );
         log_as(&q, 2, Event::new(4, user::USER0, 2, [0, 0]));
         assert!(!same_as_merged(&q, dir.path()), "a hoops record");
-        let q = queue_in(dir.path(), 64, 4);
+        let q = queue_in(dir.path(), 64, 4, compact);
         log_as(&q, 1, Event::new(3, user::USER0, 1, [0, 0]));
         assert!(same_as_merged(&q, dir.path()));
         log_as(

@@ -54,6 +54,7 @@ pub struct CircularParams {
     shards: usize,
     file: Option<PathBuf>,
     ring: RingStorage,
+    compact: bool,
 }
 
 impl CircularParams {
@@ -88,6 +89,31 @@ impl CircularParams {
     pub fn with_ring(mut self, ring: RingStorage) -> Self {
         self.ring = ring;
         self
+    }
+
+    /// Saves and snapshots (also those of snapshot triggers and of the
+    /// control endpoint) in compact chunks (`true`, the default: trace-file
+    /// version 2, FORMAT.md 1.11, about 5 bytes an event, encoded when the
+    /// file is written, never by the producers) or in 32-byte records
+    /// (`false`: version 1, for tools that read the records at fixed
+    /// offsets). Every reader of this crate and `qtrace` reads both. The
+    /// rings (and their ring file) keep 32-byte slots either way.
+    ///
+    /// ```
+    /// use qtrace::queues::CircularParams;
+    ///
+    /// assert!(CircularParams::default().compact());
+    /// assert!(!CircularParams::default().with_compact(false).compact());
+    /// ```
+    pub fn with_compact(mut self, compact: bool) -> Self {
+        self.compact = compact;
+        self
+    }
+
+    /// Whether saves and snapshots are compact chunks
+    /// ([`with_compact`](Self::with_compact)).
+    pub fn compact(&self) -> bool {
+        self.compact
     }
 
     /// Events kept.
@@ -131,6 +157,7 @@ impl Default for CircularParams {
             shards: CircularParams::DEFAULT_SHARDS,
             file: None,
             ring: RingStorage::File,
+            compact: true,
         }
     }
 }
@@ -198,6 +225,7 @@ impl QueueType for Circular {
             ctx: FileContext::new(ctx),
             status: StatusCell::default(),
             saved: std::sync::atomic::AtomicBool::new(false),
+            compact: params.compact,
             scratch: parking_lot::Mutex::new(Box::default()),
             mem,
         }))

@@ -1,12 +1,13 @@
 //! A snapshot's usual case, written as runs: when the shared ring holds
 //! nothing, every ring is a shard, whose records sit on consecutive tickets
 //! with times that do not go back. The shards are copied once, already in
-//! the file's encoding ([`ShardRing::read_encoded`]), and the merge by time
-//! is a sequence of runs, each written straight from its copy (no second
-//! copy, no encoding pass, and a run of 1 MiB or more bypasses the file's
-//! buffer). The file is byte for byte what [`super::merge`] and
-//! `write_trace_from` write for the same records (issue 36; the tests
-//! compare the two).
+//! 32-byte records ([`ShardRing::read_encoded`]), and the merge by time
+//! is a sequence of runs, each written straight from its copy: in a
+//! 32-byte file with no second copy and no encoding pass (a run of 1 MiB or
+//! more bypasses the file's buffer); in a compact file (the default) each
+//! record is decoded from the copy into the chunk being encoded. The file
+//! is byte for byte what [`super::merge`] and `write_trace_from` write for
+//! the same records, in either form (issue 36; the tests compare the two).
 //!
 //! [`ShardRing::read_encoded`]: crate::ring::shard::ShardRing::read_encoded
 
@@ -18,9 +19,9 @@ use std::path::Path;
 use super::merge::{cut_by, first_failing, Key};
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::QueueContext;
-use crate::storage::save::{create_locked, hoops};
+use crate::storage::save::{create_locked, hoops, save_header};
 use crate::wire::record::RECORD_LEN;
-use crate::wire::{QueueTotals, TraceHeader, TraceWriter};
+use crate::wire::{QueueTotals, TraceWriter};
 
 /// Records handed to one `write` at most (1 MiB, past the file's buffer,
 /// so it passes them through). Measured (issue 36): a whole 32 MiB run in
@@ -64,6 +65,7 @@ pub(super) fn write_runs(
     rings: &[Copied<'_>],
     capacity: usize,
     totals: QueueTotals,
+    compact: bool,
 ) -> Result<u64, ConfigError> {
     let lens: Vec<usize> = rings.iter().map(|c| c.records.len()).collect();
     let total: usize = lens.iter().sum();
@@ -99,7 +101,7 @@ pub(super) fn write_runs(
     // they are, in pieces.
     let mut w = TraceWriter::new(
         BufWriter::with_capacity(1 << 16, file),
-        &TraceHeader::for_queue(ctx),
+        &save_header(ctx, compact),
     )
     .map_err(io("write the header of trace file"))?;
     w.write_events(&ctx.names.records(first))
@@ -189,8 +191,9 @@ mod tests {
     }
 
     /// Runs write byte for byte the file the merge writes (through
-    /// `write_trace_from`, as a snapshot did before runs), cut or not, and
-    /// say the same number of records.
+    /// `write_trace_from`, as a snapshot did before runs), cut or not, in
+    /// 32-byte records and in compact chunks, and say the same number of
+    /// records.
     #[test]
     fn runs_write_the_bytes_of_the_merge() {
         let dir = tempfile::tempdir().unwrap();
@@ -238,17 +241,20 @@ mod tests {
                     ring: k + 1,
                 })
                 .collect();
-            let n = write_runs(&a, &ctx, &copied, capacity, totals).unwrap();
+            // Both forms: 32-byte records and compact chunks.
+            let compact = case % 2 == 1;
+            let n = write_runs(&a, &ctx, &copied, capacity, totals, compact).unwrap();
             // The merge's input: the (empty) shared ring, then the shards.
             let mut input = vec![(Vec::new(), None)];
             input.extend(rings.into_iter().map(|r| (r, None)));
             let mut merged = merge(input, capacity, ctx.handle, || ctx.clock.now());
             let fill = |batch: &mut Vec<Event>| merged.fill(batch, BATCH);
-            let m = write_trace_from(&b, &ctx, fill, totals).unwrap();
+            let m = write_trace_from(&b, &ctx, fill, totals, compact).unwrap();
             assert_eq!(n, m, "case {case}");
             let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
             assert_eq!(a, b, "case {case}");
             let reader = crate::reader::TraceReader::new(&a[..]).unwrap();
+            assert_eq!(reader.header().is_compact(), compact, "case {case}");
             hoops += reader
                 .filter(|e| e.as_ref().unwrap().id == crate::classes::tracer::HOOPS)
                 .count();
