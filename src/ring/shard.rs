@@ -44,6 +44,10 @@ pub(crate) struct EncodedRead {
     /// Whether a valid record is a hoops record (its loss counts in a file's
     /// close run).
     pub(crate) hoops: bool,
+    /// Whether records were copied but the producer overwrote them all
+    /// meanwhile (then the tickets below `first` are lost to the reader; an
+    /// empty copy of a ring with nothing left to read is not lapped).
+    pub(crate) lapped: bool,
 }
 
 /// One record's four words, never straddling a cache line.
@@ -252,7 +256,7 @@ impl ShardRing {
     pub(crate) fn read_encoded(&self, out: &mut Vec<[u8; RECORD_LEN]>) -> EncodedRead {
         let mut read = self.read_encoded_once(out);
         for _ in 0..LAPPED_RETRIES {
-            if read.start < out.len() || out.is_empty() {
+            if !read.lapped {
                 break;
             }
             read = self.read_encoded_once(out);
@@ -297,6 +301,7 @@ impl ShardRing {
             // A time going back at `start` compares with a stale record.
             in_order: back == usize::MAX || back <= start,
             hoops: hoops != usize::MAX && hoops >= start,
+            lapped: !out.is_empty() && start == out.len(),
         }
     }
 
@@ -310,18 +315,22 @@ impl ShardRing {
     }
 
     /// [`ShardRing::read`] into `out` (emptied first; its room reused).
-    /// Returns the ticket after the newest record copied, valid or not: when
-    /// `out` is empty, the tickets below it are the ring's events that are
-    /// not in the copy (a reader must count them as lost).
-    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) -> u64 {
-        let mut committed = self.copy_into(self.consumed.load(Ordering::Acquire), out);
-        for _ in 0..LAPPED_RETRIES {
-            if !out.is_empty() || committed <= self.consumed.load(Ordering::Acquire) {
-                break;
+    /// Returns, when the producer overwrote every record copied meanwhile
+    /// (after [`LAPPED_RETRIES`] more tries), the ticket after the newest of
+    /// them: the tickets below it are the ring's events not in the copy (a
+    /// reader must count them as lost); else `None`.
+    pub(crate) fn read_into(&self, out: &mut Vec<Ticketed>) -> Option<u64> {
+        let mut lapped = None;
+        for _ in 0..=LAPPED_RETRIES {
+            let from = self.consumed.load(Ordering::Acquire);
+            let committed = self.copy_into(from, out);
+            // Valid records copied, or nothing there to copy.
+            if !out.is_empty() || committed <= from {
+                return None;
             }
-            committed = self.copy_into(self.consumed.load(Ordering::Acquire), out);
+            lapped = Some(committed);
         }
-        committed
+        lapped
     }
 
     /// Like [`ShardRing::read`], and marks everything read (and everything

@@ -381,10 +381,9 @@ impl CircularQueue {
         let mut rings: Vec<(Vec<Ticketed>, Option<u64>)> = vec![(shared, None)];
         for ring in self.shards_in_use() {
             let mut records = spare.pop().unwrap_or_default();
-            let end = ring.read_into(&mut records);
             // A copy its producer lapped whole: its events are lost to the
-            // snapshot, a trailing hoops record says so.
-            let end = records.is_empty().then_some(end);
+            // snapshot, a trailing hoops record up to `end` says so.
+            let end = ring.read_into(&mut records);
             rings.push((records, end));
         }
         let ctx = self.ctx.get();
@@ -436,7 +435,7 @@ impl CircularQueue {
                         event: crate::wire::record::parse(bytes),
                     },
                 ));
-                let end = records.is_empty().then_some(read.first);
+                let end = read.lapped.then_some(read.first);
                 rings.push((records, end));
             }
             let ctx = self.ctx.get();
@@ -453,6 +452,7 @@ impl CircularQueue {
                 records: &buffer[read.start..],
                 first: read.first,
                 ring: k + 1,
+                lapped: read.lapped,
             })
             .collect();
         let result = runs::write_runs(

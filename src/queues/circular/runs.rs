@@ -37,6 +37,9 @@ pub(super) struct Copied<'a> {
     /// The ring's number in the merge's order (0 is the shared ring, `k` the
     /// `k`th shard in use): it breaks ties of time and ticket.
     pub(super) ring: usize,
+    /// Whether its producer overwrote every record copied (`records` is
+    /// then empty and the tickets below `first` are lost to the snapshot).
+    pub(super) lapped: bool,
 }
 
 impl Copied<'_> {
@@ -78,11 +81,11 @@ pub(super) fn write_runs(
     // are all cut, the hoops record for them all, stamped with the newest's
     // time and after every record of that time (the merge's trailing hoops
     // record).
-    // A ring with no record copied but tickets before `first` (its producer
-    // lapped the copy) has the hoops record for them all too, stamped now.
+    // A ring whose copy its producer lapped has the hoops record for all its
+    // tickets before `first` too, stamped now.
     let mut now = None;
     let mut heads: BinaryHeap<Reverse<(Key, usize)>> = (0..rings.len())
-        .filter(|&i| lens[i] > 0 || rings[i].first > 0)
+        .filter(|&i| lens[i] > 0 || (rings[i].lapped && rings[i].first > 0))
         .map(|i| match (lens[i], skip[i] < lens[i]) {
             (0, _) => {
                 let t = *now.get_or_insert_with(|| ctx.clock.now());
@@ -239,6 +242,7 @@ mod tests {
                     records: e,
                     first: r.first().map_or(0, |t| t.ticket),
                     ring: k + 1,
+                    lapped: false,
                 })
                 .collect();
             // Both forms: 32-byte records and compact chunks.
@@ -265,7 +269,8 @@ mod tests {
 
     /// A shard whose copy its producer lapped whole (no record copied,
     /// tickets before `first`) is one hoops record for all its events,
-    /// stamped now, in the runs as in the merge, byte for byte.
+    /// stamped now, in the runs as in the merge, byte for byte (32-byte
+    /// records and compact chunks).
     #[test]
     fn a_lapped_shard_is_one_hoops_record_in_runs_and_merge() {
         let dir = tempfile::tempdir().unwrap();
@@ -303,6 +308,7 @@ mod tests {
                     records: e,
                     first: r.first().map_or(0, |t| t.ticket),
                     ring: k + 1,
+                    lapped: false,
                 })
                 .collect();
             // The lapped shard among the others.
@@ -313,6 +319,7 @@ mod tests {
                     records: &[],
                     first: lapped,
                     ring: at + 1,
+                    lapped: true,
                 },
             );
             for (k, c) in copied.iter_mut().enumerate() {
@@ -320,7 +327,8 @@ mod tests {
             }
             let total: usize = rings.iter().map(Vec::len).sum();
             let capacity = total + 1;
-            let n = write_runs(&a, &ctx, &copied, capacity, totals).unwrap();
+            let compact = case % 2 == 1;
+            let n = write_runs(&a, &ctx, &copied, capacity, totals, compact).unwrap();
             let mut input = vec![(Vec::new(), None)];
             let mut rest: Vec<(Vec<Ticketed>, Option<u64>)> =
                 rings.into_iter().map(|r| (r, None)).collect();
@@ -328,7 +336,7 @@ mod tests {
             input.extend(rest);
             let mut merged = merge(input, capacity, ctx.handle, || ctx.clock.now());
             let fill = |batch: &mut Vec<Event>| merged.fill(batch, BATCH);
-            let m = write_trace_from(&b, &ctx, fill, totals).unwrap();
+            let m = write_trace_from(&b, &ctx, fill, totals, compact).unwrap();
             assert_eq!(n, m, "case {case}");
             let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
             assert_eq!(a, b, "case {case}");
