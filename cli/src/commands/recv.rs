@@ -51,8 +51,8 @@ pub struct RecvArgs {
     /// Read a firmware's byte stream instead of UDP (FORMAT.md 10).
     ///
     /// Read a firmware's byte stream (FORMAT.md 10) instead of listening
-    /// for UDP datagrams: PATH (a tty — set it raw first, `stty -F PATH raw
-    /// 115200` —, a pty, a file, a FIFO), tcp:HOST:PORT or unix:PATH (QEMU's
+    /// for UDP datagrams: PATH (a tty — put in raw mode here; its speed is
+    /// `stty -F PATH 115200`'s —, a pty, a file, a FIFO), tcp:HOST:PORT or unix:PATH (QEMU's
     /// `-serial` socket chardevs). Frames are resynchronised at every
     /// delimiter; bad ones are counted and skipped. Stops at the stream's
     /// end frame, at the end of the input, or at --count / --duration.

@@ -249,6 +249,102 @@ fn a_stream_piped_into_stdin_arrives_whole() {
         .all(|(i, e)| e.args[0] == i as u64));
 }
 
+/// `--serial /dev/pts/N` (QEMU's `-serial pty`, or a USB serial adapter's
+/// tty): the receiver puts the terminal in raw mode before it reads (a
+/// pty's line discipline starts cooked: it would translate CR, edit lines
+/// and echo the bytes back), then every event arrives, none lost.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stream_through_a_pty_arrives_whole() {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    use rustix::termios::{tcgetattr, LocalModes};
+    use std::os::unix::fs::OpenOptionsExt;
+    let (wire, stats) = stream(usize::MAX, 8);
+    assert_eq!((stats.sent, stats.dropped), (N, 0));
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let name = name.to_str().unwrap().to_string();
+    // The test's own end of the terminal, to see its modes (and so that
+    // the terminal is not hung up between the receiver's open and ours).
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .unwrap();
+    assert!(tcgetattr(&slave)
+        .unwrap()
+        .local_modes
+        .contains(LocalModes::ICANON));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pty.qtr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qtrace"))
+        .args([
+            "recv",
+            "--serial",
+            &name,
+            "--json",
+            "--duration",
+            "60",
+            "--out",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let deadline = std::time::Duration::from_secs(30);
+    while tcgetattr(&slave)
+        .unwrap()
+        .local_modes
+        .contains(LocalModes::ICANON)
+    {
+        if started.elapsed() > deadline || child.try_wait().unwrap().is_some() {
+            child.kill().ok();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "qtrace recv --serial {name} left the terminal cooked: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut to_receiver = std::fs::File::from(master);
+    let writer = std::thread::spawn(move || to_receiver.write_all(&wire).map(|()| wire.len()));
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("qtrace recv --serial {name} did not end in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    // Checked before the writer is joined: a receiver gone early would
+    // leave it blocked on a full terminal.
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["events"], N, "{json}");
+    let written = writer.join().unwrap().unwrap();
+    assert_eq!(json["lost_events"], 0);
+    assert_eq!(json["stream_bad_frames"], 0);
+    assert_eq!(json["stream_bytes"], written as u64);
+    let (events, lost) = read(&out);
+    assert_eq!((events.len() as u64, lost), (N, 0));
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.args[0] == i as u64 && e.time == 1_000 + 10 * i as u64));
+    drop(slave);
+}
+
 /// `--serial unix:PATH` (QEMU's `-serial unix:PATH,server`): a listener on a
 /// Unix socket in a temporary folder writes the whole stream and closes;
 /// every event arrives, equal to the one logged, none lost, the stream

@@ -104,6 +104,10 @@ fn open(spec: &str) -> Result<(Box<dyn Read + Send>, SocketAddr, String), String
     match parse(spec)? {
         Spec::Path(p) => {
             let f = std::fs::File::open(&p).map_err(|e| format!("--serial {p}: {e}"))?;
+            #[cfg(unix)]
+            raw_if_tty(&f).map_err(|e| {
+                format!("--serial {p}: a terminal, and it cannot be put in raw mode: {e}")
+            })?;
             Ok((Box::new(f), unspecified, p))
         }
         Spec::Tcp(hp) => {
@@ -127,6 +131,23 @@ fn open(spec: &str) -> Result<(Box<dyn Read + Send>, SocketAddr, String), String
             "--serial unix:{p}: Unix sockets need a Unix system"
         )),
     }
+}
+
+/// Puts a terminal (a serial port, a pty) in raw mode, as `cfmakeraw`
+/// does: no line editing, echo, signal characters or CR/NL translation,
+/// which would alter, hold back or send back the frames' bytes. Its speed is
+/// left as it is (`stty -F PATH 115200` sets a real port's). Anything else
+/// is left alone.
+#[cfg(unix)]
+fn raw_if_tty(f: &std::fs::File) -> io::Result<()> {
+    use rustix::termios::{isatty, tcgetattr, tcsetattr, OptionalActions};
+    if !isatty(f) {
+        return Ok(());
+    }
+    let mut t = tcgetattr(f)?;
+    t.make_raw();
+    tcsetattr(f, OptionalActions::Now, &t)?;
+    Ok(())
 }
 
 /// What the reader thread sends: bytes, or the end of the input.
