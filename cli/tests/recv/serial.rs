@@ -84,6 +84,18 @@ fn recv(spec: &str, out: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// Waits for `qtrace recv --serial SPEC`, started at `started`, to end by
+/// itself; kills it and fails past 60 s.
+fn wait_bounded(child: &mut std::process::Child, started: std::time::Instant, spec: &str) {
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("qtrace recv --serial {spec} did not end in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The events of the received file, and its hoops records' losses.
 fn read(out: &Path) -> (Vec<Event>, u64) {
     let mut events = Vec::new();
@@ -222,13 +234,7 @@ fn a_stream_piped_into_stdin_arrives_whole() {
     drop(stdin);
     // Bounded: the end frame (or the end of the pipe) ends it.
     let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("qtrace recv --serial /dev/stdin did not end in 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_bounded(&mut child, started, "/dev/stdin");
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -315,13 +321,7 @@ fn a_stream_through_a_pty_arrives_whole() {
     }
     let mut to_receiver = std::fs::File::from(master);
     let writer = std::thread::spawn(move || to_receiver.write_all(&wire).map(|()| wire.len()));
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("qtrace recv --serial {name} did not end in 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_bounded(&mut child, started, &name);
     let output = child.wait_with_output().unwrap();
     // Checked before the writer is joined: a receiver gone early would
     // leave it blocked on a full terminal.

@@ -193,6 +193,53 @@ mod tests {
             .collect()
     }
 
+    /// A circular queue's context writing into `dir`, on a manual clock at
+    /// 4242.
+    fn context(dir: &std::path::Path) -> QueueContext {
+        QueueContext {
+            handle: QueueHandle(3),
+            type_name: "circular",
+            output_dir: dir.to_path_buf(),
+            catalog: Arc::new(Catalog::builtin()),
+            clock: Clock::manual(&ManualClock::new(4242)),
+            names: Default::default(),
+        }
+    }
+
+    /// Each ring's records in the file's encoding, as `read_encoded` copies.
+    fn encode(rings: &[Vec<Ticketed>]) -> Vec<Vec<[u8; RECORD_LEN]>> {
+        rings
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|t| {
+                        let mut bytes = [0u8; RECORD_LEN];
+                        emit(&t.event, &mut bytes);
+                        bytes
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The runs' view of the rings' `encoded` copies (shards 1, 2, …).
+    fn copies<'a>(
+        encoded: &'a [Vec<[u8; RECORD_LEN]>],
+        rings: &[Vec<Ticketed>],
+    ) -> Vec<Copied<'a>> {
+        encoded
+            .iter()
+            .zip(rings)
+            .enumerate()
+            .map(|(k, (e, r))| Copied {
+                records: e,
+                first: r.first().map_or(0, |t| t.ticket),
+                ring: k + 1,
+                lapped: false,
+            })
+            .collect()
+    }
+
     /// Runs write byte for byte the file the merge writes (through
     /// `write_trace_from`, as a snapshot did before runs), cut or not, in
     /// 32-byte records and in compact chunks, and say the same number of
@@ -200,14 +247,7 @@ mod tests {
     #[test]
     fn runs_write_the_bytes_of_the_merge() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = QueueContext {
-            handle: QueueHandle(3),
-            type_name: "circular",
-            output_dir: dir.path().to_path_buf(),
-            catalog: Arc::new(Catalog::builtin()),
-            clock: Clock::manual(&ManualClock::new(4242)),
-            names: Default::default(),
-        };
+        let ctx = context(dir.path());
         let (a, b) = (dir.path().join("runs.qtr"), dir.path().join("merge.qtr"));
         let totals = QueueTotals {
             accepted: 9,
@@ -222,29 +262,8 @@ mod tests {
             let total: usize = rings.iter().map(Vec::len).sum();
             let capacity = 1 + rng.next(total as u64 + 6) as usize;
             cuts += usize::from(total > capacity);
-            let encoded: Vec<Vec<[u8; RECORD_LEN]>> = rings
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .map(|t| {
-                            let mut bytes = [0u8; RECORD_LEN];
-                            emit(&t.event, &mut bytes);
-                            bytes
-                        })
-                        .collect()
-                })
-                .collect();
-            let copied: Vec<Copied<'_>> = encoded
-                .iter()
-                .zip(&rings)
-                .enumerate()
-                .map(|(k, (e, r))| Copied {
-                    records: e,
-                    first: r.first().map_or(0, |t| t.ticket),
-                    ring: k + 1,
-                    lapped: false,
-                })
-                .collect();
+            let encoded = encode(&rings);
+            let copied = copies(&encoded, &rings);
             // Both forms: 32-byte records and compact chunks.
             let compact = case % 2 == 1;
             let n = write_runs(&a, &ctx, &copied, capacity, totals, compact).unwrap();
@@ -274,43 +293,15 @@ mod tests {
     #[test]
     fn a_lapped_shard_is_one_hoops_record_in_runs_and_merge() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = QueueContext {
-            handle: QueueHandle(3),
-            type_name: "circular",
-            output_dir: dir.path().to_path_buf(),
-            catalog: Arc::new(Catalog::builtin()),
-            clock: Clock::manual(&ManualClock::new(4242)),
-            names: Default::default(),
-        };
+        let ctx = context(dir.path());
         let (a, b) = (dir.path().join("runs.qtr"), dir.path().join("merge.qtr"));
         let totals = QueueTotals::default();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..100 {
             let rings = shards(&mut rng);
             let lapped = 1 + rng.next(5000);
-            let encoded: Vec<Vec<[u8; RECORD_LEN]>> = rings
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .map(|t| {
-                            let mut bytes = [0u8; RECORD_LEN];
-                            emit(&t.event, &mut bytes);
-                            bytes
-                        })
-                        .collect()
-                })
-                .collect();
-            let mut copied: Vec<Copied<'_>> = encoded
-                .iter()
-                .zip(&rings)
-                .enumerate()
-                .map(|(k, (e, r))| Copied {
-                    records: e,
-                    first: r.first().map_or(0, |t| t.ticket),
-                    ring: k + 1,
-                    lapped: false,
-                })
-                .collect();
+            let encoded = encode(&rings);
+            let mut copied = copies(&encoded, &rings);
             // The lapped shard among the others.
             let at = rng.next(copied.len() as u64 + 1) as usize;
             copied.insert(
