@@ -76,6 +76,12 @@ fn recv(spec: &str, out: &Path) -> serde_json::Value {
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    summary(&output)
+}
+
+/// The JSON summary of a `qtrace recv --json` that exited 0 (else its
+/// standard error, as the failure).
+fn summary(output: &std::process::Output) -> serde_json::Value {
     assert!(
         output.status.success(),
         "{}",
@@ -235,13 +241,7 @@ fn a_stream_piped_into_stdin_arrives_whole() {
     // Bounded: the end frame (or the end of the pipe) ends it.
     let started = std::time::Instant::now();
     wait_bounded(&mut child, started, "/dev/stdin");
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = summary(&child.wait_with_output().unwrap());
     assert_eq!(json["events"], N);
     assert_eq!(json["lost_events"], 0);
     assert_eq!(json["stream_bad_frames"], 0);
@@ -322,15 +322,9 @@ fn a_stream_through_a_pty_arrives_whole() {
     let mut to_receiver = std::fs::File::from(master);
     let writer = std::thread::spawn(move || to_receiver.write_all(&wire).map(|()| wire.len()));
     wait_bounded(&mut child, started, &name);
-    let output = child.wait_with_output().unwrap();
     // Checked before the writer is joined: a receiver gone early would
     // leave it blocked on a full terminal.
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = summary(&child.wait_with_output().unwrap());
     assert_eq!(json["events"], N, "{json}");
     let written = writer.join().unwrap().unwrap();
     assert_eq!(json["lost_events"], 0);
