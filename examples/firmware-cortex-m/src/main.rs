@@ -20,12 +20,14 @@
 //! dropped and counted. It prints each stream's account over semihosting;
 //! `scripts/qemu.sh` checks it against `qtrace recv --serial`.
 //!
-//! Last, the RTT phase: 100,000 events from the main loop and one a tick
+//! Last, the RTT phase: 100 events a tick from the main loop and one a tick
 //! from SysTick, drained from the main loop into an RTT ring in RAM
 //! (`qtrace_core::stream::RttRing`, the symbol `_SEGGER_RTT`) that the
 //! host reads through QEMU's QMP socket (`qtrace recv --rtt-qmp`) while
-//! the firmware runs. The firmware prints its own count, then waits (the
-//! host quits QEMU once it has the stream's end frame).
+//! the firmware runs. The phase lasts until a byte arrives on UART2
+//! (QEMU's third `-serial`: the host says it has seen enough), at most
+//! `RTT_MAX_EVENTS` events (30 s). The firmware prints its own count, then
+//! waits (the host quits QEMU once it has the stream's end frame).
 #![no_std]
 #![no_main]
 
@@ -82,7 +84,7 @@ static TRACER: Tracer<1> = Tracer::new(&CATALOG, [&RING], now);
 /// The streamed phase: its own ring and tracer, drained over a UART.
 static STREAM_RING: CircularRing<256> = CircularRing::new();
 static STREAM: Tracer<1> = Tracer::new(&CATALOG, [&STREAM_RING], now);
-/// Events each stream carries.
+/// Events each UART stream carries.
 const STREAMED: u32 = 100_000;
 /// The drain is polled after every this many events.
 const POLL_EVERY: u32 = 128;
@@ -90,6 +92,11 @@ const POLL_EVERY: u32 = 128;
 /// second `-serial`.
 const UART0: usize = 0x4000_4000;
 const UART1: usize = 0x4000_5000;
+/// UART2 (QEMU's third `-serial`): a byte received ends the RTT phase.
+const UART2: usize = 0x4000_6000;
+/// The RTT phase's main-loop events when no byte arrives on UART2: 30 s
+/// at 100 a tick (a host that never says stop).
+const RTT_MAX_EVENTS: u32 = 3_000_000;
 
 /// The RTT ring the host reads through QMP (FORMAT.md 10.7): 16 KiB of
 /// stream (about 2,600 events at 6.3 bytes each: 26 ms at 100 k events/s,
@@ -248,7 +255,12 @@ fn main() -> ! {
     hprintln!("firmware: rtt: started");
     TICK_STREAMS.store(true, Ordering::Relaxed);
     let write = |b: &[u8]| _SEGGER_RTT.write(b);
-    let rtt = stream_with(&write, usize::MAX, 3, 64, RTT_PER_TICK, &|| {
+    uart_init(UART2);
+    // Paced, the phase must last until the host has attached and read:
+    // it ends when the host says so on UART2, not after a fixed count a
+    // slow host could miss (CI once started its reader after the end).
+    let done = |i: u32| i >= RTT_MAX_EVENTS || uart_received(UART2);
+    let (rtt, logged) = stream_with(&write, usize::MAX, 3, 64, RTT_PER_TICK, &done, &|| {
         // SysTick stops logging before the close: on one core no handler is
         // half way through once this store is done, so the count is final.
         TICK_STREAMS.store(false, Ordering::Relaxed);
@@ -256,7 +268,7 @@ fn main() -> ! {
     let ticks = TICK_STREAMED.load(Ordering::Relaxed);
     hprintln!(
         "firmware: stream rtt: {} events logged, {} sent, {} dropped ({} chunks), {} frames, {} bytes; {} of the events from SysTick",
-        STREAMED + ticks, rtt.sent, rtt.dropped, rtt.chunks_dropped, rtt.frames, rtt.bytes, ticks
+        logged + ticks, rtt.sent, rtt.dropped, rtt.chunks_dropped, rtt.frames, rtt.bytes, ticks
     );
     // The host quits QEMU once it has read the end frame.
     loop {
@@ -315,14 +327,28 @@ fn dump() -> Option<qtrace_core::DumpSummary> {
     (ok && closed == 0).then_some(summary)
 }
 
-/// Enables the transmitter of the CMSDK UART at `base`.
+/// Enables the transmitter and the receiver of the CMSDK UART at `base`.
 fn uart_init(base: usize) {
-    // SAFETY: `base` is a CMSDK APB UART of the mps2-an385 (UART0/UART1);
+    // SAFETY: `base` is a CMSDK APB UART of the mps2-an385 (UART0-UART2);
     // BAUDDIV (0x10) takes any value from 16, CTRL (0x08) bit 0 enables
-    // the transmitter.
+    // the transmitter, bit 1 the receiver.
     unsafe {
         core::ptr::write_volatile((base + 0x10) as *mut u32, 16);
-        core::ptr::write_volatile((base + 0x08) as *mut u32, 1);
+        core::ptr::write_volatile((base + 0x08) as *mut u32, 3);
+    }
+}
+
+/// Whether the UART at `base` holds a received byte (STATE bit 1); takes
+/// it if so.
+fn uart_received(base: usize) -> bool {
+    // SAFETY: STATE (0x04) and DATA (0x00) of a CMSDK APB UART; reading
+    // DATA takes the byte and clears RXFULL.
+    unsafe {
+        let full = core::ptr::read_volatile((base + 0x04) as *const u32) & 2 != 0;
+        if full {
+            core::ptr::read_volatile(base as *const u32);
+        }
+        full
     }
 }
 
@@ -356,24 +382,27 @@ fn uart_write(base: usize, bytes: &[u8]) -> usize {
 /// the stream's sender id.
 fn stream(base: usize, max: usize, sender: u32) -> DrainStats {
     uart_init(base);
-    stream_with(&|b: &[u8]| uart_write(base, b), max, sender, 256, 0, &|| {})
+    let write = |b: &[u8]| uart_write(base, b);
+    stream_with(&write, max, sender, 256, 0, &|i| i >= STREAMED, &|| {}).0
 }
 
-/// Logs `STREAMED` events of the scheduler's pattern into the stream
-/// tracer, polling a drain into `write` (at most `max` bytes a poll) every
-/// `POLL_EVERY` events, then calls `before_close`, closes the stream and
-/// polls until the end frame is sent. The catalog goes first and again
-/// every `catalog_every` chunks; `sender` is the stream's sender id. With
-/// `per_tick` > 0, after every `per_tick` events it waits for the next
-/// SysTick (a paced producer).
+/// Logs events of the scheduler's pattern into the stream tracer, whole
+/// cycles of five until `done(events so far)`, polling a drain into
+/// `write` (at most `max` bytes a poll) every `POLL_EVERY` events, then
+/// calls `before_close`, closes the stream and polls until the end frame
+/// is sent. The catalog goes first and again every `catalog_every` chunks;
+/// `sender` is the stream's sender id. With `per_tick` > 0, after every
+/// `per_tick` events it waits for the next SysTick (a paced producer).
+/// Returns the drain's account and the events logged.
 fn stream_with(
     write: &dyn Fn(&[u8]) -> usize,
     max: usize,
     sender: u32,
     catalog_every: u32,
     per_tick: u32,
+    done: &dyn Fn(u32) -> bool,
     before_close: &dyn Fn(),
-) -> DrainStats {
+) -> (DrainStats, u32) {
     let spec = HeaderSpec {
         ticks_per_second: 1_000_000_000,
         clock_kind: "systick",
@@ -383,7 +412,7 @@ fn stream_with(
     let mut buf = [0u8; 1024];
     let mut drain = match Drain::new(&STREAM_RING, &CATALOG, spec, sender, &mut buf) {
         Ok(d) => d.catalog_every(catalog_every),
-        Err(_) => return DrainStats::default(),
+        Err(_) => return (DrainStats::default(), 0),
     };
     // At most `max` bytes a poll.
     let poll = |drain: &mut Drain<'_, StaticCatalog>| {
@@ -395,7 +424,7 @@ fn stream_with(
         })
     };
     let mut i = 0u32;
-    while i < STREAMED {
+    while !(i.is_multiple_of(5) && done(i)) {
         let task = task_of(i / 5);
         match i % 5 {
             0 => STREAM.log_event(system::SCHEDULE, 0, [task, 0]),
@@ -418,5 +447,5 @@ fn stream_with(
     before_close();
     drain.close();
     while poll(&mut drain) != Status::Closed {}
-    drain.stats()
+    (drain.stats(), i)
 }
