@@ -548,12 +548,25 @@ fn restarted(f: &Firmware, addr: u32, len: usize) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// A control block whose counters turn impossible mid-run (`committed`
-/// goes back): the run ends with the error, naming the block and what to
-/// do, never a panic; the trace received so far is written and reads back
-/// with what the summary counted.
+/// A control block whose counters go back mid-run (`committed` and
+/// `reserved` set to 0: the firmware restarted): the run ends with the
+/// error, saying which counter went back from what to what, why, and what
+/// to do, never a panic; the trace received so far is written and reads
+/// back with what the summary counted.
 #[test]
 fn counters_that_go_back_mid_run_end_it_with_the_error() {
+    use qtrace_core::stream::rtt_offset::COMMITTED;
+    // The firmware is stepped (20 events) before each read of the control
+    // block, and `--poll-ms 0` reads it once a poll: the block read before
+    // the first one set back is the firmware's after 1,980 events.
+    let mut before = Firmware::new(20);
+    for _ in 0..99 {
+        before.step();
+    }
+    assert_eq!(before.logged, 1_980);
+    let block = before.memory(BASE, RTT_HEADER_LEN).unwrap();
+    let seen = u32::from_le_bytes(block[COMMITTED..COMMITTED + 4].try_into().unwrap());
+    assert!(seen > 0);
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("qmp.sock");
     let server = serve(&socket, Firmware::new(20), Firmware::step, restarted, |f| {
@@ -574,15 +587,20 @@ fn counters_that_go_back_mid_run_end_it_with_the_error() {
     let firmware = server.join().unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    // (`committed` is the one the host had taken up to: more than 0.)
-    assert!(
-        err.contains("qtrace: cannot read the byte stream: the RTT control block at 0x20000000: impossible RTT counters: committed ")
-            && err.contains(", reserved 0 (the firmware restarted? run qtrace recv again)")
-            && !err.contains("committed 0,"),
-        "{err}"
+    let message = format!(
+        "qtrace: cannot read the byte stream: the RTT control block at 0x20000000: its count of \
+         bytes written (committed) went back from {seen} to 0 during the run, which a running \
+         firmware never does: the firmware restarted (a reset initialises the ring again), or \
+         its RAM was overwritten. The trace received so far is written; to receive the new \
+         run, start qtrace recv again (an existing --out file is moved aside to \
+         <stem>-previous.qtr) or give it a new --out\n"
     );
     assert!(
-        firmware.logged < 10_000,
+        err.lines().any(|l| format!("{l}\n") == message),
+        "want the line {message:?} in:\n{err}"
+    );
+    assert_eq!(
+        firmware.logged, 2_000,
         "the host stopped reading at the error"
     );
     let got = TraceReader::open(&out)

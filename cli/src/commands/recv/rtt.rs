@@ -299,6 +299,17 @@ fn rand_word() -> u64 {
     h.finish()
 }
 
+/// What to do once a ring's counters turned impossible mid-run.
+const AGAIN: &str = "The trace received so far is written; to receive the new run, start qtrace recv again (an existing --out file is moved aside to <stem>-previous.qtr) or give it a new --out";
+
+/// The error for a control block at `addr` whose `committed` went back
+/// from `seen` (read before) to `now` during the run.
+fn went_back(addr: u32, seen: u32, now: u32) -> String {
+    format!(
+        "the RTT control block at {addr:#010x}: its count of bytes written (committed) went back from {seen} to {now} during the run, which a running firmware never does: the firmware restarted (a reset initialises the ring again), or its RAM was overwritten. {AGAIN}"
+    )
+}
+
 /// A receiver fed by the RTT ring at `at`, read through the QMP socket
 /// `socket` every `poll` (and as fast as QEMU answers with a zero
 /// interval), the stream's counts, and what to call it.
@@ -359,8 +370,21 @@ pub fn receiver(
         let invalid = |e: RttError| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("the RTT control block at {addr:#010x}: {e} (the firmware restarted? run qtrace recv again)"),
+                format!("the RTT control block at {addr:#010x}: {e}: the firmware restarted, or its RAM was overwritten. {AGAIN}"),
             )
+        };
+        // `committed` (every byte the firmware has written) never goes
+        // back while it runs: behind the last one read, the ring was
+        // started again (a reset) or overwritten.
+        let ahead_of = |seen: u32, h: &RttHeader| {
+            if h.committed.wrapping_sub(seen) >= 1 << 31 {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    went_back(addr, seen, h.committed),
+                ))
+            } else {
+                Ok(())
+            }
         };
         let same = |h: &RttHeader| {
             if (h.buffer, h.size) == (header.buffer, header.size) {
@@ -377,6 +401,7 @@ pub fn receiver(
             qmp.read(addr, RTT_HEADER_LEN, &mut block)?;
             let before = RttHeader::parse(&block).map_err(invalid)?;
             same(&before)?;
+            ahead_of(committed, &before)?;
             committed = before.committed;
         }
         // Only the bytes this poll may take are read: from the oldest the
@@ -404,6 +429,7 @@ pub fn receiver(
         qmp.read(addr, RTT_HEADER_LEN, &mut block)?;
         let now = RttHeader::parse(&block).map_err(invalid)?;
         same(&now)?;
+        ahead_of(committed, &now)?;
         let take = cursor
             .take(committed, &data, now.reserved)
             .map_err(invalid)?;
