@@ -18,4 +18,5 @@ mod outputs;
 mod recv_cli;
 mod rtt_qmp;
 mod serial;
+mod serial_live;
 mod stream_end;

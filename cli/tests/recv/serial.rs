@@ -24,7 +24,7 @@ fn event(i: u64) -> qtrace_core::Event {
 
 /// The bytes of a stream of `N` events, logged 20 at a time, the drain
 /// polled after each 20 with a sink that takes `per_poll` bytes once.
-fn stream(per_poll: usize, catalog_every: u32) -> (Vec<u8>, DrainStats) {
+pub(crate) fn stream(per_poll: usize, catalog_every: u32) -> (Vec<u8>, DrainStats) {
     let ring: CircularRing<64> = CircularRing::new();
     let mut buf = [0u8; 1024];
     let spec = HeaderSpec {
@@ -92,7 +92,11 @@ fn summary(output: &std::process::Output) -> serde_json::Value {
 
 /// Waits for `qtrace recv --serial SPEC`, started at `started`, to end by
 /// itself; kills it and fails past 60 s.
-fn wait_bounded(child: &mut std::process::Child, started: std::time::Instant, spec: &str) {
+pub(crate) fn wait_bounded(
+    child: &mut std::process::Child,
+    started: std::time::Instant,
+    spec: &str,
+) {
     while child.try_wait().unwrap().is_none() {
         if started.elapsed() > std::time::Duration::from_secs(60) {
             child.kill().unwrap();

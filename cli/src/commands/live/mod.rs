@@ -293,6 +293,9 @@ fn feed(source: &Source, model: &mut Model, now: Duration) {
         }
     }
     take(source, model);
+    if source.feed.ended.load(std::sync::atomic::Ordering::Relaxed) {
+        model.input_ended();
+    }
     model.settle(source.by_file);
     if let Some(name) = &source.file {
         let closed = source

@@ -187,7 +187,8 @@ pub struct RejectedRow {
 pub struct Snapshot {
     /// Trace time covered by the window, in ns.
     pub span_ns: u64,
-    /// Events in the window (hoops records not counted).
+    /// Events in the window (hoops records and unclosed-stream marks not
+    /// counted).
     pub events: u64,
     /// Events the window's hoops records say were lost.
     pub lost: u64,
@@ -263,6 +264,9 @@ pub struct Model {
     lost_total: u64,
     /// Events the input dropped before the model (it could not keep up).
     pub skipped: u64,
+    /// Whether the input ended (the receiver stopped): a stream not
+    /// closed by then never will be.
+    ended: bool,
 }
 
 impl Model {
@@ -292,6 +296,7 @@ impl Model {
             pending: VecDeque::new(),
             lost_total: 0,
             skipped: 0,
+            ended: false,
         }
     }
 
@@ -423,7 +428,7 @@ impl Model {
             let rate = seen.sample(now, s.events, s.closed);
             let health = if s.closed {
                 Health::Closed
-            } else if now.saturating_sub(seen.grew_at) >= SILENT {
+            } else if self.ended || now.saturating_sub(seen.grew_at) >= SILENT {
                 Health::Unclosed
             } else {
                 Health::Open
@@ -454,6 +459,18 @@ impl Model {
                 counts: r.counts,
             })
             .collect();
+    }
+
+    /// The input ended (the receiver stopped: its account is the last):
+    /// a sender stream without its close is `unclosed` from now on, not
+    /// `open` (no more of it can come).
+    pub fn input_ended(&mut self) {
+        self.ended = true;
+        for r in &mut self.rows {
+            if r.health == Health::Open {
+                r.health = Health::Unclosed;
+            }
+        }
     }
 
     /// File mode: the followed file is the one "sender"; `closed` once it
@@ -599,8 +616,17 @@ impl Model {
         Snapshot {
             counters,
             span_ns: span,
-            // Without the replayed schedules.
-            events: report.events - self.running.len() as u64,
+            // Without the replayed schedules and the unclosed-stream marks
+            // (the receiver's, not a sender's events).
+            events: report
+                .events
+                .saturating_sub(self.running.len() as u64)
+                .saturating_sub(
+                    self.window
+                        .iter()
+                        .filter(|e| unclosed_stream(e).is_some())
+                        .count() as u64,
+                ),
             lost: report.lost,
             tasks,
             cpus,

@@ -924,3 +924,39 @@ fn counters_of_two_queues_are_two_rows() {
         ]
     );
 }
+
+/// The input ended (the receiver stopped) with a stream not closed: its
+/// row says `unclosed` at once, not `open` (nothing more can come), at this
+/// and every later account; a closed one stays `closed`. The receiver's
+/// unclosed-stream mark in the window is not counted an event.
+#[test]
+fn when_the_input_ends_a_stream_without_its_close_is_unclosed() {
+    let mut m = model_of(&[]);
+    let at = |ms: u64| ReceiverSummary {
+        elapsed: Duration::from_millis(ms),
+        senders: vec![
+            sender(4000, 1, 30),
+            SenderSummary {
+                closed: true,
+                ..sender(4001, 2, 20)
+            },
+        ],
+        ..ReceiverSummary::default()
+    };
+    for t in 0..30 {
+        m.push(&ev(t, user::USER0, 0, 0));
+    }
+    m.senders(&at(100));
+    let health =
+        |m: &Model| -> Vec<Health> { m.snapshot().senders.iter().map(|r| r.health).collect() };
+    assert_eq!(health(&m), [Health::Open, Health::Closed]);
+    assert_eq!(m.snapshot().events, 30);
+    m.push(&qtrace::wire::unclosed_mark(30, 1, 30));
+    assert_eq!(m.snapshot().events, 30, "the mark is not an event");
+    m.input_ended();
+    assert_eq!(health(&m), [Health::Unclosed, Health::Closed]);
+    // Well within SILENT of its last growth: still unclosed.
+    m.senders(&at(200));
+    assert_eq!(health(&m), [Health::Unclosed, Health::Closed]);
+    assert_eq!(m.snapshot().senders[0].events, 30);
+}
