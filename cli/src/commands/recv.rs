@@ -56,6 +56,9 @@ pub struct RecvArgs {
     /// `-serial` socket chardevs). Frames are resynchronised at every
     /// delimiter; bad ones are counted and skipped. Stops at the stream's
     /// end frame, at the end of the input, or at --count / --duration.
+    /// --out, --store, --live and --json work as for UDP: watch a board
+    /// while it runs with `qtrace recv --serial /dev/ttyACM0 --out
+    /// board.qtr --live`.
     #[arg(
         long,
         value_name = "PATH|tcp:HOST:PORT|unix:PATH",
