@@ -253,6 +253,93 @@ fn across_a_rotation(compact: bool) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Several queues of one program (FORMAT.md 1.3.4, *One series per
+/// queue*): a queue of another type takes the first handle, then three
+/// online queues, the first and the last with counters, each routed one
+/// user event. Each sampled file holds its events, then its samples (3 or
+/// 4 queued, then 0 twice; none lost), every sample's `arg1` exactly the
+/// handle the library gave its queue (never 0 here); the queue without
+/// counters writes no sample.
+#[test]
+fn each_queue_s_samples_carry_its_handle_in_arg1() {
+    use qtrace::queues::Dummy;
+    let dir = fresh_dir("online-counters", "handles");
+    let tracer = Tracer::new();
+    let first = tracer.create_queue::<Dummy>(()).unwrap();
+    let online = |name: &str, counters: bool| {
+        tracer
+            .create_queue::<Online>(
+                OnlineParams::default()
+                    .with_file(dir.join(name))
+                    .with_capacity(16)
+                    .with_period(Duration::from_secs(3600))
+                    .with_queue_counters(counters),
+            )
+            .unwrap()
+    };
+    let (a, b, c) = (
+        online("a.qtr", true),
+        online("b.qtr", false),
+        online("c.qtr", true),
+    );
+    let handles = [first.0, a.0, b.0, c.0];
+    assert!(
+        handles
+            .iter()
+            .enumerate()
+            .all(|(i, h)| !handles[..i].contains(h)),
+        "{handles:?}"
+    );
+    assert!(a.0 != 0 && c.0 != 0, "{handles:?}");
+    // (queue, its event, events logged)
+    let queues = [
+        (a, user::USER0, 3),
+        (b, user::USER1, 2),
+        (c, user::USER2, 4),
+    ];
+    for (q, id, n) in queues {
+        tracer.assign_event(id, q).unwrap();
+        for i in 0..n {
+            tracer.log_event(id, [i, 0]);
+        }
+    }
+    tracer.activate().unwrap();
+    let t = std::time::Instant::now();
+    while queues
+        .iter()
+        .any(|&(q, _, n)| tracer.counters(q).unwrap().delivered < n)
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the first rounds never ended"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let report = tracer.shutdown().unwrap();
+    for (q, id, n) in queues {
+        let path = &report.queues[q.index()].status.files[0];
+        let (header, close, records) = complete(path);
+        let got: Vec<Rec> = records.iter().map(rec).collect();
+        let mut expected: Vec<Rec> = (0..n).map(|i| (id, 0, [i, 0])).collect();
+        if q == b {
+            assert!(header
+                .catalog()
+                .counter::<u64>("qtrace:queue.fill")
+                .is_none());
+        } else {
+            let (fill, lost) = counter_ids(&header);
+            let handle = u64::from(q.0);
+            for f in [n, 0, 0] {
+                expected.push((fill, TRACER_SOURCE, [f, handle]));
+                expected.push((lost, TRACER_SOURCE, [0, handle]));
+            }
+        }
+        assert_eq!(got, expected, "queue {q}");
+        assert_eq!((close.records, close.lost), (expected.len() as u64, 0));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Without the option (the default, or `with_queue_counters(false)`) the
 /// file has no `qtrace` class and no sample: the same bytes either way
 /// (one manual clock: the same times), holding the 16 events, the hoops

@@ -709,6 +709,80 @@ fn queue_counters(compact: bool) {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// Two UDP queues of one program streaming to one receiver (FORMAT.md
+/// 1.3.4, *One series per queue*), after a queue of another type took the
+/// first handle: the received file holds both senders' samples, from the
+/// tracer's source, and each sample's `arg1` is exactly the handle the
+/// library gave the queue that took it (never 0 here): the first sample
+/// of each says the events it had queued (3 and 5), every later one 0; none
+/// lost.
+#[test]
+fn queue_counters_of_two_queues_carry_their_handles() {
+    use qtrace::queues::Dummy;
+    let path = out_file("queue-counters-handles");
+    let (addr, _progress, stop, rx) = start_receiver(
+        loopback(),
+        path.clone(),
+        RunLimit::duration(Duration::from_secs(60)),
+    );
+    let tracer = Tracer::new();
+    let first = tracer.create_queue::<Dummy>(()).unwrap();
+    let udp = || {
+        tracer
+            .create_queue::<Udp>(
+                UdpParams::to(addr)
+                    .with_capacity(16)
+                    .with_period(Duration::from_millis(20))
+                    .with_datagrams_per_period(DatagramsPerPeriod::All)
+                    .with_queue_counters(true),
+            )
+            .unwrap()
+    };
+    let (a, b) = (udp(), udp());
+    assert!(first != a && a != b && first != b);
+    assert!(a.0 != 0 && b.0 != 0, "{a} {b}");
+    let queues = [(a, user::USER0, 3u64), (b, user::USER1, 5)];
+    for (q, id, n) in queues {
+        tracer.assign_event(id, q).unwrap();
+        for i in 0..n {
+            tracer.log_event(id, [i, 0]);
+        }
+    }
+    tracer.activate().unwrap();
+    tracer.shutdown().unwrap();
+    stop.stop();
+    let summary = rx.join().unwrap();
+    assert_eq!(summary.senders.len(), 2);
+    let (header, events, marks) = read_trace(&path);
+    assert_eq!(marks, [], "both streams closed");
+    let catalog = header.catalog();
+    let fill = catalog.counter::<u64>("qtrace:queue.fill").unwrap().id();
+    let lost = catalog.counter::<u64>("qtrace:queue.lost").unwrap().id();
+    for e in events.iter().filter(|e| e.id == fill || e.id == lost) {
+        assert_eq!(e.source, qtrace::TRACER_SOURCE);
+        assert!(
+            e.args[1] == u64::from(a.0) || e.args[1] == u64::from(b.0),
+            "{e:?}"
+        );
+    }
+    for (q, _, n) in queues {
+        let series = |id| -> Vec<u64> {
+            events
+                .iter()
+                .filter(|e| e.id == id && e.args[1] == u64::from(q.0))
+                .map(|e| e.args[0])
+                .collect()
+        };
+        let (fills, losses) = (series(fill), series(lost));
+        // A sample per round: at least the two of its shutdown.
+        assert!(fills.len() >= 2, "queue {q}: {fills:?}");
+        assert_eq!(fills[0], n, "queue {q}");
+        assert!(fills[1..].iter().all(|&f| f == 0), "queue {q}: {fills:?}");
+        assert_eq!(losses, vec![0; fills.len()], "queue {q}");
+    }
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 /// Without `with_queue_counters` the stream has no `qtrace` class; a
 /// catalog that already has one makes activation fail, saying why.
 #[test]

@@ -9,6 +9,7 @@
 mod common;
 
 mod command;
+mod counters_flows;
 mod install;
 mod main_job;
 mod queue_counters;
