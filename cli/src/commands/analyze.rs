@@ -158,7 +158,8 @@ pub fn run(args: AnalyzeArgs) -> Exit {
         },
     );
     // The reading on one core, the analysis on the other (the same events
-    // in the same order): measured 1.?x the rate of one thread.
+    // in the same order): about 1.2x the wall rate of one thread on 2 cores
+    // (BENCHMARKS.md), the analysis thread the bound.
     let clean = match read_merged_pipelined(&mut merged, |e| analyzer.push(e)) {
         Ok(c) => c,
         Err(e) => {
