@@ -13,7 +13,8 @@ use qtrace::classes::Catalog;
 use qtrace::EventId;
 
 use crate::spine::format::{json_str, parse_time};
-use crate::spine::io::{ends, open_merged, read_merged, report_and_status, with_stdout};
+use crate::spine::io::{ends, open_merged, report_and_status, with_stdout};
+use crate::spine::pipelined::read_merged_pipelined;
 use crate::spine::Exit;
 
 /// Arguments of `qtrace analyze`.
@@ -156,10 +157,10 @@ pub fn run(args: AnalyzeArgs) -> Exit {
             latency,
         },
     );
-    let clean = match read_merged(&mut merged, |_, e| {
-        analyzer.push(e);
-        Ok(())
-    }) {
+    // The reading on one core, the analysis on the other (the same events
+    // in the same order): about 1.2x the wall rate of one thread on 2 cores
+    // (BENCHMARKS.md), the analysis thread the bound.
+    let clean = match read_merged_pipelined(&mut merged, |e| analyzer.push(e)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("qtrace analyze: {e}");

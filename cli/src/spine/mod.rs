@@ -11,6 +11,7 @@ pub mod interrupt;
 pub mod io;
 pub mod json;
 pub mod listen;
+pub mod pipelined;
 pub mod priority;
 pub mod staged;
 pub mod watch;
