@@ -22,11 +22,12 @@ const DEPTH: usize = 4;
 
 /// [`read_merged`] with the reading on a second thread: `f` sees every
 /// event in the same order, and the same damage is reported on stderr (by
-/// the reading thread, as it meets it). With one core, or when no thread
-/// can be started, reads on the caller's thread.
+/// the reading thread, as it meets it). With one core, reads on the
+/// caller's thread.
 ///
 /// # Errors
-/// As [`read_merged`]'s (an I/O error of the reading; `f` cannot fail).
+/// As [`read_merged`]'s (an I/O error of the reading; `f` cannot fail), and
+/// the error of starting the reading thread.
 pub fn read_merged_pipelined<R: io::Read + Send>(
     merged: &mut MergedReader<R>,
     mut f: impl FnMut(&Event),
