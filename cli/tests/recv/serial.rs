@@ -5,8 +5,9 @@
 
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use qtrace::reader::TraceReader;
 use qtrace::Event;
@@ -347,19 +348,35 @@ fn a_stream_through_a_pty_arrives_whole() {
 /// Unix socket in a temporary folder writes the whole stream and closes;
 /// every event arrives, equal to the one logged, none lost, the stream
 /// closed by its end frame.
+/// A board on a Unix socket in `dir` (`uart.sock`): the first connection
+/// gets `bytes` in `pieces` writes, `pause` after each. Returns the
+/// socket's path and the board's thread.
+#[cfg(unix)]
+pub(crate) fn serve_unix(
+    dir: &Path,
+    bytes: Vec<u8>,
+    pieces: usize,
+    pause: Duration,
+) -> (PathBuf, std::thread::JoinHandle<()>) {
+    let socket = dir.join("uart.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let board = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        for piece in bytes.chunks(bytes.len().div_ceil(pieces).max(1)) {
+            s.write_all(piece).unwrap();
+            std::thread::sleep(pause);
+        }
+    });
+    (socket, board)
+}
+
 #[cfg(unix)]
 #[test]
 fn a_stream_over_a_unix_socket_arrives_whole() {
     let (wire, stats) = stream(usize::MAX, 8);
     assert_eq!((stats.sent, stats.dropped), (N, 0));
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("uart.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let bytes = wire.clone();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&bytes).unwrap();
-    });
+    let (socket, server) = serve_unix(dir.path(), wire.clone(), 1, Duration::ZERO);
     let out = dir.path().join("unix.qtr");
     let json = recv(&format!("unix:{}", socket.display()), &out);
     server.join().unwrap();

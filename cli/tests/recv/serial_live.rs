@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use qtrace_core::stream::{DrainStats, FrameDecoder, FrameKind};
 
-use crate::serial::{stream, wait_bounded};
+use crate::serial::{serve_unix, stream, wait_bounded};
 
 /// `qtrace recv --serial SPEC --live --json --out OUT`, started.
 fn recv_live(spec: &str, out: &std::path::Path, stdin: Stdio) -> Child {
@@ -89,16 +89,7 @@ fn the_live_view_of_a_serial_stream_shows_its_events_and_losses() {
     assert!(stats.dropped > 0 && stats.sent > 0);
     assert_eq!(stats.sent + stats.dropped, 4000);
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("uart.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let bytes = wire.clone();
-    let board = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        for piece in bytes.chunks(bytes.len().div_ceil(15)) {
-            s.write_all(piece).unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    });
+    let (socket, board) = serve_unix(dir.path(), wire.clone(), 15, Duration::from_millis(100));
     let out = dir.path().join("board.qtr");
     let spec = format!("unix:{}", socket.display());
     let mut child = recv_live(&spec, &out, Stdio::null());

@@ -310,11 +310,7 @@ fn qtrace(args: &[&str], file: &Path, query: Option<&str>) -> String {
         .env("XDG_CACHE_HOME", cache.path())
         .output()
         .expect("run qtrace");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::success::assert_success(&out);
     String::from_utf8(out.stdout).unwrap()
 }
 
