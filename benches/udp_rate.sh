@@ -14,7 +14,9 @@
 # Environment: SINKS="out store" (default both), MODES="compact 32",
 # KEYED="no yes" (default no), RECEIVERS="old=/path/to/qtrace new" (default
 # "new": this tree's release build; each NAME=BINARY is run in turn at every
-# step, alternated, to compare receivers against the same sender).
+# step, alternated, to compare receivers against the same sender),
+# DGRAM=N (the sender's datagrams of at most N bytes, `udp_rate
+# --datagram-len`; default its 1472).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-3}
@@ -33,7 +35,7 @@ cargo build --release -q --features keys --example udp_rate
 target=${CARGO_TARGET_DIR:-target}/release
 "$target/qtrace" keygen "$work/k.key" >/dev/null
 rcvbuf_errors() { awk '/^Udp:/ { n++; if (n == 2) print $6 }' /proc/net/snmp; }
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg); net.core.rmem_max $(cat /proc/sys/net/core/rmem_max)"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg); net.core.rmem_max $(cat /proc/sys/net/core/rmem_max); datagrams of at most ${DGRAM:-1472} bytes"
 echo "# receiver sink mode keyed rate(M/s) | sender M/s | logged received lost-in-transit dropped-at-sender | socket-buffer drops | load | verdict"
 for round in $(seq "$rounds"); do
     for rate in "${rates[@]}"; do
@@ -54,6 +56,7 @@ for round in $(seq "$rounds"); do
                         flag=()
                         [[ $key == yes ]] && keys=(--key-file "$work/k.key") && flag=(--key "$work/k.key")
                         [[ $mode == 32 ]] && flag+=(--32)
+                        [[ -n ${DGRAM:-} ]] && flag+=(--datagram-len "$DGRAM")
                         drops=$(rcvbuf_errors)
                         "$bin" recv --listen "127.0.0.1:$port" "${dest[@]}" "${keys[@]}" \
                             --count $((rate * 1000000 * secs)) --duration $((secs + 8)) \

@@ -2,12 +2,16 @@
 //! second) for SECONDS into a UDP queue sending to ADDR, the way a program
 //! does — it never waits for the receiver, so what the receiver cannot take
 //! is lost (in transit) or dropped (at the queue) and counted. Then prints
-//! the sender's counters. Compact datagrams (FORMAT.md 2.7) unless `--32`.
+//! the sender's counters. Compact datagrams (FORMAT.md 2.7) unless `--32`;
+//! datagrams of at most 1472 bytes (one Ethernet frame) unless
+//! `--datagram-len N` (`UdpParams::with_max_datagram_len`: 8972 fits a
+//! 9000-byte jumbo frame, and loopback's MTU is 65,536).
 //!
 //! ```text
 //! qtrace recv --listen 127.0.0.1:5510 --out received.qtr --duration 10
 //! cargo run --release --example udp_rate 127.0.0.1:5510 4000000 3
 //! cargo run --release --example udp_rate 127.0.0.1:5510 4000000 3 --32
+//! cargo run --release --example udp_rate 127.0.0.1:5510 30000000 2 --datagram-len 8972
 //! qtrace keygen k.key && qtrace recv --listen 127.0.0.1:5510 --key-file k.key --out received.qtr --duration 10
 //! cargo run --release --features keys --example udp_rate 127.0.0.1:5510 4000000 3 --key k.key
 //! cargo run --release --example udp_rate --sizes     # bytes an event on the wire
@@ -40,14 +44,21 @@ struct Sent {
     secs: f64,
 }
 
-/// Logs `rate` events a second for `secs` into a UDP queue to `to`, its
-/// datagrams keyed with the key in the file `key` if one is given.
+/// How the sender's queue sends.
+struct Form<'a> {
+    compact: bool,
+    key: Option<&'a str>,
+    datagram_len: Option<usize>,
+}
+
+/// Logs `rate` events a second for `secs` into a UDP queue to `to`, in
+/// datagrams of `form` (keyed with the key in the file `form.key` if one
+/// is given).
 fn send(
     to: SocketAddr,
     rate: u64,
     secs: f64,
-    compact: bool,
-    key: Option<&str>,
+    form: &Form,
 ) -> Result<Sent, Box<dyn std::error::Error>> {
     let tracer = Tracer::new();
     let params = UdpParams::to(to)
@@ -55,8 +66,12 @@ fn send(
         .with_period(Duration::from_millis(1))
         .with_high_water_percent(10)
         .with_datagrams_per_period(DatagramsPerPeriod::All)
-        .with_compact(compact);
-    let params = match key {
+        .with_compact(form.compact);
+    let params = match form.datagram_len {
+        Some(len) => params.with_max_datagram_len(len),
+        None => params,
+    };
+    let params = match form.key {
         None => params,
         #[cfg(feature = "keys")]
         Some(file) => params.with_key(qtrace::wire::DatagramKey::from_file(file)?),
@@ -129,7 +144,12 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
                 }
             })
         };
-        let s = send(to, 1_000_000, 2.0, compact, None)?;
+        let form = Form {
+            compact,
+            key: None,
+            datagram_len: None,
+        };
+        let s = send(to, 1_000_000, 2.0, &form)?;
         stop.store(true, Ordering::Relaxed);
         reader.join().map_err(|_| "reader panicked")?;
         let [all, ev_bytes, events, datagrams] =
@@ -151,28 +171,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("--sizes") {
         return sizes();
     }
-    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] [--key FILE] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
+    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] [--key FILE] [--datagram-len N] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
     let (Some(to), Some(rate), Some(secs)) = (args.get(1), args.get(2), args.get(3)) else {
         return Err(usage.into());
     };
     let to: SocketAddr = to.parse().map_err(|e| format!("{usage}: ADDR: {e}"))?;
     let rate: u64 = rate.parse().map_err(|e| format!("{usage}: RATE: {e}"))?;
     let secs: f64 = secs.parse().map_err(|e| format!("{usage}: SECONDS: {e}"))?;
-    let mut compact = true;
-    let mut key = None;
+    let mut form = Form {
+        compact: true,
+        key: None,
+        datagram_len: None,
+    };
     let mut rest = args[4..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
-            "--32" => compact = false,
-            "--key" => key = Some(rest.next().ok_or(usage)?.as_str()),
+            "--32" => form.compact = false,
+            "--key" => form.key = Some(rest.next().ok_or(usage)?.as_str()),
+            "--datagram-len" => {
+                let n = rest.next().ok_or(usage)?;
+                form.datagram_len = Some(
+                    n.parse()
+                        .map_err(|e| format!("{usage}: --datagram-len: {e}"))?,
+                );
+            }
             other => return Err(format!("{usage}: {other}: not an option").into()),
         }
     }
-    let s = send(to, rate, secs, compact, key)?;
+    let s = send(to, rate, secs, &form)?;
     println!(
-        "sender ({}{}): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
-        if compact { "compact" } else { "32-byte" },
-        if key.is_some() { ", keyed" } else { "" },
+        "sender ({}{}{}): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
+        if form.compact { "compact" } else { "32-byte" },
+        if form.key.is_some() { ", keyed" } else { "" },
+        match form.datagram_len {
+            Some(n) => format!(", datagrams of at most {n} bytes"),
+            None => String::new(),
+        },
         s.logged,
         s.secs,
         s.logged as f64 / s.secs / 1e6,

@@ -166,7 +166,25 @@ impl UdpParams {
         self.datagrams_per_period = n;
         self
     }
-    /// Datagrams of at most `len` bytes.
+    /// Datagrams of at most `len` bytes: 72 to 65,507 (a UDP payload's
+    /// limit over IPv4); 1472 by default, one 1500-byte Ethernet frame
+    /// after the IPv4 and UDP headers, so that no datagram is fragmented
+    /// on the way. Where the path carries more — 8972 fits a 9000-byte
+    /// jumbo frame, and loopback's MTU is 65,536 — larger datagrams carry
+    /// more events a system call: compact datagrams (FORMAT.md 2.7) hold
+    /// about 290–355 events of a scheduler-like workload at 1472 bytes
+    /// and about 2,100 at 8972, so the send task and the receiver pay their
+    /// per-datagram cost (a `sendto`, a `recvmmsg` slot, a header) that
+    /// much less often; BENCHMARKS.md gives the rates. A datagram the path
+    /// must fragment is lost whole if any fragment is (and counted as lost
+    /// by the receiver, as any lost datagram). Out of range, adding the
+    /// queue fails with [`ConfigError::InvalidParameter`], whose message
+    /// gives the range.
+    ///
+    /// ```
+    /// let params = qtrace::queues::UdpParams::default().with_max_datagram_len(8972);
+    /// assert_eq!(params.max_datagram_len(), 8972);
+    /// ```
     pub fn with_max_datagram_len(mut self, len: usize) -> Self {
         self.max_datagram_len = len;
         self
