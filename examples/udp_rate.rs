@@ -48,7 +48,18 @@ struct Sent {
 struct Form<'a> {
     compact: bool,
     key: Option<&'a str>,
-    datagram_len: Option<usize>,
+    datagram_len: usize,
+}
+
+impl Form<'_> {
+    /// Compact, unkeyed, the queue's default datagram size.
+    fn new() -> Self {
+        Form {
+            compact: true,
+            key: None,
+            datagram_len: UdpParams::default().max_datagram_len(),
+        }
+    }
 }
 
 /// Logs `rate` events a second for `secs` into a UDP queue to `to`, in
@@ -66,11 +77,8 @@ fn send(
         .with_period(Duration::from_millis(1))
         .with_high_water_percent(10)
         .with_datagrams_per_period(DatagramsPerPeriod::All)
-        .with_compact(form.compact);
-    let params = match form.datagram_len {
-        Some(len) => params.with_max_datagram_len(len),
-        None => params,
-    };
+        .with_compact(form.compact)
+        .with_max_datagram_len(form.datagram_len);
     let params = match form.key {
         None => params,
         #[cfg(feature = "keys")]
@@ -146,8 +154,7 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
         };
         let form = Form {
             compact,
-            key: None,
-            datagram_len: None,
+            ..Form::new()
         };
         let s = send(to, 1_000_000, 2.0, &form)?;
         stop.store(true, Ordering::Relaxed);
@@ -178,11 +185,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let to: SocketAddr = to.parse().map_err(|e| format!("{usage}: ADDR: {e}"))?;
     let rate: u64 = rate.parse().map_err(|e| format!("{usage}: RATE: {e}"))?;
     let secs: f64 = secs.parse().map_err(|e| format!("{usage}: SECONDS: {e}"))?;
-    let mut form = Form {
-        compact: true,
-        key: None,
-        datagram_len: None,
-    };
+    let mut form = Form::new();
     let mut rest = args[4..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
@@ -190,23 +193,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--key" => form.key = Some(rest.next().ok_or(usage)?.as_str()),
             "--datagram-len" => {
                 let n = rest.next().ok_or(usage)?;
-                form.datagram_len = Some(
-                    n.parse()
-                        .map_err(|e| format!("{usage}: --datagram-len: {e}"))?,
-                );
+                form.datagram_len = n
+                    .parse()
+                    .map_err(|e| format!("{usage}: --datagram-len: {e}"))?;
             }
             other => return Err(format!("{usage}: {other}: not an option").into()),
         }
     }
     let s = send(to, rate, secs, &form)?;
     println!(
-        "sender ({}{}{}): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
+        "sender ({}{}, datagrams of at most {} bytes): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
         if form.compact { "compact" } else { "32-byte" },
         if form.key.is_some() { ", keyed" } else { "" },
-        match form.datagram_len {
-            Some(n) => format!(", datagrams of at most {n} bytes"),
-            None => String::new(),
-        },
+        form.datagram_len,
         s.logged,
         s.secs,
         s.logged as f64 / s.secs / 1e6,

@@ -172,7 +172,7 @@ impl UdpParams {
     /// on the way. Where the path carries more — 8972 fits a 9000-byte
     /// jumbo frame, and loopback's MTU is 65,536 — larger datagrams carry
     /// more events a system call: compact datagrams (FORMAT.md 2.7) hold
-    /// about 290–355 events of a scheduler-like workload at 1472 bytes
+    /// about 290–360 events of a scheduler-like workload at 1472 bytes
     /// and about 2,100 at 8972, so the send task and the receiver pay their
     /// per-datagram cost (a `sendto`, a `recvmmsg` slot, a header) that
     /// much less often; BENCHMARKS.md gives the rates. A datagram the path
