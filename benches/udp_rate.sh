@@ -11,7 +11,9 @@
 #
 #   benches/udp_rate.sh [SECONDS] [ROUNDS] [RATES...]
 #   # default: 3 s, 1 round, rates 2 4 6 8 10 12 M events/s
-# Environment: SINKS="out store" (default both), MODES="compact 32",
+# Environment: SINKS="out store" (default both), MODES="compact 32"
+# (also "compact-no-offload": compact datagrams sent one a system call, as
+# `udp_rate --no-offload`, against the default segmentation offload),
 # KEYED="no yes" (default no), RECEIVERS="old=/path/to/qtrace new" (default
 # "new": this tree's release build; each NAME=BINARY is run in turn at every
 # step, alternated, to compare receivers against the same sender),
@@ -56,6 +58,7 @@ for round in $(seq "$rounds"); do
                         flag=()
                         [[ $key == yes ]] && keys=(--key-file "$work/k.key") && flag=(--key "$work/k.key")
                         [[ $mode == 32 ]] && flag+=(--32)
+                        [[ $mode == compact-no-offload ]] && flag+=(--no-offload)
                         [[ -n ${DGRAM:-} ]] && flag+=(--datagram-len "$DGRAM")
                         drops=$(rcvbuf_errors)
                         "$bin" recv --listen "127.0.0.1:$port" "${dest[@]}" "${keys[@]}" \

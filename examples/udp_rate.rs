@@ -23,7 +23,9 @@
 //! event (`USER2`, no argument). `--sizes` sends it at 1 M events/s for
 //! 2 s to a socket of its own and prints the bytes an event of every
 //! datagram (headers, catalog and close included) and of the events
-//! datagrams alone, compact and 32-byte.
+//! datagrams alone, and the zero padding after compact chunks (FORMAT.md
+//! 2.7): compact with segmentation offload (the default), compact without
+//! it (`--no-offload` for a run), 32-byte.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +36,7 @@ use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
 use qtrace::wire::datagram::{DatagramKind, DatagramView};
 use qtrace::Tracer;
+use qtrace_core::compact::Chunk;
 
 /// What the sender did.
 struct Sent {
@@ -49,6 +52,7 @@ struct Form<'a> {
     compact: bool,
     key: Option<&'a str>,
     datagram_len: usize,
+    offload: bool,
 }
 
 impl Form<'_> {
@@ -58,6 +62,7 @@ impl Form<'_> {
             compact: true,
             key: None,
             datagram_len: UdpParams::default().max_datagram_len(),
+            offload: UdpParams::default().segmentation_offload(),
         }
     }
 }
@@ -78,7 +83,8 @@ fn send(
         .with_high_water_percent(10)
         .with_datagrams_per_period(DatagramsPerPeriod::All)
         .with_compact(form.compact)
-        .with_max_datagram_len(form.datagram_len);
+        .with_max_datagram_len(form.datagram_len)
+        .with_segmentation_offload(form.offload);
     let params = match form.key {
         None => params,
         #[cfg(feature = "keys")]
@@ -123,12 +129,14 @@ fn send(
 
 /// `--sizes`: bytes an event on the wire, compact and 32-byte.
 fn sizes() -> Result<(), Box<dyn std::error::Error>> {
-    for compact in [true, false] {
+    // Compact with segmentation offload (the default: full datagrams
+    // padded to one length), compact without it, 32-byte.
+    for (compact, offload) in [(true, true), (true, false), (false, true)] {
         let sink = UdpSocket::bind("127.0.0.1:0")?;
         sink.set_read_timeout(Some(Duration::from_millis(300)))?;
         let to = sink.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let counts: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
+        let counts: Arc<[AtomicU64; 5]> = Arc::new(Default::default());
         let reader = {
             let (stop, counts) = (Arc::clone(&stop), Arc::clone(&counts));
             std::thread::spawn(move || {
@@ -143,6 +151,13 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
                                 if v.kind() == DatagramKind::Events {
                                     counts[1].fetch_add(n as u64, Ordering::Relaxed);
                                     counts[2].fetch_add(v.record_count() as u64, Ordering::Relaxed);
+                                    // Zero padding after a compact chunk (FORMAT.md 2.7).
+                                    if let Ok(c) = Chunk::new_checked(&buf[40..n]) {
+                                        counts[4].fetch_add(
+                                            (n - 40 - c.len()) as u64,
+                                            Ordering::Relaxed,
+                                        );
+                                    }
                                 }
                             }
                         }
@@ -154,20 +169,23 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
         };
         let form = Form {
             compact,
+            offload,
             ..Form::new()
         };
         let s = send(to, 1_000_000, 2.0, &form)?;
         stop.store(true, Ordering::Relaxed);
         reader.join().map_err(|_| "reader panicked")?;
-        let [all, ev_bytes, events, datagrams] =
-            [0, 1, 2, 3].map(|i| counts[i].load(Ordering::Relaxed));
+        let [all, ev_bytes, events, datagrams, padding] =
+            [0, 1, 2, 3, 4].map(|i| counts[i].load(Ordering::Relaxed));
         println!(
-            "{}: {} events sent, {events} received in {datagrams} datagrams; {:.2} B/event (every datagram), {:.2} B/event (events datagrams), {:.0} events/datagram",
+            "{}{}: {} events sent, {events} received in {datagrams} datagrams; {:.2} B/event (every datagram), {:.2} B/event (events datagrams), {:.0} events/datagram, {padding} bytes of padding ({:.2} % of all)",
             if compact { "compact" } else { "32-byte" },
+            if offload { "" } else { ", no offload" },
             s.sent,
             all as f64 / events.max(1) as f64,
             ev_bytes as f64 / events.max(1) as f64,
             events as f64 / s.datagrams.max(1) as f64,
+            padding as f64 * 100.0 / all.max(1) as f64,
         );
     }
     Ok(())
@@ -178,7 +196,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("--sizes") {
         return sizes();
     }
-    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] [--key FILE] [--datagram-len N] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
+    let usage = "usage: udp_rate ADDR RATE SECONDS [--32] [--key FILE] [--datagram-len N] [--no-offload] (e.g. 127.0.0.1:5510 4000000 3), or udp_rate --sizes";
     let (Some(to), Some(rate), Some(secs)) = (args.get(1), args.get(2), args.get(3)) else {
         return Err(usage.into());
     };
@@ -190,6 +208,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     while let Some(a) = rest.next() {
         match a.as_str() {
             "--32" => form.compact = false,
+            "--no-offload" => form.offload = false,
             "--key" => form.key = Some(rest.next().ok_or(usage)?.as_str()),
             "--datagram-len" => {
                 let n = rest.next().ok_or(usage)?;
@@ -202,9 +221,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let s = send(to, rate, secs, &form)?;
     println!(
-        "sender ({}{}, datagrams of at most {} bytes): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
+        "sender ({}{}{}, datagrams of at most {} bytes): {} events logged in {:.3} s ({:.2} M events/s), {} sent in {} datagrams, {} dropped at the queue",
         if form.compact { "compact" } else { "32-byte" },
         if form.key.is_some() { ", keyed" } else { "" },
+        if form.offload { "" } else { ", no offload" },
         form.datagram_len,
         s.logged,
         s.secs,

@@ -94,8 +94,13 @@ fn without_segmentation_offload_one_datagram_per_call_loses_nothing() {
     stream_keeping_up("no-gso", 100_000 / SCALE, false, false);
 }
 
-/// `compact`: datagrams of version 3 (FORMAT.md 2.7), which segmentation
-/// offload does not batch (their lengths differ); else 32-byte records.
+#[test]
+fn compact_datagrams_one_a_call_without_segmentation_offload() {
+    stream_keeping_up("no-gso-compact", 100_000 / SCALE, false, true);
+}
+
+/// `compact`: datagrams of version 3 (FORMAT.md 2.7), padded to equal
+/// lengths for segmentation offload when it is on; else 32-byte records.
 fn stream_keeping_up(name: &str, total: u64, offload: bool, compact: bool) {
     let path = out_file(name);
     let (addr, progress, _stop, rx) = start_receiver(
@@ -611,6 +616,93 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
     expected.extend((40..64).map(|i| (false, i)));
     expected.push((true, 36));
     assert_eq!(stream, expected);
+}
+
+/// Segmentation offload with compact datagrams (FORMAT.md 2.7, "Padding"):
+/// 16,384 events queued before the task starts go out in batches of
+/// equally long datagrams, each a chunk padded with zero bytes to the full
+/// 1,472 but the last of a batch; every one passes the checks, and a
+/// receiver core gets the 16,384 events in order. Without offload no
+/// datagram is padded.
+#[test]
+fn compact_datagrams_are_padded_to_one_length_for_segmentation_offload() {
+    for offload in [true, false] {
+        let (datagrams, padding) = compact_wire(offload);
+        // 1,472-byte datagrams hold 290-360 of these events: 45-57 of them.
+        let full = datagrams.iter().filter(|d| d.len() == 1472).count();
+        if offload && cfg!(target_os = "linux") {
+            assert!(full >= 40, "{full} of {} full", datagrams.len());
+            assert!(padding.iter().all(|&p| p < 39), "{padding:?}");
+            assert!(padding.iter().any(|&p| p > 0), "{padding:?}");
+        } else {
+            assert!(padding.iter().all(|&p| p == 0), "{padding:?}");
+        }
+    }
+}
+
+/// The events datagrams of a compact UDP queue (capacity 16,384, all of it
+/// logged before the task starts) as a socket receives them, checked, and
+/// the padding bytes after each one's chunk.
+fn compact_wire(offload: bool) -> (Vec<Vec<u8>>, Vec<usize>) {
+    use qtrace::receiver::{ReceiverConfig, ReceiverCore};
+    use qtrace::wire::datagram::{DatagramKind, DatagramView};
+    use qtrace_core::compact::Chunk;
+
+    let total = 16_384u64;
+    let sink = std::net::UdpSocket::bind(loopback()).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let tracer = Tracer::new();
+    let q = tracer
+        .create_queue::<Udp>(
+            UdpParams::to(sink.local_addr().unwrap())
+                .with_capacity(total as usize)
+                .with_segmentation_offload(offload)
+                .with_period(Duration::from_secs(3600))
+                .with_high_water_percent(100)
+                .with_datagrams_per_period(DatagramsPerPeriod::All),
+        )
+        .unwrap();
+    tracer.assign_class(user::CLASS, q).unwrap();
+    for i in 0..total {
+        tracer.log_event(user::USER0, [i, i % 7]);
+    }
+    tracer.activate().unwrap();
+    let c = tracer.shutdown().unwrap().queues[0].counters;
+    assert_eq!((c.accepted, c.dropped), (total, 0));
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = sink.recv(&mut buf) {
+        got.push(buf[..n].to_vec());
+    }
+    let mut core = ReceiverCore::new(ReceiverConfig::default());
+    let mut out = Vec::new();
+    let from = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+    for d in &got {
+        core.handle(from, d, &mut |e| out.push(*e));
+    }
+    core.finish(&mut |e| out.push(*e));
+    let s = &core.summary().senders[0];
+    assert_eq!((s.events, s.lost_events, s.invalid), (total, 0, 0));
+    let args: Vec<u64> = out
+        .iter()
+        .filter(|e| e.id == user::USER0)
+        .map(|e| e.args[0])
+        .collect();
+    assert_eq!(args, (0..total).collect::<Vec<_>>());
+    let events: Vec<Vec<u8>> = got
+        .into_iter()
+        .filter(|d| DatagramView::new_checked(&d[..]).unwrap().kind() == DatagramKind::Events)
+        .collect();
+    let padding = events
+        .iter()
+        .map(|d| {
+            let end = 40 + Chunk::new_checked(&d[40..]).unwrap().len();
+            assert!(d[end..].iter().all(|&b| b == 0));
+            d.len() - end
+        })
+        .collect();
+    (events, padding)
 }
 
 /// The queue's own counters (FORMAT.md 1.3.4): 40 events logged into a

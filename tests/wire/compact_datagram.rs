@@ -113,11 +113,45 @@ fn bad_compact_datagrams_are_exact_errors() {
         patched(0x6c, 0x11),
         "corrupt at byte 107: compact chunk: reserved extension bits 4-7 are set"
     );
-    let mut long = good.clone();
-    long.push(0);
+    // Zero bytes after the chunk are padding (2.7): the same datagram, the
+    // same records; a nonzero one is refused where it stands.
+    let mut padded = good.clone();
+    padded.resize(1472, 0);
+    let v = DatagramView::new_checked(&padded[..]).unwrap();
+    assert_eq!(v.record_count(), 5);
+    assert_eq!(v.events().collect::<Vec<_>>(), example_events());
+    let mut core = ReceiverCore::new(ReceiverConfig::default());
+    let mut out = Vec::new();
+    core.handle("127.0.0.1:40000".parse().unwrap(), &padded, &mut |e| {
+        out.push(*e)
+    });
+    core.finish(&mut |e| out.push(*e));
+    assert_eq!(out[1..6], example_events());
+    assert_eq!(core.summary().invalid.total(), 0);
+    for (at, byte) in [(126, 7), (1471, 0x80)] {
+        let mut bad = padded.clone();
+        bad[at] = byte;
+        assert_eq!(
+            err(&bad).to_string(),
+            format!("corrupt at byte {at}: compact datagram padding: not zero: the bytes after the chunk's 126 are zero padding (FORMAT.md 2.7)")
+        );
+    }
+    // Bytes past a catalog or close datagram are not padding.
+    let mut close = [0u8; 128];
+    let n = qtrace::wire::datagram::encode_close(
+        &mut close,
+        0x2a,
+        9,
+        0,
+        120,
+        qtrace::wire::datagram::CloseCounts::default(),
+    )
+    .unwrap();
+    qtrace::wire::datagram::set_version(&mut close[..n], COMPACT_VERSION);
+    assert!(DatagramView::new_checked(&close[..n]).is_ok());
     assert_eq!(
-        err(&long).to_string(),
-        "corrupt at byte 126: datagram length: 1 bytes past the 126 its count gives"
+        err(&close[..n + 1]).to_string(),
+        format!("corrupt at byte {n}: datagram length: 1 bytes past the {n} its count gives")
     );
 }
 

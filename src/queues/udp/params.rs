@@ -97,9 +97,14 @@ pub struct UdpParams {
     /// the queue handle and the time.
     pub(crate) sender_id: Option<u32>,
     /// Let the kernel split a batch of full datagrams, handed over in one
-    /// call, into datagrams (Linux UDP segmentation offload; the datagrams
-    /// on the wire are the same). On by default; where the kernel does not
-    /// support it, one call per datagram is used.
+    /// call, into datagrams (Linux UDP segmentation offload). On by default;
+    /// where the kernel does not support it, one call per datagram is used.
+    /// The kernel splits at one length, so a full compact datagram is padded
+    /// with zero bytes after its chunk to `max_datagram_len` (at most 38
+    /// bytes, FORMAT.md 2.7, "Padding"); 32-byte datagrams are the same
+    /// either way. Off, every datagram takes a system call of its own and
+    /// no compact datagram is padded: for a receiver that refuses padding
+    /// (none of this edition does).
     pub(crate) segmentation_offload: bool,
     /// Send events in the compact encoding (datagram version 3, or 4
     /// keyed: FORMAT.md 2.7), about 5 bytes an event; `false`: 32-byte
@@ -328,9 +333,14 @@ impl UdpParams {
     }
 
     /// Let the kernel split a batch of full datagrams, handed over in one
-    /// call, into datagrams (Linux UDP segmentation offload; the datagrams
-    /// on the wire are the same). On by default; where the kernel does not
-    /// support it, one call per datagram is used.
+    /// call, into datagrams (Linux UDP segmentation offload). On by default;
+    /// where the kernel does not support it, one call per datagram is used.
+    /// The kernel splits at one length, so a full compact datagram is padded
+    /// with zero bytes after its chunk to `max_datagram_len` (at most 38
+    /// bytes, FORMAT.md 2.7, "Padding"); 32-byte datagrams are the same
+    /// either way. Off, every datagram takes a system call of its own and
+    /// no compact datagram is padded: for a receiver that refuses padding
+    /// (none of this edition does).
     pub fn segmentation_offload(&self) -> bool {
         self.segmentation_offload
     }

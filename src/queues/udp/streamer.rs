@@ -20,6 +20,7 @@ use crate::wire::datagram::{
     EventsEncoder, COMPACT_VERSION, MAX_DATAGRAM_LEN, MIN_COMPACT_DATAGRAM_LEN,
 };
 use crate::wire::TraceHeader;
+use qtrace_core::compact::MAX_RECORD_LEN;
 
 /// Datagrams handed to the kernel in one call with segmentation offload
 /// (the kernel's limit, `UDP_MAX_SEGMENTS`).
@@ -54,8 +55,9 @@ impl UdpQueue {
         // but the last of a batch exactly this long.
         // Keyed, each datagram is KEYED_OVERHEAD bytes longer (FORMAT.md 2.6).
         let overhead = if self.keyed() { KEYED_OVERHEAD } else { 0 };
-        // Compact datagrams (FORMAT.md 2.7) fill the whole size, each a
-        // length of its own: no segmentation offload (it needs equal ones).
+        // Compact datagrams (FORMAT.md 2.7) fill the whole size less part of
+        // a record; with segmentation offload each full one is padded to it
+        // with zero bytes (the kernel splits a batch at equal lengths).
         let compact = self.params.compact
             && self.params.max_datagram_len >= MIN_COMPACT_DATAGRAM_LEN + overhead;
         let room = if compact {
@@ -68,10 +70,7 @@ impl UdpQueue {
         };
         let seg = room + overhead;
         let batch = (MAX_DATAGRAM_LEN / seg).min(MAX_SEGMENTS);
-        let gso = !compact
-            && self.params.segmentation_offload
-            && batch > 1
-            && socket.set_segment_size(seg);
+        let gso = self.params.segmentation_offload && batch > 1 && socket.set_segment_size(seg);
         Ok(Streamer {
             shared: Arc::clone(&self.shared),
             socket,
@@ -361,10 +360,14 @@ impl Streamer {
                 };
                 sent += 1;
                 at += len;
-                if !self.send_batch(at) {
-                    return false;
+                // A datagram padded to `seg` continues the batch; a short
+                // one (the ring ran dry) ends it, as only the last may be.
+                if len < seg || !self.gso {
+                    if !self.send_batch(at) {
+                        return false;
+                    }
+                    at = 0;
                 }
-                at = 0;
                 continue;
             }
             let dropped = if records >= self.snapshot_left {
@@ -415,7 +418,9 @@ impl Streamer {
 
     /// Builds one compact events datagram in `buf[at..at + room]` from the
     /// ring and keys it: its length, or `None` when it would say nothing
-    /// new (no event, no new drop).
+    /// new (no event, no new drop). With segmentation offload, a chunk
+    /// that left less than a largest record's room unused is padded with
+    /// zero bytes to `room` (FORMAT.md 2.7), so the datagram is `seg` long.
     fn compact_datagram(&mut self, at: usize, room: usize) -> Option<usize> {
         let shared = Arc::clone(&self.shared);
         let ring = &shared.feed.ring;
@@ -473,7 +478,11 @@ impl Streamer {
         }
         enc.set_dropped(dropped);
         let count = enc.len() as u64;
-        let len = enc.finish();
+        let mut len = enc.finish();
+        if self.gso && room - len < MAX_RECORD_LEN {
+            self.buf[at + len..at + room].fill(0);
+            len = room;
+        }
         let len = self.seal(at, len);
         self.sequence += 1;
         self.first_event += count;

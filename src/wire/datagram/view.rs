@@ -146,7 +146,22 @@ impl<T: AsRef<[u8]>> DatagramView<T> {
                 "datagram (its count claims more than arrived)",
             ));
         }
-        if len > expected {
+        if len > expected
+            && version == COMPACT_VERSION
+            && b[field::KIND] == DatagramKind::Events as u8
+        {
+            // Padding after the chunk (FORMAT.md 2.7): zero bytes that make
+            // the datagrams of a segmentation-offload batch equally long.
+            if let Some(i) = b[expected..].iter().position(|&x| x != 0) {
+                return Err(WireError::Invalid {
+                    offset: (expected + i) as u64,
+                    what: "compact datagram padding",
+                    reason: format!(
+                        "not zero: the bytes after the chunk's {expected} are zero padding (FORMAT.md 2.7)"
+                    ),
+                });
+            }
+        } else if len > expected {
             return Err(WireError::Invalid {
                 offset: expected as u64,
                 what: "datagram length",
