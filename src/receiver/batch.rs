@@ -4,8 +4,12 @@
 //! thread at 200 k datagrams/s), each with the kernel's time of its
 //! arrival (`SO_TIMESTAMPNS`: the clock alignment of the store measures
 //! delays from it, not from when the receiver got round to the datagram,
-//! FORMAT.md 7.7). Elsewhere, and under Miri (which cannot call into the
-//! system), one `recv_from` a call, without that time.
+//! FORMAT.md 7.7). On Linux the socket also asks for receive offload
+//! (`UDP_GRO`): a run of equally long datagrams of one source (a sender's
+//! segmentation-offload batch, FORMAT.md 2.7) may arrive as one buffer and
+//! the kernel's segment size, and is split back here into the datagrams
+//! that were sent, byte for byte. Elsewhere, and under Miri (which cannot
+//! call into the system), one `recv_from` a call, without that time.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -15,23 +19,34 @@ use crate::wire::datagram::MAX_DATAGRAM_LEN;
 /// Datagrams taken per call at most.
 pub(super) const BATCH: usize = 32;
 
-/// A slot's size: one byte more than the largest datagram, so that an
-/// oversized one is seen as such (and refused), never cut to fit.
-const SLOT: usize = MAX_DATAGRAM_LEN + 1;
+/// A slot's size: more than the largest datagram, so that an oversized one
+/// is seen as such (and refused), never cut to fit; and room for the
+/// largest buffer receive offload gives (a UDP payload of at most 65,527
+/// bytes: the 16-bit length less the 8-byte header).
+const SLOT: usize = 65_536;
+const _: () = assert!(SLOT > MAX_DATAGRAM_LEN);
 
 /// Control-message room per datagram: one `SCM_TIMESTAMPNS` (a
-/// `timespec`, 16 bytes, behind a 16-byte header) with room to spare.
+/// `timespec`, 16 bytes, behind a 16-byte header) and one `UDP_GRO` (an
+/// `int` behind its header, 24 bytes with padding).
 #[cfg(all(target_os = "linux", not(miri)))]
 const CONTROL: usize = 64;
+
+/// `UDP_GRO` from `linux/udp.h` (not in the libc crate for glibc): the
+/// socket option, and the control message that gives the segment size.
+#[cfg(all(target_os = "linux", not(miri)))]
+const UDP_GRO: libc::c_int = 104;
 
 /// Buffers for up to [`BATCH`] datagrams and their source addresses.
 pub(super) struct Batch {
     /// [`BATCH`] slots of [`SLOT`] bytes (allocated zeroed: only the pages
     /// datagrams were written to become resident).
     bufs: Vec<u8>,
-    /// Each taken datagram's length, source and arrival (Unix ns, the
-    /// kernel's receive time, when it gave one).
-    got: Vec<(usize, SocketAddr, Option<i64>)>,
+    /// Each taken buffer's length, source, arrival (Unix ns, the kernel's
+    /// receive time, when it gave one) and segment size: the length of
+    /// each datagram it holds, all but the last exactly that long (its
+    /// length when the kernel did not coalesce datagrams into it).
+    got: Vec<(usize, SocketAddr, Option<i64>, usize)>,
     #[cfg(all(target_os = "linux", not(miri)))]
     addrs: Vec<libc::sockaddr_storage>,
     /// [`BATCH`] control buffers of [`CONTROL`] bytes (u64s: aligned for
@@ -61,12 +76,22 @@ impl Batch {
     }
 
     /// The datagrams taken by the last [`Batch::recv`], in arrival order,
-    /// each with its arrival (Unix ns) when the kernel gave it.
+    /// each with its arrival (Unix ns) when the kernel gave it; a buffer of
+    /// coalesced datagrams split back into them (all of one arrival).
     pub(super) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<i64>)> + '_ {
         self.got
             .iter()
             .enumerate()
-            .map(|(i, &(n, from, at))| (from, &self.bufs[i * SLOT..i * SLOT + n], at))
+            .flat_map(move |(i, &(n, from, at, seg))| {
+                let buf = &self.bufs[i * SLOT..i * SLOT + n];
+                // `chunks` of an empty buffer yields nothing: an empty
+                // datagram is still one (and refused as such).
+                let empty = (n == 0).then_some(buf);
+                empty
+                    .into_iter()
+                    .chain(buf.chunks(seg.max(1)))
+                    .map(move |d| (from, d, at))
+            })
     }
 
     /// Waits for a datagram (up to the socket's read timeout) and takes it
@@ -85,7 +110,7 @@ impl Batch {
     fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.got.clear();
         let (n, from) = socket.recv_from(&mut self.bufs[..SLOT])?;
-        self.got.push((n, from, None));
+        self.got.push((n, from, None, n));
         Ok(1)
     }
 
@@ -142,8 +167,9 @@ impl Batch {
             // A source that is neither IPv4 nor IPv6 cannot happen on a UDP
             // socket; such a datagram would be skipped.
             if let Some(from) = socket_addr(addr) {
-                self.got
-                    .push((m.msg_len as usize, from, arrival(&m.msg_hdr)));
+                let n = m.msg_len as usize;
+                let (at, seg) = control_messages(&m.msg_hdr);
+                self.got.push((n, from, at, seg.unwrap_or(n)));
             }
         }
         Ok(self.got.len())
@@ -169,23 +195,49 @@ pub(super) fn stamp_arrivals(socket: &UdpSocket) {
     }
 }
 
-/// The kernel's receive time (Unix ns) in `h`'s control messages, if any.
+/// Asks the kernel to coalesce runs of equally long datagrams of one
+/// source into one buffer (`UDP_GRO`), which [`Batch::recv`] splits again.
+/// Best effort: without it (an older kernel), one datagram a slot.
 #[cfg(all(target_os = "linux", not(miri)))]
-fn arrival(h: &libc::msghdr) -> Option<i64> {
+pub(super) fn coalesce_arrivals(socket: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket, and an int option passed with its size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_GRO,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// The kernel's receive time (Unix ns) and the segment size of coalesced
+/// datagrams in `h`'s control messages, each if given.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn control_messages(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
+    let (mut at, mut seg) = (None, None);
     // SAFETY: `h` is a header recvmmsg filled: its control pointer and
     // length describe the control messages the kernel wrote (length 0 or
-    // a null first header when none), walked with the libc macros.
+    // a null first header when none), walked with the libc macros; each
+    // message's data is read unaligned, as the type its level and type
+    // name (a timespec; an int).
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(h);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                 let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
-                return Some((ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64);
+                at = Some((ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64);
+            } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                let size = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                seg = usize::try_from(size).ok().filter(|&s| s > 0);
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    None
+    (at, seg)
 }
 
 /// The IPv4 or IPv6 address in `a`.
@@ -274,6 +326,59 @@ mod tests {
                 assert!(d.iter().all(|&b| b == i as u8 + 1));
             }
         }
+    }
+
+    /// A sender's segmentation-offload batch (six datagrams of 100 bytes
+    /// and one of 37, one `send` with `UDP_SEGMENT`) reaches a socket that
+    /// asked for receive offload as one buffer and the segment size, and
+    /// is split back into the seven datagrams, byte for byte and in order;
+    /// a lone datagram after it is one datagram.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn coalesced_datagrams_are_split_back_into_those_sent() {
+        use std::os::fd::AsRawFd;
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stamp_arrivals(&rx);
+        coalesce_arrivals(&rx);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let seg: libc::c_int = 100;
+        // SAFETY: a valid socket, and an int option passed with its size
+        // (`UDP_SEGMENT`, 103, from linux/udp.h).
+        let r = unsafe {
+            libc::setsockopt(
+                tx.as_raw_fd(),
+                libc::SOL_UDP,
+                103,
+                (&seg as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            eprintln!("no UDP segmentation offload in this kernel: skipped");
+            return;
+        }
+        let mut sent: Vec<Vec<u8>> = (0..6u8).map(|k| vec![k + 1; 100]).collect();
+        sent.push(vec![7; 37]);
+        tx.send(&sent.concat()).unwrap();
+        let lone = vec![9u8; 100];
+        tx.send(&lone).unwrap();
+        sent.push(lone);
+        let mut batch = Batch::new();
+        let mut seen = Vec::new();
+        let mut coalesced = false;
+        while seen.len() < sent.len() {
+            batch.recv(&rx).unwrap();
+            coalesced |= batch.got.iter().any(|g| g.0 > g.3);
+            for (from, bytes, at) in batch.datagrams() {
+                assert_eq!(from, tx.local_addr().unwrap());
+                assert!(at.is_some());
+                seen.push(bytes.to_vec());
+            }
+        }
+        assert_eq!(seen, sent);
+        assert!(coalesced, "the kernel gave the batch as one buffer");
     }
 
     fn unix_ns() -> i64 {

@@ -115,7 +115,7 @@
 //! live counts ([`Progress`], `progress.rs`) and the summary
 //! ([`ReceiverSummary`], `summary.rs`), the socket ([`Receiver`],
 //! `socket.rs`) and the datagrams taken from it in batches (`batch.rs`:
-//! `recvmmsg` on Linux), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
+//! `recvmmsg` and receive offload on Linux), when a run stops ([`RunLimit`], [`Stopper`], `run.rs`),
 //! and the spool into the live trace file (`spool.rs`, over `file.rs`);
 //! `sequence.rs` tracks a sender's datagram numbers, `sessions.rs` the
 //! keyed sessions seen and their session file.

@@ -151,6 +151,8 @@ impl Receiver {
             .map_err(|e| io_err("configure the receiver socket", e))?;
         #[cfg(all(target_os = "linux", not(miri)))]
         super::batch::stamp_arrivals(&socket);
+        #[cfg(all(target_os = "linux", not(miri)))]
+        super::batch::coalesce_arrivals(&socket);
         Ok(Receiver {
             source: Source::Udp(socket),
             core: ReceiverCore::new(config),
