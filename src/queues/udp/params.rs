@@ -176,11 +176,14 @@ impl UdpParams {
     /// after the IPv4 and UDP headers, so that no datagram is fragmented
     /// on the way. Where the path carries more — 8972 fits a 9000-byte
     /// jumbo frame, and loopback's MTU is 65,536 — larger datagrams carry
-    /// more events a system call: compact datagrams (FORMAT.md 2.7) hold
-    /// about 290–360 events of a scheduler-like workload at 1472 bytes
-    /// and about 2,100 at 8972, so the send task and the receiver pay their
-    /// per-datagram cost (a `sendto`, a `recvmmsg` slot, a header) that
-    /// much less often; BENCHMARKS.md gives the rates. A datagram the path
+    /// more events each: compact datagrams (FORMAT.md 2.7) hold about
+    /// 290–360 events of a scheduler-like workload at 1472 bytes and about
+    /// 2,100 at 8972. With segmentation offload (the default on Linux) up to
+    /// 44 datagrams of 1472 bytes already share one system call, so on
+    /// loopback both sizes reach about the same zero-loss rate (30 M events/s
+    /// and more, BENCHMARKS.md); without it, larger datagrams pay the
+    /// per-datagram cost (a `sendto`, a receive slot, a header) that much
+    /// less often. A datagram the path
     /// must fragment is lost whole if any fragment is (and counted as lost
     /// by the receiver, as any lost datagram). Out of range, adding the
     /// queue fails with [`ConfigError::InvalidParameter`], whose message
