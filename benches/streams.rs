@@ -30,6 +30,9 @@
 //!   written them all to the file is the drain's speed, in events/s (the
 //!   default compact file, FORMAT.md 1.11; `online_drain_32`: the same with
 //!   `OnlineParams::with_compact(false)`, 32 bytes a record, side by side).
+//!   Each also prints the drain task's CPU an event (its thread's time on
+//!   CPU from `/proc/self/task/*/schedstat`, activation included): the
+//!   drain's cost at the same CPU, which the wall-clock rate alone hides.
 //! - `streams/online_pipeline` (and `online_pipeline_32`): a producer logs
 //!   262144 events while the drain task writes them (the producer waits when
 //!   the queue is 3/4 full), so nothing is dropped (checked).
@@ -201,7 +204,49 @@ fn core_once(datagrams: &[Vec<u8>], keyed: bool) -> Duration {
     elapsed
 }
 
-fn drain_once(events: u64, compact: bool) -> Duration {
+/// The drain tasks' CPU over a bench case: the online queue's task
+/// thread's time on CPU (Linux: `/proc/self/task/*/schedstat`), summed over
+/// runs, and the events it wrote.
+#[derive(Default)]
+struct DrainCpu {
+    time: Duration,
+    events: u64,
+}
+
+impl DrainCpu {
+    fn report(&self, case: &str) {
+        if self.events > 0 && !self.time.is_zero() {
+            eprintln!(
+                "streams/{case}: drain task CPU {:.2} ns per event ({} events)",
+                self.time.as_secs_f64() * 1e9 / self.events as f64,
+                self.events
+            );
+        }
+    }
+}
+
+/// The time on CPU so far of this process's online-queue drain threads
+/// (named `qtrace-online-…`), from the kernel's scheduler statistics;
+/// zero where there are none.
+fn online_task_cpu() -> Duration {
+    let mut ns = 0u64;
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("qtrace-online") {
+                let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+                ns += stat
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+fn drain_once(events: u64, compact: bool, cpu: &mut DrainCpu) -> Duration {
     let tracer = Tracer::with_config(Config::default().with_output_dir(out_dir()));
     let q = tracer
         .create_queue::<Online>(
@@ -223,6 +268,10 @@ fn drain_once(events: u64, compact: bool) -> Duration {
         thread::sleep(Duration::from_micros(100));
     }
     let elapsed = start.elapsed();
+    // The task is still alive (it sleeps until its next period): its time
+    // on CPU is the drain's, activation and file creation included.
+    cpu.time += online_task_cpu();
+    cpu.events += events;
     let report = tracer.shutdown().unwrap();
     assert_eq!(report.queues[0].counters.delivered, events);
     elapsed
@@ -314,9 +363,15 @@ fn streams(c: &mut Criterion) {
     g.throughput(Throughput::Elements(UDP_EVENTS));
     g.throughput(Throughput::Elements(DRAIN_EVENTS));
     for (name, compact) in [("online_drain", true), ("online_drain_32", false)] {
+        let mut cpu = DrainCpu::default();
         g.bench_function(name, |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| drain_once(DRAIN_EVENTS, compact)).sum())
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| drain_once(DRAIN_EVENTS, compact, &mut cpu))
+                    .sum()
+            })
         });
+        cpu.report(name);
     }
     for (name, compact) in [("online_pipeline", true), ("online_pipeline_32", false)] {
         g.bench_function(name, |b| {
