@@ -627,7 +627,7 @@ fn datagrams_lost_on_the_way_are_counted_exactly_from_the_queues_own_datagrams()
 #[test]
 fn compact_datagrams_are_padded_to_one_length_for_segmentation_offload() {
     for offload in [true, false] {
-        let (datagrams, padding) = compact_wire(offload);
+        let (datagrams, padding) = compact_wire(offload, None);
         // 1,472-byte datagrams hold 290-360 of these events: 45-57 of them.
         let full = datagrams.iter().filter(|d| d.len() == 1472).count();
         if offload && cfg!(target_os = "linux") {
@@ -640,12 +640,34 @@ fn compact_datagrams_are_padded_to_one_length_for_segmentation_offload() {
     }
 }
 
+/// The same keyed (version 4): the padding sits between the chunk and the
+/// tag, covered by it; a receiver holding the key takes every datagram.
+#[cfg(feature = "keys")]
+#[test]
+fn keyed_compact_datagrams_are_padded_under_their_tag() {
+    let key = qtrace::wire::DatagramKey::from_bytes([7; 32]);
+    let (datagrams, padding) = compact_wire(true, Some(key));
+    let full = datagrams.iter().filter(|d| d.len() == 1472).count();
+    if cfg!(target_os = "linux") {
+        assert!(full >= 40, "{full} of {} full", datagrams.len());
+        assert!(padding.iter().any(|&p| p > 0), "{padding:?}");
+    }
+    assert!(padding.iter().all(|&p| p < 39), "{padding:?}");
+}
+
+/// A datagram key (there are none without the feature for keys).
+#[cfg(feature = "keys")]
+type Key = qtrace::wire::DatagramKey;
+#[cfg(not(feature = "keys"))]
+type Key = ();
+
 /// The events datagrams of a compact UDP queue (capacity 16,384, all of it
-/// logged before the task starts) as a socket receives them, checked, and
-/// the padding bytes after each one's chunk.
-fn compact_wire(offload: bool) -> (Vec<Vec<u8>>, Vec<usize>) {
+/// logged before the task starts, keyed with `key` if given) as a socket
+/// receives them, checked by a receiver core (holding the key), and the
+/// padding bytes after each one's chunk (before the tag, keyed).
+fn compact_wire(offload: bool, key: Option<Key>) -> (Vec<Vec<u8>>, Vec<usize>) {
     use qtrace::receiver::{ReceiverConfig, ReceiverCore};
-    use qtrace::wire::datagram::{DatagramKind, DatagramView};
+    use qtrace::wire::datagram::DatagramKind;
     use qtrace_core::compact::Chunk;
 
     let total = 16_384u64;
@@ -653,16 +675,21 @@ fn compact_wire(offload: bool) -> (Vec<Vec<u8>>, Vec<usize>) {
     sink.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let tracer = Tracer::new();
-    let q = tracer
-        .create_queue::<Udp>(
-            UdpParams::to(sink.local_addr().unwrap())
-                .with_capacity(total as usize)
-                .with_segmentation_offload(offload)
-                .with_period(Duration::from_secs(3600))
-                .with_high_water_percent(100)
-                .with_datagrams_per_period(DatagramsPerPeriod::All),
-        )
-        .unwrap();
+    #[allow(unused_mut)]
+    let mut params = UdpParams::to(sink.local_addr().unwrap())
+        .with_capacity(total as usize)
+        .with_segmentation_offload(offload)
+        .with_period(Duration::from_secs(3600))
+        .with_high_water_percent(100)
+        .with_datagrams_per_period(DatagramsPerPeriod::All);
+    #[allow(unused_mut)]
+    let mut config = ReceiverConfig::default();
+    #[cfg(feature = "keys")]
+    if let Some(key) = &key {
+        params = params.with_key(key.clone());
+        config.keys = vec![key.clone()];
+    }
+    let q = tracer.create_queue::<Udp>(params).unwrap();
     tracer.assign_class(user::CLASS, q).unwrap();
     for i in 0..total {
         tracer.log_event(user::USER0, [i, i % 7]);
@@ -675,13 +702,14 @@ fn compact_wire(offload: bool) -> (Vec<Vec<u8>>, Vec<usize>) {
     while let Ok(n) = sink.recv(&mut buf) {
         got.push(buf[..n].to_vec());
     }
-    let mut core = ReceiverCore::new(ReceiverConfig::default());
+    let mut core = ReceiverCore::new(config);
     let mut out = Vec::new();
     let from = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
     for d in &got {
         core.handle(from, d, &mut |e| out.push(*e));
     }
     core.finish(&mut |e| out.push(*e));
+    assert_eq!(core.summary().invalid.total(), 0);
     let s = &core.summary().senders[0];
     assert_eq!((s.events, s.lost_events, s.invalid), (total, 0, 0));
     let args: Vec<u64> = out
@@ -690,16 +718,21 @@ fn compact_wire(offload: bool) -> (Vec<Vec<u8>>, Vec<usize>) {
         .map(|e| e.args[0])
         .collect();
     assert_eq!(args, (0..total).collect::<Vec<_>>());
+    // The kind byte (6): a keyed datagram is viewed only after its tag.
     let events: Vec<Vec<u8>> = got
         .into_iter()
-        .filter(|d| DatagramView::new_checked(&d[..]).unwrap().kind() == DatagramKind::Events)
+        .filter(|d| d[6] == DatagramKind::Events as u8)
         .collect();
+    // Keyed (FORMAT.md 2.6): the session at 40-47, the chunk from 48, the
+    // 16-byte tag at the end.
+    let keyed = key.is_some();
+    let (start, tag) = if keyed { (48, 16) } else { (40, 0) };
     let padding = events
         .iter()
         .map(|d| {
-            let end = 40 + Chunk::new_checked(&d[40..]).unwrap().len();
-            assert!(d[end..].iter().all(|&b| b == 0));
-            d.len() - end
+            let end = start + Chunk::new_checked(&d[start..]).unwrap().len();
+            assert!(d[end..d.len() - tag].iter().all(|&b| b == 0));
+            d.len() - tag - end
         })
         .collect();
     (events, padding)
