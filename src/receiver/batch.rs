@@ -181,18 +181,7 @@ impl Batch {
 /// then gives. Best effort: without it, datagrams carry no arrival time.
 #[cfg(all(target_os = "linux", not(miri)))]
 pub(super) fn stamp_arrivals(socket: &UdpSocket) {
-    use std::os::fd::AsRawFd;
-    let on: libc::c_int = 1;
-    // SAFETY: a valid socket, and an int option passed with its size.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    switch_on(socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS);
 }
 
 /// Asks the kernel to coalesce runs of equally long datagrams of one
@@ -200,14 +189,20 @@ pub(super) fn stamp_arrivals(socket: &UdpSocket) {
 /// Best effort: without it (an older kernel), one datagram a slot.
 #[cfg(all(target_os = "linux", not(miri)))]
 pub(super) fn coalesce_arrivals(socket: &UdpSocket) {
+    switch_on(socket, libc::SOL_UDP, UDP_GRO);
+}
+
+/// Sets the int socket option `name` of `level` to 1; a refusal is ignored.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn switch_on(socket: &UdpSocket, level: libc::c_int, name: libc::c_int) {
     use std::os::fd::AsRawFd;
     let on: libc::c_int = 1;
     // SAFETY: a valid socket, and an int option passed with its size.
     unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::SOL_UDP,
-            UDP_GRO,
+            level,
+            name,
             (&on as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
