@@ -136,6 +136,13 @@ fn bad_compact_datagrams_are_exact_errors() {
             format!("corrupt at byte {at}: compact datagram padding: not zero: the bytes after the chunk's 126 are zero padding (FORMAT.md 2.7)")
         );
     }
+    // FORMAT.md's case: one byte 7 appended to the 126.
+    let mut seven = good.clone();
+    seven.push(7);
+    assert_eq!(
+        err(&seven).to_string(),
+        "corrupt at byte 126: compact datagram padding: not zero: the bytes after the chunk's 126 are zero padding (FORMAT.md 2.7)"
+    );
     // Bytes past a catalog or close datagram are not padding.
     let mut close = [0u8; 128];
     let n = qtrace::wire::datagram::encode_close(
