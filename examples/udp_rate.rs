@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use qtrace::classes::user;
 use qtrace::queues::{DatagramsPerPeriod, Udp, UdpParams};
-use qtrace::wire::datagram::{DatagramKind, DatagramView};
+use qtrace::wire::datagram::{DatagramKind, DatagramView, HEADER_LEN};
 use qtrace::Tracer;
 use qtrace_core::compact::Chunk;
 
@@ -152,9 +152,9 @@ fn sizes() -> Result<(), Box<dyn std::error::Error>> {
                                     counts[1].fetch_add(n as u64, Ordering::Relaxed);
                                     counts[2].fetch_add(v.record_count() as u64, Ordering::Relaxed);
                                     // Zero padding after a compact chunk (FORMAT.md 2.7).
-                                    if let Ok(c) = Chunk::new_checked(&buf[40..n]) {
+                                    if let Ok(c) = Chunk::new_checked(&buf[HEADER_LEN..n]) {
                                         counts[4].fetch_add(
-                                            (n - 40 - c.len()) as u64,
+                                            (n - HEADER_LEN - c.len()) as u64,
                                             Ordering::Relaxed,
                                         );
                                     }

@@ -27,8 +27,9 @@
 //!   to the full size (at most 38, FORMAT.md 2.7), as the kernel splits at
 //!   one length. Where the kernel or the route does not support it, the
 //!   queue sends one datagram per call. On loopback this is 2–3× the event
-//!   rate of 32-byte datagrams; compact ones to `qtrace recv --out` went
-//!   from zero loss up to 24–30 M events/s to 36 M (BENCHMARKS.md).
+//!   rate of 32-byte datagrams; compact ones to `qtrace recv --out` lose
+//!   nothing at 30 M events/s, where one datagram a call did so reliably
+//!   only up to 24 M (BENCHMARKS.md).
 //! - **No receiver**: the kernel's "port unreachable" answers are counted in
 //!   [`Queue::status`] and [`UdpQueue::stats`] and the stream goes on. Each
 //!   answer is about the send before it: that send's events were not
