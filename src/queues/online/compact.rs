@@ -1,16 +1,15 @@
 //! The online file's compact body (FORMAT.md 1.11, trace-file version 2):
-//! the drainer keeps draining the ring into 32-byte records (`pending`, as
-//! for a version 1 file: combine runs are held back on their flags, hoops
-//! records go last), and encodes them into compact chunks of at most 2,048
-//! records only when it writes them. The producers and their slots never
-//! see the compact form.
+//! the drainer drains the ring into records (`pending`, as for a version 1
+//! file: combine runs are held back on their flags, hoops records go last),
+//! and encodes them straight into compact chunks of at most 2,048 records
+//! only when it writes them (never through the 32-byte form). The producers
+//! and their slots never see the compact form.
 //!
 //! A chunk's records count as written once the whole chunk is: the torn-write
 //! logic of the drainer cuts a file back to the last whole chunk, where a
 //! version 1 file is cut back to the last whole record.
 
 use crate::model::event::Event;
-use crate::wire::record::{self, RECORD_LEN};
 use crate::wire::CHUNK_RECORDS;
 use qtrace_core::compact::{ChunkEncoder, ChunkHeader, HEADER_LEN, MAX_RECORD_LEN};
 
@@ -41,7 +40,8 @@ pub(super) struct CompactOut {
     chunks: Vec<Encoded>,
     /// The header of the next chunk the file gets.
     pub(super) next: ChunkHeader,
-    /// Where a chunk is encoded before it is appended to `out`.
+    /// Where a chunk is encoded before it is appended to `out` (room for
+    /// its largest size, filled once: not zeroed for every chunk).
     scratch: Vec<u8>,
 }
 
@@ -56,21 +56,15 @@ impl CompactOut {
         })
     }
 
-    /// Encodes the records of `pending` (whole 32-byte records) not encoded
-    /// yet, as chunks appended to `out`.
-    pub(super) fn encode(&mut self, pending: &[u8]) {
-        let recs = pending.len() / RECORD_LEN;
+    /// Encodes the records of `pending` not encoded yet, as chunks appended
+    /// to `out`.
+    pub(super) fn encode(&mut self, pending: &[Event]) {
+        let recs = pending.len();
         while self.encoded < recs {
             let n = (recs - self.encoded).min(CHUNK_RECORDS);
-            let from = self.encoded * RECORD_LEN;
+            let from = self.encoded;
             let header = self.next;
-            let len = encode_chunk(
-                &mut self.scratch,
-                header,
-                pending[from..from + n * RECORD_LEN]
-                    .chunks_exact(RECORD_LEN)
-                    .map(|c| record::parse(c.try_into().expect("32-byte chunks"))),
-            );
+            let len = encode_chunk(&mut self.scratch, header, &pending[from..from + n]);
             self.out.extend_from_slice(&self.scratch[..len]);
             self.encoded += n;
             self.next = header.following(n as u16, 0);
@@ -129,7 +123,7 @@ impl CompactOut {
         }
         let mut buf = vec![0u8; HEADER_LEN + MAX_RECORD_LEN * events.len().min(CHUNK_RECORDS)];
         for part in events.chunks(CHUNK_RECORDS) {
-            let len = encode_chunk(&mut buf, *next, part.iter().copied());
+            let len = encode_chunk(&mut buf, *next, part);
             dst.extend_from_slice(&buf[..len]);
             *next = next.following(part.len() as u16, 0);
         }
@@ -138,12 +132,11 @@ impl CompactOut {
 
 /// Encodes `events` (at most [`CHUNK_RECORDS`]) as one chunk into `buf`
 /// (room for as many records of the largest size); returns its length.
-fn encode_chunk(buf: &mut [u8], header: ChunkHeader, events: impl Iterator<Item = Event>) -> usize {
+fn encode_chunk(buf: &mut [u8], header: ChunkHeader, events: &[Event]) -> usize {
     let mut enc = ChunkEncoder::new(buf, header).expect("the buffer holds a chunk header");
-    for e in events {
-        // The buffer has room for CHUNK_RECORDS records of the largest size.
-        enc.push(&e).expect("room for every record");
-    }
+    // The buffer has room for every record at the largest size.
+    let n = enc.push_all(events);
+    assert_eq!(n, events.len(), "room for every record");
     enc.finish()
 }
 
@@ -152,21 +145,17 @@ mod tests {
     use super::*;
     use crate::model::event::EventId;
 
-    fn records(n: u64) -> Vec<u8> {
-        let mut v = Vec::new();
-        for i in 0..n {
-            let mut r = [0u8; RECORD_LEN];
-            record::emit(&Event::new(100 + i, EventId(9), 1, [i, 0]), &mut r);
-            v.extend_from_slice(&r);
-        }
-        v
+    fn records(n: u64) -> Vec<Event> {
+        (0..n)
+            .map(|i| Event::new(100 + i, EventId(9), 1, [i, 0]))
+            .collect()
     }
 
     #[test]
     fn chunks_of_2048_numbered_on_and_the_next_after_the_last_whole_one() {
         let mut c = CompactOut::new();
         let pending = records(5000);
-        c.encode(&pending[..3000 * RECORD_LEN]);
+        c.encode(&pending[..3000]);
         c.encode(&pending);
         // 2048 + 952, then 2000 more.
         let counts: Vec<usize> = c.chunks.iter().map(|e| e.records).collect();

@@ -30,8 +30,13 @@ use std::time::{Duration, Instant};
 /// reservation costs one system call per MiB written.
 const RESERVE_CHUNK: u64 = 1 << 20;
 
-/// Events encoded per `write` call (64 KiB).
+/// Events encoded per `write` call in a 32-byte file (64 KiB).
 pub(super) const BATCH: usize = 2048;
+/// Events encoded per `write` call in a compact file: four chunks of 2,048
+/// (about 32 KiB at 4 bytes an event), so a write carries half a 32-byte
+/// file's bytes, not an eighth: fewer system calls an event, measured in
+/// `benches/streams.rs` (`online_drain`).
+pub(super) const COMPACT_BATCH: usize = 4 * crate::wire::CHUNK_RECORDS;
 /// Batches one round may write before it lets the task check its stop flag.
 const ROUND_BATCHES: usize = 64;
 
@@ -40,9 +45,13 @@ pub(super) struct Drainer {
     pub(super) shared: Arc<Shared>,
     pub(super) sink: Box<dyn Write + Send>,
     pub(super) name: String,
-    /// Encoded records not yet (completely) written.
-    pub(super) pending: Vec<u8>,
-    /// Bytes of `pending` already written.
+    /// Records drained and not yet (completely) written, as taken from
+    /// the ring: encoded only when written, straight into the file's form.
+    pub(super) pending: Vec<Event>,
+    /// A 32-byte file's encoding of `pending` (a compact file's is in
+    /// `compact`).
+    pub(super) plain: Vec<u8>,
+    /// Bytes of the encoded `pending` already written.
     pub(super) written: usize,
     /// Events (not hoops) in `pending`; they come first, a hoops record
     /// (if any) last.
@@ -97,9 +106,10 @@ pub(super) struct Drainer {
     pub(super) rotate_blocked: bool,
     /// Records of a combine run held back until its end is drained (see
     /// `hold_open_run`): drained from the ring, not yet in `pending`.
-    pub(super) carry: Vec<u8>,
+    pub(super) carry: Vec<Event>,
     /// The file is compact (FORMAT.md 1.11): `pending` is encoded into
-    /// chunks when written, and `written` counts bytes of those chunks.
+    /// chunks when written (`plain` is not used), and `written` counts
+    /// bytes of those chunks.
     pub(super) compact: Option<Box<CompactOut>>,
     /// The queue's own counters, when sampled (FORMAT.md 1.3.4).
     pub(super) counters: Option<QueueCounterIds>,
@@ -124,9 +134,7 @@ enum Round {
 
 impl Drainer {
     fn push_record(&mut self, event: &Event) {
-        let mut buf = [0u8; RECORD_LEN];
-        record::emit(event, &mut buf);
-        self.pending.extend_from_slice(&buf);
+        self.pending.push(*event);
     }
 
     /// Puts the sample into `pending` once it is due — every event queued
@@ -179,6 +187,7 @@ impl Drainer {
             CompactOut::encode_events(next, events, dst);
             return;
         }
+        dst.reserve(events.len() * RECORD_LEN);
         for e in events {
             let mut rec = [0u8; RECORD_LEN];
             record::emit(e, &mut rec);
@@ -201,13 +210,14 @@ impl Drainer {
     /// Writes `pending`; counts each event delivered once its record is
     /// completely written.
     fn write_pending(&mut self) -> bool {
-        if let Some(c) = self.compact.as_mut() {
-            c.encode(&self.pending);
+        match self.compact.as_mut() {
+            Some(c) => c.encode(&self.pending),
+            None => encode_plain(&self.pending, &mut self.plain),
         }
         loop {
             let len = match &self.compact {
                 Some(c) => c.out.len(),
-                None => self.pending.len(),
+                None => self.plain.len(),
             };
             if self.written >= len {
                 break;
@@ -217,7 +227,7 @@ impl Drainer {
             }
             let bytes = match &self.compact {
                 Some(c) => &c.out[self.written..],
-                None => &self.pending[self.written..],
+                None => &self.plain[self.written..],
             };
             match self.sink.write(bytes) {
                 Ok(0) => {
@@ -238,13 +248,14 @@ impl Drainer {
             }
         }
         self.credit();
-        self.records += (self.pending.len() / RECORD_LEN) as u64;
+        self.records += self.pending.len() as u64;
         self.lost = self.lost.saturating_add(self.pending_hoops);
         self.samples += std::mem::take(&mut self.pending_samples);
         if self.first_record_at.is_none() && self.records > self.prologue + self.samples {
             self.first_record_at = Some(Instant::now());
         }
         self.pending.clear();
+        self.plain.clear();
         if let Some(c) = self.compact.as_mut() {
             c.clear();
         }
@@ -448,7 +459,7 @@ impl Drainer {
             while left > 0 {
                 // Nothing is pending here (a run held back aside): the
                 // chunk may be closed.
-                let carried = self.carry.len() / RECORD_LEN;
+                let carried = self.carry.len();
                 if self.room() <= carried && self.records > self.prologue {
                     self.rotate();
                 }
@@ -462,10 +473,15 @@ impl Drainer {
                         return Round::Failed;
                     }
                 }
-                let mut take = if self.rotate_blocked {
-                    left.min(BATCH)
+                let batch = if self.compact.is_some() {
+                    COMPACT_BATCH
                 } else {
-                    left.min(BATCH)
+                    BATCH
+                };
+                let mut take = if self.rotate_blocked {
+                    left.min(batch)
+                } else {
+                    left.min(batch)
                         .min(self.room().saturating_sub(carried).max(1))
                 };
                 // A batch ends where a sample waiting for its events is due.
@@ -480,9 +496,7 @@ impl Drainer {
                 self.carry.clear();
                 self.pending_events += carried as u64;
                 let n = ring.drain(take, |e| {
-                    let mut rec = [0u8; RECORD_LEN];
-                    record::emit(e, &mut rec);
-                    buf.extend_from_slice(&rec);
+                    buf.push(*e);
                     last_time = e.time;
                 });
                 self.pending = buf;
@@ -675,7 +689,7 @@ impl Work for Drainer {
             // nothing is held back), so events stay first.
             debug_assert_eq!(self.pending_hoops, 0);
             let carry = std::mem::take(&mut self.carry);
-            self.pending_events += (carry.len() / RECORD_LEN) as u64;
+            self.pending_events += carry.len() as u64;
             self.pending.extend_from_slice(&carry);
             let _ = self.write_pending();
         }
@@ -700,8 +714,7 @@ impl Work for Drainer {
         }
         // Sample records not written (they end `pending`): no loss of
         // events, but the status says so, as the file may end torn.
-        let unwritten_samples = ((self.pending.len() / RECORD_LEN)
-            .saturating_sub(self.records_written()) as u64)
+        let unwritten_samples = (self.pending.len().saturating_sub(self.records_written()) as u64)
             .min(self.pending_samples);
         // The whole records (or chunks) of a partly written batch are in
         // the file.
@@ -745,6 +758,18 @@ impl Work for Drainer {
                 self.name
             ));
         }
+    }
+}
+
+/// Appends the 32-byte records of the `pending` records not in `plain`
+/// yet (a write that failed keeps both; more records may follow).
+fn encode_plain(pending: &[Event], plain: &mut Vec<u8>) {
+    let done = plain.len() / RECORD_LEN;
+    plain.reserve((pending.len() - done) * RECORD_LEN);
+    for e in &pending[done..] {
+        let mut rec = [0u8; RECORD_LEN];
+        record::emit(e, &mut rec);
+        plain.extend_from_slice(&rec);
     }
 }
 

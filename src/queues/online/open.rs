@@ -4,7 +4,7 @@
 
 use super::chunks::{chunk_path, first_free};
 use super::compact::CompactOut;
-use super::drainer::{removable_on_failure, Drainer, BATCH};
+use super::drainer::{removable_on_failure, Drainer, BATCH, COMPACT_BATCH};
 use super::params::Target;
 use super::OnlineQueue;
 use crate::queue::config_error::ConfigError;
@@ -108,7 +108,12 @@ impl OnlineQueue {
             path: file_path,
             header,
             in_file: 0,
-            pending: Vec::with_capacity((BATCH + 1) * RECORD_LEN),
+            pending: Vec::with_capacity(COMPACT_BATCH.max(BATCH) + 1),
+            plain: if self.compact {
+                Vec::new()
+            } else {
+                Vec::with_capacity((BATCH + 1) * RECORD_LEN)
+            },
             written: 0,
             pending_events: 0,
             credited: 0,

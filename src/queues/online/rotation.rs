@@ -5,11 +5,12 @@
 //! the retention.
 
 use super::chunks::{chunk_path, ClosedChunk};
-use super::drainer::Drainer;
+use super::drainer::{Drainer, COMPACT_BATCH};
 use crate::model::combine::{BEGIN, COMBINE, CONTROL, END};
 use crate::queues::drained::samples::SAMPLE_RECORDS;
 use crate::storage::reserve::{reserve, RESERVE_LEN};
 use crate::wire::record::RECORD_LEN;
+use crate::wire::CHUNK_RECORDS;
 use qtrace_core::compact::{ChunkHeader, HEADER_LEN, MAX_RECORD_LEN};
 use std::fs::File;
 use std::io::{self, Write};
@@ -25,10 +26,11 @@ impl Drainer {
         };
         let left = max.saturating_sub(self.file_len);
         let slots = if self.compact.is_some() {
-            // Records of the largest size, with a chunk header for the
-            // batch (two: a batch and a held run may make two chunks) and
+            // Records of the largest size, with a chunk header for each
+            // chunk of a batch (one more: a held run may make another) and
             // one for the tail (hoops and close run).
-            left.saturating_sub(3 * HEADER_LEN as u64) / MAX_RECORD_LEN as u64
+            let headers = (COMPACT_BATCH / CHUNK_RECORDS + 2) as u64;
+            left.saturating_sub(headers * HEADER_LEN as u64) / MAX_RECORD_LEN as u64
         } else {
             left / RECORD_LEN as u64
         };
@@ -184,12 +186,9 @@ impl Drainer {
     /// starts an empty chunk (then it is longer than a chunk, or its
     /// producer is slow: it goes on as it comes).
     pub(super) fn hold_open_run(&mut self) {
-        let flags = |i: usize| {
-            let at = i * RECORD_LEN + 10;
-            u16::from_be_bytes([self.pending[at], self.pending[at + 1]])
-        };
+        let flags = |i: usize| self.pending[i].flags;
         let in_run = |f: u16| f & (COMBINE | CONTROL) == COMBINE;
-        let recs = self.pending.len() / RECORD_LEN;
+        let recs = self.pending.len();
         if !self.rotation.on() || recs == 0 {
             return;
         }
@@ -208,9 +207,8 @@ impl Drainer {
         if b == 0 && self.records == self.prologue {
             return;
         }
-        self.carry
-            .extend_from_slice(&self.pending[b * RECORD_LEN..]);
-        self.pending.truncate(b * RECORD_LEN);
+        self.carry.extend_from_slice(&self.pending[b..]);
+        self.pending.truncate(b);
         self.pending_events -= (recs - b) as u64;
     }
 }
