@@ -607,6 +607,43 @@ fn the_table_replaces_its_oldest_entry_after_31() {
 }
 
 #[test]
+fn may_hold_every_id_decoded_even_past_the_table() {
+    let e = |id: u16, source: u32| Event::new(0, EventId(id), source, [0, 0]);
+    // 40 keys over 4 sources (more than the table's 31: entries are
+    // replaced), then again: no id decoded is ever reported absent.
+    let ids: Vec<u16> = (2..=11).collect();
+    let mut buf = [0u8; 4096];
+    let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+    for _ in 0..2 {
+        for &id in &ids {
+            for source in 0..4 {
+                enc.push(&e(id, source)).unwrap();
+            }
+        }
+    }
+    let n = enc.finish();
+    let chunk = Chunk::new_checked(&buf[..n]).unwrap();
+    let mut records = chunk.records();
+    let mut out = vec![Event::default(); 100];
+    assert_eq!(records.fill(&mut out), 80);
+    assert!(ids.iter().all(|&id| records.may_hold(EventId(id))));
+
+    // A chunk of ids 2 and 3 only: the ids 0 and 1 (a close run's, a
+    // hoops record's: what a reader looks for) are absent.
+    let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+    for id in [2, 3, 2, 3] {
+        enc.push(&e(id, 1)).unwrap();
+    }
+    let n = enc.finish();
+    let chunk = Chunk::new_checked(&buf[..n]).unwrap();
+    let mut records = chunk.records();
+    assert!(!records.may_hold(EventId(2)), "nothing decoded yet");
+    assert_eq!(records.by_ref().count(), 4);
+    assert!(records.may_hold(EventId(2)) && records.may_hold(EventId(3)));
+    assert!(!records.may_hold(EventId(0)) && !records.may_hold(EventId(1)));
+}
+
+#[test]
 fn a_chunk_of_no_record_keeps_its_base_time() {
     let mut buf = [0u8; HEADER_LEN];
     let h = ChunkHeader {

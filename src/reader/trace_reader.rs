@@ -89,6 +89,10 @@ pub struct TraceReader<R = BufReader<File>> {
     /// yields them with one comparison. Found by one scan a stretch, so
     /// every record is looked at once; `plain_end <= dpos` otherwise.
     plain_end: usize,
+    /// The current chunk has no record that needs care (its decoder says
+    /// so, `Records::may_hold`): its stretch of plain records is all of
+    /// it, found with no scan.
+    chunk_plain: bool,
     /// A compact file (`compact` is set): `offset` names the chunk the
     /// records come from and does not move by record.
     compact_file: bool,
@@ -227,6 +231,7 @@ impl<R: Read> TraceReader<R> {
             dpos: 0,
             dend: 0,
             plain_end: 0,
+            chunk_plain: false,
             compact: header.is_compact().then(|| {
                 Box::new(CompactBody {
                     next_at: len as u64,
@@ -339,6 +344,7 @@ impl<R: Read> TraceReader<R> {
         self.dend = 0;
         self.dpos = 0;
         self.plain_end = 0;
+        self.chunk_plain = false;
         while self.dend == 0 && !self.eof && self.read_error.is_none() {
             self.offset = c.next_at;
             if let Err(e) = self.read_chunk(&mut c) {
@@ -431,6 +437,7 @@ impl<R: Read> TraceReader<R> {
         }
         let mut records = chunk.records();
         self.dend = records.fill(&mut self.decoded[..count]);
+        self.chunk_plain = CARE_IDS.iter().all(|&id| !records.may_hold(id));
         // `fill` stopped short of its room only at the chunk's end or an
         // impossible record; `next` says which.
         match records.next() {
@@ -492,6 +499,9 @@ impl<R: Read> TraceReader<R> {
 fn needs_care(e: &Event) -> bool {
     e.id == CLOSE_ID || e.id == HOOPS || e.id == NAME_EVENT
 }
+
+/// The ids [`needs_care`] looks for.
+const CARE_IDS: [EventId; 3] = [CLOSE_ID, HOOPS, NAME_EVENT];
 
 /// Whether `held` can begin a close run: parts 1, 2, … in order, exact
 /// flags, the tracer's source, one time.
@@ -663,7 +673,11 @@ impl<R: Read> TraceReader<R> {
             return None;
         }
         let ahead = &self.decoded[self.dpos..self.dend];
-        let plain = ahead.iter().position(needs_care).unwrap_or(ahead.len());
+        let plain = if self.chunk_plain {
+            ahead.len()
+        } else {
+            ahead.iter().position(needs_care).unwrap_or(ahead.len())
+        };
         let e = *ahead.first()?;
         if plain > 0 {
             self.plain_end = self.dpos + plain;

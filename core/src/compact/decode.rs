@@ -129,6 +129,7 @@ impl<'a> Chunk<'a> {
             table: [0; TABLE_LEN],
             table_len: 0,
             next_slot: 0,
+            ids: 0,
             done: false,
         }
     }
@@ -150,6 +151,8 @@ pub struct Records<'a> {
     table: [u64; TABLE_LEN],
     table_len: u8,
     next_slot: u8,
+    /// One bit for each id of the literals decoded ([`Records::may_hold`]).
+    ids: u64,
     done: bool,
 }
 
@@ -157,6 +160,34 @@ impl Records<'_> {
     /// Records not yet decoded.
     pub fn remaining(&self) -> u16 {
         self.left as u16
+    }
+
+    /// Whether a record decoded so far may have the event id `id`:
+    /// `false` says that none has, `true` that one may have (a filter over
+    /// the ids the chunk's literal records named: every record's id is a
+    /// literal's or an interned copy of one; two ids may share a bit). A
+    /// reader that gives a few ids care of their own learns from it that a
+    /// chunk has none of them without looking at every record.
+    ///
+    /// ```
+    /// use qtrace_core::compact::{Chunk, ChunkEncoder, ChunkHeader};
+    /// use qtrace_core::{Event, EventId};
+    ///
+    /// let mut buf = [0u8; 48 + 4 * 39];
+    /// let mut enc = ChunkEncoder::new(&mut buf, ChunkHeader::default()).unwrap();
+    /// for (t, id) in [(1, 4), (2, 5), (3, 4), (4, 4)] {
+    ///     enc.push(&Event::new(t, EventId(id), 1, [0, 0])).unwrap();
+    /// }
+    /// let n = enc.finish();
+    /// let chunk = Chunk::new_checked(&buf[..n]).unwrap();
+    /// let mut records = chunk.records();
+    /// assert!(!records.may_hold(EventId(4)));
+    /// assert_eq!(records.by_ref().count(), 4);
+    /// assert!(records.may_hold(EventId(4)) && records.may_hold(EventId(5)));
+    /// assert!(!records.may_hold(EventId(1)));
+    /// ```
+    pub fn may_hold(&self, id: EventId) -> bool {
+        self.ids & id_bit(id.0) != 0
     }
 
     /// Decodes the next records into `out`, as many as it holds and the
@@ -265,6 +296,7 @@ impl Records<'_> {
         // State changes only once the record is whole: after an error the
         // same record decodes to the same error (`fill`, then `next`).
         if literal {
+            self.ids |= id_bit(key as u16);
             let slot = self.next_slot as usize;
             self.table[slot] = key;
             self.next_slot = if slot + 1 == TABLE_LEN {
@@ -286,6 +318,13 @@ impl Records<'_> {
             args: [a0, a1],
         })
     }
+}
+
+/// The bit of [`Records::ids`] for `id`: a multiplicative hash's top 6
+/// bits, so that ids near each other take different bits.
+#[inline(always)]
+fn id_bit(id: u16) -> u64 {
+    1 << (u32::from(id).wrapping_mul(0x9e37_79b9) >> 26)
 }
 
 const RUNS_PAST: &str = "the record runs past the chunk's payload";
