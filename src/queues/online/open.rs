@@ -108,7 +108,9 @@ impl OnlineQueue {
             path: file_path,
             header,
             in_file: 0,
-            pending: Vec::with_capacity(COMPACT_BATCH.max(BATCH) + 1),
+            // A batch and its hoops record (a held run or samples may
+            // make it grow).
+            pending: Vec::with_capacity(if self.compact { COMPACT_BATCH } else { BATCH } + 1),
             plain: if self.compact {
                 Vec::new()
             } else {
