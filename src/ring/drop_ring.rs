@@ -39,11 +39,6 @@ pub struct DropRing {
     slots: Box<[Slot]>,
 }
 
-/// Slots [`DropRing::drain`] claims with one compare-and-swap at most: 256
-/// slots of 64 bytes are 16 KiB, half of an L1 data cache, so the records
-/// checked committed are still there when they are read.
-const SCAN: usize = 256;
-
 /// Top bit of [`DropRing`]'s drop word: the ring is latched shut.
 const LATCHED: u64 = 1 << 63;
 
@@ -238,12 +233,9 @@ impl DropRing {
         let mut n = 0;
         let mut pos = self.head.load(Ordering::Relaxed);
         while n < max {
-            // The committed records from `pos`, at most `max - n` of them
-            // and at most `SCAN`: the slots looked at are read again right
-            // after the claim, while still in the L1 cache.
-            let want = (max - n).min(SCAN);
+            // The committed records from `pos`, at most `max - n` of them.
             let mut k = 0u64;
-            while (k as usize) < want {
+            while n + (k as usize) < max {
                 let p = pos.wrapping_add(k);
                 if self.slot(p).seq.load(Ordering::Acquire) != p.wrapping_add(1) {
                     break;

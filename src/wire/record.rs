@@ -99,6 +99,16 @@ pub(crate) fn emit_all(events: &[Event], out: &mut [u8]) -> usize {
     n
 }
 
+/// Appends the 32-byte records of `events` to `dst`.
+pub(crate) fn extend_all(events: &[Event], dst: &mut Vec<u8>) {
+    dst.reserve(events.len() * RECORD_LEN);
+    for e in events {
+        let mut rec = [0u8; RECORD_LEN];
+        emit(e, &mut rec);
+        dst.extend_from_slice(&rec);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

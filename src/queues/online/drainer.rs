@@ -187,12 +187,7 @@ impl Drainer {
             CompactOut::encode_events(next, events, dst);
             return;
         }
-        dst.reserve(events.len() * RECORD_LEN);
-        for e in events {
-            let mut rec = [0u8; RECORD_LEN];
-            record::emit(e, &mut rec);
-            dst.extend_from_slice(&rec);
-        }
+        record::extend_all(events, dst);
     }
 
     /// Counts the events of `pending` whose records are completely written.
@@ -210,9 +205,14 @@ impl Drainer {
     /// Writes `pending`; counts each event delivered once its record is
     /// completely written.
     fn write_pending(&mut self) -> bool {
+        // The records not encoded yet (a write that failed keeps both
+        // `pending` and its encoding; more records may follow).
         match self.compact.as_mut() {
             Some(c) => c.encode(&self.pending),
-            None => encode_plain(&self.pending, &mut self.plain),
+            None => {
+                let done = self.plain.len() / RECORD_LEN;
+                record::extend_all(&self.pending[done..], &mut self.plain);
+            }
         }
         loop {
             let len = match &self.compact {
@@ -758,18 +758,6 @@ impl Work for Drainer {
                 self.name
             ));
         }
-    }
-}
-
-/// Appends the 32-byte records of the `pending` records not in `plain`
-/// yet (a write that failed keeps both; more records may follow).
-fn encode_plain(pending: &[Event], plain: &mut Vec<u8>) {
-    let done = plain.len() / RECORD_LEN;
-    plain.reserve((pending.len() - done) * RECORD_LEN);
-    for e in &pending[done..] {
-        let mut rec = [0u8; RECORD_LEN];
-        record::emit(e, &mut rec);
-        plain.extend_from_slice(&rec);
     }
 }
 
