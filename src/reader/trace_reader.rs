@@ -666,6 +666,95 @@ impl<R: Read> TraceReader<R> {
         self.counted(e)
     }
 
+    /// Appends to `out` at most `limit` of the events that
+    /// [`TraceReader::next_buffered`] would yield one by one (the same
+    /// events in the same order, with the same counts) and returns how many;
+    /// `0` means "call [`Iterator::next`]", not the end of the file. For a
+    /// loop that hands a file's events on in batches: they go from the
+    /// reader's block into `out` with no value returned per event (a
+    /// compact file's decoded stretches are copied whole). Measured on a
+    /// 5 M-event 32-byte file, `qtrace analyze` ran at 1.8x the events a
+    /// second this way as through `next_buffered` (docs/benchmarks-history.md,
+    /// "The analysis's reader in batches").
+    ///
+    /// ```
+    /// # use qtrace::classes::{system, Catalog};
+    /// # use qtrace::clock::{Clock, ManualClock};
+    /// # use qtrace::reader::TraceReader;
+    /// # use qtrace::wire::{TraceHeader, TraceWriter};
+    /// # use qtrace::Event;
+    /// # let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)));
+    /// # let mut w = TraceWriter::new(Vec::new(), &header)?;
+    /// # for t in 0..5 { w.write_event(&Event::new(t, system::SCHEDULE, 0, [t, 0]))?; }
+    /// # let bytes = w.finish()?;
+    /// let mut reader = TraceReader::new(&bytes[..])?;
+    /// let mut batch = Vec::new();
+    /// let mut times = Vec::new();
+    /// loop {
+    ///     if reader.read_buffered(&mut batch, 2) == 0 {
+    ///         match reader.next() {
+    ///             Some(e) => batch.push(e?),
+    ///             None => break,
+    ///         }
+    ///     }
+    ///     times.extend(batch.drain(..).map(|e| e.time));
+    /// }
+    /// assert_eq!(times, [0, 1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_buffered(&mut self, out: &mut Vec<Event>, limit: usize) -> usize {
+        let start = out.len();
+        if self.compact_file {
+            while out.len() - start < limit {
+                if self.dpos < self.plain_end {
+                    let n = (self.plain_end - self.dpos).min(limit - (out.len() - start));
+                    out.extend_from_slice(&self.decoded[self.dpos..self.dpos + n]);
+                    self.dpos += n;
+                    self.records += n as u64;
+                    continue;
+                }
+                match self.next_buffered_compact() {
+                    Some(e) => out.push(e),
+                    None => break,
+                }
+            }
+            return out.len() - start;
+        }
+        if !self.release.is_empty() || !self.held.is_empty() {
+            return 0;
+        }
+        let closes = self.header.closes();
+        let n = (self.end.saturating_sub(self.pos) / RECORD_LEN).min(limit);
+        out.reserve(n);
+        let mut taken = 0;
+        while taken < n {
+            let at = self.pos + taken * RECORD_LEN;
+            let Some(bytes) = self
+                .block
+                .get(at..)
+                .and_then(|b| b.first_chunk::<RECORD_LEN>())
+            else {
+                break;
+            };
+            let e = record::parse(bytes);
+            if closes && close_part(&e).is_some() {
+                break;
+            }
+            if let Some(lost) = hoops_lost(&e) {
+                self.lost = self.lost.saturating_add(lost);
+            }
+            if e.id == NAME_EVENT && is_combine(&e) {
+                self.learn_name(e);
+            }
+            out.push(e);
+            taken += 1;
+        }
+        self.pos += taken * RECORD_LEN;
+        self.offset += (taken * RECORD_LEN) as u64;
+        self.records += taken as u64;
+        taken
+    }
+
     /// [`TraceReader::next_buffered`] on a compact file past its stretch of
     /// plain records: finds the next stretch, or takes the record at hand
     /// with its care. Once a stretch (or a record that needs care), so out

@@ -9,12 +9,17 @@ use std::path::{Path, PathBuf};
 
 use qtrace::combine::Names;
 use qtrace::reader::{Completeness, MergedReader, ReadError, TraceReader};
+use qtrace::Event;
 
 use crate::columns::StreamRow;
 use crate::error::StoreError;
 use crate::partset::PartSet;
 use crate::run::{Run, RunInfo};
 use crate::stage::Stage;
+
+/// Events taken from the reader at once: 32 KiB, in the first-level cache
+/// while the rows take them.
+const READ_BUFFER: usize = 1024;
 
 /// What a conversion wrote.
 #[derive(Debug, Default)]
@@ -154,29 +159,42 @@ fn convert_into(
     let mut report = ConvertReport::default();
     let mut damaged: Vec<Option<ReadError>> = runs.iter().map(|_| None).collect();
     let mut records = 0u64;
-    merged.try_for_each_with_input(|i, item| -> Result<(), StoreError> {
-        match item {
-            Ok(e) => {
-                // One input (the usual case) holds its pairing throughout.
-                if several {
-                    let h = &mut holder[lead[i]];
-                    if *h != i {
-                        let (from, to) = two(&mut runs, *h, i);
-                        to.take_jobs_from(from);
-                        *h = i;
-                    }
-                }
-                runs[i].push(e, &mut set);
-                records += 1;
-                if records.is_multiple_of(crate::schema::BATCH_ROWS as u64) {
-                    set.flush_full()?;
-                    progress(records);
-                }
+    let mut push = |i: usize, e: &Event| -> Result<(), StoreError> {
+        // One input (the usual case) holds its pairing throughout.
+        if several {
+            let h = &mut holder[lead[i]];
+            if *h != i {
+                let (from, to) = two(&mut runs, *h, i);
+                to.take_jobs_from(from);
+                *h = i;
             }
-            Err(err) => damaged[i] = Some(err),
+        }
+        runs[i].push(e, &mut set);
+        records += 1;
+        if records.is_multiple_of(crate::schema::BATCH_ROWS as u64) {
+            set.flush_full()?;
+            progress(records);
         }
         Ok(())
-    })?;
+    };
+    // Events read ahead a buffer at a time (`MergedReader::read_buffered`,
+    // one input: input 0), not one by one: each would go out to the stack
+    // and be loaded back wider than it was stored (a stalled load an event).
+    let mut buffer = Vec::with_capacity(READ_BUFFER);
+    loop {
+        buffer.clear();
+        if merged.read_buffered(&mut buffer, READ_BUFFER) > 0 {
+            for e in &buffer {
+                push(0, e)?;
+            }
+            continue;
+        }
+        match merged.next_with_input() {
+            Some((i, Ok(e))) => push(i, &e)?,
+            Some((i, Err(err))) => damaged[i] = Some(err),
+            None => break,
+        }
+    }
     progress(records);
     report.ends = (0..merged.len()).map(|i| merged.completeness(i)).collect();
     for (i, run) in runs.iter_mut().enumerate() {

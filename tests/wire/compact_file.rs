@@ -310,4 +310,46 @@ proptest! {
         }
         prop_assert_eq!(got.completeness(), want.completeness());
     }
+
+    /// The same files read with `read_buffered` in runs of a random length
+    /// (then `next`), the compact one and the 32-byte one: what `next`
+    /// alone yields from the 32-byte file, with the same counts and names.
+    #[test]
+    fn compact_and_32_byte_files_read_in_runs_as_record_by_record(
+        events in proptest::collection::vec(careful_event(), 0..600),
+        flush_after in proptest::collection::vec(0usize..600, 0..6),
+        close in any::<bool>(),
+        closes in any::<bool>(),
+        limit in 1usize..700,
+    ) {
+        let header = example_header().with_close_run(closes);
+        let [plain, compact] = both(&header, &events, &flush_after, close);
+        let mut want = TraceReader::new(&plain[..]).unwrap();
+        let expected: Vec<Result<Event, String>> =
+            want.by_ref().map(|e| e.map_err(|e| e.to_string())).collect();
+        for bytes in [&plain, &compact] {
+            let mut got = TraceReader::new(&bytes[..]).unwrap();
+            let (mut seen, mut batch) = (Vec::new(), Vec::new());
+            loop {
+                if got.read_buffered(&mut batch, limit) > 0 {
+                    prop_assert!(batch.len() <= limit);
+                    seen.extend(batch.drain(..).map(Ok));
+                    continue;
+                }
+                match got.next() {
+                    Some(e) => seen.push(e.map_err(|e| e.to_string())),
+                    None => break,
+                }
+            }
+            prop_assert_eq!(&seen, &expected);
+            prop_assert_eq!(
+                (got.records_read(), got.lost_read()),
+                (want.records_read(), want.lost_read())
+            );
+            for id in 0..6 {
+                prop_assert_eq!(got.event_name(EventId(id)), want.event_name(EventId(id)));
+            }
+            prop_assert_eq!(got.completeness(), want.completeness());
+        }
+    }
 }

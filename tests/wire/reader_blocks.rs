@@ -173,11 +173,17 @@ fn a_cut_record_is_reported_at_its_offset_after_the_whole_ones() {
     assert!(err.to_string().contains("record"), "{err}");
 }
 
-#[test]
-fn next_buffered_then_next_gives_what_next_alone_gives() {
+/// Reads 10,000 records whole, cut inside a record and failing mid-file,
+/// in reads of 7 bytes, 4 KiB and all, with `take` first (it appends what a
+/// fast path hands over and says whether it handed any) and `next` when
+/// `take` hands nothing: the same events, errors, counts and offsets as
+/// `next` alone.
+fn gives_what_next_alone_gives(
+    what: &str,
+    mut take: impl FnMut(&mut TraceReader<Source>, &mut Vec<Result<Event, String>>) -> bool,
+) {
     let (events, bytes) = trace(10_000);
     let h = header_len(&bytes);
-    // Whole, cut inside a record, and failing mid-file.
     for (len, fail_at) in [
         (bytes.len(), usize::MAX),
         (h + 9000 * 32 + 3, usize::MAX),
@@ -197,8 +203,7 @@ fn next_buffered_then_next_gives_what_next_alone_gives() {
             let mut fast = TraceReader::new(source()).unwrap();
             let mut got = Vec::new();
             loop {
-                if let Some(e) = fast.next_buffered() {
-                    got.push(Ok(e));
+                if take(&mut fast, &mut got) {
                     continue;
                 }
                 match fast.next() {
@@ -208,7 +213,7 @@ fn next_buffered_then_next_gives_what_next_alone_gives() {
             }
             assert!(
                 got == want,
-                "len {len}, fail at {fail_at}, reads of {chunk}"
+                "{what}: len {len}, fail at {fail_at}, reads of {chunk}"
             );
             assert_eq!(fast.completeness(), plain.completeness());
             assert_eq!(
@@ -218,4 +223,24 @@ fn next_buffered_then_next_gives_what_next_alone_gives() {
             assert!(want.len() > 5000 && want.len() <= events.len() + 1);
         }
     }
+}
+
+#[test]
+fn read_buffered_then_next_gives_what_next_alone_gives() {
+    for limit in [1, 3, 1000, usize::MAX] {
+        let mut batch = Vec::new();
+        gives_what_next_alone_gives(&format!("runs of {limit}"), |r, got| {
+            let n = r.read_buffered(&mut batch, limit);
+            assert!(n <= limit && n == batch.len());
+            got.extend(batch.drain(..).map(Ok));
+            n > 0
+        });
+    }
+}
+
+#[test]
+fn next_buffered_then_next_gives_what_next_alone_gives() {
+    gives_what_next_alone_gives("next_buffered", |r, got| {
+        r.next_buffered().map(|e| got.push(Ok(e))).is_some()
+    });
 }

@@ -366,14 +366,14 @@ fn read_batches<R: Read>(
     let mut damaged = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
     loop {
-        // One input's events come from its reader's block
-        // ([`MergedReader::next_buffered`]: no `Result` per event).
+        // One input's events come from its reader's block a run at a time
+        // ([`MergedReader::read_buffered`]: no value returned per event).
         let end = loop {
-            if let Some(e) = events.next_buffered() {
-                if watch.late(&e) {
+            let from = batch.len();
+            if events.read_buffered(&mut batch, BATCH - from) > 0 {
+                if batch[from..].iter().any(|e| watch.late(e)) {
                     return damaged;
                 }
-                batch.push(e);
             } else {
                 match events.next_with_input() {
                     Some((_, Ok(e))) => {
@@ -411,26 +411,28 @@ fn pump_here<S: EventSink, R: Read>(
 ) -> Result<Option<Outcome>, Failure> {
     let mut n = 0u64;
     let mut damaged = Vec::new();
+    let mut buffer = Vec::with_capacity(BATCH);
     loop {
-        let e = if let Some(e) = events.next_buffered() {
-            e
-        } else {
+        buffer.clear();
+        if events.read_buffered(&mut buffer, BATCH) == 0 {
             match events.next_with_input() {
-                Some((_, Ok(e))) => e,
+                Some((_, Ok(e))) => buffer.push(e),
                 Some((_, Err(err))) => {
                     damaged.push(err);
                     continue;
                 }
                 None => break,
             }
-        };
-        if watch.late(&e) {
-            return Ok(None);
         }
-        sink.push(&e)?;
-        n += 1;
-        if n.is_multiple_of(4096) {
-            bar.set_position(n);
+        for e in &buffer {
+            if watch.late(e) {
+                return Ok(None);
+            }
+            sink.push(e)?;
+            n += 1;
+            if n.is_multiple_of(4096) {
+                bar.set_position(n);
+            }
         }
     }
     bar.set_position(n);

@@ -15,7 +15,7 @@ use qtrace::Event;
 
 use crate::spine::format::{end_word, fmt_time, json_str, unclosed_words};
 use crate::spine::io::{
-    is_cut, is_cut_error, is_mismatch, open_all, ring_hint, with_stdout, Input,
+    is_cut, is_cut_error, is_mismatch, open_all, ring_hint, with_stdout, Input, BUFFERED,
 };
 use crate::spine::Exit;
 
@@ -194,38 +194,41 @@ fn report(inputs: Vec<Input>, json: bool, out: &mut dyn Write) -> io::Result<Exi
         // A combine run (a string, bytes, a name) is one event of many
         // records, as `dump` shows it: runs are reassembled, whole or cut.
         let mut runs = Runs::default();
+        let mut buffer = Vec::with_capacity(BUFFERED);
         loop {
-            // The block's records first, with no `Result` to build and unpack
-            // per record (as `Iterator::next` would: its copies through
-            // the stack cost a third of the loop).
-            let e = match input.reader.next_buffered() {
-                Some(e) => e,
-                None => match input.reader.next() {
-                    Some(Ok(e)) => e,
+            // The block's records a run at a time, with no value to return
+            // per record (one by one, each went through the stack and was
+            // loaded back wider than it was stored).
+            buffer.clear();
+            if input.reader.read_buffered(&mut buffer, BUFFERED) == 0 {
+                match input.reader.next() {
+                    Some(Ok(e)) => buffer.push(e),
                     Some(Err(err)) => {
                         error = Some(err);
                         break;
                     }
                     None => break,
-                },
-            };
-            let ns = h.ticks_to_ns(e.time);
-            t.min = Some(t.min.map_or(ns, |m| m.min(ns)));
-            t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
-            if is_combine(&e) {
-                runs.push(e, &mut t, &mut per_event);
-            } else if unclosed_stream(&e).is_some() {
-                t.unclosed += 1;
-            } else if close_part(&e).is_some() {
-                t.control += 1;
-            } else if e.id == tracer::HOOPS {
-                t.hoops += 1;
-                // Counts come from the file: a corrupt one may claim up to
-                // u64::MAX per record, so the sum saturates.
-                t.lost = t.lost.saturating_add(e.args[0]);
-            } else {
-                t.events += 1;
-                *per_event.entry(e.id.0).or_insert(0) += 1;
+                }
+            }
+            for &e in &buffer {
+                let ns = h.ticks_to_ns(e.time);
+                t.min = Some(t.min.map_or(ns, |m| m.min(ns)));
+                t.max = Some(t.max.map_or(ns, |m| m.max(ns)));
+                if is_combine(&e) {
+                    runs.push(e, &mut t, &mut per_event);
+                } else if unclosed_stream(&e).is_some() {
+                    t.unclosed += 1;
+                } else if close_part(&e).is_some() {
+                    t.control += 1;
+                } else if e.id == tracer::HOOPS {
+                    t.hoops += 1;
+                    // Counts come from the file: a corrupt one may claim up
+                    // to u64::MAX per record, so the sum saturates.
+                    t.lost = t.lost.saturating_add(e.args[0]);
+                } else {
+                    t.events += 1;
+                    *per_event.entry(e.id.0).or_insert(0) += 1;
+                }
             }
         }
         runs.finish(&mut t, &mut per_event);

@@ -168,6 +168,11 @@ pub fn open_merged(files: &[PathBuf]) -> Result<MergedReader, ReadError> {
 /// time order; reports each damaged input on stderr. Returns whether every
 /// input was read to its end without damage; the error is `f`'s.
 ///
+/// Events already read ahead come a batch at a time
+/// ([`MergedReader::read_buffered`] into a buffer of [`BUFFERED`] events,
+/// in the cache): handed over one by one, each went out to the stack and
+/// was loaded back wider than it was stored, a stalled load an event
+/// (docs/benchmarks-history.md, "The analysis's reader in batches").
 /// Inlined into each subcommand (it is the per-event loop): out of the
 /// subcommand's codegen unit, `dump` of one file took measurably longer.
 #[inline]
@@ -176,18 +181,30 @@ pub fn read_merged<R: io::Read>(
     mut f: impl FnMut(usize, &Event) -> io::Result<()>,
 ) -> io::Result<Reading> {
     let mut reading = Reading::default();
-    merged.try_for_each_with_input(|i, item| {
-        match item {
-            Ok(e) => f(i, e)?,
-            Err(err) => {
+    let mut buffer = Vec::with_capacity(BUFFERED);
+    loop {
+        buffer.clear();
+        if merged.read_buffered(&mut buffer, BUFFERED) > 0 {
+            // `read_buffered` reads one input only: input 0.
+            for e in &buffer {
+                f(0, e)?;
+            }
+            continue;
+        }
+        match merged.next_with_input() {
+            Some((i, Ok(e))) => f(i, &e)?,
+            Some((_, Err(err))) => {
                 eprintln!("qtrace: {err}");
                 reading.note(&err);
             }
+            None => return Ok(reading),
         }
-        Ok::<(), io::Error>(())
-    })?;
-    Ok(reading)
+    }
 }
+
+/// Events [`read_merged`] takes from a reader at once: 32 KiB, in the
+/// first-level cache while `f` goes through them.
+pub const BUFFERED: usize = 1024;
 
 /// What reading inputs to their ends met besides events: damage, or a
 /// file cut inside a record (a cut at a record boundary shows in the

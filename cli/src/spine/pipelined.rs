@@ -9,7 +9,7 @@ use std::thread;
 use qtrace::reader::MergedReader;
 use qtrace::Event;
 
-use super::io::{read_merged, Reading};
+use super::io::Reading;
 
 /// Events a batch: large enough that the hand-over (a channel message, a
 /// wake-up) is a small part of a batch's work, small enough (128 KiB) to
@@ -20,23 +20,59 @@ const BATCH: usize = 4096;
 /// the reader gets ahead.
 const DEPTH: usize = 4;
 
-/// [`read_merged`] with the reading on a second thread: `f` sees every
-/// event in the same order, and the same damage is reported on stderr (by
-/// the reading thread, as it meets it). With one core, reads on the
-/// caller's thread.
+/// Fills `batch` up to [`BATCH`] events in time order, reporting damage on
+/// stderr and noting it in `reading`; returns whether the inputs have
+/// ended. Events already read ahead go into the batch by
+/// `MergedReader::read_buffered`, not one by one through
+/// [`read_merged`](super::io::read_merged)'s closure, where each went out
+/// to the stack and was loaded back wider than it was stored (a stalled
+/// load an event: `analyze` of a 5 M-event 32-byte file ran at 40 M events
+/// a second against 70–74 M in batches; docs/benchmarks-history.md, "The
+/// analysis's reader in batches").
+fn fill<R: io::Read>(
+    merged: &mut MergedReader<R>,
+    batch: &mut Vec<Event>,
+    reading: &mut Reading,
+) -> bool {
+    while batch.len() < BATCH {
+        if merged.read_buffered(batch, BATCH - batch.len()) > 0 {
+            continue;
+        }
+        match merged.next_with_input() {
+            Some((_, Ok(e))) => batch.push(e),
+            Some((_, Err(err))) => {
+                eprintln!("qtrace: {err}");
+                reading.note(&err);
+            }
+            None => return true,
+        }
+    }
+    false
+}
+
+/// [`read_merged`](super::io::read_merged) with the reading on a second
+/// thread: `f` sees every event in the same order, and the same damage is
+/// reported on stderr (by the reading thread, as it meets it). With one
+/// core, reads on the caller's thread, a batch at a time.
 ///
 /// # Errors
-/// As [`read_merged`]'s (an I/O error of the reading; `f` cannot fail), and
-/// the error of starting the reading thread.
+/// The error of starting the reading thread (`f` cannot fail, and the
+/// readers report their I/O errors as damage).
 pub fn read_merged_pipelined<R: io::Read + Send>(
     merged: &mut MergedReader<R>,
     mut f: impl FnMut(&Event),
 ) -> io::Result<Reading> {
+    let mut reading = Reading::default();
     if thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return read_merged(merged, |_, e| {
-            f(e);
-            Ok(())
-        });
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            let ended = fill(merged, &mut batch, &mut reading);
+            batch.iter().for_each(&mut f);
+            batch.clear();
+            if ended {
+                return Ok(reading);
+            }
+        }
     }
     let (full_tx, full_rx) = sync_channel::<Vec<Event>>(DEPTH);
     // Batches the caller is done with go back to be filled again.
@@ -45,35 +81,26 @@ pub fn read_merged_pipelined<R: io::Read + Send>(
         let reader = thread::Builder::new()
             .name("qtrace-read".into())
             .spawn_scoped(s, move || {
-                let mut batch = Vec::with_capacity(BATCH);
-                let read = read_merged(merged, |_, e| {
-                    batch.push(*e);
-                    if batch.len() == BATCH {
-                        let next = empty_rx
-                            .try_recv()
-                            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                        let full = std::mem::replace(&mut batch, next);
-                        full_tx
-                            .send(full)
-                            .map_err(|_| io::Error::other("the events' consumer ended"))?;
+                let mut reading = Reading::default();
+                loop {
+                    let mut batch = empty_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    let ended = fill(merged, &mut batch, &mut reading);
+                    // The caller gone (it cannot be, but): stop reading.
+                    if (!batch.is_empty() && full_tx.send(batch).is_err()) || ended {
+                        return reading;
                     }
-                    Ok(())
-                });
-                if !batch.is_empty() {
-                    let _ = full_tx.send(batch);
                 }
-                read
             })?;
         // Ends when the reading thread drops its sender.
         for mut batch in full_rx {
-            for e in &batch {
-                f(e);
-            }
+            batch.iter().for_each(&mut f);
             batch.clear();
             let _ = empty_tx.send(batch);
         }
         match reader.join() {
-            Ok(read) => read,
+            Ok(read) => Ok(read),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
