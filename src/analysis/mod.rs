@@ -72,6 +72,7 @@
 
 mod analyzer;
 mod id_map;
+mod id_set;
 mod options;
 mod report;
 mod summary;

@@ -725,29 +725,34 @@ impl<R: Read> TraceReader<R> {
         }
         let closes = self.header.closes();
         let n = (self.end.saturating_sub(self.pos) / RECORD_LEN).min(limit);
+        let Some(run) = self.block.get(self.pos..self.pos + n * RECORD_LEN) else {
+            return 0;
+        };
         out.reserve(n);
+        // Plain records in a tight loop; one that needs care (a close-run
+        // part, hoops, a name) ends it and is taken below.
         let mut taken = 0;
-        while taken < n {
-            let at = self.pos + taken * RECORD_LEN;
-            let Some(bytes) = self
-                .block
-                .get(at..)
-                .and_then(|b| b.first_chunk::<RECORD_LEN>())
-            else {
+        let mut care = None;
+        for bytes in run.chunks_exact(RECORD_LEN) {
+            let e = record::parse(bytes.first_chunk().expect("chunks of RECORD_LEN"));
+            if needs_care(&e) {
+                care = Some(e);
                 break;
-            };
-            let e = record::parse(bytes);
-            if closes && close_part(&e).is_some() {
-                break;
-            }
-            if let Some(lost) = hoops_lost(&e) {
-                self.lost = self.lost.saturating_add(lost);
-            }
-            if e.id == NAME_EVENT && is_combine(&e) {
-                self.learn_name(e);
             }
             out.push(e);
             taken += 1;
+        }
+        if let Some(e) = care {
+            if !(closes && close_part(&e).is_some()) {
+                if let Some(lost) = hoops_lost(&e) {
+                    self.lost = self.lost.saturating_add(lost);
+                }
+                if e.id == NAME_EVENT && is_combine(&e) {
+                    self.learn_name(e);
+                }
+                out.push(e);
+                taken += 1;
+            }
         }
         self.pos += taken * RECORD_LEN;
         self.offset += (taken * RECORD_LEN) as u64;

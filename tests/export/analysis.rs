@@ -171,3 +171,44 @@ fn interrupts_pending_on_many_sources_end_at_their_own_source() {
         );
     }
 }
+
+/// User events, which the analysis counts and otherwise leaves, still set
+/// the first time, keep the times in order, end a pending interrupt of
+/// their own source (only theirs), and are measured as a latency's ends.
+#[test]
+fn user_events_count_keep_time_and_end_their_sources_interrupt() {
+    use qtrace::classes::user;
+    let mut a = Analyzer::new(
+        &Catalog::builtin(),
+        AnalysisOptions {
+            latency: Some(LatencySpec {
+                from: user::USER1,
+                to: user::USER2,
+                key: MatchKey::Any,
+            }),
+            ..AnalysisOptions::default()
+        },
+    );
+    for e in [
+        Event::new(50, user::USER0, 0, [0, 0]),
+        Event::new(100, lowlevel::INTERRUPT, 1, [3, 0]),
+        Event::new(120, user::USER0, 0, [0, 0]),
+        Event::new(130, user::USER0, 1, [0, 0]),
+        Event::new(90, user::USER0, 2, [0, 0]),
+        Event::new(140, user::USER1, 2, [0, 0]),
+        Event::new(200, user::USER2, 2, [0, 0]),
+    ] {
+        a.push(&e);
+    }
+    let r = a.finish();
+    assert_eq!((r.events, r.first_ns, r.last_ns), (7, 50, 200));
+    let irq = &r.interrupts[&3];
+    let s = irq.handler.summary();
+    assert_eq!(
+        (irq.count, s.count, s.min),
+        (1, 1, 30),
+        "ended at 130, by source 1"
+    );
+    let s = r.latency.unwrap().samples.summary();
+    assert_eq!((s.count, s.min), (1, 60));
+}
