@@ -110,8 +110,9 @@ pub struct Analyzer {
 }
 
 /// Whether [`Analyzer::measure`] takes `id` (a `match`: a few compares,
-/// where a scan of [`MEASURED`] was a loop).
-const fn measured(id: EventId) -> bool {
+/// where a scan of [`MEASURED`] was a loop; the exports' wake-up flows
+/// take the same events).
+pub(crate) const fn measured(id: EventId) -> bool {
     matches!(
         id,
         system::SCHEDULE

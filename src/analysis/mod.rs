@@ -79,6 +79,8 @@ mod summary;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+#[cfg(feature = "export")]
+pub(crate) use analyzer::measured;
 pub use analyzer::Analyzer;
 pub use options::{AnalysisOptions, LatencySpec, MatchKey};
 /// A derived wake-up flow and its cause ([`Report::wake_flows`]; the no_std

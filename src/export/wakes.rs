@@ -13,8 +13,8 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::Analyzer;
-use crate::classes::{lowlevel, semaphore, system, tracer};
+use crate::analysis::{measured, Analyzer};
+use crate::classes::tracer;
 use crate::Event;
 
 /// The first derived flow id is this plus 1 (2^52 + 1).
@@ -53,21 +53,8 @@ impl Wakes {
     /// time order, as the exports take them).
     #[inline]
     pub(crate) fn push(&mut self, e: &Event) -> Option<WakeStep> {
-        if !matches!(
-            e.id,
-            system::SCHEDULE
-                | system::ACTIVATE
-                | system::ENDCYCLE
-                | system::DELAY
-                | system::SLEEP
-                | system::DISABLE
-                | system::DESTROY
-                | semaphore::WAIT
-                | semaphore::SIGNAL
-                | semaphore::WAITNB
-                | lowlevel::INTERRUPT
-                | tracer::HOOPS
-        ) {
+        // Only the measured events and hoops move the wake-up state.
+        if !(measured(e.id) || e.id == tracer::HOOPS) {
             return None;
         }
         self.analyzer.push(e);
