@@ -21,10 +21,14 @@
 //! - `chunks_batch`: the same through `Records::fill` (each chunk's
 //!   records decoded into a caller's slice in one call);
 //! - `reader_v1`, `reader_v2`: `TraceReader` over the 32-byte and the
-//!   compact file (`next_buffered`, falling back to `next`, as the commands
-//!   read);
-//! - `analyze_v1`, `analyze_v2`: the same readers feeding
-//!   `qtrace::analysis::Analyzer` (what `qtrace analyze` does per event).
+//!   compact file, event by event (`next_buffered`, falling back to
+//!   `next`);
+//! - `runs_v1`, `runs_v2`: the same files in runs of up to 1,024 events
+//!   (`read_buffered`, falling back to `next`), as the commands read
+//!   (`dump`, `stats`, `analyze`, `convert`);
+//! - `analyze_v1`, `analyze_v2`: the runs feeding
+//!   `qtrace::analysis::Analyzer` (what `qtrace analyze` does, on one
+//!   thread).
 //!
 //! The report gives each case's median M events/s over the rounds and the
 //! median of the per-round ratios compact / 32-byte.
@@ -163,30 +167,62 @@ impl Trace {
         n
     }
 
-    /// `read` feeding the analysis.
+    /// `read` in runs: `read_buffered` into a buffer of [`RUN`] events, as
+    /// the commands read (`cli/src/spine/pipelined.rs`, `io.rs`).
+    fn read_runs(&self, file: &[u8]) -> usize {
+        let mut reader = TraceReader::new(file).expect("the file reads");
+        let mut run = Vec::with_capacity(RUN);
+        let mut n = 0;
+        let mut acc = 0u64;
+        loop {
+            run.clear();
+            if reader.read_buffered(&mut run, RUN) == 0 {
+                match reader.next() {
+                    Some(e) => run.push(e.expect("a record")),
+                    None => break,
+                }
+            }
+            for e in &run {
+                acc = acc.wrapping_add(e.time ^ e.args[0]);
+            }
+            n += run.len();
+        }
+        black_box(acc);
+        n
+    }
+
+    /// `read_runs` feeding the analysis (what `qtrace analyze` does, on one
+    /// thread).
     fn analyze(&self, file: &[u8], catalog: &Catalog) -> usize {
         let mut reader = TraceReader::new(file).expect("the file reads");
         let mut a = Analyzer::new(catalog, AnalysisOptions::default());
+        let mut run = Vec::with_capacity(RUN);
         let mut n = 0;
         loop {
-            let e = match reader.next_buffered() {
-                Some(e) => e,
-                None => match reader.next() {
-                    Some(e) => e.expect("a record"),
+            run.clear();
+            if reader.read_buffered(&mut run, RUN) == 0 {
+                match reader.next() {
+                    Some(e) => run.push(e.expect("a record")),
                     None => break,
-                },
-            };
-            a.push(&e);
-            n += 1;
+                }
+            }
+            run.iter().for_each(|e| a.push(e));
+            n += run.len();
         }
         black_box(a.finish());
         n
     }
 }
 
-const CASES: [&str; 6] = [
+/// Events a run of `Trace::read_runs` at most (the commands' `read_merged`
+/// buffer).
+const RUN: usize = 1024;
+
+const CASES: [&str; 8] = [
     "reader_v1",
     "reader_v2",
+    "runs_v1",
+    "runs_v2",
     "analyze_v1",
     "analyze_v2",
     "chunks",
@@ -203,6 +239,8 @@ fn run_case(trace: &Trace, case: &str, catalog: &Catalog) -> Duration {
         ),
         "reader_v1" => (trace.read(&trace.v1), trace.events),
         "reader_v2" => (trace.read(&trace.v2), trace.events),
+        "runs_v1" => (trace.read_runs(&trace.v1), trace.events),
+        "runs_v2" => (trace.read_runs(&trace.v2), trace.events),
         "analyze_v1" => (trace.analyze(&trace.v1, catalog), trace.events),
         "analyze_v2" => (trace.analyze(&trace.v2, catalog), trace.events),
         _ => unreachable!("a case of CASES"),
@@ -270,6 +308,7 @@ fn main() {
         );
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
         let mut ratio_reader = Vec::new();
+        let mut ratio_runs = Vec::new();
         let mut ratio_analyze = Vec::new();
         // Small files: repeat each case so a timing spans at least ~1 M events.
         let repeat = (1_000_000 / trace.events.max(1)).max(1);
@@ -287,7 +326,8 @@ fn main() {
                 rates[i].push(trace.events as f64 / s / 1e6);
             }
             ratio_reader.push(secs[0] / secs[1]);
-            ratio_analyze.push(secs[2] / secs[3]);
+            ratio_runs.push(secs[2] / secs[3]);
+            ratio_analyze.push(secs[4] / secs[5]);
         }
         for (case, r) in CASES.iter().zip(rates.iter_mut()) {
             let lo = r.iter().copied().fold(f64::MAX, f64::min);
@@ -298,8 +338,9 @@ fn main() {
             );
         }
         println!(
-            "  compact / 32-byte rate, median of {rounds} rounds: reader {:.3}, analyze {:.3}",
+            "  compact / 32-byte rate, median of {rounds} rounds: reader {:.3}, runs {:.3}, analyze {:.3}",
             median(&mut ratio_reader),
+            median(&mut ratio_runs),
             median(&mut ratio_analyze)
         );
     }

@@ -97,8 +97,10 @@ pub struct Analyzer {
     /// queue): one per queue, apart from `counter_stats`.
     queue_counter_stats: BTreeMap<(usize, u64), CounterStats>,
     /// Per semaphore, the tasks that waited on it, oldest first: (task,
-    /// time of its wait).
-    sem_waiters: HashMap<u64, VecDeque<(u64, u64)>, BuildIdHasher>,
+    /// time of its wait). Semaphore numbers are small: an [`IdMap`], not a
+    /// hash; each list a `Vec`, kept short by every signal's pass (a few
+    /// entries), where `VecDeque::retain` cost more than its pass.
+    sem_waiters: IdMap<u64, Vec<(u64, u64)>>,
     /// Whether samples and wake-up flows are kept (`false` for the
     /// exports, which only follow the wakes: bounded memory).
     keep: bool,
@@ -210,7 +212,7 @@ impl Analyzer {
             counter_stats: vec![CounterStats::default(); counters.counters().len()],
             queue_counter_stats: BTreeMap::new(),
             counters,
-            sem_waiters: HashMap::default(),
+            sem_waiters: IdMap::default(),
             keep: true,
             last_wake: None,
             last_flow: None,
@@ -343,6 +345,7 @@ impl Analyzer {
 
     /// Ends the running span of `source` at `t` (busy or idle) and starts the
     /// next one, running `next` (or idle).
+    #[inline(always)]
     fn switch(&mut self, source: u32, t: u64, next: Option<u64>) {
         let losses = self.losses;
         let first = self.report.first_ns;
@@ -485,8 +488,12 @@ impl Analyzer {
         }
     }
 
-    /// The measures of the system, semaphore and interrupt events.
-    #[inline(never)]
+    /// The measures of the system, semaphore and interrupt events. Inlined
+    /// into [`Analyzer::push_taken`], as [`Analyzer::switch`] is into it: a
+    /// call a level cost 15–20 instructions of a measured event (saving and
+    /// restoring registers; docs/benchmarks-history.md, "The analysis's
+    /// lookups inline").
+    #[inline(always)]
     fn measure(&mut self, e: &Event, t: u64) {
         let task = e.args[0];
         match e.id {
@@ -597,11 +604,12 @@ impl Analyzer {
                 let losses = self.losses;
                 let st = self.task(task);
                 st.waiting = Some((t, losses, false));
-                let q = self.sem_waiters.entry(e.args[1]).or_default();
+                let q = self.sem_waiters.get_or_default(e.args[1]);
                 if q.len() >= MAX_PENDING {
-                    q.pop_front();
+                    // The oldest leaves: O(n), as the next signal's pass.
+                    q.remove(0);
                 }
-                q.push_back((task, t));
+                q.push((task, t));
             }
             semaphore::SIGNAL | semaphore::WAITNB => {
                 // The task runs (it logs): a wait it had did not block it.

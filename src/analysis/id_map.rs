@@ -28,9 +28,30 @@ impl<K, T> Default for IdMap<K, T> {
 }
 
 impl<K: Copy + Eq + Hash + Into<u64>, T> IdMap<K, T> {
-    /// The value of `k`, inserted by `f` if absent.
-    #[inline]
+    /// The value of `k`, inserted by `f` if absent. The lookup of a small
+    /// key present is inlined into the caller; inserting, and large keys,
+    /// go out of line (a call per lookup, with the insertion inlined into
+    /// it, was 24 instructions of the analysis's every measured event:
+    /// docs/benchmarks-history.md, "The analysis's lookups inline").
+    #[inline(always)]
     pub(super) fn get_or_insert_with(&mut self, k: K, f: impl FnOnce() -> T) -> &mut T {
+        let i = k.into();
+        if i < DENSE && matches!(self.dense.get(i as usize), Some(Some(_))) {
+            // Returned from this branch alone: the borrow checker refuses
+            // a borrow returned in one arm of an `if let` and `self` used
+            // after it.
+            return match self.dense.get_mut(i as usize) {
+                Some(Some((_, v))) => v,
+                _ => unreachable!("the entry was checked present"),
+            };
+        }
+        self.insert_with(k, f)
+    }
+
+    /// [`IdMap::get_or_insert_with`] past its inlined lookup: a small key
+    /// seen for the first time, or a large key.
+    #[inline(never)]
+    fn insert_with(&mut self, k: K, f: impl FnOnce() -> T) -> &mut T {
         let i = k.into();
         if i < DENSE {
             let i = i as usize;
