@@ -297,25 +297,26 @@ fn text(
         "{:>6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}",
         "irq", "count", "rate/s", "min", "mean", "p99", "max"
     )?;
+    // Each line's summary once (a selection over all its handler times).
+    let mut capped = false;
     for (irq, i) in &r.interrupts {
         let rate = if span == 0 {
             0.0
         } else {
             i.count as f64 * 1e9 / span as f64
         };
+        let handler = i.handler.summary();
+        capped |= handler.max >= irq_max;
         writeln!(
             out,
             "{:>6} {:>8} {:>10.1} {}",
             irq,
             i.count,
             rate,
-            capped_summary_text(&i.handler.summary(), irq_max)
+            capped_summary_text(&handler, irq_max)
         )?;
     }
-    if r.interrupts
-        .values()
-        .any(|i| i.handler.summary().max >= irq_max)
-    {
+    if capped {
         writeln!(
             out,
             "  * = the --irq-max cap ({}): a handler ends at the next event of its source or at the cap; a time marked * is the cap, not a measurement",
