@@ -98,9 +98,9 @@ pub struct Analyzer {
     queue_counter_stats: BTreeMap<(usize, u64), CounterStats>,
     /// Per semaphore, the tasks that waited on it, oldest first: (task,
     /// time of its wait). Semaphore numbers are small: an [`IdMap`], not a
-    /// hash; each list a `Vec`, kept short by every signal's pass (a few
-    /// entries), where `VecDeque::retain` cost more than its pass.
-    sem_waiters: IdMap<u64, Vec<(u64, u64)>>,
+    /// hash. A `VecDeque`: a semaphore waited on and never signalled keeps
+    /// [`MAX_PENDING`] waiters and drops its oldest at each new wait.
+    sem_waiters: IdMap<u64, VecDeque<(u64, u64)>>,
     /// Whether samples and wake-up flows are kept (`false` for the
     /// exports, which only follow the wakes: bounded memory).
     keep: bool,
@@ -606,10 +606,9 @@ impl Analyzer {
                 st.waiting = Some((t, losses, false));
                 let q = self.sem_waiters.get_or_default(e.args[1]);
                 if q.len() >= MAX_PENDING {
-                    // The oldest leaves: O(n), as the next signal's pass.
-                    q.remove(0);
+                    q.pop_front();
                 }
-                q.push((task, t));
+                q.push_back((task, t));
             }
             semaphore::SIGNAL | semaphore::WAITNB => {
                 // The task runs (it logs): a wait it had did not block it.
