@@ -158,8 +158,9 @@ pub fn run(args: AnalyzeArgs) -> Exit {
         },
     );
     // The reading on one core, the analysis on the other (the same events
-    // in the same order): about 1.2x the wall rate of one thread on 2 cores
-    // (BENCHMARKS.md), the analysis thread the bound.
+    // in the same order). On the reference corpus the analysis thread is
+    // the bound; on a 32-byte file of common events the two cost about the
+    // same (BENCHMARKS.md, "Readers").
     let clean = match read_merged_pipelined(&mut merged, |e| analyzer.push(e)) {
         Ok(c) => c,
         Err(e) => {
