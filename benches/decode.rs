@@ -167,13 +167,14 @@ impl Trace {
         n
     }
 
-    /// `read` in runs: `read_buffered` into a buffer of [`RUN`] events, as
-    /// the commands read (`cli/src/spine/pipelined.rs`, `io.rs`).
-    fn read_runs(&self, file: &[u8]) -> usize {
+    /// Every event of `file` in runs: `read_buffered` into a buffer of
+    /// [`RUN`] events (falling back to `next` when it hands over none), as
+    /// the commands read (`cli/src/spine/pipelined.rs`, `io.rs`); `f` sees
+    /// each run. Returns the events read.
+    fn each_run(file: &[u8], mut f: impl FnMut(&[Event])) -> usize {
         let mut reader = TraceReader::new(file).expect("the file reads");
         let mut run = Vec::with_capacity(RUN);
         let mut n = 0;
-        let mut acc = 0u64;
         loop {
             run.clear();
             if reader.read_buffered(&mut run, RUN) == 0 {
@@ -182,39 +183,35 @@ impl Trace {
                     None => break,
                 }
             }
-            for e in &run {
-                acc = acc.wrapping_add(e.time ^ e.args[0]);
-            }
+            f(&run);
             n += run.len();
         }
+        n
+    }
+
+    /// `read` in runs ([`Trace::each_run`]).
+    fn read_runs(&self, file: &[u8]) -> usize {
+        let mut acc = 0u64;
+        let n = Self::each_run(file, |run| {
+            for e in run {
+                acc = acc.wrapping_add(e.time ^ e.args[0]);
+            }
+        });
         black_box(acc);
         n
     }
 
-    /// `read_runs` feeding the analysis (what `qtrace analyze` does, on one
+    /// The runs feeding the analysis (what `qtrace analyze` does, on one
     /// thread).
     fn analyze(&self, file: &[u8], catalog: &Catalog) -> usize {
-        let mut reader = TraceReader::new(file).expect("the file reads");
         let mut a = Analyzer::new(catalog, AnalysisOptions::default());
-        let mut run = Vec::with_capacity(RUN);
-        let mut n = 0;
-        loop {
-            run.clear();
-            if reader.read_buffered(&mut run, RUN) == 0 {
-                match reader.next() {
-                    Some(e) => run.push(e.expect("a record")),
-                    None => break,
-                }
-            }
-            run.iter().for_each(|e| a.push(e));
-            n += run.len();
-        }
+        let n = Self::each_run(file, |run| run.iter().for_each(|e| a.push(e)));
         black_box(a.finish());
         n
     }
 }
 
-/// Events a run of `Trace::read_runs` at most (the commands' `read_merged`
+/// Events a run of `Trace::each_run` at most (the commands' `read_merged`
 /// buffer).
 const RUN: usize = 1024;
 
