@@ -146,6 +146,36 @@ pub(crate) fn read_fast(buf: &[u8], pos: &mut usize) -> Option<u64> {
     read(buf, pos)
 }
 
+/// Reads a varint at `w[*at..]` as [`read`] does when it ends within the
+/// 8 bytes from `*at` (every value below 2⁵⁶), advancing `at`; `None`
+/// otherwise, with `at` unchanged (the caller reads it the slow way). `*at`
+/// is below 32, so every byte it looks at is in the window: no bounds
+/// check (the record decoder's path for a record with 64 bytes after it).
+#[inline(always)]
+pub(crate) fn read_window(w: &[u8; 64], at: &mut usize) -> Option<u64> {
+    // `& 31` keeps `i` as it is (the caller's offsets are below 32) and
+    // shows the compiler that `i + 8 <= 64`.
+    let i = *at & 31;
+    let x = u64::from_le_bytes(*w[i..].first_chunk::<8>()?);
+    if x & 0x80 == 0 {
+        *at = i + 1;
+        return Some(x & 0x7f);
+    }
+    if x & 0x8000 == 0 {
+        *at = i + 2;
+        return Some((x & 0x7f) | (x >> 1 & 0x3f80));
+    }
+    let stops = !x & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    *at = i + (stops.trailing_zeros() as usize + 1) / 8;
+    let x = x & (stops ^ (stops - 1));
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    Some((x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4))
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -243,6 +273,30 @@ mod tests {
             prop_assert_eq!(fast, slow);
             if slow.is_some() {
                 prop_assert_eq!(a, b);
+            }
+        }
+
+        /// `read_window` against `read`: the same value and bytes taken
+        /// wherever it answers, and an answer for every varint of at most
+        /// 8 bytes.
+        #[test]
+        fn window_reads_as_read_does(
+            bytes in proptest::collection::vec(prop_oneof![any::<u8>(), 0x80u8..=0xff, Just(0xff)], 64),
+            at in 0usize..32,
+        ) {
+            let w: &[u8; 64] = bytes[..].try_into().unwrap();
+            let (mut a, mut b) = (at, at);
+            let fast = read_window(w, &mut a);
+            let slow = read(&bytes, &mut b);
+            match fast {
+                Some(v) => {
+                    prop_assert_eq!(Some(v), slow);
+                    prop_assert_eq!(a, b);
+                }
+                None => {
+                    prop_assert_eq!(a, at);
+                    prop_assert!(slow.is_none() || b - at > 8);
+                }
             }
         }
 
