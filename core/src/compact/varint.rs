@@ -130,20 +130,39 @@ pub(crate) fn read_fast(buf: &[u8], pos: &mut usize) -> Option<u64> {
     }
     if let Some(w) = buf.get(*pos..).and_then(<[u8]>::first_chunk::<8>) {
         let x = u64::from_le_bytes(*w);
-        // Bit 7 of each byte clear: the bytes a varint can end at.
-        let stops = !x & 0x8080_8080_8080_8080;
+        let stops = stops8(x);
         if stops != 0 {
-            // The lowest stop bit is bit 8k + 7 of the k-th byte: k + 1 bytes.
-            *pos += (stops.trailing_zeros() as usize + 1) / 8;
-            // The bytes up to the last one, then their 7-bit groups
-            // gathered pairwise: 14 bits in each 16, 28 in each 32, 56.
-            let x = x & (stops ^ (stops - 1));
-            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-            return Some((x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4));
+            *pos += gathered_len(stops);
+            return Some(gather8(x, stops));
         }
     }
     read(buf, pos)
+}
+
+/// The bytes of `x` (8 bytes, little-endian) that a varint can end at:
+/// bit 7 of each byte clear. Zero when no varint ends within them.
+#[inline(always)]
+fn stops8(x: u64) -> u64 {
+    !x & 0x8080_8080_8080_8080
+}
+
+/// The bytes the varint at the low byte takes, given its `stops8` (not 0):
+/// the lowest stop bit is bit 8k + 7 of the k-th byte, so k + 1 bytes.
+#[inline(always)]
+fn gathered_len(stops: u64) -> usize {
+    (stops.trailing_zeros() as usize + 1) / 8
+}
+
+/// The value of the varint at the low byte of `x`, given its `stops8`
+/// (not 0): the bytes up to the last one, then their 7-bit groups gathered
+/// pairwise (14 bits in each 16, 28 in each 32, 56) — one load and a few
+/// shifts, no loop: [`read_fast`]'s and [`read_window`]'s common step.
+#[inline(always)]
+fn gather8(x: u64, stops: u64) -> u64 {
+    let x = x & (stops ^ (stops - 1));
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
 /// Reads a varint at `w[*at..]` as [`read`] does when it ends within the
@@ -165,15 +184,12 @@ pub(crate) fn read_window(w: &[u8; 64], at: &mut usize) -> Option<u64> {
         *at = i + 2;
         return Some((x & 0x7f) | (x >> 1 & 0x3f80));
     }
-    let stops = !x & 0x8080_8080_8080_8080;
+    let stops = stops8(x);
     if stops == 0 {
         return None;
     }
-    *at = i + (stops.trailing_zeros() as usize + 1) / 8;
-    let x = x & (stops ^ (stops - 1));
-    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-    Some((x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4))
+    *at = i + gathered_len(stops);
+    Some(gather8(x, stops))
 }
 
 #[cfg(test)]
