@@ -494,6 +494,17 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+/// Events (4 KiB) of a 32-byte file's run parsed on the stack, then copied
+/// to the caller's batch at once ([`TraceReader::read_buffered`]). Parsed
+/// straight into the batch, an event took six stores of its fields; when
+/// the batch's lines were last read on another core (a pipelined command
+/// hands its batches back), each store waited for its line and the store
+/// buffer filled: `analyze` of a 32-byte file ran 2x slower whenever the
+/// host put the two vCPUs on different dies. The copy's 64-byte stores wait
+/// once a line (docs/benchmarks-history.md, "The 32-byte reader's staged
+/// runs").
+const STAGE: usize = 128;
+
 /// Whether a record may need more than counting when yielded: a close-run
 /// part, a hoops record, a name record (a superset: the exact tests follow).
 #[inline]
@@ -733,14 +744,24 @@ impl<R: Read> TraceReader<R> {
         // part, hoops, a name) ends it and is taken below.
         let mut taken = 0;
         let mut care = None;
-        for bytes in run.chunks_exact(RECORD_LEN) {
-            let e = record::parse(bytes.first_chunk().expect("chunks of RECORD_LEN"));
-            if needs_care(&e) {
-                care = Some(e);
+        // Parsed into `stage` (in L1), then copied: see `STAGE`.
+        let mut stage = [Event::default(); STAGE];
+        for group in run.chunks(STAGE * RECORD_LEN) {
+            let mut k = 0;
+            for (bytes, slot) in group.chunks_exact(RECORD_LEN).zip(stage.iter_mut()) {
+                let e = record::parse(bytes.first_chunk().expect("chunks of RECORD_LEN"));
+                if needs_care(&e) {
+                    care = Some(e);
+                    break;
+                }
+                *slot = e;
+                k += 1;
+            }
+            out.extend_from_slice(&stage[..k]);
+            taken += k;
+            if care.is_some() {
                 break;
             }
-            out.push(e);
-            taken += 1;
         }
         if let Some(e) = care {
             if !(closes && close_part(&e).is_some()) {

@@ -6,7 +6,7 @@
 
 use std::io::{self, Read};
 
-use qtrace::classes::{system, user, Catalog};
+use qtrace::classes::{system, tracer, user, Catalog};
 use qtrace::clock::{Clock, ManualClock};
 use qtrace::reader::{Completeness, ReadError, TraceReader};
 use qtrace::wire::{QueueTotals, TraceHeader, TraceWriter};
@@ -14,12 +14,20 @@ use qtrace::Event;
 
 /// `n` events and the file's bytes (header, records, close run).
 fn trace(n: u64) -> (Vec<Event>, Vec<u8>) {
+    trace_with(n, |_| false)
+}
+
+/// [`trace`] with a hoops record (3 lost) at every `i` where `hoops(i)`:
+/// records that end the readers' tight loops.
+fn trace_with(n: u64, hoops: impl Fn(u64) -> bool) -> (Vec<Event>, Vec<u8>) {
     let header = TraceHeader::new(Catalog::builtin(), &Clock::manual(&ManualClock::new(0)))
         .with_close_run(true);
     let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
     let events: Vec<Event> = (0..n)
         .map(|i| {
-            if i % 3 == 0 {
+            if hoops(i) {
+                Event::new(i * 10, tracer::HOOPS, 0, [3, 0])
+            } else if i % 3 == 0 {
                 Event::new(i * 10, system::SCHEDULE, (i % 4) as u32, [i, 0])
             } else {
                 Event::new(i * 10, user::USER0, (i % 4) as u32, [i, u64::MAX - i])
@@ -182,7 +190,11 @@ fn gives_what_next_alone_gives(
     what: &str,
     mut take: impl FnMut(&mut TraceReader<Source>, &mut Vec<Result<Event, String>>) -> bool,
 ) {
-    let (events, bytes) = trace(10_000);
+    // Hoops records at varied places in the runs and in their 128-event
+    // stages (the 32-byte reader's, `STAGE`): first, last, inside.
+    let (events, bytes) = trace_with(10_000, |i| {
+        matches!(i, 127 | 128 | 129 | 255 | 256) || i % 301 == 130
+    });
     let h = header_len(&bytes);
     for (len, fail_at) in [
         (bytes.len(), usize::MAX),
