@@ -7,6 +7,10 @@
 # runs every build once per command and file, the builds' order rotating a
 # round; prints the medians of wall and CPU (user + system) seconds, timed
 # by bash's `time`, and the events (records) a second of wall they give.
+# Before each round it measures a cache line's round trip between the two
+# cores (benches/cross_core.rs) and prints the spread at the end: rounds
+# above 200 ns ran with the vCPUs on different dies, where the two-thread
+# commands are up to 2x slower (BENCHMARKS.md, the hosts).
 #
 #   benches/readers_ab.sh ROUNDS NAME=QTRACE [NAME=QTRACE ...]
 #   benches/readers_ab.sh 15 before=/tmp/q-old after=target/release/qtrace
@@ -23,6 +27,8 @@ builds=("$@")
 ((${#builds[@]} >= 1)) || { echo "give at least one NAME=QTRACE" >&2; exit 2; }
 cargo build --release --features export --example convert_memory --quiet
 cargo build --release --example corpus --quiet
+cargo bench -p qtrace-benches --bench cross_core --no-run --quiet
+cross_core() { cargo bench -p qtrace-benches --bench cross_core --quiet -- --quiet 2>/dev/null; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target/release/examples/convert_memory qtr 5000000 "$work/t5.qtr" >/dev/null
@@ -46,7 +52,9 @@ run() {
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 declare -A walls cpus
+trips=()
 for ((r = 0; r < rounds; r++)); do
+    trips+=("$(cross_core)")
     for file in t5.qtr corpus-compact.qtr corpus-32.qtr; do
         for cmd in dump stats analyze perfetto parquet; do
             n=${#builds[@]}
@@ -61,6 +69,9 @@ for ((r = 0; r < rounds; r++)); do
     done
 done
 echo "load after: $(uptime | sed 's/.*load average/load average/')"
+printf '%s\n' "${trips[@]}" | sort -n | awk '
+    { t[NR] = $1; if ($1 > 200) apart++ }
+    END { printf "cross-core round trip before each round: %s..%s ns, median %s; rounds with the vCPUs on different dies (> 200 ns): %d of %d\n", t[1], t[NR], t[int((NR + 1) / 2)], apart, NR }'
 echo
 echo "| file | command | build | wall s (median) | CPU s (median) | M records/s of wall |"
 echo "|---|---|---|---:|---:|---:|"
