@@ -501,8 +501,8 @@ impl<R: Read> TraceReader<R> {
 /// hands its batches back), each store waited for its line and the store
 /// buffer filled: `analyze` of a 32-byte file ran 2x slower whenever the
 /// host put the two vCPUs on different dies. The copy's 64-byte stores wait
-/// once a line (docs/benchmarks-history.md, "The 32-byte reader's staged
-/// runs").
+/// once a line (docs/benchmarks-history.md, "The two vCPUs on different
+/// dies, and the 32-byte reader's staged runs").
 const STAGE: usize = 128;
 
 /// Whether a record may need more than counting when yielded: a close-run
