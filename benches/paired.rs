@@ -32,6 +32,14 @@
 //! Run: `cargo bench --bench paired` (a few seconds: a round takes about
 //! 2.5 ms at the BENCHMARKS.md figures; `QTRACE_PAIRED_ROUNDS` sets the
 //! number of rounds, default 1000).
+//!
+//! Two settings of the streaming cases, for finding where their cost comes
+//! from: `QTRACE_PAIRED_PERIOD_MS` (default 1) is their tasks' period —
+//! at 30 the task sleeps through a whole round (about 1 ms) and drains only
+//! while the bench waits, so the producer logs with no reader on the other
+//! core; `QTRACE_PAIRED_STREAM_CAPACITY` (default 131,072, a power of two)
+//! is their queues' capacity — below a round's events they drop, and the
+//! report says how many.
 
 use std::hint::black_box;
 use std::net::UdpSocket;
@@ -108,6 +116,14 @@ const CASES: [&str; 8] = [
 /// Room of the streaming queues: a whole round and as much again.
 const STREAM_CAPACITY: usize = 1 << 17;
 
+/// A number from the environment, or `default` when unset or not a number.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Waits (untimed) until the queue of `tracer` holds nothing: its task
 /// delivered every event of the round.
 fn wait_drained(tracer: &Tracer) {
@@ -134,10 +150,9 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let rounds: usize = std::env::var("QTRACE_PAIRED_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+    let rounds: usize = env_or("QTRACE_PAIRED_ROUNDS", 1000);
+    let period = Duration::from_millis(env_or("QTRACE_PAIRED_PERIOD_MS", 1));
+    let stream_capacity: usize = env_or("QTRACE_PAIRED_STREAM_CAPACITY", STREAM_CAPACITY);
 
     let clock = Clock::fast();
     let words: Box<[AtomicU32]> = (0..1 << 16).map(|_| AtomicU32::new(0)).collect();
@@ -162,8 +177,8 @@ fn main() {
     );
     let online = tracer_with::<Online>(
         OnlineParams::default()
-            .with_capacity(STREAM_CAPACITY)
-            .with_period(Duration::from_millis(1))
+            .with_capacity(stream_capacity)
+            .with_period(period)
             .with_writer(std::io::sink()),
         true,
     );
@@ -184,8 +199,8 @@ fn main() {
     };
     let udp = tracer_with::<Udp>(
         UdpParams::to(to)
-            .with_capacity(STREAM_CAPACITY)
-            .with_period(Duration::from_millis(1))
+            .with_capacity(stream_capacity)
+            .with_period(period)
             .with_datagrams_per_period(DatagramsPerPeriod::All),
         true,
     );
@@ -227,7 +242,8 @@ fn main() {
     }
 
     println!(
-        "paired: {rounds} rounds of {EVENTS} events per case, interleaved (clock: {})",
+        "paired: {rounds} rounds of {EVENTS} events per case, interleaved (clock: {}; \
+         streaming queues: capacity {stream_capacity}, period {period:?})",
         clock.kind().name()
     );
     println!("| id | median ns/event |");

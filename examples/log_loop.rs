@@ -11,6 +11,10 @@
 //! - `circular`, `fixed`, `dummy`: an enabled event into a queue of that type
 //!   (8192 records, the default; the loop wraps the circular queue and fills
 //!   the fixed one, whose later events are counted as dropped);
+//! - `online`: an enabled event into an online queue of 262,144 records
+//!   whose drain task does not run during the count (the producer's
+//!   claim and commit of the drop ring; not in the checked cases: run
+//!   `CASES="clock online" scripts/instructions.sh`);
 //! - `disabled`: a masked-out event (routed to a dummy queue, switched off);
 //! - `clock`: only the tracer's clock read (what the budget excludes);
 //! - `floor`: clock read + one record stored into a preallocated array;
@@ -35,10 +39,15 @@ use std::process::ExitCode;
 
 use qtrace::classes::user;
 use qtrace::clock::Clock;
-use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams};
+use qtrace::queues::{Circular, CircularParams, Dummy, Fixed, FixedParams, Online, OnlineParams};
 use qtrace::{Config, Event, Tracer};
 
 const CAPACITY: usize = 8192;
+
+/// The `online` case's queue: room for every event of a count (its drain
+/// task, an hour's period and the high-water mark at 80 % of this, never
+/// runs during one, so what is counted is the producer's path alone).
+const ONLINE_CAPACITY: usize = 1 << 18;
 
 qtrace::classes! {
     static CATALOG;
@@ -169,7 +178,7 @@ fn log(tracer: Tracer, n: u64) {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: log_loop <events> <circular|circular_macro|circular_counter|circular_flow|circular_mem|fixed|disabled|dummy|clock|floor|rtrb>";
+        "usage: log_loop <events> <circular|circular_macro|circular_counter|circular_flow|circular_mem|fixed|disabled|dummy|online|clock|floor|rtrb>";
     let (Some(n), Some(case)) = (args.first(), args.get(1)) else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -215,6 +224,16 @@ fn main() -> ExitCode {
             n,
         ),
         "dummy" => log(tracer_with::<Dummy>((), true), n),
+        "online" => log(
+            tracer_with::<Online>(
+                OnlineParams::default()
+                    .with_capacity(ONLINE_CAPACITY)
+                    .with_period(std::time::Duration::from_secs(3600))
+                    .with_writer(std::io::sink()),
+                true,
+            ),
+            n,
+        ),
         "disabled" => log(tracer_with::<Dummy>((), false), n),
         "clock" => run_clock(black_box(&Clock::fast()), n),
         "floor" => {

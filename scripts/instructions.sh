@@ -7,11 +7,13 @@
 #
 #   scripts/instructions.sh            print the table
 #   scripts/instructions.sh --check    also fail (exit 1) when a budget is exceeded:
-#       circular - clock > CIRCULAR_BUDGET (besides the clock read), or
+#       circular - clock > CIRCULAR_BUDGET (besides the clock read),
+#       online - clock   > ONLINE_BUDGET (besides the clock read: the
+#                          streaming queues' producer, into their drop ring), or
 #       disabled        > DISABLED_BUDGET
 #
 # Cases: clock (the clock read alone, plus one store), floor (clock + one
-# record into an array), disabled, dummy, fixed, circular (see
+# record into an array), disabled, dummy, fixed, circular, online (see
 # examples/log_loop.rs), and rtrb (clock + an rtrb push, for comparison).
 # The loop is unrolled 8x, so its counter and branch add a fraction of an
 # instruction per event (3/8 to 3/4 depending on the case; BENCHMARKS.md).
@@ -21,9 +23,10 @@ set -euo pipefail
 
 CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-30}
 DISABLED_BUDGET=${DISABLED_BUDGET:-5}
+ONLINE_BUDGET=${ONLINE_BUDGET:-70}
 N1=${N1:-100000}
 N2=${N2:-200000}
-CASES=${CASES:-"clock floor disabled dummy fixed circular rtrb"}
+CASES=${CASES:-"clock floor disabled dummy fixed circular online rtrb"}
 
 check=0
 case "${1:-}" in
@@ -67,7 +70,7 @@ done
 
 status=0
 if [[ -n "${per_event[clock]:-}" ]]; then
-  for c in floor dummy circular rtrb; do
+  for c in floor dummy circular online rtrb; do
     [[ -n "${per_event[$c]:-}" ]] || continue
     printf '%-16s %12s  (besides the clock read)\n' "$c - clock" \
       "$(awk -v x="${per_event[$c]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')"
@@ -82,6 +85,13 @@ if (( check )); then
     status=1
   else
     echo "ok: circular $circ <= $CIRCULAR_BUDGET instructions besides the clock read"
+  fi
+  online=$(awk -v x="${per_event[online]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')
+  if over "$online" "$ONLINE_BUDGET"; then
+    echo "FAIL: an enabled event into the online queue costs $online instructions besides the clock read; the budget is $ONLINE_BUDGET" >&2
+    status=1
+  else
+    echo "ok: online $online <= $ONLINE_BUDGET instructions besides the clock read"
   fi
   if over "${per_event[disabled]}" "$DISABLED_BUDGET"; then
     echo "FAIL: a masked-out event costs ${per_event[disabled]} instructions; the budget is $DISABLED_BUDGET" >&2

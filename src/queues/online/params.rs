@@ -220,7 +220,8 @@ impl OnlineParams {
         self.queue_counters
     }
 
-    /// Holds `capacity` events (a power of two).
+    /// Holds `capacity` events (a power of two), in `capacity × 64` bytes
+    /// (a record and its sequence word in a cache line of its own, an event).
     pub fn with_capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
