@@ -365,7 +365,8 @@ fn a_chunk_boundary_never_splits_a_string_run() {
                 Item::Event(e) => plain.push(e.args[0]),
             }
         }
-        assert!(std::fs::metadata(f).unwrap().len() <= 4096);
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len <= 4096, "{} is {len} bytes", f.display());
     }
     let want: Vec<(u64, String)> = texts
         .into_iter()
@@ -438,7 +439,8 @@ fn with_drops_the_chunks_hold_every_event_kept_and_mark_every_loss_in_place() {
     let (mut next, mut lost, mut events, mut hoops) = (0u64, 0u64, 0u64, 0u64);
     for f in &q.status.files {
         let (close, records) = closed_chunk(f);
-        assert!(std::fs::metadata(f).unwrap().len() <= 4096);
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len <= 4096, "{} is {len} bytes", f.display());
         let here: u64 = records
             .iter()
             .filter(|e| e.id == HOOPS)

@@ -521,6 +521,17 @@ impl Drainer {
             // task has emptied it). Emptied now: every drop it counted came
             // after every record written so far and before any event accepted
             // after `reopen`, so the hoops record goes exactly here.
+            // A full chunk is closed before this round's own records (a
+            // hoops record, a sample) go in with nothing else: they use the
+            // room kept for them, and rounds that find the ring empty would
+            // otherwise add theirs past the size bound one after another.
+            if self.pending.is_empty()
+                && self.carry.is_empty()
+                && self.room() == 0
+                && self.records > self.prologue
+            {
+                self.rotate();
+            }
             if left == 0 && ring.is_empty() && self.carry.is_empty() {
                 if let Some(dropped) = ring.reopen() {
                     if dropped > self.last_dropped {
