@@ -23,7 +23,7 @@ set -euo pipefail
 
 CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-30}
 DISABLED_BUDGET=${DISABLED_BUDGET:-5}
-ONLINE_BUDGET=${ONLINE_BUDGET:-70}
+ONLINE_BUDGET=${ONLINE_BUDGET:-65}
 N1=${N1:-100000}
 N2=${N2:-200000}
 CASES=${CASES:-"clock floor disabled dummy fixed circular online rtrb"}
