@@ -13,8 +13,8 @@
 //!   the fixed one, whose later events are counted as dropped);
 //! - `online`: an enabled event into an online queue of 262,144 records
 //!   whose drain task does not run during the count (the producer's
-//!   claim and commit of the drop ring; not in the checked cases: run
-//!   `CASES="clock online" scripts/instructions.sh`);
+//!   claim and commit of the drop ring; the UDP queue's producer takes the
+//!   same path);
 //! - `disabled`: a masked-out event (routed to a dummy queue, switched off);
 //! - `clock`: only the tracer's clock read (what the budget excludes);
 //! - `floor`: clock read + one record stored into a preallocated array;

@@ -517,10 +517,6 @@ impl Drainer {
                     }
                 }
             }
-            // The ring latches when full (S.Ha.R.K.'s policy: drop until the
-            // task has emptied it). Emptied now: every drop it counted came
-            // after every record written so far and before any event accepted
-            // after `reopen`, so the hoops record goes exactly here.
             // A full chunk is closed before this round's own records (a
             // hoops record, a sample) go in with nothing else: they use the
             // room kept for them, and rounds that find the ring empty would
@@ -532,6 +528,10 @@ impl Drainer {
             {
                 self.rotate();
             }
+            // The ring latches when full (S.Ha.R.K.'s policy: drop until the
+            // task has emptied it). Emptied now: every drop it counted came
+            // after every record written so far and before any event accepted
+            // after `reopen`, so the hoops record goes exactly here.
             if left == 0 && ring.is_empty() && self.carry.is_empty() {
                 if let Some(dropped) = ring.reopen() {
                     if dropped > self.last_dropped {
