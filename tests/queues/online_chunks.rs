@@ -463,3 +463,34 @@ fn with_drops_the_chunks_hold_every_event_kept_and_mark_every_loss_in_place() {
     assert_eq!(next + lost, N);
     assert_eq!((events, hoops), (q.counters.delivered, q.counters.dropped));
 }
+
+/// Rounds that find the ring empty still write their own records (here the
+/// queue counters' sample, one a round): a full chunk is closed before them,
+/// so an idle queue's chunks keep the size bound too.
+#[test]
+fn an_idle_queue_with_samples_keeps_the_size_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = tracer_with(
+        dir.path(),
+        OnlineParams::default()
+            .with_capacity(64)
+            .with_period(Duration::from_millis(1))
+            .with_queue_counters(true)
+            .with_rotation(Some(2048), None),
+    );
+    for i in 0..10 {
+        tracer.log_event(user::USER0, [i, 0]);
+    }
+    // About 300 rounds of samples (2 records each), many chunks' worth.
+    std::thread::sleep(Duration::from_millis(300));
+    let report = tracer.shutdown().unwrap();
+    let q = &report.queues[0];
+    assert!(q.status.files.len() >= 2, "{:?}", q.status.files);
+    let mut all = Vec::new();
+    for f in &q.status.files {
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len <= 2048, "{} is {len} bytes", f.display());
+        all.extend(values(&closed_chunk(f).1));
+    }
+    assert_eq!(all, (0..10).collect::<Vec<_>>());
+}
