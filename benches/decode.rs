@@ -257,12 +257,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let env = |name: &str, default: usize| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let env = common::env_or::<usize>;
     let n = env("QTRACE_DECODE_EVENTS", 1_000_000);
     let rounds = env("QTRACE_DECODE_ROUNDS", 30);
 

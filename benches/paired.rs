@@ -55,7 +55,7 @@ use qtrace::storage::RingStorage;
 use qtrace::{Event, Tracer};
 
 mod common;
-use common::{thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
+use common::{env_or, thread_cpu_time, CAPACITY, EVENTS, ID, LIVE};
 
 fn tracer_with<T: qtrace::queues::QueueType>(params: T::Params, enabled: bool) -> Tracer {
     common::tracer_with::<T>("paired", params, enabled)
@@ -115,14 +115,6 @@ const CASES: [&str; 8] = [
 
 /// Room of the streaming queues: a whole round and as much again.
 const STREAM_CAPACITY: usize = 1 << 17;
-
-/// A number from the environment, or `default` when unset or not a number.
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Waits (untimed) until the queue of `tracer` holds nothing: its task
 /// delivered every event of the round.

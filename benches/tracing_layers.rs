@@ -149,10 +149,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// how many rounds the first was faster. `QTRACE_PAIRED_ROUNDS` sets the
 /// number of rounds (default 1000).
 fn interleaved(cases: &[(&str, &Dispatch)]) {
-    let rounds: usize = std::env::var("QTRACE_PAIRED_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+    let rounds: usize = common::env_or("QTRACE_PAIRED_ROUNDS", 1000);
     let mut ns: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); cases.len()];
     for round in 0..rounds {
         for k in 0..cases.len() {

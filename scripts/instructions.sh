@@ -68,36 +68,33 @@ for c in $CASES; do
   printf '%-10s %18s\n' "$c" "${per_event[$c]}"
 done
 
+# instructions of case $1 besides the clock read
+besides_clock() {
+  awk -v x="${per_event[$1]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }'
+}
+
 status=0
 if [[ -n "${per_event[clock]:-}" ]]; then
   for c in floor dummy circular online rtrb; do
     [[ -n "${per_event[$c]:-}" ]] || continue
-    printf '%-16s %12s  (besides the clock read)\n' "$c - clock" \
-      "$(awk -v x="${per_event[$c]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')"
+    printf '%-16s %12s  (besides the clock read)\n' "$c - clock" "$(besides_clock "$c")"
   done
 fi
 
 if (( check )); then
-  over() { awk -v x="$1" -v max="$2" 'BEGIN { exit !(x > max) }'; }
-  circ=$(awk -v x="${per_event[circular]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')
-  if over "$circ" "$CIRCULAR_BUDGET"; then
-    echo "FAIL: an enabled event into the circular queue costs $circ instructions besides the clock read; the budget is $CIRCULAR_BUDGET" >&2
-    status=1
-  else
-    echo "ok: circular $circ <= $CIRCULAR_BUDGET instructions besides the clock read"
-  fi
-  online=$(awk -v x="${per_event[online]}" -v k="${per_event[clock]}" 'BEGIN { printf "%.2f", x - k }')
-  if over "$online" "$ONLINE_BUDGET"; then
-    echo "FAIL: an enabled event into the online queue costs $online instructions besides the clock read; the budget is $ONLINE_BUDGET" >&2
-    status=1
-  else
-    echo "ok: online $online <= $ONLINE_BUDGET instructions besides the clock read"
-  fi
-  if over "${per_event[disabled]}" "$DISABLED_BUDGET"; then
-    echo "FAIL: a masked-out event costs ${per_event[disabled]} instructions; the budget is $DISABLED_BUDGET" >&2
-    status=1
-  else
-    echo "ok: disabled ${per_event[disabled]} <= $DISABLED_BUDGET instructions"
-  fi
+  # budget NAME VALUE MAX WHAT SUFFIX: fail (status 1) when VALUE > MAX
+  budget() {
+    if awk -v x="$2" -v max="$3" 'BEGIN { exit !(x > max) }'; then
+      echo "FAIL: $4 costs $2 instructions$5; the budget is $3" >&2
+      status=1
+    else
+      echo "ok: $1 $2 <= $3 instructions$5"
+    fi
+  }
+  budget circular "$(besides_clock circular)" "$CIRCULAR_BUDGET" \
+    "an enabled event into the circular queue" " besides the clock read"
+  budget online "$(besides_clock online)" "$ONLINE_BUDGET" \
+    "an enabled event into the online queue" " besides the clock read"
+  budget disabled "${per_event[disabled]}" "$DISABLED_BUDGET" "a masked-out event" ""
 fi
 exit $status

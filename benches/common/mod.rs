@@ -1,6 +1,6 @@
 //! What the benches share: the event count per iteration, the queue
-//! capacity, the event they log, a tracer set up for one case, and the
-//! thread CPU clock they time with. (Each bench uses a part of it.)
+//! capacity, the event they log, a tracer set up for one case, the thread
+//! CPU clock they time with, and their settings from the environment. (Each bench uses a part of it.)
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -50,4 +50,13 @@ pub fn thread_cpu_time() -> Duration {
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A setting from the environment variable `name`, or `default` when it is
+/// unset or does not parse.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
