@@ -39,7 +39,10 @@
 //! while the bench waits, so the producer logs with no reader on the other
 //! core; `QTRACE_PAIRED_STREAM_CAPACITY` (default 131,072, a power of two)
 //! is their queues' capacity — below a round's events they drop, and the
-//! report says how many.
+//! report says how many; `QTRACE_PAIRED_FLOOR_CAPACITY` (default 8,192, a
+//! power of two) is the floor's array in events — at 262,144 (8 MiB) the
+//! floor writes to lines that are not in its core's caches, as the
+//! streaming queues' producer does.
 
 use std::hint::black_box;
 use std::net::UdpSocket;
@@ -196,7 +199,12 @@ fn main() {
             .with_datagrams_per_period(DatagramsPerPeriod::All),
         true,
     );
-    let mut array = vec![Event::default(); CAPACITY].into_boxed_slice();
+    let floor_capacity: usize = env_or("QTRACE_PAIRED_FLOOR_CAPACITY", CAPACITY);
+    assert!(
+        floor_capacity.is_power_of_two(),
+        "QTRACE_PAIRED_FLOOR_CAPACITY must be a power of two"
+    );
+    let mut array = vec![Event::default(); floor_capacity].into_boxed_slice();
     let (mut producer, mut consumer) = rtrb::RingBuffer::<Event>::new(CAPACITY);
 
     let mut run = |case: usize| {
@@ -235,7 +243,8 @@ fn main() {
 
     println!(
         "paired: {rounds} rounds of {EVENTS} events per case, interleaved (clock: {}; \
-         streaming queues: capacity {stream_capacity}, period {period:?})",
+         streaming queues: capacity {stream_capacity}, period {period:?}; floor: \
+         {floor_capacity} events)",
         clock.kind().name()
     );
     println!("| id | median ns/event |");

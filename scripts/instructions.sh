@@ -21,9 +21,9 @@
 # Needs valgrind (Debian/Ubuntu: apt-get install -y valgrind).
 set -euo pipefail
 
-CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-30}
+CIRCULAR_BUDGET=${CIRCULAR_BUDGET:-28}
 DISABLED_BUDGET=${DISABLED_BUDGET:-5}
-ONLINE_BUDGET=${ONLINE_BUDGET:-65}
+ONLINE_BUDGET=${ONLINE_BUDGET:-57}
 N1=${N1:-100000}
 N2=${N2:-200000}
 CASES=${CASES:-"clock floor disabled dummy fixed circular online rtrb"}

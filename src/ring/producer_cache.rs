@@ -1,15 +1,19 @@
 //! Each thread's memory of the circular-queue shards it owns, so that an
 //! enabled event into a circular queue finds its ring by comparing one key
-//! with a thread-local word (read twice: see `Cache`).
+//! with a thread-local word (read twice: see `Cache`); and of the online
+//! and UDP queues it logs into, whose events find the queue's feed (its
+//! ring and wake-up) the same way, under the queue's [`feed_key`].
 //!
 //! Without it, every event would look up the queue (a `OnceLock` check and
 //! a match on the queue's kind), this thread's token (a thread-local read),
 //! its shard (a mask and an index) and the shard's owner (a load and a
 //! compare): about 20 instructions, a third of the whole event. With it, a
-//! hit costs an add, three thread-local loads (the key, the ring, the key
-//! again: see `Cache` for why twice) and two compares; everything else
-//! happens once, on the first event a thread logs into a queue (see
-//! [`crate::Tracer::log_event`]).
+//! hit costs three thread-local loads (the key, the ring, the key again:
+//! see `Cache` for why twice) and two compares; everything else happens
+//! once, on the first event a thread logs into a queue (see
+//! [`crate::Tracer::log_event`]). For an online or UDP queue the lookup and
+//! the match cost about 8 of its 64 instructions (`scripts/instructions.sh`,
+//! case `online`), which its cached feed saves.
 //!
 //! The cache holds the [`WAYS`] queues this thread logged into most
 //! recently, newest first. The hot path compares only the newest entry's
@@ -24,15 +28,20 @@
 //! is unique in the process and never reused (see `Tracer`), and a route
 //! word names one queue of that tracer for the tracer's whole life. So a
 //! key names one queue forever, and an entry never needs invalidating when
-//! routing changes: a rerouted event simply has another key. Keys below
+//! routing changes: a rerouted event simply has another key. The tracer
+//! stores each event's route as this key ([`key`]), so the hot path reads
+//! it in the load that tells whether the event is logged. Keys below
 //! `1 << 32` are never stored (a tracer whose serial does not fit in 32
 //! bits does not use the cache). A live route word has its top bit set,
-//! so no key is 0, which marks an empty entry.
+//! so no key is 0, which marks an empty entry. A feed is kept under
+//! [`feed_key`], the key with a bit no route word has: a key never finds a
+//! feed where the circular path looks for a shard ring, nor the reverse.
 //!
 //! # Why the stored pointer stays valid
 //!
 //! An entry holds a pointer to a shard ring this thread owns in the queue
-//! its key names. The ring lives as long as the queue, and the queue as
+//! its key names (or to that queue's feed, which any thread may use). The
+//! ring (or feed) lives as long as the queue, and the queue as
 //! long as its tracer: a caller that holds the tracer (so `&Tracer`) and
 //! looks up a key made from that tracer's serial can use the ring for as
 //! long as it holds the tracer. Ownership lasts as long as the thread's
@@ -45,7 +54,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-use crate::model::handle::LIVE;
+use crate::model::handle::{FEED_KEY, LIVE};
 use crate::ring::shard::ShardRing;
 
 /// Entries per thread.
@@ -77,7 +86,7 @@ struct Cache {
     /// 0 for an empty entry.
     keys: [AtomicU64; WAYS],
     /// Dangling while the key is 0.
-    rings: [AtomicPtr<ShardRing>; WAYS],
+    rings: [AtomicPtr<()>; WAYS],
     /// Set while this thread rewrites the entries.
     busy: AtomicBool,
 }
@@ -88,7 +97,7 @@ thread_local! {
     static CACHE: Cache = const {
         Cache {
             keys: [const { AtomicU64::new(0) }; WAYS],
-            rings: [const { AtomicPtr::new(NonNull::<ShardRing>::dangling().as_ptr()) }; WAYS],
+            rings: [const { AtomicPtr::new(NonNull::<()>::dangling().as_ptr()) }; WAYS],
             busy: AtomicBool::new(false),
         }
     };
@@ -103,6 +112,14 @@ pub(crate) fn key(key_base: u64, route_word: u32) -> u64 {
     key_base + route_word as u64
 }
 
+/// The key under which the feed of the queue [`key`] `key` names is kept:
+/// `key` with [`FEED_KEY`], a bit no route word has, so that no [`key`] is
+/// ever a feed's.
+#[inline(always)]
+pub(crate) fn feed_key(key: u64) -> u64 {
+    key | FEED_KEY as u64
+}
+
 /// The newest entry, if its key is `key`: `(true, ring)`, where `ring` is
 /// the shard ring this thread owns in the queue `key` (made by [`key`])
 /// names; else `(false, _)`. The hot path; see [`lookup_older`] for the
@@ -115,6 +132,23 @@ pub(crate) fn key(key_base: u64, route_word: u32) -> u64 {
 /// to one of its queues (see the module docs).
 #[inline(always)]
 pub(crate) fn newest(key: u64) -> (bool, *const ShardRing) {
+    debug_assert!(key as u32 & FEED_KEY == 0, "a feed's key");
+    let (hit, ring) = newest_entry(key);
+    (hit, ring.cast())
+}
+
+/// [`newest`] for a [`feed_key`]: the pointer [`fill_feed`] stored, the
+/// queue's feed. (The ring layer does not know the feed's type; the tracer
+/// does.)
+#[inline(always)]
+pub(crate) fn newest_feed(key: u64) -> (bool, *const ()) {
+    debug_assert!(key as u32 & FEED_KEY != 0, "a shard's key");
+    newest_entry(key)
+}
+
+/// Entry 0, if its key is `key`: the pointer as stored.
+#[inline(always)]
+fn newest_entry(key: u64) -> (bool, *const ()) {
     debug_assert!(
         key as u32 & LIVE != 0,
         "keys are made from live route words"
@@ -144,6 +178,20 @@ pub(crate) fn newest(key: u64) -> (bool, *const ShardRing) {
 /// The caller must hold (for `'a`) the tracer whose serial is in `key`'s
 /// high bits: the ring belongs to one of its queues (see the module docs).
 pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
+    debug_assert!(key as u32 & FEED_KEY == 0, "a feed's key");
+    // SAFETY: as this function's (an entry whose key has no `DRAINED` holds
+    // a shard ring).
+    lookup_older_entry(key).map(|ring| unsafe { &*ring.cast::<ShardRing>() })
+}
+
+/// [`lookup_older`] for a [`feed_key`]: the pointer [`fill_feed`] stored.
+pub(crate) fn lookup_older_feed(key: u64) -> Option<*const ()> {
+    debug_assert!(key as u32 & FEED_KEY != 0, "a shard's key");
+    lookup_older_entry(key)
+}
+
+/// The entries after the newest, searched for `key`: the pointer as stored.
+fn lookup_older_entry(key: u64) -> Option<*const ()> {
     CACHE
         .try_with(|c| {
             // A miss (every event of a thread without a shard) writes
@@ -155,10 +203,10 @@ pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
                 let i = (1..WAYS).find(|&i| c.keys[i].load(Ordering::Relaxed) == key)?;
                 let ring = c.rings[i].load(Ordering::Relaxed);
                 move_to_front(c, i, key, ring);
-                // SAFETY: as in `newest` (entries after the first are only
-                // read and written under `busy`, so no handler came between
-                // the read of the key and of the ring).
-                Some(unsafe { &*ring })
+                // Entries after the first are only read and written under
+                // `busy`, so no handler came between the read of the key
+                // and of the ring.
+                Some(ring.cast_const())
             })
         })
         .ok()
@@ -182,7 +230,7 @@ fn rewrite<T>(c: &Cache, f: impl FnOnce(&Cache) -> T) -> Option<T> {
 
 /// Shifts entries `0..i` one place back (over entry `i`) and puts `key`
 /// first. Only under `busy` (see [`rewrite`]).
-fn move_to_front(c: &Cache, i: usize, key: u64, ring: *mut ShardRing) {
+fn move_to_front(c: &Cache, i: usize, key: u64, ring: *mut ()) {
     for j in (1..=i).rev() {
         c.keys[j].store(c.keys[j - 1].load(Ordering::Relaxed), Ordering::Relaxed);
         c.rings[j].store(c.rings[j - 1].load(Ordering::Relaxed), Ordering::Relaxed);
@@ -202,10 +250,25 @@ fn move_to_front(c: &Cache, i: usize, key: u64, ring: *mut ShardRing) {
 /// docs), and so is a fill from a signal handler that interrupted a
 /// rewrite.
 pub(crate) fn fill(key: u64, ring: &ShardRing) {
+    debug_assert!(key as u32 & FEED_KEY == 0, "a feed's key");
+    fill_entry(key, (ring as *const ShardRing).cast());
+}
+
+/// [`fill`] for a [`feed_key`] and the feed of the queue it names, `feed`,
+/// stored as it is: the caller
+/// keeps it valid as `fill`'s callers keep a ring (it lives as long as its
+/// queue, and the queue as long as its tracer).
+pub(crate) fn fill_feed(key: u64, feed: *const ()) {
+    debug_assert!(key as u32 & FEED_KEY != 0, "a shard's key");
+    fill_entry(key, feed);
+}
+
+/// Stores `ptr` under `key` as the newest entry (see [`fill`]).
+fn fill_entry(key: u64, ptr: *const ()) {
     if key >> 32 == 0 || key as u32 & LIVE == 0 {
         return;
     }
-    let ring = ring as *const ShardRing as *mut ShardRing;
+    let ring = ptr.cast_mut();
     // `try_with`: a thread that logs from a thread-local destructor after
     // the cache is gone just does not cache.
     let _ = CACHE.try_with(|c| rewrite(c, |c| move_to_front(c, WAYS - 1, key, ring)));
@@ -273,6 +336,29 @@ mod tests {
         clear();
         assert_eq!(stored(), [0; WAYS]);
         assert!(hit(k(3)).is_none());
+    }
+
+    #[test]
+    fn a_feed_is_never_found_as_a_shard_nor_a_shard_as_a_feed() {
+        let (ring, _mem) = ShardRing::on_heap(4);
+        let stand_in = 0u8; // any address: a feed's pointer is only stored
+        let feed = (&stand_in as *const u8).cast::<()>();
+        let k = 13 << 32 | 0x8000_0002;
+        fill(k, &ring);
+        fill_feed(feed_key(k), feed);
+        // Newest first: the feed.
+        assert_eq!(newest_feed(feed_key(k)), (true, feed));
+        assert!(!newest(k).0);
+        // The shard, found in the older entries, moves to the front.
+        // SAFETY: the ring outlives the reference, turned into a pointer.
+        let older = unsafe { lookup_older(k) }.map(|r| r as *const ShardRing);
+        assert_eq!(older, Some(&ring as *const ShardRing));
+        assert!(newest(k).0);
+        assert!(!newest_feed(feed_key(k)).0);
+        assert_eq!(lookup_older_feed(feed_key(k)), Some(feed));
+        assert_eq!(stored(), [feed_key(k), k, 0, 0]);
+        clear();
+        assert!(lookup_older_feed(feed_key(k)).is_none());
     }
 
     #[test]

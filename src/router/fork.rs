@@ -15,14 +15,14 @@
 //! its node, which a later tracer reuses), so at most as many nodes exist as
 //! tracers ever lived at once.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-/// Route words per tracer (one per possible event id).
+/// Routes per tracer (one per possible event id).
 const ROUTES: usize = 1 << 16;
 
 /// One live tracer's route table, or null when free.
 pub(crate) struct Node {
-    routes: AtomicPtr<AtomicU32>,
+    routes: AtomicPtr<AtomicU64>,
     next: *const Node,
 }
 
@@ -33,10 +33,10 @@ unsafe impl Sync for Node {}
 static HEAD: AtomicPtr<Node> = AtomicPtr::new(std::ptr::null_mut());
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
-/// Lists `routes` (a tracer's table of [`ROUTES`] words, which must stay
+/// Lists `routes` (a tracer's table of [`ROUTES`] routes, which must stay
 /// allocated until [`forget`] is called with the node returned) so that a
 /// forked child unroutes it; installs the fork handler the first time.
-pub(crate) fn register(routes: &[AtomicU32; ROUTES]) -> &'static Node {
+pub(crate) fn register(routes: &[AtomicU64; ROUTES]) -> &'static Node {
     install();
     let ptr = routes.as_ptr().cast_mut();
     let mut at = HEAD.load(Ordering::Acquire);

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::classes::Catalog;
-use crate::model::handle::{QueueHandle, LIVE, QUEUE_MASK};
+use crate::model::handle::{QueueHandle, DRAINED, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queues::QueueType;
 use crate::ClassId;
@@ -45,6 +45,9 @@ pub(crate) struct Registry {
     pub(crate) catalog: Arc<Catalog>,
     types: HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>,
     pub(crate) queue_types: Vec<&'static str>,
+    /// By queue index: whether its route words carry [`DRAINED`] (an online
+    /// or UDP queue).
+    drained: Vec<bool>,
     pub(crate) activated: Vec<bool>,
     event_queue: Vec<Option<QueueHandle>>,
     /// The filter queue an event is routed through, if any (it forwards to
@@ -84,6 +87,7 @@ impl Registry {
             catalog: Arc::new(Catalog::builtin()),
             types: HashMap::new(),
             queue_types: Vec::new(),
+            drained: Vec::new(),
             activated: Vec::new(),
             event_queue: Vec::new(),
             event_filter: Vec::new(),
@@ -277,7 +281,17 @@ impl Registry {
         self.event_on[i] && self.class_on[class]
     }
 
-    /// The word the hot path reads for `id`: `LIVE | queue` (its trigger
+    /// Notes the queue about to be stored at index `queue_types.len()`: its
+    /// type's name, whether its route words carry [`DRAINED`] (an online or
+    /// UDP queue), and whether it counts as activated.
+    pub(crate) fn add_queue(&mut self, name: &'static str, drained: bool, activated: bool) {
+        self.queue_types.push(name);
+        self.drained.push(drained);
+        self.activated.push(activated);
+    }
+
+    /// The word the hot path reads for `id`: `LIVE | queue` (with `DRAINED`
+    /// for an online or UDP queue; its trigger
     /// queue if it has one, else its filter queue, else its queue's gate,
     /// else its queue) when the event is assigned, switched on, its class switched on, and the tracer is neither
     /// suspended nor shut down; 0 otherwise.
@@ -290,7 +304,10 @@ impl Registry {
             .or(self.filter_of(id))
             .or_else(|| self.gated_queue_of(id));
         match first {
-            Some(q) if self.is_on(id) => LIVE | (q.0 as u32 & QUEUE_MASK),
+            Some(q) if self.is_on(id) => {
+                let drained = if self.drained[q.index()] { DRAINED } else { 0 };
+                LIVE | drained | (q.0 as u32 & QUEUE_MASK)
+            }
             _ => 0,
         }
     }

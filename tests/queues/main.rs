@@ -10,6 +10,7 @@ mod queues_support;
 
 mod circular_cache;
 mod compact_saves;
+mod feed_cache;
 mod hot_path_nonblocking;
 mod online;
 mod online_chunks;

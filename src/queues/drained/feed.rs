@@ -100,6 +100,19 @@ impl Feed {
         }
     }
 
+    /// [`get`](Self::get) then [`post`](Self::post) of the event `make`
+    /// gives once a slot is claimed (so the clock is read after the claim,
+    /// as there); nothing but the drop count when the ring is full.
+    #[inline(always)]
+    pub(crate) fn push_words(&self, make: impl FnOnce() -> [u64; 4]) {
+        if let Some(pos) = self.ring.claim() {
+            self.ring.commit(pos, &Event::from_words(make()));
+            if pos == self.wake_at.load(Ordering::Relaxed) {
+                self.control.request_wake();
+            }
+        }
+    }
+
     /// Records a combine run: its records in consecutive positions
     /// ([`DropRing::claim_run`]), or none of them (counted dropped) when
     /// they do not all fit.

@@ -248,6 +248,15 @@ impl OnlineQueue {
     }
 }
 
+impl OnlineQueue {
+    /// The ring and wake-up behind `get` and `post`: what the tracer's
+    /// producer cache keeps for this queue (`Tracer::record`).
+    #[inline(always)]
+    pub(crate) fn feed(&self) -> &Feed {
+        &self.shared.feed
+    }
+}
+
 impl Queue for OnlineQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {

@@ -231,6 +231,15 @@ impl UdpQueue {
     }
 }
 
+impl UdpQueue {
+    /// The ring and wake-up behind `get` and `post`: what the tracer's
+    /// producer cache keeps for this queue (`Tracer::record`).
+    #[inline(always)]
+    pub(crate) fn feed(&self) -> &Feed {
+        &self.shared.feed
+    }
+}
+
 impl Queue for UdpQueue {
     #[inline]
     fn get(&self) -> Option<Reservation> {

@@ -5,9 +5,10 @@
 use super::Tracer;
 use crate::model::combine::{self, Run};
 use crate::model::event::{Event, EventId};
-use crate::model::handle::{LIVE, QUEUE_MASK};
+use crate::model::handle::{DRAINED, LIVE, QUEUE_MASK};
 use crate::queue::config_error::ConfigError;
 use crate::queue::queue_trait::Queue;
+use crate::queues::drained::feed::Feed;
 use crate::queues::{AnyQueue, CircularQueue};
 use crate::ring::producer_cache;
 use std::sync::atomic::Ordering;
@@ -39,11 +40,11 @@ impl Tracer {
     /// ```
     #[inline(always)]
     pub fn log_event(&self, id: EventId, args: [u64; 2]) {
-        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
-        if word & LIVE == 0 {
+        let route = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if route as u32 & LIVE == 0 {
             return;
         }
-        self.record(word, None, id, args);
+        self.record(route, None, id, args);
     }
 
     /// Records a value of a counter (FORMAT.md 1.3.2): exactly
@@ -145,18 +146,18 @@ impl Tracer {
     /// knows).
     #[inline(always)]
     pub fn log_event_from(&self, source: u32, id: EventId, args: [u64; 2]) {
-        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
-        if word & LIVE == 0 {
+        let route = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if route as u32 & LIVE == 0 {
             return;
         }
-        self.record(word, Some(source), id, args);
+        self.record(route, Some(source), id, args);
     }
 
     /// Whether `id` would be recorded now (one relaxed load): lets a caller
     /// skip computing expensive arguments.
     #[inline(always)]
     pub fn is_enabled(&self, id: EventId) -> bool {
-        self.routes[id.0 as usize].load(Ordering::Relaxed) & LIVE != 0
+        self.routes[id.0 as usize].load(Ordering::Relaxed) as u32 & LIVE != 0
     }
 
     // ----- variable payloads (combine runs) ----------------------------------
@@ -214,16 +215,16 @@ impl Tracer {
     /// [`Tracer::log_event_str`] with bytes.
     #[inline]
     pub fn log_event_bytes(&self, id: EventId, arg: u64, bytes: &[u8]) {
-        let word = self.routes[id.0 as usize].load(Ordering::Relaxed);
-        if word & LIVE == 0 {
+        let route = self.routes[id.0 as usize].load(Ordering::Relaxed);
+        if route as u32 & LIVE == 0 {
             return;
         }
-        self.record_run(word, id, arg, bytes);
+        self.record_run(route, id, arg, bytes);
     }
 
     #[inline(never)]
-    pub(super) fn record_run(&self, word: u32, id: EventId, arg: u64, bytes: &[u8]) {
-        if let Some(queue) = self.queues[(word & QUEUE_MASK) as usize].get() {
+    pub(super) fn record_run(&self, route: u64, id: EventId, arg: u64, bytes: &[u8]) {
+        if let Some(queue) = self.queues[(route as u32 & QUEUE_MASK) as usize].get() {
             let source = crate::model::source::current();
             queue.post_run(&Run::new(self.clock.now(), id, source, arg, bytes));
         }
@@ -313,35 +314,56 @@ impl Tracer {
         Ok(())
     }
 
-    /// Records an event routed by `word`; `source` is `None` for this
+    /// Records an event by its `route` (`Tracer::route`: the route word and
+    /// the queue's key in the producer cache); `source` is `None` for this
     /// thread's source number.
     #[inline(always)]
-    pub(super) fn record(&self, word: u32, source: Option<u32>, id: EventId, args: [u64; 2]) {
+    pub(super) fn record(&self, route: u64, source: Option<u32>, id: EventId, args: [u64; 2]) {
+        let key = route;
+        // Read before the cache's entry (whose compiler fences would keep
+        // the two cached paths below from sharing one read): valid only once
+        // this thread's number is assigned, which every cached path ensures
+        // before it caches.
+        let source_word = match source {
+            Some(s) => (s as u64) << 32,
+            None => crate::model::source::current_word_assigned(),
+        };
         // The common case, an event into a circular queue where this thread
         // owns a shard: its key checked against this thread's newest cache
         // entry (read twice, see `producer_cache::newest`), then plain
         // stores into the shard.
-        let key = producer_cache::key(self.key_base, word);
         if let (true, ring) = producer_cache::newest(key) {
             // SAFETY: a hit's ring belongs to a queue of the tracer whose
             // serial is in `key`, i.e. `self`, which is held for the ring's
             // whole use (see `producer_cache::newest`).
             let ring = unsafe { &*ring };
-            // A cached thread has called `source::current` (in
-            // `record_circular`), so its number is assigned.
-            let source_word = match source {
-                Some(s) => (s as u64) << 32,
-                None => crate::model::source::current_word_assigned(),
-            };
             let id_word = Event::id_word(id, source_word);
             ring.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
+            return;
+        }
+        // Next, an event into an online or UDP queue (its route says so) that
+        // this thread logged into last: the queue's feed, cached the same way
+        // under the queue's feed key, saves the queue's lookup and the match
+        // on its kind (8 of 64 instructions; `scripts/instructions.sh`).
+        let feed_key = producer_cache::feed_key(key);
+        if route as u32 & DRAINED == 0 {
+            // Not an online or UDP queue: no feed to look for.
+        } else if let (true, feed) = producer_cache::newest_feed(feed_key) {
+            // SAFETY: an entry under a feed key holds the feed of the queue
+            // the key names (stored by `record_feed`), of the tracer whose
+            // serial is in the key, i.e. `self`, which is held for the whole
+            // use; the feed lives as long as its queue, and the queue as long
+            // as the tracer. Any thread may use a feed (no ownership).
+            let feed = unsafe { &*feed.cast::<Feed>() };
+            let id_word = Event::id_word(id, source_word);
+            feed.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
             return;
         }
         let source = source.unwrap_or_else(crate::model::source::current);
         // A route word names a queue only after that queue was stored, and
         // `OnceLock::get` synchronises with the store, so `None` is only seen
         // for a route being written concurrently with its queue's creation.
-        if let Some(queue) = self.queues[(word & QUEUE_MASK) as usize].get() {
+        if let Some(queue) = self.queues[(route as u32 & QUEUE_MASK) as usize].get() {
             // One match on the queue's kind, then `get` and `post` of that
             // kind inlined together (matching in `get` and again in `post`
             // would cost a second dispatch per event).
@@ -349,8 +371,8 @@ impl Tracer {
                 AnyQueue::CircularQueue(q) => self.record_circular(q, key, source, id, args),
                 AnyQueue::FixedQueue(q) => self.record_into(q, source, id, args),
                 AnyQueue::DummyQueue(q) => self.record_into(q, source, id, args),
-                AnyQueue::OnlineQueue(q) => self.record_into(q, source, id, args),
-                AnyQueue::UdpQueue(q) => self.record_into(q, source, id, args),
+                AnyQueue::OnlineQueue(q) => self.record_feed(q.feed(), feed_key, source, id, args),
+                AnyQueue::UdpQueue(q) => self.record_feed(q.feed(), feed_key, source, id, args),
                 AnyQueue::DynQueue(q) => self.record_into(q, source, id, args),
             }
         }
@@ -385,6 +407,23 @@ impl Tracer {
             }
             None => queue.log_shared(make),
         }
+    }
+
+    /// An event into an online or UDP queue whose feed is not the newest in
+    /// this thread's cache: found in the older entries (moved to the front),
+    /// or cached now.
+    #[inline(never)]
+    fn record_feed(&self, feed: &Feed, feed_key: u64, source: u32, id: EventId, args: [u64; 2]) {
+        if producer_cache::lookup_older_feed(feed_key).is_none() {
+            // The cached path reads the source number unchecked: `source`
+            // may have come from `log_event_from`, so make sure this thread
+            // has one.
+            crate::model::source::current();
+            producer_cache::fill_feed(feed_key, (feed as *const Feed).cast());
+        }
+        let source_word = (source as u64) << 32;
+        let id_word = Event::id_word(id, source_word);
+        feed.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
     }
 
     #[inline(always)]

@@ -10,6 +10,7 @@ use crate::model::event::EventId;
 use crate::model::handle::QueueHandle;
 use crate::queue::config_error::ConfigError;
 use crate::queues::{AnyQueue, QueueType};
+use crate::ring::producer_cache;
 use crate::router::registry::{Phase, Registry};
 use crate::ClassId;
 use std::sync::atomic::Ordering;
@@ -88,11 +89,11 @@ impl Tracer {
                 message: panic_message(&panic),
             },
         )??;
+        let drained = matches!(queue, AnyQueue::OnlineQueue(_) | AnyQueue::UdpQueue(_));
         if self.queues[index].set(queue).is_err() {
             unreachable!("queue slots are filled in order under the lock");
         }
-        r.queue_types.push(T::NAME);
-        r.activated.push(false);
+        r.add_queue(T::NAME, drained, false);
         self.gate_if_global(&mut r, handle)?;
         Ok(handle)
     }
@@ -388,9 +389,9 @@ impl Tracer {
         if self.queues[index].set(AnyQueue::custom(queue)).is_err() {
             unreachable!("queue slots are filled in order under the lock");
         }
-        r.queue_types.push(FilterQueue::NAME);
         // A filter has no activate hook.
-        r.activated.push(r.phase != Phase::Configuring);
+        let activated = r.phase != Phase::Configuring;
+        r.add_queue(FilterQueue::NAME, false, activated);
         Ok(QueueHandle(index as u16))
     }
 
@@ -490,6 +491,17 @@ impl Tracer {
         Ok(())
     }
 
+    /// The route stored for a route word: the word with this tracer's
+    /// `key_base` above it (the key the producer cache knows the queue by,
+    /// `producer_cache::key`), or 0 for an event not logged.
+    fn route(&self, word: u32) -> u64 {
+        if word == 0 {
+            0
+        } else {
+            producer_cache::key(self.key_base, word)
+        }
+    }
+
     pub(super) fn publish(&self, r: &Registry, id: EventId) {
         self.publish_one(r, id, r.is_owner());
     }
@@ -500,7 +512,7 @@ impl Tracer {
         // Forwarding queues first, so the route never leads to a stale one.
         super::triggers::rewire(r, &self.queues[..], id);
         let word = if owned { r.route_word(id) } else { 0 };
-        self.routes[id.0 as usize].store(word, Ordering::Relaxed);
+        self.routes[id.0 as usize].store(self.route(word), Ordering::Relaxed);
     }
 
     pub(super) fn publish_all(&self, r: &Registry) {

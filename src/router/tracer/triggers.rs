@@ -311,11 +311,10 @@ impl Tracer {
         if self.queues[index].set(queue).is_err() {
             unreachable!("queue slots are filled in order under the lock");
         }
-        r.queue_types.push(name);
         // A gate has no activate hook; a trigger's runs in `add_trigger`
         // or phase 2.
-        r.activated
-            .push(r.phase != Phase::Configuring && name == GateQueue::NAME);
+        let activated = r.phase != Phase::Configuring && name == GateQueue::NAME;
+        r.add_queue(name, false, activated);
     }
 }
 
