@@ -179,8 +179,8 @@ fn newest_entry(key: u64) -> (bool, *const ()) {
 /// high bits: the ring belongs to one of its queues (see the module docs).
 pub(crate) unsafe fn lookup_older<'a>(key: u64) -> Option<&'a ShardRing> {
     debug_assert!(key as u32 & FEED_KEY == 0, "a feed's key");
-    // SAFETY: as this function's (an entry whose key has no `DRAINED` holds
-    // a shard ring).
+    // SAFETY: as this function's (an entry under a key without `FEED_KEY`
+    // holds a shard ring).
     lookup_older_entry(key).map(|ring| unsafe { &*ring.cast::<ShardRing>() })
 }
 

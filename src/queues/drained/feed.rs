@@ -105,11 +105,8 @@ impl Feed {
     /// as there); nothing but the drop count when the ring is full.
     #[inline(always)]
     pub(crate) fn push_words(&self, make: impl FnOnce() -> [u64; 4]) {
-        if let Some(pos) = self.ring.claim() {
-            self.ring.commit(pos, &Event::from_words(make()));
-            if pos == self.wake_at.load(Ordering::Relaxed) {
-                self.control.request_wake();
-            }
+        if let Some(reservation) = self.get() {
+            self.post(reservation, &Event::from_words(make()));
         }
     }
 

@@ -346,18 +346,19 @@ impl Tracer {
         // under the queue's feed key, saves the queue's lookup and the match
         // on its kind (8 of 64 instructions; `scripts/instructions.sh`).
         let feed_key = producer_cache::feed_key(key);
-        if route as u32 & DRAINED == 0 {
-            // Not an online or UDP queue: no feed to look for.
-        } else if let (true, feed) = producer_cache::newest_feed(feed_key) {
-            // SAFETY: an entry under a feed key holds the feed of the queue
-            // the key names (stored by `record_feed`), of the tracer whose
-            // serial is in the key, i.e. `self`, which is held for the whole
-            // use; the feed lives as long as its queue, and the queue as long
-            // as the tracer. Any thread may use a feed (no ownership).
-            let feed = unsafe { &*feed.cast::<Feed>() };
-            let id_word = Event::id_word(id, source_word);
-            feed.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
-            return;
+        if route as u32 & DRAINED != 0 {
+            if let (true, feed) = producer_cache::newest_feed(feed_key) {
+                // SAFETY: an entry under a feed key holds the feed of the
+                // queue the key names (stored by `record_feed`), of the
+                // tracer whose serial is in the key, i.e. `self`, which is
+                // held for the whole use; the feed lives as long as its
+                // queue, and the queue as long as the tracer. Any thread may
+                // use a feed (no ownership).
+                let feed = unsafe { &*feed.cast::<Feed>() };
+                let id_word = Event::id_word(id, source_word);
+                feed.push_words(|| [self.clock.now(), id_word, args[0], args[1]]);
+                return;
+            }
         }
         let source = source.unwrap_or_else(crate::model::source::current);
         // A route word names a queue only after that queue was stored, and
