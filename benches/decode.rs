@@ -28,7 +28,11 @@
 //!   (`dump`, `stats`, `analyze`, `convert`);
 //! - `analyze_v1`, `analyze_v2`: the runs feeding
 //!   `qtrace::analysis::Analyzer` (what `qtrace analyze` does, on one
-//!   thread).
+//!   thread);
+//! - `encode`: the other way, the trace's events into compact chunks of
+//!   64 KiB by `ChunkEncoder::push_all` in batches of 8,192, as the online
+//!   queue's drain task, the UDP send task and the receiver's writers
+//!   encode (its rate is the encoder's alone; it has no 32-byte pair).
 //!
 //! The report gives each case's median M events/s over the rounds and the
 //! median of the per-round ratios compact / 32-byte.
@@ -53,7 +57,7 @@ use qtrace::clock::Clock;
 use qtrace::reader::TraceReader;
 use qtrace::wire::{TraceHeader, TraceWriter};
 use qtrace::Event;
-use qtrace_core::compact::Chunk;
+use qtrace_core::compact::{Chunk, ChunkEncoder, ChunkHeader};
 
 mod common;
 use common::thread_cpu_time;
@@ -66,6 +70,8 @@ mod workload;
 struct Trace {
     name: String,
     events: usize,
+    /// The events themselves, for `encode`.
+    records: Vec<Event>,
     v1: Vec<u8>,
     v2: Vec<u8>,
     /// Where the compact file's chunks start.
@@ -88,6 +94,7 @@ impl Trace {
         let trace = Trace {
             name,
             events: events.len(),
+            records: events.to_vec(),
             v1,
             v2,
             v2_records_at,
@@ -144,6 +151,30 @@ impl Trace {
             at += chunk.len();
         }
         black_box(acc);
+        n
+    }
+
+    /// Every event into compact chunks of `buf.len()` bytes, in batches as
+    /// a drain takes them from its ring; returns the events encoded.
+    fn encode(&self, buf: &mut [u8]) -> usize {
+        let (mut n, mut bytes) = (0, 0);
+        while n < self.records.len() {
+            let header = ChunkHeader {
+                base_time: self.records[n].time,
+                ..ChunkHeader::default()
+            };
+            let mut enc = ChunkEncoder::new(buf, header).expect("room for a header");
+            loop {
+                let batch = &self.records[n..self.records.len().min(n + 8192)];
+                let took = enc.push_all(batch);
+                n += took;
+                if batch.is_empty() || took < batch.len() {
+                    break;
+                }
+            }
+            bytes += enc.finish();
+        }
+        black_box(bytes);
         n
     }
 
@@ -215,7 +246,7 @@ impl Trace {
 /// buffer).
 const RUN: usize = 1024;
 
-const CASES: [&str; 8] = [
+const CASES: [&str; 9] = [
     "reader_v1",
     "reader_v2",
     "runs_v1",
@@ -224,6 +255,7 @@ const CASES: [&str; 8] = [
     "analyze_v2",
     "chunks",
     "chunks_batch",
+    "encode",
 ];
 
 fn run_case(trace: &Trace, case: &str, catalog: &Catalog) -> Duration {
@@ -234,6 +266,7 @@ fn run_case(trace: &Trace, case: &str, catalog: &Catalog) -> Duration {
             trace.chunks_batch(&mut vec![Event::default(); 2048]),
             trace.chunk_records,
         ),
+        "encode" => (trace.encode(&mut vec![0; 64 * 1024]), trace.events),
         "reader_v1" => (trace.read(&trace.v1), trace.events),
         "reader_v2" => (trace.read(&trace.v2), trace.events),
         "runs_v1" => (trace.read_runs(&trace.v1), trace.events),

@@ -32,6 +32,29 @@ const EMPTY: u64 = u64::MAX;
 const SLOTS: usize = 32;
 const _: () = assert!(SLOTS.is_power_of_two() && SLOTS > TABLE_LEN);
 
+/// Buckets of the encoder's index of its table (a power of two, 1 byte
+/// each); the bytes written do not depend on it. On a host, eight times
+/// the slots, so that few of the keys in use share one: the reference
+/// corpus's records encode in 11.8 ns each with 256 buckets, 13.8 with
+/// 128, 16.4 with no index (AMD EPYC family 26 model 2). On a 32-bit MCU,
+/// twice the slots: each chunk clears the index, and with 256 buckets the
+/// firmware's streaming drain took 7.6 more instructions an event than
+/// with none, with 64 buckets 1.5 more (scripts/firmware-cost.sh).
+const INDEX_LEN: usize = if cfg!(target_pointer_width = "64") {
+    256
+} else {
+    64
+};
+const _: () = assert!(INDEX_LEN.is_power_of_two() && INDEX_LEN >= 2 * TABLE_LEN);
+
+/// The index bucket of a key: a multiplicative hash of its 48 bits folded
+/// to 32 (one 32-bit multiply, cheap on a 32-bit MCU too).
+#[inline(always)]
+const fn bucket(k: u64) -> usize {
+    let x = (k ^ (k >> 32)) as u32;
+    (x.wrapping_mul(0x9E37_79B1) >> (32 - INDEX_LEN.trailing_zeros())) as usize
+}
+
 /// The longest record [`encode_short`] writes: a header byte and three
 /// 32-bit varints of at most 5 bytes.
 const SHORT_LEN: usize = 16;
@@ -62,6 +85,15 @@ struct State {
     next_slot: u8,
     /// The slot of the last hit (checked first).
     last: u8,
+    /// Per [`bucket`], 0 or 1 + the slot of a key in the table with that
+    /// bucket; every key in the table has a bucket that is not 0. A key
+    /// whose bucket is 0 is not in the table (a literal, found without a
+    /// scan); one whose bucket names the slot of another key (two keys in
+    /// one bucket) is looked for by a scan. A scan of the table for every
+    /// record past the last hit's slot and the next was a third of the
+    /// encoding of the reference corpus (docs/benchmarks-history.md, "The encoder's
+    /// table index").
+    index: [u8; INDEX_LEN],
 }
 
 /// Writes one chunk into a caller's buffer (FORMAT.md 8): the header, then
@@ -113,6 +145,7 @@ impl<'a> ChunkEncoder<'a> {
                 table_len: 0,
                 next_slot: 0,
                 last: 0,
+                index: [0; INDEX_LEN],
             },
         })
     }
@@ -247,7 +280,7 @@ fn encode_short(s: &mut State, buf: &mut [u8], e: &Event) -> Option<usize> {
     // path (measured: half the records of `examples/udp_rate`'s workload).
     let code = match hit(s, k) {
         Some(code) => code,
-        None => scan(s, k)?,
+        None => find(s, k)?,
     };
     let out = buf.get_mut(s.pos..)?.first_chunk_mut::<SHORT_LEN>()?;
     let n = write_short(out, code, d as u32, a0 as u32, a1 as u32)?;
@@ -279,8 +312,24 @@ fn hit(s: &State, k: u64) -> Option<u8> {
     None
 }
 
+/// The slot holding `k`, by its [`bucket`]: `None` when `k` is in none (a
+/// literal: [`encode`] writes it); a scan of the table when the bucket
+/// names another key's slot.
+#[inline(always)]
+fn find(s: &State, k: u64) -> Option<u8> {
+    let i = s.index[bucket(k)];
+    if i == 0 {
+        return None;
+    }
+    let slot = (i - 1) & (SLOTS as u8 - 1);
+    if s.table[slot as usize] == k {
+        return Some(slot);
+    }
+    scan(s, k)
+}
+
 /// The slot holding `k`, searched over the slots in use; `None` when `k`
-/// is in none (a literal: [`encode`] writes it).
+/// is in none.
 #[inline(always)]
 fn scan(s: &State, k: u64) -> Option<u8> {
     let len = (s.table_len as usize).min(TABLE_LEN);
@@ -319,7 +368,8 @@ fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     };
     if code == LITERAL {
         let slot = s.next_slot;
-        s.table[slot as usize % TABLE_LEN] = k;
+        let old = core::mem::replace(&mut s.table[slot as usize % TABLE_LEN], k);
+        reindex(s, old, k, slot);
         s.last = slot;
         s.next_slot = if slot as usize + 1 == TABLE_LEN {
             0
@@ -341,9 +391,31 @@ fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     Ok(n)
 }
 
+/// Keeps [`State::index`] true after `slot`'s key went from `old` to `new`
+/// (the table's length not yet updated): `old`'s bucket, if it named
+/// `slot`, names another key of that bucket still in the table (`new`
+/// among them) or none; `new`'s bucket names `slot` unless it names a key
+/// already.
+fn reindex(s: &mut State, old: u64, new: u64, slot: u8) {
+    let len = (s.table_len as usize + 1).min(TABLE_LEN);
+    if old != EMPTY {
+        let b = bucket(old);
+        if s.index[b] == slot + 1 {
+            s.index[b] = s.table[..len]
+                .iter()
+                .position(|&t| t != EMPTY && bucket(t) == b)
+                .map_or(0, |j| j as u8 + 1);
+        }
+    }
+    let b = bucket(new);
+    if s.index[b] == 0 {
+        s.index[b] = slot + 1;
+    }
+}
+
 /// The table slot holding `k`, or [`LITERAL`]. The slot of the last hit
 /// and the one after it are tried first (a repeating pattern of events
-/// hits them), then the rest; every key is in one slot at most, so the
+/// hits them), then the index; every key is in one slot at most, so the
 /// order of the search changes no byte.
 #[inline(always)]
 fn lookup(s: &State, k: u64) -> u8 {
@@ -356,10 +428,7 @@ fn lookup(s: &State, k: u64) -> u8 {
     if s.table[next] == k {
         return next as u8;
     }
-    match s.table[..len].iter().position(|&t| t == k) {
-        Some(i) => i as u8,
-        None => LITERAL,
-    }
+    find(s, k).unwrap_or(LITERAL)
 }
 
 /// Writes the record of `e`, table code `code` (a slot or [`LITERAL`]),
@@ -629,5 +698,64 @@ mod tests {
             let (got, _) = encoded(&events, buf_len, batch);
             prop_assert_eq!(got, want);
         }
+
+        /// The same over a pool of 48 keys, more than the table holds, in
+        /// which many share an index bucket (checked below): keys evicted,
+        /// buckets handed from one key to another, keys found by the scan
+        /// behind another key's bucket, and literals of keys whose bucket
+        /// names a slot.
+        #[test]
+        fn writes_the_reference_bytes_as_keys_churn_through_shared_buckets(
+            picks in prop::collection::vec((0usize..48, 0u64..4_000, 0u64..64), 1..600),
+            batch in 1usize..40,
+        ) {
+            let pool = churn_pool();
+            let mut t = 1u64 << 20;
+            let events: Vec<Event> = picks
+                .into_iter()
+                .map(|(k, step, a)| {
+                    t += step;
+                    let (id, source) = pool[k];
+                    Event::new(t, EventId(id), source, [a, 0])
+                })
+                .collect();
+            let buf_len = HEADER_LEN + 4096;
+            let (want, _) = reference(&events, buf_len);
+            prop_assert_eq!(encoded(&events, buf_len, 1).0, &want[..]);
+            prop_assert_eq!(encoded(&events, buf_len, batch).0, want);
+        }
+    }
+
+    /// 48 keys, each sharing its index bucket with at least one other: 16
+    /// buckets of three keys.
+    fn churn_pool() -> Vec<(u16, u32)> {
+        let mut by_bucket: std::collections::BTreeMap<usize, Vec<(u16, u32)>> = Default::default();
+        for source in 0..4u32 {
+            for id in 0..512u16 {
+                by_bucket
+                    .entry(bucket(u64::from(id) | u64::from(source) << 16))
+                    .or_default()
+                    .push((id, source));
+            }
+        }
+        by_bucket
+            .into_values()
+            .filter(|keys| keys.len() >= 3)
+            .take(16)
+            .flat_map(|keys| keys.into_iter().take(3))
+            .collect()
+    }
+
+    #[test]
+    fn the_churn_pool_shares_buckets() {
+        let pool = churn_pool();
+        assert_eq!(pool.len(), 48);
+        let mut buckets: Vec<usize> = pool
+            .iter()
+            .map(|&(id, source)| bucket(u64::from(id) | u64::from(source) << 16))
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        assert_eq!(buckets.len(), 16);
     }
 }
