@@ -35,8 +35,9 @@ const _: () = assert!(SLOTS.is_power_of_two() && SLOTS > TABLE_LEN);
 /// Buckets of the encoder's index of its table (a power of two, 1 byte
 /// each); the bytes written do not depend on it. On a host, eight times
 /// the slots, so that few of the keys in use share one: the reference
-/// corpus's records encode in 11.8 ns each with 256 buckets, 13.8 with
-/// 128, 16.4 with no index (AMD EPYC family 26 model 2). On a 32-bit MCU,
+/// corpus's records encoded in 11.8 ns each with 256 buckets, 13.8 with
+/// 128, 16.4 with no index (AMD EPYC family 26 model 2; before the
+/// [`SHARED`] flag). On a 32-bit MCU,
 /// twice the slots: each chunk clears the index, and with 256 buckets the
 /// firmware's streaming drain took 7.6 more instructions an event than
 /// with none, with 64 buckets 1.5 more (scripts/firmware-cost.sh).
@@ -86,7 +87,8 @@ struct State {
     /// The slot of the last hit (checked first).
     last: u8,
     /// Per [`bucket`], 0 or 1 + the slot of a key in the table with that
-    /// bucket; every key in the table has a bucket that is not 0. A key
+    /// bucket, [`SHARED`] set once a second key took the bucket; every key
+    /// in the table has a bucket that is not 0. A key
     /// whose bucket is 0 is not in the table (a literal, found without a
     /// scan); one whose bucket names the slot of another key (two keys in
     /// one bucket) is looked for by a scan. A scan of the table for every
@@ -391,26 +393,40 @@ fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     Ok(n)
 }
 
+/// The flag of an index bucket that a second key took in this chunk: only
+/// then can its owner's eviction leave another key of the bucket in the
+/// table, and only then is the table scanned for it (a scan computing the
+/// bucket of every slot at each literal was most of a literal's cost).
+const SHARED: u8 = 0x80;
+const _: () = assert!(TABLE_LEN < SHARED as usize);
+
 /// Keeps [`State::index`] true after `slot`'s key went from `old` to `new`
 /// (the table's length not yet updated): `old`'s bucket, if it named
 /// `slot`, names another key of that bucket still in the table (`new`
 /// among them) or none; `new`'s bucket names `slot` unless it names a key
 /// already.
 fn reindex(s: &mut State, old: u64, new: u64, slot: u8) {
-    let len = (s.table_len as usize + 1).min(TABLE_LEN);
     if old != EMPTY {
         let b = bucket(old);
-        if s.index[b] == slot + 1 {
-            s.index[b] = s.table[..len]
-                .iter()
-                .position(|&t| t != EMPTY && bucket(t) == b)
-                .map_or(0, |j| j as u8 + 1);
+        let i = s.index[b];
+        if i & !SHARED == slot + 1 {
+            s.index[b] = if i & SHARED == 0 {
+                // No other key ever took this bucket in this chunk.
+                0
+            } else {
+                let len = (s.table_len as usize + 1).min(TABLE_LEN);
+                s.table[..len]
+                    .iter()
+                    .position(|&t| t != EMPTY && bucket(t) == b)
+                    .map_or(0, |j| (j as u8 + 1) | SHARED)
+            };
         }
     }
     let b = bucket(new);
-    if s.index[b] == 0 {
-        s.index[b] = slot + 1;
-    }
+    s.index[b] = match s.index[b] {
+        0 => slot + 1,
+        i => i | SHARED,
+    };
 }
 
 /// The table slot holding `k`, or [`LITERAL`]. The slot of the last hit
