@@ -37,16 +37,23 @@ const _: () = assert!(SLOTS.is_power_of_two() && SLOTS > TABLE_LEN);
 /// the slots, so that few of the keys in use share one: the reference
 /// corpus's records encoded in 11.8 ns each with 256 buckets, 13.8 with
 /// 128, 16.4 with no index (AMD EPYC family 26 model 2; before the
-/// [`SHARED`] flag). On a 32-bit MCU,
-/// twice the slots: each chunk clears the index, and with 256 buckets the
-/// firmware's streaming drain took 7.6 more instructions an event than
-/// with none, with 64 buckets 1.5 more (scripts/firmware-cost.sh).
+/// [`SHARED`] flag). On a 32-bit MCU, twice the slots: each chunk clears
+/// the index, and with 256 buckets the firmware's streaming drain took 7.6
+/// more instructions an event than with none, with 64 buckets 1.5 more
+/// (scripts/firmware-cost.sh).
 const INDEX_LEN: usize = if cfg!(target_pointer_width = "64") {
     256
 } else {
     64
 };
 const _: () = assert!(INDEX_LEN.is_power_of_two() && INDEX_LEN >= 2 * TABLE_LEN);
+
+/// The flag of an index bucket that a second key took in this chunk: only
+/// then can its owner's eviction leave another key of the bucket in the
+/// table, and only then is the table scanned for it (a scan computing the
+/// bucket of every slot at each literal was most of a literal's cost).
+const SHARED: u8 = 0x80;
+const _: () = assert!(TABLE_LEN < SHARED as usize);
 
 /// The index bucket of a key: a multiplicative hash of its 48 bits folded
 /// to 32 (one 32-bit multiply, cheap on a 32-bit MCU too).
@@ -88,13 +95,12 @@ struct State {
     last: u8,
     /// Per [`bucket`], 0 or 1 + the slot of a key in the table with that
     /// bucket, [`SHARED`] set once a second key took the bucket; every key
-    /// in the table has a bucket that is not 0. A key
-    /// whose bucket is 0 is not in the table (a literal, found without a
-    /// scan); one whose bucket names the slot of another key (two keys in
-    /// one bucket) is looked for by a scan. A scan of the table for every
-    /// record past the last hit's slot and the next was a third of the
-    /// encoding of the reference corpus (docs/benchmarks-history.md, "The encoder's
-    /// table index").
+    /// in the table has a bucket that is not 0. A key whose bucket is 0 is
+    /// not in the table (a literal, found without a scan); one whose bucket
+    /// names the slot of another key (two keys in one bucket) is looked for
+    /// by a scan. A scan of the table for every record past the last hit's
+    /// slot and the next was a third of the encoding of the reference
+    /// corpus (docs/benchmarks-history.md, "The encoder's table index").
     index: [u8; INDEX_LEN],
 }
 
@@ -393,18 +399,11 @@ fn encode(s: &mut State, buf: &mut [u8], e: &Event) -> Result<usize, Full> {
     Ok(n)
 }
 
-/// The flag of an index bucket that a second key took in this chunk: only
-/// then can its owner's eviction leave another key of the bucket in the
-/// table, and only then is the table scanned for it (a scan computing the
-/// bucket of every slot at each literal was most of a literal's cost).
-const SHARED: u8 = 0x80;
-const _: () = assert!(TABLE_LEN < SHARED as usize);
-
 /// Keeps [`State::index`] true after `slot`'s key went from `old` to `new`
 /// (the table's length not yet updated): `old`'s bucket, if it named
 /// `slot`, names another key of that bucket still in the table (`new`
-/// among them) or none; `new`'s bucket names `slot` unless it names a key
-/// already.
+/// among them) or none; `new`'s bucket names `slot` if it named none, and
+/// is flagged [`SHARED`] if it named a key already.
 fn reindex(s: &mut State, old: u64, new: u64, slot: u8) {
     if old != EMPTY {
         let b = bucket(old);
@@ -742,6 +741,11 @@ mod tests {
         }
     }
 
+    /// The interning key of `(id, source)`.
+    fn pool_key((id, source): (u16, u32)) -> u64 {
+        key(&Event::new(0, EventId(id), source, [0, 0]))
+    }
+
     /// 48 keys, each sharing its index bucket with at least one other: 16
     /// buckets of three keys.
     fn churn_pool() -> Vec<(u16, u32)> {
@@ -749,7 +753,7 @@ mod tests {
         for source in 0..4u32 {
             for id in 0..512u16 {
                 by_bucket
-                    .entry(bucket(u64::from(id) | u64::from(source) << 16))
+                    .entry(bucket(pool_key((id, source))))
                     .or_default()
                     .push((id, source));
             }
@@ -766,10 +770,7 @@ mod tests {
     fn the_churn_pool_shares_buckets() {
         let pool = churn_pool();
         assert_eq!(pool.len(), 48);
-        let mut buckets: Vec<usize> = pool
-            .iter()
-            .map(|&(id, source)| bucket(u64::from(id) | u64::from(source) << 16))
-            .collect();
+        let mut buckets: Vec<usize> = pool.iter().map(|&k| bucket(pool_key(k))).collect();
         buckets.sort_unstable();
         buckets.dedup();
         assert_eq!(buckets.len(), 16);
